@@ -1,0 +1,286 @@
+"""The ack log: an append-only, hash-chained audit of every control action.
+
+``stop_ack_log.jsonl`` holds one JSON object per line, keys in this order:
+``timestamp, event, source, session_id, reason`` (the-nexus's four fields plus
+the event), any extra keys, then ``seq, prev, hash``. ``hash`` is the sha256 of
+``prev`` followed by the canonical JSON (sorted keys, no spaces, ASCII) of the
+line without ``hash``; the first line's ``prev`` is 64 zeros. Changing, removing
+or reordering any line breaks the chain from that line on, and ``verify`` names
+the first line that breaks.
+
+Failure: appends go through ``core.statefile.append_line`` (lock, torn-tail
+repair, one write, fsync). Readers skip a torn tail and count it, and skip lines
+that do not parse; nothing in the log is ever rewritten.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from core.clock import iso, now_seconds, parse_iso
+from core.statefile import append_line, last_lines
+
+ACK_LOG_NAME = "stop_ack_log.jsonl"
+GENESIS_HASH = "0" * 64
+FLEET = "*"  # the session_id of fleet-wide actions
+
+EVENTS = (
+    "stop_ack", "resume", "fleet_stop", "fleet_resume", "hands_off", "release",
+    "halt_ack", "halt_dismiss", "halt_escalate", "halt_timeout",
+    "warrant_filed", "warrant_pardoned", "warrant_executed", "warrant_blocked",
+    "epitaph", "loop_tripped", "loop_reset", "state_quarantined",
+)
+HEAD_KEYS = ("timestamp", "event", "source", "session_id", "reason")
+CHAIN_KEYS = ("seq", "prev", "hash")
+# How far back an append looks for the last intact line before scanning it all.
+_TAIL_LOOKBACK = 64
+
+
+def canonical(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def chain_hash(prev: str, record_without_hash: dict[str, Any]) -> str:
+    return hashlib.sha256(prev.encode("ascii") + canonical(record_without_hash)).hexdigest()
+
+
+@dataclass
+class LogRead:
+    entries: list[dict[str, Any]]
+    torn_bytes: int = 0        # a final line without its newline
+    unreadable_lines: int = 0  # complete lines that are not JSON objects
+
+
+@dataclass
+class ChainReport:
+    ok: bool
+    lines: int
+    first_broken_line: int | None = None
+    problem: str = ""
+    torn_bytes: int = 0
+    torn_file_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class AckLog:
+    """The ack log of one state home."""
+
+    def __init__(self, home: Path):
+        self.home = Path(home)
+        self.path = self.home / ACK_LOG_NAME
+
+    # ------------------------------------------------------------ writing
+    def append(
+        self,
+        event: str,
+        *,
+        source: str,
+        session_id: str,
+        reason: str = "",
+        now: float | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Append one action; returns the stored line as a dict."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown ack-log event {event!r}")
+        clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
+        if clash:
+            raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
+        stamp = iso(now_seconds(now))
+        stored: dict[str, Any] = {}
+
+        def make_line() -> bytes:
+            prev, seq = self._chain_tip()
+            record: dict[str, Any] = {
+                "timestamp": stamp,
+                "event": event,
+                "source": str(source),
+                "session_id": str(session_id),
+                "reason": str(reason),
+            }
+            record.update(extra)
+            record["seq"] = seq
+            record["prev"] = prev
+            record["hash"] = chain_hash(prev, record)
+            stored.update(record)
+            return json.dumps(record, ensure_ascii=True).encode("ascii")
+
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        append_line(self.path, make_line)
+        return stored
+
+    def _chain_tip(self) -> tuple[str, int]:
+        """(hash, next seq) of the last intact line; genesis for an empty log."""
+        for raw in reversed(last_lines(self.path, _TAIL_LOOKBACK)):
+            record = _parse(raw)
+            if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
+                return record["hash"], record["seq"] + 1
+        last = None
+        for raw in _complete_lines(self.path):
+            record = _parse(raw)
+            if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
+                last = record
+        if last is None:
+            return GENESIS_HASH, 1
+        return last["hash"], last["seq"] + 1
+
+    # ------------------------------------------------------------ reading
+    def read(
+        self,
+        *,
+        session: str | None = None,
+        event: str | None = None,
+        since: float | None = None,
+        source: str | None = None,
+    ) -> LogRead:
+        """Every intact line, filtered; torn and unreadable lines are counted."""
+        result = LogRead(entries=[])
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return result
+        body, _, tail = data.rpartition(b"\n")
+        if tail:
+            result.torn_bytes = len(tail)
+        if not body and not data.endswith(b"\n"):
+            return result
+        for raw in body.split(b"\n"):
+            record = _parse(raw)
+            if record is None:
+                result.unreadable_lines += 1
+                continue
+            if _matches(record, session=session, event=event, since=since, source=source):
+                result.entries.append(record)
+        return result
+
+    def tail(self, count: int) -> list[dict[str, Any]]:
+        """The last ``count`` intact lines, oldest first, without reading it all."""
+        records = (_parse(raw) for raw in last_lines(self.path, count))
+        return [r for r in records if r is not None]
+
+    def follow(
+        self,
+        *,
+        session: str | None = None,
+        event: str | None = None,
+        since: float | None = None,
+        source: str | None = None,
+        poll_seconds: float = 0.25,
+        from_start: bool = True,
+        stop_after: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Yield lines as they are appended (``tail -f``); complete lines only."""
+        position = 0
+        if not from_start:
+            try:
+                position = self.path.stat().st_size
+            except FileNotFoundError:
+                position = 0
+        pending = b""
+        deadline = None if stop_after is None else time.monotonic() + stop_after
+        while deadline is None or time.monotonic() < deadline:
+            try:
+                with open(self.path, "rb") as handle:
+                    size = os.fstat(handle.fileno()).st_size
+                    if size < position:  # a torn tail was cut off
+                        position, pending = size, b""
+                    handle.seek(position)
+                    chunk = handle.read()
+            except FileNotFoundError:
+                chunk = b""
+            if chunk:
+                position += len(chunk)
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for raw in complete:
+                    record = _parse(raw)
+                    if record is not None and _matches(record, session=session, event=event, since=since, source=source):
+                        yield record
+            else:
+                time.sleep(poll_seconds)
+
+    # ------------------------------------------------------------ verifying
+    def verify(self) -> ChainReport:
+        """Walk the chain; the first line whose seq, prev or hash is wrong breaks it."""
+        report = ChainReport(ok=True, lines=0)
+        torn_file = self.path.with_name(self.path.name + ".torn")
+        if torn_file.exists():
+            report.torn_file_bytes = torn_file.stat().st_size
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return report
+        body, _, tail = data.rpartition(b"\n")
+        report.torn_bytes = len(tail)
+        if not data.endswith(b"\n") and not body:
+            return report
+        prev, seq = GENESIS_HASH, None
+        for number, raw in enumerate(body.split(b"\n"), 1):
+            report.lines = number
+            problem = _check_line(raw, prev, seq)
+            if problem:
+                report.ok = False
+                report.first_broken_line = number
+                report.problem = problem
+                return report
+            record = json.loads(raw)
+            prev, seq = record["hash"], record["seq"] + 1
+        return report
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
+    record = _parse(raw)
+    if record is None:
+        return "not a JSON object"
+    missing = [k for k in HEAD_KEYS + CHAIN_KEYS if k not in record]
+    if missing:
+        return f"missing keys {', '.join(missing)}"
+    if not isinstance(record["seq"], int) or isinstance(record["seq"], bool):
+        return "seq is not an integer"
+    if expected_seq is not None and record["seq"] != expected_seq:
+        return f"seq {record['seq']} where {expected_seq} was expected (line removed or reordered)"
+    if record["prev"] != prev:
+        return "prev does not match the hash of the line before (line removed or reordered)"
+    claimed = record.pop("hash")
+    if chain_hash(prev, record) != claimed:
+        return "hash does not match the line's content (line changed)"
+    return ""
+
+
+def _matches(record: dict[str, Any], *, session, event, since, source) -> bool:
+    if session is not None and record.get("session_id") != session:
+        return False
+    if event is not None and record.get("event") != event:
+        return False
+    if source is not None and record.get("source") != source:
+        return False
+    if since is not None:
+        try:
+            if parse_iso(record.get("timestamp", "")) < since:
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def _complete_lines(path: Path) -> Iterator[bytes]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    body, _, _ = data.rpartition(b"\n")
+    if body or data.endswith(b"\n"):
+        yield from body.split(b"\n")

@@ -1,0 +1,186 @@
+"""``config.toml``: every setting leash reads, with its default and its type.
+
+The file is optional and every key has a default. It is read with ``tomllib``;
+a file that does not parse, a key that leash does not know, or a value of the
+wrong type raises ``ConfigError`` whose message is one line naming the file,
+the line and the key, so the CLI can print it as it is.
+
+Tables whose names are chosen by the operator (``[loop.NAME]``,
+``[reply_guard.channels.NAME]``) are validated against a per-entry schema.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "config.toml"
+
+# (type check, description) for each leaf; a tuple of types means any of them.
+_NUMBER = (int, float)
+
+DEFAULTS: dict[str, Any] = {
+    "gate": {"read_only_tools": ["Read", "Grep", "Glob", "LS"]},
+    "hands_off": {"default_hours": 24},
+    "warrants": {
+        "dogs": 5,
+        "timeouts": [60, 120, 240],
+        "poll_seconds": 1.0,
+        "pardon_on_activity": False,
+    },
+    "loop": {},
+    "reply_guard": {"channels": {}},
+    "tmux": {"socket": ""},
+    "console": {"keys": {}},
+}
+
+_SCHEMA: dict[str, dict[str, Any]] = {
+    "gate": {"read_only_tools": ("list[str]",)},
+    "hands_off": {"default_hours": ("positive number",)},
+    "warrants": {
+        "dogs": ("positive int",),
+        "timeouts": ("list[positive number]",),
+        "poll_seconds": ("positive number",),
+        "pardon_on_activity": ("bool",),
+    },
+    "tmux": {"socket": ("str",)},
+}
+
+# Tables of operator-named entries: section -> (sub-table path, entry schema).
+LOOP_ENTRY = {
+    "max_restarts": ("int",),
+    "window_seconds": ("positive number",),
+    "max_gap_seconds": ("non-negative number",),
+}
+CHANNEL_ENTRY = {"needs_reply": ("list[str]",), "send_hint": ("str",)}
+
+
+class ConfigError(Exception):
+    """A config file leash cannot use; ``str()`` is the one-line message."""
+
+
+def _check(kind: str, value: Any) -> bool:
+    number = isinstance(value, _NUMBER) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "positive int":
+        return _check("int", value) and value > 0
+    if kind == "positive number":
+        return number and value > 0
+    if kind == "non-negative number":
+        return number and value >= 0
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "list[positive number]":
+        return isinstance(value, list) and bool(value) and all(_check("positive number", v) for v in value)
+    raise AssertionError(kind)
+
+
+def _line_of(text: str, table: str, key: str) -> int:
+    """The line where ``key`` is set inside ``[table]`` (best effort, 1-based)."""
+    current = ""
+    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+    assign = re.compile(r"^\s*(\"[^\"]*\"|[A-Za-z0-9_.-]+)\s*=")
+    for number, line in enumerate(text.splitlines(), 1):
+        found = header.match(line)
+        if found:
+            current = found.group(1).replace(" ", "")
+            if current == f"{table}.{key}".strip("."):
+                return number
+            continue
+        found = assign.match(line)
+        if found and current == table and found.group(1).strip('"') == key:
+            return number
+    return 0
+
+
+def _decode_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigError:
+    message = str(exc)
+    found = re.search(r"at line (\d+)", message)
+    line = int(found.group(1)) if found else 0
+    key = ""
+    if line:
+        source = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+        left = source.split("=", 1)[0].strip() if "=" in source else source.strip()
+        key = left
+    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+    where = f"{path}:{line}" if line else str(path)
+    return ConfigError(f"{where}: key '{key}': {reason}" if key else f"{where}: {reason}")
+
+
+def _bad(path: Path, text: str, table: str, key: str, problem: str) -> ConfigError:
+    line = _line_of(text, table, key)
+    dotted = f"{table}.{key}" if table else key
+    where = f"{path}:{line}" if line else str(path)
+    return ConfigError(f"{where}: key '{dotted}': {problem}")
+
+
+def _validate_entries(path, text, table, entries, schema, merged_into):
+    for key, value in entries.items():
+        if key not in schema:
+            raise _bad(path, text, table, key, "unknown setting")
+        (kind,) = schema[key]
+        if not _check(kind, value):
+            raise _bad(path, text, table, key, f"must be {kind}, got {value!r}")
+        merged_into[key] = value
+
+
+def load_config(home: Path) -> dict[str, Any]:
+    """Defaults overlaid with ``<home>/config.toml``; raises ConfigError."""
+    merged = copy.deepcopy(DEFAULTS)
+    path = Path(home) / CONFIG_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return merged
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _decode_error(path, text, exc) from None
+
+    for section, body in data.items():
+        if section not in DEFAULTS:
+            raise _bad(path, text, "", section, "unknown section")
+        if not isinstance(body, dict):
+            raise _bad(path, text, "", section, "must be a table")
+        if section == "loop":
+            for name, entry in body.items():
+                if not isinstance(entry, dict):
+                    raise _bad(path, text, "loop", name, "must be a table [loop.NAME]")
+                merged["loop"][name] = {}
+                _validate_entries(path, text, f"loop.{name}", entry, LOOP_ENTRY, merged["loop"][name])
+        elif section == "reply_guard":
+            for key, channels in body.items():
+                if key != "channels" or not isinstance(channels, dict):
+                    raise _bad(path, text, "reply_guard", key, "only [reply_guard.channels.NAME] tables are known")
+                for name, entry in channels.items():
+                    if not isinstance(entry, dict):
+                        raise _bad(path, text, "reply_guard.channels", name, "must be a table")
+                    merged["reply_guard"]["channels"][name] = {}
+                    _validate_entries(
+                        path, text, f"reply_guard.channels.{name}", entry, CHANNEL_ENTRY,
+                        merged["reply_guard"]["channels"][name],
+                    )
+        elif section == "console":
+            for key, value in body.items():
+                if key != "keys" or not isinstance(value, dict):
+                    raise _bad(path, text, "console", key, "only [console.keys] is known")
+                for action, binding in value.items():
+                    if not isinstance(binding, str) or not binding:
+                        raise _bad(path, text, "console.keys", action, "must be a key name string")
+                    merged["console"]["keys"][action] = binding
+        else:
+            _validate_entries(path, text, section, body, _SCHEMA[section], merged[section])
+    return merged

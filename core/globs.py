@@ -1,0 +1,73 @@
+"""Path patterns for ``path:<glob>`` hands-off locks.
+
+``*`` and ``?`` stay inside one directory, ``**`` crosses directories, ``[...]``
+is a character class, and a pattern ending in ``/**`` also covers the directory
+itself (so ``rm -rf src/auth`` is caught by ``path:src/auth/**``).
+
+A relative pattern is matched against the file's path relative to the
+session's working directory; an absolute pattern against the absolute path.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    body = pattern
+    directory_too = body.endswith("/**")
+    if directory_too:
+        body = body[:-3]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "*":
+            if body.startswith("**", i):
+                i += 2
+                if body.startswith("/", i):
+                    i += 1
+                    out.append("(?:.*/)?")
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            close = body.find("]", i + 2 if body.startswith("[!", i) or body.startswith("[^", i) else i + 1)
+            if close == -1:
+                out.append(re.escape(c))
+            else:
+                inner = body[i + 1:close]
+                if inner.startswith("!"):
+                    inner = "^" + inner[1:]
+                out.append("[" + inner.replace("\\", "\\\\") + "]")
+                i = close
+        else:
+            out.append(re.escape(c))
+        i += 1
+    if directory_too:
+        out.append("(?:/.*)?")
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def path_candidates(file_path: str, cwd: str | None) -> tuple[str, str | None]:
+    """(absolute path, path relative to cwd or None when outside it)."""
+    base = cwd or os.getcwd()
+    absolute = os.path.normpath(os.path.join(base, file_path))
+    relative = None
+    if cwd:
+        rel = os.path.relpath(absolute, os.path.normpath(cwd))
+        if rel != ".." and not rel.startswith("../"):
+            relative = rel
+    elif not os.path.isabs(file_path):
+        relative = os.path.normpath(file_path)
+    return absolute, relative
+
+
+def glob_matches(compiled: re.Pattern[str], pattern: str, file_path: str, cwd: str | None) -> bool:
+    absolute, relative = path_candidates(file_path, cwd)
+    if pattern.startswith("/"):
+        return compiled.match(absolute) is not None
+    return relative is not None and compiled.match(relative) is not None

@@ -1,0 +1,160 @@
+"""Claude Code hook commands: ``leash hook pre-tool-use`` (and the others later).
+
+Protocol: the hook reads one JSON object on stdin (``session_id``,
+``hook_event_name``, ``tool_name``, ``tool_input``, ``cwd`` ...). To deny a tool
+call, pre-tool-use prints::
+
+    {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+     "permissionDecision": "deny", "permissionDecisionReason": "..."}}
+
+and exits 0; to allow it prints nothing and exits 0.
+
+Failure: stdin that is not a JSON object with a ``session_id`` gets one line on
+stderr and no traceback. The hook then denies only where the policy fails
+closed — the stop state cannot be read, or the whole fleet is stopped, which
+applies whoever is asking — and otherwise exits 1, which Claude Code shows as a
+non-blocking error. Any unexpected error also ends as one line on stderr.
+
+This module is on the hook path: it imports the standard library and the core
+modules it needs, nothing else.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+from typing import Any
+
+STDIN_TIMEOUT_SECONDS = 5.0
+STDIN_LIMIT_BYTES = 16 * 1024 * 1024
+
+
+class HookInputError(Exception):
+    pass
+
+
+def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
+    """All of stdin, or HookInputError when nothing complete arrives in time."""
+    stream = stream if stream is not None else sys.stdin.buffer
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return stream.read(STDIN_LIMIT_BYTES + 1)
+    chunks, total = [], 0
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HookInputError(f"no complete hook input on stdin within {timeout:g} s")
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > STDIN_LIMIT_BYTES:
+            raise HookInputError("hook input larger than 16 MiB")
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        raise HookInputError("empty hook input (expected Claude Code's JSON on stdin)")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HookInputError(f"hook input is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError("hook input must be a JSON object")
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        raise HookInputError("hook input has no session_id")
+    return payload
+
+
+def deny_output(reason: str) -> str:
+    return json.dumps({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+
+
+def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: float | None = None,
+                 input_error: HookInputError | None = None) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
+    from core.gate import Gate
+    from core.home import ensure_home
+    from core.sessions import SessionRegistry, tmux_session_of_pane
+
+    env = os.environ if env is None else env
+    home = ensure_home(home)
+    gate = Gate(home)
+    try:
+        if input_error is not None:
+            raise input_error
+        payload = parse_payload(raw)
+    except HookInputError as exc:
+        # No session to judge; only the rules that apply to everyone can deny.
+        verdict = gate._stop_verdict([])
+        if verdict is not None:
+            return deny_output(verdict.reason) + "\n", f"leash: {exc}\n", 0
+        return "", f"leash: {exc}\n", 1
+
+    session_id = payload["session_id"]
+    tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
+    tool_input = payload.get("tool_input")
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    pane = env.get("TMUX_PANE", "")
+    warning = ""
+    try:
+        registry: SessionRegistry = gate.sessions
+        known = registry.get(session_id, now=now) or {}
+        tmux_name = known.get("tmux_session", "") if known.get("tmux_pane") == pane else ""
+        if pane and not tmux_name:
+            tmux_name = tmux_session_of_pane(pane, env=dict(env))
+        registry.observe(session_id, now=now, tool=tool, tmux_pane=pane, tmux_session=tmux_name,
+                         entity=env.get("LEASH_ENTITY", ""), cwd=cwd)
+    except OSError as exc:  # registering is best effort; judging is not
+        warning = f"leash: could not record session ({exc.strerror})\n"
+    verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now)
+    if verdict.allow:
+        return "", warning, 0
+    return deny_output(verdict.reason) + "\n", warning, 0
+
+
+def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
+    """Entry point of ``leash hook EVENT``; never raises, never prints a traceback."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    handlers = {"pre-tool-use": pre_tool_use}
+    if event not in handlers:
+        stderr.write(f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n")
+        return 2
+    try:
+        raw, input_error = b"", None
+        try:
+            raw = read_stdin(stdin)
+        except HookInputError as exc:
+            input_error = exc
+        out, err, code = handlers[event](raw, home=home, input_error=input_error)
+    except Exception as exc:
+        # We could not establish that the call is allowed: fail closed, as for
+        # an unreadable stop state.
+        message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
+        stderr.write(message + "\n")
+        stdout.write(deny_output(message) + "\n")
+        stdout.flush()
+        return 0
+    if err:
+        stderr.write(err)
+    if out:
+        stdout.write(out)
+    stdout.flush()
+    return code

@@ -1,0 +1,56 @@
+"""A JSON state file whose fail policy is "quarantine and start empty".
+
+The hands-off registry and the session registry both follow that row of the
+fail-policy table: a file that does not parse is renamed to
+``<name>.corrupt-<timestamp>`` (never deleted), the state starts empty, and a
+``state_quarantined`` line goes to the ack log so the operator learns of it.
+Quarantine happens under the file's lock and re-checks the file first, so when
+many processes trip over the same corrupt file only one moves it and logs it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from core.acklog import AckLog
+from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json
+
+
+class SelfHealingJSON:
+    def __init__(self, path: Path, acklog: AckLog, transform: Callable[[Any], Any]):
+        self.path = Path(path)
+        self.acklog = acklog
+        self._cache = CachedJSON(self.path, transform)
+
+    def snapshot(self, missing: Any, *, now: float | None = None) -> Any:
+        """The transformed content (cached); ``missing`` when absent or corrupt."""
+        try:
+            return self._cache.get(missing=missing)
+        except StateCorrupt as exc:
+            self.quarantine(exc, now=now)
+            return missing
+
+    def load_for_write(self, *, now: float | None = None) -> dict[str, Any]:
+        """The raw content for a read-modify-write; call it holding the lock."""
+        try:
+            return read_json(self.path, {})
+        except StateCorrupt as exc:
+            self.quarantine(exc, now=now)
+            return {}
+
+    def quarantine(self, exc: StateCorrupt, *, now: float | None = None) -> Path | None:
+        with locked(self.path):
+            try:
+                read_json(self.path, {})
+                return None  # another process already put a good file there
+            except StateCorrupt:
+                pass
+            moved = quarantine(self.path, now=now)
+            if moved is not None:
+                self.acklog.append(
+                    "state_quarantined", source="leash", session_id="",
+                    reason=f"{self.path.name} unreadable ({exc.detail}); moved to {moved.name}; starts empty",
+                    now=now, file=self.path.name, moved_to=moved.name,
+                )
+        self._cache.forget()
+        return moved

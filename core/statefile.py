@@ -1,0 +1,362 @@
+"""The one module that writes leash state.
+
+Hooks, the console, the kennel and the CLI all write the same files at once, so
+every write goes through here:
+
+* ``locked(path)`` takes ``flock`` on a sidecar ``<file>.lock``. It is re-entrant
+  within a process (a thread that holds it may take it again), so a multi-file
+  step such as a full stop can hold several locks. Locks are always taken in
+  the order the callers agree on (stops, hands-off, sessions, ack log).
+* ``write_json`` writes a temp file in the same directory, fsyncs it,
+  ``os.replace``s it over the old file and fsyncs the directory: a reader sees
+  the old file or the new one, never half of either, even across SIGKILL or a
+  power cut.
+* ``append_line`` appends one line with a single ``write`` under the lock, after
+  cutting a torn tail (bytes after the last newline, left by a writer that died
+  or a full disk) back to the last newline; the torn bytes are kept in
+  ``<file>.torn``, nothing is thrown away.
+* ``read_json`` never crashes: a missing file gives the default, a file that does
+  not parse raises ``StateCorrupt`` so each caller applies its row of the
+  fail-policy table (block, quarantine, or fail open).
+* ``quarantine`` renames a corrupt file to ``<name>.corrupt-<timestamp>``; it is
+  never deleted.
+* ``CachedJSON`` re-parses a file only when its inode, size or times change, so
+  the gate's hot path is one ``stat`` per file.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from core.clock import compact_stamp, now_seconds
+
+FILE_MODE = 0o600
+LOCK_SUFFIX = ".lock"
+TORN_SUFFIX = ".torn"
+CORRUPT_MARK = ".corrupt-"
+TEMP_PREFIX = ".tmp-"
+
+
+class StateCorrupt(Exception):
+    """A state file exists but cannot be parsed or has the wrong shape."""
+
+    def __init__(self, path: Path, detail: str):
+        super().__init__(f"{path}: {detail}")
+        self.path = Path(path)
+        self.detail = detail
+
+
+# --------------------------------------------------------------------- locks
+class _HeldLock:
+    __slots__ = ("mutex", "fd", "depth")
+
+    def __init__(self) -> None:
+        self.mutex = threading.RLock()
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_locks: dict[str, _HeldLock] = {}
+_locks_guard = threading.Lock()
+
+
+def lock_path_for(path: Path) -> Path:
+    return path.with_name(path.name + LOCK_SUFFIX)
+
+
+@contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Exclusive lock on ``<path>.lock``: across processes by flock, across
+    threads by an RLock; re-entrant for the thread that holds it."""
+    lock_file = lock_path_for(Path(path))
+    key = os.fspath(lock_file)
+    with _locks_guard:
+        held = _locks.setdefault(key, _HeldLock())
+    with held.mutex:
+        if held.depth == 0:
+            fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            held.fd = fd
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.fd is not None:
+                # Closing the descriptor releases the flock.
+                os.close(held.fd)
+                held.fd = None
+
+
+# --------------------------------------------------------------------- write
+def fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems refuse fsync on directories
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
+    """Replace ``path`` with ``payload``: temp file, fsync, rename, dir fsync."""
+    target = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + target.name + ".", dir=target.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp_name)
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp_name, target)
+    except BaseException:
+        _unlink_quietly(tmp_name)
+        raise
+    fsync_dir(target.parent)
+
+
+def dump_json(data: Any) -> bytes:
+    return (json.dumps(data, indent=1, sort_keys=False) + "\n").encode("utf-8")
+
+
+def write_json(path: str | os.PathLike, data: Any) -> None:
+    write_bytes_atomic(path, dump_json(data))
+
+
+def _unlink_quietly(name: str | os.PathLike) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------- read
+def read_json(path: str | os.PathLike, default: Any = None, *, expect: type | None = dict) -> Any:
+    """The parsed file, ``default`` when it does not exist.
+
+    Raises ``StateCorrupt`` when it exists but is not valid JSON of type
+    ``expect``; raises ``OSError`` only for errors other than a missing file
+    (a permission problem is not corruption and must not be quarantined)."""
+    target = Path(path)
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return default
+    return parse_json_bytes(target, raw, expect=expect)
+
+
+def parse_json_bytes(path: Path, raw: bytes, *, expect: type | None = dict) -> Any:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateCorrupt(path, f"not valid JSON ({exc})") from None
+    if expect is not None and not isinstance(data, expect):
+        raise StateCorrupt(path, f"expected a JSON {expect.__name__}, found {type(data).__name__}")
+    return data
+
+
+def update_json(
+    path: str | os.PathLike,
+    change: Callable[[Any], Any],
+    *,
+    default: Callable[[], Any] = dict,
+    expect: type | None = dict,
+) -> Any:
+    """Read-modify-write under the file's lock; returns what ``change`` returned.
+
+    ``change`` receives the current data (or ``default()``) and mutates it in
+    place. The file is written only when the data actually changed. A corrupt
+    file raises ``StateCorrupt`` and is left untouched for the caller's policy.
+    """
+    target = Path(path)
+    with locked(target):
+        current = read_json(target, None, expect=expect)
+        if current is None:
+            current = default()
+            before = None
+        else:
+            before = json.dumps(current, sort_keys=True)
+        result = change(current)
+        if before is None or json.dumps(current, sort_keys=True) != before:
+            write_json(target, current)
+        return result
+
+
+# --------------------------------------------------------------- quarantine
+def quarantine(path: str | os.PathLike, *, now: float | None = None) -> Path | None:
+    """Move a corrupt file aside as ``<name>.corrupt-<timestamp>``; never deletes.
+
+    Returns the new path, or None when the file was already gone (another
+    process quarantined it first). Call it holding the file's lock."""
+    target = Path(path)
+    stamp = compact_stamp(now_seconds(now))
+    destination = target.with_name(f"{target.name}{CORRUPT_MARK}{stamp}")
+    suffix = 0
+    while destination.exists():
+        suffix += 1
+        destination = target.with_name(f"{target.name}{CORRUPT_MARK}{stamp}.{suffix}")
+    try:
+        os.rename(target, destination)
+    except FileNotFoundError:
+        return None
+    fsync_dir(target.parent)
+    return destination
+
+
+def quarantined_copies(path: str | os.PathLike) -> list[Path]:
+    target = Path(path)
+    return sorted(target.parent.glob(f"{target.name}{CORRUPT_MARK}*"))
+
+
+# -------------------------------------------------------------------- JSONL
+def repair_torn_tail(path: str | os.PathLike) -> int:
+    """Cut bytes after the last newline into ``<file>.torn``; returns how many.
+
+    Call it holding the file's lock."""
+    target = Path(path)
+    try:
+        fd = os.open(target, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
+        if os.pread(fd, 1, size - 1) == b"\n":
+            return 0
+        cut = _last_newline_end(fd, size)
+        torn = os.pread(fd, size - cut, cut)
+        torn_fd = os.open(
+            target.with_name(target.name + TORN_SUFFIX),
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+            FILE_MODE,
+        )
+        try:
+            # Each torn fragment ends with a newline so fragments stay apart.
+            os.write(torn_fd, torn + b"\n")
+            os.fsync(torn_fd)
+        finally:
+            os.close(torn_fd)
+        os.ftruncate(fd, cut)
+        os.fsync(fd)
+        return len(torn)
+    finally:
+        os.close(fd)
+
+
+def _last_newline_end(fd: int, size: int, block: int = 65536) -> int:
+    """Offset just past the last newline before ``size`` (0 when there is none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - block)
+        chunk = os.pread(fd, end - start, start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        end = start
+    return 0
+
+
+def last_lines(path: str | os.PathLike, count: int = 1, block: int = 65536) -> list[bytes]:
+    """Up to ``count`` complete lines at the end of the file, oldest first.
+
+    A torn tail (no final newline) is not a line and is not returned."""
+    target = Path(path)
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    try:
+        size = os.fstat(fd).st_size
+        end = _last_newline_end(fd, size)
+        buffer = b""
+        position = end
+        while position > 0 and buffer.count(b"\n") <= count:
+            start = max(0, position - block)
+            buffer = os.pread(fd, position - start, start) + buffer
+            position = start
+        lines = buffer.split(b"\n")[:-1]  # the piece after the final newline is empty
+        if position > 0:
+            lines = lines[1:]  # the first piece may be cut in half
+        return lines[-count:]
+    finally:
+        os.close(fd)
+
+
+def append_line(path: str | os.PathLike, make_line: Callable[[], bytes]) -> bytes:
+    """Append one line under the lock, repairing a torn tail first.
+
+    ``make_line`` runs under the lock (so it may read the file's last line, as
+    the ack log's hash chain does) and returns the bytes without the newline."""
+    target = Path(path)
+    with locked(target):
+        repair_torn_tail(target)
+        line = make_line()
+        if b"\n" in line:
+            raise ValueError("a JSONL record must not contain a newline")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.write(fd, line + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return line
+
+
+# -------------------------------------------------------------------- cache
+class CachedJSON:
+    """A parsed JSON file, re-read only when the file's identity changes.
+
+    The key is (inode, size, mtime_ns, ctime_ns): every write goes through an
+    atomic replace, which always produces a new inode while the old one is still
+    held, so a changed file is never mistaken for the cached one in practice.
+    ``transform`` turns the raw data into whatever the caller wants to keep
+    (pre-parsed times, compiled globs) so that work is also done once per change.
+    """
+
+    def __init__(self, path: Path, transform: Callable[[Any], Any], *, expect: type | None = dict):
+        self.path = Path(path)
+        self.transform = transform
+        self.expect = expect
+        self._key: tuple | None = None
+        self._value: Any = None
+
+    def get(self, missing: Any = None) -> Any:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._key = None
+            return missing
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if key != self._key:
+            raw = self.path.read_bytes()
+            data = parse_json_bytes(self.path, raw, expect=self.expect)
+            self._value = self.transform(data)
+            self._key = key
+        return self._value
+
+    def forget(self) -> None:
+        self._key = None

@@ -1,0 +1,277 @@
+"""The stop protocol: stops per session and fleet-wide, and the-nexus's API.
+
+``stops.json`` is ``{"sessions": {"<id>": {"stopped_at", "source", "reason"}},
+"fleet": null | {"stopped_at", "source", "reason"}}``. A session id here may be
+an agent's session id or a tmux session name; the gate treats a session as
+stopped when either of its names, or the fleet, is stopped.
+
+Every stop, resume, fleet stop and fleet resume writes the file first (so the
+stop is in force even if logging fails) and then its ack-log line.
+
+Failure: a stop must never be lost to a bad file. While ``stops.json`` does not
+parse, ``StopRegistry.snapshot`` raises ``StopStateUnreadable`` and the gate
+denies every tool call. The next write (or ``leash doctor --repair``) moves the
+bad file aside as ``stops.json.corrupt-<ts>`` and rebuilds the stops by
+replaying the ack log, which holds every change ever made to them.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from core.acklog import FLEET, AckLog
+from core.clock import iso, now_seconds
+from core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
+from core.home import ensure_home
+from core.sessions import SessionRegistry
+from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
+
+STOPS_NAME = "stops.json"
+
+
+class StopInterrupt(Exception):
+    """Raised by ``pre_tool_check`` when a tool call must not run."""
+
+
+class StopStateUnreadable(Exception):
+    """``stops.json`` exists but cannot be used; the gate fails closed."""
+
+
+class NotStopped(Exception):
+    """Resume of something that is not stopped."""
+
+
+def default_source() -> str:
+    """``$USER@host``: who did it, for the ack log."""
+    user = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if not user:
+        try:
+            user = getpass.getuser()
+        except Exception:  # no passwd entry in some containers
+            user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+def empty_stops() -> dict[str, Any]:
+    return {"sessions": {}, "fleet": None}
+
+
+def _validated(data: Any) -> dict[str, Any]:
+    if not isinstance(data.get("sessions", {}), dict):
+        raise StateCorrupt(Path(STOPS_NAME), '"sessions" is not an object')
+    fleet = data.get("fleet")
+    if fleet is not None and not isinstance(fleet, dict):
+        raise StateCorrupt(Path(STOPS_NAME), '"fleet" is neither null nor an object')
+    return {"sessions": data.get("sessions", {}), "fleet": fleet}
+
+
+def replay_stops(acklog: AckLog) -> dict[str, Any]:
+    """The stops the ack log says are in force, from its first line to its last."""
+    state = empty_stops()
+    for line in acklog.read().entries:
+        event, sid = line.get("event"), line.get("session_id", "")
+        record = {"stopped_at": line.get("timestamp"), "source": line.get("source"), "reason": line.get("reason")}
+        if event == "stop_ack":
+            state["sessions"].setdefault(sid, record)
+        elif event == "resume":
+            state["sessions"].pop(sid, None)
+        elif event == "fleet_stop":
+            state["fleet"] = state["fleet"] or record
+        elif event == "fleet_resume":
+            state["fleet"] = None
+    return state
+
+
+class StopRegistry:
+    def __init__(self, home: Path, acklog: AckLog | None = None):
+        self.home = Path(home)
+        self.path = self.home / STOPS_NAME
+        self.acklog = acklog or AckLog(self.home)
+        self._cache = CachedJSON(self.path, _validated)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Current stops; raises StopStateUnreadable when the file is bad."""
+        try:
+            return self._cache.get(missing=empty_stops())
+        except StateCorrupt as exc:
+            raise StopStateUnreadable(f"stop state unreadable ({exc.detail}) — run `leash doctor`") from None
+        except OSError as exc:
+            raise StopStateUnreadable(f"stop state unreadable ({exc.strerror}) — run `leash doctor`") from None
+
+    def readable(self) -> bool:
+        try:
+            self.snapshot()
+            return True
+        except StopStateUnreadable:
+            return False
+
+    # ------------------------------------------------------------ writing
+    def _load_for_write(self, *, now: float | None) -> dict[str, Any]:
+        """Current stops under the lock; a corrupt file is rebuilt from the log."""
+        try:
+            return _validated(read_json(self.path, {}) or {})
+        except StateCorrupt as exc:
+            return self.rebuild(exc.detail, now=now)
+
+    def rebuild(self, detail: str, *, now: float | None = None) -> dict[str, Any]:
+        """Quarantine the bad file and write the stops replayed from the ack log."""
+        with locked(self.path):
+            moved = quarantine(self.path, now=now)
+            state = replay_stops(self.acklog)
+            write_json(self.path, state)
+            self._cache.forget()
+            self.acklog.append(
+                "state_quarantined", source="leash", session_id="",
+                reason=(f"{STOPS_NAME} unreadable ({detail}); moved to {moved.name if moved else '?'}; "
+                        f"rebuilt from the ack log with {len(state['sessions'])} stopped sessions"
+                        f"{' and the fleet stopped' if state['fleet'] else ''}"),
+                now=now, file=STOPS_NAME, moved_to=moved.name if moved else "",
+            )
+        return state
+
+    def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
+             **extra: Any) -> dict[str, Any]:
+        _require_name(session_id, "session id")
+        moment = now_seconds(now)
+        with locked(self.path):
+            data = self._load_for_write(now=now)
+            record = data["sessions"].get(session_id)
+            if not isinstance(record, dict):
+                record = {"stopped_at": iso(moment), "source": source, "reason": reason}
+                data["sessions"][session_id] = record
+                write_json(self.path, data)
+            self.acklog.append("stop_ack", source=source, session_id=session_id, reason=reason, now=moment, **extra)
+        return record
+
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+        with locked(self.path):
+            data = self._load_for_write(now=now)
+            record = data["sessions"].pop(session_id, None)
+            if record is None:
+                raise NotStopped(f"session {session_id!r} is not stopped")
+            write_json(self.path, data)
+            self.acklog.append("resume", source=source, session_id=session_id, reason=reason, now=now)
+        return record
+
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+        moment = now_seconds(now)
+        with locked(self.path):
+            data = self._load_for_write(now=now)
+            if not isinstance(data["fleet"], dict):
+                data["fleet"] = {"stopped_at": iso(moment), "source": source, "reason": reason}
+                write_json(self.path, data)
+            self.acklog.append("fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
+        return data["fleet"]
+
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+        """Lift the fleet stop; sessions stopped one by one stay stopped."""
+        with locked(self.path):
+            data = self._load_for_write(now=now)
+            record = data["fleet"]
+            if record is None:
+                raise NotStopped("the fleet is not stopped")
+            data["fleet"] = None
+            write_json(self.path, data)
+            self.acklog.append("fleet_resume", source=source, session_id=FLEET, reason=reason, now=now)
+        return record
+
+
+def _require_name(value: str, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"a {what} must be a non-empty string")
+
+
+class StopProtocol:
+    """the-nexus's Stop Protocol API over one state home.
+
+    ``StopProtocol()`` uses ``$LEASH_HOME`` (default ``~/.leash``)."""
+
+    def __init__(self, home: str | os.PathLike | None = None):
+        self.home = ensure_home(home)
+        self.acklog = AckLog(self.home)
+        self.stops = StopRegistry(self.home, self.acklog)
+        self.hands_off_registry = HandsOffRegistry(self.home, self.acklog)
+        self.sessions = SessionRegistry(self.home, self.acklog)
+        self._gate = None
+
+    @property
+    def gate(self):
+        if self._gate is None:
+            from core.gate import Gate
+
+            self._gate = Gate(self.home, stops=self.stops, hands_off=self.hands_off_registry, sessions=self.sessions)
+        return self._gate
+
+    def default_hours(self) -> float:
+        """``[hands_off] default_hours`` from config.toml (24 when unset)."""
+        from core.config import load_config
+
+        return load_config(self.home)["hands_off"].get("default_hours", DEFAULT_HOURS)
+
+    # the-nexus's names -------------------------------------------------
+    def pre_tool_check(self, session_id: str, tool: str | None = None, tool_input: dict | None = None,
+                       *, cwd: str | None = None, now: float | None = None) -> None:
+        """Raise StopInterrupt when the session's next tool call must not run."""
+        verdict = self.gate.check(session_id, tool, tool_input, cwd=cwd, now=now)
+        if not verdict.allow:
+            raise StopInterrupt(verdict.reason)
+
+    def acknowledge_stop(self, source: str, session_id: str, reason: str = "", *,
+                         now: float | None = None) -> dict[str, Any]:
+        """Stop ``session_id`` and log the STOP_ACK; returns the stop record."""
+        return self.stops.stop(session_id, source=source, reason=reason, now=now)
+
+    def is_stopped(self, session_id: str, *, now: float | None = None) -> bool:
+        """True when the session, its tmux session or the fleet is stopped,
+        and when the stop state cannot be read (fail closed)."""
+        return self.gate.stopped_reason(session_id, now=now) is not None
+
+    def full_stop(self, session_id: str, entity: str, reason: str = "", source: str | None = None, *,
+                  hours: float | None = None, now: float | None = None) -> dict[str, Any]:
+        """Stop the session and lock ``entity`` hands-off in one locked step."""
+        source = source or default_source()
+        moment = now_seconds(now)
+        with locked(self.stops.path), locked(self.hands_off_registry.path):
+            stop = self.stops.stop(session_id, source=source, reason=reason, now=moment, entity=entity)
+            lock = self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
+                                                reason=reason, source=source,
+                                                session_id=session_id, now=moment)
+            if not entity.startswith("path:"):
+                self.sessions.set_entity(session_id, entity, now=moment)
+        return {"stop": stop, "hands_off": lock}
+
+    def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:
+        return self.hands_off_registry.is_hands_off(entity, now=now)
+
+    def check_hands_off(self, entity: str, *, now: float | None = None) -> None:
+        """Raise HandsOffError when ``entity`` is locked."""
+        lock = self.hands_off_registry.lock_of(entity, now=now)
+        if lock is not None:
+            raise HandsOffError(f"{entity} is locked until {lock.get('expires_at')} — do not touch.")
+
+    def read_ack_log(self) -> list[dict[str, Any]]:
+        return self.acklog.read().entries
+
+    # added -------------------------------------------------------------
+    def resume(self, session_id: str, reason: str = "", source: str | None = None, *,
+               now: float | None = None) -> dict[str, Any]:
+        return self.stops.resume(session_id, source=source or default_source(), reason=reason, now=now)
+
+    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, Any]:
+        return self.stops.stop_fleet(source=source or default_source(), reason=reason, now=now)
+
+    def resume_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, Any]:
+        return self.stops.resume_fleet(source=source or default_source(), reason=reason, now=now)
+
+    def hands_off(self, entity: str, *, hours: float | None = None, reason: str = "", source: str | None = None,
+                  session_id: str | None = None, now: float | None = None) -> dict[str, Any]:
+        return self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
+                                            reason=reason, source=source or default_source(),
+                                            session_id=session_id, now=now)
+
+    def release(self, entity: str, reason: str = "", source: str | None = None, *,
+                now: float | None = None) -> dict[str, Any]:
+        return self.hands_off_registry.release(entity, source=source or default_source(), reason=reason, now=now)
