@@ -14,16 +14,13 @@ that do not parse; nothing in the log is ever rewritten.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 from core.clock import iso, now_seconds, parse_iso
-from core.statefile import append_line, last_lines
+from core.statefile import TORN_SUFFIX, append_line, last_lines
 
 ACK_LOG_NAME = "stop_ack_log.jsonl"
 GENESIS_HASH = "0" * 64
@@ -41,38 +38,47 @@ CHAIN_KEYS = ("seq", "prev", "hash")
 _TAIL_LOOKBACK = 64
 
 
-def canonical(record: dict[str, Any]) -> bytes:
+def canonical(record: dict[str, object]) -> bytes:
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
-def chain_hash(prev: str, record_without_hash: dict[str, Any]) -> str:
+def chain_hash(prev: str, record_without_hash: dict[str, object]) -> str:
+    import hashlib  # not needed by readers, so kept off the hook's import path
+
     return hashlib.sha256(prev.encode("ascii") + canonical(record_without_hash)).hexdigest()
 
 
-@dataclass
 class LogRead:
-    entries: list[dict[str, Any]]
-    torn_bytes: int = 0        # a final line without its newline
-    unreadable_lines: int = 0  # complete lines that are not JSON objects
+    """Lines read from the log, with what had to be skipped."""
+
+    def __init__(self, entries: list[dict[str, object]]):
+        self.entries = entries
+        self.torn_bytes = 0        # a final line without its newline
+        self.unreadable_lines = 0  # complete lines that are not JSON objects
 
 
-@dataclass
 class ChainReport:
-    ok: bool
-    lines: int
-    first_broken_line: int | None = None
-    problem: str = ""
-    torn_bytes: int = 0
-    torn_file_bytes: int = 0
-    problems: list[str] = field(default_factory=list)
+    """The outcome of walking the hash chain."""
+
+    def __init__(self, ok: bool = True, lines: int = 0):
+        self.ok = ok
+        self.lines = lines
+        self.first_broken_line: int | None = None
+        self.problem = ""
+        self.torn_bytes = 0
+        self.torn_file_bytes = 0
+
+    def __repr__(self) -> str:
+        return (f"ChainReport(ok={self.ok}, lines={self.lines}, first_broken_line={self.first_broken_line}, "
+                f"problem={self.problem!r}, torn_bytes={self.torn_bytes})")
 
 
 class AckLog:
     """The ack log of one state home."""
 
-    def __init__(self, home: Path):
-        self.home = Path(home)
-        self.path = self.home / ACK_LOG_NAME
+    def __init__(self, home: str | os.PathLike):
+        self.home = os.fspath(home)
+        self.path = os.path.join(self.home, ACK_LOG_NAME)
 
     # ------------------------------------------------------------ writing
     def append(
@@ -83,8 +89,8 @@ class AckLog:
         session_id: str,
         reason: str = "",
         now: float | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
+        **extra: object,
+    ) -> dict[str, object]:
         """Append one action; returns the stored line as a dict."""
         if event not in EVENTS:
             raise ValueError(f"unknown ack-log event {event!r}")
@@ -92,11 +98,11 @@ class AckLog:
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
         stamp = iso(now_seconds(now))
-        stored: dict[str, Any] = {}
+        stored: dict[str, object] = {}
 
         def make_line() -> bytes:
             prev, seq = self._chain_tip()
-            record: dict[str, Any] = {
+            record: dict[str, object] = {
                 "timestamp": stamp,
                 "event": event,
                 "source": str(source),
@@ -110,7 +116,7 @@ class AckLog:
             stored.update(record)
             return json.dumps(record, ensure_ascii=True).encode("ascii")
 
-        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(self.home, mode=0o700, exist_ok=True)
         append_line(self.path, make_line)
         return stored
 
@@ -140,9 +146,8 @@ class AckLog:
     ) -> LogRead:
         """Every intact line, filtered; torn and unreadable lines are counted."""
         result = LogRead(entries=[])
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        data = _read_all(self.path)
+        if data is None:
             return result
         body, _, tail = data.rpartition(b"\n")
         if tail:
@@ -158,7 +163,7 @@ class AckLog:
                 result.entries.append(record)
         return result
 
-    def tail(self, count: int) -> list[dict[str, Any]]:
+    def tail(self, count: int) -> list[dict[str, object]]:
         """The last ``count`` intact lines, oldest first, without reading it all."""
         records = (_parse(raw) for raw in last_lines(self.path, count))
         return [r for r in records if r is not None]
@@ -173,12 +178,12 @@ class AckLog:
         poll_seconds: float = 0.25,
         from_start: bool = True,
         stop_after: float | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[dict[str, object]]:
         """Yield lines as they are appended (``tail -f``); complete lines only."""
         position = 0
         if not from_start:
             try:
-                position = self.path.stat().st_size
+                position = os.stat(self.path).st_size
             except FileNotFoundError:
                 position = 0
         pending = b""
@@ -208,12 +213,12 @@ class AckLog:
     def verify(self) -> ChainReport:
         """Walk the chain; the first line whose seq, prev or hash is wrong breaks it."""
         report = ChainReport(ok=True, lines=0)
-        torn_file = self.path.with_name(self.path.name + ".torn")
-        if torn_file.exists():
-            report.torn_file_bytes = torn_file.stat().st_size
         try:
-            data = self.path.read_bytes()
+            report.torn_file_bytes = os.stat(self.path + TORN_SUFFIX).st_size
         except FileNotFoundError:
+            pass
+        data = _read_all(self.path)
+        if data is None:
             return report
         body, _, tail = data.rpartition(b"\n")
         report.torn_bytes = len(tail)
@@ -233,7 +238,7 @@ class AckLog:
         return report
 
 
-def _parse(raw: bytes) -> dict[str, Any] | None:
+def _parse(raw: bytes) -> dict[str, object] | None:
     try:
         record = json.loads(raw)
     except ValueError:
@@ -260,7 +265,7 @@ def _check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
     return ""
 
 
-def _matches(record: dict[str, Any], *, session, event, since, source) -> bool:
+def _matches(record: dict[str, object], *, session, event, since, source) -> bool:
     if session is not None and record.get("session_id") != session:
         return False
     if event is not None and record.get("event") != event:
@@ -276,10 +281,17 @@ def _matches(record: dict[str, Any], *, session, event, since, source) -> bool:
     return True
 
 
-def _complete_lines(path: Path) -> Iterator[bytes]:
+def _read_all(path: str) -> bytes | None:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read()
     except FileNotFoundError:
+        return None
+
+
+def _complete_lines(path: str) -> Iterator[bytes]:
+    data = _read_all(path)
+    if data is None:
         return
     body, _, _ = data.rpartition(b"\n")
     if body or data.endswith(b"\n"):

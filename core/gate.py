@@ -14,33 +14,38 @@ few ``stat`` calls and dictionary lookups however many stops and locks exist.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, NamedTuple
+import os
 
 from core.handsoff import HandsOffRegistry
 from core.sessions import SessionRegistry
 from core.stop import StopRegistry, StopStateUnreadable
-from core.toolcall import touched_paths
 
 
-class Verdict(NamedTuple):
-    allow: bool
-    reason: str = ""
-    rule: str = ""  # which rule decided: stop_unreadable, fleet_stop, session_stop, hands_off, path_lock
+class Verdict:
+    """allow or deny, why, and which rule decided (stop_unreadable,
+    fleet_stop, session_stop, hands_off, path_lock)."""
+
+    __slots__ = ("allow", "reason", "rule")
+
+    def __init__(self, allow: bool, reason: str = "", rule: str = ""):
+        self.allow, self.reason, self.rule = allow, reason, rule
+
+    def __repr__(self) -> str:
+        return f"Verdict(allow={self.allow}, rule={self.rule!r}, reason={self.reason!r})"
 
 
 ALLOW = Verdict(True)
 
 
 class Gate:
-    def __init__(self, home: Path, *, stops: StopRegistry | None = None,
+    def __init__(self, home: str | os.PathLike, *, stops: StopRegistry | None = None,
                  hands_off: HandsOffRegistry | None = None, sessions: SessionRegistry | None = None):
-        self.home = Path(home)
+        self.home = os.fspath(home)
         self.stops = stops or StopRegistry(self.home)
         self.hands_off = hands_off or HandsOffRegistry(self.home, self.stops.acklog)
         self.sessions = sessions or SessionRegistry(self.home, self.stops.acklog)
 
-    def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, Any]]:
+    def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, object]]:
         """The names a session answers to (id, tmux session) and its record."""
         record = self.sessions.get(session_id, now=now) or {}
         names = [session_id]
@@ -68,7 +73,7 @@ class Gate:
                 return Verdict(False, _said(f"{what} is stopped", record), "session_stop")
         return None
 
-    def check(self, session_id: str, tool: str | None = None, tool_input: Any = None, *,
+    def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
               cwd: str | None = None, now: float | None = None) -> Verdict:
         names, record = self.names(session_id, now=now)
         stopped = self._stop_verdict(names)
@@ -79,21 +84,26 @@ class Gate:
             lock = self.hands_off.lock_of(entity, now=now)
             if lock is not None:
                 return Verdict(False, _locked(entity, lock), "hands_off")
-        for path in touched_paths(tool, tool_input, cwd or record.get("cwd") or None):
-            found = self.hands_off.lock_for_path(path, cwd=cwd or record.get("cwd") or None, now=now)
+        if not self.hands_off.has_path_locks(now=now):
+            return ALLOW
+        from core.toolcall import touched_paths
+
+        where = cwd or record.get("cwd") or None
+        for path in touched_paths(tool, tool_input, where):
+            found = self.hands_off.lock_for_path(path, cwd=where, now=now)
             if found is not None:
                 entity, lock = found
                 return Verdict(False, _locked(entity, lock, path=path), "path_lock")
         return ALLOW
 
 
-def _said(what: str, record: dict[str, Any]) -> str:
+def _said(what: str, record: dict[str, object]) -> str:
     reason = record.get("reason") or "no reason given"
     return (f"leash: {what} by {record.get('source', '?')} at {record.get('stopped_at', '?')}: {reason}. "
             "Do not retry; wait for the operator to resume.")
 
 
-def _locked(entity: str, lock: dict[str, Any], *, path: str | None = None) -> str:
+def _locked(entity: str, lock: dict[str, object], *, path: str | None = None) -> str:
     subject = f"{path} is covered by hands-off lock {entity!r}" if path else f"{entity!r} is hands-off"
     reason = lock.get("reason") or "no reason given"
     return (f"leash: {subject} until {lock.get('expires_at', '?')} "

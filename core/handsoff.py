@@ -14,9 +14,8 @@ registry starts empty, and ``state_quarantined`` is written to the ack log.
 """
 from __future__ import annotations
 
+import os
 import math
-from pathlib import Path
-from typing import Any
 
 from core.acklog import AckLog
 from core.clock import iso, now_seconds, parse_iso
@@ -36,7 +35,7 @@ class NotLocked(Exception):
     """Release of an entity that holds no active lock."""
 
 
-def _index(data: dict[str, Any]) -> dict[str, tuple[float, dict[str, Any]]]:
+def _index(data: dict[str, object]) -> dict[str, tuple[float, dict[str, object]]]:
     """Pre-parse expiry times once per file change; unparseable entries count
     as never expiring, so a damaged timestamp keeps its lock rather than dropping it."""
     index = {}
@@ -51,7 +50,7 @@ def _index(data: dict[str, Any]) -> dict[str, tuple[float, dict[str, Any]]]:
     return index
 
 
-def _index_paths(data: dict[str, Any]):
+def _index_paths(data: dict[str, object]):
     from core.globs import compile_glob
 
     indexed = _index(data)
@@ -66,23 +65,23 @@ def _index_paths(data: dict[str, Any]):
 class HandsOffRegistry:
     """Locks on entities, stored in one home."""
 
-    def __init__(self, home: Path, acklog: AckLog | None = None):
-        self.home = Path(home)
-        self.path = self.home / REGISTRY_NAME
+    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
+        self.home = os.fspath(home)
+        self.path = os.path.join(self.home, REGISTRY_NAME)
         self.acklog = acklog or AckLog(self.home)
-        self._file = SelfHealingJSON(self.path, self.acklog, _index_paths)
+        self.store = SelfHealingJSON(self.path, self.acklog, _index_paths)
 
     # ------------------------------------------------------------ reading
     def _snapshot(self, now: float | None = None):
-        return self._file.snapshot(({}, []), now=now)
+        return self.store.snapshot(({}, []), now=now)
 
-    def active(self, *, now: float | None = None) -> dict[str, dict[str, Any]]:
+    def active(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
         """Every lock that has not expired, by entity."""
         moment = now_seconds(now)
         indexed, _ = self._snapshot(now)
         return {e: dict(entry) for e, (expires, entry) in indexed.items() if expires > moment}
 
-    def lock_of(self, entity: str, *, now: float | None = None) -> dict[str, Any] | None:
+    def lock_of(self, entity: str, *, now: float | None = None) -> dict[str, object] | None:
         indexed, _ = self._snapshot(now)
         found = indexed.get(entity)
         if found is None or found[0] <= now_seconds(now):
@@ -91,6 +90,11 @@ class HandsOffRegistry:
 
     def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:
         return self.lock_of(entity, now=now) is not None
+
+    def has_path_locks(self, *, now: float | None = None) -> bool:
+        indexed, paths = self._snapshot(now)
+        moment = now_seconds(now)
+        return any(indexed[entity][0] > moment for entity, _, _ in paths)
 
     def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None):
         """(entity, lock) of the first active ``path:`` lock covering the file."""
@@ -105,11 +109,11 @@ class HandsOffRegistry:
         return None
 
     # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> dict[str, Any]:
-        return self._file.load_for_write(now=now)
+    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
+        return self.store.load_for_write(now=now)
 
     @staticmethod
-    def _prune(data: dict[str, Any], moment: float) -> list[str]:
+    def _prune(data: dict[str, object], moment: float) -> list[str]:
         gone = [e for e, (expires, _) in _index(data).items() if expires <= moment]
         gone += [e for e, entry in data.items() if not isinstance(entry, dict)]
         for entity in gone:
@@ -126,7 +130,7 @@ class HandsOffRegistry:
         session_id: str | None = None,
         now: float | None = None,
         log: bool = True,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Lock ``entity`` for ``hours``; re-locking extends or shortens the lock."""
         validate_entity(entity)
         hours = DEFAULT_HOURS if hours is None else hours
@@ -152,7 +156,7 @@ class HandsOffRegistry:
                 )
         return entry
 
-    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         """Remove an active lock; raises NotLocked when there is none."""
         moment = now_seconds(now)
         with locked(self.path):

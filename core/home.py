@@ -11,38 +11,38 @@ out of the home (no ``/``, no ``..``, no NUL, no leading dot).
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from urllib.parse import quote
 
 HOME_ENV = "LEASH_HOME"
 DEFAULT_HOME = "~/.leash"
 HOME_MODE = 0o700
 
-# Names made only of these characters are used as they are; anything else is
-# percent-encoded so two different names never share a file.
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+# Names made only of these characters (first one not a dot, at most 128) are
+# used as they are; anything else is percent-encoded so two different names
+# never share a file.
+_PLAIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_PLAIN_MAX = 128
 
 
-def resolve_home(home: str | os.PathLike | None = None) -> Path:
+def resolve_home(home: str | os.PathLike | None = None) -> str:
     """The state home as an absolute path (not created)."""
     chosen = home if home not in (None, "") else os.environ.get(HOME_ENV) or DEFAULT_HOME
-    return Path(os.path.expanduser(os.fspath(chosen))).absolute()
+    return os.path.abspath(os.path.expanduser(os.fspath(chosen)))
 
 
-def ensure_home(home: str | os.PathLike | None = None) -> Path:
+def ensure_home(home: str | os.PathLike | None = None) -> str:
     """The state home, created 0700 when missing."""
     path = resolve_home(home)
-    if not path.is_dir():
-        path.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=HOME_MODE, exist_ok=True)
         os.chmod(path, HOME_MODE)
     return path
 
 
-def ensure_dir(path: Path) -> Path:
+def ensure_dir(path: str | os.PathLike) -> str:
     """A directory inside the home, created 0700 when missing."""
-    if not path.is_dir():
-        path.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=HOME_MODE, exist_ok=True)
     return path
 
 
@@ -50,8 +50,10 @@ def safe_component(name: str) -> str:
     """One path component for an arbitrary string; injective and never special."""
     if not isinstance(name, str) or name == "":
         raise ValueError("a name must be a non-empty string")
-    if _PLAIN_NAME.fullmatch(name) and name not in (".", ".."):
+    if len(name) <= _PLAIN_MAX and not name.startswith(".") and set(name) <= _PLAIN_CHARS:
         return name
+    from urllib.parse import quote
+
     encoded = quote(name, safe="", errors="surrogateescape")
     encoded = encoded.replace(".", "%2E")
     # Long names keep a readable head and a stable tail, within NAME_MAX.

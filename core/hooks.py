@@ -13,7 +13,7 @@ Failure: stdin that is not a JSON object with a ``session_id`` gets one line on
 stderr and no traceback. The hook then denies only where the policy fails
 closed — the stop state cannot be read, or the whole fleet is stopped, which
 applies whoever is asking — and otherwise exits 1, which Claude Code shows as a
-non-blocking error. Any unexpected error also ends as one line on stderr.
+non-blocking error. object unexpected error also ends as one line on stderr.
 
 This module is on the hook path: it imports the standard library and the core
 modules it needs, nothing else.
@@ -24,7 +24,6 @@ import json
 import os
 import select
 import sys
-from typing import Any
 
 STDIN_TIMEOUT_SECONDS = 5.0
 STDIN_LIMIT_BYTES = 16 * 1024 * 1024
@@ -61,7 +60,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
             raise HookInputError("hook input larger than 16 MiB")
 
 
-def parse_payload(raw: bytes) -> dict[str, Any]:
+def parse_payload(raw: bytes) -> dict[str, object]:
     if not raw.strip():
         raise HookInputError("empty hook input (expected Claude Code's JSON on stdin)")
     try:

@@ -9,20 +9,21 @@ many processes trip over the same corrupt file only one moves it and logs it.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+import os
+from collections.abc import Callable
 
 from core.acklog import AckLog
 from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json
 
 
 class SelfHealingJSON:
-    def __init__(self, path: Path, acklog: AckLog, transform: Callable[[Any], Any]):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike, acklog: AckLog, transform: Callable[[object], object]):
+        self.path = os.fspath(path)
+        self.name = os.path.basename(self.path)
         self.acklog = acklog
         self._cache = CachedJSON(self.path, transform)
 
-    def snapshot(self, missing: Any, *, now: float | None = None) -> Any:
+    def snapshot(self, missing: object, *, now: float | None = None) -> object:
         """The transformed content (cached); ``missing`` when absent or corrupt."""
         try:
             return self._cache.get(missing=missing)
@@ -30,7 +31,7 @@ class SelfHealingJSON:
             self.quarantine(exc, now=now)
             return missing
 
-    def load_for_write(self, *, now: float | None = None) -> dict[str, Any]:
+    def load_for_write(self, *, now: float | None = None) -> dict[str, object]:
         """The raw content for a read-modify-write; call it holding the lock."""
         try:
             return read_json(self.path, {})
@@ -38,7 +39,7 @@ class SelfHealingJSON:
             self.quarantine(exc, now=now)
             return {}
 
-    def quarantine(self, exc: StateCorrupt, *, now: float | None = None) -> Path | None:
+    def quarantine(self, exc: StateCorrupt, *, now: float | None = None) -> str | None:
         with locked(self.path):
             try:
                 read_json(self.path, {})
@@ -49,8 +50,9 @@ class SelfHealingJSON:
             if moved is not None:
                 self.acklog.append(
                     "state_quarantined", source="leash", session_id="",
-                    reason=f"{self.path.name} unreadable ({exc.detail}); moved to {moved.name}; starts empty",
-                    now=now, file=self.path.name, moved_to=moved.name,
+                    reason=f"{self.name} unreadable ({exc.detail}); moved to {os.path.basename(moved)}; "
+                           "starts empty",
+                    now=now, file=self.name, moved_to=os.path.basename(moved),
                 )
         self._cache.forget()
         return moved

@@ -17,9 +17,6 @@ registry starts empty, and ``state_quarantined`` is logged.
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
-from typing import Any
 
 from core.acklog import AckLog
 from core.clock import iso, now_seconds, parse_iso
@@ -36,6 +33,8 @@ def tmux_session_of_pane(pane: str, *, env: dict[str, str] | None = None) -> str
     """The tmux session name that holds ``pane`` (``""`` when tmux cannot say)."""
     if not pane:
         return ""
+    import subprocess
+
     try:
         done = subprocess.run(
             ["tmux", "display-message", "-p", "-t", pane, "#{session_name}"],
@@ -48,17 +47,17 @@ def tmux_session_of_pane(pane: str, *, env: dict[str, str] | None = None) -> str
 
 
 class SessionRegistry:
-    def __init__(self, home: Path, acklog: AckLog | None = None):
-        self.home = Path(home)
-        self.path = self.home / SESSIONS_NAME
+    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
+        self.home = os.fspath(home)
+        self.path = os.path.join(self.home, SESSIONS_NAME)
         self.acklog = acklog or AckLog(self.home)
-        self._file = SelfHealingJSON(self.path, self.acklog, lambda data: data)
+        self.store = SelfHealingJSON(self.path, self.acklog, lambda data: data)
 
-    def all(self, *, now: float | None = None) -> dict[str, dict[str, Any]]:
-        data = self._file.snapshot({}, now=now)
+    def all(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
+        data = self.store.snapshot({}, now=now)
         return {k: v for k, v in data.items() if isinstance(v, dict)}
 
-    def get(self, session_id: str, *, now: float | None = None) -> dict[str, Any] | None:
+    def get(self, session_id: str, *, now: float | None = None) -> dict[str, object] | None:
         return self.all(now=now).get(session_id)
 
     def observe(
@@ -68,7 +67,7 @@ class SessionRegistry:
         now: float | None = None,
         tool: str | None = None,
         **fields: str | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Record that the session is alive; writes only when it must."""
         moment = now_seconds(now)
         known = self.get(session_id, now=now) or {}
@@ -105,5 +104,5 @@ class SessionRegistry:
                 record["entity"] = entity
                 write_json(self.path, data)
 
-    def _load_for_write(self, *, now: float | None) -> dict[str, Any]:
-        return self._file.load_for_write(now=now)
+    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
+        return self.store.load_for_write(now=now)

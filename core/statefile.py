@@ -28,12 +28,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import _thread
 import os
-import tempfile
-import threading
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from core.clock import compact_stamp, now_seconds
 
@@ -47,60 +44,69 @@ TEMP_PREFIX = ".tmp-"
 class StateCorrupt(Exception):
     """A state file exists but cannot be parsed or has the wrong shape."""
 
-    def __init__(self, path: Path, detail: str):
+    def __init__(self, path: str, detail: str):
         super().__init__(f"{path}: {detail}")
-        self.path = Path(path)
+        self.path = os.fspath(path)
         self.detail = detail
 
 
 # --------------------------------------------------------------------- locks
 class _HeldLock:
+    """One lock file's flock, shared by the threads of this process."""
+
     __slots__ = ("mutex", "fd", "depth")
 
     def __init__(self) -> None:
-        self.mutex = threading.RLock()
+        # _thread rather than threading: the hook path pays for every import.
+        self.mutex = _thread.RLock()
         self.fd: int | None = None
         self.depth = 0
 
 
 _locks: dict[str, _HeldLock] = {}
-_locks_guard = threading.Lock()
+_locks_guard = _thread.allocate_lock()
 
 
-def lock_path_for(path: Path) -> Path:
-    return path.with_name(path.name + LOCK_SUFFIX)
+class locked:
+    """``with locked(path):`` an exclusive lock on ``<path>.lock``: across
+    processes by flock, across threads by an RLock; re-entrant for the thread
+    that holds it."""
 
+    __slots__ = ("held", "key")
 
-@contextmanager
-def locked(path: str | os.PathLike) -> Iterator[None]:
-    """Exclusive lock on ``<path>.lock``: across processes by flock, across
-    threads by an RLock; re-entrant for the thread that holds it."""
-    lock_file = lock_path_for(Path(path))
-    key = os.fspath(lock_file)
-    with _locks_guard:
-        held = _locks.setdefault(key, _HeldLock())
-    with held.mutex:
-        if held.depth == 0:
-            fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
-            held.fd = fd
-        held.depth += 1
+    def __init__(self, path: str | os.PathLike):
+        self.key = os.fspath(path) + LOCK_SUFFIX
+        with _locks_guard:
+            self.held = _locks.setdefault(self.key, _HeldLock())
+
+    def __enter__(self) -> None:
+        held = self.held
+        held.mutex.acquire()
         try:
-            yield
-        finally:
-            held.depth -= 1
-            if held.depth == 0 and held.fd is not None:
-                # Closing the descriptor releases the flock.
-                os.close(held.fd)
-                held.fd = None
+            if held.depth == 0:
+                fd = os.open(self.key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                held.fd = fd
+            held.depth += 1
+        except BaseException:
+            held.mutex.release()
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        held = self.held
+        held.depth -= 1
+        if held.depth == 0 and held.fd is not None:
+            os.close(held.fd)  # closing the descriptor releases the flock
+            held.fd = None
+        held.mutex.release()
 
 
 # --------------------------------------------------------------------- write
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: str) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -116,8 +122,8 @@ def fsync_dir(directory: Path) -> None:
 
 def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
     """Replace ``path`` with ``payload``: temp file, fsync, rename, dir fsync."""
-    target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + target.name + ".", dir=target.parent)
+    target = os.fspath(path)
+    fd, tmp_name = _create_temp(target)
     try:
         os.fchmod(fd, FILE_MODE)
         view = memoryview(payload)
@@ -135,14 +141,27 @@ def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
     except BaseException:
         _unlink_quietly(tmp_name)
         raise
-    fsync_dir(target.parent)
+    fsync_dir(os.path.dirname(target))
 
 
-def dump_json(data: Any) -> bytes:
+def _create_temp(target: str) -> tuple[int, str]:
+    """A new, exclusive temp file beside ``target`` (tempfile is too slow to
+    import on the hook path)."""
+    for _ in range(100):
+        directory, base = os.path.split(target)
+        name = os.path.join(directory, f"{TEMP_PREFIX}{base}.{os.getpid()}.{os.urandom(6).hex()}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temp file beside {target}")
+
+
+def dump_json(data: object) -> bytes:
     return (json.dumps(data, indent=1, sort_keys=False) + "\n").encode("utf-8")
 
 
-def write_json(path: str | os.PathLike, data: Any) -> None:
+def write_json(path: str | os.PathLike, data: object) -> None:
     write_bytes_atomic(path, dump_json(data))
 
 
@@ -154,21 +173,22 @@ def _unlink_quietly(name: str | os.PathLike) -> None:
 
 
 # ---------------------------------------------------------------------- read
-def read_json(path: str | os.PathLike, default: Any = None, *, expect: type | None = dict) -> Any:
+def read_json(path: str | os.PathLike, default: object = None, *, expect: type | None = dict) -> object:
     """The parsed file, ``default`` when it does not exist.
 
     Raises ``StateCorrupt`` when it exists but is not valid JSON of type
     ``expect``; raises ``OSError`` only for errors other than a missing file
     (a permission problem is not corruption and must not be quarantined)."""
-    target = Path(path)
+    target = os.fspath(path)
     try:
-        raw = target.read_bytes()
+        with open(target, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return default
     return parse_json_bytes(target, raw, expect=expect)
 
 
-def parse_json_bytes(path: Path, raw: bytes, *, expect: type | None = dict) -> Any:
+def parse_json_bytes(path: str, raw: bytes, *, expect: type | None = dict) -> object:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -180,18 +200,18 @@ def parse_json_bytes(path: Path, raw: bytes, *, expect: type | None = dict) -> A
 
 def update_json(
     path: str | os.PathLike,
-    change: Callable[[Any], Any],
+    change: Callable[[object], object],
     *,
-    default: Callable[[], Any] = dict,
+    default: Callable[[], object] = dict,
     expect: type | None = dict,
-) -> Any:
+) -> object:
     """Read-modify-write under the file's lock; returns what ``change`` returned.
 
     ``change`` receives the current data (or ``default()``) and mutates it in
     place. The file is written only when the data actually changed. A corrupt
     file raises ``StateCorrupt`` and is left untouched for the caller's policy.
     """
-    target = Path(path)
+    target = os.fspath(path)
     with locked(target):
         current = read_json(target, None, expect=expect)
         if current is None:
@@ -206,29 +226,31 @@ def update_json(
 
 
 # --------------------------------------------------------------- quarantine
-def quarantine(path: str | os.PathLike, *, now: float | None = None) -> Path | None:
+def quarantine(path: str | os.PathLike, *, now: float | None = None) -> str | None:
     """Move a corrupt file aside as ``<name>.corrupt-<timestamp>``; never deletes.
 
     Returns the new path, or None when the file was already gone (another
     process quarantined it first). Call it holding the file's lock."""
-    target = Path(path)
+    target = os.fspath(path)
     stamp = compact_stamp(now_seconds(now))
-    destination = target.with_name(f"{target.name}{CORRUPT_MARK}{stamp}")
+    destination = f"{target}{CORRUPT_MARK}{stamp}"
     suffix = 0
-    while destination.exists():
+    while os.path.exists(destination):
         suffix += 1
-        destination = target.with_name(f"{target.name}{CORRUPT_MARK}{stamp}.{suffix}")
+        destination = f"{target}{CORRUPT_MARK}{stamp}.{suffix}"
     try:
         os.rename(target, destination)
     except FileNotFoundError:
         return None
-    fsync_dir(target.parent)
+    fsync_dir(os.path.dirname(target))
     return destination
 
 
-def quarantined_copies(path: str | os.PathLike) -> list[Path]:
-    target = Path(path)
-    return sorted(target.parent.glob(f"{target.name}{CORRUPT_MARK}*"))
+def quarantined_copies(path: str | os.PathLike) -> list[str]:
+    target = os.fspath(path)
+    directory, base = os.path.split(target)
+    prefix = base + CORRUPT_MARK
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory or ".") if n.startswith(prefix))
 
 
 # -------------------------------------------------------------------- JSONL
@@ -236,7 +258,7 @@ def repair_torn_tail(path: str | os.PathLike) -> int:
     """Cut bytes after the last newline into ``<file>.torn``; returns how many.
 
     Call it holding the file's lock."""
-    target = Path(path)
+    target = os.fspath(path)
     try:
         fd = os.open(target, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -250,7 +272,7 @@ def repair_torn_tail(path: str | os.PathLike) -> int:
         cut = _last_newline_end(fd, size)
         torn = os.pread(fd, size - cut, cut)
         torn_fd = os.open(
-            target.with_name(target.name + TORN_SUFFIX),
+            target + TORN_SUFFIX,
             os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
             FILE_MODE,
         )
@@ -284,7 +306,7 @@ def last_lines(path: str | os.PathLike, count: int = 1, block: int = 65536) -> l
     """Up to ``count`` complete lines at the end of the file, oldest first.
 
     A torn tail (no final newline) is not a line and is not returned."""
-    target = Path(path)
+    target = os.fspath(path)
     try:
         fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -311,7 +333,7 @@ def append_line(path: str | os.PathLike, make_line: Callable[[], bytes]) -> byte
 
     ``make_line`` runs under the lock (so it may read the file's last line, as
     the ack log's hash chain does) and returns the bytes without the newline."""
-    target = Path(path)
+    target = os.fspath(path)
     with locked(target):
         repair_torn_tail(target)
         line = make_line()
@@ -337,14 +359,14 @@ class CachedJSON:
     (pre-parsed times, compiled globs) so that work is also done once per change.
     """
 
-    def __init__(self, path: Path, transform: Callable[[Any], Any], *, expect: type | None = dict):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike, transform: Callable[[object], object], *, expect: type | None = dict):
+        self.path = os.fspath(path)
         self.transform = transform
         self.expect = expect
         self._key: tuple | None = None
-        self._value: Any = None
+        self._value: object = None
 
-    def get(self, missing: Any = None) -> Any:
+    def get(self, missing: object = None) -> object:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -352,7 +374,8 @@ class CachedJSON:
             return missing
         key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if key != self._key:
-            raw = self.path.read_bytes()
+            with open(self.path, "rb") as handle:
+                raw = handle.read()
             data = parse_json_bytes(self.path, raw, expect=self.expect)
             self._value = self.transform(data)
             self._key = key

@@ -16,11 +16,7 @@ replaying the ack log, which holds every change ever made to them.
 """
 from __future__ import annotations
 
-import getpass
 import os
-import socket
-from pathlib import Path
-from typing import Any
 
 from core.acklog import FLEET, AckLog
 from core.clock import iso, now_seconds
@@ -46,8 +42,12 @@ class NotStopped(Exception):
 
 def default_source() -> str:
     """``$USER@host``: who did it, for the ack log."""
+    import socket
+
     user = os.environ.get("USER") or os.environ.get("LOGNAME")
     if not user:
+        import getpass
+
         try:
             user = getpass.getuser()
         except Exception:  # no passwd entry in some containers
@@ -55,20 +55,20 @@ def default_source() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def empty_stops() -> dict[str, Any]:
+def empty_stops() -> dict[str, object]:
     return {"sessions": {}, "fleet": None}
 
 
-def _validated(data: Any) -> dict[str, Any]:
+def validate_stops(data: object) -> dict[str, object]:
     if not isinstance(data.get("sessions", {}), dict):
-        raise StateCorrupt(Path(STOPS_NAME), '"sessions" is not an object')
+        raise StateCorrupt(STOPS_NAME, '"sessions" is not an object')
     fleet = data.get("fleet")
     if fleet is not None and not isinstance(fleet, dict):
-        raise StateCorrupt(Path(STOPS_NAME), '"fleet" is neither null nor an object')
+        raise StateCorrupt(STOPS_NAME, '"fleet" is neither null nor an object')
     return {"sessions": data.get("sessions", {}), "fleet": fleet}
 
 
-def replay_stops(acklog: AckLog) -> dict[str, Any]:
+def replay_stops(acklog: AckLog) -> dict[str, object]:
     """The stops the ack log says are in force, from its first line to its last."""
     state = empty_stops()
     for line in acklog.read().entries:
@@ -86,13 +86,13 @@ def replay_stops(acklog: AckLog) -> dict[str, Any]:
 
 
 class StopRegistry:
-    def __init__(self, home: Path, acklog: AckLog | None = None):
-        self.home = Path(home)
-        self.path = self.home / STOPS_NAME
+    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
+        self.home = os.fspath(home)
+        self.path = os.path.join(self.home, STOPS_NAME)
         self.acklog = acklog or AckLog(self.home)
-        self._cache = CachedJSON(self.path, _validated)
+        self._cache = CachedJSON(self.path, validate_stops)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         """Current stops; raises StopStateUnreadable when the file is bad."""
         try:
             return self._cache.get(missing=empty_stops())
@@ -109,14 +109,14 @@ class StopRegistry:
             return False
 
     # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> dict[str, Any]:
+    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
         """Current stops under the lock; a corrupt file is rebuilt from the log."""
         try:
-            return _validated(read_json(self.path, {}) or {})
+            return validate_stops(read_json(self.path, {}) or {})
         except StateCorrupt as exc:
             return self.rebuild(exc.detail, now=now)
 
-    def rebuild(self, detail: str, *, now: float | None = None) -> dict[str, Any]:
+    def rebuild(self, detail: str, *, now: float | None = None) -> dict[str, object]:
         """Quarantine the bad file and write the stops replayed from the ack log."""
         with locked(self.path):
             moved = quarantine(self.path, now=now)
@@ -125,15 +125,15 @@ class StopRegistry:
             self._cache.forget()
             self.acklog.append(
                 "state_quarantined", source="leash", session_id="",
-                reason=(f"{STOPS_NAME} unreadable ({detail}); moved to {moved.name if moved else '?'}; "
+                reason=(f"{STOPS_NAME} unreadable ({detail}); moved to {os.path.basename(moved) if moved else '?'}; "
                         f"rebuilt from the ack log with {len(state['sessions'])} stopped sessions"
                         f"{' and the fleet stopped' if state['fleet'] else ''}"),
-                now=now, file=STOPS_NAME, moved_to=moved.name if moved else "",
+                now=now, file=STOPS_NAME, moved_to=os.path.basename(moved) if moved else "",
             )
         return state
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
-             **extra: Any) -> dict[str, Any]:
+             **extra: object) -> dict[str, object]:
         _require_name(session_id, "session id")
         moment = now_seconds(now)
         with locked(self.path):
@@ -146,7 +146,7 @@ class StopRegistry:
             self.acklog.append("stop_ack", source=source, session_id=session_id, reason=reason, now=moment, **extra)
         return record
 
-    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         with locked(self.path):
             data = self._load_for_write(now=now)
             record = data["sessions"].pop(session_id, None)
@@ -156,7 +156,7 @@ class StopRegistry:
             self.acklog.append("resume", source=source, session_id=session_id, reason=reason, now=now)
         return record
 
-    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
@@ -166,7 +166,7 @@ class StopRegistry:
             self.acklog.append("fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
         return data["fleet"]
 
-    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, Any]:
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         """Lift the fleet stop; sessions stopped one by one stay stopped."""
         with locked(self.path):
             data = self._load_for_write(now=now)
@@ -220,7 +220,7 @@ class StopProtocol:
             raise StopInterrupt(verdict.reason)
 
     def acknowledge_stop(self, source: str, session_id: str, reason: str = "", *,
-                         now: float | None = None) -> dict[str, Any]:
+                         now: float | None = None) -> dict[str, object]:
         """Stop ``session_id`` and log the STOP_ACK; returns the stop record."""
         return self.stops.stop(session_id, source=source, reason=reason, now=now)
 
@@ -230,7 +230,7 @@ class StopProtocol:
         return self.gate.stopped_reason(session_id, now=now) is not None
 
     def full_stop(self, session_id: str, entity: str, reason: str = "", source: str | None = None, *,
-                  hours: float | None = None, now: float | None = None) -> dict[str, Any]:
+                  hours: float | None = None, now: float | None = None) -> dict[str, object]:
         """Stop the session and lock ``entity`` hands-off in one locked step."""
         source = source or default_source()
         moment = now_seconds(now)
@@ -252,26 +252,26 @@ class StopProtocol:
         if lock is not None:
             raise HandsOffError(f"{entity} is locked until {lock.get('expires_at')} — do not touch.")
 
-    def read_ack_log(self) -> list[dict[str, Any]]:
+    def read_ack_log(self) -> list[dict[str, object]]:
         return self.acklog.read().entries
 
     # added -------------------------------------------------------------
     def resume(self, session_id: str, reason: str = "", source: str | None = None, *,
-               now: float | None = None) -> dict[str, Any]:
+               now: float | None = None) -> dict[str, object]:
         return self.stops.resume(session_id, source=source or default_source(), reason=reason, now=now)
 
-    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, Any]:
+    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
         return self.stops.stop_fleet(source=source or default_source(), reason=reason, now=now)
 
-    def resume_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, Any]:
+    def resume_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
         return self.stops.resume_fleet(source=source or default_source(), reason=reason, now=now)
 
     def hands_off(self, entity: str, *, hours: float | None = None, reason: str = "", source: str | None = None,
-                  session_id: str | None = None, now: float | None = None) -> dict[str, Any]:
+                  session_id: str | None = None, now: float | None = None) -> dict[str, object]:
         return self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
                                             reason=reason, source=source or default_source(),
                                             session_id=session_id, now=now)
 
     def release(self, entity: str, reason: str = "", source: str | None = None, *,
-                now: float | None = None) -> dict[str, Any]:
+                now: float | None = None) -> dict[str, object]:
         return self.hands_off_registry.release(entity, source=source or default_source(), reason=reason, now=now)

@@ -1,0 +1,80 @@
+"""Whole-process latency of `leash hook pre-tool-use` against `python -c pass`.
+
+Runs both 20 times, interleaved, in one fresh home with a stopped session and a
+hands-off lock in it, and prints the medians and their ratio (target: at most
+3x). Also prints every non-stdlib module the hook imports (there should be
+none besides leash's own core), from `python -X importtime`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+RUNS = 20
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def leash_command() -> list[str]:
+    script = Path(sys.executable).parent / "leash"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "console.cli"]
+
+
+def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "core"), str(ROOT / "console")],
+                   stdout=subprocess.DEVNULL, check=False)
+    with tempfile.TemporaryDirectory() as home:
+        env = dict(os.environ, LEASH_HOME=home)
+        env.pop("TMUX_PANE", None)
+        leash = leash_command()
+        subprocess.run(leash + ["stop", "someone-else", "--reason", "bench"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(leash + ["hands-off", "path:vendor/**"], env=env, check=True, stdout=subprocess.DEVNULL)
+        payload = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                              "tool_input": {"command": "ls src/"}, "cwd": home}).encode()
+        hook = leash + ["hook", "pre-tool-use"]
+        bare = [sys.executable, "-c", "pass"]
+        timed(hook, payload, env)  # registers the session, as a real agent's first call does
+        hook_times, bare_times = [], []
+        for _ in range(RUNS):
+            hook_times.append(timed(hook, payload, env))
+            bare_times.append(timed(bare, b"", env))
+        hook_ms = statistics.median(hook_times) * 1000
+        bare_ms = statistics.median(bare_times) * 1000
+        print(f"python -c pass          median {bare_ms:7.1f} ms  ({RUNS} runs)")
+        print(f"leash hook pre-tool-use median {hook_ms:7.1f} ms  ({RUNS} runs)")
+        print(f"ratio                          {hook_ms / bare_ms:7.2f}x  (target <= 3x)")
+
+        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "console.cli", "hook", "pre-tool-use"],
+                               input=payload, env=env, capture_output=True, cwd=ROOT)
+        stdlib = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+        names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
+        names = [n for n in names if n and n != "imported package"]
+        heavy = sorted({n.split(".")[0] for n in names} & {"textual", "rich", "libtmux", "watchfiles", "psycopg"})
+        ours = sorted({n for n in names if n.split(".")[0] in ("core", "console")})
+        third = sorted({n.split(".")[0] for n in names if _third_party(n.split(".")[0], stdlib)})
+        print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
+        print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
+        print(f"other third-party packages imported: {', '.join(third) or 'none'}")
+
+
+def _third_party(top: str, stdlib: set[str]) -> bool:
+    if top in sys.builtin_module_names or top in ("core", "console") or top in sys.stdlib_module_names:
+        return False
+    return not top.startswith("_") and top not in ("sitecustomize", "usercustomize")
+
+
+if __name__ == "__main__":
+    main()

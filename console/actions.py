@@ -1,0 +1,222 @@
+"""What each ``leash`` subcommand does: call the core, print the result.
+
+No policy lives here; the core decides, this module words the answer.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from core.clock import now_seconds, parse_iso
+
+
+class Refused(Exception):
+    """The operation was understood but cannot be done; exit 1."""
+
+
+def run(args) -> int:
+    from console.cli import UsageError
+    from core.config import ConfigError
+    from core.handsoff import NotLocked
+    from core.stop import NotStopped, StopProtocol, default_source
+
+    try:
+        protocol = StopProtocol(getattr(args, "home", None))
+    except OSError as exc:
+        raise Refused(f"cannot use state home: {exc.strerror}: {exc.filename}") from None
+    if getattr(args, "source", None) is None and args.command in ACTING:
+        args.source = default_source()
+    try:
+        return COMMANDS[args.command](protocol, args)
+    except (NotStopped, NotLocked) as exc:
+        raise Refused(str(exc)) from None
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _ago(stamp: str, moment: float) -> str:
+    try:
+        seconds = moment - parse_iso(stamp)
+    except ValueError:
+        return "?"
+    return _duration(seconds) + (" ago" if seconds >= 0 else " from now")
+
+
+def _duration(seconds: float) -> str:
+    seconds = abs(int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+# ------------------------------------------------------------------ stop/resume
+def cmd_stop(protocol, args) -> int:
+    from console.cli import UsageError
+
+    if args.all:
+        if args.session or args.entity:
+            raise UsageError("stop --all takes no SESSION or --entity")
+        if not args.reason.strip():
+            raise UsageError("stop --all needs --reason (every agent will read it)")
+        record = protocol.stops.stop_fleet(source=args.source, reason=args.reason)
+        _out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
+        return 0
+    if not args.session:
+        raise UsageError("stop needs a SESSION (or --all)")
+    if args.hours is not None and not args.entity:
+        raise UsageError("--hours applies to the --entity lock; give --entity too")
+    if args.entity:
+        result = protocol.full_stop(args.session, args.entity, args.reason, args.source, hours=args.hours)
+        _out(f"stopped {args.session} and locked {args.entity} hands-off until {result['hands_off']['expires_at']}")
+        return 0
+    record = protocol.stops.stop(args.session, source=args.source, reason=args.reason)
+    _out(f"stopped {args.session} (since {record['stopped_at']})")
+    return 0
+
+
+def cmd_resume(protocol, args) -> int:
+    from console.cli import UsageError
+
+    if args.all:
+        if args.session:
+            raise UsageError("resume --all takes no SESSION")
+        protocol.stops.resume_fleet(source=args.source, reason=args.reason)
+        still = protocol.stops.snapshot()["sessions"]
+        tail = f"; {len(still)} sessions stay stopped one by one (leash status)" if still else ""
+        _out(f"fleet resumed{tail}")
+        return 0
+    if not args.session:
+        raise UsageError("resume needs a SESSION (or --all)")
+    protocol.stops.resume(args.session, source=args.source, reason=args.reason)
+    _out(f"resumed {args.session}")
+    return 0
+
+
+def cmd_hands_off(protocol, args) -> int:
+    lock = protocol.hands_off(args.entity, hours=args.hours, reason=args.reason, source=args.source,
+                              session_id=args.session)
+    _out(f"{args.entity} is hands-off until {lock['expires_at']}")
+    return 0
+
+
+def cmd_release(protocol, args) -> int:
+    protocol.release(args.entity, args.reason, args.source)
+    _out(f"released {args.entity}")
+    return 0
+
+
+# ------------------------------------------------------------------ status
+def cmd_status(protocol, args) -> int:
+    from core.status import snapshot
+
+    moment = now_seconds()
+    state = snapshot(protocol, now=moment)
+    if args.json:
+        _out(json.dumps(state, indent=2, ensure_ascii=False))
+        return 0
+    _out(f"home: {protocol.home}")
+    if "stop_state_error" in state:
+        _out(f"STOP STATE UNREADABLE: {state['stop_state_error']} (every tool call is denied)")
+    if state["fleet_stopped"]:
+        fleet = state["fleet_stopped"][0]
+        _out(f"fleet: STOPPED {_ago(fleet['stopped_at'], moment)} by {fleet['source']}: {fleet['reason']}")
+    else:
+        _out("fleet: running")
+    _section("stopped sessions", state["stopped_sessions"], lambda r: (
+        f"{r['session_id']}  {_ago(r.get('stopped_at', ''), moment)} by {r.get('source', '?')}: "
+        f"{r.get('reason') or '-'}"))
+    _section("hands-off locks", state["hands_off"], lambda r: (
+        f"{r['entity']}  {_duration(parse_iso(r['expires_at']) - moment)} left, by {r.get('source', '?')}: "
+        f"{r.get('reason') or '-'}"))
+    _section("sessions seen", state["sessions"], lambda r: (
+        f"{r['session_id']}  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
+        f"last tool {r.get('last_tool') or '-'}  seen {_ago(r.get('last_seen', ''), moment)}"))
+    return 0
+
+
+def _section(title: str, rows: list[dict[str, Any]], line) -> None:
+    _out(f"{title}: {len(rows)}")
+    for row in rows:
+        _out("  " + line(row))
+
+
+# ------------------------------------------------------------------ log
+def format_line(record: dict[str, Any]) -> str:
+    extra = {k: v for k, v in record.items()
+             if k not in ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")}
+    extras = "".join(f"  {k}={v}" for k, v in extra.items())
+    return (f"{record.get('seq', '?'):>5}  {record.get('timestamp', '?')}  {record.get('event', '?'):<17} "
+            f"{record.get('source', '?')}  {record.get('session_id') or '-'}  {record.get('reason') or '-'}{extras}")
+
+
+def cmd_log(protocol, args) -> int:
+    log = protocol.acklog
+    if args.action == "verify":
+        report = log.verify()
+        notes = []
+        if report.torn_bytes:
+            notes.append(f"torn tail of {report.torn_bytes} bytes skipped")
+        if report.torn_file_bytes:
+            notes.append(f"{report.torn_file_bytes} bytes in {log.path.name}.torn")
+        note = f" ({'; '.join(notes)})" if notes else ""
+        if args.json:
+            _out(json.dumps({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,
+                             "problem": report.problem, "torn_bytes": report.torn_bytes}))
+        elif report.ok:
+            _out(f"ok: {report.lines} lines, hash chain intact{note}")
+        else:
+            sys.stderr.write(f"leash: chain broken at line {report.first_broken_line}: {report.problem}{note}\n")
+        return 0 if report.ok else 3
+    filters = dict(session=args.session, event=args.event, since=args.since, source=args.source)
+    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_line
+    if args.follow:
+        for record in log.follow(**filters):
+            _out(show(record))
+            sys.stdout.flush()
+        return 0
+    read = log.read(**filters)
+    for record in read.entries:
+        _out(show(record))
+    if read.torn_bytes or read.unreadable_lines:
+        sys.stderr.write(f"leash: skipped {read.unreadable_lines} unreadable lines and a torn tail of "
+                         f"{read.torn_bytes} bytes (leash log verify)\n")
+    return 0
+
+
+# ------------------------------------------------------------------ doctor
+def cmd_doctor(protocol, args) -> int:
+    from core.doctor import examine
+
+    failures = 0
+    for finding in examine(protocol, repair=args.repair):
+        failures += finding.level == "fail"
+        _out(f"{finding.level:<6}{finding.subject}: {finding.message}")
+    if failures:
+        hint = "" if args.repair else " (try leash doctor --repair)"
+        sys.stderr.write(f"leash: {failures} problem{'s' if failures != 1 else ''} found{hint}\n")
+        return 3
+    return 0
+
+
+def cmd_hook(protocol, args) -> int:
+    from core.hooks import run as run_hook
+
+    return run_hook(args.event, home=protocol.home)
+
+
+COMMANDS = {
+    "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
+    "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
+}
+ACTING = {"stop", "resume", "hands-off", "release"}

@@ -1,0 +1,166 @@
+"""``leash``: the command line.
+
+Every subcommand calls the core and prints what happened. Exit codes:
+0 ok, 1 operation refused (nothing to resume, no such lock), 2 usage or bad
+input, 3 a verdict that says no (broken hash chain, unhealthy state).
+Errors are one line on stderr, never a traceback.
+
+``leash hook ...`` takes a fast path that skips argparse and imports only the
+standard library and the core modules the hook needs.
+"""
+from __future__ import annotations
+
+import sys
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_VERDICT = 0, 1, 2, 3
+
+
+def _hook_fast_path(argv: list[str]) -> int | None:
+    """Run ``[--home DIR] hook EVENT`` without building the full parser."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        from core.hooks import run
+
+        return run(rest[1], home=home)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for stream in (sys.stdout, sys.stderr):
+        try:  # ids may hold any bytes; never die printing one
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
+    fast = _hook_fast_path(argv)
+    if fast is not None:
+        return fast
+    return dispatch(argv)
+
+
+# ------------------------------------------------------------------ parser
+class UsageError(Exception):
+    """Bad command-line input; exit 2."""
+
+
+def build_parser():
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, not usage + error
+            raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    common = Parser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS, help="state home (default $LEASH_HOME or ~/.leash)")
+    acting = Parser(add_help=False, parents=[common])
+    acting.add_argument("--source", default=None, help="who is acting, for the ack log (default $USER@host)")
+
+    parser = Parser(prog="leash", parents=[common],
+                    description="Human-in-the-loop control for fleets of AI coding agents.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    p = sub.add_parser("status", parents=[common], help="what is stopped, locked and seen")
+    p.add_argument("--json", action="store_true", help="print the machine-readable snapshot")
+
+    p = sub.add_parser("stop", parents=[acting], help="stop a session (or --all: the fleet)")
+    p.add_argument("session", nargs="?", help="agent session id or tmux session name")
+    p.add_argument("--all", action="store_true", help="stop every session (fleet stop)")
+    p.add_argument("--reason", default="", help="why; shown to the agent and kept in the ack log")
+    p.add_argument("--entity", help="also lock this entity hands-off (full stop)")
+    p.add_argument("--hours", type=_hours, help="length of the --entity lock (default 24)")
+
+    p = sub.add_parser("resume", parents=[acting], help="lift a session's stop (or --all: the fleet stop)")
+    p.add_argument("session", nargs="?")
+    p.add_argument("--all", action="store_true", help="lift the fleet stop")
+    p.add_argument("--reason", default="")
+
+    p = sub.add_parser("hands-off", parents=[acting], help="lock an entity (name or path:<glob>) hands-off")
+    p.add_argument("entity")
+    p.add_argument("--hours", type=_hours, help="how long (default [hands_off] default_hours, 24)")
+    p.add_argument("--reason", default="")
+    p.add_argument("--session", default=None, help="the session this lock belongs to, if any")
+
+    p = sub.add_parser("release", parents=[acting], help="remove a hands-off lock")
+    p.add_argument("entity")
+    p.add_argument("--reason", default="")
+
+    p = sub.add_parser("log", parents=[common], help="read the ack log; 'leash log verify' checks its chain")
+    p.add_argument("action", nargs="?", choices=["verify"], help="verify: check the hash chain")
+    p.add_argument("--session", help="only this session id")
+    p.add_argument("--event", help="only this event")
+    p.add_argument("--source", help="only actions by this source")
+    p.add_argument("--since", type=_since, help="only lines at or after this ISO-8601 time")
+    p.add_argument("--json", action="store_true", help="print the stored JSON lines")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines as they arrive")
+
+    p = sub.add_parser("doctor", parents=[common], help="check every state file; --repair mends them")
+    p.add_argument("--repair", action="store_true")
+
+    p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
+    p.add_argument("event", choices=["pre-tool-use"])
+    return parser
+
+
+def _hours(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"--hours must be a positive number, got {text!r}")
+    return value
+
+
+def _since(text: str) -> float:
+    from core.clock import parse_iso
+
+    try:
+        return parse_iso(text)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(
+            f"--since must be an ISO-8601 time such as 2026-11-21T19:00:00Z, got {text!r}") from None
+
+
+def dispatch(argv: list[str]) -> int:
+    from console import actions
+
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return EXIT_USAGE
+        return actions.run(args)
+    except UsageError as exc:
+        _say_error(str(exc))
+        return EXIT_USAGE
+    except actions.Refused as exc:
+        _say_error(str(exc))
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # the last line of defence against a traceback
+        _say_error(f"{exc.__class__.__name__}: {exc}")
+        return EXIT_REFUSED
+
+
+def _say_error(message: str) -> None:
+    sys.stderr.write(f"leash: error: {' '.join(message.split())}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""A snapshot of a home for ``leash status``: what is stopped, locked and seen.
+
+``snapshot`` returns the DESIGN.md shape: ``fleet_stopped``, ``stopped_sessions``,
+``hands_off``, ``pending_halts``, ``warrants``, ``loops``, ``sessions``, each a
+list of objects with the keys of its file format plus the key it is filed under.
+``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
+
+Failure: an unreadable stop state is reported (``stop_state_error``) rather than
+hidden, since the gate is denying everything while it lasts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.stop import StopProtocol, StopStateUnreadable
+
+
+def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "fleet_stopped": [], "stopped_sessions": [], "hands_off": [], "pending_halts": [],
+        "warrants": [], "loops": [], "sessions": [],
+    }
+    try:
+        stops = protocol.stops.snapshot()
+    except StopStateUnreadable as exc:
+        result["stop_state_error"] = str(exc)
+        stops = {"sessions": {}, "fleet": None}
+    if stops["fleet"]:
+        result["fleet_stopped"].append(dict(stops["fleet"]))
+    for session_id, record in sorted(stops["sessions"].items()):
+        result["stopped_sessions"].append({"session_id": session_id, **record})
+    for entity, lock in sorted(protocol.hands_off_registry.active(now=now).items()):
+        result["hands_off"].append({"entity": entity, **lock})
+    for session_id, record in sorted(protocol.sessions.all(now=now).items()):
+        result["sessions"].append({"session_id": session_id, **record})
+    return result
+
+
