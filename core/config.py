@@ -102,16 +102,33 @@ def _line_of(text: str, table: str, key: str) -> int:
 
 def _decode_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigError:
     message = str(exc)
+    lines = text.splitlines()
     found = re.search(r"at line (\d+)", message)
-    line = int(found.group(1)) if found else 0
-    key = ""
-    if line:
-        source = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
-        left = source.split("=", 1)[0].strip() if "=" in source else source.strip()
-        key = left
-    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+    if found:
+        line = int(found.group(1))
+    else:  # "at end of document": blame the last assignment, the one left open
+        line = max((n for n, t in enumerate(lines, 1) if "=" in t), default=len(lines))
+    reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
+    key = _key_at(lines, line)
     where = f"{path}:{line}" if line else str(path)
     return ConfigError(f"{where}: key '{key}': {reason}" if key else f"{where}: {reason}")
+
+
+def _key_at(lines: list[str], line: int) -> str:
+    """The dotted key set on ``line`` (its table included), or its table header."""
+    if not 0 < line <= len(lines):
+        return ""
+    table = ""
+    for source in lines[:line - 1]:
+        header = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]", source)
+        if header:
+            table = header.group(1).replace(" ", "")
+    source = lines[line - 1]
+    header = re.match(r"^\s*\[+\s*([^\]]*)", source)
+    if header:
+        return header.group(1).strip()
+    left = source.split("=", 1)[0].strip() if "=" in source else source.strip()
+    return f"{table}.{left}" if table and left else left
 
 
 def _bad(path: Path, text: str, table: str, key: str, problem: str) -> ConfigError:

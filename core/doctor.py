@@ -33,7 +33,7 @@ class Finding(NamedTuple):
 
 
 def examine(protocol: StopProtocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
-    home = protocol.home
+    home = Path(protocol.home)
     yield from _check_home(home, repair)
     try:
         load_config(home)

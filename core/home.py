@@ -38,14 +38,6 @@ def ensure_home(home: str | os.PathLike | None = None) -> str:
     return path
 
 
-def ensure_dir(path: str | os.PathLike) -> str:
-    """A directory inside the home, created 0700 when missing."""
-    path = os.fspath(path)
-    if not os.path.isdir(path):
-        os.makedirs(path, mode=HOME_MODE, exist_ok=True)
-    return path
-
-
 def safe_component(name: str) -> str:
     """One path component for an arbitrary string; injective and never special."""
     if not isinstance(name, str) or name == "":

@@ -246,13 +246,6 @@ def quarantine(path: str | os.PathLike, *, now: float | None = None) -> str | No
     return destination
 
 
-def quarantined_copies(path: str | os.PathLike) -> list[str]:
-    target = os.fspath(path)
-    directory, base = os.path.split(target)
-    prefix = base + CORRUPT_MARK
-    return sorted(os.path.join(directory, n) for n in os.listdir(directory or ".") if n.startswith(prefix))
-
-
 # -------------------------------------------------------------------- JSONL
 def repair_torn_tail(path: str | os.PathLike) -> int:
     """Cut bytes after the last newline into ``<file>.torn``; returns how many.

@@ -101,13 +101,6 @@ class StopRegistry:
         except OSError as exc:
             raise StopStateUnreadable(f"stop state unreadable ({exc.strerror}) — run `leash doctor`") from None
 
-    def readable(self) -> bool:
-        try:
-            self.snapshot()
-            return True
-        except StopStateUnreadable:
-            return False
-
     # ------------------------------------------------------------ writing
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
         """Current stops under the lock; a corrupt file is rebuilt from the log."""
