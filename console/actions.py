@@ -209,6 +209,48 @@ def cmd_doctor(protocol, args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ loop
+def cmd_loop(protocol, args) -> int:
+    from core import loopguard
+    from core.config import load_config
+
+    config = load_config(protocol.home)
+    if args.loop_command == "check-and-record":
+        limits = loopguard.thresholds(config, args.name)
+        for key in ("max_restarts", "window_seconds", "max_gap_seconds"):
+            if getattr(args, key) is not None:
+                limits[key] = getattr(args, key)
+        tripped = loopguard.check_and_record(home=protocol.home, name=args.name, source=args.source, **limits)
+        state = loopguard.describe(args.name, home=protocol.home, config={"loop": {args.name: limits}})
+        verdict = "TRIPPED: skip auto-resume" if tripped else "not tripped"
+        _out(f"{args.name}: {state['in_loop']} boots in loop, threshold {limits['max_restarts']}: {verdict}")
+        return 3 if tripped else 0
+    if args.loop_command == "reset":
+        if not loopguard.reset(name=args.name, home=protocol.home, source=args.source, reason=args.reason):
+            raise Refused(f"breaker {args.name!r} has no recorded boots")
+        _out(f"reset {args.name}")
+        return 0
+    states = [loopguard.describe(n, home=protocol.home, config=config) for n in loopguard.breaker_names(protocol.home)]
+    if args.json:
+        _out(json.dumps(states, indent=2))
+        return 0
+    if not states:
+        _out("no restart-loop breakers recorded")
+    for s in states:
+        gap = f", max gap {s['max_gap_seconds']:g}s" if s["max_gap_seconds"] else ""
+        _out(f"{s['name']}: {s['in_loop']}/{s['max_restarts']} boots (window {s['window_seconds']:g}s{gap})"
+             f"{'  TRIPPED' if s['tripped'] else ''}")
+    return 0
+
+
+def cmd_reply(protocol, args) -> int:
+    from core.replyledger import record
+
+    record(protocol.home, args.channel, args.key, args.direction, now=now_seconds())
+    _out(f"recorded {args.direction} on {args.channel} / {args.key}")
+    return 0
+
+
 def cmd_hook(protocol, args) -> int:
     from core.hooks import run as run_hook
 
@@ -218,5 +260,6 @@ def cmd_hook(protocol, args) -> int:
 COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
+    "loop": cmd_loop, "reply": cmd_reply,
 }
-ACTING = {"stop", "resume", "hands-off", "release"}
+ACTING = {"stop", "resume", "hands-off", "release", "loop"}

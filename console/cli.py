@@ -103,8 +103,28 @@ def build_parser():
     p = sub.add_parser("doctor", parents=[common], help="check every state file; --repair mends them")
     p.add_argument("--repair", action="store_true")
 
+    p = sub.add_parser("loop", parents=[common], help="restart-loop breakers for supervised gateways")
+    loop = p.add_subparsers(dest="loop_command", metavar="ACTION", parser_class=Parser, required=True)
+    q = loop.add_parser("check-and-record", parents=[acting],
+                        help="record a restart-interrupted boot; exit 3 when tripped (skip auto-resume)")
+    q.add_argument("name", nargs="?", default="gateway")
+    q.add_argument("--max", dest="max_restarts", type=int, help="boots that trip the breaker (<= 0 disables)")
+    q.add_argument("--window", dest="window_seconds", type=_positive, help="sliding window in seconds")
+    q.add_argument("--max-gap", dest="max_gap_seconds", type=_non_negative,
+                   help="also chain boots whose gaps stay under this many seconds (0: off)")
+    q = loop.add_parser("status", parents=[common], help="every breaker: boots, threshold, tripped")
+    q.add_argument("--json", action="store_true")
+    q = loop.add_parser("reset", parents=[acting], help="clear a breaker (logged as loop_reset)")
+    q.add_argument("name")
+    q.add_argument("--reason", default="")
+
+    p = sub.add_parser("reply", parents=[common], help="record a message in the built-in reply ledger")
+    p.add_argument("direction", choices=["in", "out"], help="in: a correspondent wrote; out: a reply was sent")
+    p.add_argument("--channel", required=True)
+    p.add_argument("--key", required=True, help="the conversation (contact, thread id)")
+
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
-    p.add_argument("event", choices=["pre-tool-use"])
+    p.add_argument("event", choices=["pre-tool-use", "stop"])
     return parser
 
 
@@ -119,6 +139,27 @@ def _hours(text: str) -> float:
         import argparse
 
         raise argparse.ArgumentTypeError(f"--hours must be a positive number, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    return _number(text, lambda v: v > 0, "a positive number")
+
+
+def _non_negative(text: str) -> float:
+    return _number(text, lambda v: v >= 0, "a number >= 0")
+
+
+def _number(text: str, ok, what: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
 
 

@@ -1,4 +1,5 @@
-"""Claude Code hook commands: ``leash hook pre-tool-use`` (and the others later).
+"""Claude Code hook commands: ``leash hook pre-tool-use`` and ``leash hook stop``
+(the reply-send guard, ``core.replyguard``).
 
 Protocol: the hook reads one JSON object on stdin (``session_id``,
 ``hook_event_name``, ``tool_name``, ``tool_input``, ``cwd`` ...). To deny a tool
@@ -60,7 +61,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
             raise HookInputError("hook input larger than 16 MiB")
 
 
-def parse_payload(raw: bytes) -> dict[str, object]:
+def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]:
     if not raw.strip():
         raise HookInputError("empty hook input (expected Claude Code's JSON on stdin)")
     try:
@@ -70,7 +71,7 @@ def parse_payload(raw: bytes) -> dict[str, object]:
     if not isinstance(payload, dict):
         raise HookInputError("hook input must be a JSON object")
     session_id = payload.get("session_id")
-    if not isinstance(session_id, str) or not session_id:
+    if need_session and (not isinstance(session_id, str) or not session_id):
         raise HookInputError("hook input has no session_id")
     return payload
 
@@ -132,7 +133,9 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     """Entry point of ``leash hook EVENT``; never raises, never prints a traceback."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    handlers = {"pre-tool-use": pre_tool_use}
+    from core.replyguard import stop_hook
+
+    handlers = {"pre-tool-use": pre_tool_use, "stop": stop_hook}
     if event not in handlers:
         stderr.write(f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n")
         return 2
@@ -144,12 +147,13 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
             input_error = exc
         out, err, code = handlers[event](raw, home=home, input_error=input_error)
     except Exception as exc:
-        # We could not establish that the call is allowed: fail closed, as for
-        # an unreadable stop state.
         message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
         stderr.write(message + "\n")
-        stdout.write(deny_output(message) + "\n")
-        stdout.flush()
+        if event == "pre-tool-use":
+            # We could not establish that the call is allowed: fail closed, as
+            # for an unreadable stop state. Other hooks fail open.
+            stdout.write(deny_output(message) + "\n")
+            stdout.flush()
         return 0
     if err:
         stderr.write(err)

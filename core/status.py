@@ -32,6 +32,15 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, A
         result["stopped_sessions"].append({"session_id": session_id, **record})
     for entity, lock in sorted(protocol.hands_off_registry.active(now=now).items()):
         result["hands_off"].append({"entity": entity, **lock})
+    from core import loopguard
+    from core.config import ConfigError, load_config
+
+    try:
+        config = load_config(protocol.home)
+    except ConfigError:
+        config = {}
+    for name in loopguard.breaker_names(protocol.home):
+        result["loops"].append(loopguard.describe(name, home=protocol.home, config=config, now=now))
     for session_id, record in sorted(protocol.sessions.all(now=now).items()):
         result["sessions"].append({"session_id": session_id, **record})
     return result
