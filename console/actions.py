@@ -5,6 +5,7 @@ No policy lives here; the core decides, this module words the answer.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -168,7 +169,7 @@ def cmd_log(protocol, args) -> int:
         if report.torn_bytes:
             notes.append(f"torn tail of {report.torn_bytes} bytes skipped")
         if report.torn_file_bytes:
-            notes.append(f"{report.torn_file_bytes} bytes in {log.path.name}.torn")
+            notes.append(f"{report.torn_file_bytes} bytes in {os.path.basename(log.path)}.torn")
         note = f" ({'; '.join(notes)})" if notes else ""
         if args.json:
             _out(json.dumps({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,

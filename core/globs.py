@@ -64,10 +64,3 @@ def path_candidates(file_path: str, cwd: str | None) -> tuple[str, str | None]:
     elif not os.path.isabs(file_path):
         relative = os.path.normpath(file_path)
     return absolute, relative
-
-
-def glob_matches(compiled: re.Pattern[str], pattern: str, file_path: str, cwd: str | None) -> bool:
-    absolute, relative = path_candidates(file_path, cwd)
-    if pattern.startswith("/"):
-        return compiled.match(absolute) is not None
-    return relative is not None and compiled.match(relative) is not None

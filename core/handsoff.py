@@ -98,13 +98,15 @@ class HandsOffRegistry:
 
     def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None):
         """(entity, lock) of the first active ``path:`` lock covering the file."""
-        from core.globs import glob_matches
+        from core.globs import path_candidates
 
         indexed, paths = self._snapshot(now)
         moment = now_seconds(now)
+        absolute, relative = path_candidates(file_path, cwd)  # once, not once per pattern
         for entity, pattern, compiled in paths:
             expires, entry = indexed[entity]
-            if expires > moment and glob_matches(compiled, pattern, file_path, cwd):
+            candidate = absolute if pattern.startswith("/") else relative
+            if expires > moment and candidate is not None and compiled.match(candidate):
                 return entity, entry
         return None
 

@@ -58,7 +58,8 @@ class SessionRegistry:
         return {k: v for k, v in data.items() if isinstance(v, dict)}
 
     def get(self, session_id: str, *, now: float | None = None) -> dict[str, object] | None:
-        return self.all(now=now).get(session_id)
+        record = self.store.snapshot({}, now=now).get(session_id)
+        return record if isinstance(record, dict) else None
 
     def observe(
         self,

@@ -60,8 +60,11 @@ def empty_stops() -> dict[str, object]:
 
 
 def validate_stops(data: object) -> dict[str, object]:
-    if not isinstance(data.get("sessions", {}), dict):
+    sessions = data.get("sessions", {})
+    if not isinstance(sessions, dict):
         raise StateCorrupt(STOPS_NAME, '"sessions" is not an object')
+    if not all(isinstance(record, dict) for record in sessions.values()):
+        raise StateCorrupt(STOPS_NAME, 'a stopped session is not an object')
     fleet = data.get("fleet")
     if fleet is not None and not isinstance(fleet, dict):
         raise StateCorrupt(STOPS_NAME, '"fleet" is neither null nor an object')

@@ -175,10 +175,6 @@ def test_torn_tail_is_skipped_then_moved_aside_by_the_next_append(home):
 
 
 # BUG (console/actions.py, cmd_log): `log.path.name` is used on a str path, so
-# `leash log verify` dies with "AttributeError: 'str' object has no attribute
-# 'name'" (exit 1) whenever stop_ack_log.jsonl.torn exists. Remove the xfail
-# once the code uses os.path.basename(log.path).
-@pytest.mark.xfail(strict=True, reason="bug: cmd_log uses log.path.name on a str")
 def test_log_verify_cli_reports_the_torn_file(home, leash_proc):
     protocol = write_torn_log(home)
     result = leash_proc("log", "verify")

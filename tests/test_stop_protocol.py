@@ -154,3 +154,12 @@ def test_bad_input_changes_nothing(home):
         sp.acknowledge_stop("ops", "", "empty id")
     assert (home / "hands_off_registry.json").read_bytes() == before
     assert len(sp.read_ack_log()) == 1
+
+
+def test_a_stop_record_that_is_not_an_object_makes_the_state_unreadable(home):
+    home.mkdir(parents=True)
+    (home / "stops.json").write_text('{"sessions": {"a": "oops"}, "fleet": null}')
+    sp = StopProtocol()
+    assert sp.is_stopped("a") and sp.is_stopped("b")
+    with pytest.raises(StopInterrupt, match="leash doctor"):
+        sp.pre_tool_check("b")
