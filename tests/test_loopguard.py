@@ -159,25 +159,23 @@ class Breaker(RuleBasedStateMachine):
         self.clock = 10_000.0
         self.model: list[float] = []
 
+    def _model_chain(self, boots, moment):
+        chain, later = 0, moment
+        if self.gap > 0:
+            for t in reversed(boots):
+                if later - t >= self.gap:
+                    break
+                chain, later = chain + 1, t
+        return chain
+
     def _model_size(self, moment):
         boots = sorted(min(t, moment) for t in self.model)
         in_window = sum(1 for t in boots if t >= moment - self.window)
-        chain, later = 0, moment
-        if self.gap > 0:
-            for t in reversed(boots):
-                if later - t >= self.gap:
-                    break
-                chain, later = chain + 1, t
-        return max(in_window, chain)
+        return max(in_window, self._model_chain(boots, moment))
 
     def _model_keep(self, moment):
         boots = sorted(min(t, moment) for t in self.model)
-        chain, later = 0, moment
-        if self.gap > 0:
-            for t in reversed(boots):
-                if later - t >= self.gap:
-                    break
-                chain, later = chain + 1, t
+        chain = self._model_chain(boots, moment)
         kept = [t for i, t in enumerate(boots) if t >= moment - self.window or i >= len(boots) - chain]
         self.model = kept[-50:]
 
