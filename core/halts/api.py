@@ -1,0 +1,598 @@
+"""The halt engine's API, with the seed's JSON shapes.
+
+``check_halt_conditions``, ``record_halt``, ``acknowledge_halt``,
+``get_session_halts`` and ``update_halt_config`` take and return JSON-shaped
+dicts exactly as the seed's ``...Input``/``...Output`` interfaces (extra keys are
+documented in the README). Every function takes ``home=`` and a keyword-only
+``now=``.
+
+Rules that live here:
+* session states: ``paused`` while a halt is escalated or timed out and not
+  yet resolved or dismissed; ``halted`` while an unacknowledged halt of high
+  or critical severity stands; ``active`` otherwise;
+* dismissing a critical halt needs ``continue_with_caution``; an escalated or
+  timed-out halt can be acknowledged again (resolved or dismissed) by the
+  human it was escalated to; a resolved or dismissed halt is final;
+* an unacknowledged halt past its condition's ``escalate_after_minutes``
+  becomes ``timeout`` and pauses its session (swept on every read);
+* secrets are masked in descriptions, context, notes and errors before they
+  are stored or logged.
+
+Failure: when halts.db cannot be opened or read, ``check_halt_conditions``
+returns ``should_halt=true`` at critical severity (the seed's fail-safe) and
+notes the check in ``halts_unavailable.jsonl``; the other functions raise
+``HaltStoreUnavailable``. Bad input raises ``HaltInputError``; a request the
+state forbids raises ``HaltRefused``; neither changes anything.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from core.clock import iso, now_seconds
+from core.halts import engine
+from core.halts.conditions import SEVERITY_RANK
+from core.halts.context import CheckContext, HaltInputError
+from core.halts.secrets import mask, mask_deep
+from core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
+                              archive_old_events, exists, new_id, open_store, write)
+from core.home import ensure_home, resolve_home
+
+MAX_DESCRIPTION = 4000
+CONFIG_CACHE_SECONDS = 60
+FALLBACK_LOG = "halts_unavailable.jsonl"
+RECENT_ERRORS_KEPT = 5
+USER_RESOLUTIONS = ("resolved", "escalated", "dismissed")
+_LOG_EVENT = {"resolved": "halt_ack", "dismissed": "halt_dismiss", "escalated": "halt_escalate",
+              "timeout": "halt_timeout"}
+_config_cache: dict[str, tuple[float, dict[str, dict]]] = {}
+
+
+class HaltRefused(Exception):
+    """The request is understood but the halt's state does not allow it."""
+
+
+# ------------------------------------------------------------------ helpers
+def _home(home) -> str:
+    return ensure_home(home)
+
+
+def _row_config(row) -> dict:
+    return {"condition_name": row["condition_name"], "halt_type": row["halt_type"], "enabled": bool(row["enabled"]),
+            "severity": row["severity"], "threshold": json.loads(row["threshold"] or "{}"),
+            "auto_escalate": bool(row["auto_escalate"]), "escalate_after_minutes": row["escalate_after_minutes"]}
+
+
+def default_config() -> dict[str, dict]:
+    return {name: {"condition_name": name, "halt_type": halt_type, "enabled": True, "severity": severity,
+                   "threshold": dict(threshold), "auto_escalate": False, "escalate_after_minutes": None}
+            for name, halt_type, severity, threshold in DEFAULT_CONDITIONS}
+
+
+def load_config(connection, home: str) -> dict[str, dict]:
+    """Condition config, cached in memory for 60 s (the seed's refresh)."""
+    cached = _config_cache.get(home)
+    if cached and time.monotonic() - cached[0] < CONFIG_CACHE_SECONDS:
+        return cached[1]
+    rows = {r["condition_name"]: _row_config(r) for r in connection.execute("SELECT * FROM halt_conditions_config")}
+    _config_cache[home] = (time.monotonic(), rows)
+    return rows
+
+
+def _acklog(home: str):
+    from core.acklog import AckLog
+
+    return AckLog(home)
+
+
+def _source(source: str | None) -> str:
+    if source:
+        return source
+    from core.stop import default_source
+
+    return default_source()
+
+
+def _log(home: str, event: str, row, *, source: str, reason: str, now: float) -> None:
+    _acklog(home).append(event, source=source, session_id=row["session_id"], reason=mask(reason or ""), now=now,
+                         halt_id=row["id"], severity=row["severity"],
+                         condition=row["condition_name"] or row["halt_type"])
+
+
+def _state_of(connection, session_id: str) -> str:
+    paused = connection.execute(
+        "SELECT 1 FROM halt_events WHERE session_id = ? AND resolution IN ('escalated', 'timeout') LIMIT 1",
+        (session_id,)).fetchone()
+    if paused:
+        return "paused"
+    halted = connection.execute(
+        "SELECT 1 FROM halt_events WHERE session_id = ? AND acknowledged = 0 AND resolution IS NULL"
+        " AND severity IN ('high', 'critical') LIMIT 1", (session_id,)).fetchone()
+    return "halted" if halted else "active"
+
+
+def _refresh_state(connection, session_id: str, stamp: str) -> str:
+    state = _state_of(connection, session_id)
+    connection.execute(
+        "INSERT INTO session_states (session_id, state, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at"
+        " WHERE session_states.state != excluded.state", (session_id, state, stamp))
+    return state
+
+
+def sweep_timeouts(connection, home: str, *, now: float) -> int:
+    """Unacknowledged halts past their deadline become ``timeout`` (escalated)."""
+    stamp = iso(now)
+    due = connection.execute(
+        "SELECT 1 FROM halt_events WHERE acknowledged = 0 AND resolution IS NULL AND escalate_at IS NOT NULL"
+        " AND escalate_at <= ? LIMIT 1", (stamp,)).fetchone()
+    if not due:
+        return 0
+    with write(connection):
+        rows = connection.execute(
+            "UPDATE halt_events SET resolution = 'timeout', updated_at = ? WHERE acknowledged = 0"
+            " AND resolution IS NULL AND escalate_at IS NOT NULL AND escalate_at <= ?"
+            " RETURNING id, session_id, severity, condition_name, halt_type", (stamp, stamp)).fetchall()
+        for session in {r["session_id"] for r in rows}:
+            _refresh_state(connection, session, stamp)
+    for row in rows:
+        _log(home, "halt_timeout", row, source="leash", now=now,
+             reason="no acknowledgement before escalate_after_minutes; escalated, session paused")
+    return len(rows)
+
+
+def _open(home: str, now: float):
+    connection = open_store(home, now_iso=iso(now))
+    try:
+        archive_old_events(connection, now=now)
+        sweep_timeouts(connection, home, now=now)
+    except Exception:
+        connection.close()
+        raise
+    return connection
+
+
+def session_state(home, session_id: str, *, now: float | None = None) -> str:
+    """active / halted / paused; ``active`` when there is no halts.db at all.
+    Raises HaltStoreUnavailable when the database cannot be read."""
+    home = resolve_home(home)
+    if not exists(home):
+        return "active"
+    moment = now_seconds(now)
+    connection = open_store(home, create=False, now_iso=iso(moment))
+    try:
+        sweep_timeouts(connection, home, now=moment)
+        row = connection.execute("SELECT state FROM session_states WHERE session_id = ?", (session_id,)).fetchone()
+        return row[0] if row else "active"
+    except Exception as exc:
+        raise HaltStoreUnavailable(str(exc)) from None
+    finally:
+        connection.close()
+
+
+# ------------------------------------------------------------------ record
+def _validate_record(data: dict) -> None:
+    if not isinstance(data, dict):
+        raise HaltInputError("input must be a JSON object")
+    session = data.get("session_token")
+    if not isinstance(session, str) or not session.strip():
+        raise HaltInputError("session_token must be a non-empty string")
+    if data.get("halt_type") not in HALT_TYPES:
+        raise HaltInputError(f"halt_type must be one of {', '.join(HALT_TYPES)}")
+    if data.get("severity") not in SEVERITIES:
+        raise HaltInputError(f"severity must be one of {', '.join(SEVERITIES)}")
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise HaltInputError("description is required")
+    if len(description) > MAX_DESCRIPTION:
+        raise HaltInputError(f"description is {len(description)} characters; at most {MAX_DESCRIPTION}")
+    for key, kind in (("task_id", str), ("condition_name", str), ("context", dict), ("previous_error", str),
+                      ("auto_escalate", bool)):
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise HaltInputError(f"{key} must be a {kind.__name__ if kind is not dict else 'object'}")
+    count = data.get("attempt_count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise HaltInputError("attempt_count must be a whole number >= 0")
+
+
+def _insert(connection, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> tuple[dict, list]:
+    """Insert one halt inside an open write transaction; returns the output and
+    the ack-log lines to write after the commit."""
+    stamp = iso(now)
+    condition = config.get(data.get("condition_name") or "", {})
+    minutes = condition.get("escalate_after_minutes")
+    escalate = bool(data.get("auto_escalate")) or bool(condition.get("auto_escalate"))
+    halt_id = new_id()
+    description = mask(data["description"])[:MAX_DESCRIPTION]
+    context = json.dumps(mask_deep(data["context"])) if data.get("context") is not None else None
+    connection.execute(
+        "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context, triggered_at,"
+        " acknowledged, resolution, attempt_count, previous_error, created_at, updated_at, condition_name,"
+        " escalate_at, auto_recorded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (halt_id, data["session_token"], data.get("task_id"), data["halt_type"], data["severity"], description,
+         context, stamp, "escalated" if escalate else None, data.get("attempt_count"),
+         mask(data["previous_error"]) if data.get("previous_error") else None, stamp, stamp,
+         data.get("condition_name"), iso(now + minutes * 60) if minutes is not None and not escalate else None,
+         1 if auto else 0))
+    _refresh_state(connection, data["session_token"], stamp)
+    logs = []
+    if escalate:
+        row = {"id": halt_id, "session_id": data["session_token"], "severity": data["severity"],
+               "condition_name": data.get("condition_name"), "halt_type": data["halt_type"]}
+        logs.append(("halt_escalate", row, "auto_escalate: escalated on record, session paused"))
+    output = {
+        "halt_id": halt_id,
+        "recorded_at": stamp,
+        "requires_acknowledgment": data["severity"] != "low",
+        "escalation_triggered": escalate or data["severity"] == "critical",
+    }
+    return output, logs
+
+
+def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
+    """The seed's ``guardrail_record_halt``."""
+    _validate_record(data)
+    moment = now_seconds(now)
+    home = _home(home)
+    connection = _open(home, moment)
+    try:
+        config = load_config(connection, home)
+        with write(connection):
+            output, logs = _insert(connection, data, config, now=moment, auto=False)
+    finally:
+        connection.close()
+    for event, row, reason in logs:
+        _log(home, event, row, source="leash", reason=reason, now=moment)
+    return output
+
+
+# ------------------------------------------------------------------ check
+def _stored_attempts(connection, session_id: str, task_id: str) -> tuple[int, list[str]]:
+    row = connection.execute("SELECT count, recent_errors FROM attempts WHERE session_id = ? AND task_id = ?",
+                             (session_id, task_id)).fetchone()
+    return (row["count"], json.loads(row["recent_errors"])) if row else (0, [])
+
+
+def _fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
+    from core.statefile import append_line
+
+    line = json.dumps({"at": iso(now), "problem": mask(problem),
+                       "session_token": data.get("session_token") if isinstance(data, dict) else None})
+    try:
+        append_line(os.path.join(home, FALLBACK_LOG), lambda: line.encode())
+    except OSError:
+        pass
+    reason = {"halt_type": "execution", "condition_name": "halt_check_failed", "severity": "critical",
+              "description": f"Halt check failed: {problem}", "auto_recorded": False}
+    return {"should_halt": True, "halt_reasons": [reason], "highest_severity": "critical",
+            "recommended_action": "HALT: the halt store is unavailable (fail safe); run `leash doctor`."}
+
+
+def check_halt_conditions(data: dict, *, home=None, now: float | None = None, record: bool = True,
+                          record_high: bool = True) -> dict:
+    """The seed's ``guardrail_check_halt_conditions``: evaluate, auto-record, answer.
+
+    Auto-records (when ``should_halt``): every critical condition, high ones
+    when ``record_high`` (config ``[halts] record_high``), and medium ones when
+    two or more fired. Creates halts.db only when something is recorded."""
+    moment = now_seconds(now)
+    home = _home(home)
+    CheckContext(data)  # validate before touching the store
+    connection = None
+    try:
+        connection = _open(home, moment) if exists(home) else None
+        config = load_config(connection, home) if connection else default_config()
+        task = data.get("task_id") or ""
+        stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
+        ctx = CheckContext(data, stored_attempts=stored, stored_errors=errors)
+        from core.halts.conditions.execution import reset_requested
+
+        if connection and stored and reset_requested(ctx):
+            with write(connection):
+                connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
+                                   " WHERE session_id = ? AND task_id = ?", (iso(moment), ctx.session_id, task))
+            ctx.stored_attempts, ctx.stored_errors = 0, []
+        fired = engine.evaluate(ctx, config)
+        should_halt = any(engine.halts(f.severity) for f in fired)
+        mediums = sum(1 for f in fired if f.severity == "medium")
+        to_record = [f for f in fired if should_halt and record and (
+            f.severity == "critical" or (f.severity == "high" and record_high) or (f.severity == "medium"
+                                                                                    and mediums >= 2))]
+        recorded: dict[str, str] = {}
+        logs = []
+        if to_record:
+            if connection is None:
+                connection = _open(home, moment)
+                config = load_config(connection, home)
+            with write(connection):
+                for f in to_record:
+                    context = dict(f.finding.context)
+                    context.setdefault("operation", ctx.operation)
+                    if ctx.files_to_change:
+                        context.setdefault("file_paths", ctx.files_to_change)
+                    if ctx.commands:
+                        context.setdefault("commands", ctx.commands)
+                    output, more = _insert(connection, {
+                        "session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": f.halt_type,
+                        "severity": f.severity, "condition_name": f.name,
+                        "description": f.finding.description[:MAX_DESCRIPTION], "context": context,
+                        "attempt_count": max(ctx.attempt_number or 0, ctx.stored_attempts) or None,
+                        "previous_error": ctx.all_errors[-1] if ctx.all_errors else None,
+                    }, config, now=moment, auto=True)
+                    recorded[f.name] = output["halt_id"]
+                    logs += more
+        for event, row, reason in logs:
+            _log(home, event, row, source="leash", reason=reason, now=moment)
+    except HaltInputError:
+        raise
+    except HaltStoreUnavailable as exc:
+        return _fail_safe(home, data, f"database unavailable ({exc})", now=moment)
+    except Exception as exc:  # the seed: a failed check halts
+        return _fail_safe(home, data, f"{exc.__class__.__name__}: {exc}", now=moment)
+    finally:
+        if connection is not None:
+            connection.close()
+    reasons = [{"halt_type": f.halt_type, "condition_name": f.name, "severity": f.severity,
+                "description": mask(f.finding.description), "auto_recorded": f.name in recorded,
+                **({"halt_id": recorded[f.name]} if f.name in recorded else {})} for f in fired]
+    output = {"should_halt": should_halt, "halt_reasons": reasons, "highest_severity": engine.highest(fired),
+              "recommended_action": engine.recommended_action(fired, ctx.attempt_number)}
+    annotations: dict[str, list[str]] = {}
+    for f in fired:
+        for key, values in f.finding.annotations.items():
+            annotations.setdefault(key, [])
+            annotations[key] += [mask(v) for v in values if mask(v) not in annotations[key]]
+    if annotations:
+        output["context_annotations"] = annotations
+    return output
+
+
+# ------------------------------------------------------------------ acknowledge
+def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source: str | None = None) -> dict:
+    """The seed's ``guardrail_acknowledge_halt``."""
+    if not isinstance(data, dict):
+        raise HaltInputError("input must be a JSON object")
+    halt_id, session = data.get("halt_id"), data.get("session_token")
+    resolution = data.get("resolution")
+    if not isinstance(halt_id, str) or not halt_id:
+        raise HaltInputError("halt_id is required")
+    if not isinstance(session, str) or not session:
+        raise HaltInputError("session_token is required")
+    if resolution not in USER_RESOLUTIONS:
+        raise HaltInputError(f"resolution must be one of {', '.join(USER_RESOLUTIONS)}")
+    notes = data.get("resolution_notes")
+    if notes is not None and not isinstance(notes, str):
+        raise HaltInputError("resolution_notes must be a string")
+    moment = now_seconds(now)
+    home = _home(home)
+    who = data.get("acknowledged_by") or _source(source)
+    connection = _open(home, moment)
+    try:
+        with write(connection):
+            row = connection.execute("SELECT * FROM halt_events WHERE id = ?", (halt_id,)).fetchone()
+            if row is None:
+                raise HaltRefused(f"no halt {halt_id}")
+            if row["session_id"] != session:
+                raise HaltRefused(f"halt {halt_id} does not belong to session {session}")
+            if row["resolution"] in ("resolved", "dismissed"):
+                raise HaltRefused(f"halt {halt_id} was already {row['resolution']} at {row['acknowledged_at']}")
+            if row["resolution"] in ("escalated", "timeout") and resolution == "escalated":
+                raise HaltRefused(f"halt {halt_id} is already escalated; resolve or dismiss it")
+            if resolution == "dismissed" and row["severity"] == "critical" and data.get("continue_with_caution") is not True:
+                raise HaltRefused(f"halt {halt_id} is critical: dismissing it needs continue_with_caution")
+            stamp = iso(moment)
+            connection.execute(
+                "UPDATE halt_events SET acknowledged = 1, acknowledged_at = ?, acknowledged_by = ?, resolution = ?,"
+                " resolution_notes = ?, updated_at = ? WHERE id = ?",
+                (stamp, mask(who), resolution, mask(notes) if notes else None, stamp, halt_id))
+            state = _refresh_state(connection, row["session_id"], stamp)
+            remaining = connection.execute(
+                "SELECT count(*) FROM halt_events WHERE session_id = ? AND acknowledged = 0",
+                (row["session_id"],)).fetchone()[0]
+    finally:
+        connection.close()
+    _log(home, _LOG_EVENT[resolution], row, source=who, reason=notes or resolution, now=moment)
+    output = {"confirmed": True, "halt_id": halt_id, "acknowledged_at": stamp, "session_can_resume": state == "active"}
+    warnings = []
+    if resolution == "dismissed":
+        warnings.append(f"Dismissed a {row['severity']} halt ({row['condition_name'] or row['halt_type']}): "
+                        "proceed with caution.")
+    if state != "active":
+        warnings.append(f"Session {row['session_id']} is still {state}: {remaining} unacknowledged halts remain.")
+    if warnings:
+        output["warnings"] = warnings
+    return output
+
+
+# ------------------------------------------------------------------ list
+def _event(row) -> dict:
+    event = {"halt_id": row["id"], "halt_type": row["halt_type"], "severity": row["severity"],
+             "description": row["description"], "triggered_at": row["triggered_at"],
+             "acknowledged": bool(row["acknowledged"])}
+    if row["acknowledged_at"]:
+        event["acknowledged_at"] = row["acknowledged_at"]
+    if row["resolution"]:
+        event["resolution"] = row["resolution"]
+    event.update({"session_id": row["session_id"], "task_id": row["task_id"],
+                  "condition_name": row["condition_name"]})
+    return event
+
+
+def get_session_halts(data: dict, *, home=None, now: float | None = None) -> dict:
+    """The seed's ``guardrail_get_session_halts``. ``session_token`` may be
+    omitted for every session; ``pending: true`` lists what waits on a human
+    (unacknowledged, escalated or timed out)."""
+    if not isinstance(data, dict):
+        raise HaltInputError("input must be a JSON object")
+    session = data.get("session_token")
+    if session is not None and (not isinstance(session, str) or not session):
+        raise HaltInputError("session_token must be a non-empty string")
+    limit, offset = data.get("limit", 50), data.get("offset", 0)
+    for key, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise HaltInputError(f"{key} must be a whole number >= 0")
+    if data.get("halt_type") is not None and data["halt_type"] not in HALT_TYPES:
+        raise HaltInputError(f"halt_type must be one of {', '.join(HALT_TYPES)}")
+    if data.get("severity") is not None and data["severity"] not in SEVERITIES:
+        raise HaltInputError(f"severity must be one of {', '.join(SEVERITIES)}")
+    moment = now_seconds(now)
+    home = resolve_home(home)
+    if not exists(home):
+        return {"total_count": 0, "halts": [], "unacknowledged_count": 0}
+    connection = _open(home, moment)
+    try:
+        scope, params = ["1 = 1"], []
+        if session is not None:
+            scope.append("session_id = ?")
+            params.append(session)
+        filters, fparams = list(scope), list(params)
+        if data.get("pending"):
+            filters.append("(acknowledged = 0 OR resolution = 'escalated')")
+        elif not data.get("include_acknowledged"):
+            filters.append("acknowledged = 0")
+        for key in ("halt_type", "severity"):
+            if data.get(key):
+                filters.append(f"{key} = ?")
+                fparams.append(data[key])
+        where = " AND ".join(filters)
+        total = connection.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
+        rows = connection.execute(
+            f"SELECT * FROM halt_events WHERE {where} ORDER BY CASE severity WHEN 'critical' THEN 0"
+            " WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, triggered_at, id LIMIT ? OFFSET ?",
+            fparams + [limit, offset]).fetchall()
+        unacknowledged = connection.execute(
+            f"SELECT count(*) FROM halt_events WHERE {' AND '.join(scope)} AND acknowledged = 0", params).fetchone()[0]
+    finally:
+        connection.close()
+    return {"total_count": total, "halts": [_event(r) for r in rows], "unacknowledged_count": unacknowledged}
+
+
+def find_halt(halt_id: str, *, home=None) -> dict | None:
+    """One halt event by id (every column), or None."""
+    home = resolve_home(home)
+    if not exists(home):
+        return None
+    connection = open_store(home, create=False)
+    try:
+        row = connection.execute("SELECT * FROM halt_events WHERE id = ?", (halt_id,)).fetchone()
+        if row is None:
+            matches = connection.execute("SELECT * FROM halt_events WHERE id LIKE ? LIMIT 2",
+                                         (halt_id.replace("%", "") + "%",)).fetchall()
+            row = matches[0] if len(matches) == 1 and len(halt_id) >= 6 else None
+        return dict(row) if row else None
+    finally:
+        connection.close()
+
+
+# ------------------------------------------------------------------ config
+def update_halt_config(data: dict, *, home=None, now: float | None = None) -> dict:
+    """The seed's ``guardrail_update_halt_config``: previous and current values."""
+    if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
+        raise HaltInputError("condition_name is required")
+    checks = {"enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
+              "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
+              "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
+                                                                and v >= 0)}
+    for key, ok in checks.items():
+        if key in data and not ok(data[key]):
+            raise HaltInputError(f"invalid {key}: {data[key]!r}")
+    unknown = set(data) - set(checks) - {"condition_name"}
+    if unknown:
+        raise HaltInputError(f"unknown settings: {', '.join(sorted(unknown))}")
+    moment = now_seconds(now)
+    home = _home(home)
+    connection = _open(home, moment)
+    try:
+        with write(connection):
+            row = connection.execute("SELECT * FROM halt_conditions_config WHERE condition_name = ?",
+                                     (data["condition_name"],)).fetchone()
+            if row is None:
+                raise HaltRefused(f"no condition {data['condition_name']!r} (leash halts config lists them)")
+            previous = _row_config(row)
+            current = dict(previous)
+            current.update({k: v for k, v in data.items() if k in checks})
+            changed = current != previous
+            if changed:
+                connection.execute(
+                    "UPDATE halt_conditions_config SET enabled = ?, severity = ?, threshold = ?, auto_escalate = ?,"
+                    " escalate_after_minutes = ?, updated_at = ? WHERE condition_name = ?",
+                    (int(current["enabled"]), current["severity"], json.dumps(current["threshold"]),
+                     int(current["auto_escalate"]), current["escalate_after_minutes"], iso(moment),
+                     data["condition_name"]))
+    finally:
+        connection.close()
+    _config_cache.pop(home, None)
+    keys = [k for k in checks]
+    return {"updated": changed, "previous_values": {k: previous[k] for k in keys},
+            "current_values": {k: current[k] for k in keys}}
+
+
+def list_config(*, home=None) -> list[dict]:
+    home = _home(home)
+    connection = open_store(home)
+    try:
+        return list(load_config(connection, home).values())
+    finally:
+        connection.close()
+
+
+# ------------------------------------------------------------------ what the hooks record
+def record_files_read(home, session_id: str, paths: list[str], *, now: float | None = None) -> None:
+    if not paths:
+        return
+    stamp = iso(now_seconds(now))
+    connection = open_store(_home(home), now_iso=stamp)
+    try:
+        with write(connection):
+            connection.executemany(
+                "INSERT INTO files_read (session_id, path, read_at) VALUES (?, ?, ?)"
+                " ON CONFLICT(session_id, path) DO UPDATE SET read_at = excluded.read_at",
+                [(session_id, p, stamp) for p in paths])
+    finally:
+        connection.close()
+
+
+def files_read(home, session_id: str) -> list[str]:
+    home = resolve_home(home)
+    if not exists(home):
+        return []
+    connection = open_store(home, create=False)
+    try:
+        return [r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?", (session_id,))]
+    finally:
+        connection.close()
+
+
+def record_attempt(home, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
+    """A failure (``error``) increments the task's counter and keeps the error;
+    a success (``error=None``) resets it. Returns the new count."""
+    stamp = iso(now_seconds(now))
+    connection = open_store(_home(home), now_iso=stamp)
+    try:
+        with write(connection):
+            count, errors = _stored_attempts(connection, session_id, task_id)
+            if error is None:
+                count, errors = 0, []
+            else:
+                count, errors = count + 1, (errors + [mask(error)[-2000:]])[-RECENT_ERRORS_KEPT:]
+            connection.execute(
+                "INSERT INTO attempts (session_id, task_id, count, last_error, recent_errors, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, task_id) DO UPDATE SET count = excluded.count,"
+                " last_error = excluded.last_error, recent_errors = excluded.recent_errors,"
+                " updated_at = excluded.updated_at",
+                (session_id, task_id, count, errors[-1] if errors else None, json.dumps(errors), stamp))
+        return count
+    finally:
+        connection.close()
+
+
+def stored_attempts(home, session_id: str, task_id: str) -> tuple[int, list[str]]:
+    home = resolve_home(home)
+    if not exists(home):
+        return 0, []
+    connection = open_store(home, create=False)
+    try:
+        return _stored_attempts(connection, session_id, task_id)
+    finally:
+        connection.close()

@@ -1,0 +1,203 @@
+"""Code safety: unread code, breaking changes, no rollback plan, unknown dependencies."""
+from __future__ import annotations
+
+import os
+import re
+
+from core.halts.conditions import Finding, condition
+
+# Commands whose damage no rollback can undo; reported under no_rollback_plan, critical.
+_DEVICE = re.compile(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d+n\d+|mmcblk\d+|disk\d+|md\d+|dm-\d+|loop\d+)")
+_ROOTISH = {"/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}", "$HOME/", "$HOME/*", "/home", "/etc", "/usr",
+            "/var", "/bin", "/boot", "/lib", "/opt", "/root", "/srv", ".", "./", "*", "..", "../"}
+_PUBLIC_DEF = {
+    ".py": re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z][A-Za-z0-9_]*)", re.MULTILINE),
+    ".js": re.compile(r"^\s*export\s+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)",
+                      re.MULTILINE),
+    ".go": re.compile(r"^func\s+(?:\([^)]*\)\s*)?([A-Z]\w*)", re.MULTILINE),
+}
+_PUBLIC_DEF.update({ext: _PUBLIC_DEF[".js"] for ext in (".ts", ".tsx", ".jsx", ".mjs", ".cjs")})
+_SCHEMA_BREAK = re.compile(
+    r"\b(?:DROP\s+(?:TABLE|COLUMN|SCHEMA|DATABASE|INDEX|VIEW)|TRUNCATE\s+(?:TABLE\s+)?\w|"
+    r"ALTER\s+TABLE\s+\S+\s+(?:DROP|RENAME))", re.IGNORECASE)
+_FORK_BOMB = re.compile(r"([A-Za-z_:][\w:]*)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
+
+
+def destroyed_targets(ctx) -> list[str]:
+    """Commands that wipe a filesystem, a disk or a whole tree."""
+    found = []
+    for command in ctx.simple_commands():
+        argv, program = command.argv, command.program
+        flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
+        if program == "rm" and ("r" in flags.lower() or "--recursive" in argv) and \
+                (any(a in _ROOTISH for a in argv[1:]) or "--no-preserve-root" in argv):
+            found.append(" ".join(argv))
+        elif program.startswith("mkfs") or program in ("wipefs", "mke2fs", "mkswap", "fdisk", "sfdisk", "parted"):
+            found.append(" ".join(argv))
+        elif program == "dd" and any(a.startswith("of=") and _DEVICE.match(a[3:]) for a in argv[1:]):
+            found.append(" ".join(argv))
+        elif program == "shred" and any(_DEVICE.match(a) for a in argv[1:]):
+            found.append(" ".join(argv))
+        elif any(op in (">", ">|") and _DEVICE.match(target) for op, target in command.redirects):
+            found.append(" ".join(argv) + " > device")
+    return found
+
+
+def force_pushes_to_shared_branch(ctx) -> list[str]:
+    found = []
+    for command in ctx.simple_commands():
+        argv = command.argv
+        if command.program != "git" or "push" not in argv:
+            continue
+        force = any(a in ("-f", "--force", "--force-with-lease", "--mirror") or a.startswith("--force-with-lease=")
+                    or (a.startswith("-") and not a.startswith("--") and "f" in a) for a in argv)
+        refs = [a for a in argv[argv.index("push") + 1:] if not a.startswith("-")]
+        plus = any(r.lstrip("+") != r and r.lstrip("+").split(":")[-1] in ("main", "master") for r in refs)
+        to_main = any(r.split(":")[-1].lstrip("+") in ("main", "master") for r in refs[1:])
+        if (force and to_main) or plus:
+            found.append(" ".join(argv))
+    return found
+
+
+@condition("modifying_unread_code", "code_safety", "critical")
+def modifying_unread_code(ctx, threshold):
+    """Fires when a file to change (``target_files`` and
+    ``proposed_changes.files_to_modify``) is not in ``files_read``: the set
+    difference target - read, paths compared after normalisation against the
+    cwd. Files the change creates (``new_files``) do not count. Off when the
+    threshold's ``requires_read`` is false."""
+    if threshold.get("requires_read") is False:
+        return None
+    read = {ctx.norm(p) for p in ctx.files_read}
+    created = {ctx.norm(p) for p in ctx.new_files}
+    unread = [p for p in ctx.files_to_change if ctx.norm(p) not in read and ctx.norm(p) not in created]
+    if not unread:
+        return None
+    which = ", ".join(unread)
+    verb = "has" if len(unread) == 1 else "have"
+    return Finding(f"Attempting to modify {which} which {verb} not been read",
+                   annotations={"files_not_read": unread})
+
+
+@condition("breaking_changes", "code_safety", "high")
+def breaking_changes(ctx, threshold):
+    """Fires when (a) an edit removes or renames a public definition — a Python
+    ``def``/``class`` without a leading underscore, a JS/TS ``export``, a Go
+    exported ``func`` — present in the old text and absent from the new, while
+    ``proposed_changes.has_tests`` is not true (when the threshold's
+    ``requires_tests_pass`` is false, removals fire even with tests);
+    (b) a command or edit runs a destructive schema change (``DROP TABLE``,
+    ``DROP COLUMN``, ``TRUNCATE``, ``ALTER TABLE ... DROP/RENAME``); or (c) a
+    force-push rewrites ``main``/``master`` or a fork bomb would take the host
+    down (both critical)."""
+    details, severity = [], None
+    tested = bool(ctx.proposed_changes and ctx.proposed_changes.get("has_tests") is True)
+    if not tested or threshold.get("requires_tests_pass") is False:
+        for edit in ctx.edits:
+            pattern = _PUBLIC_DEF.get(os.path.splitext(edit["file"])[1])
+            if pattern is None:
+                continue
+            before = {n for n in pattern.findall(edit["old"]) if not n.startswith("_")}
+            gone = sorted(before - set(pattern.findall(edit["new"])))
+            if gone:
+                details.append(f"{edit['file']} removes or renames {', '.join(gone)}")
+    for text in ctx.commands + [e["new"] for e in ctx.edits]:
+        found = _SCHEMA_BREAK.search(text)
+        if found:
+            details.append(f"destructive schema change: {found.group(0)}")
+    pushes = force_pushes_to_shared_branch(ctx)
+    bombs = [c for c in ctx.commands if _FORK_BOMB.search(c)]
+    if pushes or bombs:
+        severity = "critical"
+        details += [f"force-push rewrites shared history: {p}" for p in pushes]
+        details += ["fork bomb: would exhaust the host's processes" for _ in bombs]
+    if not details:
+        return None
+    return Finding("Change would break existing functionality: " + "; ".join(details), severity=severity)
+
+
+@condition("no_rollback_plan", "code_safety", "high")
+def no_rollback_plan(ctx, threshold):
+    """Fires when ``proposed_changes.has_rollback_plan`` is false (explicitly),
+    and — critical — when a command destroys what no rollback can restore:
+    ``rm -r`` of ``/``, ``~``, ``.``, ``*`` or a system directory,
+    ``--no-preserve-root``, ``mkfs``/``wipefs``/partitioning tools, ``dd`` or a
+    redirection onto a block device, ``shred`` of a device."""
+    destroyed = destroyed_targets(ctx)
+    if destroyed:
+        return Finding("Irreversible destructive command, no rollback possible: " + "; ".join(destroyed),
+                       severity="critical", context={"commands": destroyed})
+    if ctx.proposed_changes is not None and ctx.proposed_changes.get("has_rollback_plan") is False:
+        return Finding("No rollback plan provided for changes")
+    return None
+
+
+_PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))", re.MULTILINE)
+_JS_IMPORT = re.compile(r"""(?:\bimport\s[^'"]*?from\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"](\.{1,2}/[^'"]+)['"]""")
+_JS_EXTENSIONS = ("", ".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", "/index.js", "/index.ts", "/index.tsx")
+
+
+def local_dependencies(path: str, root: str) -> list[str]:
+    """Project files a Python or JS/TS file imports (only those that exist)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            source = handle.read(512_000)
+    except OSError:
+        return []
+    here = os.path.dirname(path)
+    found: list[str] = []
+    if path.endswith(".py"):
+        for relative, names, plain in _PY_IMPORT.findall(source):
+            modules = []
+            if plain:
+                modules = [m.strip().split(" as ")[0] for m in plain.split(",")]
+            elif relative:
+                dots = len(relative) - len(relative.lstrip("."))
+                base = here
+                for _ in range(max(0, dots - 1)):
+                    base = os.path.dirname(base)
+                rest = relative.lstrip(".")
+                names_list = [n.strip().split(" as ")[0] for n in names.strip("() ").split(",") if n.strip()]
+                if dots:
+                    prefix = os.path.join(base, *rest.split(".")) if rest else base
+                    candidates = [prefix + ".py", os.path.join(prefix, "__init__.py")]
+                    candidates += [os.path.join(prefix, n + ".py") for n in names_list if n != "*"]
+                    found += [c for c in candidates if os.path.isfile(c)]
+                    continue
+                modules = [rest] + [f"{rest}.{n}" for n in names_list if n != "*"]
+            for module in modules:
+                parts = module.split(".")
+                for base in (root, here):
+                    for candidate in (os.path.join(base, *parts) + ".py", os.path.join(base, *parts, "__init__.py")):
+                        if os.path.isfile(candidate):
+                            found.append(candidate)
+    elif path.endswith((".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")):
+        for spec in _JS_IMPORT.findall(source):
+            for ext in _JS_EXTENSIONS:
+                candidate = os.path.normpath(os.path.join(here, spec + ext))
+                if os.path.isfile(candidate):
+                    found.append(candidate)
+                    break
+    return sorted({os.path.normpath(f) for f in found if os.path.normpath(f) != os.path.normpath(path)})
+
+
+@condition("unknown_dependencies", "code_safety", "medium")
+def unknown_dependencies(ctx, threshold):
+    """Fires when a file to change imports project files the session has not
+    read: Python ``import``/``from ... import`` (absolute ones resolved against
+    the cwd and the file's directory, relative ones against the package) and
+    JS/TS relative ``import``/``require``. Only imports that resolve to files
+    that exist count — the standard library and installed packages never do."""
+    read = {ctx.norm(p) for p in ctx.files_read}
+    root = ctx.cwd or os.getcwd()
+    unknown: list[str] = []
+    for target in ctx.files_to_change:
+        path = ctx.norm(target)
+        for dependency in local_dependencies(path, root):
+            if dependency not in read and dependency not in unknown:
+                unknown.append(dependency)
+    if not unknown:
+        return None
+    shown = [os.path.relpath(u, root) if u.startswith(root) else u for u in unknown]
+    return Finding(f"Target files depend on files that have not been read: {', '.join(shown)}",
+                   annotations={"files_not_read": shown})

@@ -1,0 +1,165 @@
+"""Scope: out of scope, ambiguous requirements, conflicting instructions, unauthorized production."""
+from __future__ import annotations
+
+import os
+import re
+
+from core.halts.conditions import Finding, condition
+
+# Markers of underspecified requirements. Hedges soften what is wanted;
+# placeholders admit it is not decided yet. Matched as whole words/phrases,
+# case-insensitively, in user_instructions and the operation.
+HEDGES = ("maybe", "perhaps", "possibly", "probably", "somehow", "something like", "or something",
+          "some kind of", "sort of", "kind of", "i think", "i guess", "not sure", "unsure", "might",
+          "could be", "whatever", "etc", "and so on", "and stuff", "or whatever", "if possible",
+          "as needed", "as appropriate", "somewhere", "some of", "a few", "various", "either way")
+PLACEHOLDERS = ("tbd", "tbc", "todo", "???", "to be decided", "to be determined", "fill in", "xxx")
+_MARKER = re.compile(r"(?<![\w?])(" + "|".join(re.escape(m) for m in sorted(HEDGES + PLACEHOLDERS, key=len,
+                                                                               reverse=True)) + r")(?![\w?])",
+                     re.IGNORECASE)
+DEFAULT_MIN_MARKERS = 2
+
+# Negations and antonym verbs used to find instruction pairs that cancel out.
+_NEGATIONS = ("do not", "don't", "dont", "never", "must not", "mustn't", "should not", "shouldn't", "cannot",
+              "can't", "no longer", "refrain from", "not")
+_FILLER = ("please", "always", "make sure to", "make sure you", "be sure to", "you must", "you should", "must",
+           "should", "you", "we", "to", "the", "a", "an", "any", "all")
+ANTONYMS = {"enable": "disable", "add": "remove", "include": "exclude", "increase": "decrease", "allow": "deny",
+            "show": "hide", "create": "delete", "keep": "drop", "install": "uninstall", "open": "close",
+            "start": "stop", "lock": "unlock", "use": "avoid", "commit": "revert", "merge": "split",
+            "raise": "lower", "expand": "collapse", "import": "export", "permit": "forbid"}
+_INVERSE = {v: k for k, v in ANTONYMS.items()}
+
+PRODUCTION_TAGS = re.compile(
+    r"(?:^|[\s=:/@._-])(prod|production|prd|live)(?:$|[\s=:/@._-])", re.IGNORECASE)
+
+
+def _normal(text: str) -> str:
+    text = text.lower().replace("’", "'")
+    text = re.sub(r"[^\w' ]+", " ", text)
+    return " ".join(text.split())
+
+
+def polarity_and_core(instruction: str) -> tuple[bool, str]:
+    """(positive?, core words) of one instruction after normalisation."""
+    text = f" {_normal(instruction)} "
+    positive = True
+    for negation in sorted(_NEGATIONS, key=len, reverse=True):
+        if f" {negation} " in text:
+            positive = not positive
+            text = text.replace(f" {negation} ", " ", 1)
+            break
+    words = [w for w in text.split() if w not in _FILLER]
+    if words and words[0] in _INVERSE:
+        words[0], positive = _INVERSE[words[0]], not positive
+    return positive, " ".join(words)
+
+
+def conflicting_pairs(instructions: list[str]) -> list[tuple[str, str]]:
+    parsed = [(text, *polarity_and_core(text)) for text in instructions]
+    pairs = []
+    for i, (first, positive_a, core_a) in enumerate(parsed):
+        for second, positive_b, core_b in parsed[i + 1:]:
+            if core_a and core_a == core_b and positive_a != positive_b:
+                pairs.append((first, second))
+    return pairs
+
+
+def scope_patterns(boundary: str) -> list[str]:
+    """Globs of a scope boundary: separated by commas, semicolons or whitespace."""
+    return [p for p in re.split(r"[,;\s]+", boundary) if p]
+
+
+@condition("out_of_scope", "scope", "high")
+def out_of_scope(ctx, threshold):
+    """Fires when ``scope_boundary`` lists path globs (``src/billing/**,
+    tests/**``; ``*`` stays in a directory, ``**`` crosses them) and a file to
+    change matches none of them, paths taken relative to the cwd. An empty
+    boundary means no limit."""
+    from core.globs import compile_glob, path_candidates
+
+    patterns = scope_patterns(ctx.scope_boundary)
+    if not patterns:
+        return None
+    compiled = [(p, compile_glob(p)) for p in patterns]
+    outside = []
+    for path in ctx.files_to_change:
+        absolute, relative = path_candidates(path, ctx.cwd)
+        relative = relative if relative is not None else (None if os.path.isabs(path) else os.path.normpath(path))
+        if not any(c.match(absolute if p.startswith("/") else (relative or "")) for p, c in compiled):
+            outside.append(path)
+    if not outside:
+        return None
+    return Finding(f"Operation exceeds the scope boundary ({ctx.scope_boundary}): {', '.join(outside)}",
+                   context={"file_paths": outside})
+
+
+@condition("ambiguous_requirements", "scope", "medium")
+def ambiguous_requirements(ctx, threshold):
+    """Fires when ``user_instructions`` and the operation together hold at least
+    ``min_markers`` (default 2) markers of underspecification — hedges such as
+    "maybe", "somehow", "or something", "not sure", "etc." — or any placeholder
+    ("TBD", "TODO", "???", "to be decided"). The marker lists are in
+    ``core/halts/conditions/scope.py``."""
+    texts = ctx.user_instructions + ([ctx.operation] if ctx.operation else [])
+    markers = [m.group(1).lower() for text in texts for m in _MARKER.finditer(text)]
+    placeholders = [m for m in markers if m in PLACEHOLDERS]
+    needed = threshold.get("min_markers", DEFAULT_MIN_MARKERS)
+    if not placeholders and len(markers) < needed:
+        return None
+    return Finding(f"Requirements allow more than one interpretation (markers: {', '.join(sorted(set(markers)))})")
+
+
+@condition("conflicting_instructions", "scope", "high")
+def conflicting_instructions(ctx, threshold):
+    """Fires when two ``user_instructions`` negate each other after
+    normalisation: lower-cased, punctuation and filler words ("please",
+    "always", "make sure to", "must", ...) removed, one negation ("do not",
+    "never", "avoid", "stop", ...) flips the polarity and antonym verbs
+    ("enable"/"disable", "add"/"remove", "use"/"avoid", ...) are folded; two
+    instructions with the same remaining words and opposite polarity
+    conflict ("Use tabs" / "Never use tabs", "Enable caching" / "Disable
+    caching")."""
+    pairs = conflicting_pairs(ctx.user_instructions)
+    if not pairs:
+        return None
+    shown = [f'"{a}" vs "{b}"' for a, b in pairs]
+    return Finding(f"User instructions contradict each other: {'; '.join(shown)}",
+                   annotations={"conflicting_instructions": [x for pair in pairs for x in pair]})
+
+
+def production_mentions(ctx) -> list[str]:
+    hits = []
+    for command in ctx.simple_commands():
+        if any(PRODUCTION_TAGS.search(word) for word in command.argv[1:]):
+            hits.append(" ".join(command.argv))
+    return hits
+
+
+def read_only_command(command) -> bool:
+    from core.halts.conditions.security import READ_ONLY_PROGRAMS
+
+    if command.program in ("kubectl", "oc", "helm"):
+        return len(command.argv) > 1 and command.argv[1] in ("get", "describe", "logs", "top", "explain",
+                                                             "version", "status", "list", "history")
+    return command.program in READ_ONLY_PROGRAMS
+
+
+@condition("unauthorized_production", "scope", "critical")
+def unauthorized_production(ctx, threshold):
+    """Fires when the change targets production without approval: the
+    ``environment`` is prod/production/live, or a command names a production
+    target (a word such as ``--env=prod``, ``production``, ``prod-db``), and
+    the call changes something (files to change, or a command that is not
+    read-only), and ``production_approved`` is not true."""
+    if ctx.production_approved:
+        return None
+    in_production = bool(PRODUCTION_TAGS.search(f" {ctx.environment} ")) if ctx.environment else False
+    changing_commands = [" ".join(c.argv) for c in ctx.simple_commands() if not read_only_command(c)]
+    mentioned = [c for c in production_mentions(ctx) if c in changing_commands]
+    if in_production and (ctx.files_to_change or changing_commands):
+        what = ", ".join(ctx.files_to_change + changing_commands)
+        return Finding(f"Production change without approval in environment {ctx.environment!r}: {what}")
+    if mentioned:
+        return Finding(f"Production change without approval: {'; '.join(mentioned)}")
+    return None

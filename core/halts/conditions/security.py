@@ -1,0 +1,218 @@
+"""Security: secrets exposure, privilege escalation, data exposure, unknown commands."""
+from __future__ import annotations
+
+import os
+import re
+
+from core.halts.conditions import Finding, condition
+
+SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/root", "/opt", "/sys",
+                "/proc", "/dev", "/srv")
+_WORLD_WRITABLE = re.compile(r"^(?:0?[0-7]?[0-7][0-7][2367]|[ugoa]*[ao][ugoa]*\+[rwxXst]*w[rwxXst]*)$")
+_SETUID = re.compile(r"^(?:0?[2467][0-7]{3}|[ugoa]*\+[rwxX]*s[rwxX]*)$")
+_AS_ROOT = {"sudo", "doas", "pkexec", "runuser", "chroot"}
+_PRIVILEGE_PROGRAMS = {"su", "pkexec", "doas", "visudo", "setcap", "chpasswd", "passwd", "usermod", "useradd",
+                       "groupadd", "gpasswd"}
+DEFAULT_SUPERVISOR_NAMES = ("leash",)
+# leash's own controls an agent must not use on itself.
+_LEASH_CONTROLS = {"resume", "release", "hands-off", "loop", "halts", "warrant", "doctor", "kennel"}
+_SENSITIVE_FILES = re.compile(
+    r"(?:^|/)(?:id_(?:rsa|dsa|ecdsa|ed25519)(?!\.pub)\b|[^/]*\.(?:pem|key|p12|pfx|keystore|jks)$|shadow$|gshadow$|"
+    r"sudoers$|\.env(?:\.[\w-]+)?$|\.netrc$|\.pgpass$|\.git-credentials$|credentials(?:\.json)?$|"
+    r"\.aws/config$|\.kube/config$|\.docker/config\.json$|secrets?\.(?:ya?ml|json|toml|env)$)")
+_READERS = {"cat", "less", "more", "head", "tail", "cp", "scp", "rsync", "base64", "xxd", "od", "strings", "tar",
+            "zip", "gzip", "openssl", "gpg", "curl", "wget", "nc", "ncat", "socat", "tee", "grep", "awk", "sed"}
+_SENDERS = {"curl", "wget", "nc", "ncat", "netcat", "socat", "scp", "rsync", "sftp", "ftp", "ssh", "telnet"}
+_DUMPERS = {"pg_dump", "pg_dumpall", "mysqldump", "mongodump", "redis-cli", "env", "printenv", "set", "sqlite3"}
+_LOOPBACK = re.compile(r"(?:^|[/@])(?:localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)(?:[:/]|$)")
+_PUBLIC_ACL = re.compile(r"public-read(?:-write)?|allusers|allauthenticatedusers|--public\b|acl=public",
+                         re.IGNORECASE)
+
+# Programs whose effects are well known. Anything else — or a path to a
+# program outside the working tree — is an "unknown command".
+KNOWN_PROGRAMS = frozenset("""
+ls cat head tail less more wc sort uniq cut tr grep egrep fgrep rg ag find fd xargs sed awk diff cmp comm paste
+join tee echo printf true false test [ pwd cd pushd popd export unset set source . alias type which whereis
+command env date sleep basename dirname realpath readlink stat file du df free uptime whoami id hostname uname
+ps top htop kill pgrep jobs wait touch mkdir rmdir rm cp mv ln chmod chown install tar gzip gunzip zip unzip xz
+bzip2 zcat git gh hg svn make cmake ninja meson bazel gcc g++ cc clang clang++ ld ar go gofmt cargo rustc
+rustup rustfmt python python3 pip pip3 pipx uv poetry pytest tox nox mypy ruff black isort flake8 pylint
+coverage node npm npx yarn pnpm bun deno tsc eslint prettier jest vitest mocha java javac mvn gradle kotlin
+ruby gem bundle rake rspec php composer perl dotnet swift swiftc psql mysql sqlite3 redis-cli docker kubectl
+helm terraform aws gcloud az curl wget ssh scp rsync jq yq base64 sha256sum md5sum openssl tmux leash nproc
+seq yes timeout nohup nice time watch clear tput stty history man help vim vi nano code less column expand
+""".split())
+READ_ONLY_PROGRAMS = frozenset("""
+ls cat head tail less more wc sort uniq cut tr grep egrep fgrep rg ag find fd diff cmp comm echo printf true
+false test [ pwd cd which whereis type date basename dirname realpath readlink stat file du df free uptime
+whoami id hostname uname ps top pgrep jq yq sha256sum md5sum nproc seq
+""".split())
+
+
+def _flat_flags(argv: list[str]) -> str:
+    return "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
+
+
+def _is_system_path(path: str) -> bool:
+    clean = os.path.normpath(path) if path else path
+    return any(clean == p or clean.startswith(p.rstrip("/") + "/") for p in SYSTEM_PATHS if p != "/") or clean == "/"
+
+
+@condition("secrets_exposure", "security", "critical")
+def secrets_exposure(ctx, threshold):
+    """Fires when a command, or the new text of an edit, contains a secret from
+    the curated patterns (``core/halts/secrets.py``): AWS keys, GitHub, GitLab,
+    Slack, OpenAI, Anthropic, Google and Stripe tokens, private key blocks,
+    credentials in URLs, password/token/api-key assignments and JWTs. The
+    description names the kinds, never the secret."""
+    from core.halts.secrets import find_secrets
+
+    kinds: list[str] = []
+    for text in ctx.texts():
+        kinds += [k for k in find_secrets(text) if k not in kinds]
+    if not kinds:
+        return None
+    return Finding(f"Credentials would be exposed in commands or changes: {', '.join(kinds)}")
+
+
+def _supervisor_actions(command, names: tuple[str, ...]) -> str | None:
+    argv, program = command.argv, command.program
+    if program == "leash" and len(argv) > 1 and argv[1] in _LEASH_CONTROLS:
+        return f"{' '.join(argv[:3])} (an agent lifting its own leash)"
+    if program == "tmux" and any(a in ("kill-server", "kill-session") for a in argv[1:]):
+        return " ".join(argv)
+    if program in ("pkill", "killall", "systemctl", "service", "launchctl", "supervisorctl"):
+        targets = " ".join(argv[1:]).lower()
+        if any(re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", targets) for n in names + ("tmux",)):
+            if program != "systemctl" or any(a in argv for a in ("stop", "restart", "kill", "disable", "mask")):
+                return " ".join(argv)
+    return None
+
+
+@condition("privilege_escalation", "security", "critical")
+def privilege_escalation(ctx, threshold):
+    """Fires when a command would run with more power than the agent has: it
+    runs behind sudo/doas/pkexec/runuser or is su, visudo, setcap, passwd,
+    usermod and the like; sets setuid/setgid bits (chmod 4755, u+s); makes a
+    system path world-writable (chmod 777/o+w/a+w on /, /etc, /usr, ...);
+    hands ownership to root (chown root); starts a privileged container
+    (docker --privileged, --cap-add ALL/SYS_ADMIN, --pid=host, a mount of / or
+    the docker socket); pipes a download into a shell run as root (curl ... |
+    sudo sh); or acts on its own supervisor — leash's controls (leash resume,
+    release, hands-off, halts, loop, warrant, doctor, kennel), tmux
+    kill-server/kill-session, or pkill/killall/systemctl stop of a name in the
+    threshold's ``supervisor_names`` (default: leash)."""
+    names = tuple(threshold.get("supervisor_names") or DEFAULT_SUPERVISOR_NAMES)
+    found: list[str] = []
+    for command in ctx.simple_commands():
+        argv, program = command.argv, command.program
+        line = " ".join(argv)
+        elevated = [w for w in command.via if w in _AS_ROOT]
+        if elevated:
+            found.append(f"{elevated[0]} {line}")
+        elif program in _PRIVILEGE_PROGRAMS or (program == "sudo"):
+            found.append(line)
+        elif program == "chmod":
+            modes = [a for a in argv[1:] if not a.startswith("-")]
+            mode, paths = (modes[0], modes[1:]) if modes else ("", [])
+            if _SETUID.match(mode):
+                found.append(line)
+            elif _WORLD_WRITABLE.match(mode) and any(_is_system_path(p) for p in paths):
+                found.append(line)
+        elif program in ("chown", "chgrp") and len(argv) > 1:
+            owner = next((a for a in argv[1:] if not a.startswith("-")), "")
+            if owner.split(":")[0] in ("root", "0") or owner in (":root", ":0"):
+                found.append(line)
+        elif program in ("docker", "podman") and any(a in argv for a in ("run", "create", "exec")):
+            joined = " ".join(argv)
+            if ("--privileged" in argv or re.search(r"--cap-add[= ](?:ALL|SYS_ADMIN)", joined)
+                    or re.search(r"--(?:pid|userns)[= ]host", joined)
+                    or re.search(r"(?:-v|--volume)[= ](?:/:|/var/run/docker\.sock)", joined)):
+                found.append(line)
+        else:
+            action = _supervisor_actions(command, names)
+            if action:
+                found.append(action)
+    for line in ctx.commands:
+        if re.search(r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo|doas)\s+(?:-\S+\s+)*(?:ba|z|da|k)?sh\b", line) or \
+                re.search(r"\b(?:sudo|doas)\s+(?:ba|z|da|k)?sh\b[^|]*(?:\$\(|<\()\s*(?:curl|wget)\b", line):
+            found.append(f"download piped into a root shell: {line.strip()[:120]}")
+    if not found:
+        return None
+    return Finding(f"Operation requires elevated permissions: {'; '.join(dict.fromkeys(found))}")
+
+
+def _remote_target(argv: list[str]) -> bool:
+    for word in argv[1:]:
+        if word.startswith("-"):
+            continue
+        if re.match(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)", word) and not _LOOPBACK.search(word.split(":")[0] + ":"):
+            return True
+        if re.match(r"^[a-z]+://", word) and not _LOOPBACK.search(word):
+            return True
+    return False
+
+
+@condition("data_exposure", "security", "high")
+def data_exposure(ctx, threshold):
+    """Fires when a command risks exposing sensitive data: it reads, copies or
+    encodes a sensitive file (SSH/TLS private keys, ``.env`` files,
+    ``/etc/shadow``, ``.netrc``, ``.pgpass``, cloud and kube credentials,
+    ``secrets.*``); it uploads a local file to a host that is not loopback
+    (``curl -T``/``-F @``/``-d @``, ``scp``/``rsync`` to ``host:``); it pipes a
+    database dump or the environment (``pg_dump``, ``mysqldump``, ``env``,
+    ``printenv``) into a network command; or it makes storage public
+    (``public-read`` ACLs, ``allUsers``)."""
+    found: list[str] = []
+    for command in ctx.simple_commands():
+        argv, program = command.argv, command.program
+        line = " ".join(argv)
+        files = [a for a in argv[1:] if not a.startswith("-")] + [t for op, t in command.redirects if "<" in op]
+        if (program in _READERS or command.redirects) and any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files):
+            found.append(f"sensitive file: {line}")
+            continue
+        if program == "curl":
+            uploads = any(a in ("-T", "--upload-file") for a in argv) or \
+                any(a.startswith("@") or "=@" in a or a.startswith("-d@") for a in argv[1:])
+            if uploads and _remote_target(argv):
+                found.append(f"upload: {line}")
+        elif program in ("scp", "rsync", "sftp") and _remote_target(argv):
+            local = [a for a in argv[1:] if not a.startswith("-") and ":" not in a]
+            if local and _remote_target([program, argv[-1]]):
+                found.append(f"copy to a remote host: {line}")
+        if _PUBLIC_ACL.search(line) and program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone"):
+            found.append(f"public access: {line}")
+    from core.halts.shell import pipelines
+
+    for line in ctx.commands:
+        for pipeline in pipelines(line):
+            programs = [c.program for c in pipeline]
+            if any(p in _DUMPERS for p in programs[:-1]) and any(p in _SENDERS for p in programs[1:]):
+                found.append(f"dump sent over the network: {line.strip()[:120]}")
+    if not found:
+        return None
+    return Finding(f"Risk of exposing sensitive data: {'; '.join(dict.fromkeys(found))}")
+
+
+@condition("unknown_commands", "security", "medium")
+def unknown_commands(ctx, threshold):
+    """Fires when a command runs a program that is not on the list of
+    programs with well-known effects (``KNOWN_PROGRAMS`` in
+    ``core/halts/conditions/security.py``, extended by the threshold's
+    ``allow`` list). A script inside the working tree (``./build.sh``,
+    ``bin/tool``) counts as the project's own and is known."""
+    allowed = KNOWN_PROGRAMS | set(threshold.get("allow") or ())
+    unknown: list[str] = []
+    for command in ctx.simple_commands():
+        if not command.argv:
+            continue
+        word = command.argv[0]
+        if "=" in word or word.startswith("$"):
+            continue
+        if "/" in word and not os.path.isabs(word) and ".." not in word.split("/"):
+            continue  # the project's own script
+        if command.program not in allowed and word not in allowed and command.program not in unknown:
+            unknown.append(command.program)
+    if not unknown:
+        return None
+    return Finding(f"Commands with unclear effects: {', '.join(unknown)}")
