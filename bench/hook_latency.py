@@ -1,8 +1,11 @@
 """Whole-process latency of `leash hook pre-tool-use` against `python -c pass`.
 
-Runs both 20 times, interleaved, in one fresh home with a stopped session and a
-hands-off lock in it, and prints the medians and their ratio (target: at most
-3x). Also prints every non-stdlib module the hook imports (there should be
+Runs both 20 times, interleaved, and prints the medians and their ratio
+(target: at most 3x), for a Bash call in three homes: a fresh one with a
+stopped session and a hands-off lock; the same with halts.db in use (the
+PostToolUse hook has reported reads and failures, other sessions hold halts),
+so the halt conditions run with their stored state; and an Edit of an existing
+file in that home. Also prints every non-stdlib module the hook imports (there should be
 none besides leash's own core), from `python -X importtime`.
 """
 from __future__ import annotations
@@ -32,6 +35,19 @@ def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) -> None:
+    bare = [sys.executable, "-c", "pass"]
+    timed(hook, payload, env)  # registers the session, as a real agent's first call does
+    hook_times, bare_times = [], []
+    for _ in range(RUNS):
+        hook_times.append(timed(hook, payload, env))
+        bare_times.append(timed(bare, b"", env))
+    hook_ms = statistics.median(hook_times) * 1000
+    bare_ms = statistics.median(bare_times) * 1000
+    print(f"{label:<24} hook median {hook_ms:6.1f} ms, python -c pass {bare_ms:5.1f} ms: "
+          f"{hook_ms / bare_ms:4.2f}x  (target <= 3x, {RUNS} runs each)")
+
+
 def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "core"), str(ROOT / "console")],
                    stdout=subprocess.DEVNULL, check=False)
@@ -43,19 +59,27 @@ def main() -> None:
                        stdout=subprocess.DEVNULL)
         subprocess.run(leash + ["hands-off", "path:vendor/**"], env=env, check=True, stdout=subprocess.DEVNULL)
         payload = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                              "tool_input": {"command": "ls src/"}, "cwd": home}).encode()
+                              "tool_input": {"command": "ls src/ | grep -c py"}, "cwd": home}).encode()
         hook = leash + ["hook", "pre-tool-use"]
-        bare = [sys.executable, "-c", "pass"]
-        timed(hook, payload, env)  # registers the session, as a real agent's first call does
-        hook_times, bare_times = [], []
-        for _ in range(RUNS):
-            hook_times.append(timed(hook, payload, env))
-            bare_times.append(timed(bare, b"", env))
-        hook_ms = statistics.median(hook_times) * 1000
-        bare_ms = statistics.median(bare_times) * 1000
-        print(f"python -c pass          median {bare_ms:7.1f} ms  ({RUNS} runs)")
-        print(f"leash hook pre-tool-use median {hook_ms:7.1f} ms  ({RUNS} runs)")
-        print(f"ratio                          {hook_ms / bare_ms:7.2f}x  (target <= 3x)")
+        measure("Bash, no halts.db", hook, payload, env)
+
+        source = Path(home) / "app.py"
+        source.write_text("def main():\n    return 1\n")
+        post = leash + ["hook", "post-tool-use"]
+        for event in ({"tool_name": "Read", "tool_input": {"file_path": str(source)}},
+                      {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "error": "exit 1",
+                       "tool_input": {"command": "make lint"}}):
+            subprocess.run(post, input=json.dumps({"session_id": "bench-session", "cwd": home, **event}).encode(),
+                           env=env, check=True)
+        for n in range(20):
+            subprocess.run(leash + ["halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
+                                    "medium", "--description", "bench"], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+        measure("Bash, halts.db in use", hook, payload, env)
+        edit = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                           "tool_input": {"file_path": str(source), "old_string": "return 1",
+                                          "new_string": "return 2"}, "cwd": home}).encode()
+        measure("Edit, halts.db in use", hook, edit, env)
 
         trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "console.cli", "hook", "pre-tool-use"],
                                input=payload, env=env, capture_output=True, cwd=ROOT)

@@ -252,6 +252,12 @@ def cmd_reply(protocol, args) -> int:
     return 0
 
 
+def cmd_halts(protocol, args) -> int:
+    from console.halts_cli import run as run_halts
+
+    return run_halts(protocol, args, Refused)
+
+
 def cmd_hook(protocol, args) -> int:
     from core.hooks import run as run_hook
 
@@ -261,6 +267,6 @@ def cmd_hook(protocol, args) -> int:
 COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
-    "loop": cmd_loop, "reply": cmd_reply,
+    "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts,
 }
-ACTING = {"stop", "resume", "hands-off", "release", "loop"}
+ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts"}

@@ -118,13 +118,17 @@ def build_parser():
     q.add_argument("name")
     q.add_argument("--reason", default="")
 
+    from console.halts_cli import add_parsers as add_halts_parsers
+
+    add_halts_parsers(sub, common, acting, Parser, _whole)
+
     p = sub.add_parser("reply", parents=[common], help="record a message in the built-in reply ledger")
     p.add_argument("direction", choices=["in", "out"], help="in: a correspondent wrote; out: a reply was sent")
     p.add_argument("--channel", required=True)
     p.add_argument("--key", required=True, help="the conversation (contact, thread id)")
 
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
-    p.add_argument("event", choices=["pre-tool-use", "stop"])
+    p.add_argument("event", choices=["pre-tool-use", "post-tool-use", "stop"])
     return parser
 
 
@@ -140,6 +144,14 @@ def _hours(text: str) -> float:
 
         raise argparse.ArgumentTypeError(f"--hours must be a positive number, got {text!r}")
     return value
+
+
+def _whole(text: str) -> int:
+    import argparse
+
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
 
 
 def _positive(text: str) -> float:

@@ -10,19 +10,18 @@ Tables whose names are chosen by the operator (``[loop.NAME]``,
 """
 from __future__ import annotations
 
-import copy
+import json
+import os
 import re
-import tomllib
-from pathlib import Path
-from typing import Any
 
 CONFIG_NAME = "config.toml"
 
 # (type check, description) for each leaf; a tuple of types means any of them.
 _NUMBER = (int, float)
 
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: dict[str, object] = {
     "gate": {"read_only_tools": ["Read", "Grep", "Glob", "LS"]},
+    "halts": {"record_high": True},
     "hands_off": {"default_hours": 24},
     "warrants": {
         "dogs": 5,
@@ -36,8 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "console": {"keys": {}},
 }
 
-_SCHEMA: dict[str, dict[str, Any]] = {
+_SCHEMA: dict[str, dict[str, object]] = {
     "gate": {"read_only_tools": ("list[str]",)},
+    "halts": {"record_high": ("bool",)},
     "hands_off": {"default_hours": ("positive number",)},
     "warrants": {
         "dogs": ("positive int",),
@@ -61,7 +61,7 @@ class ConfigError(Exception):
     """A config file leash cannot use; ``str()`` is the one-line message."""
 
 
-def _check(kind: str, value: Any) -> bool:
+def _check(kind: str, value: object) -> bool:
     number = isinstance(value, _NUMBER) and not isinstance(value, bool)
     if kind == "str":
         return isinstance(value, str)
@@ -100,7 +100,7 @@ def _line_of(text: str, table: str, key: str) -> int:
     return 0
 
 
-def _decode_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigError:
+def _decode_error(path: str, text: str, exc: Exception) -> ConfigError:
     message = str(exc)
     lines = text.splitlines()
     found = re.search(r"at line (\d+)", message)
@@ -131,7 +131,7 @@ def _key_at(lines: list[str], line: int) -> str:
     return f"{table}.{left}" if table and left else left
 
 
-def _bad(path: Path, text: str, table: str, key: str, problem: str) -> ConfigError:
+def _bad(path: str, text: str, table: str, key: str, problem: str) -> ConfigError:
     line = _line_of(text, table, key)
     dotted = f"{table}.{key}" if table else key
     where = f"{path}:{line}" if line else str(path)
@@ -148,12 +148,13 @@ def _validate_entries(path, text, table, entries, schema, merged_into):
         merged_into[key] = value
 
 
-def load_config(home: Path) -> dict[str, Any]:
+def load_config(home) -> dict[str, object]:
     """Defaults overlaid with ``<home>/config.toml``; raises ConfigError."""
-    merged = copy.deepcopy(DEFAULTS)
-    path = Path(home) / CONFIG_NAME
+    merged = json.loads(json.dumps(DEFAULTS))  # a deep copy without importing copy
+    path = os.path.join(os.fspath(home), CONFIG_NAME)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return merged
     except OSError as exc:
@@ -162,6 +163,8 @@ def load_config(home: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    import tomllib  # only when there is a file to parse
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -7,7 +7,13 @@ reason, in this order (the first rule that denies wins):
 2. the fleet is stopped;
 3. the session is stopped, by its id or by its tmux session name;
 4. the session's entity (its id, tmux session or registered entity) is hands-off;
-5. a file the call would touch matches a ``path:`` hands-off lock.
+5. a file the call would touch matches a ``path:`` hands-off lock;
+6. the session's halt state: ``paused`` denies everything, ``halted`` denies
+   all but the read-only tools (``[gate] read_only_tools``); an unreadable
+   halts.db denies (fail safe);
+7. the halt conditions one tool call can show (``core.halts.hookcontext``):
+   a condition of high or critical severity that fires denies the call, and
+   is recorded by the seed's auto-record rules, which halts the session.
 
 Every read goes through a cache keyed by the file's identity, so a check is a
 few ``stat`` calls and dictionary lookups however many stops and locks exist.
@@ -23,7 +29,8 @@ from core.stop import StopRegistry, StopStateUnreadable
 
 class Verdict:
     """allow or deny, why, and which rule decided (stop_unreadable,
-    fleet_stop, session_stop, hands_off, path_lock)."""
+    fleet_stop, session_stop, hands_off, path_lock, halts_unreadable,
+    session_paused, session_halted, halt_condition)."""
 
     __slots__ = ("allow", "reason", "rule")
 
@@ -44,6 +51,18 @@ class Gate:
         self.stops = stops or StopRegistry(self.home)
         self.hands_off = hands_off or HandsOffRegistry(self.home, self.stops.acklog)
         self.sessions = sessions or SessionRegistry(self.home, self.stops.acklog)
+        self._config = None
+
+    def config(self) -> dict:
+        """config.toml, or the defaults when it cannot be used (the gate keeps going)."""
+        if self._config is None:
+            from core.config import DEFAULTS, ConfigError, load_config
+
+            try:
+                self._config = load_config(self.home)
+            except ConfigError:
+                self._config = DEFAULTS
+        return self._config
 
     def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, object]]:
         """The names a session answers to (id, tmux session) and its record."""
@@ -74,7 +93,14 @@ class Gate:
         return None
 
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
-              cwd: str | None = None, now: float | None = None) -> Verdict:
+              cwd: str | None = None, now: float | None = None, env: dict | None = None) -> Verdict:
+        verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now)
+        if verdict.allow:
+            verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
+        return verdict
+
+    def check_stops_and_locks(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
+                              cwd: str | None = None, now: float | None = None) -> Verdict:
         names, record = self.names(session_id, now=now)
         stopped = self._stop_verdict(names)
         if stopped is not None:
@@ -95,6 +121,63 @@ class Gate:
                 entity, lock = found
                 return Verdict(False, _locked(entity, lock, path=path), "path_lock")
         return ALLOW
+
+
+    def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
+                    now: float | None = None, env: dict | None = None) -> Verdict:
+        """Rules 6 and 7. Imports the halt engine only when there is something
+        for it to do, so the common hook call stays light."""
+        if not os.path.exists(os.path.join(self.home, "halts.db")):
+            return self._check_conditions(session_id, tool, tool_input, None, cwd=cwd, now=now, env=env)
+        from core.halts import api
+        from core.halts.store import HaltStoreUnavailable
+
+        try:
+            with api.connected(self.home, now) as connection:
+                return self._check_held(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env)
+        except HaltStoreUnavailable as exc:
+            return Verdict(False, f"leash: halt store unreadable ({exc}) — every tool call is held; "
+                                  "run `leash doctor`", "halts_unreadable")
+
+    def _check_held(self, session_id, tool, tool_input, connection, *, cwd, now, env) -> Verdict:
+        from core.halts.api import session_state
+
+        state = session_state(self.home, session_id, now=now, connection=connection)
+        if state == "paused":
+            return Verdict(False, "leash: this session is paused: an escalated halt waits for a human. "
+                                  f"Do not retry; the operator resolves it (leash halts list --session "
+                                  f"{session_id}).", "session_paused")
+        if state == "halted" and tool not in self.config()["gate"]["read_only_tools"]:
+            return Verdict(False, "leash: this session is halted until the operator acknowledges its halts "
+                                  f"(leash halts list --session {session_id}); only read-only tools may run "
+                                  "meanwhile.", "session_halted")
+        return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env)
+
+    def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env) -> Verdict:
+        if tool is None:
+            return ALLOW
+        from core.halts.hookcontext import check_input
+
+        files_read = None
+        if connection is not None and tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+            from core.halts.api import files_read as recorded_reads
+
+            files_read = recorded_reads(self.home, session_id, connection=connection)
+        data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
+                           files_read=files_read)
+        if data is None:
+            return ALLOW
+        from core.halts.api import check_halt_conditions
+
+        result = check_halt_conditions(data, home=self.home, now=now, connection=connection)
+        blocking = [r for r in result["halt_reasons"] if r["severity"] in ("high", "critical")]
+        if not blocking:
+            return ALLOW
+        said = "; ".join(f"{r['condition_name']} ({r['severity']}): {r['description'].rstrip('.')}" for r in blocking)
+        held = any(r.get("auto_recorded") for r in blocking)
+        tail = (" The session is halted until the operator acknowledges "
+                f"(leash halts list --session {session_id})." if held else "")
+        return Verdict(False, f"leash: halt — {said}. {result['recommended_action']}{tail}", "halt_condition")
 
 
 def _said(what: str, record: dict[str, object]) -> str:

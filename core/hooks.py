@@ -123,19 +123,48 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
                          entity=env.get("LEASH_ENTITY", ""), cwd=cwd)
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
-    verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now)
+    verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
     if verdict.allow:
         return "", warning, 0
     return deny_output(verdict.reason) + "\n", warning, 0
+
+
+def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: float | None = None,
+                  input_error: HookInputError | None = None) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of ``leash hook post-tool-use``: record what
+    the session read and which commands failed, for the execution conditions.
+    Registered for both PostToolUse and PostToolUseFailure. Prints nothing;
+    a problem is one line on stderr and exit 1 (non-blocking)."""
+    from core.home import ensure_home
+
+    try:
+        if input_error is not None:
+            raise input_error
+        payload = parse_payload(raw)
+    except HookInputError as exc:
+        return "", f"leash: {exc}\n", 1
+    from core.halts import api
+    from core.halts.hookcontext import outcome
+
+    home = ensure_home(home)
+    session_id = payload["session_id"]
+    known, task, error = outcome(payload)
+    api.record_files_read(home, session_id, known, now=now)
+    if task is not None:
+        api.record_attempt(home, session_id, task, error=error, now=now)
+    return "", "", 0
 
 
 def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     """Entry point of ``leash hook EVENT``; never raises, never prints a traceback."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    from core.replyguard import stop_hook
+    def stop_hook(raw, **kwargs):
+        from core.replyguard import stop_hook as reply_guard
 
-    handlers = {"pre-tool-use": pre_tool_use, "stop": stop_hook}
+        return reply_guard(raw, **kwargs)
+
+    handlers = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use, "stop": stop_hook}
     if event not in handlers:
         stderr.write(f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n")
         return 2
@@ -149,6 +178,8 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     except Exception as exc:
         message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
         stderr.write(message + "\n")
+        if event == "post-tool-use":
+            return 1
         if event == "pre-tool-use":
             # We could not establish that the call is allowed: fail closed, as
             # for an unreadable stop state. Other hooks fail open.

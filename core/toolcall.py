@@ -10,8 +10,6 @@ tools (Read, Grep, Glob, LS) touch nothing.
 from __future__ import annotations
 
 import os
-import shlex
-from typing import Any
 
 FILE_EDITING_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
                       "NotebookEdit": "notebook_path"}
@@ -19,7 +17,7 @@ SHELL_TOOLS = {"Bash"}
 _SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "(", ")"}
 
 
-def edited_files(tool: str | None, tool_input: Any) -> list[str]:
+def edited_files(tool: str | None, tool_input: object) -> list[str]:
     """Files a file-editing tool would change."""
     if not isinstance(tool_input, dict) or tool not in FILE_EDITING_TOOLS:
         return []
@@ -27,13 +25,15 @@ def edited_files(tool: str | None, tool_input: Any) -> list[str]:
     return [value] if isinstance(value, str) and value else []
 
 
-def shell_command(tool: str | None, tool_input: Any) -> str | None:
+def shell_command(tool: str | None, tool_input: object) -> str | None:
     if tool in SHELL_TOOLS and isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
         return tool_input["command"]
     return None
 
 
 def shell_words(command: str) -> list[str]:
+    import shlex
+
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
         lexer.whitespace_split = True
@@ -62,7 +62,7 @@ def _has_extension(word: str) -> bool:
     return bool(dot and stem and ext and ext.isalnum())
 
 
-def touched_paths(tool: str | None, tool_input: Any, cwd: str | None) -> list[str]:
+def touched_paths(tool: str | None, tool_input: object, cwd: str | None) -> list[str]:
     """Every path the call may touch: edited files, or path-like shell words."""
     paths = edited_files(tool, tool_input)
     command = shell_command(tool, tool_input)

@@ -143,6 +143,8 @@ def sweep_timeouts(connection, home: str, *, now: float) -> int:
 
 
 def _open(home: str, now: float):
+    """A connection after the housekeeping every opener does: archive (at most
+    daily) and the timeout sweep."""
     connection = open_store(home, now_iso=iso(now))
     try:
         archive_old_events(connection, now=now)
@@ -153,22 +155,42 @@ def _open(home: str, now: float):
     return connection
 
 
-def session_state(home, session_id: str, *, now: float | None = None) -> str:
+class connected:
+    """``with connected(home, now) as db:`` — one connection for several calls
+    (the hook makes three); closed at the end. None when there is no halts.db."""
+
+    def __init__(self, home, now: float | None = None, *, create: bool = False):
+        self.home = resolve_home(home)
+        self.now = now_seconds(now)
+        self.create = create
+        self.connection = None
+
+    def __enter__(self):
+        if self.create or exists(self.home):
+            try:
+                self.connection = _open(self.home, self.now)
+            except HaltStoreUnavailable:
+                raise
+            except Exception as exc:  # sqlite errors during housekeeping
+                raise HaltStoreUnavailable(str(exc)) from None
+        return self.connection
+
+    def __exit__(self, *exc_info) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
+def session_state(home, session_id: str, *, now: float | None = None, connection=None) -> str:
     """active / halted / paused; ``active`` when there is no halts.db at all.
     Raises HaltStoreUnavailable when the database cannot be read."""
-    home = resolve_home(home)
-    if not exists(home):
-        return "active"
-    moment = now_seconds(now)
-    connection = open_store(home, create=False, now_iso=iso(moment))
+    if connection is None:
+        with connected(home, now) as db:
+            return session_state(home, session_id, now=now, connection=db) if db is not None else "active"
     try:
-        sweep_timeouts(connection, home, now=moment)
         row = connection.execute("SELECT state FROM session_states WHERE session_id = ?", (session_id,)).fetchone()
-        return row[0] if row else "active"
     except Exception as exc:
         raise HaltStoreUnavailable(str(exc)) from None
-    finally:
-        connection.close()
+    return row[0] if row else "active"
 
 
 # ------------------------------------------------------------------ record
@@ -270,18 +292,20 @@ def _fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
 
 
 def check_halt_conditions(data: dict, *, home=None, now: float | None = None, record: bool = True,
-                          record_high: bool = True) -> dict:
+                          record_high: bool | None = None, connection=None) -> dict:
     """The seed's ``guardrail_check_halt_conditions``: evaluate, auto-record, answer.
 
     Auto-records (when ``should_halt``): every critical condition, high ones
     when ``record_high`` (config ``[halts] record_high``), and medium ones when
-    two or more fired. Creates halts.db only when something is recorded."""
+    two or more fired. Creates halts.db only when something is recorded.
+    ``record_high`` None reads ``[halts] record_high`` from config.toml."""
     moment = now_seconds(now)
     home = _home(home)
     CheckContext(data)  # validate before touching the store
-    connection = None
+    owned = connection is None
     try:
-        connection = _open(home, moment) if exists(home) else None
+        if owned:
+            connection = _open(home, moment) if exists(home) else None
         config = load_config(connection, home) if connection else default_config()
         task = data.get("task_id") or ""
         stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
@@ -296,6 +320,13 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         fired = engine.evaluate(ctx, config)
         should_halt = any(engine.halts(f.severity) for f in fired)
         mediums = sum(1 for f in fired if f.severity == "medium")
+        if record_high is None and any(f.severity == "high" for f in fired):
+            from core.config import ConfigError, load_config as load_settings
+
+            try:
+                record_high = load_settings(home)["halts"]["record_high"]
+            except ConfigError:
+                record_high = True
         to_record = [f for f in fired if should_halt and record and (
             f.severity == "critical" or (f.severity == "high" and record_high) or (f.severity == "medium"
                                                                                     and mediums >= 2))]
@@ -303,7 +334,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         logs = []
         if to_record:
             if connection is None:
-                connection = _open(home, moment)
+                connection, owned = _open(home, moment), True
                 config = load_config(connection, home)
             with write(connection):
                 for f in to_record:
@@ -331,7 +362,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     except Exception as exc:  # the seed: a failed check halts
         return _fail_safe(home, data, f"{exc.__class__.__name__}: {exc}", now=moment)
     finally:
-        if connection is not None:
+        if owned and connection is not None:
             connection.close()
     reasons = [{"halt_type": f.halt_type, "condition_name": f.name, "severity": f.severity,
                 "description": mask(f.finding.description), "auto_recorded": f.name in recorded,
@@ -539,12 +570,13 @@ def list_config(*, home=None) -> list[dict]:
 
 # ------------------------------------------------------------------ what the hooks record
 def record_files_read(home, session_id: str, paths: list[str], *, now: float | None = None) -> None:
-    if not paths:
-        return
+    """Note files the session has read, and that its PostToolUse hook reports."""
     stamp = iso(now_seconds(now))
     connection = open_store(_home(home), now_iso=stamp)
     try:
         with write(connection):
+            connection.execute("INSERT OR IGNORE INTO tracked_sessions (session_id, since) VALUES (?, ?)",
+                               (session_id, stamp))
             connection.executemany(
                 "INSERT INTO files_read (session_id, path, read_at) VALUES (?, ?, ?)"
                 " ON CONFLICT(session_id, path) DO UPDATE SET read_at = excluded.read_at",
@@ -553,15 +585,15 @@ def record_files_read(home, session_id: str, paths: list[str], *, now: float | N
         connection.close()
 
 
-def files_read(home, session_id: str) -> list[str]:
-    home = resolve_home(home)
-    if not exists(home):
-        return []
-    connection = open_store(home, create=False)
-    try:
-        return [r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?", (session_id,))]
-    finally:
-        connection.close()
+def files_read(home, session_id: str, *, connection=None) -> list[str] | None:
+    """Files the session has read; None when its PostToolUse hook never reported
+    (then there is no evidence either way)."""
+    if connection is None:
+        with connected(home) as db:
+            return files_read(home, session_id, connection=db) if db is not None else None
+    if connection.execute("SELECT 1 FROM tracked_sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
+        return None
+    return [r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?", (session_id,))]
 
 
 def record_attempt(home, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 
-# kind, pattern, the group holding the secret (0: the whole match)
+from core.halts.lazy_re import lazy
+
+# kind, pattern, the group holding the secret (0: the whole match), and a
+# cheap test that must pass before the pattern is worth compiling and running.
 _PATTERNS: tuple[tuple[str, str, int], ...] = (
     ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
                     r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", 0),
@@ -32,15 +35,32 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
      r"(?i)(?:\b|_)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
      r"|private[_-]?key)\b[\"']?\s*[=:]\s*([\"']?)(?![$<*{%])([^\s\"'&;|]{4,})\1", 2),
 )
+_HINTS = {
+    "private_key": lambda t, low: "PRIVATE KEY" in t,
+    "aws_access_key_id": lambda t, low: any(p in t for p in ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA",
+                                                             "ANVA")),
+    "aws_secret_access_key": lambda t, low: "aws" in low and "secret" in low,
+    "github_token": lambda t, low: "gh" in t or "github_pat_" in t,
+    "gitlab_token": lambda t, low: "glpat-" in t,
+    "slack_token": lambda t, low: "xox" in t,
+    "slack_webhook": lambda t, low: "hooks.slack.com" in t,
+    "anthropic_api_key": lambda t, low: "sk-ant-" in t,
+    "openai_api_key": lambda t, low: "sk-" in t,
+    "google_api_key": lambda t, low: "AIza" in t,
+    "stripe_key": lambda t, low: "_live_" in t,
+    "jwt": lambda t, low: "eyJ" in t,
+    "url_credentials": lambda t, low: "://" in t and "@" in t,
+    "password_assignment": lambda t, low: any(w in low for w in ("pass", "pwd", "secret", "key", "token")),
+}
 _COMPILED: list[tuple[str, re.Pattern[str], int]] | None = None
-_PLACEHOLDERS = re.compile(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
+_PLACEHOLDERS = lazy(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
                            re.IGNORECASE)
 
 
 def _compiled() -> list[tuple[str, re.Pattern[str], int]]:
     global _COMPILED
     if _COMPILED is None:
-        _COMPILED = [(kind, re.compile(pattern), group) for kind, pattern, group in _PATTERNS]
+        _COMPILED = [(kind, lazy(pattern), group) for kind, pattern, group in _PATTERNS]
     return _COMPILED
 
 
@@ -53,7 +73,10 @@ def find_secrets(text: str) -> list[str]:
     if not text:
         return []
     kinds = []
+    low = text.lower()
     for kind, pattern, group in _compiled():
+        if not _HINTS[kind](text, low):
+            continue
         for match in pattern.finditer(text):
             if not _is_placeholder(match.group(group)):
                 kinds.append(kind)
@@ -65,7 +88,11 @@ def mask(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
     if not isinstance(text, str) or not text:
         return text
+    low = text.lower()
     for kind, pattern, group in _compiled():
+        if not _HINTS[kind](text, low):
+            continue
+
         def replace(match: re.Match[str], kind=kind, group=group) -> str:
             secret = match.group(group)
             if _is_placeholder(secret):

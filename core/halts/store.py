@@ -13,6 +13,8 @@ included; plus leash's own):
 * ``attempts(session_id, task_id, count, last_error, recent_errors, updated_at)``
   — the three-strikes counter and recent errors per task.
 * ``files_read(session_id, path, read_at)`` — what each session has read.
+* ``tracked_sessions(session_id, since)`` — sessions whose PostToolUse hook
+  reports to leash (only for them is "not read" evidence, not ignorance).
 * ``meta(key, value)`` — housekeeping (last archive run).
 
 Every connection sets WAL, ``busy_timeout`` and ``synchronous=FULL``; every
@@ -150,6 +152,8 @@ CREATE TABLE files_read (
     read_at    TEXT NOT NULL,
     PRIMARY KEY (session_id, path)
 );
+
+CREATE TABLE tracked_sessions (session_id TEXT PRIMARY KEY, since TEXT NOT NULL);
 
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """

@@ -4,23 +4,25 @@ from __future__ import annotations
 import os
 import re
 
+from core.halts.lazy_re import lazy
+
 from core.halts.conditions import Finding, condition
 
 # Commands whose damage no rollback can undo; reported under no_rollback_plan, critical.
-_DEVICE = re.compile(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d+n\d+|mmcblk\d+|disk\d+|md\d+|dm-\d+|loop\d+)")
+_DEVICE = lazy(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d+n\d+|mmcblk\d+|disk\d+|md\d+|dm-\d+|loop\d+)")
 _ROOTISH = {"/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}", "$HOME/", "$HOME/*", "/home", "/etc", "/usr",
             "/var", "/bin", "/boot", "/lib", "/opt", "/root", "/srv", ".", "./", "*", "..", "../"}
 _PUBLIC_DEF = {
-    ".py": re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z][A-Za-z0-9_]*)", re.MULTILINE),
-    ".js": re.compile(r"^\s*export\s+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)",
+    ".py": lazy(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z][A-Za-z0-9_]*)", re.MULTILINE),
+    ".js": lazy(r"^\s*export\s+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)",
                       re.MULTILINE),
-    ".go": re.compile(r"^func\s+(?:\([^)]*\)\s*)?([A-Z]\w*)", re.MULTILINE),
+    ".go": lazy(r"^func\s+(?:\([^)]*\)\s*)?([A-Z]\w*)", re.MULTILINE),
 }
 _PUBLIC_DEF.update({ext: _PUBLIC_DEF[".js"] for ext in (".ts", ".tsx", ".jsx", ".mjs", ".cjs")})
-_SCHEMA_BREAK = re.compile(
+_SCHEMA_BREAK = lazy(
     r"\b(?:DROP\s+(?:TABLE|COLUMN|SCHEMA|DATABASE|INDEX|VIEW)|TRUNCATE\s+(?:TABLE\s+)?\w|"
     r"ALTER\s+TABLE\s+\S+\s+(?:DROP|RENAME))", re.IGNORECASE)
-_FORK_BOMB = re.compile(r"([A-Za-z_:][\w:]*)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
+_FORK_BOMB = lazy(r"([A-Za-z_:][\w:]*)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
 
 
 def destroyed_targets(ctx) -> list[str]:
@@ -102,11 +104,14 @@ def breaking_changes(ctx, threshold):
             if gone:
                 details.append(f"{edit['file']} removes or renames {', '.join(gone)}")
     for text in ctx.commands + [e["new"] for e in ctx.edits]:
+        lowered = text.lower()
+        if "drop" not in lowered and "truncate" not in lowered and "alter" not in lowered:
+            continue
         found = _SCHEMA_BREAK.search(text)
         if found:
             details.append(f"destructive schema change: {found.group(0)}")
     pushes = force_pushes_to_shared_branch(ctx)
-    bombs = [c for c in ctx.commands if _FORK_BOMB.search(c)]
+    bombs = [c for c in ctx.commands if "()" in c.replace(" ", "") and _FORK_BOMB.search(c)]
     if pushes or bombs:
         severity = "critical"
         details += [f"force-push rewrites shared history: {p}" for p in pushes]
@@ -132,8 +137,8 @@ def no_rollback_plan(ctx, threshold):
     return None
 
 
-_PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))", re.MULTILINE)
-_JS_IMPORT = re.compile(r"""(?:\bimport\s[^'"]*?from\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"](\.{1,2}/[^'"]+)['"]""")
+_PY_IMPORT = lazy(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))", re.MULTILINE)
+_JS_IMPORT = lazy(r"""(?:\bimport\s[^'"]*?from\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"](\.{1,2}/[^'"]+)['"]""")
 _JS_EXTENSIONS = ("", ".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", "/index.js", "/index.ts", "/index.tsx")
 
 

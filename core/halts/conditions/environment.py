@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from core.halts.lazy_re import lazy
+
 from core.halts.conditions import Finding, condition
 
 # Environment tags found in words: a tag stands alone or is delimited by
@@ -13,12 +15,12 @@ _TAGS = {
     "test": ("test", "testing", "qa", "uat", "sandbox"),
     "development": ("dev", "development", "local"),
 }
-_TAG_WORD = re.compile(r"(?:^|[\s=:/@._-])(" + "|".join(t for tags in _TAGS.values() for t in tags)
+_TAG_WORD = lazy(r"(?:^|[\s=:/@._-])(" + "|".join(t for tags in _TAGS.values() for t in tags)
                        + r")(?=$|[\s=:/@._-])", re.IGNORECASE)
 _TAG_OF = {t: env for env, tags in _TAGS.items() for t in tags}
 # A credential named in a command: an env var whose name says what it is (its
 # value too, for variables that select an account), a --profile flag, or a file.
-_CREDENTIAL = re.compile(
+_CREDENTIAL = lazy(
     r"(?i)(?P<var>\b[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PROFILE|KUBECONFIG)[A-Z0-9_]*)"
     r"(?:=(?P<value>\S+))?"
     r"|--profile[= ](?P<profile>\S+)"

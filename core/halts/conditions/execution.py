@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import re
 
+from core.halts.lazy_re import lazy
+
 from core.halts.conditions import Finding, condition
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_SIMILARITY = 0.8
 DEFAULT_CHAIN = 3
-RESET_PHRASES = re.compile(r"\b(?:try again|start over|retry from scratch|new approach)\b", re.IGNORECASE)
+RESET_PHRASES = lazy(r"\b(?:try again|start over|retry from scratch|new approach)\b", re.IGNORECASE)
 # Phrases that tie one failure to the one before it.
-_CHAIN_LINKS = re.compile(
+_CHAIN_LINKS = lazy(
     r"during handling of the above exception|the above exception was the direct cause|caused by[: ]|"
     r"as a result of (?:the )?previous|due to (?:a |the )?previous (?:error|failure)|"
     r"because (?:a |the )?previous (?:step|command|error) failed|cascad", re.IGNORECASE)
@@ -38,7 +40,7 @@ ERROR_CATEGORIES = {
     "git": r"merge conflict|conflict \(content\)|not a git repository|rejected|non-fast-forward|detached head",
     "lock": r"database is locked|deadlock|resource busy|lock (?:held|timeout)",
 }
-_CATEGORY = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in ERROR_CATEGORIES.items()}
+_CATEGORY = {name: lazy(pattern, re.IGNORECASE) for name, pattern in ERROR_CATEGORIES.items()}
 
 
 def normalise_error(text: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import re
 
+from core.halts.lazy_re import lazy
+
 from core.halts.conditions import Finding, condition
 
 # Markers of underspecified requirements. Hedges soften what is wanted;
@@ -14,7 +16,7 @@ HEDGES = ("maybe", "perhaps", "possibly", "probably", "somehow", "something like
           "could be", "whatever", "etc", "and so on", "and stuff", "or whatever", "if possible",
           "as needed", "as appropriate", "somewhere", "some of", "a few", "various", "either way")
 PLACEHOLDERS = ("tbd", "tbc", "todo", "???", "to be decided", "to be determined", "fill in", "xxx")
-_MARKER = re.compile(r"(?<![\w?])(" + "|".join(re.escape(m) for m in sorted(HEDGES + PLACEHOLDERS, key=len,
+_MARKER = lazy(r"(?<![\w?])(" + "|".join(re.escape(m) for m in sorted(HEDGES + PLACEHOLDERS, key=len,
                                                                                reverse=True)) + r")(?![\w?])",
                      re.IGNORECASE)
 DEFAULT_MIN_MARKERS = 2
@@ -30,7 +32,7 @@ ANTONYMS = {"enable": "disable", "add": "remove", "include": "exclude", "increas
             "raise": "lower", "expand": "collapse", "import": "export", "permit": "forbid"}
 _INVERSE = {v: k for k, v in ANTONYMS.items()}
 
-PRODUCTION_TAGS = re.compile(
+PRODUCTION_TAGS = lazy(
     r"(?:^|[\s=:/@._-])(prod|production|prd|live)(?:$|[\s=:/@._-])", re.IGNORECASE)
 
 
@@ -67,7 +69,7 @@ def conflicting_pairs(instructions: list[str]) -> list[tuple[str, str]]:
 
 def scope_patterns(boundary: str) -> list[str]:
     """Globs of a scope boundary: separated by commas, semicolons or whitespace."""
-    return [p for p in re.split(r"[,;\s]+", boundary) if p]
+    return [p for p in re.split(r"[,;\s]+", boundary) if p] if boundary.strip() else []
 
 
 @condition("out_of_scope", "scope", "high")
@@ -96,12 +98,12 @@ def out_of_scope(ctx, threshold):
 
 @condition("ambiguous_requirements", "scope", "medium")
 def ambiguous_requirements(ctx, threshold):
-    """Fires when ``user_instructions`` and the operation together hold at least
+    """Fires when ``user_instructions`` hold at least
     ``min_markers`` (default 2) markers of underspecification — hedges such as
     "maybe", "somehow", "or something", "not sure", "etc." — or any placeholder
     ("TBD", "TODO", "???", "to be decided"). The marker lists are in
     ``core/halts/conditions/scope.py``."""
-    texts = ctx.user_instructions + ([ctx.operation] if ctx.operation else [])
+    texts = ctx.user_instructions
     markers = [m.group(1).lower() for text in texts for m in _MARKER.finditer(text)]
     placeholders = [m for m in markers if m in PLACEHOLDERS]
     needed = threshold.get("min_markers", DEFAULT_MIN_MARKERS)
@@ -131,7 +133,9 @@ def conflicting_instructions(ctx, threshold):
 def production_mentions(ctx) -> list[str]:
     hits = []
     for command in ctx.simple_commands():
-        if any(PRODUCTION_TAGS.search(word) for word in command.argv[1:]):
+        words = " ".join(command.argv[1:]).lower()
+        if ("prod" in words or "live" in words or "prd" in words) and \
+                any(PRODUCTION_TAGS.search(word) for word in command.argv[1:]):
             hits.append(" ".join(command.argv))
     return hits
 

@@ -4,19 +4,21 @@ from __future__ import annotations
 import os
 import re
 
+from core.halts.lazy_re import lazy
+
 from core.halts.conditions import Finding, condition
 
 SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/root", "/opt", "/sys",
                 "/proc", "/dev", "/srv")
-_WORLD_WRITABLE = re.compile(r"^(?:0?[0-7]?[0-7][0-7][2367]|[ugoa]*[ao][ugoa]*\+[rwxXst]*w[rwxXst]*)$")
-_SETUID = re.compile(r"^(?:0?[2467][0-7]{3}|[ugoa]*\+[rwxX]*s[rwxX]*)$")
+_WORLD_WRITABLE = lazy(r"^(?:0?[0-7]?[0-7][0-7][2367]|[ugoa]*[ao][ugoa]*\+[rwxXst]*w[rwxXst]*)$")
+_SETUID = lazy(r"^(?:0?[2467][0-7]{3}|[ugoa]*\+[rwxX]*s[rwxX]*)$")
 _AS_ROOT = {"sudo", "doas", "pkexec", "runuser", "chroot"}
 _PRIVILEGE_PROGRAMS = {"su", "pkexec", "doas", "visudo", "setcap", "chpasswd", "passwd", "usermod", "useradd",
                        "groupadd", "gpasswd"}
 DEFAULT_SUPERVISOR_NAMES = ("leash",)
 # leash's own controls an agent must not use on itself.
 _LEASH_CONTROLS = {"resume", "release", "hands-off", "loop", "halts", "warrant", "doctor", "kennel"}
-_SENSITIVE_FILES = re.compile(
+_SENSITIVE_FILES = lazy(
     r"(?:^|/)(?:id_(?:rsa|dsa|ecdsa|ed25519)(?!\.pub)\b|[^/]*\.(?:pem|key|p12|pfx|keystore|jks)$|shadow$|gshadow$|"
     r"sudoers$|\.env(?:\.[\w-]+)?$|\.netrc$|\.pgpass$|\.git-credentials$|credentials(?:\.json)?$|"
     r"\.aws/config$|\.kube/config$|\.docker/config\.json$|secrets?\.(?:ya?ml|json|toml|env)$)")
@@ -24,8 +26,8 @@ _READERS = {"cat", "less", "more", "head", "tail", "cp", "scp", "rsync", "base64
             "zip", "gzip", "openssl", "gpg", "curl", "wget", "nc", "ncat", "socat", "tee", "grep", "awk", "sed"}
 _SENDERS = {"curl", "wget", "nc", "ncat", "netcat", "socat", "scp", "rsync", "sftp", "ftp", "ssh", "telnet"}
 _DUMPERS = {"pg_dump", "pg_dumpall", "mysqldump", "mongodump", "redis-cli", "env", "printenv", "set", "sqlite3"}
-_LOOPBACK = re.compile(r"(?:^|[/@])(?:localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)(?:[:/]|$)")
-_PUBLIC_ACL = re.compile(r"public-read(?:-write)?|allusers|allauthenticatedusers|--public\b|acl=public",
+_LOOPBACK = lazy(r"(?:^|[/@])(?:localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)(?:[:/]|$)")
+_PUBLIC_ACL = lazy(r"public-read(?:-write)?|allusers|allauthenticatedusers|--public\b|acl=public",
                          re.IGNORECASE)
 
 # Programs whose effects are well known. Anything else — or a path to a
@@ -134,7 +136,7 @@ def privilege_escalation(ctx, threshold):
             if action:
                 found.append(action)
     for line in ctx.commands:
-        if re.search(r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo|doas)\s+(?:-\S+\s+)*(?:ba|z|da|k)?sh\b", line) or \
+        if ("curl" in line or "wget" in line) and re.search(r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo|doas)\s+(?:-\S+\s+)*(?:ba|z|da|k)?sh\b", line) or \
                 re.search(r"\b(?:sudo|doas)\s+(?:ba|z|da|k)?sh\b[^|]*(?:\$\(|<\()\s*(?:curl|wget)\b", line):
             found.append(f"download piped into a root shell: {line.strip()[:120]}")
     if not found:
@@ -168,7 +170,8 @@ def data_exposure(ctx, threshold):
         argv, program = command.argv, command.program
         line = " ".join(argv)
         files = [a for a in argv[1:] if not a.startswith("-")] + [t for op, t in command.redirects if "<" in op]
-        if (program in _READERS or command.redirects) and any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files):
+        if (program in _READERS or command.redirects) and files and \
+                any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files):
             found.append(f"sensitive file: {line}")
             continue
         if program == "curl":
@@ -180,7 +183,7 @@ def data_exposure(ctx, threshold):
             local = [a for a in argv[1:] if not a.startswith("-") and ":" not in a]
             if local and _remote_target([program, argv[-1]]):
                 found.append(f"copy to a remote host: {line}")
-        if _PUBLIC_ACL.search(line) and program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone"):
+        if program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone") and _PUBLIC_ACL.search(line):
             found.append(f"public access: {line}")
     from core.halts.shell import pipelines
 

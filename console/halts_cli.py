@@ -1,0 +1,245 @@
+"""``leash halts ...``: the halt engine from the command line.
+
+Parsers and handlers for list, check, record, ack, dismiss, escalate and
+config. Every handler calls ``core.halts``; ``--json`` prints the seed's output
+shapes.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
+    p = sub.add_parser("halts", parents=[common], help="safety halts: list, check, record, acknowledge, configure")
+    halts = p.add_subparsers(dest="halts_command", metavar="ACTION", parser_class=parser_class, required=True)
+
+    q = halts.add_parser("list", parents=[common], help="pending halts (unacknowledged or escalated)")
+    q.add_argument("--session")
+    q.add_argument("--all", action="store_true", help="acknowledged halts too")
+    q.add_argument("--type", dest="halt_type")
+    q.add_argument("--severity")
+    q.add_argument("--limit", type=positive_int, default=50)
+    q.add_argument("--offset", type=positive_int, default=0)
+    q.add_argument("--json", action="store_true", help="the seed's GetSessionHaltsOutput")
+
+    q = halts.add_parser("check", parents=[common], help="evaluate a CheckHaltConditionsInput read on stdin")
+    q.add_argument("--json", action="store_true", help="print the seed's CheckHaltConditionsOutput")
+    q.add_argument("--no-record", action="store_true", help="evaluate only; record nothing")
+
+    q = halts.add_parser("record", parents=[acting], help="record a halt event")
+    q.add_argument("--session", required=True)
+    q.add_argument("--type", dest="halt_type", required=True)
+    q.add_argument("--severity", required=True)
+    q.add_argument("--description", required=True)
+    q.add_argument("--task")
+    q.add_argument("--condition")
+    q.add_argument("--context", help="a JSON object (file_paths, commands, error_messages, ...)")
+    q.add_argument("--attempt", type=positive_int)
+    q.add_argument("--previous-error")
+    q.add_argument("--auto-escalate", action="store_true")
+    q.add_argument("--json", action="store_true")
+
+    for name, text in (("ack", "resolve a halt: the session may resume"),
+                       ("escalate", "hand a halt to a human: the session pauses"),
+                       ("dismiss", "proceed anyway (a critical halt needs --caution)")):
+        q = halts.add_parser(name, parents=[acting], help=text)
+        q.add_argument("halt_id", metavar="ID")
+        q.add_argument("--note", help="resolution notes")
+        q.add_argument("--session", help="refuse unless the halt belongs to this session")
+        q.add_argument("--json", action="store_true")
+        if name == "dismiss":
+            q.add_argument("--caution", action="store_true", help="continue with caution (required for critical)")
+
+    q = halts.add_parser("config", parents=[common], help="show or change a condition's configuration")
+    q.add_argument("name", nargs="?")
+    q.add_argument("--enabled", type=_boolean)
+    q.add_argument("--severity")
+    q.add_argument("--threshold", type=_json_object)
+    q.add_argument("--escalate-after", type=_minutes, metavar="MIN", help="minutes; 'none' clears")
+    q.add_argument("--auto-escalate", type=_boolean)
+    q.add_argument("--json", action="store_true")
+
+
+def _boolean(text: str) -> bool:
+    import argparse
+
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+
+
+def _json_object(text: str) -> dict:
+    import argparse
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    return value
+
+
+class _Clear:
+    pass
+
+
+def _minutes(text: str):
+    import argparse
+
+    if text.strip().lower() in ("none", "null", "off"):
+        return _Clear
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be whole minutes or 'none', got {text!r}")
+    return int(text)
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def run(protocol, args, refused) -> int:
+    from core.halts import HaltRefused, HaltStoreUnavailable, api
+
+    home = protocol.home
+    try:
+        return HANDLERS[args.halts_command](home, args, api)
+    except HaltRefused as exc:
+        raise refused(str(exc)) from None
+    except HaltStoreUnavailable as exc:
+        raise refused(f"halt store unavailable: {exc} (leash doctor)") from None
+
+
+def _list(home, args, api) -> int:
+    query = {"include_acknowledged": args.all, "pending": not args.all, "limit": args.limit, "offset": args.offset,
+             "halt_type": args.halt_type, "severity": args.severity}
+    if args.session:
+        query["session_token"] = args.session
+    result = api.get_session_halts(query, home=home)
+    if args.json:
+        _out(json.dumps(result, indent=2))
+        return 0
+    _out(f"{len(result['halts'])} of {result['total_count']} matching halts; "
+         f"{result['unacknowledged_count']} unacknowledged")
+    for h in result["halts"]:
+        state = h.get("resolution") or ("acknowledged" if h["acknowledged"] else "pending")
+        _out(f"  {h['halt_id'][:8]}  {h['severity']:<8} {h['halt_type']:<12} {h.get('condition_name') or '-':<24} "
+             f"{h['session_id']}  {h['triggered_at']}  {state}")
+        _out(f"            {h['description']}")
+    return 0
+
+
+def _check(home, args, api) -> int:
+    raw = sys.stdin.buffer.read()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        from core.halts import HaltInputError
+
+        raise HaltInputError(f"stdin is not JSON ({exc})") from None
+    from core.config import load_config
+
+    record_high = load_config(home)["halts"]["record_high"]
+    result = api.check_halt_conditions(data, home=home, record=not args.no_record, record_high=record_high)
+    if args.json:
+        _out(json.dumps(result, indent=2))
+    else:
+        verdict = "HALT" if result["should_halt"] else "proceed"
+        _out(f"{verdict} (highest severity {result['highest_severity']}): {result['recommended_action']}")
+        for reason in result["halt_reasons"]:
+            recorded = f"  recorded {reason['halt_id'][:8]}" if reason.get("halt_id") else ""
+            _out(f"  {reason['severity']:<8} {reason['condition_name']:<24} {reason['description']}{recorded}")
+    return 3 if result["should_halt"] else 0
+
+
+def _record(home, args, api) -> int:
+    data = {"session_token": args.session, "halt_type": args.halt_type, "severity": args.severity,
+            "description": args.description}
+    for key, value in (("task_id", args.task), ("condition_name", args.condition),
+                       ("attempt_count", args.attempt), ("previous_error", args.previous_error)):
+        if value is not None:
+            data[key] = value
+    if args.context is not None:
+        data["context"] = _json_object(args.context) if isinstance(args.context, str) else args.context
+    if args.auto_escalate:
+        data["auto_escalate"] = True
+    result = api.record_halt(data, home=home)
+    _out(json.dumps(result, indent=2) if args.json else
+         f"recorded {result['halt_id']} at {result['recorded_at']}"
+         f"{' (escalation triggered)' if result.get('escalation_triggered') else ''}")
+    return 0
+
+
+def _acknowledge(home, args, api) -> int:
+    from core.halts import HaltRefused
+
+    found = api.find_halt(args.halt_id, home=home)
+    if found is None:
+        raise HaltRefused(f"no halt {args.halt_id}")
+    resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]
+    data = {"session_token": args.session or found["session_id"], "halt_id": found["id"], "resolution": resolution,
+            "acknowledged_by": args.source}
+    if args.note:
+        data["resolution_notes"] = args.note
+    if getattr(args, "caution", False):
+        data["continue_with_caution"] = True
+    result = api.acknowledge_halt(data, home=home, source=args.source)
+    if args.json:
+        _out(json.dumps(result, indent=2))
+    else:
+        resume = "the session may resume" if result["session_can_resume"] else "the session stays held"
+        _out(f"{resolution} {found['id']}: {resume}")
+        for warning in result.get("warnings", []):
+            _out(f"  warning: {warning}")
+    return 0
+
+
+def _config(home, args, api) -> int:
+    changes = {k: v for k, v in (("enabled", args.enabled), ("severity", args.severity),
+                                 ("threshold", args.threshold), ("auto_escalate", args.auto_escalate))
+               if v is not None}
+    if args.escalate_after is not None:
+        changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
+    if changes and not args.name:
+        from core.halts import HaltInputError
+
+        raise HaltInputError("name the condition to change")
+    if changes:
+        result = api.update_halt_config({"condition_name": args.name, **changes}, home=home)
+        if args.json:
+            _out(json.dumps(result, indent=2))
+        else:
+            for key, value in result["current_values"].items():
+                before = result["previous_values"][key]
+                mark = f"  (was {json.dumps(before)})" if before != value else ""
+                _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
+        return 0
+    rows = api.list_config(home=home)
+    if args.name:
+        rows = [r for r in rows if r["condition_name"] == args.name]
+        if not rows:
+            from core.halts import HaltRefused
+
+            raise HaltRefused(f"no condition {args.name!r}")
+    if args.json:
+        _out(json.dumps(rows, indent=2))
+        return 0
+    from core.halts.conditions import load_all
+
+    registry = load_all()
+    for r in rows:
+        after = f", escalate after {r['escalate_after_minutes']} min" if r["escalate_after_minutes"] is not None else ""
+        auto = ", auto-escalate" if r["auto_escalate"] else ""
+        _out(f"{r['condition_name']:<26} {r['halt_type']:<12} {r['severity']:<8} "
+             f"{'on ' if r['enabled'] else 'off'} threshold {json.dumps(r['threshold'])}{after}{auto}")
+        if args.name and r["condition_name"] in registry:
+            _out(f"  {registry[r['condition_name']].doc}")
+    return 0
+
+
+HANDLERS = {"list": _list, "check": _check, "record": _record, "ack": _acknowledge, "escalate": _acknowledge,
+            "dismiss": _acknowledge, "config": _config}

@@ -1,0 +1,118 @@
+"""From a Claude Code tool call to the halt engine's check input, and back.
+
+``check_input`` builds the seed's ``CheckHaltConditionsInput`` for one tool call:
+
+* Bash -> ``commands``; its task is the command itself (whitespace folded), so
+  three strikes count failures of the same command;
+* Edit / Write / MultiEdit / NotebookEdit -> the file to change: an existing
+  file goes to ``target_files``, a new one to ``new_files``; the replaced and
+  written text go to ``edits`` (for breaking changes and secrets);
+* ``files_read``: what the session's PostToolUse hook has reported. Sessions
+  without that hook have no record, and ``target_files`` stays empty for them —
+  absence of evidence is not evidence of an unread file;
+* the agent's environment may add ``LEASH_ENVIRONMENT`` (dev/test/prod),
+  ``LEASH_SCOPE`` (the scope boundary globs) and ``LEASH_PRODUCTION_APPROVED=1``.
+
+Read-only and other tools give None: there is nothing for the conditions to
+check. ``outcome`` reads a PostToolUse payload: what was read, and whether a
+command failed.
+"""
+from __future__ import annotations
+
+import os
+
+from core.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
+
+READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
+MAX_WRITE_COMPARE = 256 * 1024
+ERROR_TEXT_KEPT = 2000
+
+
+def task_of(command: str) -> str:
+    return "bash: " + " ".join(command.split())[:300]
+
+
+def _absolute(path: str, cwd: str | None) -> str:
+    return os.path.normpath(os.path.join(cwd or os.getcwd(), path))
+
+
+def _old_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(MAX_WRITE_COMPARE)
+    except OSError:
+        return ""
+
+
+def _edits(tool: str, tool_input: dict, path: str) -> list[dict]:
+    if tool == "Edit":
+        return [{"file": path, "old": tool_input.get("old_string") or "", "new": tool_input.get("new_string") or ""}]
+    if tool == "MultiEdit":
+        return [{"file": path, "old": e.get("old_string") or "", "new": e.get("new_string") or ""}
+                for e in tool_input.get("edits") or [] if isinstance(e, dict)]
+    if tool == "Write":
+        return [{"file": path, "old": _old_text(path), "new": tool_input.get("content") or ""}]
+    if tool == "NotebookEdit":
+        return [{"file": path, "old": "", "new": tool_input.get("new_source") or ""}]
+    return []
+
+
+def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: str | None,
+                env: dict, files_read: list[str] | None) -> dict | None:
+    if not isinstance(tool_input, dict):
+        return None
+    context: dict = {"cwd": cwd} if cwd else {}
+    data: dict = {"session_token": session_id, "current_context": context}
+    command = shell_command(tool, tool_input)
+    if command is not None:
+        context["operation"] = f"Bash: {command[:200]}"
+        context["commands"] = [command]
+        data["task_id"] = task_of(command)
+    elif tool in FILE_EDITING_TOOLS:
+        paths = [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+        if not paths:
+            return None
+        existing = [p for p in paths if os.path.exists(p)]
+        context["operation"] = f"{tool}: {', '.join(paths)}"
+        context["new_files"] = [p for p in paths if p not in existing]
+        if files_read is not None:
+            context["target_files"] = existing
+            context["files_read"] = files_read
+        context["edits"] = [e for p in paths for e in _edits(tool, tool_input, p)]
+    else:
+        return None
+    if env.get("LEASH_ENVIRONMENT"):
+        context["environment"] = env["LEASH_ENVIRONMENT"]
+    if env.get("LEASH_SCOPE"):
+        context["scope_boundary"] = env["LEASH_SCOPE"]
+    if env.get("LEASH_PRODUCTION_APPROVED", "").strip().lower() in ("1", "true", "yes"):
+        context["production_approved"] = True
+    return data
+
+
+def outcome(payload: dict) -> tuple[list[str], str | None, str | None]:
+    """(files now known to the session, task of a command, its error or None)."""
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    response = payload.get("tool_response")
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    failed = payload.get("hook_event_name") == "PostToolUseFailure" or bool(payload.get("error"))
+    if isinstance(response, dict):
+        code = next((response[k] for k in ("exit_code", "exitCode", "returnCode", "return_code") if k in response),
+                    None)
+        failed = failed or response.get("is_error") is True or (isinstance(code, int) and code != 0)
+    known: list[str] = []
+    if tool in READ_TOOLS and isinstance(tool_input.get(READ_TOOLS[tool]), str) and not failed:
+        known.append(_absolute(tool_input[READ_TOOLS[tool]], cwd))
+    if tool in FILE_EDITING_TOOLS and not failed:
+        known += [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+    command = shell_command(tool, tool_input)
+    if command is None:
+        return known, None, None
+    error = None
+    if failed:
+        error = payload.get("error") if isinstance(payload.get("error"), str) else ""
+        if not error and isinstance(response, dict):
+            error = str(response.get("stderr") or response.get("stdout") or "")
+        error = (error or "command failed").strip()[-ERROR_TEXT_KEPT:]
+    return known, task_of(command), error
