@@ -140,6 +140,13 @@ def cmd_status(protocol, args) -> int:
     _section("hands-off locks", state["hands_off"], lambda r: (
         f"{r['entity']}  {_duration(parse_iso(r['expires_at']) - moment)} left, by {r.get('source', '?')}: "
         f"{r.get('reason') or '-'}"))
+    if "halt_store_error" in state:
+        _out(f"HALT STORE UNREADABLE: {state['halt_store_error']} (every session is held; leash doctor)")
+    _section("pending halts", state["pending_halts"], lambda r: (
+        f"{r['halt_id'][:8]}  {r['severity']}  {r.get('condition_name') or r['halt_type']}  {r['session_id']}  "
+        f"{_ago(r['triggered_at'], moment)}: {r['description'][:100]}"))
+    _section("restart-loop breakers", state["loops"], lambda r: (
+        f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
     _section("sessions seen", state["sessions"], lambda r: (
         f"{r['session_id']}  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
         f"last tool {r.get('last_tool') or '-'}  seen {_ago(r.get('last_seen', ''), moment)}"))

@@ -44,6 +44,7 @@ def examine(protocol: StopProtocol, *, repair: bool = False, now: float | None =
     yield from _check_registry(protocol, REGISTRY_NAME, repair, now)
     yield from _check_registry(protocol, SESSIONS_NAME, repair, now)
     yield from _check_acklog(protocol, repair)
+    yield from _check_halts(protocol, repair, now)
     yield from _check_leftovers(home, repair)
 
 
@@ -134,6 +135,53 @@ def _check_acklog(protocol: StopProtocol, repair: bool) -> Iterator[Finding]:
         yield Finding("fail", ACK_LOG_NAME, f"hash chain broken at line {report.first_broken_line}: {report.problem}")
     if report.torn_file_bytes:
         yield Finding("warn", ACK_LOG_NAME + ".torn", f"{report.torn_file_bytes} bytes of torn tails kept for inspection")
+
+
+def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:
+    """halts.db: integrity, schema version, the 90-day archive. A database that
+    cannot be read holds every session (the gate fails safe); repair moves it
+    aside (with its -wal and -shm) so a fresh one can start."""
+    from core.clock import now_seconds
+    from core.halts.store import DB_NAME, HaltStoreUnavailable, archive_old_events, db_path, exists, open_store
+
+    home = protocol.home
+    if not exists(home):
+        yield Finding("ok", DB_NAME, "absent; no halt has been recorded")
+        return
+    problem = ""
+    try:
+        connection = open_store(home, create=False)
+        try:
+            verdict = connection.execute("PRAGMA integrity_check").fetchone()[0]
+            if verdict != "ok":
+                problem = f"integrity check: {verdict}"
+            else:
+                moved = archive_old_events(connection, now=now_seconds(now), force=True)
+                pending = connection.execute("SELECT count(*) FROM halt_events WHERE acknowledged = 0").fetchone()[0]
+                archived = f"; archived {moved} settled events older than 90 days" if moved else ""
+                yield Finding("ok", DB_NAME, f"{pending} unacknowledged halts{archived}")
+        finally:
+            connection.close()
+    except (HaltStoreUnavailable, Exception) as exc:  # noqa: B014 - any sqlite failure is a finding
+        problem = str(exc)
+    if not problem:
+        return
+    if not repair:
+        yield Finding("fail", DB_NAME, f"unreadable ({problem}); the gate holds every session until it is repaired "
+                                       "(leash doctor --repair moves it aside; its halts are then no longer "
+                                       "enforced)")
+        return
+    from core.statefile import quarantine
+
+    path = db_path(home)
+    moved = quarantine(path, now=now)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix) and moved:
+            os.rename(path + suffix, moved + suffix)
+    protocol.acklog.append("state_quarantined", source="leash", session_id="", now=now, file=DB_NAME,
+                           moved_to=os.path.basename(moved or ""),
+                           reason=f"{DB_NAME} unreadable ({problem}); moved aside; a new one starts empty")
+    yield Finding("fixed", DB_NAME, f"was unreadable ({problem}); moved to {os.path.basename(moved or '')}")
 
 
 def _check_leftovers(home: Path, repair: bool) -> Iterator[Finding]:

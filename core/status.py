@@ -32,6 +32,13 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, A
         result["stopped_sessions"].append({"session_id": session_id, **record})
     for entity, lock in sorted(protocol.hands_off_registry.active(now=now).items()):
         result["hands_off"].append({"entity": entity, **lock})
+    from core.halts import HaltStoreUnavailable, get_session_halts
+
+    try:
+        pending = get_session_halts({"pending": True, "limit": 10_000}, home=protocol.home, now=now)
+        result["pending_halts"] = pending["halts"]
+    except HaltStoreUnavailable as exc:
+        result["halt_store_error"] = str(exc)
     from core import loopguard
     from core.config import ConfigError, load_config
 
