@@ -145,6 +145,8 @@ def cmd_status(protocol, args) -> int:
     _section("pending halts", state["pending_halts"], lambda r: (
         f"{r['halt_id'][:8]}  {r['severity']}  {r.get('condition_name') or r['halt_type']}  {r['session_id']}  "
         f"{_ago(r['triggered_at'], moment)}: {r['description'][:100]}"))
+    _section("warrants", state["warrants"], lambda r: (
+        f"{r['id']}  {r['target']}  {r['state']}  attempt {r.get('attempt', 0)}: {r.get('reason', '')}"))
     _section("restart-loop breakers", state["loops"], lambda r: (
         f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
     _section("sessions seen", state["sessions"], lambda r: (
@@ -164,8 +166,9 @@ def format_line(record: dict[str, Any]) -> str:
     extra = {k: v for k, v in record.items()
              if k not in ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")}
     extras = "".join(f"  {k}={v}" for k, v in extra.items())
+    reason = " / ".join(line for line in str(record.get("reason") or "-").splitlines() if line.strip())
     return (f"{record.get('seq', '?'):>5}  {record.get('timestamp', '?')}  {record.get('event', '?'):<17} "
-            f"{record.get('source', '?')}  {record.get('session_id') or '-'}  {record.get('reason') or '-'}{extras}")
+            f"{record.get('source', '?')}  {record.get('session_id') or '-'}  {reason or '-'}{extras}")
 
 
 def cmd_log(protocol, args) -> int:
@@ -265,6 +268,71 @@ def cmd_halts(protocol, args) -> int:
     return run_halts(protocol, args, Refused)
 
 
+# ------------------------------------------------------------------ warrants
+def cmd_warrant(protocol, args) -> int:
+    from core.warrants import WarrantError, WarrantQueue
+    from core.warrants.kennel import running_kennel
+
+    queue = WarrantQueue(protocol.home, protocol.acklog)
+    try:
+        if args.warrant_command == "file":
+            warrant, created = queue.file(args.target, reason=args.reason, requester=args.requester or args.source)
+            if created:
+                kennel = "" if running_kennel(protocol.home) else " (no kennel is running: leash kennel)"
+                _out(f"filed {warrant['id']} against {args.target}{kennel}")
+            else:
+                _out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
+            return 0
+        if args.warrant_command == "pardon":
+            result, record = queue.pardon(args.warrant_id, source=args.source, reason=args.reason)
+            if result == "requested":
+                import time
+
+                deadline = time.time() + 5
+                while time.time() < deadline and queue.find(record.get("id", args.warrant_id))[0] != "completed":
+                    time.sleep(0.1)
+                kind, done = queue.find(record.get("id", args.warrant_id))
+                if kind == "completed":
+                    _out(f"pardoned {done['id']}: {done['warrant']['target']} lives ({done['outcome']})")
+                else:
+                    _out(f"pardon requested for {record.get('id')}; its dog acts on it at its next poll")
+            else:
+                _out(f"pardoned {record['id']}: {record['warrant']['target']} lives")
+            return 0
+    except WarrantError as exc:
+        raise Refused(str(exc)) from None
+    listing = queue.listing()
+    if args.json:
+        _out(json.dumps(listing, indent=2))
+        return 0
+    moment = now_seconds()
+    _section("pending", listing["pending"], lambda w: (
+        f"{w['id']}  {w['target']}  filed {_ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
+    _section("active", listing["active"], lambda d: (
+        f"{d['id']}  {d['warrant']['target']}  {d['state']}  attempt {d.get('attempt', 0)}/3"
+        + (f"  gate closes in {_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
+           d["state"] == "interrogating" else "")))
+    _section("finished", listing["completed"], lambda d: (
+        f"{d['id']}  {d['warrant']['target']}  {d.get('outcome')}  attempt {d.get('attempt', 0)}  "
+        f"{_ago(d.get('completed_at', ''), moment)}"))
+    return 0
+
+
+def cmd_kennel(protocol, args) -> int:
+    from core.warrants.kennel import Kennel, running_kennel
+
+    other = running_kennel(protocol.home)
+    if other and other.get("pid") != os.getpid():
+        _out(f"another kennel is running (pid {other['pid']} on {other['host']}); claims keep them apart")
+    import asyncio
+
+    kennel = Kennel(protocol.home, dogs=args.dogs, until_idle=args.until_idle)
+    finished = asyncio.run(kennel.run())
+    for state in finished:
+        _out(f"{state['id']}  {state['warrant']['target']}  {state['outcome']}")
+    return 0
+
+
 def cmd_hook(protocol, args) -> int:
     from core.hooks import run as run_hook
 
@@ -274,6 +342,6 @@ def cmd_hook(protocol, args) -> int:
 COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
-    "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts,
+    "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
 }
-ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts"}
+ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

@@ -122,6 +122,22 @@ def build_parser():
 
     add_halts_parsers(sub, common, acting, Parser, _whole)
 
+    p = sub.add_parser("warrant", parents=[common], help="death warrants: file, list, pardon")
+    warrant = p.add_subparsers(dest="warrant_command", metavar="ACTION", parser_class=Parser, required=True)
+    q = warrant.add_parser("file", parents=[acting], help="ask the kennel to interrogate (and maybe kill) a session")
+    q.add_argument("target", help="tmux session name")
+    q.add_argument("--reason", required=True)
+    q.add_argument("--requester", help="who files it (default: --source)")
+    q = warrant.add_parser("list", parents=[common], help="pending, active and finished warrants")
+    q.add_argument("--json", action="store_true")
+    q = warrant.add_parser("pardon", parents=[acting], help="cancel a warrant at any time")
+    q.add_argument("warrant_id", metavar="ID")
+    q.add_argument("--reason", default="")
+
+    p = sub.add_parser("kennel", parents=[common], help="run the dogs that work the warrant queue")
+    p.add_argument("--dogs", type=_whole, help="pool size (default [warrants] dogs, 5)")
+    p.add_argument("--until-idle", action="store_true", help="exit when no warrant is pending or active")
+
     p = sub.add_parser("reply", parents=[common], help="record a message in the built-in reply ledger")
     p.add_argument("direction", choices=["in", "out"], help="in: a correspondent wrote; out: a reply was sent")
     p.add_argument("--channel", required=True)

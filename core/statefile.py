@@ -105,6 +105,24 @@ class locked:
         held.mutex.release()
 
 
+def try_hold(path: str | os.PathLike) -> int | None:
+    """Take an exclusive flock on ``path`` without waiting and keep it: the
+    descriptor is returned (None when another process holds it). The kernel
+    drops the lock when the holder dies, so a claim never outlives its owner.
+    Release with ``release_hold``."""
+    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_hold(fd: int) -> None:
+    os.close(fd)
+
+
 # --------------------------------------------------------------------- write
 def fsync_dir(directory: str) -> None:
     try:

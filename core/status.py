@@ -39,6 +39,13 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, A
         result["pending_halts"] = pending["halts"]
     except HaltStoreUnavailable as exc:
         result["halt_store_error"] = str(exc)
+    from core.warrants import WarrantQueue
+
+    queue = WarrantQueue(protocol.home, protocol.acklog)
+    for warrant in queue.pending():
+        result["warrants"].append({**warrant, "state": "pending", "attempt": 0})
+    for dog in queue.active():
+        result["warrants"].append({**dog.get("warrant", {}), **{k: v for k, v in dog.items() if k != "warrant"}})
     from core import loopguard
     from core.config import ConfigError, load_config
 

@@ -1,0 +1,143 @@
+"""The one module that talks to tmux, through libtmux.
+
+Every other module asks this one to list sessions, capture a pane, send a
+message, check that a session exists, or kill it. The server is chosen once:
+an explicit socket path, else ``$LEASH_TMUX_SOCKET``, else ``[tmux] socket``
+in config.toml, else tmux's default server — so every test runs on a private
+server of its own.
+
+Session names are matched exactly (``=name``), never by tmux's prefix rule, so
+a warrant for ``agent-1`` can never reach ``agent-10``.
+
+Failure: a server that is not running means "no sessions" (``has_session`` is
+False, ``list_sessions`` is empty); other tmux errors raise ``TmuxError`` with
+tmux's own message.
+"""
+from __future__ import annotations
+
+import os
+
+SOCKET_ENV = "LEASH_TMUX_SOCKET"
+FIELD_SEPARATOR = "\x1f"
+
+
+class TmuxError(Exception):
+    pass
+
+
+def resolve_socket(socket: str | None = None, *, home=None) -> str | None:
+    if socket:
+        return socket
+    if os.environ.get(SOCKET_ENV):
+        return os.environ[SOCKET_ENV]
+    if home is not None:
+        from core.config import load_config
+
+        configured = load_config(home)["tmux"]["socket"]
+        if configured:
+            return os.path.expanduser(configured)
+    return None
+
+
+class Tmux:
+    """One tmux server."""
+
+    def __init__(self, socket: str | None = None, *, home=None):
+        import libtmux
+
+        self.socket = resolve_socket(socket, home=home)
+        self.server = libtmux.Server(socket_path=self.socket) if self.socket else libtmux.Server()
+
+    # ------------------------------------------------------------ plumbing
+    def _run(self, *args: str, quiet_missing: bool = False) -> list[str]:
+        result = self.server.cmd(*args)
+        if result.returncode != 0:
+            message = " ".join(result.stderr).strip() or f"tmux {args[0]} failed"
+            if quiet_missing and _is_missing(message):
+                return []
+            raise TmuxError(message)
+        return result.stdout
+
+    @staticmethod
+    def _target(name: str) -> str:
+        return f"={name}:"
+
+    # ------------------------------------------------------------ sessions
+    def has_session(self, name: str) -> bool:
+        result = self.server.cmd("has-session", "-t", f"={name}")
+        return result.returncode == 0
+
+    def list_sessions(self) -> list[dict]:
+        """Every session with its panes: name, created, attached, and for each
+        pane its id, pid, current command and whether it is active."""
+        fields = ["#{session_name}", "#{session_created}", "#{session_attached}", "#{pane_id}", "#{pane_pid}",
+                  "#{pane_current_command}", "#{pane_active}", "#{window_active}"]
+        try:
+            lines = self._run("list-panes", "-a", "-F", FIELD_SEPARATOR.join(fields), quiet_missing=True)
+        except TmuxError as exc:
+            if _is_missing(str(exc)):
+                return []
+            raise
+        sessions: dict[str, dict] = {}
+        for line in lines:
+            parts = line.split(FIELD_SEPARATOR)
+            if len(parts) != len(fields):
+                continue
+            name, created, attached, pane_id, pid, command, active, window_active = parts
+            session = sessions.setdefault(name, {"name": name, "created": int(created or 0),
+                                                 "attached": attached not in ("", "0"), "panes": []})
+            session["panes"].append({"id": pane_id, "pid": int(pid or 0), "command": command,
+                                     "active": active == "1" and window_active == "1"})
+        return sorted(sessions.values(), key=lambda s: s["name"])
+
+    def new_session(self, name: str, command: str | None = None, *, width: int = 120, height: int = 30,
+                    environment: dict[str, str] | None = None) -> None:
+        args = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height)]
+        for key, value in (environment or {}).items():
+            args += ["-e", f"{key}={value}"]
+        if command:
+            args.append(command)
+        self._run(*args)
+
+    def kill(self, name: str) -> None:
+        self._run("kill-session", "-t", f"={name}", quiet_missing=True)
+
+    def kill_server(self) -> None:
+        self.server.cmd("kill-server")
+
+    # ------------------------------------------------------------ panes
+    def position(self, name: str) -> int:
+        """Absolute index of the active pane's cursor line (history + row): what
+        the pane shows from here on is new."""
+        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size} #{cursor_y}")
+        history, row = (out[0].split() + ["0", "0"])[:2] if out else ("0", "0")
+        return int(history) + int(row)
+
+    def capture(self, name: str, lines: int = 200) -> list[str]:
+        """The last ``lines`` lines of the active pane, history included, without
+        the blank rows below the cursor."""
+        out = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", f"-{max(1, lines)}")
+        while out and not out[-1].strip():
+            out.pop()
+        return out[-lines:]
+
+    def lines_since(self, name: str, position: int) -> list[str]:
+        """What the active pane shows from absolute line ``position`` on."""
+        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size}")
+        history = int(out[0]) if out and out[0].strip().isdigit() else 0
+        start = position - history  # negative: still in the history
+        text = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", str(start))
+        while text and not text[-1].strip():
+            text.pop()
+        return text
+
+    def send_message(self, name: str, text: str) -> None:
+        """Type ``text`` into the active pane (literally) and press Enter."""
+        self._run("send-keys", "-t", self._target(name), "-l", text)
+        self._run("send-keys", "-t", self._target(name), "Enter")
+
+
+def _is_missing(message: str) -> bool:
+    lowered = message.lower()
+    return any(p in lowered for p in ("no server running", "can't find session", "error connecting",
+                                      "no such file or directory", "can't find pane", "can't find window"))

@@ -1,0 +1,215 @@
+"""A dog: one warrant worked through gastown's state machine.
+
+    received -> interrogating -> evaluating -> (pardoned | interrogating again | executing) -> complete
+
+``Dog.tick(now)`` does one step and returns the seconds until it wants the
+next one (None when complete). Each attempt sends the health check and opens a
+gate that closes at its timeout (60, 120, 240 s by default) or earlier when the
+pane answers; the dog looks every ``poll_seconds``. Every transition rewrites
+``dogs/active/<id>.json`` (atomically), so a kennel that dies is resumed by the
+next one in the same state and at the same deadline.
+
+Before a kill the dog checks hands-off (the target, and the agent sessions and
+entities inside it): a locked target is left alive, outcome
+``blocked_hands_off``, and the operator is told through the ack log. The
+pane's last 200 lines are kept as ``final_screen``. The kill is verified; a
+session that survives it is outcome ``failed``. An operator's pardon (a
+``<id>.pardon`` request) is honoured at the next poll, in any state before the
+kill. A target that is gone (before or during interrogation) is
+``already_dead``.
+
+Failure: a tmux error during a poll is treated as "no answer yet"; the dog
+keeps its deadline.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from core.clock import iso, now_seconds, parse_iso
+from core.statefile import write_json
+from core.warrants.epitaph import answered, epitaph, health_check
+
+FINAL_SCREEN_LINES = 200
+DEFAULT_TIMEOUTS = (60.0, 120.0, 240.0)
+OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
+                 "blocked_hands_off": "warrant_blocked"}
+
+
+class Dog:
+    def __init__(self, queue, state: dict, *, tmux, timeouts=DEFAULT_TIMEOUTS, poll_seconds: float = 1.0,
+                 pardon_on_activity: bool = False, hands_off=None):
+        self.queue = queue
+        self.state = state
+        self.tmux = tmux
+        self.timeouts = [float(t) for t in timeouts]
+        self.poll_seconds = poll_seconds
+        self.pardon_on_activity = pardon_on_activity
+        self.hands_off = hands_off or (lambda target: None)
+
+    @property
+    def id(self) -> str:
+        return self.state["id"]
+
+    @property
+    def target(self) -> str:
+        return self.state["warrant"]["target"]
+
+    def _save(self) -> None:
+        write_json(self.queue.active_path(self.id), self.state)
+
+    def _message(self) -> str:
+        w = self.state["warrant"]
+        attempt = self.state["attempt"]
+        return health_check(self.target, self.timeouts[attempt - 1], w.get("reason", ""),
+                            w.get("requester", ""), attempt, len(self.timeouts))
+
+    # ------------------------------------------------------------ steps
+    def tick(self, now: float | None = None) -> float | None:
+        moment = now_seconds(now)
+        state = self.state["state"]
+        request = self.queue.pardon_request(self.id) if state != "complete" else None
+        if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
+            return self._finish("pardoned", moment, by=request.get("source") or "operator",
+                                note=request.get("reason", ""))
+        if state == "received":
+            if not self._alive():
+                return self._finish("already_dead", moment)
+            return self._interrogate(1, moment)
+        if state == "interrogating":
+            return self._wait(moment)
+        if state == "evaluating":
+            return self._evaluate(moment)
+        if state == "executing":
+            return self._execute(moment)
+        if state == "pardoned":
+            return self._finish("pardoned", moment)
+        return None
+
+    def _alive(self) -> bool:
+        try:
+            return self.tmux.has_session(self.target)
+        except Exception:
+            return False
+
+    def _interrogate(self, attempt: int, moment: float) -> float:
+        self.state["attempt"] = attempt
+        self.state["baseline"] = self.tmux.position(self.target)
+        self.tmux.send_message(self.target, self._message())
+        timeout = self.timeouts[attempt - 1]
+        self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
+                          timeout_seconds=timeout)
+        self._save()
+        return min(self.poll_seconds, timeout)
+
+    def _answer(self) -> str | None:
+        try:
+            lines = self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0))
+        except Exception:
+            return None
+        return answered(lines, self._message(), pardon_on_activity=self.pardon_on_activity)
+
+    def _deadline(self) -> float:
+        return parse_iso(self.state["next_timeout"])
+
+    def _wait(self, moment: float) -> float | None:
+        if not self._alive():
+            return self._finish("already_dead", moment)
+        if self._answer() is not None:
+            return self._pardon(moment)
+        remaining = self._deadline() - moment
+        if remaining > 0:
+            return min(self.poll_seconds, remaining)
+        self.state["state"] = "evaluating"
+        self._save()
+        return self._evaluate(moment)
+
+    def _evaluate(self, moment: float) -> float | None:
+        if not self._alive():
+            return self._finish("already_dead", moment)
+        if self._answer() is not None:
+            return self._pardon(moment)
+        if self.state["attempt"] < len(self.timeouts):
+            return self._interrogate(self.state["attempt"] + 1, moment)
+        self.state["state"] = "executing"
+        self._save()
+        return self._execute(moment)
+
+    def _pardon(self, moment: float) -> float | None:
+        sent = parse_iso(self.state["last_message_at"]) if self.state.get("last_message_at") else moment
+        self.state.update(state="pardoned", wait_seconds=round(max(0.0, moment - sent), 3))
+        self._save()
+        return self._finish("pardoned", moment)
+
+    def _execute(self, moment: float) -> float | None:
+        if not self._alive():
+            # a kill that happened before a crash, or a session that ended itself
+            return self._finish("executed" if self.state.get("kill_sent") else "already_dead", moment)
+        blocked = self.hands_off(self.target)
+        if blocked:
+            self.state["blocked_by"] = blocked
+            return self._finish("blocked_hands_off", moment)
+        try:
+            self.state["final_screen"] = "\n".join(self.tmux.capture(self.target, FINAL_SCREEN_LINES))
+        except Exception as exc:
+            self.state["final_screen"] = f"(could not capture the pane: {exc})"
+        self.state["kill_sent"] = True
+        self._save()
+        try:
+            self.tmux.kill(self.target)
+        except Exception as exc:
+            self.state["kill_error"] = str(exc)
+        return self._finish("failed" if self._alive() else "executed", moment)
+
+    def _finish(self, outcome: str, moment: float, *, by: str | None = None, note: str = "") -> None:
+        finish(self.queue, self.state, outcome, now=moment, timeouts=self.timeouts, by=by, note=note)
+        return None
+
+
+def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | None = None,
+           note: str = "") -> dict:
+    """Write the epitaph, the ``.done`` file and the ack-log lines, and move the
+    state to ``dogs/completed``. Call it holding the warrant's claim."""
+    stamp = iso(now)
+    text = epitaph(outcome, state, at=stamp, timeouts=list(timeouts), by=by)
+    state.update(state="complete", outcome=outcome, epitaph=text, completed_at=stamp)
+    if by:
+        state["pardoned_by"] = by
+    warrant = state["warrant"]
+    write_json(queue.active_path(state["id"]), state)
+    started = parse_iso(state["started_at"]) if state.get("started_at") else now
+    write_json(os.path.join(queue.active_dir, f"{state['id']}.done"), {
+        "dog_id": state["id"], "warrant_id": warrant.get("id"), "target": warrant.get("target"),
+        "outcome": outcome, "duration": f"{max(0.0, now - started):g}s"})
+    os.makedirs(queue.completed_dir, mode=0o700, exist_ok=True)
+    os.replace(queue.active_path(state["id"]), queue.completed_path(state["id"]))
+    for leftover in (queue.pardon_path(state["id"]),):
+        try:
+            os.unlink(leftover)
+        except FileNotFoundError:
+            pass
+    source = by or "kennel"
+    event = OUTCOME_EVENT.get(outcome)
+    if event:
+        reason = note or {"pardoned": f"responded at attempt {state.get('attempt')}" if not by else "operator pardon",
+                          "executed": "no answer after every attempt",
+                          "blocked_hands_off": f"target is hands-off ({state.get('blocked_by', '')}); not killed — "
+                                               "an operator must decide"}[outcome]
+        queue.acklog.append(event, source=source, session_id=warrant.get("target", ""), reason=reason, now=now,
+                            warrant_id=warrant.get("id"), attempt=state.get("attempt"))
+    queue.acklog.append("epitaph", source=source, session_id=warrant.get("target", ""), reason=text, now=now,
+                        warrant_id=warrant.get("id"), outcome=outcome)
+    return state
+
+
+def finish_without_dog(queue, state: dict, *, source: str, reason: str, now: float) -> dict:
+    """An operator's pardon of a warrant no dog is working."""
+    return finish(queue, state, "pardoned", now=now, timeouts=DEFAULT_TIMEOUTS, by=source, note=reason)
+
+
+def done_record(queue, warrant_id: str) -> dict | None:
+    try:
+        with open(os.path.join(queue.active_dir, f"{warrant_id}.done")) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,74 @@
+"""Health-check messages and epitaphs: gastown's texts, word for word.
+
+The message contains the word ALIVE (it asks for it), so ``answered`` never
+looks at the message's own lines: only a line that is the token ALIVE on its
+own — ``ALIVE``, ``ALIVE.``, ``> ALIVE`` — written after the message counts as
+an answer. With ``pardon_on_activity`` any new line that is not an echo of the
+message counts too (gastown's "implicit activity").
+"""
+from __future__ import annotations
+
+import re
+
+ALIVE_ALONE = re.compile(r"^\W*ALIVE\W*$")
+
+
+def health_check(target: str, timeout: float, reason: str, requester: str, attempt: int, attempts: int) -> str:
+    return (f"[DOG] HEALTH CHECK: Session {target}, respond ALIVE within {timeout:g}s or face termination.\n"
+            f"Warrant reason: {reason}\n"
+            f"Filed by: {requester}\n"
+            f"Attempt: {attempt}/{attempts}")
+
+
+def _without_echo(line: str, message_lines: list[str]) -> str | None:
+    """The part of a pane line that is not an echo of the message; None when
+    the whole line is (a piece of) the message."""
+    text = line.strip()
+    rest = text
+    for sent in sorted(message_lines, key=len, reverse=True):
+        rest = rest.replace(sent, " ")
+    if rest != text:  # the line held an echoed message line; judge what is left
+        return rest.strip()
+    if len(text) >= 6 and any(text in sent for sent in message_lines):
+        return None  # a fragment of a message line
+    return text
+
+
+def answered(lines: list[str], message: str, *, pardon_on_activity: bool = False) -> str | None:
+    """"alive", "activity" or None for what the pane showed after the message.
+
+    An echoed message line is cut out of the pane line it appears in, so an
+    answer printed on the same line as the echo still counts, and the echo's
+    own "respond ALIVE within" never does."""
+    sent = [m.strip() for m in message.splitlines() if m.strip()]
+    activity = False
+    for line in lines:
+        rest = _without_echo(line, sent)
+        if not rest:
+            continue
+        if ALIVE_ALONE.match(rest):
+            return "alive"
+        activity = True
+    return "activity" if activity and pardon_on_activity else None
+
+
+def epitaph(outcome: str, state: dict, *, at: str, timeouts: list[float], by: str | None = None) -> str:
+    warrant = state.get("warrant") or {}
+    head = (f"EPITAPH: {warrant.get('target')}\n"
+            f"Verdict: {outcome.upper()}\n"
+            f"Warrant: {warrant.get('id')}\n"
+            f"Reason: {warrant.get('reason')}\n"
+            f"Filed by: {warrant.get('requester')}\n")
+    attempt = state.get("attempt") or 0
+    if outcome == "pardoned":
+        if by:
+            return head + f"Pardoned by: {by} (attempt {attempt})\nPardoned at: {at}"
+        return head + f"Response: Attempt {attempt}, after {state.get('wait_seconds', 0):g}s\nPardoned at: {at}"
+    if outcome == "executed":
+        parts = " + ".join(f"{t:g}s" for t in timeouts)
+        return head + f"Attempts: {len(timeouts)} ({parts} = {sum(timeouts):g}s total)\nExecuted at: {at}"
+    if outcome == "already_dead":
+        return head + "Note: Target session not found at warrant processing"
+    if outcome == "blocked_hands_off":
+        return head + f"Note: Target is hands-off ({state.get('blocked_by', '')}); not killed\nBlocked at: {at}"
+    return head + f"Note: Kill did not take: the session survived\nFailed at: {at}"

@@ -1,0 +1,184 @@
+"""The kennel: a pool of dogs working the warrant queue.
+
+``Kennel.run()`` (asyncio) keeps ``kennel.json`` — pid, host, started_at,
+heartbeat_at, dogs — fresh every second, resumes dogs whose kennel died (their
+claim is free) and then takes pending warrants in filing order, up to ``dogs``
+at a time; warrants beyond the pool wait. Each dog runs in its own task and
+sleeps between polls; tmux calls run in worker threads so one slow pane never
+stalls the others. ``until_idle`` ends the run when nothing is pending or
+active. SIGTERM/SIGINT stop it cleanly: active dogs keep their state for the
+next kennel.
+
+``running_kennel(home)`` says whether another kennel is alive (a heartbeat
+younger than ``HEARTBEAT_STALE_SECONDS`` from a live pid).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+
+from core.clock import iso, now_seconds, parse_iso
+from core.statefile import read_json, write_json
+from core.warrants.dog import Dog
+from core.warrants.queue import WarrantQueue
+
+KENNEL_NAME = "kennel.json"
+HEARTBEAT_SECONDS = 1.0
+HEARTBEAT_STALE_SECONDS = 5.0
+IDLE_POLL_SECONDS = 0.5
+
+
+def running_kennel(home, *, now: float | None = None) -> dict | None:
+    try:
+        data = read_json(os.path.join(os.fspath(home), KENNEL_NAME), None)
+    except Exception:
+        return None
+    if not isinstance(data, dict) or data.get("stopped_at"):
+        return None
+    try:
+        fresh = now_seconds(now) - parse_iso(data.get("heartbeat_at", "")) < HEARTBEAT_STALE_SECONDS
+    except ValueError:
+        return None
+    if not fresh:
+        return None
+    if data.get("host") == socket.gethostname():
+        try:
+            os.kill(int(data.get("pid", 0)), 0)
+        except (OSError, ValueError):
+            return None
+    return data
+
+
+def hands_off_check(home):
+    """target -> the hands-off entity that protects it (or None)."""
+    from core.handsoff import HandsOffRegistry
+    from core.sessions import SessionRegistry
+
+    registry = HandsOffRegistry(home)
+    sessions = SessionRegistry(home, registry.acklog)
+
+    def check(target: str) -> str | None:
+        candidates = [target]
+        for session_id, record in sessions.all().items():
+            if record.get("tmux_session") == target:
+                candidates += [session_id] + ([record["entity"]] if record.get("entity") else [])
+        return next((c for c in candidates if registry.is_hands_off(c)), None)
+
+    return check
+
+
+class Kennel:
+    def __init__(self, home, *, dogs: int | None = None, tmux=None, timeouts=None, poll_seconds: float | None = None,
+                 pardon_on_activity: bool | None = None, until_idle: bool = False):
+        from core.config import load_config
+
+        self.home = os.fspath(home)
+        settings = load_config(self.home)["warrants"]
+        self.size = dogs if dogs is not None else settings["dogs"]
+        if self.size < 1:
+            raise ValueError("a kennel needs at least one dog")
+        self.timeouts = list(timeouts if timeouts is not None else settings["timeouts"])
+        self.poll_seconds = poll_seconds if poll_seconds is not None else settings["poll_seconds"]
+        self.pardon_on_activity = (pardon_on_activity if pardon_on_activity is not None
+                                   else settings["pardon_on_activity"])
+        self.until_idle = until_idle
+        self.queue = WarrantQueue(self.home)
+        if tmux is None:
+            from core.tmux import Tmux
+
+            tmux = Tmux(home=self.home)
+        self.tmux = tmux
+        self.hands_off = hands_off_check(self.home)
+        self.owner = {"pid": os.getpid(), "host": socket.gethostname()}
+        self.working: dict[str, asyncio.Task] = {}
+        self.started_at = iso(time.time())
+        self.finished: list[dict] = []
+
+    def _heartbeat(self, *, stopped: bool = False) -> None:
+        record = {"pid": self.owner["pid"], "host": self.owner["host"], "started_at": self.started_at,
+                  "heartbeat_at": iso(time.time()), "dogs": self.size, "working": sorted(self.working)}
+        if stopped:
+            record["stopped_at"] = iso(time.time())
+        write_json(os.path.join(self.home, KENNEL_NAME), record)
+
+    async def _run_dog(self, state: dict, fd: int) -> None:
+        dog = Dog(self.queue, state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
+                  pardon_on_activity=self.pardon_on_activity, hands_off=self.hands_off)
+        try:
+            while True:
+                delay = await asyncio.to_thread(dog.tick, time.time())
+                if delay is None:
+                    self.finished.append(dog.state)
+                    return
+                await asyncio.sleep(max(0.0, delay))
+        finally:
+            self.queue.release(dog.id, fd)
+            self.working.pop(dog.id, None)
+
+    def _fill(self) -> None:
+        free = self.size - len(self.working)
+        if free <= 0:
+            return
+        for state, fd in self.queue.claim_orphans(owner=self.owner, skip=set(self.working))[:free]:
+            self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
+        while len(self.working) < self.size:
+            claimed = self.queue.claim_next(owner=self.owner)
+            if claimed is None:
+                break
+            state, fd = claimed
+            self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
+
+    def _tidy_done_files(self) -> None:
+        try:
+            names = os.listdir(self.queue.active_dir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.endswith(".done") and os.path.exists(self.queue.completed_path(name[:-5])):
+                try:
+                    os.unlink(os.path.join(self.queue.active_dir, name))
+                except FileNotFoundError:
+                    pass
+
+    async def run(self) -> list[dict]:
+        """Work until stopped (or idle, with ``until_idle``); returns the dogs finished."""
+        import signal
+
+        self.queue.ensure_dirs()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        last_beat = 0.0
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                self._fill()
+                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    self._heartbeat()
+                    self._tidy_done_files()
+                    last_beat = time.monotonic()
+                if self.until_idle and not self.working and not self.queue.pending() and not self._orphans():
+                    break
+                await asyncio.wait(list(self.working.values()) + [stopping], timeout=IDLE_POLL_SECONDS,
+                                   return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            for task in self.working.values():
+                task.cancel()
+            if self.working:
+                await asyncio.gather(*self.working.values(), return_exceptions=True)
+            self._heartbeat(stopped=True)
+        return self.finished
+
+    def _orphans(self) -> bool:
+        return any(s.get("id") not in self.working for s in self.queue.active())
+
+
+def run_kennel(home, **options) -> list[dict]:
+    return asyncio.run(Kennel(home, **options).run())
