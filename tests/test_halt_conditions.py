@@ -544,8 +544,6 @@ def test_kubectl_read_only_verb_first_does_not_fire():
     assert check("unauthorized_production", seed(commands=["kubectl get pods --context prod"])) is None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: read_only_command only looks at argv[1], so a global flag before "
-                                       "the verb (kubectl --context prod get pods) makes a read-only call 'changing'")
 def test_kubectl_read_only_with_context_flag_first_does_not_fire():
     assert check("unauthorized_production", seed(commands=["kubectl --context prod get pods"])) is None
 

@@ -144,9 +144,27 @@ def read_only_command(command) -> bool:
     from core.halts.conditions.security import READ_ONLY_PROGRAMS
 
     if command.program in ("kubectl", "oc", "helm"):
-        return len(command.argv) > 1 and command.argv[1] in ("get", "describe", "logs", "top", "explain",
-                                                             "version", "status", "list", "history")
+        verb = _verb_after_global_options(command.argv[1:])
+        return verb in ("get", "describe", "logs", "top", "explain", "version", "status", "list", "history")
     return command.program in READ_ONLY_PROGRAMS
+
+
+# Global options of kubectl/oc/helm that take a value in the next word.
+_VALUE_OPTIONS = {"--context", "--kube-context", "-n", "--namespace", "--kubeconfig", "-s", "--server", "--cluster",
+                  "--user", "--as", "--token"}
+
+
+def _verb_after_global_options(words: list[str]) -> str:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in _VALUE_OPTIONS  # "--context=prod" carries its value
+            continue
+        return word
+    return ""
 
 
 @condition("unauthorized_production", "scope", "critical")
