@@ -1,0 +1,177 @@
+"""The fleet as the console shows it: every panel's rows, derived from state.
+
+``view(home, tmux_sessions=..., now=...)`` reads the state home once and
+returns plain data: sessions (tmux sessions joined with the agent sessions the
+hooks have seen), pending halts, live warrants (with their open gate), hands-off
+locks, loop breakers, the ack-log tail, recent finished warrants, and a
+summary. The rules that decide what a session's state *is* live here, not in
+the console:
+
+    stopped > paused > halted > under warrant > hands-off > running
+
+(the first that applies wins). Every row has a stable ``key`` so the console can
+update cells in place.
+
+Failure: unreadable stop state or halt store are reported in ``problems`` and
+make every session "stopped"/"halted" as the gate would treat them.
+"""
+from __future__ import annotations
+
+import os
+
+from core.clock import now_seconds, parse_iso
+
+ACK_TAIL_LINES = 200
+RECENT_FINISHED = 20
+SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+
+def _age(stamp: str | None, moment: float) -> float | None:
+    try:
+        return max(0.0, moment - parse_iso(stamp)) if stamp else None
+    except ValueError:
+        return None
+
+
+def _left(stamp: str | None, moment: float) -> float | None:
+    try:
+        return parse_iso(stamp) - moment if stamp else None
+    except ValueError:
+        return None
+
+
+def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = None,
+         ack_tail: int = ACK_TAIL_LINES) -> dict:
+    from core import status
+    from core.halts import api as halts_api
+    from core.stop import StopProtocol, StopStateUnreadable
+    from core.warrants import WarrantQueue
+
+    moment = now_seconds(now)
+    protocol = StopProtocol(home)
+    raw = status.snapshot(protocol, now=moment)
+    problems = [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
+    try:
+        stops = protocol.stops.snapshot()
+    except StopStateUnreadable:
+        stops = {"sessions": {}, "fleet": None}
+    fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
+    locks = {lock["entity"]: lock for lock in raw["hands_off"]}
+    halt_states = _halt_states(home, halts_api)
+    live_warrants = {w["target"]: w for w in raw["warrants"]}
+
+    agents_by_tmux: dict[str, list[dict]] = {}
+    loose_agents = []
+    tmux_names = {s["name"] for s in tmux_sessions or []}
+    for agent in raw["sessions"]:
+        if agent.get("tmux_session") and agent["tmux_session"] in tmux_names:
+            agents_by_tmux.setdefault(agent["tmux_session"], []).append(agent)
+        else:
+            loose_agents.append(agent)
+
+    def state_of(names: list[str], entities: list[str]) -> tuple[str, str]:
+        if "stop_state_error" in raw:
+            return "stopped", "stop state unreadable"
+        if fleet_stop:
+            return "stopped", f"fleet: {fleet_stop.get('reason') or '-'}"
+        for name in names:
+            if name in stops["sessions"]:
+                return "stopped", stops["sessions"][name].get("reason") or "-"
+        if "halt_store_error" in raw:
+            return "halted", "halt store unreadable"
+        held = [halt_states.get(n) for n in names]
+        if "paused" in held:
+            return "paused", "escalated halt"
+        if "halted" in held:
+            return "halted", "unacknowledged halt"
+        for name in names:
+            if name in live_warrants:
+                w = live_warrants[name]
+                return "under warrant", f"{w.get('state')} {w.get('attempt', 0)}/3"
+        for entity in entities:
+            if entity in locks:
+                return "hands-off", locks[entity].get("reason") or entity
+        return "running", ""
+
+    sessions = []
+    for tmux in tmux_sessions or []:
+        agents = agents_by_tmux.get(tmux["name"], [])
+        names = [tmux["name"]] + [a["session_id"] for a in agents]
+        entities = names + [a["entity"] for a in agents if a.get("entity")]
+        state, detail = state_of(names, entities)
+        latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
+        pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
+        sessions.append({
+            "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
+            "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
+            "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""),
+            "age": _age((latest or {}).get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment)),
+            "in_tmux": True,
+        })
+    for agent in loose_agents:
+        names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
+        entities = names + ([agent["entity"]] if agent.get("entity") else [])
+        state, detail = state_of(names, entities)
+        sessions.append({
+            "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
+            "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
+            "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
+            "in_tmux": False,
+        })
+    sessions.sort(key=lambda s: s["name"])
+
+    halts = sorted(raw["pending_halts"], key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))
+    for halt in halts:
+        halt["key"] = f"halt:{halt['halt_id']}"
+        halt["age"] = _age(halt["triggered_at"], moment)
+
+    warrants = []
+    for w in raw["warrants"]:
+        row = {"key": f"warrant:{w['id']}", **w}
+        if w.get("state") == "interrogating" and w.get("next_timeout") and w.get("last_message_at"):
+            total = max(0.001, parse_iso(w["next_timeout"]) - parse_iso(w["last_message_at"]))
+            remaining = max(0.0, parse_iso(w["next_timeout"]) - moment)
+            row.update(gate_left=remaining, gate_fraction=min(1.0, remaining / total))
+        warrants.append(row)
+    finished = sorted(WarrantQueue(protocol.home, protocol.acklog).completed(),
+                      key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
+
+    lock_rows = [{"key": f"lock:{lock['entity']}", **lock, "left": _left(lock.get("expires_at"), moment)}
+                 for lock in raw["hands_off"]]
+    loops = [{"key": f"loop:{loop['name']}", **loop} for loop in raw["loops"]]
+    tail = protocol.acklog.tail(ack_tail)
+    for line in tail:
+        line["key"] = f"ack:{line.get('seq')}:{line.get('hash', '')[:12]}"
+
+    by_severity = {s: 0 for s in SEVERITY_ORDER}
+    for halt in halts:
+        by_severity[halt["severity"]] = by_severity.get(halt["severity"], 0) + 1
+    summary = {
+        "sessions": len(sessions),
+        "stopped": sum(1 for s in sessions if s["state"] == "stopped"),
+        "fleet_stopped": fleet_stop is not None,
+        "halts": by_severity,
+        "warrants": len(warrants),
+        "breakers_tripped": sum(1 for loop in loops if loop.get("tripped")),
+        "locks": len(lock_rows),
+    }
+    return {"now": moment, "home": protocol.home, "summary": summary, "sessions": sessions, "halts": halts,
+            "warrants": warrants, "finished_warrants": finished, "locks": lock_rows, "loops": loops,
+            "acklog": tail, "problems": problems}
+
+
+def _halt_states(home, halts_api) -> dict[str, str]:
+    from core.halts.store import exists, open_store
+
+    home = os.fspath(home)
+    if not exists(home):
+        return {}
+    try:
+        connection = open_store(home, create=False)
+        try:
+            return {r[0]: r[1] for r in connection.execute("SELECT session_id, state FROM session_states"
+                                                           " WHERE state != 'active'")}
+        finally:
+            connection.close()
+    except Exception:
+        return {}
