@@ -333,6 +333,34 @@ def cmd_kennel(protocol, args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ console
+def cmd_console(protocol, args) -> int:
+    from console.app import LeashApp
+    from console.keymap import KeymapError
+    from core.tmux import Tmux
+
+    try:
+        app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel)
+    except KeymapError as exc:
+        from console.cli import UsageError
+
+        raise UsageError(str(exc)) from None
+    app.run()
+    return 0
+
+
+def cmd_demo(protocol, args) -> int:
+    from console.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def cmd_serve(protocol, args) -> int:
+    from console.serve import serve
+
+    return serve(protocol.home, port=args.port, no_kennel=args.no_kennel)
+
+
 def cmd_hook(protocol, args) -> int:
     from core.hooks import run as run_hook
 
@@ -343,5 +371,6 @@ COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
+    "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve,
 }
 ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

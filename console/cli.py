@@ -66,6 +66,14 @@ def build_parser():
                     description="Human-in-the-loop control for fleets of AI coding agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
+    p = sub.add_parser("console", parents=[common], help="the live dashboard (also: leash with no command)")
+    p.add_argument("--no-kennel", action="store_true", help="do not run a kennel inside the console")
+    p = sub.add_parser("demo", parents=[common], help="a throwaway fleet on a private tmux server, then the console")
+    p.add_argument("--keep", action="store_true", help="keep the demo's home afterwards")
+    p = sub.add_parser("serve", parents=[common], help="the console in a browser, on 127.0.0.1 only")
+    p.add_argument("--port", type=_whole, default=8000)
+    p.add_argument("--no-kennel", action="store_true")
+
     p = sub.add_parser("status", parents=[common], help="what is stopped, locked and seen")
     p.add_argument("--json", action="store_true", help="print the machine-readable snapshot")
 
@@ -209,8 +217,7 @@ def dispatch(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            build_parser().print_help()
-            return EXIT_USAGE
+            args.command, args.no_kennel = "console", False
         return actions.run(args)
     except UsageError as exc:
         _say_error(str(exc))

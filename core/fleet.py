@@ -124,6 +124,7 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
     for halt in halts:
         halt["key"] = f"halt:{halt['halt_id']}"
         halt["age"] = _age(halt["triggered_at"], moment)
+        halt["triggered_epoch"] = moment - (halt["age"] or 0.0)
 
     warrants = []
     for w in raw["warrants"]:
@@ -131,13 +132,17 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
         if w.get("state") == "interrogating" and w.get("next_timeout") and w.get("last_message_at"):
             total = max(0.001, parse_iso(w["next_timeout"]) - parse_iso(w["last_message_at"]))
             remaining = max(0.0, parse_iso(w["next_timeout"]) - moment)
-            row.update(gate_left=remaining, gate_fraction=min(1.0, remaining / total))
+            row.update(gate_left=remaining, gate_fraction=min(1.0, remaining / total),
+                       deadline_epoch=parse_iso(w["next_timeout"]), gate_seconds=total)
         warrants.append(row)
     finished = sorted(WarrantQueue(protocol.home, protocol.acklog).completed(),
                       key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
 
-    lock_rows = [{"key": f"lock:{lock['entity']}", **lock, "left": _left(lock.get("expires_at"), moment)}
-                 for lock in raw["hands_off"]]
+    lock_rows = []
+    for lock in raw["hands_off"]:
+        left = _left(lock.get("expires_at"), moment)
+        lock_rows.append({"key": f"lock:{lock['entity']}", **lock, "left": left,
+                          "expires_epoch": moment + left if left is not None else None})
     loops = [{"key": f"loop:{loop['name']}", **loop} for loop in raw["loops"]]
     tail = protocol.acklog.tail(ack_tail)
     for line in tail:

@@ -128,6 +128,15 @@ class StopRegistry:
             )
         return state
 
+    def covering(self, names: list[str]) -> tuple[str, str | None] | None:
+        """Which stop holds a session known by ``names``: ("session", name),
+        ("fleet", None), or None. Resuming that one is what frees it."""
+        stops = self.snapshot()
+        for name in names:
+            if name in stops["sessions"]:
+                return "session", name
+        return ("fleet", None) if stops["fleet"] else None
+
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
              **extra: object) -> dict[str, object]:
         _require_name(session_id, "session id")

@@ -53,6 +53,11 @@ class HaltRefused(Exception):
     """The request is understood but the halt's state does not allow it."""
 
 
+def dismissal_needs_caution(severity: str) -> bool:
+    """The seed: dismissing a critical halt requires ``continue_with_caution``."""
+    return severity == "critical"
+
+
 # ------------------------------------------------------------------ helpers
 def _home(home) -> str:
     return ensure_home(home)
@@ -410,7 +415,8 @@ def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source:
                 raise HaltRefused(f"halt {halt_id} was already {row['resolution']} at {row['acknowledged_at']}")
             if row["resolution"] in ("escalated", "timeout") and resolution == "escalated":
                 raise HaltRefused(f"halt {halt_id} is already escalated; resolve or dismiss it")
-            if resolution == "dismissed" and row["severity"] == "critical" and data.get("continue_with_caution") is not True:
+            if resolution == "dismissed" and dismissal_needs_caution(row["severity"]) \
+                    and data.get("continue_with_caution") is not True:
                 raise HaltRefused(f"halt {halt_id} is critical: dismissing it needs continue_with_caution")
             stamp = iso(moment)
             connection.execute(

@@ -71,7 +71,7 @@ def hands_off_check(home):
 
 class Kennel:
     def __init__(self, home, *, dogs: int | None = None, tmux=None, timeouts=None, poll_seconds: float | None = None,
-                 pardon_on_activity: bool | None = None, until_idle: bool = False):
+                 pardon_on_activity: bool | None = None, until_idle: bool = False, handle_signals: bool = True):
         from core.config import load_config
 
         self.home = os.fspath(home)
@@ -84,6 +84,9 @@ class Kennel:
         self.pardon_on_activity = (pardon_on_activity if pardon_on_activity is not None
                                    else settings["pardon_on_activity"])
         self.until_idle = until_idle
+        self.handle_signals = handle_signals
+        self._loop = None
+        self._stop_event = None
         self.queue = WarrantQueue(self.home)
         if tmux is None:
             from core.tmux import Tmux
@@ -147,9 +150,9 @@ class Kennel:
         import signal
 
         self.queue.ensure_dirs()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        stop = self._stop_event = asyncio.Event()
+        loop = self._loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT) if self.handle_signals else ():
             try:
                 loop.add_signal_handler(sig, stop.set)
             except (NotImplementedError, RuntimeError, ValueError):
@@ -175,6 +178,11 @@ class Kennel:
                 await asyncio.gather(*self.working.values(), return_exceptions=True)
             self._heartbeat(stopped=True)
         return self.finished
+
+    def request_stop(self) -> None:
+        """Stop the run from any thread (the console runs its kennel in one)."""
+        if self._loop is not None and self._stop_event is not None:
+            self._loop.call_soon_threadsafe(self._stop_event.set)
 
     def _orphans(self) -> bool:
         return any(s.get("id") not in self.working for s in self.queue.active())

@@ -1,0 +1,359 @@
+"""The leash console: six live panels and a key for every control action.
+
+The app holds no policy. Reading the state home runs in worker threads
+(``core.fleet.view``), the home is watched with watchfiles (an exclusive
+worker, ~150 ms debounce) and tmux is polled every 1.5 s in a thread, so the
+UI thread only ever renders. Every key that changes state opens the
+confirmation modal and then calls the core (``console.operations``); the
+result is on disk for the CLI, the hooks and the kennel at once, and the
+watcher brings it back to the screen.
+
+When no other kennel is running the console runs one of its own (in a thread
+with its own event loop), so a warrant filed with ``w`` is worked at once.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.containers import Container
+from textual.widgets import Footer, Input
+
+from console.commands import LeashCommands
+from console.keymap import PANELS, keymap
+from console.operations import Operations, Refusal
+from console.screens.acklog import AckLogScreen
+from console.screens.confirm import ConfirmScreen
+from console.screens.help import HelpScreen
+from console.screens.peek import PeekScreen
+from console.widgets.acktail import AckTailPanel
+from console.widgets.halts import HaltsPanel
+from console.widgets.locks import LocksPanel
+from console.widgets.loops import LoopsPanel
+from console.widgets.panel import Panel, PanelTable
+from console.widgets.sessions import SessionsPanel
+from console.widgets.summary import SummaryBar
+from console.widgets.warrants import WarrantsPanel
+
+TMUX_POLL_SECONDS = 1.5
+COUNTDOWN_SECONDS = 0.5
+AGES_SECONDS = 5.0
+WATCH_DEBOUNCE_MS = 150
+MAX_ROWS = 1000  # per panel; the title shows the full count
+PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
+VIEW_KEYS = {"sessions": "sessions", "halts": "halts", "warrants": "warrants", "locks": "locks", "loops": "loops",
+             "acklog": "acklog"}
+
+
+class LeashApp(App):
+    CSS_PATH = "leash.tcss"
+    TITLE = "leash"
+    COMMANDS = App.COMMANDS | {LeashCommands}
+
+    def __init__(self, home=None, *, tmux=None, list_tmux=None, run_kennel: bool = True, watch: bool = True,
+                 clock=time.time, source: str | None = None, on_exit=None):
+        from core.config import load_config
+        from core.home import ensure_home
+        from core.stop import default_source
+
+        super().__init__()
+        self.home = ensure_home(home)
+        config = load_config(self.home)
+        self.key_actions = keymap(config["console"]["keys"])
+        self.tmux = tmux
+        self.list_tmux = list_tmux or (tmux.list_sessions if tmux is not None else (lambda: []))
+        self.want_kennel = run_kennel
+        self.want_watch = watch
+        self.clock = clock
+        self.source = source or default_source()
+        self.operations = Operations(self.home, self.source)
+        self.view_data: dict = {}
+        self.tmux_sessions: list[dict] = []
+        self.kennel = None
+        self.on_exit_callback = on_exit
+        self._seen: dict[str, set] | None = None
+        self._filter_panel = "sessions"
+        self._last_panel = "sessions"
+        for action in self.key_actions:
+            if action.name == "command_palette":
+                continue
+            self.bind(action.key, action.name, description=action.description,
+                      show=not action.name.startswith("focus_panel") and action.name != "peek")
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield SummaryBar(id="summary")
+        with Container(id="panels"):
+            for panel_class in PANEL_CLASSES:
+                yield panel_class()
+        yield Input(placeholder="filter the focused panel (escape clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.panel("sessions").table.focus()
+        try:
+            self.tmux_sessions = self.list_tmux()
+        except Exception:
+            self.tmux_sessions = []
+        self.refresh_view()
+        if self.want_watch:
+            self.watch_home()
+        if self.tmux is not None or self.list_tmux is not None:
+            self.set_interval(TMUX_POLL_SECONDS, self.poll_tmux)
+        self.set_interval(COUNTDOWN_SECONDS, self.tick_countdown)
+        self.set_interval(AGES_SECONDS, self.tick_ages)
+        if self.want_kennel:
+            self.start_kennel()
+
+    def on_unmount(self) -> None:
+        if self.kennel is not None:
+            self.kennel.request_stop()
+        if self.on_exit_callback is not None:
+            self.on_exit_callback()
+
+    def panel(self, name: str) -> Panel:
+        return self.query_one(f"#panel-{name}", Panel)
+
+    def focused_panel(self) -> str:
+        widget = self.focused
+        if isinstance(widget, PanelTable):
+            self._last_panel = widget.panel
+        return self._last_panel
+
+    # ------------------------------------------------------------ data
+    @work(thread=True, exclusive=True, group="view")
+    def refresh_view(self) -> None:
+        from core.fleet import view
+
+        try:
+            data = view(self.home, tmux_sessions=self.tmux_sessions, now=self.clock())
+        except Exception as exc:  # never let a bad file take the console down
+            self.call_from_thread(self.notify, f"cannot read the state home: {exc}", severity="error")
+            return
+        self.call_from_thread(self.apply_view, data)
+
+    def apply_view(self, data: dict) -> None:
+        self.view_data = data
+        now = self.clock()
+        self.query_one(SummaryBar).show(data["summary"], data["problems"])
+        for name, key in VIEW_KEYS.items():
+            self.panel(name).show(data[key][:MAX_ROWS] if name != "acklog" else data[key][-MAX_ROWS:], now)
+        self._notify_changes(data)
+
+    def _notify_changes(self, data: dict) -> None:
+        current = {
+            "critical": {h["halt_id"] for h in data["halts"] if h["severity"] == "critical"},
+            "executed": {w["id"] for w in data["finished_warrants"] if w.get("outcome") == "executed"},
+            "tripped": {loop["name"] for loop in data["loops"] if loop.get("tripped")},
+        }
+        if self._seen is not None:
+            for halt in data["halts"]:
+                if halt["halt_id"] in current["critical"] - self._seen["critical"]:
+                    self._alert(f"Critical halt: {halt.get('condition_name') or halt['halt_type']} on "
+                                f"{halt['session_id']}", halt["description"][:120])
+            for warrant in data["finished_warrants"]:
+                if warrant["id"] in current["executed"] - self._seen["executed"]:
+                    self._alert(f"Warrant executed: {warrant['warrant']['target']}", "no answer after 3 attempts")
+            for name in current["tripped"] - self._seen["tripped"]:
+                self._alert(f"Restart-loop breaker tripped: {name}", "auto-resume is skipped")
+        self._seen = current
+
+    def _alert(self, title: str, message: str) -> None:
+        self.notify(message, title=title, severity="error", timeout=10)
+        self.bell()
+
+    @work(thread=True, exclusive=True, group="tmux")
+    def poll_tmux(self) -> None:
+        try:
+            sessions = self.list_tmux()
+        except Exception:
+            sessions = []
+        if sessions != self.tmux_sessions:
+            self.tmux_sessions = sessions
+            self.call_from_thread(self.refresh_view)
+
+    @work(exclusive=True, group="watch")
+    async def watch_home(self) -> None:
+        from watchfiles import awatch
+
+        async for changes in awatch(self.home, debounce=WATCH_DEBOUNCE_MS, step=50, recursive=True,
+                                    ignore_permission_denied=True):
+            if any(not path.endswith(".lock") for _, path in changes):
+                self.refresh_view()
+
+    def tick_countdown(self) -> None:
+        if self.view_data:
+            self.panel("warrants").show(self.view_data["warrants"][:MAX_ROWS], self.clock())
+
+    def tick_ages(self) -> None:
+        if self.view_data:
+            now = self.clock()
+            for name in ("sessions", "halts", "locks"):
+                self.panel(name).show(self.view_data[name][:MAX_ROWS], now)
+
+    # ------------------------------------------------------------ kennel
+    def start_kennel(self) -> None:
+        from core.warrants.kennel import running_kennel
+
+        if running_kennel(self.home) is None and self.tmux is not None:
+            self._run_kennel()
+
+    @work(thread=True, group="kennel")
+    def _run_kennel(self) -> None:
+        import asyncio
+
+        from core.warrants.kennel import Kennel
+
+        self.kennel = Kennel(self.home, tmux=self.tmux, handle_signals=False)
+        asyncio.run(self.kennel.run())
+
+    # ------------------------------------------------------------ keys
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        for key_action in self.key_actions:
+            if key_action.name.split("(")[0] == action:
+                return self.focused_panel() in key_action.panels
+        return True
+
+    def action_focus_panel(self, name: str) -> None:
+        self._last_panel = name
+        self.panel(name).table.focus()
+        self.refresh_bindings()
+
+    def on_descendant_focus(self) -> None:
+        self.focused_panel()
+        self.refresh_bindings()
+
+    def _selected(self, panel: str) -> dict | None:
+        row = self.panel(panel).selected()
+        if row is None:
+            self.notify(f"Select a row in {panel} first.", severity="warning")
+        return row
+
+    def run_operation(self, kind: str, row: dict | None) -> None:
+        try:
+            operation = self._operation(kind, row)
+        except Refusal as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        except Exception as exc:
+            self.notify(f"{exc}", severity="error")
+            return
+        screen = ConfirmScreen(operation.title, operation.body, text_label=operation.text_label,
+                               extra_label=operation.extra_label, extra_value=operation.extra_value,
+                               caution=operation.caution, confirm_label=operation.confirm_label)
+
+        def done(confirmed) -> None:
+            if confirmed is not None:
+                self._perform(operation, confirmed)
+        self.push_screen(screen, done)
+
+    def _operation(self, kind: str, row: dict | None):
+        ops = self.operations
+        return {
+            "stop": lambda: ops.stop(row), "fleet_stop": ops.fleet_stop, "resume": lambda: ops.resume(row),
+            "fleet_resume": lambda: ops.resume({"name": "*", "agents": []}),
+            "acknowledge": lambda: ops.halt(row, "resolved"), "dismiss": lambda: ops.halt(row, "dismissed"),
+            "escalate": lambda: ops.halt(row, "escalated"), "pardon": lambda: ops.pardon(row),
+            "warrant": lambda: ops.warrant(row), "hands_off": lambda: ops.hands_off(row or None),
+            "release": lambda: ops.release(row), "loop_reset": lambda: ops.loop_reset(row),
+        }[kind]()
+
+    @work(thread=True, group="operation")
+    def _perform(self, operation, confirmed) -> None:
+        try:
+            message = operation.run(confirmed)
+        except Refusal as exc:
+            self.call_from_thread(self.notify, str(exc), severity="warning")
+        except Exception as exc:  # the core's refusal (e.g. HaltRefused) is the operator's answer
+            self.call_from_thread(self.notify, str(exc), severity="error")
+        else:
+            self.call_from_thread(self.notify, message)
+        self.call_from_thread(self.refresh_view)
+
+    def _row_action(self, kind: str, panel: str) -> None:
+        row = self._selected(panel)
+        if row is not None:
+            self.run_operation(kind, row)
+
+    def action_stop(self) -> None:
+        self._row_action("stop", "sessions")
+
+    def action_fleet_stop(self) -> None:
+        self.run_operation("fleet_stop", None)
+
+    def action_resume(self) -> None:
+        self._row_action("resume", "sessions")
+
+    def action_acknowledge(self) -> None:
+        self._row_action("acknowledge", "halts")
+
+    def action_dismiss(self) -> None:
+        self._row_action("dismiss", "halts")
+
+    def action_escalate(self) -> None:
+        self._row_action("escalate", "halts")
+
+    def action_pardon(self) -> None:
+        self._row_action("pardon", "warrants")
+
+    def action_warrant(self) -> None:
+        self._row_action("warrant", "sessions")
+
+    def action_hands_off(self) -> None:
+        if self.focused_panel() == "sessions":
+            self._row_action("hands_off", "sessions")
+        else:
+            self.run_operation("hands_off", None)
+
+    def action_release(self) -> None:
+        self._row_action("release", "locks")
+
+    def action_peek(self) -> None:
+        row = self._selected("sessions")
+        if row is not None:
+            self.peek(row)
+
+    def peek(self, row: dict) -> None:
+        if not row.get("in_tmux") or self.tmux is None:
+            self.notify(f"{row['name']} has no tmux pane to peek at.", severity="warning")
+            return
+        self.push_screen(PeekScreen(row["tmux_session"], self.tmux.capture))
+
+    @on(PanelTable.RowSelected)
+    def _row_selected(self, event: PanelTable.RowSelected) -> None:
+        if getattr(event.data_table, "panel", "") == "sessions" and any(
+                a.name == "peek" and a.key == "enter" for a in self.key_actions):
+            self.action_peek()
+
+    def action_ack_log(self) -> None:
+        self.push_screen(AckLogScreen(self.home))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_actions))
+
+    def action_filter(self) -> None:
+        self._filter_panel = self.focused_panel()
+        box = self.query_one("#filter", Input)
+        box.add_class("visible")
+        box.value = self.panel(self._filter_panel).filter_text
+        box.placeholder = f"filter {self._filter_panel} (escape clears)"
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.panel(self._filter_panel).set_filter(event.value, self.clock())
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.panel(self._filter_panel).table.focus()
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#filter", Input)
+        if event.key == "escape" and box.has_class("visible"):
+            box.value = ""
+            box.remove_class("visible")
+            self.panel(self._filter_panel).set_filter("", self.clock())
+            self.panel(self._filter_panel).table.focus()
+            event.stop()

@@ -1,0 +1,56 @@
+"""Command palette (ctrl+p): every action by name, for every row it applies to.
+
+"Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
+warrant agent-7", "Release ezra", "Reset breaker gateway", "Fleet stop",
+"Open the ack log"... Each runs the same confirmation flow as its key.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class LeashCommands(Provider):
+    def _entries(self) -> list[tuple[str, object, str]]:
+        app = self.app
+        view = getattr(app, "view_data", None) or {}
+        entries: list[tuple[str, object, str]] = [
+            ("Fleet stop", partial(app.run_operation, "fleet_stop", None), "Stop every session"),
+            ("Resume the fleet", partial(app.run_operation, "fleet_resume", None), "Lift the fleet stop"),
+            ("Open the ack log", app.action_ack_log, "Every control action"),
+            ("Help: keys and screens", app.action_help, "What every key does"),
+            ("Lock an entity hands-off", partial(app.run_operation, "hands_off", {}), "A name or path:<glob>"),
+        ]
+        for row in view.get("sessions", []):
+            name = row["name"]
+            entries += [(f"Stop session {name}", partial(app.run_operation, "stop", row), row["state"]),
+                        (f"Resume session {name}", partial(app.run_operation, "resume", row), row["state"]),
+                        (f"Lock session {name} hands-off", partial(app.run_operation, "hands_off", row), ""),
+                        (f"Peek at session {name}", partial(app.peek, row), "")]
+            if row.get("in_tmux"):
+                entries.append((f"File warrant against {name}", partial(app.run_operation, "warrant", row), ""))
+        for row in view.get("halts", []):
+            label = f"{row.get('condition_name') or row['halt_type']} on {row['session_id']}"
+            for verb, op in (("Acknowledge", "acknowledge"), ("Dismiss", "dismiss"), ("Escalate", "escalate")):
+                entries.append((f"{verb} halt {label}", partial(app.run_operation, op, row), row["severity"]))
+        for row in view.get("warrants", []):
+            entries.append((f"Pardon warrant {row.get('target')}", partial(app.run_operation, "pardon", row),
+                            row.get("state", "")))
+        for row in view.get("locks", []):
+            entries.append((f"Release {row['entity']}", partial(app.run_operation, "release", row), ""))
+        for row in view.get("loops", []):
+            entries.append((f"Reset breaker {row['name']}", partial(app.run_operation, "loop_reset", row),
+                            "TRIPPED" if row.get("tripped") else ""))
+        return entries
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._entries()[:5]:
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._entries():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

@@ -1,0 +1,116 @@
+"""``leash demo``: a throwaway home and a private tmux server with a small fleet.
+
+The fleet: an agent that answers health checks, one that never does (its pane
+only echoes), one that keeps printing, and an agent session seen by the hooks
+in each; a critical and a high halt; a hands-off lock; a warrant in
+interrogation with demo-length timeouts; a restart-loop breaker one boot
+short of tripping. ``seed_fleet`` is also what the snapshot tests and the
+screenshots use (with a fixed clock and no tmux).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+DEMO_TIMEOUTS = [20, 40, 60]
+AGENT_SCRIPTS = {
+    "answering": (
+        "import sys, time\n"
+        "print('agent ready: answers health checks', flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    if 'HEALTH CHECK' in line:\n"
+        "        time.sleep(2)\n"
+        "        print('ALIVE', flush=True)\n"
+    ),
+    "chatty": (
+        "import itertools, time\n"
+        "for n in itertools.count(1):\n"
+        "    print(f'step {n}: refactoring module_{n % 7}.py ... ok', flush=True)\n"
+        "    time.sleep(1.5)\n"
+    ),
+}
+DEMO_SESSIONS = (
+    ("agent-answers", "answering", "claude-7f3a", "ezra"),
+    ("agent-silent", None, "claude-2b91", "nova"),
+    ("agent-chatty", "chatty", "claude-c044", "orion"),
+)
+
+
+def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
+    """Write a small, believable fleet into ``home`` (deterministic for a fixed ``now``)."""
+    from core import loopguard
+    from core.halts import api
+    from core.sessions import SessionRegistry
+    from core.stop import StopProtocol
+
+    protocol = StopProtocol(home)
+    sessions = SessionRegistry(protocol.home, protocol.acklog)
+    for tmux_name, _, session_id, entity in DEMO_SESSIONS:
+        sessions.observe(session_id, now=now - 40, tool="Bash", tmux_session=tmux_name, tmux_pane="%0",
+                         entity=entity, cwd=f"/work/{entity}")
+    api.record_halt({"session_token": "claude-2b91", "halt_type": "security", "severity": "critical",
+                     "condition_name": "secrets_exposure",
+                     "description": "Credentials would be exposed in commands or changes: github_token",
+                     "context": {"commands": ["curl -H 'Authorization: token [REDACTED:github_token]' ..."]}},
+                    home=protocol.home, now=now - 300)
+    api.record_halt({"session_token": "claude-c044", "task_id": "bash: pytest -x", "halt_type": "execution",
+                     "severity": "high", "condition_name": "three_strikes",
+                     "description": "Task has failed 3 times. Context may be contaminated.",
+                     "attempt_count": 3}, home=protocol.home, now=now - 120)
+    protocol.hands_off("path:infra/prod/**", hours=8, reason="prod freeze until the release", source=source,
+                       now=now - 600)
+    protocol.acknowledge_stop(source, "claude-legacy", "explicit halt: wrong repository", now=now - 900)
+    for t in (now - 50, now - 20):
+        loopguard.record_restart_interrupted_boot(60, now=t, name="gateway", home=protocol.home)
+
+
+def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
+    from core.warrants import WarrantQueue
+
+    warrant, _ = WarrantQueue(home).file(target, reason="no output for 40 minutes", requester="ops@demo", now=now)
+    return warrant
+
+
+def write_agents(home) -> dict[str, str]:
+    directory = os.path.join(home, "demo-agents")
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for name, body in AGENT_SCRIPTS.items():
+        paths[name] = os.path.join(directory, f"{name}.py")
+        with open(paths[name], "w") as handle:
+            handle.write(body)
+    return paths
+
+
+def run_demo(*, keep: bool = False) -> int:
+    import time
+
+    from console.app import LeashApp
+    from core.tmux import Tmux
+
+    home = tempfile.mkdtemp(prefix="leash-demo-")
+    socket = os.path.join(home, "tmux.sock")
+    with open(os.path.join(home, "config.toml"), "w") as handle:
+        handle.write(f"[warrants]\ntimeouts = {DEMO_TIMEOUTS}\npoll_seconds = 0.5\n\n[tmux]\nsocket = \"{socket}\"\n")
+    tmux = Tmux(socket)
+    scripts = write_agents(home)
+    for tmux_name, script, _, _ in DEMO_SESSIONS:
+        command = f"{sys.executable} {scripts[script]}" if script else "cat > /dev/null"
+        tmux.new_session(tmux_name, command, width=120, height=30)
+    now = time.time()
+    seed_fleet(home, now=now)
+    seed_warrant(home, now=now)
+
+    def clean_up() -> None:
+        tmux.kill_server()
+
+    try:
+        LeashApp(home, tmux=tmux, on_exit=clean_up).run()
+    finally:
+        clean_up()
+        if not keep:
+            shutil.rmtree(home, ignore_errors=True)
+    print(f"demo over; {'home kept at ' + home if keep else 'its home and tmux server are gone'}")
+    return 0

@@ -1,0 +1,158 @@
+"""The ack-log screen: filter, search, follow, and the chain's verify status.
+
+The filter line takes ``session:ID``, ``event:NAME`` and ``source:WHO`` terms;
+any other words are searched for in the whole line. ``f`` toggles follow
+(jump to the newest line as lines arrive). Reading and verifying run in a
+worker thread; the newest ``SHOWN_LINES`` matches are shown.
+"""
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label
+
+SHOWN_LINES = 2000
+
+
+def parse_filter(text: str) -> tuple[dict[str, str], list[str]]:
+    terms, words = {}, []
+    for word in text.split():
+        key, sep, value = word.partition(":")
+        if sep and key in ("session", "event", "source") and value:
+            terms[key] = value
+        else:
+            words.append(word.lower())
+    return terms, words
+
+
+def matches(record: dict, terms: dict[str, str], words: list[str]) -> bool:
+    if "session" in terms and record.get("session_id") != terms["session"]:
+        return False
+    if "event" in terms and record.get("event") != terms["event"]:
+        return False
+    if "source" in terms and record.get("source") != terms["source"]:
+        return False
+    if words:
+        text = " ".join(str(v) for k, v in record.items() if k not in ("prev", "hash")).lower()
+        return all(w in text for w in words)
+    return True
+
+
+class AckLogScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "close", "Back"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("slash", "focus_filter", "Filter"),
+        Binding("v", "verify", "Verify"),
+    ]
+
+    def __init__(self, home):
+        super().__init__()
+        self.home = home
+        self.follow = True
+        self.filter_text = ""
+        self._signature = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="acklog-screen"):
+            yield Label("Ack log", id="acklog-title")
+            yield Label("verifying the chain...", id="acklog-verify")
+            yield Input(placeholder="filter: session:ID event:NAME source:WHO words...", id="acklog-filter")
+            yield DataTable(id="acklog-table", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#acklog-table", DataTable)
+        for key, label in (("seq", "#"), ("time", "Time"), ("event", "Event"), ("source", "Source"),
+                           ("session", "Session"), ("reason", "Reason")):
+            table.add_column(label, key=key)
+        table.focus()
+        self.reload()
+        self.action_verify()
+        self.set_interval(0.5, self.poll)
+
+    def poll(self) -> None:
+        import os
+
+        try:
+            stat = os.stat(os.path.join(self.home, "stop_ack_log.jsonl"))
+            signature = (stat.st_size, stat.st_mtime_ns)
+        except FileNotFoundError:
+            signature = None
+        if signature != self._signature:
+            self._signature = signature
+            self.reload()
+
+    @work(thread=True, exclusive=True, group="acklog-read")
+    def reload(self) -> None:
+        from core.acklog import AckLog
+
+        terms, words = parse_filter(self.filter_text)
+        entries = [r for r in AckLog(self.home).read().entries if matches(r, terms, words)]
+        self.app.call_from_thread(self._show, entries[-SHOWN_LINES:], len(entries))
+
+    def _show(self, entries: list[dict], total: int) -> None:
+        if not self.is_attached:
+            return
+        table = self.query_one("#acklog-table", DataTable)
+        shown = {str(k.value) for k in table.rows}
+        wanted = [(f"{r.get('seq')}:{str(r.get('hash', ''))[:12]}", r) for r in entries]
+        if [k for k, _ in wanted[:len(shown)]] != [str(k.value) for k in table.rows][:len(wanted)] or \
+                len(shown) > len(wanted):
+            table.clear()
+            shown = set()
+        for key, r in wanted:
+            if key in shown:
+                continue
+            reason = " / ".join(line for line in str(r.get("reason") or "").splitlines() if line.strip())
+            table.add_row(str(r.get("seq", "")), str(r.get("timestamp", ""))[:19], r.get("event", ""),
+                          r.get("source", ""), r.get("session_id") or "-", reason[:300], key=key)
+        mode = "following" if self.follow else "paused"
+        self.query_one("#acklog-title", Label).update(
+            f"Ack log — {total} matching line(s), showing the newest {len(wanted)} ({mode}; f toggles)")
+        if self.follow and table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+
+    @work(thread=True, exclusive=True, group="acklog-verify")
+    def action_verify(self) -> None:
+        from core.acklog import AckLog
+
+        report = AckLog(self.home).verify()
+        if report.ok:
+            text = f"chain intact: {report.lines} lines verified"
+            if report.torn_bytes:
+                text += f" (torn tail of {report.torn_bytes} bytes skipped)"
+        else:
+            text = f"CHAIN BROKEN at line {report.first_broken_line}: {report.problem}"
+        self.app.call_from_thread(self._verified, text, report.ok)
+
+    def _verified(self, text: str, ok: bool) -> None:
+        if self.is_attached:
+            label = self.query_one("#acklog-verify", Label)
+            label.update(text)
+            label.set_class(not ok, "broken")
+
+    @on(Input.Changed, "#acklog-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.reload()
+
+    @on(Input.Submitted, "#acklog-filter")
+    def _filter_done(self) -> None:
+        self.query_one("#acklog-table", DataTable).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#acklog-filter", Input).focus()
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        self.reload()
+
+    def action_close(self) -> None:
+        if self.query_one("#acklog-filter", Input).has_focus and self.filter_text:
+            self.query_one("#acklog-filter", Input).value = ""
+            return
+        self.app.pop_screen()

@@ -1,0 +1,89 @@
+"""The confirmation modal every state change goes through.
+
+``y`` confirms, ``n`` or ``escape`` cancels, and the Cancel button has focus
+first, so a stray Enter cancels. A reason or note can be typed; an extra
+field (hours, an entity) and a "continue with caution" check box appear when
+the action needs them. The result is a ``Confirmed`` or None (cancelled).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Static
+
+
+class Confirmed(NamedTuple):
+    text: str = ""
+    extra: str = ""
+    caution: bool = False
+
+
+class ConfirmScreen(ModalScreen[Confirmed | None]):
+    BINDINGS = [
+        Binding("y", "confirm", "Confirm"),
+        Binding("n", "cancel", "Cancel"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, body: str, *, text_label: str | None = "Reason (optional)",
+                 extra_label: str | None = None, extra_value: str = "", caution: bool = False,
+                 confirm_label: str = "Confirm"):
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.text_label = text_label
+        self.extra_label = extra_label
+        self.extra_value = extra_value
+        self.caution = caution
+        self.confirm_label = confirm_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Label(self.title_text, id="confirm-title")
+            yield Static(self.body, id="confirm-body")
+            if self.extra_label:
+                yield Label(self.extra_label, classes="confirm-label")
+                yield Input(value=self.extra_value, id="confirm-extra")
+            if self.text_label:
+                yield Label(self.text_label, classes="confirm-label")
+                yield Input(id="confirm-text")
+            if self.caution:
+                yield Checkbox("Continue with caution: I accept the risk of this critical halt", id="confirm-caution")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Cancel (n)", id="confirm-cancel", variant="default")
+                yield Button(f"{self.confirm_label} (y)", id="confirm-ok", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-cancel", Button).focus()
+
+    def _value(self, selector: str) -> str:
+        found = self.query(selector)
+        return found.first(Input).value.strip() if found else ""
+
+    def action_confirm(self) -> None:
+        caution = bool(self.query("#confirm-caution")) and self.query_one("#confirm-caution", Checkbox).value
+        if self.caution and not caution:
+            self.notify("A critical halt is dismissed only with 'continue with caution' ticked.",
+                        severity="warning")
+            return
+        self.dismiss(Confirmed(self._value("#confirm-text"), self._value("#confirm-extra"), caution))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#confirm-ok")
+    def _ok(self) -> None:
+        self.action_confirm()
+
+    @on(Button.Pressed, "#confirm-cancel")
+    def _cancel(self) -> None:
+        self.action_cancel()
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_confirm()

@@ -1,0 +1,47 @@
+"""Peek at a session's pane: its last lines, refreshed every second."""
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+PEEK_LINES = 60
+
+
+class PeekScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("enter", "close", "Close"), Binding("q", "close", "Close")]
+
+    def __init__(self, session: str, capture):
+        super().__init__()
+        self.session = session
+        self.capture = capture  # name -> list of lines
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="peek-dialog"):
+            yield Label(f"Pane of {self.session} (escape closes)", id="peek-title")
+            yield Static("", id="peek-body")
+
+    def on_mount(self) -> None:
+        self.load()
+        self.set_interval(1.0, self.load)
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        try:
+            lines = self.capture(self.session, PEEK_LINES)
+            text = "\n".join(lines) if lines else "(the pane is empty)"
+        except Exception as exc:
+            text = f"(cannot read the pane: {exc})"
+        self.app.call_from_thread(self._show, text)
+
+    def _show(self, text: str) -> None:
+        from rich.text import Text
+
+        if self.is_attached:
+            self.query_one("#peek-body", Static).update(Text(text))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,18 @@
+"""Loop breakers panel: name, boots in the window against the threshold, tripped."""
+from __future__ import annotations
+
+from rich.text import Text
+
+from console.widgets.panel import Panel
+
+
+class LoopsPanel(Panel):
+    PANEL = "loops"
+    TITLE = "Loop breakers"
+    COLUMNS = (("name", "Breaker", 18), ("boots", "Boots", 7), ("window", "Window", 8), ("tripped", "State", 9))
+
+    def cells(self, row: dict, now: float) -> tuple:
+        state = Text("TRIPPED", style="bold red") if row.get("tripped") else Text("ok", style="green")
+        gap = f"+{row['max_gap_seconds']:g}" if row.get("max_gap_seconds") else ""
+        return (row["name"], f"{row.get('in_loop', 0)}/{row.get('max_restarts', 0)}",
+                f"{row.get('window_seconds', 0):g}s{gap}", state)

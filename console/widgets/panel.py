@@ -1,0 +1,131 @@
+"""A panel: a titled table whose rows keep stable keys.
+
+``show(rows, now)`` turns rows (dicts with a ``key``) into cells with the
+subclass's ``cells`` and applies only the difference: changed cells are
+updated in place, vanished rows removed, new rows added — so nothing flickers
+and the cursor stays on the row it was on. A text filter hides rows that do
+not contain it.
+"""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Label
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+class PanelTable(DataTable):
+    """The table inside a panel (the focusable part)."""
+
+    def __init__(self, panel: str, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.panel = panel
+
+
+class Panel(Vertical):
+    PANEL = ""
+    TITLE = ""
+    COLUMNS: tuple[tuple[str, str, int | None], ...] = ()  # (key, label, width)
+
+    def __init__(self, **kwargs):
+        super().__init__(id=f"panel-{self.PANEL}", classes="panel", **kwargs)
+        self.rows: dict[str, dict] = {}
+        self.filter_text = ""
+        self._shown: dict[str, tuple] = {}
+        self._count = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.TITLE, classes="panel-title", id=f"title-{self.PANEL}")
+        yield PanelTable(self.PANEL, id=f"table-{self.PANEL}")
+
+    def on_mount(self) -> None:
+        table = self.table
+        for key, label, width in self.COLUMNS:
+            table.add_column(label, key=key, width=width)
+
+    @property
+    def table(self) -> PanelTable:
+        return self.query_one(PanelTable)
+
+    def cells(self, row: dict, now: float) -> tuple:
+        raise NotImplementedError
+
+    def selected(self) -> dict | None:
+        table = self.table
+        if not table.row_count or table.cursor_row is None or table.cursor_row < 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        except Exception:
+            return None
+        return self.rows.get(key)
+
+    def _matches(self, cells: tuple) -> bool:
+        if not self.filter_text:
+            return True
+        text = " ".join(c.plain if isinstance(c, Text) else str(c) for c in cells).lower()
+        return self.filter_text.lower() in text
+
+    def show(self, rows: list[dict], now: float) -> None:
+        table = self.table
+        self.rows = {r["key"]: r for r in rows}
+        wanted: dict[str, tuple] = {}
+        for row in rows:
+            cells = self.cells(row, now)
+            if self._matches(cells):
+                wanted[row["key"]] = cells
+        kept = [k for k in self._shown if k in wanted]
+        if kept != [k for k in wanted if k in self._shown]:
+            self._rebuild(wanted)  # the order changed: rebuild once, keep the cursor's row
+        else:
+            for key in [k for k in self._shown if k not in wanted]:
+                table.remove_row(key)
+                del self._shown[key]
+            column_keys = [c[0] for c in self.COLUMNS]
+            appended_only = all(k in self._shown for k in list(wanted)[:len(self._shown)])
+            if not appended_only:
+                self._rebuild(wanted)
+            else:
+                for key, cells in wanted.items():
+                    old = self._shown.get(key)
+                    if old is None:
+                        table.add_row(*cells, key=key)
+                    elif old != cells:
+                        for column, value, before in zip(column_keys, cells, old):
+                            if value != before:
+                                table.update_cell(key, column, value)
+                    self._shown[key] = cells
+        self._count = len(rows)
+        self.query_one(f"#title-{self.PANEL}", Label).update(self.title_text())
+
+    def _rebuild(self, wanted: dict[str, tuple]) -> None:
+        table = self.table
+        current = self.selected()
+        table.clear()
+        for key, cells in wanted.items():
+            table.add_row(*cells, key=key)
+        self._shown = dict(wanted)
+        if current is not None and current["key"] in wanted:
+            table.move_cursor(row=list(wanted).index(current["key"]), animate=False)
+
+    def title_text(self) -> str:
+        shown = len(self._shown)
+        filtered = f" (filter '{self.filter_text}': {shown})" if self.filter_text else ""
+        return f"{self.TITLE} [{self._count}]{filtered}"
+
+    def set_filter(self, text: str, now: float) -> None:
+        self.filter_text = text
+        self.show(list(self.rows.values()), now)
