@@ -83,3 +83,51 @@ def tmux_socket(tmp_path):
     socket = tmp_path / "tmux.sock"
     yield socket
     subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, check=False)
+
+
+# ---------------------------------------------------------------- the console
+CONSOLE_NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+CONSOLE_TMUX = [
+    {"name": "agent-answers", "created": int(CONSOLE_NOW - 3600), "attached": False,
+     "panes": [{"id": "%0", "pid": 101, "command": "python3", "active": True}]},
+    {"name": "agent-chatty", "created": int(CONSOLE_NOW - 3000), "attached": False,
+     "panes": [{"id": "%1", "pid": 102, "command": "python3", "active": True}]},
+    {"name": "agent-silent", "created": int(CONSOLE_NOW - 2400), "attached": False,
+     "panes": [{"id": "%2", "pid": 103, "command": "cat", "active": True}]},
+]
+
+
+def seed_console_fleet(home) -> None:
+    """The demo's fleet at a fixed time, with one warrant mid-interrogation."""
+    from console.demo import seed_fleet, seed_warrant
+    from core.clock import iso
+    from core.statefile import write_json
+    from core.warrants import WarrantQueue
+
+    seed_fleet(home, now=CONSOLE_NOW)
+    seed_warrant(home, now=CONSOLE_NOW - 10)
+    queue = WarrantQueue(home)
+    state, fd = queue.claim_next(owner={"pid": 0, "host": "test"}, now=CONSOLE_NOW - 8)
+    state.update(state="interrogating", attempt=1, last_message_at=iso(CONSOLE_NOW - 5),
+                 next_timeout=iso(CONSOLE_NOW + 15), baseline=0)
+    write_json(queue.active_path(state["id"]), state)
+    queue.release(state["id"], fd)
+
+
+@pytest.fixture
+def console_app(home):
+    """A console on a seeded home with a fixed clock, a fixed tmux list, no
+    watcher thread of its own choosing and no kennel."""
+    from console.app import LeashApp
+
+    seed_console_fleet(home)
+
+    def make(**options):
+        options.setdefault("list_tmux", lambda: CONSOLE_TMUX)
+        options.setdefault("run_kennel", False)
+        options.setdefault("watch", False)
+        options.setdefault("clock", lambda: CONSOLE_NOW)
+        options.setdefault("source", "ops@test")
+        return LeashApp(home, **options)
+
+    return make

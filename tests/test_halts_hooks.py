@@ -176,12 +176,7 @@ def test_a_secret_in_a_command_is_denied_and_masked(leash_proc, work, home):
     assert not os.path.exists(log) or GITHUB_TOKEN.encode() not in open(log, "rb").read()
 
 
-SECRET_IN_TASK = ("bug: the Bash command, secret included, becomes the task_id (core/halts/hookcontext.py task_of) "
-                  "and is stored unmasked in halt_events.task_id (core/halts/api.py _insert) and "
-                  "attempts.task_id (core/halts/api.py record_attempt)")
 
-
-@pytest.mark.xfail(strict=True, reason=SECRET_IN_TASK)
 def test_a_denied_secret_is_nowhere_in_halts_db(leash_proc, work, home):
     command = f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com'
     assert denial(pre(leash_proc, "leaky", "Bash", {"command": command}, work))
@@ -189,7 +184,6 @@ def test_a_denied_secret_is_nowhere_in_halts_db(leash_proc, work, home):
     assert stored and GITHUB_TOKEN.encode() not in stored
 
 
-@pytest.mark.xfail(strict=True, reason=SECRET_IN_TASK)
 def test_a_failed_command_with_a_secret_is_not_stored(leash_proc, work, home):
     command = f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com'
     post(leash_proc, "leaky", "Bash", {"command": command}, work, event="PostToolUseFailure",
@@ -209,16 +203,11 @@ def test_scope_denies_an_edit_outside_it(leash_proc, work):
     assert [(h["condition_name"], h["severity"]) for h in pending(leash_proc, "scoped")] == [("out_of_scope", "high")]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: core/halts/hookcontext.py check_input fills target_files only when "
-                                       "the session's reads are known, so scope is never checked for an Edit "
-                                       "from a session without a PostToolUse record")
 def test_scope_denies_an_edit_outside_it_without_a_read_record(leash_proc, work):
     reason = denial(pre(leash_proc, "scoped", "Edit", edit(work / "b.txt"), work, {"LEASH_SCOPE": "src/**"}))
     assert reason and "out_of_scope (high)" in reason
 
 
-@pytest.mark.xfail(strict=True, reason="bug: core/halts/hookcontext.py check_input puts a file a Write creates "
-                                       "only in new_files, which no scope or production rule reads")
 def test_scope_denies_creating_a_file_outside_it(leash_proc, work):
     post(leash_proc, "scoped", "Read", {"file_path": str(work / "src" / "c.txt")}, work, tool_response={})
     reason = denial(pre(leash_proc, "scoped", "Write", {"file_path": str(work / "outside.txt"), "content": "x\n"},
@@ -233,9 +222,6 @@ def test_production_edit_needs_approval(leash_proc, work):
     assert reason and "unauthorized_production (critical)" in reason
 
 
-@pytest.mark.xfail(strict=True, reason="bug: core/halts/hookcontext.py check_input leaves target_files empty for "
-                                       "a session without a PostToolUse record, so unauthorized_production never "
-                                       "sees its Edit")
 def test_production_edit_needs_approval_without_a_read_record(leash_proc, work):
     reason = denial(pre(leash_proc, "prod-edit", "Edit", edit(work / "a.txt"), work,
                         {"LEASH_ENVIRONMENT": "production"}))

@@ -237,7 +237,8 @@ def _insert(connection, data: dict, config: dict[str, dict], *, now: float, auto
         "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context, triggered_at,"
         " acknowledged, resolution, attempt_count, previous_error, created_at, updated_at, condition_name,"
         " escalate_at, auto_recorded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (halt_id, data["session_token"], data.get("task_id"), data["halt_type"], data["severity"], description,
+        (halt_id, data["session_token"], mask(data["task_id"]) if data.get("task_id") else None, data["halt_type"],
+         data["severity"], description,
          context, stamp, "escalated" if escalate else None, data.get("attempt_count"),
          mask(data["previous_error"]) if data.get("previous_error") else None, stamp, stamp,
          data.get("condition_name"), iso(now + minutes * 60) if minutes is not None and not escalate else None,

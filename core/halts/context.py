@@ -9,6 +9,8 @@ its rules read (all documented in the README):
 * ``cwd`` — the session's working directory, for relative paths;
 * ``edits`` — ``[{"file", "old", "new"}]``, the text an edit replaces and writes;
 * ``new_files`` — files a write would create (they cannot be unread);
+* ``reads_unknown`` — nobody reports what this session reads, so "not read"
+  cannot be judged;
 * ``production_approved`` — the operator approved production changes;
 * ``new_information`` — the user gave new information (resets three strikes);
 * ``service_endpoints`` — ``{"<environment>": ["host:port", ...]}``.
@@ -85,6 +87,7 @@ class CheckContext:
         self.edits = [{"file": str(e.get("file", "")), "old": str(e.get("old", "") or ""),
                        "new": str(e.get("new", "") or "")} for e in edits]
         self.production_approved = current.get("production_approved") is True
+        self.reads_unknown = current.get("reads_unknown") is True
         self.new_information = current.get("new_information") is True
         endpoints = current.get("service_endpoints") or {}
         if not isinstance(endpoints, dict):

@@ -8,8 +8,9 @@
   file goes to ``target_files``, a new one to ``new_files``; the replaced and
   written text go to ``edits`` (for breaking changes and secrets);
 * ``files_read``: what the session's PostToolUse hook has reported. Sessions
-  without that hook have no record, and ``target_files`` stays empty for them —
-  absence of evidence is not evidence of an unread file;
+  without that hook have no record: they get ``reads_unknown`` and
+  ``modifying_unread_code`` stays quiet for them — absence of evidence is not
+  evidence of an unread file (scope and production rules still see the files);
 * the agent's environment may add ``LEASH_ENVIRONMENT`` (dev/test/prod),
   ``LEASH_SCOPE`` (the scope boundary globs) and ``LEASH_PRODUCTION_APPROVED=1``.
 
@@ -29,7 +30,11 @@ ERROR_TEXT_KEPT = 2000
 
 
 def task_of(command: str) -> str:
-    return "bash: " + " ".join(command.split())[:300]
+    """The command with whitespace folded and secrets masked: the key of its
+    failure counter (stored, so it must never hold a secret)."""
+    from core.halts.secrets import mask
+
+    return "bash: " + mask(" ".join(command.split()))[:300]
 
 
 def _absolute(path: str, cwd: str | None) -> str:
@@ -74,9 +79,11 @@ def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: s
             return None
         existing = [p for p in paths if os.path.exists(p)]
         context["operation"] = f"{tool}: {', '.join(paths)}"
+        context["target_files"] = paths
         context["new_files"] = [p for p in paths if p not in existing]
-        if files_read is not None:
-            context["target_files"] = existing
+        if files_read is None:
+            context["reads_unknown"] = True
+        else:
             context["files_read"] = files_read
         context["edits"] = [e for p in paths for e in _edits(tool, tool_input, p)]
     else:

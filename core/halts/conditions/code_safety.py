@@ -67,8 +67,9 @@ def modifying_unread_code(ctx, threshold):
     ``proposed_changes.files_to_modify``) is not in ``files_read``: the set
     difference target - read, paths compared after normalisation against the
     cwd. Files the change creates (``new_files``) do not count. Off when the
-    threshold's ``requires_read`` is false."""
-    if threshold.get("requires_read") is False:
+    threshold's ``requires_read`` is false, and silent when ``reads_unknown``
+    says no one reports this session's reads."""
+    if threshold.get("requires_read") is False or ctx.reads_unknown:
         return None
     read = {ctx.norm(p) for p in ctx.files_read}
     created = {ctx.norm(p) for p in ctx.new_files}

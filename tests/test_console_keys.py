@@ -1,0 +1,326 @@
+"""Every console key, driven with Pilot: the key changes the state on disk (read
+back through the core, as any other process would) or cancels cleanly."""
+from __future__ import annotations
+
+import time
+
+from core import StopProtocol
+from core.acklog import AckLog
+from core.halts import api as halts
+from core.warrants import WarrantQueue
+
+SIZE = (160, 45)
+
+
+async def settle(pilot, app, cycles: int = 3):
+    for _ in range(cycles):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def ready(pilot, app):
+    await settle(pilot, app)
+    assert app.view_data, "the first view never arrived"
+
+
+async def select(pilot, app, panel: str, key_contains: str):
+    await pilot.press({"sessions": "1", "halts": "2", "warrants": "3", "locks": "4", "loops": "5",
+                       "acklog": "6"}[panel])
+    table = app.panel(panel).table
+    keys = [str(k.value) for k in table.rows]
+    index = next(i for i, k in enumerate(keys) if key_contains in k)
+    table.move_cursor(row=index)
+    await pilot.pause()
+
+
+def pending_halts(home):
+    return halts.get_session_halts({"pending": True}, home=home)["halts"]
+
+
+async def test_stop_then_resume_a_session(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert StopProtocol(home).stops.snapshot()["sessions"]["agent-answers"]["source"] == "ops@test"
+        assert StopProtocol(home).is_stopped("claude-7f3a")  # the agent inside that tmux session
+        await pilot.press("u")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert "agent-answers" not in StopProtocol(home).stops.snapshot()["sessions"]
+
+
+async def test_cancel_changes_nothing(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        before = (home / "stop_ack_log.jsonl").read_bytes()
+        for key, cancel in (("s", "n"), ("S", "escape"), ("w", "n"), ("h", "escape")):
+            await select(pilot, app, "sessions", "agent-silent")
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen.__class__.__name__ == "ConfirmScreen"
+            await pilot.press(cancel)
+            await settle(pilot, app)
+            assert app.screen.__class__.__name__ != "ConfirmScreen"
+        assert (home / "stop_ack_log.jsonl").read_bytes() == before
+
+
+async def test_cancel_button_has_focus_first(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        assert app.focused.id == "confirm-cancel"
+        await pilot.press("enter")  # a stray Enter cancels
+        await settle(pilot, app)
+        assert StopProtocol(home).stops.snapshot()["fleet"] is None
+
+
+async def test_fleet_stop_with_a_reason(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        app.screen.query_one("#confirm-text").value = "maintenance window"
+        await pilot.press("y")
+        await settle(pilot, app)
+        fleet = StopProtocol(home).stops.snapshot()["fleet"]
+        assert fleet["reason"] == "maintenance window" and fleet["source"] == "ops@test"
+
+
+async def test_acknowledge_escalate_and_dismiss_halts(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        high = next(h for h in pending_halts(home) if h["severity"] == "high")
+        await select(pilot, app, "halts", high["halt_id"])
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert halts.session_state(home, "claude-c044") == "paused"
+        await select(pilot, app, "halts", high["halt_id"])
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#confirm-text").value = "looked at it"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert halts.session_state(home, "claude-c044") == "active"
+        events = [line["event"] for line in AckLog(home).read().entries]
+        assert events[-2:] == ["halt_escalate", "halt_ack"]
+
+
+async def test_dismissing_a_critical_halt_asks_for_caution(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        critical = next(h for h in pending_halts(home) if h["severity"] == "critical")
+        await select(pilot, app, "halts", critical["halt_id"])
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.screen.query("#confirm-caution")
+        await pilot.press("y")  # refused: caution not ticked
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        app.screen.query_one("#confirm-caution").value = True
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert critical["halt_id"] not in {h["halt_id"] for h in pending_halts(home)}
+        assert AckLog(home).read().entries[-1]["event"] == "halt_dismiss"
+
+
+async def test_pardon_a_warrant(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "warrants", "warrant:")
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        (done,) = WarrantQueue(home).completed()
+        assert done["outcome"] == "pardoned" and done["pardoned_by"] == "ops@test"
+
+
+async def test_file_a_warrant(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-chatty")
+        await pilot.press("w")
+        await pilot.pause()
+        app.screen.query_one("#confirm-text").value = "loops on the same file"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert [w["target"] for w in WarrantQueue(home).pending()] == ["agent-chatty"]
+
+
+async def test_hands_off_a_session_and_release_it(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("h")
+        await pilot.pause()
+        app.screen.query_one("#confirm-extra").value = "2"
+        await pilot.press("y")
+        await settle(pilot, app)
+        protocol = StopProtocol(home)
+        assert protocol.is_hands_off("agent-answers")
+        await select(pilot, app, "locks", "agent-answers")
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert not protocol.is_hands_off("agent-answers")
+
+
+async def test_hands_off_an_entity_from_the_locks_panel(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("4")
+        await pilot.press("h")
+        await pilot.pause()
+        app.screen.query_one("#confirm-extra").value = "path:src/billing/**"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert StopProtocol(home).is_hands_off("path:src/billing/**")
+
+
+async def test_keys_that_do_not_apply_do_nothing(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("1")
+        for key in ("a", "d", "e", "p", "r"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen.__class__.__name__ != "ConfirmScreen"
+        assert app.check_action("acknowledge", ()) is False
+        await pilot.press("2")
+        assert app.check_action("acknowledge", ()) is True
+
+
+async def test_resume_of_a_running_session_is_refused_without_a_modal(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ != "ConfirmScreen"
+
+
+async def test_focus_keys_and_tab(console_app):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        for key, panel in zip("123456", ("sessions", "halts", "warrants", "locks", "loops", "acklog")):
+            await pilot.press(key)
+            assert app.focused.panel == panel
+        await pilot.press("1", "tab")
+        assert app.focused.panel == "halts"
+
+
+async def test_screens_open_and_close(console_app):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.press("l")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "AckLogScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "Screen"
+
+
+async def test_peek_shows_the_pane(console_app):
+    class FakeTmux:
+        def capture(self, name, lines):
+            return [f"last line of {name}"]
+
+        def list_sessions(self):
+            from .conftest import CONSOLE_TMUX
+
+            return CONSOLE_TMUX
+
+    app = console_app(tmux=FakeTmux(), clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-chatty")
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "PeekScreen"
+        assert "last line of agent-chatty" in str(app.screen.query_one("#peek-body").render())
+
+
+async def test_filter_narrows_the_focused_panel(console_app):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("1", "slash")
+        await pilot.press(*"silent")
+        await pilot.pause()
+        assert app.panel("sessions").table.row_count == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.panel("sessions").table.row_count == 3
+
+
+async def test_quit(console_app):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+
+
+async def test_keys_can_be_remapped(console_app, home):
+    (home / "config.toml").write_text('[console.keys]\nstop = "x"\n')
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert StopProtocol(home).is_stopped("agent-answers")
+
+
+def test_unknown_remapped_action_is_a_one_line_error(cli, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[console.keys]\nfrobnicate = "x"\n')
+    result = cli("console", "--no-kennel")
+    assert result.code == 2 and "frobnicate" in result.err and result.err.count("\n") == 1
+
+
+async def test_palette_lists_actions_for_rows(console_app):
+    from console.commands import LeashCommands
+
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        names = [name for name, _, _ in LeashCommands(app.screen)._entries()]
+        assert "Stop session agent-silent" in names
+        assert "Pardon warrant agent-silent" in names
+        assert any(n.startswith("Acknowledge halt secrets_exposure") for n in names)
+        assert "Release path:infra/prod/**" in names
+        assert "Reset breaker gateway" in names
