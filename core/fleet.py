@@ -83,7 +83,7 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
         if "paused" in held:
             return "paused", "escalated halt"
         if "halted" in held:
-            return "halted", "unacknowledged halt"
+            return "halted", "pending halt"
         for name in names:
             if name in live_warrants:
                 w = live_warrants[name]
@@ -118,6 +118,14 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
             "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
             "in_tmux": False,
         })
+    known = {name for s in sessions for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
+    for stopped_id, record in stops["sessions"].items():
+        if stopped_id not in known:  # a stop filed for a session no hook or tmux has shown yet
+            sessions.append({
+                "key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
+                "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",
+                "age": _age(record.get("stopped_at"), moment), "in_tmux": False,
+            })
     sessions.sort(key=lambda s: s["name"])
 
     halts = sorted(raw["pending_halts"], key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))

@@ -279,7 +279,7 @@ async def test_filter_narrows_the_focused_panel(console_app):
         assert app.panel("sessions").table.row_count == 1
         await pilot.press("escape")
         await pilot.pause()
-        assert app.panel("sessions").table.row_count == 3
+        assert app.panel("sessions").table.row_count == 4  # three in tmux and the stopped claude-legacy
 
 
 async def test_quit(console_app):

@@ -51,7 +51,7 @@ EDGES = {
     "complete": set(),
 }
 HEALTH_CHECK_LINE = "[DOG] HEALTH CHECK"
-ROLL = st.integers(0, 3)  # a rule that ends the story acts only on a roll of 3 (rare, and shrinks away)
+ROLL = st.integers(0, 9)  # a rule that ends the story acts only on a roll of 7 (rare, and shrinks away)
 
 
 def seconds(us: int) -> float:
@@ -240,7 +240,7 @@ class DogMachine(RuleBasedStateMachine):
         delay = self.dog.tick(seconds(self.now))
         state = self.dog.state
         assert state["state"] == self.phase, (state["state"], self.phase)
-        assert state["attempt"] == self.attempt
+        assert state["attempt"] == self.attempt and before_attempt <= state["attempt"] <= before_attempt + 1
         if self.phase == "complete":
             assert delay is None
             assert state["outcome"] == self.outcome
@@ -277,7 +277,7 @@ class DogMachine(RuleBasedStateMachine):
         """The target answers ALIVE (rarely), prints something else, or a line of
         the latest message shows again (a redraw, a second echo)."""
         if kind == "answer":
-            if roll != 3:  # rare, so that most examples reach the later gates
+            if roll != 7:  # rare, so that most examples reach the later gates
                 return
             self.tmux.show(TARGET, ANSWERS[pick])
             self.heard = self.busy = True
@@ -292,7 +292,7 @@ class DogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.phase != "complete")
     @rule(what=st.sampled_from(["target dies", "kennel dies", "hands-off", "kill fails"]), roll=ROLL)
     def something_happens(self, what, roll):
-        if what == "target dies" and self.alive and roll == 3:
+        if what == "target dies" and self.alive and roll == 7:
             self.tmux.vanish(TARGET)
             self.alive = False
         elif what == "kennel dies" and self.dog is not None:
@@ -311,7 +311,7 @@ class DogMachine(RuleBasedStateMachine):
 
     @rule(roll=ROLL)
     def operator_pardons(self, roll):
-        if roll != 3 and self.phase != "complete":
+        if roll != 7 and self.phase != "complete":
             return
         if self.phase == "complete":
             try:

@@ -1,0 +1,95 @@
+"""How the console looks (pytest-textual-snapshot), one class per screen, on a
+seeded fleet at a fixed time with a fixed tmux list."""
+from __future__ import annotations
+
+import pytest
+
+from .conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
+
+SIZE = (160, 45)
+
+
+@pytest.fixture
+def snapshot_app(home):
+    from console.app import LeashApp
+
+    seed_console_fleet(home)
+    return LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,
+                    clock=lambda: CONSOLE_NOW, source="ops@test")
+
+
+async def _settled(pilot):
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def _select_row(pilot, panel: str, contains: str):
+    table = pilot.app.panel(panel).table
+    table.focus()
+    keys = [str(k.value) for k in table.rows]
+    table.move_cursor(row=next(i for i, k in enumerate(keys) if contains in k))
+    await pilot.pause()
+
+
+class TestMainScreen:
+    def test_seeded_fleet(self, snap_compare, snapshot_app):
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=_settled)
+
+    def test_halts_panel_focused(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await pilot.press("2")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestScreens:
+    def test_help_screen(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await pilot.press("question_mark")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    def test_ack_log_screen(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await pilot.press("l")
+            await _settled(pilot)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestModals:
+    def test_stop_session_modal(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _select_row(pilot, "sessions", "agent-silent")
+            await pilot.press("s")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    def test_fleet_stop_modal(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await pilot.press("S")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    def test_dismiss_critical_halt_modal(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _select_row(pilot, "halts", "halt:")
+            await pilot.press("d")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    def test_pardon_modal(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _select_row(pilot, "warrants", "warrant:")
+            await pilot.press("p")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    def test_hands_off_modal(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _select_row(pilot, "sessions", "agent-answers")
+            await pilot.press("h")
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
