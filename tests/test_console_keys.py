@@ -324,3 +324,31 @@ async def test_palette_lists_actions_for_rows(console_app):
         assert any(n.startswith("Acknowledge halt secrets_exposure") for n in names)
         assert "Release path:infra/prod/**" in names
         assert "Reset breaker gateway" in names
+
+
+async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_alerts(console_app, home):
+    from core import loopguard
+    from core.warrants.dog import finish
+
+    app = console_app(clock=time.time)
+    rings = []
+    app.bell = lambda: rings.append(1)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert rings == []  # what was there at start is not news
+        halts.record_halt({"session_token": "s9", "halt_type": "security", "severity": "critical",
+                           "description": "sudo rm -rf /"}, home=home)
+        for t in (1, 2, 3):
+            loopguard.record_restart_interrupted_boot(now=time.time() - t, home=home, name="worker")
+        queue = WarrantQueue(home)
+        queue.file("agent-chatty", reason="stuck")
+        state, fd = queue.claim_next(owner={"pid": 0, "host": "t"})
+        finish(queue, state, "executed", now=time.time(), timeouts=[1, 1, 1])
+        queue.release(state["id"], fd)
+        app.refresh_view()
+        await settle(pilot, app)
+        titles = [n.title for n in app._notifications]
+        assert any(t.startswith("Critical halt") for t in titles)
+        assert any(t.startswith("Warrant executed") for t in titles)
+        assert any(t.startswith("Restart-loop breaker tripped: worker") for t in titles)
+        assert len(rings) == 3

@@ -53,7 +53,7 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                 yield Label(self.text_label, classes="confirm-label")
                 yield Input(id="confirm-text")
             if self.caution:
-                yield Checkbox("Continue with caution: I accept the risk of this critical halt", id="confirm-caution")
+                yield Checkbox("Continue with caution (I accept the risk)", id="confirm-caution")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (n)", id="confirm-cancel", variant="default")
                 yield Button(f"{self.confirm_label} (y)", id="confirm-ok", variant="error")

@@ -1,0 +1,89 @@
+"""The console live: another process writes, the panel shows it within a
+second; and the console in a real terminal (a tmux pane on a private server),
+driven with send-keys and read with capture-pane."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from core import StopProtocol
+
+from .conftest import ROOT, leash_argv
+
+
+async def test_a_change_by_another_process_shows_within_a_second(home):
+    from console.app import LeashApp
+
+    from .conftest import CONSOLE_TMUX
+
+    StopProtocol(home)  # the home exists before the watcher starts
+    app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=True, source="ops@test")
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(10):
+            await pilot.pause()
+            if app.view_data:
+                break
+        await pilot.pause(0.3)  # the watcher is up
+        subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "from another process"], cwd=ROOT,
+                       check=True, capture_output=True, env=dict(os.environ))
+        written = time.monotonic()
+        shown = None
+        while time.monotonic() - written < 3:
+            await pilot.pause(0.02)
+            row = app.panel("sessions").rows.get("tmux:agent-silent")
+            if row and row["state"] == "stopped":
+                shown = time.monotonic() - written
+                break
+        assert shown is not None, "the stop never reached the sessions panel"
+        assert shown < 1.0, f"the stop took {shown:.2f} s to show"
+
+
+def _wait_for(socket, text: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = subprocess.run(["tmux", "-S", str(socket), "capture-pane", "-p", "-t", "console"],
+                                capture_output=True, text=True).stdout
+        if text in screen:
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
+
+
+def test_the_console_in_a_real_terminal(home, tmux_socket):
+    """Runs `leash` in a tmux pane, stops a session with real key presses and
+    reads the result from the screen and from the core."""
+    agents = str(tmux_socket) + "-agents"
+    try:
+        subprocess.run(["tmux", "-S", agents, "new-session", "-d", "-s", "agent-one", "-x", "80", "-y", "10",
+                        "cat > /dev/null"], check=True)
+        env = {"LEASH_HOME": str(home), "LEASH_TMUX_SOCKET": agents, "TERM": "xterm-256color", "USER": "pilot"}
+        command = " ".join([f"{k}={v}" for k, v in env.items()] + [sys.executable, "-m", "console.cli",
+                                                                    "console", "--no-kennel"])
+        subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "160", "-y",
+                        "45", "-c", str(ROOT), command], check=True)
+        _wait_for(tmux_socket, "agent-one")
+        for keys in (["1"], ["s"]):
+            subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", *keys], check=True)
+            time.sleep(0.3)
+        _wait_for(tmux_socket, "Stop agent-one?")
+        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "y"], check=True)
+        screen = _wait_for(tmux_socket, "stopped")
+        assert "agent-one" in screen
+        deadline = time.monotonic() + 5
+        while not StopProtocol(home).is_stopped("agent-one") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert StopProtocol(home).stops.snapshot()["sessions"]["agent-one"]["source"].startswith("pilot@")
+        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            alive = subprocess.run(["tmux", "-S", str(tmux_socket), "has-session", "-t", "console"],
+                                   capture_output=True).returncode == 0
+            if not alive:
+                break
+            time.sleep(0.1)
+        assert not alive, "q did not quit the console"
+    finally:
+        subprocess.run(["tmux", "-S", agents, "kill-server"], capture_output=True)
