@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bench venv clean
+.PHONY: test bench demo screenshots venv clean
 
 venv: $(STAMP)
 
@@ -20,6 +20,18 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/hook_latency.py
 	$(PY) bench/gate_check.py
+	$(PY) bench/halts.py
+	$(PY) bench/kennel.py
+	$(PY) bench/console.py
+
+demo: $(STAMP)
+	$(VENV)/bin/leash demo
+
+# PNG pictures of the console for the README (needs the cairo library).
+screenshots: $(STAMP)
+	@dpkg -s libcairo2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libcairo2)
+	$(PY) -m pip install --quiet -e '.[test,screenshots]' --config-settings editable_mode=compat
+	$(PY) screenshots/render.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

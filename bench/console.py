@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def stats_line(samples: list[float]) -> str:
 # cumulative time is everything the loop ran, so they hide the real costs.
 PLUMBING = ("asyncio" + os.sep, "textual" + os.sep + "_callback.py", "textual" + os.sep + "message_pump.py",
             "textual" + os.sep + "app.py:", "bench" + os.sep + "console.py", "_contextvars", "select.epoll",
-            "threading.py", "concurrent" + os.sep)
+            "threading.py", "concurrent" + os.sep, "selectors.py")
 
 
 def _where(key: tuple) -> str:
@@ -162,8 +163,11 @@ class Instruments:
         self.fleet = fleet
         self.real_view = fleet.view
         self.applies: list[tuple[float, float]] = []  # perf_counter (start, end)
-        self.views: list[tuple[float, float]] = []
+        self.views: list[tuple[float, float]] = []  # finished runs
+        self.view_starts: list[float] = []  # every run, as it starts
         self.ticks: list[tuple[str, float]] = []
+        self.running = self.most_running = 0  # fleet.view runs at once
+        lock = threading.Lock()
         original_apply = app.apply_view
 
         def apply_view(data: dict) -> None:
@@ -173,10 +177,16 @@ class Instruments:
 
         def view(*args, **kwargs):
             start = time.perf_counter()
+            with lock:
+                self.view_starts.append(start)
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
             try:
                 return self.real_view(*args, **kwargs)
             finally:
-                self.views.append((start, time.perf_counter()))
+                with lock:
+                    self.running -= 1
+                    self.views.append((start, time.perf_counter()))
 
         for name in ("tick_ages", "tick_countdown"):
             original_tick = getattr(app, name)
@@ -490,6 +500,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
     try:
         async with app.run_test(size=SIZE) as pilot:
             out["first"] = await wait_first_paint(app, instruments, pilot, started, constructed)
+            out["first_views"] = len(instruments.view_starts)
             out["rss"] = rss_mb()
 
             # idle: nothing but the console touches the home
@@ -521,7 +532,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
             for name, key in latency_targets():
                 await asyncio.sleep(0.3)
                 before = table.get_cell(key, "state").plain
-                n_views, n_applies = len(instruments.views), len(instruments.applies)
+                n_starts, n_applies = len(instruments.view_starts), len(instruments.applies)
                 spawn_wall = time.time()
                 process = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "console.cli", "stop", name, "--reason", "bench: latency trial",
@@ -534,20 +545,24 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
                         break
                     await asyncio.sleep(0.002)
                 _, stderr = await process.communicate()
+                await asyncio.sleep(0.1)
                 trial = {"name": name, "before": before, "code": process.returncode, "stderr": stderr.decode().strip()}
                 if seen_wall is not None:
                     mtime = os.stat(stops_path).st_mtime_ns / 1e9
                     offset = time.time() - time.perf_counter()  # perf_counter -> wall clock
-                    views = [(s + offset, e + offset) for s, e in instruments.views[n_views:]]
-                    applies = [(s + offset, e + offset) for s, e in instruments.applies[n_applies:] if s + offset <= seen_wall]
-                    after = sorted(s for s, _ in views if s >= mtime)
+                    written = mtime - offset  # the write, on the perf_counter clock
+                    finished = dict(instruments.views)
+                    applies = [(s, e) for s, e in instruments.applies[n_applies:] if s + offset <= seen_wall]
+                    after = [s for s in instruments.view_starts[n_starts:] if s >= written]
                     trial.update(latency_ms=ms(seen_wall - mtime), cli_ms=ms(seen_wall - spawn_wall),
                                  refreshes=len(applies),
-                                 running=sum(1 for s, e in views if s < mtime < e),
-                                 to_view_ms=ms(after[0] - mtime) if after else None,
+                                 running=sum(1 for s in instruments.view_starts
+                                             if s < written < finished.get(s, float("inf"))),
+                                 to_view_ms=ms(after[0] - written) if after else None,
                                  apply_ms=ms(applies[-1][1] - applies[-1][0]) if applies else None)
                 trials.append(trial)
             out["trials"] = trials
+            out["most_running"] = instruments.most_running
             out["rss_after"] = rss_mb()
     finally:
         instruments.restore()
@@ -583,6 +598,7 @@ def report_static(out: dict, tmux_count: int) -> None:
 def report_watch(out: dict) -> None:
     print("\n  (b) watch=True")
     print_first_paint("big home", out["first"])
+    print(f"  {'':<30} fleet.view runs started by the first paint: {out['first_views']}")
     idle = out["idle"]
     print(f"  idle for {idle['seconds']:.1f} s (no other process writes): {idle['views']} fleet.view runs, "
           f"{idle['applies']} views applied ({stats_line(idle['apply_ms'])} of apply_view)")
@@ -596,11 +612,15 @@ def report_watch(out: dict) -> None:
             continue
         to_view = f"{t['to_view_ms']:6.1f} ms" if t["to_view_ms"] is not None else "    none"
         apply = f"{t['apply_ms']:5.1f} ms" if t["apply_ms"] is not None else "-"
-        print(f"    {t['name']:<20} {t['before']:>7} -> stopped {t['latency_ms']:7.1f} ms after the stops.json mtime; "
-              f"views running at the write {t['running']}, first view started after it {to_view}; "
-              f"{t['refreshes']} apply(s), the one that showed it {apply}; CLI spawn -> screen {t['cli_ms']:.0f} ms")
+        print(f"    {t['name']:<20} {t['before']:>7} -> stopped {t['latency_ms']:7.1f} ms after the stops.json mtime "
+              f"(CLI spawn -> screen {t['cli_ms']:5.0f} ms); fleet.view runs already going at the write: "
+              f"{t['running']}; first run started after it: {to_view}; {t['refreshes']} apply(s) until seen, "
+              f"the one that showed it took {apply}")
     peak, current = out["rss_after"]
-    print(f"  RSS at the end: peak {peak:.1f} MB (both big-home runs), current {current:.1f} MB")
+    print(f"  most fleet.view runs at once in this app: {out['most_running']} (refresh_view is exclusive, but a "
+          f"cancelled thread worker runs to its end)")
+    print(f"  RSS at first paint: peak {out['rss'][0]:.1f} MB, current {out['rss'][1]:.1f} MB (after run (a) in this "
+          f"process); at the end: peak {peak:.1f} MB, current {current:.1f} MB")
 
 
 def summary(results: dict) -> None:

@@ -87,3 +87,46 @@ def test_the_console_in_a_real_terminal(home, tmux_socket):
         assert not alive, "q did not quit the console"
     finally:
         subprocess.run(["tmux", "-S", agents, "kill-server"], capture_output=True)
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Addresses with a listening TCP socket on ``port``, from /proc/net/tcp{,6}."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:
+                if len(address) == 8:
+                    found.add(".".join(str(b) for b in reversed(bytes.fromhex(address))))
+                else:
+                    found.add("::" if set(address) == {"0"} else address)
+    return found
+
+
+def test_serve_listens_on_loopback_only(home):
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(leash_argv() + ["serve", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 15
+        page = None
+        while time.monotonic() < deadline and page is None:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert page is not None and "<html" in page.lower()
+        assert _listening_addresses(port) == {"127.0.0.1"}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
