@@ -31,6 +31,10 @@ from core.statefile import write_json
 from core.warrants.epitaph import answered, epitaph, health_check
 
 FINAL_SCREEN_LINES = 200
+# How far back to look for the echo of the current message when the pane's
+# history was trimmed (tmux drops old lines once history-limit is reached, so
+# the absolute line recorded at send time can point past what came after).
+ANCHOR_SCAN_LINES = 3000
 DEFAULT_TIMEOUTS = (60.0, 120.0, 240.0)
 OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
                  "blocked_hands_off": "warrant_blocked"}
@@ -68,6 +72,9 @@ class Dog:
     def tick(self, now: float | None = None) -> float | None:
         moment = now_seconds(now)
         state = self.state["state"]
+        if state == "complete":  # a kennel died while finishing: finish the finishing
+            complete(self.queue, self.state, now=moment, resumed=True)
+            return None
         request = self.queue.pardon_request(self.id) if state != "complete" else None
         if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
             return self._finish("pardoned", moment, by=request.get("source") or "operator",
@@ -103,11 +110,18 @@ class Dog:
         return min(self.poll_seconds, timeout)
 
     def _answer(self) -> str | None:
+        message = self._message()
+        anchor = message.splitlines()[-1].strip()  # "Attempt: n/N" is this attempt's own line
         try:
             lines = self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0))
+            if not any(anchor in line for line in lines):
+                recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
+                echoes = [i for i, line in enumerate(recent) if anchor in line]
+                if echoes:
+                    lines = recent[echoes[-1]:]
         except Exception:
             return None
-        return answered(lines, self._message(), pardon_on_activity=self.pardon_on_activity)
+        return answered(lines, message, pardon_on_activity=self.pardon_on_activity)
 
     def _deadline(self) -> float:
         return parse_iso(self.state["next_timeout"])
@@ -168,38 +182,51 @@ class Dog:
 
 def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | None = None,
            note: str = "") -> dict:
-    """Write the epitaph, the ``.done`` file and the ack-log lines, and move the
-    state to ``dogs/completed``. Call it holding the warrant's claim."""
+    """Seal the dog's state with its outcome and epitaph, then ``complete`` it.
+    Call it holding the warrant's claim."""
     stamp = iso(now)
     text = epitaph(outcome, state, at=stamp, timeouts=list(timeouts), by=by)
-    state.update(state="complete", outcome=outcome, epitaph=text, completed_at=stamp)
+    reasons = {"pardoned": "operator pardon" if by else f"responded at attempt {state.get('attempt')}",
+               "executed": "no answer after every attempt",
+               "blocked_hands_off": f"target is hands-off ({state.get('blocked_by', '')}); not killed — "
+                                    "an operator must decide"}
+    state.update(state="complete", outcome=outcome, epitaph=text, completed_at=stamp,
+                 log_source=by or "kennel", log_reason=note or reasons.get(outcome, outcome))
     if by:
         state["pardoned_by"] = by
-    warrant = state["warrant"]
     write_json(queue.active_path(state["id"]), state)
+    return complete(queue, state, now=now)
+
+
+def complete(queue, state: dict, *, now: float, resumed: bool = False) -> dict:
+    """Log the outcome and epitaph, write ``<id>.done``, move the state to
+    ``dogs/completed``. Safe to run again after a crash at any point: lines
+    already in the ack log are not written twice."""
+    warrant = state["warrant"]
+    if not (resumed and _already_logged(queue, warrant.get("id"))):
+        event = OUTCOME_EVENT.get(state["outcome"])
+        if event:
+            queue.acklog.append(event, source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
+                                reason=state.get("log_reason", ""), now=now, warrant_id=warrant.get("id"),
+                                attempt=state.get("attempt"))
+        queue.acklog.append("epitaph", source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
+                            reason=state["epitaph"], now=now, warrant_id=warrant.get("id"), outcome=state["outcome"])
     started = parse_iso(state["started_at"]) if state.get("started_at") else now
     write_json(os.path.join(queue.active_dir, f"{state['id']}.done"), {
         "dog_id": state["id"], "warrant_id": warrant.get("id"), "target": warrant.get("target"),
-        "outcome": outcome, "duration": f"{max(0.0, now - started):g}s"})
+        "outcome": state["outcome"], "duration": f"{max(0.0, now - started):g}s"})
     os.makedirs(queue.completed_dir, mode=0o700, exist_ok=True)
-    os.replace(queue.active_path(state["id"]), queue.completed_path(state["id"]))
-    for leftover in (queue.pardon_path(state["id"]),):
-        try:
-            os.unlink(leftover)
-        except FileNotFoundError:
-            pass
-    source = by or "kennel"
-    event = OUTCOME_EVENT.get(outcome)
-    if event:
-        reason = note or {"pardoned": f"responded at attempt {state.get('attempt')}" if not by else "operator pardon",
-                          "executed": "no answer after every attempt",
-                          "blocked_hands_off": f"target is hands-off ({state.get('blocked_by', '')}); not killed — "
-                                               "an operator must decide"}[outcome]
-        queue.acklog.append(event, source=source, session_id=warrant.get("target", ""), reason=reason, now=now,
-                            warrant_id=warrant.get("id"), attempt=state.get("attempt"))
-    queue.acklog.append("epitaph", source=source, session_id=warrant.get("target", ""), reason=text, now=now,
-                        warrant_id=warrant.get("id"), outcome=outcome)
+    if os.path.exists(queue.active_path(state["id"])):
+        os.replace(queue.active_path(state["id"]), queue.completed_path(state["id"]))
+    try:
+        os.unlink(queue.pardon_path(state["id"]))
+    except FileNotFoundError:
+        pass
     return state
+
+
+def _already_logged(queue, warrant_id: str | None) -> bool:
+    return any(line.get("warrant_id") == warrant_id for line in queue.acklog.read(event="epitaph").entries)
 
 
 def finish_without_dog(queue, state: dict, *, source: str, reason: str, now: float) -> dict:
