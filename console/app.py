@@ -41,7 +41,7 @@ TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
-MAX_ROWS = 1000  # per panel; the title shows the full count
+from core.fleet import MAX_ROWS  # noqa: E402 - rows per panel; the title shows the full count
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 VIEW_KEYS = {"sessions": "sessions", "halts": "halts", "warrants": "warrants", "locks": "locks", "loops": "loops",
              "acklog": "acklog"}
@@ -74,6 +74,8 @@ class LeashApp(App):
         self.kennel = None
         self.on_exit_callback = on_exit
         self._seen: dict[str, set] | None = None
+        self._refreshing = False
+        self._refresh_again = False
         self._filter_panel = "sessions"
         self._last_panel = "sessions"
         for action in self.key_actions:
@@ -123,16 +125,33 @@ class LeashApp(App):
         return self._last_panel
 
     # ------------------------------------------------------------ data
-    @work(thread=True, exclusive=True, group="view")
     def refresh_view(self) -> None:
+        """Read the home again. One read at a time: a request while one runs is
+        remembered and served once, right after it (reads never pile up)."""
+        if self._refreshing:
+            self._refresh_again = True
+            return
+        self._refreshing = True
+        self._read_view()
+
+    @work(thread=True, group="view")
+    def _read_view(self) -> None:
         from core.fleet import view
 
         try:
             data = view(self.home, tmux_sessions=self.tmux_sessions, now=self.clock())
         except Exception as exc:  # never let a bad file take the console down
+            data = None
             self.call_from_thread(self.notify, f"cannot read the state home: {exc}", severity="error")
-            return
-        self.call_from_thread(self.apply_view, data)
+        self.call_from_thread(self._view_read, data)
+
+    def _view_read(self, data: dict | None) -> None:
+        self._refreshing = False
+        if data is not None:
+            self.apply_view(data)
+        if self._refresh_again:
+            self._refresh_again = False
+            self.refresh_view()
 
     def apply_view(self, data: dict) -> None:
         self.view_data = data
@@ -149,12 +168,14 @@ class LeashApp(App):
             "tripped": {loop["name"] for loop in data["loops"] if loop.get("tripped")},
         }
         if self._seen is not None:
+            new_critical = current["critical"] - self._seen["critical"]
+            new_executed = current["executed"] - self._seen["executed"]
             for halt in data["halts"]:
-                if halt["halt_id"] in current["critical"] - self._seen["critical"]:
+                if halt["halt_id"] in new_critical:
                     self._alert(f"Critical halt: {halt.get('condition_name') or halt['halt_type']} on "
                                 f"{halt['session_id']}", halt["description"][:120])
             for warrant in data["finished_warrants"]:
-                if warrant["id"] in current["executed"] - self._seen["executed"]:
+                if warrant["id"] in new_executed:
                     self._alert(f"Warrant executed: {warrant['warrant']['target']}", "no answer after 3 attempts")
             for name in current["tripped"] - self._seen["tripped"]:
                 self._alert(f"Restart-loop breaker tripped: {name}", "auto-resume is skipped")

@@ -17,11 +17,10 @@ make every session "stopped"/"halted" as the gate would treat them.
 """
 from __future__ import annotations
 
-import os
-
 from core.clock import now_seconds, parse_iso
 
 ACK_TAIL_LINES = 200
+MAX_ROWS = 300  # per list; an operator filters or uses the palette beyond that
 RECENT_FINISHED = 20
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
@@ -41,7 +40,22 @@ def _left(stamp: str | None, moment: float) -> float | None:
 
 
 def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = None,
-         ack_tail: int = ACK_TAIL_LINES) -> dict:
+         ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS) -> dict:
+    """The whole fleet; each list holds at most ``max_rows`` rows (the summary
+    counts them all)."""
+    from core.halts import api as halts_api
+    from core.halts.store import HaltStoreUnavailable
+
+    try:
+        with halts_api.reading(home, now) as connection:
+            return _view(home, connection, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail,
+                         max_rows=max_rows)
+    except HaltStoreUnavailable as exc:
+        return _view(home, None, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail, max_rows=max_rows,
+                     halt_problem=f"halt store unreadable ({exc})")
+
+
+def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
     from core import status
     from core.halts import api as halts_api
     from core.stop import StopProtocol, StopStateUnreadable
@@ -49,7 +63,12 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
 
     moment = now_seconds(now)
     protocol = StopProtocol(home)
-    raw = status.snapshot(protocol, now=moment)
+    if connection is not None:
+        raw = status.snapshot(protocol, now=moment, halts_limit=max_rows, connection=connection)
+    else:
+        raw = status.snapshot(protocol, now=moment, halts_limit=0)
+    if halt_problem:
+        raw["halt_store_error"] = halt_problem
     problems = [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
     try:
         stops = protocol.stops.snapshot()
@@ -57,7 +76,7 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
         stops = {"sessions": {}, "fleet": None}
     fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
     locks = {lock["entity"]: lock for lock in raw["hands_off"]}
-    halt_states = _halt_states(home, halts_api)
+    halt_states = halts_api.session_states(connection) if connection is not None else {}
     live_warrants = {w["target"]: w for w in raw["warrants"]}
 
     agents_by_tmux: dict[str, list[dict]] = {}
@@ -127,6 +146,9 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
                 "age": _age(record.get("stopped_at"), moment), "in_tmux": False,
             })
     sessions.sort(key=lambda s: s["name"])
+    summary_sessions = len(sessions)
+    summary_stopped = sum(1 for s in sessions if s["state"] == "stopped")
+    sessions = sessions[:max_rows]
 
     halts = sorted(raw["pending_halts"], key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))
     for halt in halts:
@@ -143,7 +165,7 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
             row.update(gate_left=remaining, gate_fraction=min(1.0, remaining / total),
                        deadline_epoch=parse_iso(w["next_timeout"]), gate_seconds=total)
         warrants.append(row)
-    finished = sorted(WarrantQueue(protocol.home, protocol.acklog).completed(),
+    finished = sorted(WarrantQueue(protocol.home, protocol.acklog).completed(newest=RECENT_FINISHED),
                       key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
 
     lock_rows = []
@@ -156,12 +178,10 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
     for line in tail:
         line["key"] = f"ack:{line.get('seq')}:{line.get('hash', '')[:12]}"
 
-    by_severity = {s: 0 for s in SEVERITY_ORDER}
-    for halt in halts:
-        by_severity[halt["severity"]] = by_severity.get(halt["severity"], 0) + 1
+    by_severity = halts_api.pending_counts(connection) if connection is not None else {s: 0 for s in SEVERITY_ORDER}
     summary = {
-        "sessions": len(sessions),
-        "stopped": sum(1 for s in sessions if s["state"] == "stopped"),
+        "sessions": summary_sessions,
+        "stopped": summary_stopped,
         "fleet_stopped": fleet_stop is not None,
         "halts": by_severity,
         "warrants": len(warrants),
@@ -171,20 +191,3 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
     return {"now": moment, "home": protocol.home, "summary": summary, "sessions": sessions, "halts": halts,
             "warrants": warrants, "finished_warrants": finished, "locks": lock_rows, "loops": loops,
             "acklog": tail, "problems": problems}
-
-
-def _halt_states(home, halts_api) -> dict[str, str]:
-    from core.halts.store import exists, open_store
-
-    home = os.fspath(home)
-    if not exists(home):
-        return {}
-    try:
-        connection = open_store(home, create=False)
-        try:
-            return {r[0]: r[1] for r in connection.execute("SELECT session_id, state FROM session_states"
-                                                           " WHERE state != 'active'")}
-        finally:
-            connection.close()
-    except Exception:
-        return {}

@@ -16,7 +16,8 @@ from typing import Any
 from core.stop import StopProtocol, StopStateUnreadable
 
 
-def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, Any]:
+def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: int = 10_000,
+             connection=None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "fleet_stopped": [], "stopped_sessions": [], "hands_off": [], "pending_halts": [],
         "warrants": [], "loops": [], "sessions": [],
@@ -35,7 +36,8 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None) -> dict[str, A
     from core.halts import HaltStoreUnavailable, get_session_halts
 
     try:
-        pending = get_session_halts({"pending": True, "limit": 10_000}, home=protocol.home, now=now)
+        pending = get_session_halts({"pending": True, "limit": halts_limit}, home=protocol.home, now=now,
+                                    connection=connection)
         result["pending_halts"] = pending["halts"]
     except HaltStoreUnavailable as exc:
         result["halt_store_error"] = str(exc)

@@ -15,13 +15,16 @@ from textual.widgets import DataTable, Label
 
 
 def duration(seconds: float | None) -> str:
+    """Seconds under a minute, minutes under an hour, then hours and minutes:
+    a cell changes at most once a minute after the first one, so refreshes
+    touch few cells."""
     if seconds is None:
         return "-"
     seconds = int(abs(seconds))
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
+        return f"{seconds // 60}m"
     if seconds < 86400:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
@@ -46,6 +49,7 @@ class Panel(Vertical):
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
         self._count = 0
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield Label(self.TITLE, classes="panel-title", id=f"title-{self.PANEL}")
@@ -109,7 +113,10 @@ class Panel(Vertical):
                                 table.update_cell(key, column, value)
                     self._shown[key] = cells
         self._count = len(rows)
-        self.query_one(f"#title-{self.PANEL}", Label).update(self.title_text())
+        title = self.title_text()
+        if title != self._title:  # a label update re-lays out the screen: only when it changed
+            self._title = title
+            self.query_one(f"#title-{self.PANEL}", Label).update(title)
 
     def _rebuild(self, wanted: dict[str, tuple]) -> None:
         table = self.table

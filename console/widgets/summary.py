@@ -30,5 +30,10 @@ def summary_text(summary: dict, problems: list[str]) -> Text:
 
 
 class SummaryBar(Static):
+    _shown = None
+
     def show(self, summary: dict, problems: list[str]) -> None:
-        self.update(summary_text(summary, problems))
+        text = summary_text(summary, problems)
+        if text != self._shown:
+            self._shown = text
+            self.update(text)

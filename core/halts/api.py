@@ -457,7 +457,7 @@ def _event(row) -> dict:
     return event
 
 
-def get_session_halts(data: dict, *, home=None, now: float | None = None) -> dict:
+def get_session_halts(data: dict, *, home=None, now: float | None = None, connection=None) -> dict:
     """The seed's ``guardrail_get_session_halts``. ``session_token`` may be
     omitted for every session; ``pending: true`` lists what waits on a human
     (unacknowledged, escalated or timed out)."""
@@ -476,9 +476,11 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None) -> dic
         raise HaltInputError(f"severity must be one of {', '.join(SEVERITIES)}")
     moment = now_seconds(now)
     home = resolve_home(home)
-    if not exists(home):
-        return {"total_count": 0, "halts": [], "unacknowledged_count": 0}
-    connection = _open(home, moment)
+    owned = connection is None
+    if owned:
+        if not exists(home):
+            return {"total_count": 0, "halts": [], "unacknowledged_count": 0}
+        connection = _open(home, moment)
     try:
         scope, params = ["1 = 1"], []
         if session is not None:
@@ -502,8 +504,63 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None) -> dic
         unacknowledged = connection.execute(
             f"SELECT count(*) FROM halt_events WHERE {' AND '.join(scope)} AND acknowledged = 0", params).fetchone()[0]
     finally:
-        connection.close()
+        if owned:
+            connection.close()
     return {"total_count": total, "halts": [_event(r) for r in rows], "unacknowledged_count": unacknowledged}
+
+
+def pending_counts(connection) -> dict[str, int]:
+    """Halts waiting on a human (unacknowledged or escalated), by severity."""
+    counts = {s: 0 for s in SEVERITIES}
+    for severity, count in connection.execute(
+            "SELECT severity, count(*) FROM halt_events WHERE acknowledged = 0 OR resolution = 'escalated'"
+            " GROUP BY severity"):
+        counts[severity] = count
+    return counts
+
+
+def session_states(connection) -> dict[str, str]:
+    """Every session that is not active: session id -> halted | paused."""
+    return {r[0]: r[1] for r in connection.execute("SELECT session_id, state FROM session_states"
+                                                   " WHERE state != 'active'")}
+
+
+_readers: dict[str, tuple] = {}
+
+
+class reading:
+    """``with reading(home, now) as db:`` — a connection this process keeps open
+    for its repeated reads (the console). Keeping one open keeps the WAL file in
+    place, so reading never creates or deletes files that a watcher of the home
+    would take for a change. None when there is no halts.db."""
+
+    def __init__(self, home, now: float | None = None):
+        self.home = resolve_home(home)
+        self.now = now_seconds(now)
+        self.lock = None
+
+    def __enter__(self):
+        import threading
+
+        if not exists(self.home):
+            return None
+        entry = _readers.get(self.home)
+        if entry is None:
+            entry = _readers.setdefault(self.home, (open_store(self.home, create=False), threading.Lock()))
+        connection, self.lock = entry
+        self.lock.acquire()
+        try:
+            sweep_timeouts(connection, self.home, now=self.now)
+        except Exception as exc:
+            self.lock.release()
+            self.lock = None
+            _readers.pop(self.home, None)
+            raise HaltStoreUnavailable(str(exc)) from None
+        return connection
+
+    def __exit__(self, *exc_info) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 def find_halt(halt_id: str, *, home=None) -> dict | None:

@@ -65,12 +65,14 @@ class WarrantQueue:
 
     # ------------------------------------------------------------ reading
     @staticmethod
-    def _read_dir(directory: str) -> list[dict]:
+    def _read_dir(directory: str, newest: int | None = None) -> list[dict]:
         found = []
         try:
             names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and n.startswith("w-"))
         except FileNotFoundError:
             return []
+        if newest is not None:
+            names = names[-newest:]  # ids sort in filing order
         for name in names:
             try:
                 data = read_json(os.path.join(directory, name), None)
@@ -87,8 +89,8 @@ class WarrantQueue:
     def active(self) -> list[dict]:
         return self._read_dir(self.active_dir)
 
-    def completed(self) -> list[dict]:
-        return self._read_dir(self.completed_dir)
+    def completed(self, newest: int | None = None) -> list[dict]:
+        return self._read_dir(self.completed_dir, newest)
 
     def find(self, warrant_id: str) -> tuple[str, dict] | None:
         """("pending" | "active" | "completed", record) for an id or an id prefix."""
