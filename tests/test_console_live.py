@@ -60,8 +60,8 @@ def test_the_console_in_a_real_terminal(home, tmux_socket):
         subprocess.run(["tmux", "-S", agents, "new-session", "-d", "-s", "agent-one", "-x", "80", "-y", "10",
                         "cat > /dev/null"], check=True)
         env = {"LEASH_HOME": str(home), "LEASH_TMUX_SOCKET": agents, "TERM": "xterm-256color", "USER": "pilot"}
-        command = " ".join([f"{k}={v}" for k, v in env.items()] + [sys.executable, "-m", "console.cli",
-                                                                    "console", "--no-kennel"])
+        command = " ".join(["env", "-u", "COLUMNS", "-u", "LINES"] + [f"{k}={v}" for k, v in env.items()]
+                           + [sys.executable, "-m", "console.cli", "console", "--no-kennel"])
         subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "160", "-y",
                         "45", "-c", str(ROOT), command], check=True)
         _wait_for(tmux_socket, "agent-one")
@@ -130,3 +130,26 @@ def test_serve_listens_on_loopback_only(home):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_demo_runs_and_cleans_up_after_itself(tmp_path, tmux_socket):
+    """`leash demo` in a real terminal: its fleet shows, and quitting removes
+    the demo's tmux server and home."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    # COLUMNS/LINES from the test process would pin the console to their size
+    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m console.cli demo"
+    subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "160", "-y", "45",
+                    "-c", str(ROOT), command], check=True)
+    for expected in ("agent-chatty", "agent-answers", "agent-silent", "secrets_exposure", "three_strikes",
+                     "path:infra/prod/**", "gateway", "interrogating"):
+        _wait_for(tmux_socket, expected, timeout=15)
+    (home,) = list(scratch.glob("leash-demo-*"))
+    demo_socket = home / "tmux.sock"
+    assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode == 0
+    subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and home.exists():
+        time.sleep(0.1)
+    assert not home.exists(), "the demo's home was left behind"
+    assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode != 0
