@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from core.clock import now_seconds, parse_iso
+from core.clock import human_duration, now_seconds, parse_iso
 
 
 class Refused(Exception):
@@ -47,18 +47,7 @@ def _ago(stamp: str, moment: float) -> str:
         seconds = moment - parse_iso(stamp)
     except ValueError:
         return "?"
-    return _duration(seconds) + (" ago" if seconds >= 0 else " from now")
-
-
-def _duration(seconds: float) -> str:
-    seconds = abs(int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+    return human_duration(seconds) + (" ago" if seconds >= 0 else " from now")
 
 
 # ------------------------------------------------------------------ stop/resume
@@ -138,7 +127,7 @@ def cmd_status(protocol, args) -> int:
         f"{r['session_id']}  {_ago(r.get('stopped_at', ''), moment)} by {r.get('source', '?')}: "
         f"{r.get('reason') or '-'}"))
     _section("hands-off locks", state["hands_off"], lambda r: (
-        f"{r['entity']}  {_duration(parse_iso(r['expires_at']) - moment)} left, by {r.get('source', '?')}: "
+        f"{r['entity']}  {human_duration(parse_iso(r['expires_at']) - moment)} left, by {r.get('source', '?')}: "
         f"{r.get('reason') or '-'}"))
     if "halt_store_error" in state:
         _out(f"HALT STORE UNREADABLE: {state['halt_store_error']} (every session is held; leash doctor)")
@@ -310,7 +299,7 @@ def cmd_warrant(protocol, args) -> int:
         f"{w['id']}  {w['target']}  filed {_ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
     _section("active", listing["active"], lambda d: (
         f"{d['id']}  {d['warrant']['target']}  {d['state']}  attempt {d.get('attempt', 0)}/3"
-        + (f"  gate closes in {_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
+        + (f"  gate closes in {human_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
            d["state"] == "interrogating" else "")))
     _section("finished", listing["completed"], lambda d: (
         f"{d['id']}  {d['warrant']['target']}  {d.get('outcome')}  attempt {d.get('attempt', 0)}  "

@@ -34,6 +34,21 @@ def parse_iso(text: str) -> float:
     return stamp.timestamp()
 
 
+def human_duration(seconds: float | None) -> str:
+    """Seconds under a minute, minutes under an hour, then hours and minutes,
+    then days and hours: "42s", "5m", "3h07m", "2d04h"."""
+    if seconds is None:
+        return "-"
+    seconds = int(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
 def compact_stamp(seconds: float) -> str:
     """A filename-safe stamp (``20261121T193100.123456Z``) for quarantined files."""
     stamp = datetime.fromtimestamp(seconds, tz=timezone.utc)

@@ -13,21 +13,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
+from core.clock import human_duration
 
-def duration(seconds: float | None) -> str:
-    """Seconds under a minute, minutes under an hour, then hours and minutes:
-    a cell changes at most once a minute after the first one, so refreshes
-    touch few cells."""
-    if seconds is None:
-        return "-"
-    seconds = int(abs(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+# A cell changes at most once a minute after the first one, so refreshes touch few cells.
+duration = human_duration
 
 
 class PanelTable(DataTable):
