@@ -2,8 +2,9 @@
 
 The dog runs on a fake clock (integer microseconds, so every deadline is exact)
 and a fake tmux: an in-memory pane per session that echoes every message the
-dog sends, shows "ALIVE" (or other output) when the model makes the target
-answer, and loses its session on a kill unless the model says the kill fails.
+dog sends (unless the model turns echo off, as a frozen full-screen agent
+would), shows "ALIVE" (or other output) when the model makes the target answer,
+and loses its session on a kill unless the model says the kill fails.
 The warrant queue is the real one, on a fresh temp home per example, and the
 hands-off check is the real one (``core.warrants.kennel.hands_off_check``).
 
@@ -21,6 +22,7 @@ import shutil
 import tempfile
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -71,6 +73,7 @@ class FakeTmux:
         self.sessions: dict[str, list[str]] = {TARGET: ["$ agent started"]}
         self.graveyard: dict[str, list[str]] = {}
         self.kill_fails = False
+        self.echo = True  # off: a full-screen agent that has hung draws nothing of what is typed
         self.calls: Counter[str] = Counter()
 
     def _pane(self, name: str) -> list[str]:
@@ -99,7 +102,10 @@ class FakeTmux:
 
     def send_message(self, name: str, text: str) -> None:
         self.calls["send_message"] += 1
-        self._pane(name).extend(text.splitlines())  # the tty echoes what was typed
+        pane = self._pane(name)
+        if self.echo:  # the tty echoes what was typed
+            pane.extend(text.splitlines())
+            self.calls["echoed"] += 1
 
     def kill(self, name: str) -> None:
         self.calls["kill"] += 1
@@ -256,7 +262,8 @@ class DogMachine(RuleBasedStateMachine):
                 assert self._messages() == before_messages + 1
                 sent = health_check(TARGET, self.timeouts[self.attempt - 1], state["warrant"]["reason"], REQUESTER,
                                     self.attempt, 3).splitlines()
-                assert self.tmux.lines(TARGET)[-len(sent):] == sent
+                if self.tmux.echo:
+                    assert self.tmux.lines(TARGET)[-len(sent):] == sent
         self.last_state = state
 
     @precondition(lambda self: self.dog is not None)
@@ -290,7 +297,7 @@ class DogMachine(RuleBasedStateMachine):
             self.tmux.show(TARGET, message[pick])
 
     @precondition(lambda self: self.phase != "complete")
-    @rule(what=st.sampled_from(["target dies", "kennel dies", "hands-off", "kill fails"]), roll=ROLL)
+    @rule(what=st.sampled_from(["target dies", "kennel dies", "hands-off", "kill fails", "echo"]), roll=ROLL)
     def something_happens(self, what, roll):
         if what == "target dies" and self.alive and roll == 7:
             self.tmux.vanish(TARGET)
@@ -308,6 +315,8 @@ class DogMachine(RuleBasedStateMachine):
             self.hands_off = not self.hands_off
         elif what == "kill fails":
             self.tmux.kill_fails = not self.tmux.kill_fails
+        elif what == "echo":
+            self.tmux.echo = not self.tmux.echo
 
     @rule(roll=ROLL)
     def operator_pardons(self, roll):
@@ -409,7 +418,8 @@ class DogMachine(RuleBasedStateMachine):
             parts = " + ".join(f"{t:g}s" for t in self.timeouts)
             assert lines[5] == f"Attempts: 3 ({parts} = {sum(self.timeouts):g}s total)"
             assert done["final_screen"].splitlines() == self.tmux.lines(TARGET)[-FINAL_SCREEN_LINES:]
-            assert HEALTH_CHECK_LINE in done["final_screen"]
+            if self.tmux.calls["echoed"]:
+                assert HEALTH_CHECK_LINE in done["final_screen"]
         if self.outcome == "already_dead":
             assert lines[5] == "Note: Target session not found at warrant processing"
         if self.outcome == "pardoned" and self.pardoned_by:
@@ -457,6 +467,31 @@ class DogMachine(RuleBasedStateMachine):
         assert log.verify().ok
 
 
-DogMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None,
+DogMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=50, deadline=None,
                                         suppress_health_check=[HealthCheck.too_slow])
 TestDogModel = DogMachine.TestCase
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: core/warrants/dog.py Dog._answer() falls back, when the lines since the baseline lack this attempt's "
+    "'Attempt: n/N' line, to the last such line in capture(3000); an earlier warrant's message and ALIVE in the "
+    "scrollback then pardon a pane that shows no echo"))
+def test_an_earlier_answer_in_the_scrollback_never_counts():
+    """A pane that answered an earlier warrant and has since hung (echo off,
+    nothing drawn) is executed, not pardoned by the old ALIVE."""
+    home = scratch_dir()
+    queue = WarrantQueue(home)
+    tmux = FakeTmux()
+    tmux.sessions[TARGET] += health_check(TARGET, 60, "stuck", REQUESTER, 1, 3).splitlines() + ["ALIVE"]
+    tmux.echo = False
+    queue.file(TARGET, reason="stuck", requester=REQUESTER, now=seconds(START_US))
+    state, fd = queue.claim_next(owner={"pid": 1, "host": "model"}, now=seconds(START_US))
+    try:
+        dog = Dog(queue, state, tmux=tmux, timeouts=[60, 120, 240], poll_seconds=1.0)
+        now = seconds(START_US)
+        while dog.tick(now) is not None:
+            now += 1.0
+        assert (dog.state["outcome"], dog.state["attempt"]) == ("executed", 3)
+    finally:
+        release_hold(fd)
+        shutil.rmtree(home, ignore_errors=True)

@@ -7,7 +7,10 @@ Agents are small Python scripts (or `cat`) started in panes:
   optionally only from the Nth health check on (a late answer);
 * silent: `cat > /dev/null` — the tty still echoes the message into the pane,
   so the pane shows the word ALIVE inside the echoed text, which must never count;
-* busy: keeps printing and never answers.
+* busy: keeps printing and never answers (or, busy-answering, also answers);
+* chatty: answers amid a burst of output, with the pane's history full;
+* answers-once-then-hangs: answers one health check, then turns echo off and
+  never reads again, like a full-screen agent that froze.
 
 Every timeout here is well under a second unless a test needs a gate that
 stays open while it acts.
@@ -67,6 +70,21 @@ for n in itertools.count():
     time.sleep(0.02)
 """
 
+# Answers the first health check, then hangs: terminal echo off, no more reads.
+HANGS = """\
+import sys, termios, time
+print("ready", flush=True)
+for line in sys.stdin:
+    if "HEALTH CHECK" in line:
+        print("ALIVE", flush=True)
+        break
+attrs = termios.tcgetattr(0)
+attrs[3] &= ~termios.ECHO
+termios.tcsetattr(0, termios.TCSANOW, attrs)
+print("hung", flush=True)
+time.sleep(3600)
+"""
+
 # Fills the pane's history first, then answers a health check with a burst of
 # log lines, ALIVE on its own line, and a few more lines, all in one write.
 CHATTY = """\
@@ -109,7 +127,7 @@ def start_agent(tmux: Tmux, tmp_path, name: str, kind: str = "silent", *, late: 
         command = "echo ready; exec cat > /dev/null"
     else:
         source, arg = {"answering": (ANSWERING, late), "busy": (BUSY, "quiet"), "busy-answering": (BUSY, "answer"),
-                       "chatty": (CHATTY, boot)}[kind]
+                       "chatty": (CHATTY, boot), "answers-once-then-hangs": (HANGS, "")}[kind]
         script = tmp_path / f"agent_{kind}.py"
         script.write_text(source)
         command = f"{sys.executable} {script} {arg}"
@@ -255,6 +273,32 @@ def test_a_busy_session_is_not_pardoned_by_activity_alone(home, tmux, tmp_path):
     assert "working" in done["final_screen"]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: core/warrants/dog.py Dog._answer() falls back, when the lines since the baseline lack this attempt's "
+    "'Attempt: n/N' line, to the last such line in the pane's last 3000 lines; a pane that shows no echo (a hung "
+    "TUI, echo off) finds an earlier warrant's message and its ALIVE there and is pardoned"))
+def test_an_old_answer_in_the_scrollback_does_not_pardon_a_hung_agent(home, tmux, tmp_path):
+    """The agent answers a first warrant, then hangs the way a full-screen agent
+    does: its terminal echo is off and it never reads again. A second warrant
+    must not be pardoned by the first one's ALIVE still in the scrollback."""
+    start_agent(tmux, tmp_path, "agent", "answers-once-then-hangs")
+    queue = WarrantQueue(home)
+    queue.file("agent", reason="check", requester="deacon")
+    assert run_kennel(home, tmux)["agent"]["outcome"] == "pardoned"
+    wait_for(lambda: tmux.capture("agent")[-1].strip() == "hung", what="the agent to hang")
+    queue.file("agent", reason="check", requester="deacon")
+    done = run_kennel(home, tmux)["agent"]
+    assert (done["outcome"], done["attempt"]) == ("executed", 3)
+
+
+def test_a_busy_session_that_answers_is_pardoned(home, tmux, tmp_path):
+    start_agent(tmux, tmp_path, "busy", "busy-answering")
+    WarrantQueue(home).file("busy", reason="loops", requester="deacon")
+    done = run_kennel(home, tmux)["busy"]
+    assert (done["outcome"], done["attempt"]) == ("pardoned", 1)
+    assert tmux.has_session("busy")
+
+
 def test_pardon_on_activity_pardons_a_busy_session(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "busy", "busy")
     WarrantQueue(home).file("busy", reason="loops", requester="deacon")
@@ -263,16 +307,13 @@ def test_pardon_on_activity_pardons_a_busy_session(home, tmux, tmp_path):
     assert tmux.has_session("busy")
 
 
-@pytest.mark.parametrize("boot", [
-    10,
-    pytest.param(150, marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: core/tmux.py position()/lines_since() use #{history_size} as an absolute line counter, but tmux "
-        "drops history in chunks once history-limit is reached, so the baseline points past the answer"))),
-])
+@pytest.mark.parametrize("boot", [10, 150])
 def test_an_answer_after_a_burst_of_output_counts(home, tmux, tmp_path, boot):
     """The agent answers ALIVE amid a burst of output. With a pane whose history
-    is full (history-limit 100 here; 2000 by default, which any long-running
-    agent fills), tmux trims the oldest lines while the burst arrives."""
+    is full (boot=150 with history-limit 100 here; 2000 by default, which any
+    long-running agent fills), tmux trims the oldest lines while the burst
+    arrives, so the line number taken when the message was sent points past the
+    answer: the dog must still find it."""
     tmux.new_session("keeper", "cat")
     tmux.server.cmd("set-option", "-g", "history-limit", "100")
     start_agent(tmux, tmp_path, "chatty", "chatty", boot=boot)
@@ -447,14 +488,10 @@ class KilledHere(Exception):
     pass
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: core/warrants/dog.py finish() writes state 'complete' to dogs/active before moving it to "
-    "dogs/completed; a kennel killed in between leaves an orphan that Dog.tick() returns None for without "
-    "finishing, so every later kennel re-claims it in a hot loop and `leash kennel --until-idle` never exits"))
 def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeypatch):
     """The kennel dies between finish()'s first write (the finished state, still
     in dogs/active) and its move to dogs/completed. The next kennel must complete
-    the move and go idle."""
+    the move, log the epitaph once, and go idle (not re-claim it forever)."""
     import core.warrants.dog as dog_module
 
     queue = WarrantQueue(home)
@@ -485,7 +522,37 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
         stop_process(proc)
     assert idle, "the next kennel never went idle"
     assert queue.active() == []
-    assert [c["id"] for c in queue.completed()] == [warrant["id"]]
+    (done,) = queue.completed()
+    assert (done["id"], done["outcome"]) == (warrant["id"], "already_dead")
+    assert events_for(home, warrant["id"]) == Counter(warrant_filed=1, epitaph=1)
+    assert AckLog(home).verify().ok
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: core/warrants/kennel.py Kennel._fill() takes claim_orphans(...)[:free]; claim_orphans has already "
+    "flocked every orphan, so the ones beyond the free dogs keep a leaked claim: no kennel can resume them and "
+    "`leash kennel --until-idle` never exits"))
+def test_more_orphans_than_dogs_are_all_resumed(home, tmux):
+    """Three dogs were left by a dead kennel; the next kennel has one dog."""
+    queue = WarrantQueue(home)
+    ids = []
+    for n in range(3):
+        ids.append(queue.file(f"gone-{n}", reason="stuck", requester="deacon")[0]["id"])
+        _, fd = queue.claim_next(owner={"pid": 0, "host": "elsewhere"})
+        os.close(fd)  # the dead kennel's claims go with it
+    assert len(queue.active()) == 3
+    proc = kennel_process(home, tmux.socket, "--until-idle", "--dogs", "1", stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    try:
+        proc.communicate(timeout=4)
+        idle = True
+    except subprocess.TimeoutExpired:
+        idle = False
+    finally:
+        stop_process(proc)
+    assert queue.active() == []
+    assert sorted(c["id"] for c in queue.completed()) == sorted(ids)
+    assert idle, "the kennel never went idle"
 
 
 def test_two_kennels_on_one_queue_finish_each_warrant_once(home, tmux, tmp_path):
