@@ -113,6 +113,16 @@ class Tmux:
         history, row = (out[0].split() + ["0", "0"])[:2] if out else ("0", "0")
         return int(history) + int(row)
 
+    def history(self, name: str) -> tuple[int, int]:
+        """(lines in the active pane's history, its history-limit). The history
+        only grows — until it reaches the limit, when tmux drops the oldest
+        tenth at once (or someone clears it)."""
+        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size} #{history_limit}")
+        parts = out[0].split() if out else []
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            return int(parts[0]), int(parts[1])
+        return 0, 0
+
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
         the blank rows below the cursor."""

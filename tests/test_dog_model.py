@@ -92,6 +92,10 @@ class FakeTmux:
         self.calls["position"] += 1
         return len(self._pane(name))
 
+    def history(self, name: str) -> tuple[int, int]:
+        self.calls["history"] += 1
+        return len(self._pane(name)), 10**9  # this fake never trims its history
+
     def lines_since(self, name: str, position: int) -> list[str]:
         self.calls["lines_since"] += 1
         return list(self._pane(name)[position:])
@@ -472,10 +476,6 @@ DogMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=50
 TestDogModel = DogMachine.TestCase
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: core/warrants/dog.py Dog._answer() falls back, when the lines since the baseline lack this attempt's "
-    "'Attempt: n/N' line, to the last such line in capture(3000); an earlier warrant's message and ALIVE in the "
-    "scrollback then pardon a pane that shows no echo"))
 def test_an_earlier_answer_in_the_scrollback_never_counts():
     """A pane that answered an earlier warrant and has since hung (echo off,
     nothing drawn) is executed, not pardoned by the old ALIVE."""

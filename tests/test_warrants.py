@@ -273,10 +273,6 @@ def test_a_busy_session_is_not_pardoned_by_activity_alone(home, tmux, tmp_path):
     assert "working" in done["final_screen"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: core/warrants/dog.py Dog._answer() falls back, when the lines since the baseline lack this attempt's "
-    "'Attempt: n/N' line, to the last such line in the pane's last 3000 lines; a pane that shows no echo (a hung "
-    "TUI, echo off) finds an earlier warrant's message and its ALIVE there and is pardoned"))
 def test_an_old_answer_in_the_scrollback_does_not_pardon_a_hung_agent(home, tmux, tmp_path):
     """The agent answers a first warrant, then hangs the way a full-screen agent
     does: its terminal echo is off and it never reads again. A second warrant
@@ -528,10 +524,6 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
     assert AckLog(home).verify().ok
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: core/warrants/kennel.py Kennel._fill() takes claim_orphans(...)[:free]; claim_orphans has already "
-    "flocked every orphan, so the ones beyond the free dogs keep a leaked claim: no kennel can resume them and "
-    "`leash kennel --until-idle` never exits"))
 def test_more_orphans_than_dogs_are_all_resumed(home, tmux):
     """Three dogs were left by a dead kennel; the next kennel has one dog."""
     queue = WarrantQueue(home)

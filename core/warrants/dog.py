@@ -31,10 +31,14 @@ from core.statefile import write_json
 from core.warrants.epitaph import answered, epitaph, health_check
 
 FINAL_SCREEN_LINES = 200
-# How far back to look for the echo of the current message when the pane's
-# history was trimmed (tmux drops old lines once history-limit is reached, so
-# the absolute line recorded at send time can point past what came after).
+# When tmux trims a pane's history (at history-limit it drops a tenth of it at
+# once), the absolute line recorded at send time no longer points at the
+# message. The dog then finds where it sent the message by what the pane
+# showed just before: its last non-empty lines at send time. A trim can only
+# have happened once the history came within a tenth of its limit.
 ANCHOR_SCAN_LINES = 3000
+BEFORE_TAIL_LINES = 12
+TRIM_ZONE = 0.9
 DEFAULT_TIMEOUTS = (60.0, 120.0, 240.0)
 OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
                  "blocked_hands_off": "warrant_blocked"}
@@ -50,6 +54,8 @@ class Dog:
         self.poll_seconds = poll_seconds
         self.pardon_on_activity = pardon_on_activity
         self.hands_off = hands_off or (lambda target: None)
+        # the largest history size seen since the message (in memory: it changes every poll)
+        self._history_seen = state.get("history_seen", 0)
 
     @property
     def id(self) -> str:
@@ -102,6 +108,11 @@ class Dog:
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
         self.state["baseline"] = self.tmux.position(self.target)
+        size, limit = self.tmux.history(self.target)
+        self.state["history_seen"] = self._history_seen = size
+        self.state["before_tail"] = [line for line in self.tmux.capture(self.target, 60)
+                                     if line.strip()][-BEFORE_TAIL_LINES:]
+        self.state["trimmed"] = bool(limit) and size >= TRIM_ZONE * limit
         self.tmux.send_message(self.target, self._message())
         timeout = self.timeouts[attempt - 1]
         self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
@@ -110,18 +121,24 @@ class Dog:
         return min(self.poll_seconds, timeout)
 
     def _answer(self) -> str | None:
-        message = self._message()
-        anchor = message.splitlines()[-1].strip()  # "Attempt: n/N" is this attempt's own line
         try:
-            lines = self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0))
-            if not any(anchor in line for line in lines):
-                recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
-                echoes = [i for i, line in enumerate(recent) if anchor in line]
-                if echoes:
-                    lines = recent[echoes[-1]:]
+            lines = self._since_message()
         except Exception:
             return None
-        return answered(lines, message, pardon_on_activity=self.pardon_on_activity)
+        return answered(lines, self._message(), pardon_on_activity=self.pardon_on_activity)
+
+    def _since_message(self) -> list[str]:
+        """What the pane showed from the message on."""
+        history, limit = self.tmux.history(self.target)
+        if not self.state.get("trimmed") and (history < self._history_seen
+                                              or (limit and history >= TRIM_ZONE * limit)):
+            self.state["trimmed"] = True  # kept in the state: a resumed dog must know it too
+            self._save()
+        self._history_seen = max(history, self._history_seen)
+        if not self.state.get("trimmed"):
+            return self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0))
+        recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
+        return after_block(recent, self.state.get("before_tail") or [])
 
     def _deadline(self) -> float:
         return parse_iso(self.state["next_timeout"])
@@ -178,6 +195,20 @@ class Dog:
     def _finish(self, outcome: str, moment: float, *, by: str | None = None, note: str = "") -> None:
         finish(self.queue, self.state, outcome, now=moment, timeouts=self.timeouts, by=by, note=note)
         return None
+
+
+def after_block(lines: list[str], block: list[str]) -> list[str]:
+    """The lines after the last place where ``block`` (non-empty lines, in
+    order) stands in ``lines``; all of them when it is not there any more (it
+    was trimmed away, so everything left came after it)."""
+    if not block:
+        return lines
+    text = [(i, line) for i, line in enumerate(lines) if line.strip()]
+    width = len(block)
+    for start in range(len(text) - width, -1, -1):
+        if [line for _, line in text[start:start + width]] == block:
+            return lines[text[start + width - 1][0] + 1:]
+    return lines
 
 
 def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | None = None,

@@ -120,17 +120,22 @@ class Kennel:
             self.queue.release(dog.id, fd)
             self.working.pop(dog.id, None)
 
-    def _fill(self) -> None:
+    def _claim(self, free: int, busy: set[str]) -> list[tuple[dict, int]]:
+        """Orphans first, then pending warrants in filing order (file I/O: runs
+        in a worker thread so the dogs keep polling meanwhile)."""
+        claimed = self.queue.claim_orphans(owner=self.owner, skip=busy, limit=free)
+        while len(claimed) < free:
+            taken = self.queue.claim_next(owner=self.owner)
+            if taken is None:
+                break
+            claimed.append(taken)
+        return claimed
+
+    async def _fill(self) -> None:
         free = self.size - len(self.working)
         if free <= 0:
             return
-        for state, fd in self.queue.claim_orphans(owner=self.owner, skip=set(self.working))[:free]:
-            self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
-        while len(self.working) < self.size:
-            claimed = self.queue.claim_next(owner=self.owner)
-            if claimed is None:
-                break
-            state, fd = claimed
+        for state, fd in await asyncio.to_thread(self._claim, free, set(self.working)):
             self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
 
     def _tidy_done_files(self) -> None:
@@ -161,7 +166,7 @@ class Kennel:
         stopping = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
-                self._fill()
+                await self._fill()
                 if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                     self._heartbeat()
                     self._tidy_done_files()

@@ -137,12 +137,25 @@ class WarrantQueue:
         return warrant, True
 
     # ------------------------------------------------------------ claiming
+    def _pending_names(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.pending_dir) if n.startswith("w-") and n.endswith(".json"))
+        except FileNotFoundError:
+            return []
+
     def claim_next(self, *, owner: dict, now: float | None = None) -> tuple[dict, int] | None:
-        """Take the oldest pending warrant: (dog state, held claim fd) or None."""
+        """Take the oldest pending warrant: (dog state, held claim fd) or None.
+        Ids sort in filing order, so only the file taken is read."""
         moment = now_seconds(now)
         self.ensure_dirs()
         with locked(self.lock_path):
-            for warrant in self.pending():
+            for name in self._pending_names():
+                try:
+                    warrant = read_json(os.path.join(self.pending_dir, name), None)
+                except Exception:
+                    continue  # a corrupt warrant stays where it is for the operator
+                if not isinstance(warrant, dict) or not warrant.get("id"):
+                    continue
                 fd = try_hold(self.claim_path(warrant["id"]))
                 if fd is None:
                     continue
@@ -154,10 +167,12 @@ class WarrantQueue:
                 return state, fd
         return None
 
-    def claim_orphans(self, *, owner: dict, skip: set[str]) -> list[tuple[dict, int]]:
-        """Active dogs whose kennel died (no one holds their claim)."""
+    def claim_orphans(self, *, owner: dict, skip: set[str], limit: int | None = None) -> list[tuple[dict, int]]:
+        """Up to ``limit`` active dogs whose kennel died (no one holds their claim)."""
         claimed = []
         for state in self.active():
+            if limit is not None and len(claimed) >= limit:
+                break
             warrant_id = state.get("id")
             if not warrant_id or warrant_id in skip:
                 continue
