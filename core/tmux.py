@@ -106,22 +106,21 @@ class Tmux:
         self.server.cmd("kill-server")
 
     # ------------------------------------------------------------ panes
-    def position(self, name: str) -> int:
-        """Absolute index of the active pane's cursor line (history + row): what
-        the pane shows from here on is new."""
-        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size} #{cursor_y}")
-        history, row = (out[0].split() + ["0", "0"])[:2] if out else ("0", "0")
-        return int(history) + int(row)
-
-    def history(self, name: str) -> tuple[int, int]:
-        """(lines in the active pane's history, its history-limit). The history
-        only grows — until it reaches the limit, when tmux drops the oldest
-        tenth at once (or someone clears it)."""
-        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size} #{history_limit}")
+    def marks(self, name: str) -> dict[str, int]:
+        """One look at the active pane: ``history`` (lines in its history),
+        ``limit`` (its history-limit) and ``position`` (absolute index of the
+        cursor line: what the pane shows from there on is new). The history only
+        grows — until it reaches the limit, when tmux drops the oldest tenth at
+        once (or someone clears it)."""
+        out = self._run("display-message", "-p", "-t", self._target(name),
+                        "#{history_size} #{history_limit} #{cursor_y}")
         parts = out[0].split() if out else []
-        if len(parts) == 2 and all(p.isdigit() for p in parts):
-            return int(parts[0]), int(parts[1])
-        return 0, 0
+        history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
+            else (0, 0, 0)
+        return {"history": history, "limit": limit, "position": history + row}
+
+    def position(self, name: str) -> int:
+        return self.marks(name)["position"]
 
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
@@ -131,10 +130,11 @@ class Tmux:
             out.pop()
         return out[-lines:]
 
-    def lines_since(self, name: str, position: int) -> list[str]:
-        """What the active pane shows from absolute line ``position`` on."""
-        out = self._run("display-message", "-p", "-t", self._target(name), "#{history_size}")
-        history = int(out[0]) if out and out[0].strip().isdigit() else 0
+    def lines_since(self, name: str, position: int, *, history: int | None = None) -> list[str]:
+        """What the active pane shows from absolute line ``position`` on
+        (``history``: the pane's history size, when the caller just read it)."""
+        if history is None:
+            history = self.marks(name)["history"]
         start = position - history  # negative: still in the history
         text = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", str(start))
         while text and not text[-1].strip():

@@ -92,11 +92,12 @@ class FakeTmux:
         self.calls["position"] += 1
         return len(self._pane(name))
 
-    def history(self, name: str) -> tuple[int, int]:
-        self.calls["history"] += 1
-        return len(self._pane(name)), 10**9  # this fake never trims its history
+    def marks(self, name: str) -> dict[str, int]:
+        self.calls["marks"] += 1
+        pane = self._pane(name)  # this fake never trims its history
+        return {"history": len(pane), "limit": 10**9, "position": len(pane)}
 
-    def lines_since(self, name: str, position: int) -> list[str]:
+    def lines_since(self, name: str, position: int, *, history: int | None = None) -> list[str]:
         self.calls["lines_since"] += 1
         return list(self._pane(name)[position:])
 

@@ -44,6 +44,10 @@ OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
                  "blocked_hands_off": "warrant_blocked"}
 
 
+class TargetGone(Exception):
+    """The target session ended while the dog watched it."""
+
+
 class Dog:
     def __init__(self, queue, state: dict, *, tmux, timeouts=DEFAULT_TIMEOUTS, poll_seconds: float = 1.0,
                  pardon_on_activity: bool = False, hands_off=None):
@@ -107,8 +111,9 @@ class Dog:
 
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
-        self.state["baseline"] = self.tmux.position(self.target)
-        size, limit = self.tmux.history(self.target)
+        marks = self.tmux.marks(self.target)
+        size, limit = marks["history"], marks["limit"]
+        self.state["baseline"] = marks["position"]
         self.state["history_seen"] = self._history_seen = size
         self.state["before_tail"] = [line for line in self.tmux.capture(self.target, 60)
                                      if line.strip()][-BEFORE_TAIL_LINES:]
@@ -121,22 +126,26 @@ class Dog:
         return min(self.poll_seconds, timeout)
 
     def _answer(self) -> str | None:
+        """"alive"/"activity"/None; raises TargetGone when the session has ended."""
         try:
             lines = self._since_message()
         except Exception:
+            if not self._alive():  # only ask tmux about the session when reading it failed
+                raise TargetGone() from None
             return None
         return answered(lines, self._message(), pardon_on_activity=self.pardon_on_activity)
 
     def _since_message(self) -> list[str]:
         """What the pane showed from the message on."""
-        history, limit = self.tmux.history(self.target)
+        marks = self.tmux.marks(self.target)
+        history, limit = marks["history"], marks["limit"]
         if not self.state.get("trimmed") and (history < self._history_seen
                                               or (limit and history >= TRIM_ZONE * limit)):
             self.state["trimmed"] = True  # kept in the state: a resumed dog must know it too
             self._save()
         self._history_seen = max(history, self._history_seen)
         if not self.state.get("trimmed"):
-            return self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0))
+            return self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0), history=history)
         recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
         return after_block(recent, self.state.get("before_tail") or [])
 
@@ -144,9 +153,11 @@ class Dog:
         return parse_iso(self.state["next_timeout"])
 
     def _wait(self, moment: float) -> float | None:
-        if not self._alive():
+        try:
+            answer = self._answer()
+        except TargetGone:
             return self._finish("already_dead", moment)
-        if self._answer() is not None:
+        if answer is not None:
             return self._pardon(moment)
         remaining = self._deadline() - moment
         if remaining > 0:
@@ -156,9 +167,11 @@ class Dog:
         return self._evaluate(moment)
 
     def _evaluate(self, moment: float) -> float | None:
-        if not self._alive():
+        try:
+            answer = self._answer()
+        except TargetGone:
             return self._finish("already_dead", moment)
-        if self._answer() is not None:
+        if answer is not None:
             return self._pardon(moment)
         if self.state["attempt"] < len(self.timeouts):
             return self._interrogate(self.state["attempt"] + 1, moment)
