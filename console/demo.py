@@ -84,6 +84,15 @@ def write_agents(home) -> dict[str, str]:
     return paths
 
 
+def demo_socket(home: str) -> str:
+    """The demo's tmux socket: in its home, unless that path is too long for a
+    unix socket (about 107 bytes), then a short one in /tmp."""
+    inside = os.path.join(home, "tmux.sock")
+    if len(inside.encode()) < 100:
+        return inside
+    return os.path.join("/tmp", f"leash-demo-{os.getpid()}-{os.urandom(3).hex()}.sock")
+
+
 def run_demo(*, keep: bool = False) -> int:
     import time
 
@@ -91,7 +100,7 @@ def run_demo(*, keep: bool = False) -> int:
     from core.tmux import Tmux
 
     home = tempfile.mkdtemp(prefix="leash-demo-")
-    socket = os.path.join(home, "tmux.sock")
+    socket = demo_socket(home)
     with open(os.path.join(home, "config.toml"), "w") as handle:
         handle.write(f"[warrants]\ntimeouts = {DEMO_TIMEOUTS}\npoll_seconds = 0.5\n\n[tmux]\nsocket = \"{socket}\"\n")
     tmux = Tmux(socket)
@@ -105,6 +114,11 @@ def run_demo(*, keep: bool = False) -> int:
 
     def clean_up() -> None:
         tmux.kill_server()
+        if not socket.startswith(home):
+            try:
+                os.unlink(socket)
+            except FileNotFoundError:
+                pass
 
     try:
         LeashApp(home, tmux=tmux, on_exit=clean_up).run()

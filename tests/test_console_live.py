@@ -145,7 +145,9 @@ def test_demo_runs_and_cleans_up_after_itself(tmp_path, tmux_socket):
                      "path:infra/prod/**", "gateway", "interrogating"):
         _wait_for(tmux_socket, expected, timeout=15)
     (home,) = list(scratch.glob("leash-demo-*"))
-    demo_socket = home / "tmux.sock"
+    import tomllib
+
+    demo_socket = tomllib.loads((home / "config.toml").read_text())["tmux"]["socket"]
     assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode == 0
     subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
     deadline = time.monotonic() + 10

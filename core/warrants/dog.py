@@ -50,7 +50,7 @@ class TargetGone(Exception):
 
 class Dog:
     def __init__(self, queue, state: dict, *, tmux, timeouts=DEFAULT_TIMEOUTS, poll_seconds: float = 1.0,
-                 pardon_on_activity: bool = False, hands_off=None):
+                 pardon_on_activity: bool = False, hands_off=None, defer_finish: bool = False):
         self.queue = queue
         self.state = state
         self.tmux = tmux
@@ -58,6 +58,10 @@ class Dog:
         self.poll_seconds = poll_seconds
         self.pardon_on_activity = pardon_on_activity
         self.hands_off = hands_off or (lambda target: None)
+        # With defer_finish the verdict ends tick() and the writing (epitaph, ack
+        # log, move) waits for settle(), so a kennel can start the next dog meanwhile.
+        self.defer_finish = defer_finish
+        self.verdict: dict | None = None
         # the largest history size seen since the message (in memory: it changes every poll)
         self._history_seen = state.get("history_seen", 0)
 
@@ -206,8 +210,17 @@ class Dog:
         return self._finish("failed" if self._alive() else "executed", moment)
 
     def _finish(self, outcome: str, moment: float, *, by: str | None = None, note: str = "") -> None:
-        finish(self.queue, self.state, outcome, now=moment, timeouts=self.timeouts, by=by, note=note)
+        self.verdict = {"outcome": outcome, "now": moment, "by": by, "note": note}
+        if not self.defer_finish:
+            self.settle()
         return None
+
+    def settle(self) -> None:
+        """Write what the verdict decided (see ``finish``)."""
+        if self.verdict is not None and self.state.get("state") != "complete":
+            v = self.verdict
+            finish(self.queue, self.state, v["outcome"], now=v["now"], timeouts=self.timeouts, by=v["by"],
+                   note=v["note"])
 
 
 def after_block(lines: list[str], block: list[str]) -> list[str]:

@@ -96,6 +96,8 @@ class Kennel:
         self.hands_off = hands_off_check(self.home)
         self.owner = {"pid": os.getpid(), "host": socket.gethostname()}
         self.working: dict[str, asyncio.Task] = {}
+        self.settling: set[asyncio.Task] = set()
+        self._wake = None
         self.started_at = iso(time.time())
         self.finished: list[dict] = []
 
@@ -108,17 +110,28 @@ class Kennel:
 
     async def _run_dog(self, state: dict, fd: int) -> None:
         dog = Dog(self.queue, state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
-                  pardon_on_activity=self.pardon_on_activity, hands_off=self.hands_off)
+                  pardon_on_activity=self.pardon_on_activity, hands_off=self.hands_off, defer_finish=True)
         try:
             while True:
                 delay = await asyncio.to_thread(dog.tick, time.time())
                 if delay is None:
-                    self.finished.append(dog.state)
-                    return
+                    break
                 await asyncio.sleep(max(0.0, delay))
+            # The verdict is in: the dog leaves the pool now, and writes its
+            # epitaph while the next dog starts (it keeps its claim until done).
+            self._leave_pool(dog.id)
+            await asyncio.shield(asyncio.to_thread(dog.settle))
+            self.finished.append(dog.state)
         finally:
+            self._leave_pool(dog.id)
             self.queue.release(dog.id, fd)
-            self.working.pop(dog.id, None)
+
+    def _leave_pool(self, warrant_id: str) -> None:
+        task = self.working.pop(warrant_id, None)
+        if task is not None:
+            self.settling.add(task)
+            task.add_done_callback(self.settling.discard)
+            self._wake.set()
 
     def _claim(self, free: int, busy: set[str]) -> list[tuple[dict, int]]:
         """Orphans first, then pending warrants in filing order (file I/O: runs
@@ -155,8 +168,14 @@ class Kennel:
         import signal
 
         self.queue.ensure_dirs()
+        from concurrent.futures import ThreadPoolExecutor
+
         stop = self._stop_event = asyncio.Event()
         loop = self._loop = asyncio.get_running_loop()
+        # every dog polls in a thread, finishing dogs write in one, claims run in
+        # one: the default pool (cores + 4) would make dogs queue for a thread
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=2 * self.size + 4,
+                                                     thread_name_prefix="kennel"))
         for sig in (signal.SIGTERM, signal.SIGINT) if self.handle_signals else ():
             try:
                 loop.add_signal_handler(sig, stop.set)
@@ -164,6 +183,7 @@ class Kennel:
                 pass
         last_beat = 0.0
         stopping = asyncio.ensure_future(stop.wait())
+        self._wake = asyncio.Event()
         try:
             while not stop.is_set():
                 await self._fill()
@@ -171,16 +191,21 @@ class Kennel:
                     self._heartbeat()
                     self._tidy_done_files()
                     last_beat = time.monotonic()
-                if self.until_idle and not self.working and not self.queue.pending() and not self._orphans():
+                if self.until_idle and not self.working and not self.settling and not self.queue.has_pending() \
+                        and not self._orphans():
                     break
-                await asyncio.wait(list(self.working.values()) + [stopping], timeout=IDLE_POLL_SECONDS,
+                self._wake.clear()
+                woken = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait(list(self.working.values()) + [stopping, woken], timeout=IDLE_POLL_SECONDS,
                                    return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
         finally:
             stopping.cancel()
             for task in self.working.values():
                 task.cancel()
-            if self.working:
-                await asyncio.gather(*self.working.values(), return_exceptions=True)
+            pending = list(self.working.values()) + list(self.settling)
+            if pending:  # dogs still writing their epitaph are let finish (shielded)
+                await asyncio.gather(*pending, return_exceptions=True)
             self._heartbeat(stopped=True)
         return self.finished
 

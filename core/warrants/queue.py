@@ -143,6 +143,10 @@ class WarrantQueue:
         except FileNotFoundError:
             return []
 
+    def has_pending(self) -> bool:
+        """Whether any warrant waits (a directory listing, no file is read)."""
+        return bool(self._pending_names())
+
     def claim_next(self, *, owner: dict, now: float | None = None) -> tuple[dict, int] | None:
         """Take the oldest pending warrant: (dog state, held claim fd) or None.
         Ids sort in filing order, so only the file taken is read."""
