@@ -143,8 +143,24 @@ class Tmux:
 
     def send_message(self, name: str, text: str) -> None:
         """Type ``text`` into the active pane (literally) and press Enter."""
-        self._run("send-keys", "-t", self._target(name), "-l", text)
-        self._run("send-keys", "-t", self._target(name), "Enter")
+        target = self._target(name)
+        self._run("send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
+
+    def interrogate(self, name: str, text: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
+        """Note where the pane is, keep its last ``tail`` lines, then send
+        ``text`` — in one tmux command (each command is a process to start, and
+        a kennel sends many). Returns (``marks`` as before sending, the tail)."""
+        target = self._target(name)
+        out = self._run("display-message", "-p", "-t", target, "#{history_size} #{history_limit} #{cursor_y}", ";",
+                        "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
+                        "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
+        parts = out[0].split() if out else []
+        history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
+            else (0, 0, 0)
+        lines = out[1:]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return {"history": history, "limit": limit, "position": history + row}, lines
 
 
 def _is_missing(message: str) -> bool:

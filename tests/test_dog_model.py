@@ -105,6 +105,12 @@ class FakeTmux:
         self.calls["capture"] += 1
         return list(self._pane(name)[-lines:])
 
+    def interrogate(self, name: str, text: str, *, tail: int = 60):
+        marks = self.marks(name)
+        lines = self.capture(name, tail)
+        self.send_message(name, text)
+        return marks, lines
+
     def send_message(self, name: str, text: str) -> None:
         self.calls["send_message"] += 1
         pane = self._pane(name)

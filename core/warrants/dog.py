@@ -94,9 +94,13 @@ class Dog:
             return self._finish("pardoned", moment, by=request.get("source") or "operator",
                                 note=request.get("reason", ""))
         if state == "received":
-            if not self._alive():
-                return self._finish("already_dead", moment)
-            return self._interrogate(1, moment)
+            try:
+                return self._interrogate(1, moment)
+            except Exception:
+                if not self._alive():  # the target is not there: nothing was sent
+                    self.state["attempt"] = 0
+                    return self._finish("already_dead", moment)
+                raise
         if state == "interrogating":
             return self._wait(moment)
         if state == "evaluating":
@@ -115,14 +119,12 @@ class Dog:
 
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
-        marks = self.tmux.marks(self.target)
+        marks, tail = self.tmux.interrogate(self.target, self._message(), tail=60)
         size, limit = marks["history"], marks["limit"]
         self.state["baseline"] = marks["position"]
         self.state["history_seen"] = self._history_seen = size
-        self.state["before_tail"] = [line for line in self.tmux.capture(self.target, 60)
-                                     if line.strip()][-BEFORE_TAIL_LINES:]
+        self.state["before_tail"] = [line for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
         self.state["trimmed"] = bool(limit) and size >= TRIM_ZONE * limit
-        self.tmux.send_message(self.target, self._message())
         timeout = self.timeouts[attempt - 1]
         self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
                           timeout_seconds=timeout)

@@ -186,6 +186,7 @@ class Kennel:
         self._wake = asyncio.Event()
         try:
             while not stop.is_set():
+                self._wake.clear()  # before filling: a dog leaving meanwhile sets it again
                 await self._fill()
                 if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                     self._heartbeat()
@@ -194,7 +195,6 @@ class Kennel:
                 if self.until_idle and not self.working and not self.settling and not self.queue.has_pending() \
                         and not self._orphans():
                     break
-                self._wake.clear()
                 woken = asyncio.ensure_future(self._wake.wait())
                 await asyncio.wait(list(self.working.values()) + [stopping, woken], timeout=IDLE_POLL_SECONDS,
                                    return_when=asyncio.FIRST_COMPLETED)
