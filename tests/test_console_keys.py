@@ -28,9 +28,8 @@ async def select(pilot, app, panel: str, key_contains: str):
     await pilot.press({"sessions": "1", "halts": "2", "warrants": "3", "locks": "4", "loops": "5",
                        "acklog": "6"}[panel])
     table = app.panel(panel).table
-    keys = [str(k.value) for k in table.rows]
-    index = next(i for i, k in enumerate(keys) if key_contains in k)
-    table.move_cursor(row=index)
+    key = next(str(k.value) for k in table.rows if key_contains in str(k.value))
+    table.move_cursor(row=table.get_row_index(key))
     await pilot.pause()
 
 
@@ -352,3 +351,20 @@ async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_aler
         assert any(t.startswith("Warrant executed") for t in titles)
         assert any(t.startswith("Restart-loop breaker tripped: worker") for t in titles)
         assert len(rings) == 3
+
+
+async def test_a_new_row_takes_its_place_and_the_cursor_stays_on_its_row(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        high = next(h for h in pending_halts(home) if h["severity"] == "high")
+        await select(pilot, app, "halts", high["halt_id"])
+        halts.record_halt({"session_token": "s7", "halt_type": "security", "severity": "critical",
+                           "description": "a newer critical halt"}, home=home)
+        app.refresh_view()
+        await settle(pilot, app)
+        panel = app.panel("halts")
+        shown = sorted(panel.rows, key=lambda key: panel.table.get_row_index(key))
+        severities = [panel.rows[key]["severity"] for key in shown]
+        assert severities == ["critical", "critical", "high"]
+        assert panel.selected()["halt_id"] == high["halt_id"]

@@ -28,8 +28,8 @@ async def _settled(pilot):
 async def _select_row(pilot, panel: str, contains: str):
     table = pilot.app.panel(panel).table
     table.focus()
-    keys = [str(k.value) for k in table.rows]
-    table.move_cursor(row=next(i for i, k in enumerate(keys) if contains in k))
+    key = next(str(k.value) for k in table.rows if contains in str(k.value))
+    table.move_cursor(row=table.get_row_index(key))
     await pilot.pause()
 
 

@@ -81,32 +81,47 @@ class Panel(Vertical):
             cells = self.cells(row, now)
             if self._matches(cells):
                 wanted[row["key"]] = cells
-        kept = [k for k in self._shown if k in wanted]
-        if kept != [k for k in wanted if k in self._shown]:
-            self._rebuild(wanted)  # the order changed: rebuild once, keep the cursor's row
-        else:
-            for key in [k for k in self._shown if k not in wanted]:
-                table.remove_row(key)
-                del self._shown[key]
-            column_keys = [c[0] for c in self.COLUMNS]
-            appended_only = all(k in self._shown for k in list(wanted)[:len(self._shown)])
-            if not appended_only:
-                self._rebuild(wanted)
+        current = self.selected()
+        for key in [k for k in self._shown if k not in wanted]:
+            table.remove_row(key)
+            del self._shown[key]
+        column_keys = [c[0] for c in self.COLUMNS]
+        for key, cells in wanted.items():
+            old = self._shown.get(key)
+            if old is None:
+                table.add_row(*cells, key=key)
+            elif old != cells:
+                for column, value, before in zip(column_keys, cells, old):
+                    if value != before:
+                        table.update_cell(key, column, value)
+                    else:
+                        cells = cells[:column_keys.index(column)] + (before,) + cells[column_keys.index(column) + 1:]
             else:
-                for key, cells in wanted.items():
-                    old = self._shown.get(key)
-                    if old is None:
-                        table.add_row(*cells, key=key)
-                    elif old != cells:
-                        for column, value, before in zip(column_keys, cells, old):
-                            if value != before:
-                                table.update_cell(key, column, value)
-                    self._shown[key] = cells
+                cells = old  # the table holds the old (equal) objects
+            wanted[key] = cells
+        if list(self._shown) + [k for k in wanted if k not in self._shown] != list(wanted):
+            self._resort(wanted, current)
+        self._shown = dict(wanted)
         self._count = len(rows)
         title = self.title_text()
         if title != self._title:  # a label update re-lays out the screen: only when it changed
             self._title = title
             self.query_one(f"#title-{self.PANEL}", Label).update(title)
+
+    def _resort(self, wanted: dict[str, tuple], current: dict | None) -> None:
+        """Put the rows in the panel's order without re-adding them (re-adding
+        makes the table measure every cell again). DataTable sorts by cell
+        values; the cells are the very objects given to it, so their ids name
+        the row."""
+        table = self.table
+        order = {tuple(map(id, cells)): index for index, cells in enumerate(wanted.values())}
+        try:
+            table.sort(key=lambda values: order.get(tuple(map(id, values)), len(order)))
+        except Exception:
+            self._rebuild(wanted)
+            return
+        if current is not None and current["key"] in wanted:
+            table.move_cursor(row=table.get_row_index(current["key"]), animate=False)
 
     def _rebuild(self, wanted: dict[str, tuple]) -> None:
         table = self.table
