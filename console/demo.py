@@ -86,9 +86,9 @@ def write_agents(home) -> dict[str, str]:
 
 def demo_socket(home: str) -> str:
     """The demo's tmux socket: in its home, unless that path is too long for a
-    unix socket (about 107 bytes), then a short one in /tmp."""
+    unix socket, then a short one in /tmp."""
     inside = os.path.join(home, "tmux.sock")
-    if len(inside.encode()) < 100:
+    if len(inside.encode()) < 80:  # sun_path is 108 bytes; tmux clients need room to spare
         return inside
     return os.path.join("/tmp", f"leash-demo-{os.getpid()}-{os.urandom(3).hex()}.sock")
 
@@ -120,6 +120,16 @@ def run_demo(*, keep: bool = False) -> int:
             except FileNotFoundError:
                 pass
 
+    def hung_up(signum, frame) -> None:  # the terminal went away: leave nothing behind
+        clean_up()
+        if not keep:
+            shutil.rmtree(home, ignore_errors=True)
+        os._exit(128 + signum)
+
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, hung_up)
     try:
         LeashApp(home, tmux=tmux, on_exit=clean_up).run()
     finally:

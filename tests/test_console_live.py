@@ -149,9 +149,12 @@ def test_demo_runs_and_cleans_up_after_itself(tmp_path, tmux_socket):
 
     demo_socket = tomllib.loads((home / "config.toml").read_text())["tmux"]["socket"]
     assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode == 0
-    subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and home.exists():
-        time.sleep(0.1)
-    assert not home.exists(), "the demo's home was left behind"
-    assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode != 0
+    try:
+        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and home.exists():
+            time.sleep(0.1)
+        assert not home.exists(), "the demo's home was left behind"
+        assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode != 0
+    finally:  # whatever happened, the demo's own tmux server goes
+        subprocess.run(["tmux", "-S", str(demo_socket), "kill-server"], capture_output=True)

@@ -28,6 +28,8 @@ KENNEL_NAME = "kennel.json"
 HEARTBEAT_SECONDS = 1.0
 HEARTBEAT_STALE_SECONDS = 5.0
 IDLE_POLL_SECONDS = 0.5
+CLAIM_AHEAD = 1
+ORPHAN_SCAN_SECONDS = 1.0
 
 
 def running_kennel(home, *, now: float | None = None) -> dict | None:
@@ -97,6 +99,9 @@ class Kennel:
         self.owner = {"pid": os.getpid(), "host": socket.gethostname()}
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
+        self.ready: list[tuple[dict, int]] = []  # claimed ahead, waiting for a free dog
+        self._claiming: asyncio.Task | None = None
+        self._orphans_checked = float("-inf")
         self._wake = None
         self.started_at = iso(time.time())
         self.finished: list[dict] = []
@@ -134,9 +139,13 @@ class Kennel:
             self._wake.set()
 
     def _claim(self, free: int, busy: set[str]) -> list[tuple[dict, int]]:
-        """Orphans first, then pending warrants in filing order (file I/O: runs
-        in a worker thread so the dogs keep polling meanwhile)."""
-        claimed = self.queue.claim_orphans(owner=self.owner, skip=busy, limit=free)
+        """Orphans first (looked for at most once a second: it reads every
+        active dog's state), then pending warrants in filing order. File I/O:
+        runs in a worker thread so the dogs keep polling meanwhile."""
+        claimed = []
+        if time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS:
+            self._orphans_checked = time.monotonic()
+            claimed = self.queue.claim_orphans(owner=self.owner, skip=busy, limit=free)
         while len(claimed) < free:
             taken = self.queue.claim_next(owner=self.owner)
             if taken is None:
@@ -144,12 +153,31 @@ class Kennel:
             claimed.append(taken)
         return claimed
 
-    async def _fill(self) -> None:
-        free = self.size - len(self.working)
-        if free <= 0:
-            return
-        for state, fd in await asyncio.to_thread(self._claim, free, set(self.working)):
-            self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
+    def _start(self, state: dict, fd: int) -> None:
+        if state.get("state") == "received":
+            state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
+        self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
+
+    def _fill(self) -> None:
+        """Give every free dog a warrant, and keep ``CLAIM_AHEAD`` claimed in
+        advance. Claiming (disk writes) runs as a task of its own, so the loop
+        never waits for it: a dog that finishes starts the next warrant at once."""
+        while self.ready and len(self.working) < self.size:
+            self._start(*self.ready.pop(0))
+        want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
+        orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
+        if want > 0 and self._claiming is None and (orphan_scan_due or self.queue.has_pending()):
+            busy = set(self.working) | {state["id"] for state, _ in self.ready}
+            self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
+
+    async def _claim_ahead(self, want: int, busy: set[str]) -> None:
+        try:
+            claimed = await asyncio.to_thread(self._claim, want, busy)
+        finally:
+            self._claiming = None
+        self.ready.extend(claimed)
+        if claimed:
+            self._wake.set()
 
     def _tidy_done_files(self) -> None:
         try:
@@ -187,25 +215,37 @@ class Kennel:
         try:
             while not stop.is_set():
                 self._wake.clear()  # before filling: a dog leaving meanwhile sets it again
-                await self._fill()
+                self._fill()
                 if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                     self._heartbeat()
                     self._tidy_done_files()
                     last_beat = time.monotonic()
-                if self.until_idle and not self.working and not self.settling and not self.queue.has_pending() \
-                        and not self._orphans():
+                if self.until_idle and not self.working and not self.settling and not self.ready \
+                        and self._claiming is None and not self.queue.has_pending() and not self._orphans():
+                    self._orphans_checked = float("-inf")  # one last look before leaving
+                    self._fill()
+                    if self._claiming is not None:
+                        await self._claiming
+                    if self.ready:
+                        continue
                     break
                 woken = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait(list(self.working.values()) + [stopping, woken], timeout=IDLE_POLL_SECONDS,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                claiming = [self._claiming] if self._claiming is not None else []
+                await asyncio.wait(list(self.working.values()) + list(self.settling) + claiming + [stopping, woken],
+                                   timeout=IDLE_POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
         finally:
             stopping.cancel()
             for task in self.working.values():
                 task.cancel()
+            if self._claiming is not None:
+                await asyncio.gather(self._claiming, return_exceptions=True)
             pending = list(self.working.values()) + list(self.settling)
             if pending:  # dogs still writing their epitaph are let finish (shielded)
                 await asyncio.gather(*pending, return_exceptions=True)
+            for state, fd in self.ready:  # claimed ahead, never started: the next kennel takes them
+                self.queue.release(state["id"], fd)
+            self.ready = []
             self._heartbeat(stopped=True)
         return self.finished
 
