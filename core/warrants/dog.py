@@ -159,26 +159,26 @@ class Dog:
         return parse_iso(self.state["next_timeout"])
 
     def _wait(self, moment: float) -> float | None:
-        try:
-            answer = self._answer()
-        except TargetGone:
-            return self._finish("already_dead", moment)
-        if answer is not None:
-            return self._pardon(moment)
-        remaining = self._deadline() - moment
-        if remaining > 0:
-            return min(self.poll_seconds, remaining)
-        self.state["state"] = "evaluating"
-        self._save()
-        return self._evaluate(moment)
+        return self._judge(moment, gate_open=True)
 
     def _evaluate(self, moment: float) -> float | None:
+        return self._judge(moment, gate_open=False)
+
+    def _judge(self, moment: float, *, gate_open: bool) -> float | None:
+        """Look at the pane: an answer pardons; an open gate waits for its
+        deadline; a closed one (evaluating) asks again or goes to execution."""
         try:
             answer = self._answer()
         except TargetGone:
             return self._finish("already_dead", moment)
         if answer is not None:
             return self._pardon(moment)
+        if gate_open:
+            remaining = self._deadline() - moment
+            if remaining > 0:
+                return min(self.poll_seconds, remaining)
+            self.state["state"] = "evaluating"
+            self._save()
         if self.state["attempt"] < len(self.timeouts):
             return self._interrogate(self.state["attempt"] + 1, moment)
         self.state["state"] = "executing"
