@@ -119,9 +119,6 @@ class Tmux:
             else (0, 0, 0)
         return {"history": history, "limit": limit, "position": history + row}
 
-    def position(self, name: str) -> int:
-        return self.marks(name)["position"]
-
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
         the blank rows below the cursor."""

@@ -88,10 +88,6 @@ class FakeTmux:
         self.calls["has_session"] += 1
         return name in self.sessions
 
-    def position(self, name: str) -> int:
-        self.calls["position"] += 1
-        return len(self._pane(name))
-
     def marks(self, name: str) -> dict[str, int]:
         self.calls["marks"] += 1
         pane = self._pane(name)  # this fake never trims its history

@@ -23,7 +23,6 @@ keeps its deadline.
 """
 from __future__ import annotations
 
-import json
 import os
 
 from core.clock import iso, now_seconds, parse_iso
@@ -291,11 +290,3 @@ def _already_logged(queue, warrant_id: str | None) -> bool:
 def finish_without_dog(queue, state: dict, *, source: str, reason: str, now: float) -> dict:
     """An operator's pardon of a warrant no dog is working."""
     return finish(queue, state, "pardoned", now=now, timeouts=DEFAULT_TIMEOUTS, by=source, note=reason)
-
-
-def done_record(queue, warrant_id: str) -> dict | None:
-    try:
-        with open(os.path.join(queue.active_dir, f"{warrant_id}.done")) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
