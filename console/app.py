@@ -36,15 +36,13 @@ from console.widgets.panel import Panel, PanelTable
 from console.widgets.sessions import SessionsPanel
 from console.widgets.summary import SummaryBar
 from console.widgets.warrants import WarrantsPanel
+from core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
 
 TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
-from core.fleet import MAX_ROWS  # noqa: E402 - rows per panel; the title shows the full count
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
-VIEW_KEYS = {"sessions": "sessions", "halts": "halts", "warrants": "warrants", "locks": "locks", "loops": "loops",
-             "acklog": "acklog"}
 
 
 class LeashApp(App):
@@ -157,8 +155,8 @@ class LeashApp(App):
         self.view_data = data
         now = self.clock()
         self.query_one(SummaryBar).show(data["summary"], data["problems"])
-        for name, key in VIEW_KEYS.items():
-            self.panel(name).show(data[key][:MAX_ROWS] if name != "acklog" else data[key][-MAX_ROWS:], now)
+        for name in PANELS:  # each panel shows the view's list of the same name
+            self.panel(name).show(data[name][:MAX_ROWS] if name != "acklog" else data[name][-MAX_ROWS:], now)
         self._notify_changes(data)
 
     def _notify_changes(self, data: dict) -> None:

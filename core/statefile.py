@@ -30,7 +30,7 @@ import fcntl
 import json
 import _thread
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from core.clock import compact_stamp, now_seconds
 
@@ -214,33 +214,6 @@ def parse_json_bytes(path: str, raw: bytes, *, expect: type | None = dict) -> ob
     if expect is not None and not isinstance(data, expect):
         raise StateCorrupt(path, f"expected a JSON {expect.__name__}, found {type(data).__name__}")
     return data
-
-
-def update_json(
-    path: str | os.PathLike,
-    change: Callable[[object], object],
-    *,
-    default: Callable[[], object] = dict,
-    expect: type | None = dict,
-) -> object:
-    """Read-modify-write under the file's lock; returns what ``change`` returned.
-
-    ``change`` receives the current data (or ``default()``) and mutates it in
-    place. The file is written only when the data actually changed. A corrupt
-    file raises ``StateCorrupt`` and is left untouched for the caller's policy.
-    """
-    target = os.fspath(path)
-    with locked(target):
-        current = read_json(target, None, expect=expect)
-        if current is None:
-            current = default()
-            before = None
-        else:
-            before = json.dumps(current, sort_keys=True)
-        result = change(current)
-        if before is None or json.dumps(current, sort_keys=True) != before:
-            write_json(target, current)
-        return result
 
 
 # --------------------------------------------------------------- quarantine

@@ -16,7 +16,6 @@ active one gets a ``<id>.pardon`` request that its dog acts on at its next poll
 """
 from __future__ import annotations
 
-import json
 import os
 
 from core.clock import compact_stamp, iso, now_seconds
@@ -247,7 +246,3 @@ class WarrantQueue:
 
     def listing(self) -> dict[str, list[dict]]:
         return {"pending": self.pending(), "active": self.active(), "completed": self.completed()}
-
-
-def dump(record: dict) -> str:
-    return json.dumps(record, indent=2)
