@@ -9,8 +9,10 @@ poll (all settable).
 
 How it is measured: the kennel runs as a subprocess (this file with
 ``--child``), exactly as ``leash kennel --until-idle`` would run it, with one
-addition: in that process the tmux server's ``cmd`` is wrapped to count every
-tmux command by name (capture-pane, display-message, send-keys, ...). The
+addition: in that process the tmux server's ``cmd`` is wrapped to count the
+tmux processes started and every tmux command they carry, by name
+(capture-pane, display-message, send-keys, ...; one process may run several,
+joined by ``;``). The
 parent reads the kennel's CPU time (the kennel process plus the tmux clients
 it spawned and reaped) with ``resource.getrusage(RUSAGE_CHILDREN)``, and the
 tmux server's own CPU from ``/proc/<pid>/stat``.
@@ -22,7 +24,7 @@ Figures printed (no assertions):
     (completed_at - started_at) of the answering targets and the sum of the
     timeouts for silent ones; the ratio (target: within 1.3x);
   * CPU seconds per interrogation (per warrant and per health check sent);
-  * tmux commands per second, capture-pane calls per second;
+  * tmux processes per warrant, tmux commands and capture-pane calls per second;
   * the idle kennel's CPU: ``leash kennel`` with nothing to do, measured over
     ~3 s after start-up (target: under 1 %).
 
@@ -69,8 +71,11 @@ def child(home: str, socket: str, result_path: str) -> None:
     real_cmd = tmux.server.cmd
 
     def counting_cmd(name, *args, **kwargs):
+        # one process may carry several commands, joined by ";"
+        names = [name] + [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == ";"]
         with lock:
-            commands[name] += 1
+            commands["processes"] += 1
+            commands.update(names)
         return real_cmd(name, *args, **kwargs)
 
     tmux.server.cmd = counting_cmd
@@ -190,6 +195,7 @@ def main() -> int:
         per_silent = sum(timeouts)
         ideal = ((args.sessions - len(silent)) * per_answering + len(silent) * per_silent) / args.dogs
         wall = figures["wall"]
+        processes = figures["commands"].pop("processes", 0)
         checks = figures["commands"].get("send-keys", 0) // 2
         captures = figures["commands"].get("capture-pane", 0)
         total_commands = sum(figures["commands"].values())
@@ -216,6 +222,7 @@ def main() -> int:
               f"{1000 * server_cpu / len(ids):.1f} ms tmux server")
         if checks:
             print(f"  per health check: {1000 * kennel_cpu / checks:.1f} ms kennel ({checks} health checks sent)")
+        print(f"tmux processes: {processes} ({processes / wall:.0f}/s, {processes / len(ids):.1f} per warrant)")
         print(f"tmux commands: {total_commands} ({total_commands / wall:.0f}/s): "
               + ", ".join(f"{k} {v}" for k, v in sorted(figures["commands"].items(), key=lambda kv: -kv[1])))
         print(f"capture-pane: {captures} calls, {captures / wall:.0f}/s")

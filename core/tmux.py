@@ -19,6 +19,7 @@ import os
 
 SOCKET_ENV = "LEASH_TMUX_SOCKET"
 FIELD_SEPARATOR = "\x1f"
+MARKS_FORMAT = "#{history_size} #{history_limit} #{cursor_y}"
 
 
 class TmuxError(Exception):
@@ -112,20 +113,13 @@ class Tmux:
         cursor line: what the pane shows from there on is new). The history only
         grows — until it reaches the limit, when tmux drops the oldest tenth at
         once (or someone clears it)."""
-        out = self._run("display-message", "-p", "-t", self._target(name),
-                        "#{history_size} #{history_limit} #{cursor_y}")
-        parts = out[0].split() if out else []
-        history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
-            else (0, 0, 0)
-        return {"history": history, "limit": limit, "position": history + row}
+        return _parse_marks(self._run("display-message", "-p", "-t", self._target(name), MARKS_FORMAT))
 
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
         the blank rows below the cursor."""
         out = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", f"-{max(1, lines)}")
-        while out and not out[-1].strip():
-            out.pop()
-        return out[-lines:]
+        return _without_blank_tail(out)[-lines:]
 
     def lines_since(self, name: str, position: int, *, history: int | None = None) -> list[str]:
         """What the active pane shows from absolute line ``position`` on
@@ -133,10 +127,22 @@ class Tmux:
         if history is None:
             history = self.marks(name)["history"]
         start = position - history  # negative: still in the history
-        text = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", str(start))
-        while text and not text[-1].strip():
-            text.pop()
-        return text
+        return _without_blank_tail(self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", str(start)))
+
+    def read_since(self, name: str, position: int, *, history: int) -> tuple[dict[str, int], list[str]]:
+        """(``marks`` now, what the active pane shows from absolute line
+        ``position`` on), in one tmux command while the pane's history is still
+        the ``history`` lines the caller saw last — the usual case between two
+        polls. tmux runs the two commands of one invocation back to back, so
+        the marks it prints describe the pane it captures; when they say the
+        history moved, a second command captures from the right place."""
+        target = self._target(name)
+        out = self._run("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
+                        "capture-pane", "-p", "-J", "-t", target, "-S", str(position - history))
+        marks = _parse_marks(out[:1])
+        if marks["history"] != history:
+            return marks, self.lines_since(name, position, history=marks["history"])
+        return marks, _without_blank_tail(out[1:])
 
     def send_message(self, name: str, text: str) -> None:
         """Type ``text`` into the active pane (literally) and press Enter."""
@@ -148,16 +154,25 @@ class Tmux:
         ``text`` — in one tmux command (each command is a process to start, and
         a kennel sends many). Returns (``marks`` as before sending, the tail)."""
         target = self._target(name)
-        out = self._run("display-message", "-p", "-t", target, "#{history_size} #{history_limit} #{cursor_y}", ";",
+        out = self._run("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
                         "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
                         "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
-        parts = out[0].split() if out else []
-        history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
-            else (0, 0, 0)
-        lines = out[1:]
-        while lines and not lines[-1].strip():
-            lines.pop()
-        return {"history": history, "limit": limit, "position": history + row}, lines
+        return _parse_marks(out[:1]), _without_blank_tail(out[1:])
+
+
+def _parse_marks(out: list[str]) -> dict[str, int]:
+    parts = out[0].split() if out else []
+    history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
+        else (0, 0, 0)
+    return {"history": history, "limit": limit, "position": history + row}
+
+
+def _without_blank_tail(lines: list[str]) -> list[str]:
+    """The lines without the empty rows below the cursor."""
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    return lines[:end]
 
 
 def _is_missing(message: str) -> bool:

@@ -97,6 +97,10 @@ class FakeTmux:
         self.calls["lines_since"] += 1
         return list(self._pane(name)[position:])
 
+    def read_since(self, name: str, position: int, *, history: int):
+        marks = self.marks(name)
+        return marks, self.lines_since(name, position, history=marks["history"])
+
     def capture(self, name: str, lines: int = 200) -> list[str]:
         self.calls["capture"] += 1
         return list(self._pane(name)[-lines:])

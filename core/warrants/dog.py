@@ -142,15 +142,15 @@ class Dog:
 
     def _since_message(self) -> list[str]:
         """What the pane showed from the message on."""
-        marks = self.tmux.marks(self.target)
-        history, limit = marks["history"], marks["limit"]
-        if not self.state.get("trimmed") and (history < self._history_seen
-                                              or (limit and history >= TRIM_ZONE * limit)):
+        if not self.state.get("trimmed"):
+            marks, since = self.tmux.read_since(self.target, int(self.state.get("baseline") or 0),
+                                                history=self._history_seen)
+            history, limit = marks["history"], marks["limit"]
+            if history >= self._history_seen and not (limit and history >= TRIM_ZONE * limit):
+                self._history_seen = history
+                return since
             self.state["trimmed"] = True  # kept in the state: a resumed dog must know it too
             self._save()
-        self._history_seen = max(history, self._history_seen)
-        if not self.state.get("trimmed"):
-            return self.tmux.lines_since(self.target, int(self.state.get("baseline") or 0), history=history)
         recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
         return after_block(recent, self.state.get("before_tail") or [])
 
@@ -187,7 +187,6 @@ class Dog:
     def _pardon(self, moment: float) -> float | None:
         sent = parse_iso(self.state["last_message_at"]) if self.state.get("last_message_at") else moment
         self.state.update(state="pardoned", wait_seconds=round(max(0.0, moment - sent), 3))
-        self._save()
         return self._finish("pardoned", moment)
 
     def _execute(self, moment: float) -> float | None:
@@ -219,6 +218,10 @@ class Dog:
     def settle(self) -> None:
         """Write what the verdict decided (see ``finish``)."""
         if self.verdict is not None and self.state.get("state") != "complete":
+            if self.state["state"] == "pardoned":
+                # written here, not at the verdict, so a kennel's dog leaves the pool
+                # first; a kennel that dies before this line finds the answer again
+                self._save()
             v = self.verdict
             finish(self.queue, self.state, v["outcome"], now=v["now"], timeouts=self.timeouts, by=v["by"],
                    note=v["note"])

@@ -1,0 +1,78 @@
+"""core.tmux against a real tmux server on a private socket: reading what a
+pane showed since a position, in one command when the pane did not scroll and
+exactly when it did."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from core.tmux import Tmux
+
+
+@pytest.fixture
+def tmux(tmux_socket):
+    server = Tmux(str(tmux_socket))
+    yield server
+    server.kill_server()
+
+
+def counting(tmux: Tmux) -> Counter:
+    """Count the tmux processes the Tmux starts from now on."""
+    calls: Counter[str] = Counter()
+    real = tmux.server.cmd
+
+    def cmd(name, *args, **kwargs):
+        calls["processes"] += 1
+        return real(name, *args, **kwargs)
+
+    tmux.server.cmd = cmd
+    return calls
+
+
+def settle(tmux: Tmux, name: str, last: str) -> None:
+    deadline = time.monotonic() + 10
+    while not any(line.strip() == last for line in tmux.capture(name, 400)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{last!r} never reached the pane")
+        time.sleep(0.02)
+
+
+def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux):
+    tmux.new_session("agent", "cat", width=80, height=20)
+    marks = tmux.marks("agent")
+    tmux.send_message("agent", "first")
+    settle(tmux, "agent", "first")
+    calls = counting(tmux)
+    now, lines = tmux.read_since("agent", marks["position"], history=marks["history"])
+    assert calls["processes"] == 1
+    assert now["history"] == marks["history"]
+    assert lines == ["first", "first"]  # the tty's echo, then cat's copy
+
+
+@pytest.mark.parametrize("shown", [25, 300])
+def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux, shown):
+    tmux.new_session("agent", "cat", width=80, height=10)
+    for n in range(12):  # the pane is full: what comes next scrolls it
+        tmux.send_message("agent", f"before {n}")
+    settle(tmux, "agent", "before 11")
+    marks = tmux.marks("agent")
+    assert marks["history"] > 0
+    tmux.send_message("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
+    for n in range(shown // 2):
+        tmux.send_message("agent", f"line {n}")
+    settle(tmux, "agent", f"line {shown // 2 - 1}")
+    calls = counting(tmux)
+    now, lines = tmux.read_since("agent", marks["position"], history=marks["history"])
+    assert now["history"] > marks["history"]
+    assert calls["processes"] == 2  # the marks said it moved: one more, exact, capture
+    assert lines[0].startswith("after 0; after 1")  # nothing from before the position, nothing lost
+    assert lines[-1] == f"line {shown // 2 - 1}"
+    assert not any(line.startswith("before") for line in lines)
+
+
+def test_read_since_of_a_missing_session_raises(tmux):
+    tmux.new_session("agent", "cat")
+    with pytest.raises(Exception):
+        tmux.read_since("agent-1", 0, history=0)
