@@ -34,6 +34,7 @@ from core.statefile import read_json
 from core.stop import StopProtocol
 from core.tmux import Tmux
 from core.warrants import WarrantError, WarrantQueue
+from core.warrants.dog import finish
 from core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
 
 from .conftest import ROOT, leash_argv
@@ -434,6 +435,23 @@ def test_state_files_while_working_and_when_done(home, tmux, tmp_path):
     assert done["state"] == "complete" and done["completed_at"]
     stopped = read_json(home / KENNEL_NAME)
     assert stopped.get("stopped_at") and running_kennel(home) is None
+    assert not os.path.exists(os.path.join(queue.active_dir, f"{warrant['id']}.done"))  # read and tidied
+
+
+def test_a_finished_dog_reports_in_a_done_file_the_kennel_tidies(home):
+    queue = WarrantQueue(home)
+    warrant, _ = queue.file("gone", reason="stuck", now=1_800_000_000.0)
+    state, fd = queue.claim_next(owner={"pid": os.getpid(), "host": "here"}, now=1_800_000_001.0)
+    try:
+        finish(queue, state, "already_dead", now=1_800_000_003.5, timeouts=FAST)
+    finally:
+        queue.release(warrant["id"], fd)
+    report_path = os.path.join(queue.active_dir, f"{warrant['id']}.done")
+    assert read_json(report_path) == {"dog_id": warrant["id"], "warrant_id": warrant["id"], "target": "gone",
+                                      "outcome": "already_dead", "duration": "2.5s"}
+    assert read_json(queue.completed_path(warrant["id"]))["outcome"] == "already_dead"
+    Kennel(home, tmux=object())._tidy_done_files()
+    assert not os.path.exists(report_path)
 
 
 # ------------------------------------------------------------------ processes

@@ -180,6 +180,9 @@ class Kennel:
             self._wake.set()
 
     def _tidy_done_files(self) -> None:
+        """A finished dog's ``<id>.done`` is its report to the kennel (the
+        seed's completion file); once its state is in ``dogs/completed`` the
+        report has been read."""
         try:
             names = os.listdir(self.queue.active_dir)
         except FileNotFoundError:
@@ -246,6 +249,7 @@ class Kennel:
             for state, fd in self.ready:  # claimed ahead, never started: the next kennel takes them
                 self.queue.release(state["id"], fd)
             self.ready = []
+            self._tidy_done_files()
             self._heartbeat(stopped=True)
         return self.finished
 
