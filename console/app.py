@@ -116,6 +116,11 @@ class LeashApp(App):
     def panel(self, name: str) -> Panel:
         return self.query_one(f"#panel-{name}", Panel)
 
+    def _dashboard_gone(self) -> bool:
+        """True while the app shuts down: Textual removes the panels before the
+        timers and workers that feed them have stopped."""
+        return not self.query(Panel)
+
     def focused_panel(self) -> str:
         widget = self.focused
         if isinstance(widget, PanelTable):
@@ -152,6 +157,8 @@ class LeashApp(App):
             self.refresh_view()
 
     def apply_view(self, data: dict) -> None:
+        if self._dashboard_gone():
+            return
         self.view_data = data
         now = self.clock()
         self.query_one(SummaryBar).show(data["summary"], data["problems"])
@@ -203,11 +210,11 @@ class LeashApp(App):
                 self.refresh_view()
 
     def tick_countdown(self) -> None:
-        if self.view_data:
+        if self.view_data and not self._dashboard_gone():
             self.panel("warrants").show(self.view_data["warrants"][:MAX_ROWS], self.clock())
 
     def tick_ages(self) -> None:
-        if self.view_data:
+        if self.view_data and not self._dashboard_gone():
             now = self.clock()
             for name in ("sessions", "halts", "locks"):
                 self.panel(name).show(self.view_data[name][:MAX_ROWS], now)

@@ -40,6 +40,30 @@ async def test_a_change_by_another_process_shows_within_a_second(home):
         assert shown < 1.0, f"the stop took {shown:.2f} s to show"
 
 
+async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
+    """At shutdown Textual removes the panels before the timers and the
+    workers that feed them stop; a tick or a read landing then must not fail."""
+    from console.app import LeashApp
+    from console.widgets.panel import Panel
+
+    from .conftest import CONSOLE_TMUX
+
+    StopProtocol(home)
+    app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False, source="ops@test")
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(20):
+            await pilot.pause()
+            if app.view_data:
+                break
+        data = app.view_data
+        assert data
+        await app.query(Panel).remove()
+        app.tick_countdown()
+        app.tick_ages()
+        app.apply_view(data)
+        await pilot.pause()
+
+
 def _wait_for(socket, text: str, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     screen = ""
