@@ -117,9 +117,10 @@ class LeashApp(App):
         return self.query_one(f"#panel-{name}", Panel)
 
     def _dashboard_gone(self) -> bool:
-        """True while the app shuts down: Textual removes the panels before the
-        timers and workers that feed them have stopped."""
-        return not self.query(Panel)
+        """True while the app shuts down: Textual removes the panels (one by
+        one, with awaits between) before the timers and workers that feed them
+        have stopped."""
+        return len(self.query(Panel)) < len(PANELS) or not self.query(SummaryBar)
 
     def focused_panel(self) -> str:
         widget = self.focused
