@@ -107,27 +107,11 @@ class Tmux:
         self.server.cmd("kill-server")
 
     # ------------------------------------------------------------ panes
-    def marks(self, name: str) -> dict[str, int]:
-        """One look at the active pane: ``history`` (lines in its history),
-        ``limit`` (its history-limit) and ``position`` (absolute index of the
-        cursor line: what the pane shows from there on is new). The history only
-        grows — until it reaches the limit, when tmux drops the oldest tenth at
-        once (or someone clears it)."""
-        return _parse_marks(self._run("display-message", "-p", "-t", self._target(name), MARKS_FORMAT))
-
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
         the blank rows below the cursor."""
         out = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", f"-{max(1, lines)}")
         return _without_blank_tail(out)[-lines:]
-
-    def lines_since(self, name: str, position: int, *, history: int | None = None) -> list[str]:
-        """What the active pane shows from absolute line ``position`` on
-        (``history``: the pane's history size, when the caller just read it)."""
-        if history is None:
-            history = self.marks(name)["history"]
-        start = position - history  # negative: still in the history
-        return _without_blank_tail(self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", str(start)))
 
     def read_since(self, name: str, position: int, *, history: int) -> tuple[dict[str, int], list[str]]:
         """(``marks`` now, what the active pane shows from absolute line
@@ -140,9 +124,10 @@ class Tmux:
         out = self._run("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
                         "capture-pane", "-p", "-J", "-t", target, "-S", str(position - history))
         marks = _parse_marks(out[:1])
-        if marks["history"] != history:
-            return marks, self.lines_since(name, position, history=marks["history"])
-        return marks, _without_blank_tail(out[1:])
+        if marks["history"] == history:
+            return marks, _without_blank_tail(out[1:])
+        start = position - marks["history"]  # negative: still in the history
+        return marks, _without_blank_tail(self._run("capture-pane", "-p", "-J", "-t", target, "-S", str(start)))
 
     def send_message(self, name: str, text: str) -> None:
         """Type ``text`` into the active pane (literally) and press Enter."""
@@ -161,6 +146,10 @@ class Tmux:
 
 
 def _parse_marks(out: list[str]) -> dict[str, int]:
+    """``history`` (lines in the pane's history), ``limit`` (its history-limit)
+    and ``position`` (absolute index of the cursor line: what the pane shows
+    from there on is new). The history only grows — until it reaches the
+    limit, when tmux drops the oldest tenth at once (or someone clears it)."""
     parts = out[0].split() if out else []
     history, limit, row = (int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) \
         else (0, 0, 0)

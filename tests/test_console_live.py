@@ -11,6 +11,7 @@ import time
 from core import StopProtocol
 
 from .conftest import ROOT, leash_argv
+from .test_console_keys import ready
 
 
 async def test_a_change_by_another_process_shows_within_a_second(home):
@@ -51,12 +52,8 @@ async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     StopProtocol(home)
     app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False, source="ops@test")
     async with app.run_test(size=(160, 45)) as pilot:
-        for _ in range(20):
-            await pilot.pause()
-            if app.view_data:
-                break
+        await ready(pilot, app)
         data = app.view_data
-        assert data
         for gone in ("#panel-warrants", Panel):  # one panel gone, then all of them
             await app.query(gone).remove()
             app.tick_countdown()

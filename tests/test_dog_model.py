@@ -93,13 +93,9 @@ class FakeTmux:
         pane = self._pane(name)  # this fake never trims its history
         return {"history": len(pane), "limit": 10**9, "position": len(pane)}
 
-    def lines_since(self, name: str, position: int, *, history: int | None = None) -> list[str]:
-        self.calls["lines_since"] += 1
-        return list(self._pane(name)[position:])
-
     def read_since(self, name: str, position: int, *, history: int):
         marks = self.marks(name)
-        return marks, self.lines_since(name, position, history=marks["history"])
+        return marks, list(self._pane(name)[position:])
 
     def capture(self, name: str, lines: int = 200) -> list[str]:
         self.calls["capture"] += 1

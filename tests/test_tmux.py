@@ -32,8 +32,9 @@ def counting(tmux: Tmux) -> Counter:
 
 
 def settle(tmux: Tmux, name: str, last: str) -> None:
+    """Wait for ``last`` twice: the tty's echo of what was typed, then cat's copy."""
     deadline = time.monotonic() + 10
-    while not any(line.strip() == last for line in tmux.capture(name, 400)):
+    while sum(line.strip() == last for line in tmux.capture(name, 400)) < 2:
         if time.monotonic() > deadline:
             raise AssertionError(f"{last!r} never reached the pane")
         time.sleep(0.02)
@@ -41,8 +42,7 @@ def settle(tmux: Tmux, name: str, last: str) -> None:
 
 def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux):
     tmux.new_session("agent", "cat", width=80, height=20)
-    marks = tmux.marks("agent")
-    tmux.send_message("agent", "first")
+    marks, _ = tmux.interrogate("agent", "first")
     settle(tmux, "agent", "first")
     calls = counting(tmux)
     now, lines = tmux.read_since("agent", marks["position"], history=marks["history"])
@@ -57,9 +57,8 @@ def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux
     for n in range(12):  # the pane is full: what comes next scrolls it
         tmux.send_message("agent", f"before {n}")
     settle(tmux, "agent", "before 11")
-    marks = tmux.marks("agent")
-    assert marks["history"] > 0
-    tmux.send_message("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
+    marks, before = tmux.interrogate("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
+    assert marks["history"] > 0 and before[-1] == "before 11"
     for n in range(shown // 2):
         tmux.send_message("agent", f"line {n}")
     settle(tmux, "agent", f"line {shown // 2 - 1}")

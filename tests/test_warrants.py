@@ -194,6 +194,17 @@ def stop_process(proc: subprocess.Popen) -> None:
     proc.wait(timeout=10)
 
 
+def goes_idle(proc: subprocess.Popen, timeout: float = 4.0) -> bool:
+    """Whether a `leash kennel --until-idle` process exits by itself in time."""
+    try:
+        proc.communicate(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        stop_process(proc)
+
+
 # ------------------------------------------------------------------ verdicts
 def test_an_answering_session_is_pardoned_at_attempt_1(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "good", "answering")
@@ -526,15 +537,8 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
             dog_module.finish(queue, state, "already_dead", now=time.time(), timeouts=FAST)
     os.close(fd)  # the dead kennel's claim goes with it
     assert read_json(queue.active_path(warrant["id"]))["state"] == "complete"
-    proc = kennel_process(home, tmux.socket, "--until-idle", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        proc.communicate(timeout=4)
-        idle = True
-    except subprocess.TimeoutExpired:
-        idle = False
-    finally:
-        stop_process(proc)
-    assert idle, "the next kennel never went idle"
+    assert goes_idle(kennel_process(home, tmux.socket, "--until-idle", stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)), "the next kennel never went idle"
     assert queue.active() == []
     (done,) = queue.completed()
     assert (done["id"], done["outcome"]) == (warrant["id"], "already_dead")
@@ -551,15 +555,8 @@ def test_more_orphans_than_dogs_are_all_resumed(home, tmux):
         _, fd = queue.claim_next(owner={"pid": 0, "host": "elsewhere"})
         os.close(fd)  # the dead kennel's claims go with it
     assert len(queue.active()) == 3
-    proc = kennel_process(home, tmux.socket, "--until-idle", "--dogs", "1", stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
-    try:
-        proc.communicate(timeout=4)
-        idle = True
-    except subprocess.TimeoutExpired:
-        idle = False
-    finally:
-        stop_process(proc)
+    idle = goes_idle(kennel_process(home, tmux.socket, "--until-idle", "--dogs", "1", stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE))
     assert queue.active() == []
     assert sorted(c["id"] for c in queue.completed()) == sorted(ids)
     assert idle, "the kennel never went idle"
