@@ -20,7 +20,8 @@ import time
 from collections.abc import Iterator
 
 from core.clock import iso, now_seconds, parse_iso
-from core.statefile import TORN_SUFFIX, append_line, last_lines
+from core.home import private_dir
+from core.statefile import TORN_SUFFIX, append_line, last_lines, locked, open_state, read_state_bytes
 
 ACK_LOG_NAME = "stop_ack_log.jsonl"
 GENESIS_HASH = "0" * 64
@@ -80,6 +81,8 @@ class AckLog:
     def __init__(self, home: str | os.PathLike):
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, ACK_LOG_NAME)
+        self._head = None
+        self._anchor: list[str] | None = None
 
     # ------------------------------------------------------------ writing
     def append(
@@ -117,9 +120,37 @@ class AckLog:
             stored.update(record)
             return json.dumps(record, ensure_ascii=True).encode("ascii")
 
-        os.makedirs(self.home, mode=0o700, exist_ok=True)
-        append_line(self.path, make_line)
+        private_dir(self.home)
+        with locked(self.path):
+            append_line(self.path, make_line)
+            self.head.advance(stored, self.path)
+        command = self._anchor_command()
+        if command:
+            from core.loghead import anchor_head
+
+            anchor_head(command, stored)
         return stored
+
+    @property
+    def head(self):
+        if self._head is None:
+            from core.loghead import AckHead
+
+            self._head = AckHead(self.home)
+        return self._head
+
+    def _anchor_command(self) -> list[str]:
+        """``[acklog] anchor_command`` (read once; empty when unset or unreadable)."""
+        if self._anchor is None:
+            self._anchor = []
+            if os.path.exists(os.path.join(self.home, "config.toml")):
+                from core.config import ConfigError, load_config
+
+                try:
+                    self._anchor = list(load_config(self.home).get("acklog", {}).get("anchor_command") or [])
+                except ConfigError:
+                    pass
+        return self._anchor
 
     def _chain_tip(self) -> tuple[str, int]:
         """(hash, next seq) of the last intact line; genesis for an empty log."""
@@ -191,7 +222,7 @@ class AckLog:
         deadline = None if stop_after is None else time.monotonic() + stop_after
         while deadline is None or time.monotonic() < deadline:
             try:
-                with open(self.path, "rb") as handle:
+                with os.fdopen(open_state(self.path, os.O_RDONLY), "rb") as handle:
                     size = os.fstat(handle.fileno()).st_size
                     if size < position:  # a torn tail was cut off
                         position, pending = size, b""
@@ -283,11 +314,7 @@ def _matches(record: dict[str, object], *, session, event, since, source) -> boo
 
 
 def _read_all(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
+    return read_state_bytes(path)  # never through a symbolic link
 
 
 def _complete_lines(path: str) -> Iterator[bytes]:

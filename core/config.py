@@ -33,6 +33,8 @@ DEFAULTS: dict[str, object] = {
     "reply_guard": {"channels": {}},
     "tmux": {"socket": ""},
     "console": {"keys": {}},
+    "acklog": {"anchor_command": []},
+    "sessions": {"forget_after_days": 7},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -46,6 +48,8 @@ _SCHEMA: dict[str, dict[str, object]] = {
         "pardon_on_activity": ("bool",),
     },
     "tmux": {"socket": ("str",)},
+    "acklog": {"anchor_command": ("list[str]",)},
+    "sessions": {"forget_after_days": ("positive number",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).

@@ -7,6 +7,13 @@ never delete state: a corrupt ``stops.json`` is quarantined and rebuilt by
 replaying the ack log; a corrupt registry is quarantined and starts empty;
 expired locks are pruned; a torn ack-log tail is moved to ``.torn``. A broken
 hash chain cannot be mended (the log is append-only) and stays a failure.
+
+The home itself comes first, and doctor is the one command that runs on an
+unsafe home (``core.home.UnsafeHome``): it reports it, ``--repair`` takes the
+write bits of others off a home the user owns, and the other checks wait until
+the home is safe. A directory where a state file belongs, or a symbolic link
+to a state file that can be rebuilt, is moved aside (quarantine naming);
+links to the ack log or a database are reported, never followed.
 """
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ from core.acklog import ACK_LOG_NAME
 from core.config import ConfigError, load_config
 from core.handsoff import REGISTRY_NAME
 from core.sessions import SESSIONS_NAME
-from core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, read_json, repair_torn_tail
+from core.home import home_problem, is_reserved_name, resolve_home
+from core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
 from core.stop import STOPS_NAME, StopProtocol, validate_stops
 
 STALE_TEMP_SECONDS = 60
@@ -32,23 +40,48 @@ class Finding(NamedTuple):
     message: str
 
 
-def examine(protocol: StopProtocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
-    home = Path(protocol.home)
-    yield from _check_home(home, repair)
+def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+    """Every finding; ``protocol`` may be a home's path when the home is unsafe
+    (no ``StopProtocol`` can be made for it until it is repaired)."""
+    home = Path(protocol.home if isinstance(protocol, StopProtocol) else resolve_home(protocol))
+    safe = True
+    for finding in _check_home(home, repair, now):
+        safe = safe and not (finding.subject == "home" and finding.level == "fail")
+        yield finding
+    if not safe:
+        yield Finding("fail", "state", "not examined: leash uses no state in an unsafe home")
+        return
+    if not isinstance(protocol, StopProtocol):
+        protocol = StopProtocol(home)
     try:
         load_config(home)
         yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
     except ConfigError as exc:
         yield Finding("fail", "config.toml", str(exc))
-    yield from _check_stops(protocol, repair, now)
-    yield from _check_registry(protocol, REGISTRY_NAME, repair, now)
+    from core.storecheck import examine_logged_stores
+
+    yield from examine_logged_stores(protocol, repair=repair, now=now)
     yield from _check_registry(protocol, SESSIONS_NAME, repair, now)
     yield from _check_acklog(protocol, repair)
     yield from _check_halts(protocol, repair, now)
+    yield from _check_halt_thresholds(protocol.home, repair, now)
     yield from _check_leftovers(home, repair)
 
 
-def _check_home(home: Path, repair: bool) -> Iterator[Finding]:
+def _check_home(home: Path, repair: bool, now: float | None = None) -> Iterator[Finding]:
+    problem = home_problem(str(home))
+    fixed = False
+    if problem is not None:
+        text, repairable = problem
+        if repair and repairable:
+            os.chmod(home, 0o700)
+            fixed = True
+            yield Finding("fixed", "home", f"{home} was {text}; now 700")
+        else:
+            hint = ("leash doctor --repair makes it 700" if repairable
+                    else "leash cannot mend this: fix it by hand or choose another home")
+            yield Finding("fail", "home", f"{home} is {text}; every command refuses it ({hint})")
+            return
     mode = stat.S_IMODE(home.stat().st_mode)
     if mode & 0o077:
         if repair:
@@ -56,10 +89,10 @@ def _check_home(home: Path, repair: bool) -> Iterator[Finding]:
             yield Finding("fixed", "home", f"{home} was mode {mode:o}; now 700")
         else:
             yield Finding("warn", "home", f"{home} is mode {mode:o}; others can read agent state (repair: 700)")
-    else:
+    elif not fixed:
         yield Finding("ok", "home", str(home))
     for entry in home.iterdir():
-        if entry.is_file() and not entry.name.endswith(".lock"):
+        if entry.is_file() and not entry.is_symlink() and not entry.name.endswith(".lock"):
             file_mode = stat.S_IMODE(entry.stat().st_mode)
             if file_mode & 0o077:
                 if repair:
@@ -67,28 +100,49 @@ def _check_home(home: Path, repair: bool) -> Iterator[Finding]:
                     yield Finding("fixed", entry.name, f"mode {file_mode:o}; now 600")
                 else:
                     yield Finding("warn", entry.name, f"mode {file_mode:o}; expected 600")
+    yield from _check_state_shapes(home, repair, now)
 
 
-def _check_stops(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:
-    path = protocol.stops.path
-    try:
-        data = read_json(path, None)
-        if data is None:
-            yield Finding("ok", STOPS_NAME, "absent; nothing is stopped")
-            return
-        state = validate_stops(data)
-    except StateCorrupt as exc:
-        if repair:
-            state = protocol.stops.rebuild(exc.detail, now=now)
-            yield Finding("fixed", STOPS_NAME, f"was unreadable ({exc.detail}); quarantined and rebuilt from the "
-                                               f"ack log: {len(state['sessions'])} stopped sessions, fleet "
-                                               f"{'stopped' if state['fleet'] else 'running'}")
-        else:
-            yield Finding("fail", STOPS_NAME, f"unreadable ({exc.detail}); the gate denies every tool call "
-                                              "until it is repaired (leash doctor --repair rebuilds it from the ack log)")
+# State files a bad link or directory may be moved away from: each is rebuilt
+# from the ack log or recreated empty. The log and the databases hold what
+# nothing else does, so a link there is reported and left to the operator.
+_NEVER_MOVED = {ACK_LOG_NAME, "halts.db", "replies.db", "config.toml"}
+_DIRECTORIES = {"warrants", "dogs", "run"}
+
+
+def _check_state_shapes(home: Path, repair: bool, now: float | None) -> Iterator[Finding]:
+    """A directory where a state file belongs (it wedges every reader), and
+    state files that are symbolic links (leash never follows one)."""
+    for entry in sorted(home.iterdir()):
+        name = entry.name
+        if not is_reserved_name(name) or CORRUPT_MARK in name or name.startswith(TEMP_PREFIX):
+            continue
+        if entry.is_symlink():
+            if name == "config.toml":
+                continue  # settings, read as they are; leash never writes them
+            if name in _NEVER_MOVED or name.startswith(tuple(n + "-" for n in _NEVER_MOVED)):
+                yield Finding("fail", name, f"a symbolic link (to {os.readlink(entry)}); leash neither reads nor "
+                                            "writes through it: put the file itself in the home")
+                continue
+            yield from _move_aside(home, name, "a symbolic link", repair, now)
+        elif entry.is_dir() and name not in _DIRECTORIES:
+            yield from _move_aside(home, name, "a directory where a state file belongs", repair, now)
+
+
+def _move_aside(home: Path, name: str, what: str, repair: bool, now: float | None) -> Iterator[Finding]:
+    if not repair:
+        yield Finding("fail", name, f"{what}; every reader of it fails (leash doctor --repair moves it aside)")
         return
-    fleet = "STOPPED" if state["fleet"] else "running"
-    yield Finding("ok", STOPS_NAME, f"{len(state['sessions'])} stopped sessions, fleet {fleet}")
+    moved = quarantine(home / name, now=now)
+    reason = f"{name} was {what}; moved aside so the state can be rebuilt"
+    try:
+        from core.acklog import AckLog
+
+        AckLog(str(home)).append("state_quarantined", source="leash", session_id="", now=now, file=name,
+                                 moved_to=os.path.basename(moved or ""), reason=reason)
+    except OSError:
+        pass  # the ack log itself may be what is wrong; the finding says what was done
+    yield Finding("fixed", name, f"{what}; moved to {os.path.basename(moved or '')}")
 
 
 def _check_registry(protocol: StopProtocol, name: str, repair: bool, now: float | None) -> Iterator[Finding]:
@@ -120,7 +174,11 @@ def _check_registry(protocol: StopProtocol, name: str, repair: bool, now: float 
 
 
 def _check_acklog(protocol: StopProtocol, repair: bool) -> Iterator[Finding]:
-    report = protocol.acklog.verify()
+    try:
+        report = protocol.acklog.verify()
+    except OSError as exc:
+        yield Finding("fail", ACK_LOG_NAME, f"unreadable: {exc}")
+        return
     if report.torn_bytes:
         if repair:
             with locked(protocol.acklog.path):
@@ -182,6 +240,22 @@ def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Ite
                            moved_to=os.path.basename(moved or ""),
                            reason=f"{DB_NAME} unreadable ({problem}); moved aside; a new one starts empty")
     yield Finding("fixed", DB_NAME, f"was unreadable ({problem}); moved to {os.path.basename(moved or '')}")
+
+
+def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterator[Finding]:
+    """Stored condition settings the engine cannot use (it reads each as its default)."""
+    from core.halts.api import stored_config_problems
+
+    try:
+        problems = stored_config_problems(home=home, repair=repair, now=now)
+    except Exception:  # noqa: BLE001 - an unreadable halts.db is _check_halts' finding
+        return
+    for problem in problems:
+        if repair:
+            yield Finding("fixed", "halts config", f"{problem}: the default is stored now")
+        else:
+            yield Finding("warn", "halts config", f"{problem}: the engine uses the default "
+                                                  "(leash doctor --repair stores it)")
 
 
 def _check_leftovers(home: Path, repair: bool) -> Iterator[Finding]:

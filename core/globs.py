@@ -64,3 +64,12 @@ def path_candidates(file_path: str, cwd: str | None) -> tuple[str, str | None]:
     elif not os.path.isabs(file_path):
         relative = os.path.normpath(file_path)
     return absolute, relative
+
+
+def check_glob(pattern: str) -> None:
+    """Raise ValueError (one line) when ``pattern`` cannot be compiled: a lock
+    is refused at filing rather than guarding nothing, or everything, later."""
+    try:
+        compile_glob(pattern)
+    except re.error as exc:
+        raise ValueError(f"path pattern {pattern!r} is not a valid glob ({exc})") from None

@@ -8,9 +8,16 @@ a path pattern ``path:<glob>`` that guards files (see ``core.globs``).
 Locks last ``[hands_off] default_hours`` (24 h) unless told otherwise. An expired
 lock is ignored by every reader and pruned by the next write.
 
-Failure (the-nexus's rule, DESIGN.md fail policy): a registry that does not
-parse is moved aside as ``<name>.corrupt-<timestamp>`` (never deleted), the
-registry starts empty, and ``state_quarantined`` is written to the ack log.
+The registry is a cache of the ack log's ``hands_off``/``release`` lines (lock
+lines carry ``expires_at``; see ``core.logstate``); the file records the head of
+the last one under ``"@head"``, a key no entity may take. Re-locking an entity
+never shortens its lock: the later expiry is kept and the caller is told.
+
+Failure (DESIGN.md fail policy): a registry that is missing, corrupt, emptied or
+out of step with the log is moved aside as ``<name>.corrupt-<timestamp>`` (never
+deleted) and rebuilt from the ack log, with a ``state_rebuilt`` line; a lock is
+never lost to a bad file. When the log cannot rebuild it, ``HandsOffUnreadable``
+is raised: the gate denies and the kennel kills nothing.
 """
 from __future__ import annotations
 
@@ -19,12 +26,16 @@ import math
 
 from core.acklog import AckLog
 from core.clock import iso, now_seconds, parse_iso
-from core.selfhealing import SelfHealingJSON
-from core.statefile import locked, write_json
+from core.loghead import HANDS_OFF_STORE
+from core.logstate import LogBackedJSON, StateUnreadable
+from core.statefile import StateCorrupt, locked
 
 REGISTRY_NAME = "hands_off_registry.json"
 PATH_PREFIX = "path:"
 DEFAULT_HOURS = 24
+HEAD_KEY = "@head"  # where the registry records the ack-log line it reflects
+# Keys of a lock's log line kept in its record besides the seed's five.
+_BOUND_KEYS = ("tmux_session_id",)
 
 
 class HandsOffError(Exception):
@@ -33,6 +44,32 @@ class HandsOffError(Exception):
 
 class NotLocked(Exception):
     """Release of an entity that holds no active lock."""
+
+
+class HandsOffUnreadable(Exception):
+    """The locks can be neither read nor rebuilt: nothing may count as unlocked."""
+
+
+def validate_registry(data: dict) -> dict:
+    entries = {entity: entry for entity, entry in data.items() if entity != HEAD_KEY}
+    if not all(isinstance(entry, dict) for entry in entries.values()):
+        raise StateCorrupt(REGISTRY_NAME, "a lock is not an object")
+    return entries
+
+
+def apply_lock_line(state: dict, line: dict, now: float | None = None) -> None:
+    """Fold one ack-log line into the registry: the writer and the replay share it."""
+    entity = line.get("entity")
+    if not isinstance(entity, str):
+        return
+    if line.get("event") == "hands_off":
+        entry = {"locked_at": line.get("timestamp"), "expires_at": line.get("expires_at"),
+                 "reason": line.get("reason", ""), "source": line.get("source", ""),
+                 "session_id": line.get("session_id", "")}
+        entry.update({key: line[key] for key in _BOUND_KEYS if line.get(key)})
+        state[entity] = entry
+    elif line.get("event") == "release":
+        state.pop(entity, None)
 
 
 def _index(data: dict[str, object]) -> dict[str, tuple[float, dict[str, object]]]:
@@ -54,12 +91,19 @@ def _index_paths(data: dict[str, object]):
     from core.globs import compile_glob
 
     indexed = _index(data)
-    paths = [
-        (entity, entity[len(PATH_PREFIX):], compile_glob(entity[len(PATH_PREFIX):]))
-        for entity in indexed
-        if entity.startswith(PATH_PREFIX)
-    ]
-    return indexed, paths
+    paths = []
+    for entity in indexed:
+        if entity.startswith(PATH_PREFIX):
+            try:
+                paths.append((entity, entity[len(PATH_PREFIX):], compile_glob(entity[len(PATH_PREFIX):])))
+            except Exception:  # a pattern stored before patterns were checked at filing:
+                paths.append((entity, entity[len(PATH_PREFIX):], None))  # it guards nothing, doctor names it
+    by_tmux_id = {}
+    for entity, (_, entry) in indexed.items():
+        bound = entry.get("tmux_session_id")
+        if isinstance(bound, str) and bound:
+            by_tmux_id.setdefault(bound, entity)
+    return indexed, paths, by_tmux_id
 
 
 class HandsOffRegistry:
@@ -69,30 +113,54 @@ class HandsOffRegistry:
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, REGISTRY_NAME)
         self.acklog = acklog or AckLog(self.home)
-        self.store = SelfHealingJSON(self.path, self.acklog, _index_paths)
+        self.state = LogBackedJSON(self.path, HANDS_OFF_STORE, self.acklog, head_key=HEAD_KEY,
+                                   validate=validate_registry, apply=apply_lock_line, empty=dict,
+                                   transform=_index_paths)
 
     # ------------------------------------------------------------ reading
     def _snapshot(self, now: float | None = None):
-        return self.store.snapshot(({}, []), now=now)
+        try:
+            return self.state.snapshot(now=now)
+        except StateUnreadable as exc:
+            raise HandsOffUnreadable(f"hands-off locks unreadable ({exc})") from None
+        except OSError as exc:
+            raise HandsOffUnreadable(f"hands-off locks unreadable ({exc.strerror}) — run `leash doctor`") from None
 
     def active(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
         """Every lock that has not expired, by entity."""
         moment = now_seconds(now)
-        indexed, _ = self._snapshot(now)
+        indexed, _, _ = self._snapshot(now)
         return {e: dict(entry) for e, (expires, entry) in indexed.items() if expires > moment}
 
     def lock_of(self, entity: str, *, now: float | None = None) -> dict[str, object] | None:
-        indexed, _ = self._snapshot(now)
+        indexed, _, _ = self._snapshot(now)
         found = indexed.get(entity)
         if found is None or found[0] <= now_seconds(now):
             return None
         return found[1]
 
+    def lock_covering(self, names: list[str], *, tmux_session_id: str = "",
+                      now: float | None = None) -> tuple[str, dict[str, object]] | None:
+        """(entity, lock) of the first active lock on one of ``names``, or on
+        the tmux session ``tmux_session_id`` (``$N``) it was bound to when filed
+        by name, so a renamed session stays locked. Raises HandsOffUnreadable
+        when the locks cannot be read: the caller must not treat that as free."""
+        indexed, _, by_tmux_id = self._snapshot(now)
+        moment = now_seconds(now)
+        candidates = list(names)
+        if tmux_session_id and tmux_session_id in by_tmux_id:
+            candidates.append(by_tmux_id[tmux_session_id])
+        for entity in candidates:
+            found = indexed.get(entity)
+            if found is not None and found[0] > moment:
+                return entity, found[1]
+        return None
+
     def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:
         return self.lock_of(entity, now=now) is not None
 
     def has_path_locks(self, *, now: float | None = None) -> bool:
-        indexed, paths = self._snapshot(now)
+        indexed, paths, _ = self._snapshot(now)
         moment = now_seconds(now)
         return any(indexed[entity][0] > moment for entity, _, _ in paths)
 
@@ -100,24 +168,26 @@ class HandsOffRegistry:
         """(entity, lock) of the first active ``path:`` lock covering the file."""
         from core.globs import path_candidates
 
-        indexed, paths = self._snapshot(now)
+        indexed, paths, _ = self._snapshot(now)
         moment = now_seconds(now)
         absolute, relative = path_candidates(file_path, cwd)  # once, not once per pattern
         for entity, pattern, compiled in paths:
             expires, entry = indexed[entity]
             candidate = absolute if pattern.startswith("/") else relative
-            if expires > moment and candidate is not None and compiled.match(candidate):
+            if expires > moment and candidate is not None and compiled is not None and compiled.match(candidate):
                 return entity, entry
         return None
 
     # ------------------------------------------------------------ writing
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
-        return self.store.load_for_write(now=now)
+        try:
+            return self.state.load_for_write(now=now)
+        except StateUnreadable as exc:
+            raise HandsOffUnreadable(str(exc)) from None
 
     @staticmethod
     def _prune(data: dict[str, object], moment: float) -> list[str]:
         gone = [e for e, (expires, _) in _index(data).items() if expires <= moment]
-        gone += [e for e, entry in data.items() if not isinstance(entry, dict)]
         for entity in gone:
             data.pop(entity, None)
         return gone
@@ -131,31 +201,32 @@ class HandsOffRegistry:
         source: str,
         session_id: str | None = None,
         now: float | None = None,
-        log: bool = True,
+        tmux_session_id: str = "",
     ) -> dict[str, object]:
-        """Lock ``entity`` for ``hours``; re-locking extends or shortens the lock."""
+        """Lock ``entity`` for ``hours``. Re-locking never shortens a lock: the
+        later expiry is kept and the returned entry says ``kept_longer``."""
         validate_entity(entity)
         hours = DEFAULT_HOURS if hours is None else hours
         if not isinstance(hours, (int, float)) or isinstance(hours, bool) or not math.isfinite(hours) or hours <= 0:
             raise ValueError(f"hours must be a positive number, got {hours!r}")
+        if hours > MAX_HOURS:
+            raise ValueError(f"hours must be at most {MAX_HOURS} (ten years), got {hours!r}")
         moment = now_seconds(now)
-        entry = {
-            "locked_at": iso(moment),
-            "expires_at": iso(moment + hours * 3600),
-            "reason": reason,
-            "source": source,
-            "session_id": session_id or "",
-        }
+        expires = moment + hours * 3600
         with locked(self.path):
             data = self._load_for_write(now=now)
             self._prune(data, moment)
-            data[entity] = entry
-            write_json(self.path, data)
-            if log:
-                self.acklog.append(
-                    "hands_off", source=source, session_id=session_id or "", reason=reason,
-                    now=moment, entity=entity, expires_at=entry["expires_at"],
-                )
+            kept_longer = False
+            current = _index({entity: data[entity]}).get(entity) if entity in data else None
+            if current is not None and current[0] > expires:
+                expires, kept_longer = current[0], True
+            extra = {"tmux_session_id": tmux_session_id} if tmux_session_id else {}
+            self.state.record(data, "hands_off", source=source, session_id=session_id or "", reason=reason,
+                              now=moment, entity=entity, expires_at=iso(expires) if math.isfinite(expires)
+                              else data[entity].get("expires_at"), **extra)
+            entry = dict(data[entity])
+        if kept_longer:
+            entry["kept_longer"] = True
         return entry
 
     def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
@@ -163,32 +234,40 @@ class HandsOffRegistry:
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
-            pruned = self._prune(data, moment)
-            entry = data.pop(entity, None)
+            self._prune(data, moment)
+            entry = data.get(entity)
             if entry is None:
-                if pruned:
-                    write_json(self.path, data)
                 raise NotLocked(f"{entity} is not hands-off")
-            write_json(self.path, data)
-            self.acklog.append(
-                "release", source=source, session_id=entry.get("session_id", ""), reason=reason,
-                now=moment, entity=entity,
-            )
+            self.state.record(data, "release", source=source, session_id=entry.get("session_id", ""),
+                              reason=reason, now=moment, entity=entity)
         return entry
 
     def prune(self, *, now: float | None = None) -> list[str]:
-        """Drop expired locks from the file; returns the entities dropped."""
+        """Drop expired locks from the file (readers ignore them anyway)."""
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
             gone = self._prune(data, moment)
             if gone:
-                write_json(self.path, data)
+                self.state.rewrite(data)
         return gone
 
 
+MAX_HOURS = 24 * 3653
+
+
 def validate_entity(entity: str) -> None:
+    """A lock's entity: any non-empty name (it is data, shown escaped), or
+    ``path:<glob>`` whose pattern compiles now, at filing (a pattern that
+    fails later would guard nothing, or everything)."""
     if not isinstance(entity, str) or not entity.strip():
         raise ValueError("an entity must be a non-empty name")
-    if entity.startswith(PATH_PREFIX) and not entity[len(PATH_PREFIX):].strip():
-        raise ValueError("a path entity needs a pattern: path:<glob>")
+    if entity == HEAD_KEY:
+        raise ValueError(f"{HEAD_KEY!r} is reserved and cannot be locked")
+    if entity.startswith(PATH_PREFIX):
+        pattern = entity[len(PATH_PREFIX):]
+        if not pattern.strip():
+            raise ValueError("a path entity needs a pattern: path:<glob>")
+        from core.globs import check_glob
+
+        check_glob(pattern)

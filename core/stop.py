@@ -23,7 +23,9 @@ from core.clock import iso, now_seconds
 from core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
 from core.home import ensure_home
 from core.sessions import SessionRegistry
-from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
+from core.loghead import STOPS_STORE
+from core.logstate import LogBackedJSON, StateUnreadable
+from core.statefile import StateCorrupt, locked
 
 STOPS_NAME = "stops.json"
 
@@ -59,6 +61,10 @@ def empty_stops() -> dict[str, object]:
     return {"sessions": {}, "fleet": None}
 
 
+# Keys of a stop's log line that are kept in its record besides the seed's three.
+_BOUND_KEYS = ("tmux_session_id",)
+
+
 def validate_stops(data: object) -> dict[str, object]:
     sessions = data.get("sessions", {})
     if not isinstance(sessions, dict):
@@ -68,24 +74,33 @@ def validate_stops(data: object) -> dict[str, object]:
     fleet = data.get("fleet")
     if fleet is not None and not isinstance(fleet, dict):
         raise StateCorrupt(STOPS_NAME, '"fleet" is neither null nor an object')
-    return {"sessions": data.get("sessions", {}), "fleet": fleet}
+    return {"sessions": dict(sessions), "fleet": fleet}
 
 
-def replay_stops(acklog: AckLog) -> dict[str, object]:
-    """The stops the ack log says are in force, from its first line to its last."""
-    state = empty_stops()
-    for line in acklog.read().entries:
-        event, sid = line.get("event"), line.get("session_id", "")
-        record = {"stopped_at": line.get("timestamp"), "source": line.get("source"), "reason": line.get("reason")}
-        if event == "stop_ack":
-            state["sessions"].setdefault(sid, record)
-        elif event == "resume":
-            state["sessions"].pop(sid, None)
-        elif event == "fleet_stop":
-            state["fleet"] = state["fleet"] or record
-        elif event == "fleet_resume":
-            state["fleet"] = None
-    return state
+def apply_stop_line(state: dict[str, object], line: dict[str, object], now: float | None = None) -> None:
+    """Fold one ack-log line into the stops: the writer and the replay share it."""
+    event, sid = line.get("event"), line.get("session_id", "")
+    record = {"stopped_at": line.get("timestamp"), "source": line.get("source"), "reason": line.get("reason")}
+    record.update({key: line[key] for key in _BOUND_KEYS if line.get(key)})
+    if event == "stop_ack":
+        state["sessions"].setdefault(sid, record)
+    elif event == "resume":
+        state["sessions"].pop(sid, None)
+    elif event == "fleet_stop":
+        state["fleet"] = state["fleet"] or record
+    elif event == "fleet_resume":
+        state["fleet"] = None
+
+
+def _index_stops(state: dict[str, object]) -> dict[str, object]:
+    """The stops plus an index by tmux session id, so a stop filed by a name
+    keeps holding the session after it is renamed."""
+    by_tmux_id = {}
+    for name, record in state["sessions"].items():
+        bound = record.get("tmux_session_id")
+        if isinstance(bound, str) and bound:
+            by_tmux_id.setdefault(bound, name)
+    return {"sessions": state["sessions"], "fleet": state["fleet"], "by_tmux_id": by_tmux_id}
 
 
 class StopRegistry:
@@ -93,48 +108,36 @@ class StopRegistry:
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, STOPS_NAME)
         self.acklog = acklog or AckLog(self.home)
-        self._cache = CachedJSON(self.path, validate_stops)
+        self.state = LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", validate=validate_stops,
+                                   apply=apply_stop_line, empty=empty_stops, transform=_index_stops)
 
-    def snapshot(self) -> dict[str, object]:
-        """Current stops; raises StopStateUnreadable when the file is bad."""
+    def snapshot(self, *, now: float | None = None) -> dict[str, object]:
+        """Current stops (``sessions``, ``fleet``, ``by_tmux_id``); raises
+        StopStateUnreadable when neither the file nor the log can say."""
         try:
-            return self._cache.get(missing=empty_stops())
-        except StateCorrupt as exc:
-            raise StopStateUnreadable(f"stop state unreadable ({exc.detail}) — run `leash doctor`") from None
+            return self.state.snapshot(now=now)
+        except StateUnreadable as exc:
+            raise StopStateUnreadable(f"stop state unreadable ({exc}) — run `leash doctor`") from None
         except OSError as exc:
             raise StopStateUnreadable(f"stop state unreadable ({exc.strerror}) — run `leash doctor`") from None
 
     # ------------------------------------------------------------ writing
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
-        """Current stops under the lock; a corrupt file is rebuilt from the log."""
+        """Current stops under the lock; a bad file is rebuilt from the log."""
         try:
-            return validate_stops(read_json(self.path, {}) or {})
-        except StateCorrupt as exc:
-            return self.rebuild(exc.detail, now=now)
+            return self.state.load_for_write(now=now)
+        except StateUnreadable as exc:
+            raise StopStateUnreadable(str(exc)) from None
 
-    def rebuild(self, detail: str, *, now: float | None = None) -> dict[str, object]:
-        """Quarantine the bad file and write the stops replayed from the ack log."""
-        with locked(self.path):
-            moved = quarantine(self.path, now=now)
-            state = replay_stops(self.acklog)
-            write_json(self.path, state)
-            self._cache.forget()
-            self.acklog.append(
-                "state_quarantined", source="leash", session_id="",
-                reason=(f"{STOPS_NAME} unreadable ({detail}); moved to {os.path.basename(moved) if moved else '?'}; "
-                        f"rebuilt from the ack log with {len(state['sessions'])} stopped sessions"
-                        f"{' and the fleet stopped' if state['fleet'] else ''}"),
-                now=now, file=STOPS_NAME, moved_to=os.path.basename(moved) if moved else "",
-            )
-        return state
-
-    def covering(self, names: list[str]) -> tuple[str, str | None] | None:
+    def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
         """Which stop holds a session known by ``names``: ("session", name),
         ("fleet", None), or None. Resuming that one is what frees it."""
         stops = self.snapshot()
         for name in names:
             if name in stops["sessions"]:
                 return "session", name
+        if tmux_session_id and tmux_session_id in stops["by_tmux_id"]:
+            return "session", stops["by_tmux_id"][tmux_session_id]
         return ("fleet", None) if stops["fleet"] else None
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
@@ -143,32 +146,24 @@ class StopRegistry:
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
-            record = data["sessions"].get(session_id)
-            if not isinstance(record, dict):
-                record = {"stopped_at": iso(moment), "source": source, "reason": reason}
-                data["sessions"][session_id] = record
-                write_json(self.path, data)
-            self.acklog.append("stop_ack", source=source, session_id=session_id, reason=reason, now=moment, **extra)
-        return record
+            self.state.record(data, "stop_ack", source=source, session_id=session_id, reason=reason, now=moment,
+                              **{k: v for k, v in extra.items() if v not in (None, "")})
+        return data["sessions"][session_id]
 
     def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         with locked(self.path):
             data = self._load_for_write(now=now)
-            record = data["sessions"].pop(session_id, None)
+            record = data["sessions"].get(session_id)
             if record is None:
                 raise NotStopped(f"session {session_id!r} is not stopped")
-            write_json(self.path, data)
-            self.acklog.append("resume", source=source, session_id=session_id, reason=reason, now=now)
+            self.state.record(data, "resume", source=source, session_id=session_id, reason=reason, now=now)
         return record
 
     def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
-            if not isinstance(data["fleet"], dict):
-                data["fleet"] = {"stopped_at": iso(moment), "source": source, "reason": reason}
-                write_json(self.path, data)
-            self.acklog.append("fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
+            self.state.record(data, "fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
         return data["fleet"]
 
     def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
@@ -178,9 +173,7 @@ class StopRegistry:
             record = data["fleet"]
             if record is None:
                 raise NotStopped("the fleet is not stopped")
-            data["fleet"] = None
-            write_json(self.path, data)
-            self.acklog.append("fleet_resume", source=source, session_id=FLEET, reason=reason, now=now)
+            self.state.record(data, "fleet_resume", source=source, session_id=FLEET, reason=reason, now=now)
         return record
 
 

@@ -29,7 +29,7 @@ from core.home import ensure_home
 from core.hooks import pre_tool_use
 from core.sessions import SESSIONS_NAME
 from core.statefile import read_json
-from core.stop import STOPS_NAME, StopProtocol
+from core.stop import STOPS_NAME, StopProtocol, StopRegistry
 from tests.conftest import ROOT
 
 STATE_FILES = (STOPS_NAME, REGISTRY_NAME, SESSIONS_NAME)
@@ -90,8 +90,9 @@ def assert_state_intact(home) -> AckLog:
     assert report.ok, report  # a torn tail would be skipped and counted, not a break
     read = log.read()
     assert read.unreadable_lines == 0
-    # Stops are written before they are logged: a logged stop is always in force.
-    stops = read_json(home / STOPS_NAME, {"sessions": {}})["sessions"]
+    # Stops are logged before they are written: a logged stop is in force for
+    # every reader, which rebuilds a file that a kill left behind the log.
+    stops = StopRegistry(home).snapshot()["sessions"]
     logged = {e["session_id"] for e in read.entries if e["event"] == "stop_ack"}
     assert logged <= set(stops), sorted(logged - set(stops))[:5]
     return log
@@ -199,21 +200,20 @@ def stops_then_corrupt(home, content: bytes = GARBAGE) -> StopProtocol:
     return protocol
 
 
-def test_corrupt_stops_file_denies_everything(home, leash_proc):
+def test_corrupt_stops_file_is_rebuilt_from_the_log_by_any_reader(home, leash_proc):
     stops_then_corrupt(home)
 
-    verdict = Gate(home).check("any")
-    assert not verdict.allow
-    assert verdict.rule == "stop_unreadable"
-    assert "leash doctor" in verdict.reason
-
-    result = leash_proc("hook", "pre-tool-use", stdin=hook_payload("unstopped-session"))
+    result = leash_proc("hook", "pre-tool-use", stdin=hook_payload("kept-1"))
     assert result.code == 0, result
-    assert "leash doctor" in deny_reason(result.out)
-    assert StopProtocol(home).is_stopped("x")
-    # Readers fail closed but never move the file: only a write or doctor does.
-    assert (home / STOPS_NAME).read_bytes() == GARBAGE
-    assert not events(home, "state_quarantined")
+    assert "is stopped" in deny_reason(result.out)
+    gate = Gate(home)
+    assert gate.check("kept-2").rule == "session_stop"
+    assert gate.check("resumed").allow
+    [copy] = corrupt_copies(home, STOPS_NAME)
+    assert copy.read_bytes() == GARBAGE
+    [line] = events(home, "state_rebuilt")
+    assert line["file"] == STOPS_NAME and line["moved_to"] == copy.name
+    assert AckLog(home).verify().ok
 
 
 def test_doctor_reports_and_rebuilds_corrupt_stops_file(home, leash_proc):
@@ -232,7 +232,7 @@ def test_doctor_reports_and_rebuilds_corrupt_stops_file(home, leash_proc):
     stops = read_json(home / STOPS_NAME)
     assert set(stops["sessions"]) == {"kept-1", "kept-2"}
     assert stops["fleet"] is None
-    [line] = events(home, "state_quarantined")
+    [line] = events(home, "state_rebuilt")
     assert line["file"] == STOPS_NAME and line["moved_to"] == copy.name
     assert AckLog(home).verify().ok
     gate = Gate(home)
@@ -250,7 +250,7 @@ def test_stop_on_a_corrupt_stops_file_rebuilds_it(home, leash_proc):
     assert copy.read_bytes() == GARBAGE
     stops = read_json(home / STOPS_NAME)
     assert set(stops["sessions"]) == {"kept-1", "kept-2", "newsess"}
-    [line] = events(home, "state_quarantined")
+    [line] = events(home, "state_rebuilt")
     assert line["file"] == STOPS_NAME
     last = AckLog(home).read().entries[-1]
     assert (last["event"], last["session_id"]) == ("stop_ack", "newsess")
@@ -283,7 +283,7 @@ def test_wrong_shape_stops_file_is_unreadable(home, content):
 
 
 # ------------------------------------------- hands-off / sessions corrupt
-def test_corrupt_hands_off_registry_is_quarantined_once(home):
+def test_corrupt_hands_off_registry_is_rebuilt_once_and_keeps_its_locks(home):
     protocol = StopProtocol(home)
     protocol.hands_off("ent-old", source="op", hours=1)
     lines_before = len(log_lines(home))
@@ -291,22 +291,21 @@ def test_corrupt_hands_off_registry_is_quarantined_once(home):
 
     registry = HandsOffRegistry(home)
     for _ in range(3):
-        assert registry.active() == {}
-    assert HandsOffRegistry(home).active() == {}  # a second reader finds it already moved
-    assert not Gate(home).check("ent-old").rule  # the lock went with the file: starts empty
+        assert set(registry.active()) == {"ent-old"}
+    assert set(HandsOffRegistry(home).active()) == {"ent-old"}  # a second reader finds it rebuilt
+    assert Gate(home).check("ent-old").rule == "hands_off"  # a lock is never lost to a bad file
 
-    assert not (home / REGISTRY_NAME).exists()
     [copy] = corrupt_copies(home, REGISTRY_NAME)
     assert copy.read_bytes() == GARBAGE
-    [line] = events(home, "state_quarantined")
+    [line] = events(home, "state_rebuilt")
     assert line["file"] == REGISTRY_NAME and line["moved_to"] == copy.name
     assert len(log_lines(home)) == lines_before + 1
 
     protocol.hands_off("ent-new", source="op", hours=1)
-    assert set(HandsOffRegistry(home).active()) == {"ent-new"}
-    assert set(registry.active()) == {"ent-new"}
+    assert set(HandsOffRegistry(home).active()) == {"ent-old", "ent-new"}
+    assert set(registry.active()) == {"ent-old", "ent-new"}
     assert Gate(home).check("ent-new").rule == "hands_off"
-    assert len(events(home, "state_quarantined")) == 1
+    assert len(events(home, "state_rebuilt")) == 1
     assert AckLog(home).verify().ok
 
 

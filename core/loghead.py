@@ -1,0 +1,168 @@
+"""The ack log's head, kept beside it in ``acklog.head``.
+
+The ack log is the source of truth for the stops, the hands-off locks and the
+halt states: each of those state files is a cache of the log lines of its
+*store*. ``acklog.head`` holds::
+
+    {"seq": 17, "hash": "<sha256>", "size": 5120,
+     "stores": {"stops": {"seq": 15, "hash": "..."}, "hands_off": {...}, "halts": {...}}}
+
+the log's last line, the log's size after it, and, for each store, the last
+line that changed it. A reader checks the size against the log (one ``stat``):
+a log that grew without its head (a writer died between the two) has its head
+recomputed; a log that shrank or vanished was cut, and that is reported. A state
+file records the same ``{"seq", "hash"}`` for the lines it reflects, so a reader
+that finds the two disagreeing (the file was removed, emptied, replaced by an
+older copy, or written without a log line) rebuilds it by replaying the log.
+``leash log verify`` compares the log with the head (and with an anchor given
+by the operator) to find a truncated, deleted or re-chained log.
+
+Failure: the head is written after every append, under the ack log's lock, by
+atomic replace. A head that is missing or does not parse is recomputed from the
+log (one full read), so deleting it hides nothing that the log still holds; a
+head that names lines the log does not have is a fact ``HeadMismatch`` reports
+and every reader of a store fails closed on.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from core.statefile import CachedJSON, StateCorrupt, locked, write_json
+
+HEAD_NAME = "acklog.head"
+STOPS_STORE = "stops"
+HANDS_OFF_STORE = "hands_off"
+HALTS_STORE = "halts"
+# Which store each event changes; events not listed change no state file.
+STORE_OF_EVENT = {
+    "stop_ack": STOPS_STORE, "resume": STOPS_STORE, "fleet_stop": STOPS_STORE, "fleet_resume": STOPS_STORE,
+    "hands_off": HANDS_OFF_STORE, "release": HANDS_OFF_STORE,
+    "halt_recorded": HALTS_STORE, "halt_ack": HALTS_STORE, "halt_dismiss": HALTS_STORE,
+    "halt_escalate": HALTS_STORE, "halt_timeout": HALTS_STORE,
+}
+
+
+class HeadMismatch(Exception):
+    """The head names a line the log does not hold: the log was cut or rewritten."""
+
+
+def mark(line: dict[str, object]) -> dict[str, object]:
+    """The ``{"seq", "hash"}`` that identifies one log line."""
+    return {"seq": line["seq"], "hash": line["hash"]}
+
+
+def _validate(data: object) -> dict[str, object]:
+    if not isinstance(data.get("seq"), int) or not isinstance(data.get("hash"), str):
+        raise StateCorrupt(HEAD_NAME, "no seq/hash")
+    stores = data.get("stores", {})
+    if not isinstance(stores, dict) or not all(isinstance(v, dict) for v in stores.values()):
+        raise StateCorrupt(HEAD_NAME, '"stores" is not an object of objects')
+    return data
+
+
+class AckHead:
+    """``acklog.head`` of one home."""
+
+    def __init__(self, home: str | os.PathLike):
+        self.path = os.path.join(os.fspath(home), HEAD_NAME)
+        self._cache = CachedJSON(self.path, _validate)
+
+    def read(self) -> dict[str, object] | None:
+        """The stored head; None when it is missing or unreadable."""
+        try:
+            return self._cache.get(missing=None)
+        except (StateCorrupt, OSError):
+            return None
+
+    def advance(self, line: dict[str, object], log_path: str) -> None:
+        """Record ``line`` as the log's last; call it holding the log's lock."""
+        head = self.read()
+        if head is None or head.get("seq") != line["seq"] - 1:
+            head = scan(os.path.dirname(self.path), before=line["seq"])
+        stores = dict(head.get("stores", {}))
+        store = STORE_OF_EVENT.get(line.get("event"))
+        if store is not None:
+            stores[store] = mark(line)
+        write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(log_path),
+                               "stores": stores})
+        self._cache.forget()
+
+    def current(self, acklog) -> dict[str, object] | None:
+        """The head, checked against the log's size and recomputed when the
+        log grew without it; None for a home with no log and no head. Raises
+        HeadMismatch when the log is shorter than its head or gone."""
+        head, size = self.read(), _size(acklog.path)
+        if (head is None and size is None) or (head is not None and head.get("size") == size):
+            return head
+        with locked(acklog.path):
+            self._cache.forget()
+            head, size = self.read(), _size(acklog.path)
+            if head is not None and head.get("size") == size:
+                return head
+            if head is not None and head.get("seq", 0) > 0:
+                if size is None:
+                    raise HeadMismatch(f"the ack log is gone but its head names line {head['seq']}")
+                if size < head.get("size", 0):
+                    raise HeadMismatch(f"the ack log is shorter than its head (line {head['seq']}): it was cut")
+            if size is None:
+                return None
+            return self.rewrite_from_log(acklog.home)
+
+    def store_head(self, store: str, acklog) -> dict[str, object] | None:
+        """The last line of ``store``; None when the store has no line."""
+        head = self.current(acklog)
+        found = (head or {}).get("stores", {}).get(store)
+        return {"seq": found.get("seq"), "hash": found.get("hash")} if isinstance(found, dict) else None
+
+    def rewrite_from_log(self, home: str) -> dict[str, object]:
+        """Replace the head with the one the log itself gives (a log that grew
+        without it; ``doctor --repair`` after a cut the operator accepts)."""
+        head = scan(home)
+        write_json(self.path, head)
+        self._cache.forget()
+        return head
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+def scan(home: str, *, before: int | None = None) -> dict[str, object]:
+    """The head computed by reading the whole log (lines with seq < ``before``)."""
+    from core.acklog import AckLog
+
+    log = AckLog(home)
+    head: dict[str, object] = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
+    for line in log.read().entries:
+        if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):
+            continue
+        if before is not None and line["seq"] >= before:
+            continue
+        head["seq"], head["hash"] = line["seq"], line["hash"]
+        store = STORE_OF_EVENT.get(line.get("event"))
+        if store is not None:
+            head["stores"][store] = mark(line)
+    return head
+
+
+def anchor_head(command: list[str], line: dict[str, object]) -> None:
+    """Hand the new head to ``[acklog] anchor_command`` (best effort, detached):
+    ``{seq}`` and ``{hash}`` in its words are replaced, and the head is also
+    given on stdin as one JSON line."""
+    import subprocess
+
+    words = [w.replace("{seq}", str(line["seq"])).replace("{hash}", str(line["hash"])) for w in command]
+    try:
+        child = subprocess.Popen(words, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        child.stdin.write((json.dumps(mark(line)) + "\n").encode())
+        child.stdin.close()
+    except (OSError, ValueError):
+        return  # an anchor that cannot run must not stop the action; verify reports the gap
+    import threading
+
+    threading.Thread(target=child.wait, daemon=True).start()  # reap it without waiting for it

@@ -1,0 +1,130 @@
+"""``leash doctor``'s look at the stores that are caches of the ack log.
+
+For the stops and the hands-off locks it compares the file on disk with the
+replay of the log: a file that is missing, unreadable, out of step with the
+log's head or different in content (an edit that kept the recorded head) is a
+failure, and ``--repair`` writes the log's truth over it (the old file is
+quarantined, ``state_rebuilt`` logged). It also checks ``acklog.head`` against
+the log. Expired locks are ignored on both sides: readers ignore them too.
+
+Failure: checking never writes; a log that no longer holds the lines its head
+names cannot be repaired from the log and stays a failure until the operator
+decides (``leash log verify`` says what is missing).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from core.clock import now_seconds, parse_iso
+from core.loghead import HeadMismatch
+from core.logstate import LogBackedJSON, StateUnreadable
+from core.doctor import Finding
+from core.statefile import StateCorrupt, locked, read_json
+
+
+def examine_logged_stores(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+    yield from _check_head(protocol, repair)
+    yield from _check_store(protocol.stops.state, _describe_stops, repair, now)
+    yield from _check_store(protocol.hands_off_registry.state, _describe_locks, repair, now)
+    yield from _check_expired(protocol.hands_off_registry, repair, now)
+
+
+def _check_expired(registry, repair: bool, now: float | None) -> Iterator[Finding]:
+    try:
+        stored = registry.state.validate(read_json(registry.path, {}) or {})
+    except (StateCorrupt, OSError):
+        return
+    expired = len(stored) - len(_active(stored, "hands_off", now_seconds(now)))
+    if not expired:
+        return
+    if repair:
+        registry.prune(now=now)
+        yield Finding("fixed", registry.state.name, f"pruned {expired} expired locks")
+    else:
+        yield Finding("warn", registry.state.name, f"{expired} expired locks (ignored; repair prunes)")
+
+
+def _check_head(protocol, repair: bool) -> Iterator[Finding]:
+    acklog = protocol.acklog
+    try:
+        head = acklog.head.current(acklog)
+    except HeadMismatch as exc:
+        yield Finding("fail", "acklog.head", f"{exc}; every reader of a stop or lock fails closed "
+                                             "(leash log verify shows what is missing)")
+        return
+    if head is None:
+        yield Finding("ok", "acklog.head", "absent; nothing logged yet")
+        return
+    tail = acklog.tail(1)
+    if tail and (tail[-1].get("seq"), tail[-1].get("hash")) != (head.get("seq"), head.get("hash")):
+        if repair:
+            with locked(acklog.path):
+                acklog.head.rewrite_from_log(acklog.home)
+            yield Finding("fixed", "acklog.head", "did not name the log's last line; recomputed from the log")
+        else:
+            yield Finding("fail", "acklog.head", f"names line {head.get('seq')} but the log ends at line "
+                                                 f"{tail[-1].get('seq')} (leash doctor --repair recomputes it)")
+        return
+    yield Finding("ok", "acklog.head", f"line {head.get('seq')}")
+
+
+def _active(state: dict, store: str, moment: float) -> dict:
+    """What readers act on: for locks, only those not yet expired."""
+    if store != "hands_off":
+        return state
+    kept = {}
+    for entity, entry in state.items():
+        try:
+            if parse_iso(entry.get("expires_at")) <= moment:
+                continue
+        except (ValueError, TypeError):
+            pass
+        kept[entity] = entry
+    return kept
+
+
+def _check_store(store: LogBackedJSON, describe, repair: bool, now: float | None) -> Iterator[Finding]:
+    moment = now_seconds(now)
+    try:
+        truth, head, _ = store.replay(now=now)
+        raw = read_json(store.path, None)
+        problem = _compare(store, raw, truth, head, moment)
+    except StateCorrupt as exc:
+        problem = f"unreadable ({exc.detail})"
+    except (StateUnreadable, HeadMismatch, OSError) as exc:
+        yield Finding("fail", store.name, f"cannot be checked: {exc}")
+        return
+    if problem is None:
+        yield Finding("ok", store.name, describe(_active(truth, store.store, moment)))
+        return
+    if not repair:
+        yield Finding("fail", store.name, f"{problem}; the ack log says {describe(_active(truth, store.store, moment))} "
+                                          "(leash doctor --repair restores it)")
+        return
+    try:
+        with locked(store.path):
+            store.force_rebuild(problem, now=now)
+    except StateUnreadable as exc:
+        yield Finding("fail", store.name, str(exc))
+        return
+    yield Finding("fixed", store.name, f"{problem}; rebuilt from the ack log: "
+                                       f"{describe(_active(truth, store.store, moment))}")
+
+
+def _compare(store: LogBackedJSON, raw: object, truth: dict, head: dict | None, moment: float) -> str | None:
+    if raw is None:
+        return None if head is None else "missing"
+    content = store.validate(raw)
+    if raw.get(store.head_key) != head:
+        return "out of step with the ack log"
+    if _active(content, store.store, moment) != _active(truth, store.store, moment):
+        return "differs from the replay of the ack log (edited by hand?)"
+    return None
+
+
+def _describe_stops(state: dict) -> str:
+    return f"{len(state['sessions'])} stopped sessions, fleet {'STOPPED' if state['fleet'] else 'running'}"
+
+
+def _describe_locks(state: dict) -> str:
+    return f"{len(state)} active locks"
