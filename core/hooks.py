@@ -12,9 +12,12 @@ and exits 0; to allow it prints nothing and exits 0.
 
 Failure: stdin that is not a JSON object with a ``session_id`` gets one line on
 stderr and no traceback. The hook then denies only where the policy fails
-closed — the stop state cannot be read, or the whole fleet is stopped, which
-applies whoever is asking — and otherwise exits 1, which Claude Code shows as a
-non-blocking error. object unexpected error also ends as one line on stderr.
+closed — the stop state cannot be read, the whole fleet is stopped (which
+applies whoever is asking), or the input is over ``STDIN_LIMIT_BYTES`` (what
+cannot be read cannot be judged allowed) — and otherwise exits 1, which Claude
+Code shows as a non-blocking error. An unsafe state home (``UnsafeHome``)
+denies on pre-tool-use and is one line on stderr, exit 1, for the other hooks.
+Any unexpected error also ends as one line on stderr.
 
 This module is on the hook path: it imports the standard library and the core
 modules it needs, nothing else.
@@ -26,12 +29,23 @@ import os
 import select
 import sys
 
+from core.home import UnsafeHome
+
 STDIN_TIMEOUT_SECONDS = 5.0
+# Claude Code's payloads (a tool's input and response) stay far below this;
+# anything larger is refused on pre-tool-use rather than judged in part.
 STDIN_LIMIT_BYTES = 16 * 1024 * 1024
 
 
 class HookInputError(Exception):
     pass
+
+
+class HookInputTooLarge(HookInputError):
+    """More than ``STDIN_LIMIT_BYTES`` on stdin: pre-tool-use denies."""
+
+    def __init__(self) -> None:
+        super().__init__(f"hook input larger than {STDIN_LIMIT_BYTES // (1024 * 1024)} MiB")
 
 
 def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
@@ -40,7 +54,10 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
-        return stream.read(STDIN_LIMIT_BYTES + 1)
+        raw = stream.read(STDIN_LIMIT_BYTES + 1)
+        if len(raw) > STDIN_LIMIT_BYTES:
+            raise HookInputTooLarge()
+        return raw
     chunks, total = [], 0
     import time
 
@@ -58,7 +75,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > STDIN_LIMIT_BYTES:
-            raise HookInputError("hook input larger than 16 MiB")
+            raise HookInputTooLarge()
 
 
 def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]:
@@ -91,7 +108,7 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
     from core.gate import Gate
     from core.home import ensure_home
-    from core.sessions import SessionRegistry, tmux_session_of_pane
+    from core.sessions import SessionRegistry, tmux_identity_of_pane
 
     env = os.environ if env is None else env
     home = ensure_home(home)
@@ -101,6 +118,9 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
             raise input_error
         payload = parse_payload(raw)
     except HookInputError as exc:
+        if isinstance(exc, HookInputTooLarge):
+            reason = f"leash: {exc}: denied unread (a tool call leash cannot read is not allowed)"
+            return deny_output(reason) + "\n", f"leash: {exc}\n", 0
         # No session to judge; only the rules that apply to everyone can deny.
         verdict = gate._stop_verdict([])
         if verdict is not None:
@@ -116,11 +136,13 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
     try:
         registry: SessionRegistry = gate.sessions
         known = registry.get(session_id, now=now) or {}
-        tmux_name = known.get("tmux_session", "") if known.get("tmux_pane") == pane else ""
-        if pane and not tmux_name:
-            tmux_name = tmux_session_of_pane(pane, env=dict(env))
+        same_pane = known.get("tmux_pane") == pane
+        tmux_id = known.get("tmux_session_id", "") if same_pane else ""
+        tmux_name = known.get("tmux_session", "") if same_pane else ""
+        if pane and not tmux_id:
+            tmux_id, tmux_name = tmux_identity_of_pane(pane, env=dict(env))
         registry.observe(session_id, now=now, tool=tool, tmux_pane=pane, tmux_session=tmux_name,
-                         entity=env.get("LEASH_ENTITY", ""), cwd=cwd)
+                         tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd)
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
@@ -175,6 +197,15 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
         except HookInputError as exc:
             input_error = exc
         out, err, code = handlers[event](raw, home=home, input_error=input_error)
+    except UnsafeHome as exc:
+        message = f"leash: {exc}"
+        stderr.write(message + "\n")
+        if event != "pre-tool-use":
+            return 1
+        # Whoever can write the home can lift any stop: nothing is allowed until it is safe.
+        stdout.write(deny_output(f"{message} (every tool call is denied until it is safe)") + "\n")
+        stdout.flush()
+        return 0
     except Exception as exc:
         message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
         stderr.write(message + "\n")

@@ -8,8 +8,11 @@ the loop is tripped; when it is, it skips auto-resume for that boot, which
 breaks the cycle and puts a human back in the loop.
 
 State: ``<home>/<name>/restart_loop.json`` = ``{"boots": [<unix seconds>, ...]}``,
-hermes's own file and format (``name="gateway"`` is hermes's path). Names are
-made safe as one path component (``core.home.safe_component``).
+hermes's own file and format (``name="gateway"`` is hermes's path). A name is
+a plain file name (letters, digits, ``.``, ``_``, ``-``; no leading dot) that is
+not one leash uses in the home (``core.home.RESERVED_NAMES``: ``stops.json``,
+``warrants``, ``*.lock`` ...); any other name is refused with ``ValueError``,
+so a breaker can never put a directory where a state file belongs.
 
 Rules:
 * sliding window (the default): tripped when at least ``max_restarts`` boots
@@ -35,7 +38,7 @@ import logging
 import os
 
 from core.clock import now_seconds
-from core.home import resolve_home, safe_component
+from core.home import is_plain_name, is_reserved_name, private_dir, resolve_home
 from core.statefile import StateCorrupt, locked, quarantine, read_json, write_json
 
 logger = logging.getLogger("leash.loopguard")
@@ -46,14 +49,20 @@ DEFAULT_WINDOW_SECONDS = 60
 DEFAULT_MAX_GAP_SECONDS = 0
 MAX_BOOTS_KEPT = 50
 STATE_NAME = "restart_loop.json"
-# Directories of the home that belong to other mechanisms; a breaker may not live there.
-RESERVED_NAMES = frozenset({"warrants", "dogs"})
+
+
+def check_name(name: object) -> str:
+    """``name`` when it may name a breaker; ``ValueError`` (one line) otherwise."""
+    if not is_plain_name(name):
+        raise ValueError(f"breaker name {name!r} must be a plain name: letters, digits, '.', '_', '-', "
+                         "not starting with '.', at most 128 characters")
+    if is_reserved_name(name):
+        raise ValueError(f"breaker name {name!r} is reserved for leash's own state in the home")
+    return name
 
 
 def state_path(name: str = DEFAULT_NAME, home=None) -> str:
-    if name in RESERVED_NAMES:
-        raise ValueError(f"breaker name {name!r} is reserved for leash's own state")
-    return os.path.join(resolve_home(home), safe_component(name), STATE_NAME)
+    return os.path.join(resolve_home(home), check_name(name), STATE_NAME)
 
 
 def _parse_boots(data: object) -> list[float]:
@@ -131,7 +140,7 @@ def record_restart_interrupted_boot(
     moment = now_seconds(now)
     path = state_path(name, home)
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        private_dir(os.path.dirname(path))
         with locked(path):
             boots = _kept(_load_boots(path, now=moment) + [moment], window_seconds, max_gap_seconds, moment)
             write_json(path, {"boots": boots})
@@ -224,15 +233,14 @@ def reset(*, name: str = DEFAULT_NAME, home=None, source: str = "leash", reason:
 
 
 def breaker_names(home=None) -> list[str]:
-    """Every breaker that has state in the home."""
-    from urllib.parse import unquote
-
+    """Every breaker that has state in the home (under a name a breaker may have)."""
     root = resolve_home(home)
     try:
         entries = sorted(os.listdir(root))
     except FileNotFoundError:
         return []
-    return [unquote(e) for e in entries if os.path.isfile(os.path.join(root, e, STATE_NAME))]
+    return [e for e in entries if is_plain_name(e) and not is_reserved_name(e)
+            and os.path.isfile(os.path.join(root, e, STATE_NAME))]
 
 
 def thresholds(config: dict, name: str) -> dict[str, float]:

@@ -34,8 +34,10 @@ def _connect(home: str, *, create: bool) -> sqlite3.Connection | None:
     if not create and not os.path.exists(path):
         return None
     if create:
-        os.makedirs(home, mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        from core.home import private_dir
+
+        private_dir(home)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         os.close(fd)
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -22,6 +22,12 @@ every write goes through here:
   never deleted.
 * ``CachedJSON`` re-parses a file only when its inode, size or times change, so
   the gate's hot path is one ``stat`` per file.
+
+Symbolic links are never followed: every open of a state file, its lock, its
+temp file and its ``.torn`` uses ``O_NOFOLLOW``. A writer that meets a link
+raises ``SymlinkedState`` (an ``OSError``; nothing is written through it), and
+a reader of JSON state takes a link, like a directory where a file belongs, as
+corrupt state (``StateCorrupt``), which its caller quarantines and rebuilds.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ import fcntl
 import json
 import _thread
 import os
+import stat
 from collections.abc import Callable
 
 from core.clock import compact_stamp, now_seconds
@@ -39,6 +46,49 @@ LOCK_SUFFIX = ".lock"
 TORN_SUFFIX = ".torn"
 CORRUPT_MARK = ".corrupt-"
 TEMP_PREFIX = ".tmp-"
+
+
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class SymlinkedState(OSError):
+    """A state file (or its lock or ``.torn``) is a symbolic link; leash does not
+    read or write through one."""
+
+    def __init__(self, path: str):
+        super().__init__(errno.ELOOP, "is a symbolic link; leash does not follow it (leash doctor)",
+                         os.fspath(path))
+
+    def __str__(self) -> str:
+        return f"{self.filename} {self.strerror}"
+
+
+def open_state(path: str | os.PathLike, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` that never follows a symbolic link in the last component."""
+    try:
+        return os.open(path, flags | NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SymlinkedState(os.fspath(path)) from None
+        raise
+
+
+def read_state_bytes(path: str | os.PathLike) -> bytes | None:
+    """A whole state file (None when missing), never through a symbolic link;
+    ``IsADirectoryError`` when a directory stands where the file belongs."""
+    try:
+        fd = open_state(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 class StateCorrupt(Exception):
@@ -84,7 +134,7 @@ class locked:
         held.mutex.acquire()
         try:
             if held.depth == 0:
-                fd = os.open(self.key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+                fd = open_state(self.key, os.O_RDWR | os.O_CREAT, FILE_MODE)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                 except BaseException:
@@ -110,7 +160,7 @@ def try_hold(path: str | os.PathLike) -> int | None:
     descriptor is returned (None when another process holds it). The kernel
     drops the lock when the holder dies, so a claim never outlives its owner.
     Release with ``release_hold``."""
-    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = open_state(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -169,7 +219,7 @@ def _create_temp(target: str) -> tuple[int, str]:
         directory, base = os.path.split(target)
         name = os.path.join(directory, f"{TEMP_PREFIX}{base}.{os.getpid()}.{os.urandom(6).hex()}")
         try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), name
+            return open_state(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), name
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot create a temp file beside {target}")
@@ -199,9 +249,12 @@ def read_json(path: str | os.PathLike, default: object = None, *, expect: type |
     (a permission problem is not corruption and must not be quarantined)."""
     target = os.fspath(path)
     try:
-        with open(target, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
+        raw = read_state_bytes(target)
+    except SymlinkedState:
+        raise StateCorrupt(target, "a symbolic link (leash does not follow it)") from None
+    except IsADirectoryError:
+        raise StateCorrupt(target, "a directory where a file belongs") from None
+    if raw is None:
         return default
     return parse_json_bytes(target, raw, expect=expect)
 
@@ -226,7 +279,7 @@ def quarantine(path: str | os.PathLike, *, now: float | None = None) -> str | No
     stamp = compact_stamp(now_seconds(now))
     destination = f"{target}{CORRUPT_MARK}{stamp}"
     suffix = 0
-    while os.path.exists(destination):
+    while os.path.lexists(destination):  # rename would replace a link there, not follow it
         suffix += 1
         destination = f"{target}{CORRUPT_MARK}{stamp}.{suffix}"
     try:
@@ -244,7 +297,7 @@ def repair_torn_tail(path: str | os.PathLike) -> int:
     Call it holding the file's lock."""
     target = os.fspath(path)
     try:
-        fd = os.open(target, os.O_RDWR | os.O_CLOEXEC)
+        fd = open_state(target, os.O_RDWR)
     except FileNotFoundError:
         return 0
     try:
@@ -255,11 +308,7 @@ def repair_torn_tail(path: str | os.PathLike) -> int:
             return 0
         cut = _last_newline_end(fd, size)
         torn = os.pread(fd, size - cut, cut)
-        torn_fd = os.open(
-            target + TORN_SUFFIX,
-            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-            FILE_MODE,
-        )
+        torn_fd = open_state(target + TORN_SUFFIX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
             # Each torn fragment ends with a newline so fragments stay apart.
             os.write(torn_fd, torn + b"\n")
@@ -292,7 +341,7 @@ def last_lines(path: str | os.PathLike, count: int = 1, block: int = 65536) -> l
     A torn tail (no final newline) is not a line and is not returned."""
     target = os.fspath(path)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_state(target, os.O_RDONLY)
     except FileNotFoundError:
         return []
     try:
@@ -323,7 +372,7 @@ def append_line(path: str | os.PathLike, make_line: Callable[[], bytes]) -> byte
         line = make_line()
         if b"\n" in line:
             raise ValueError("a JSONL record must not contain a newline")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        fd = open_state(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
             os.write(fd, line + b"\n")
             os.fsync(fd)
@@ -352,14 +401,20 @@ class CachedJSON:
 
     def get(self, missing: object = None) -> object:
         try:
-            st = os.stat(self.path)
+            st = os.lstat(self.path)
         except FileNotFoundError:
             self._key = None
             return missing
+        if not stat.S_ISREG(st.st_mode):
+            self._key = None
+            kind = "a symbolic link (leash does not follow it)" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise StateCorrupt(self.path, kind)
         key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if key != self._key:
-            with open(self.path, "rb") as handle:
-                raw = handle.read()
+            raw = read_state_bytes(self.path)
+            if raw is None:  # replaced between the lstat and the open: missing for now
+                self._key = None
+                return missing
             data = parse_json_bytes(self.path, raw, expect=self.expect)
             self._value = self.transform(data)
             self._key = key

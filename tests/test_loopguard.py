@@ -94,9 +94,10 @@ def test_names_and_homes_are_separate(home, tmp_path):
     assert loopguard.is_restart_loop_tripped(now=1002, name="worker-a")
     assert not loopguard.is_restart_loop_tripped(now=1002, name="worker-b")
     assert not loopguard.is_restart_loop_tripped(now=1002, name="worker-a", home=tmp_path / "other")
-    loopguard.record_restart_interrupted_boot(now=1000, name="../../escape")
+    with pytest.raises(ValueError):
+        loopguard.record_restart_interrupted_boot(now=1000, name="../../escape")
     assert not (tmp_path.parent / "escape").exists()
-    assert sorted(loopguard.breaker_names()) == ["../../escape", "worker-a"]
+    assert sorted(loopguard.breaker_names()) == ["worker-a"]
 
 
 @pytest.mark.parametrize("garbage", [b"{nope", b"[1, 2, 3]", b'{"boots": "many"}', b"\xff"])

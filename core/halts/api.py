@@ -63,10 +63,26 @@ def _home(home) -> str:
     return ensure_home(home)
 
 
-def _row_config(row) -> dict:
-    return {"condition_name": row["condition_name"], "halt_type": row["halt_type"], "enabled": bool(row["enabled"]),
-            "severity": row["severity"], "threshold": json.loads(row["threshold"] or "{}"),
-            "auto_escalate": bool(row["auto_escalate"]), "escalate_after_minutes": row["escalate_after_minutes"]}
+def _row_config(row, problems: list[str] | None = None) -> dict:
+    """A stored row as the engine reads it: a threshold key or an
+    ``escalate_after_minutes`` that is not valid reads as its default (noted in
+    ``problems``), so one bad row never turns every check into a halt."""
+    from core.halts.thresholds import effective, effective_escalate_after
+
+    name = row["condition_name"]
+    try:
+        stored = json.loads(row["threshold"] or "{}")
+    except (TypeError, ValueError):
+        stored = None
+    threshold, wrong = effective(name, stored)
+    minutes = effective_escalate_after(row["escalate_after_minutes"])
+    if minutes != row["escalate_after_minutes"]:
+        wrong.append(f"{name}.escalate_after_minutes {row['escalate_after_minutes']!r} is out of range")
+    if problems is not None:
+        problems.extend(wrong)
+    return {"condition_name": name, "halt_type": row["halt_type"], "enabled": bool(row["enabled"]),
+            "severity": row["severity"], "threshold": threshold,
+            "auto_escalate": bool(row["auto_escalate"]), "escalate_after_minutes": minutes}
 
 
 def default_config() -> dict[str, dict]:
@@ -585,6 +601,8 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
     """The seed's ``guardrail_update_halt_config``: previous and current values."""
     if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
         raise HaltInputError("condition_name is required")
+    from core.halts import thresholds
+
     checks = {"enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
               "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
               "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
@@ -595,6 +613,10 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
     unknown = set(data) - set(checks) - {"condition_name"}
     if unknown:
         raise HaltInputError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if "threshold" in data and data["condition_name"] in {c[0] for c in DEFAULT_CONDITIONS} | set(thresholds.SPECS):
+        thresholds.validate(data["condition_name"], data["threshold"])  # before anything is stored
+    if "escalate_after_minutes" in data:
+        thresholds.validate_escalate_after(data["escalate_after_minutes"])
     moment = now_seconds(now)
     home = _home(home)
     connection = _open(home, moment)
@@ -621,6 +643,32 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
     keys = [k for k in checks]
     return {"updated": changed, "previous_values": {k: previous[k] for k in keys},
             "current_values": {k: current[k] for k in keys}}
+
+
+def stored_config_problems(*, home=None, repair: bool = False, now: float | None = None) -> list[str]:
+    """What is not valid in the stored condition config (the engine reads each
+    as its default), for ``leash doctor``; ``repair`` stores those defaults."""
+    home = resolve_home(home)
+    if not exists(home):
+        return []
+    connection = open_store(home, create=False)
+    try:
+        problems: list[str] = []
+        with write(connection):
+            for row in connection.execute("SELECT * FROM halt_conditions_config ORDER BY condition_name").fetchall():
+                found: list[str] = []
+                usable = _row_config(row, found)
+                problems += found
+                if found and repair:
+                    connection.execute(
+                        "UPDATE halt_conditions_config SET threshold = ?, escalate_after_minutes = ?, updated_at = ?"
+                        " WHERE condition_name = ?", (json.dumps(usable["threshold"]),
+                                                      usable["escalate_after_minutes"], iso(now_seconds(now)),
+                                                      row["condition_name"]))
+    finally:
+        connection.close()
+    _config_cache.pop(home, None)
+    return problems
 
 
 def list_config(*, home=None) -> list[dict]:

@@ -187,8 +187,10 @@ def open_store(home: str, *, create: bool = True, now_iso: str | None = None) ->
     path = db_path(home)
     try:
         if create and not os.path.exists(path):
-            os.makedirs(home, mode=0o700, exist_ok=True)
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            from core.home import private_dir
+
+            private_dir(home)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
         elif not os.path.exists(path):
             raise HaltStoreUnavailable(f"{path} does not exist")
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
