@@ -22,8 +22,14 @@ def run(args) -> int:
     from core.handsoff import NotLocked
     from core.stop import NotStopped, StopProtocol, default_source
 
+    from core.home import UnsafeHome, resolve_home
+
     try:
         protocol = StopProtocol(getattr(args, "home", None))
+    except UnsafeHome as exc:
+        if args.command != "doctor":  # doctor alone looks at an unsafe home, to report and mend it
+            raise UsageError(str(exc)) from None
+        protocol = resolve_home(getattr(args, "home", None))
     except OSError as exc:
         raise Refused(f"cannot use state home: {exc.strerror}: {exc.filename}") from None
     if getattr(args, "source", None) is None and args.command in ACTING:

@@ -276,7 +276,7 @@ def complete(queue, state: dict, *, now: float, resumed: bool = False) -> dict:
     write_json(os.path.join(queue.active_dir, f"{state['id']}.done"), {
         "dog_id": state["id"], "warrant_id": warrant.get("id"), "target": warrant.get("target"),
         "outcome": state["outcome"], "duration": f"{max(0.0, now - started):g}s"})
-    os.makedirs(queue.completed_dir, mode=0o700, exist_ok=True)
+    queue.ensure_dirs()
     if os.path.exists(queue.active_path(state["id"])):
         os.replace(queue.active_path(state["id"]), queue.completed_path(state["id"]))
     try:

@@ -43,8 +43,10 @@ class WarrantQueue:
         self.lock_path = os.path.join(self.home, WARRANTS_DIR)  # the lock file is warrants.lock beside the dir
 
     def ensure_dirs(self) -> None:
+        from core.home import private_dir
+
         for directory in (self.pending_dir, self.active_dir, self.completed_dir):
-            os.makedirs(directory, mode=0o700, exist_ok=True)
+            private_dir(directory)
 
     # ------------------------------------------------------------ paths
     def pending_path(self, warrant_id: str) -> str:
