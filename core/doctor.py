@@ -51,6 +51,9 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
     if not safe:
         yield Finding("fail", "state", "not examined: leash uses no state in an unsafe home")
         return
+    if (home / ACK_LOG_NAME).is_symlink():  # every store is checked against the log
+        yield Finding("fail", "state", f"not examined: {ACK_LOG_NAME} cannot be read until it is a file")
+        return
     if not isinstance(protocol, StopProtocol):
         protocol = StopProtocol(home)
     try:
