@@ -274,7 +274,10 @@ def cmd_warrant(protocol, args) -> int:
             warrant, created = queue.file(args.target, reason=args.reason, requester=args.requester or args.source)
             if created:
                 kennel = "" if running_kennel(protocol.home) else " (no kennel is running: leash kennel)"
-                _out(f"filed {warrant['id']} against {args.target}{kennel}")
+                bound = f" (tmux session {warrant['target_id']})" if warrant.get("target_id") else ""
+                _out(f"filed {warrant['id']} against {args.target}{bound}{kennel}")
+                if not warrant.get("target_id"):
+                    _out(f"no tmux session is named {args.target!r} now: its dog will find it already dead")
             else:
                 _out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
             return 0
@@ -301,15 +304,25 @@ def cmd_warrant(protocol, args) -> int:
         _out(json.dumps(listing, indent=2))
         return 0
     moment = now_seconds()
+    names_now = queue.session_names() if listing["pending"] or listing["active"] else {}
+
+    def target(w: dict) -> str:  # the name filed, and the session's name now when it was renamed
+        now_named = names_now.get(w.get("target_id") or "")
+        return w["target"] + (f" (now {now_named})" if now_named and now_named != w["target"] else "")
     _section("pending", listing["pending"], lambda w: (
-        f"{w['id']}  {w['target']}  filed {_ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
+        f"{w['id']}  {target(w)}  filed {_ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
     _section("active", listing["active"], lambda d: (
-        f"{d['id']}  {d['warrant']['target']}  {d['state']}  attempt {d.get('attempt', 0)}/3"
+        f"{d['id']}  {target(d['warrant'])}  {d['state']}  attempt {d.get('attempt', 0)}/3"
         + (f"  gate closes in {human_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
            d["state"] == "interrogating" else "")))
     _section("finished", listing["completed"], lambda d: (
         f"{d['id']}  {d['warrant']['target']}  {d.get('outcome')}  attempt {d.get('attempt', 0)}  "
         f"{_ago(d.get('completed_at', ''), moment)}"))
+    if listing["unreadable"]:
+        _section("unreadable (the kennel quarantines them)", listing["unreadable"],
+                 lambda u: f"{u['file']}: {u['problem']}")
+    if listing["quarantined"]:
+        _section("quarantined (kept for inspection)", listing["quarantined"], lambda path: path)
     return 0
 
 

@@ -133,7 +133,7 @@ def build_parser():
     p = sub.add_parser("warrant", parents=[common], help="death warrants: file, list, pardon")
     warrant = p.add_subparsers(dest="warrant_command", metavar="ACTION", parser_class=Parser, required=True)
     q = warrant.add_parser("file", parents=[acting], help="ask the kennel to interrogate (and maybe kill) a session")
-    q.add_argument("target", help="tmux session name")
+    q.add_argument("target", help="tmux session name or id ($N); bound to the session's id when filed")
     q.add_argument("--reason", required=True)
     q.add_argument("--requester", help="who files it (default: --source)")
     q = warrant.add_parser("list", parents=[common], help="pending, active and finished warrants")

@@ -68,6 +68,7 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
     yield from _check_acklog(protocol, repair)
     yield from _check_halts(protocol, repair, now)
     yield from _check_halt_thresholds(protocol.home, repair, now)
+    yield from _check_warrants(protocol, repair, now)
     yield from _check_leftovers(home, repair)
 
 
@@ -259,6 +260,25 @@ def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterat
         else:
             yield Finding("warn", "halts config", f"{problem}: the engine uses the default "
                                                   "(leash doctor --repair stores it)")
+
+
+def _check_warrants(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:
+    """Warrants and dog states no dog can work: a kennel quarantines them when
+    it meets them; repair does it now (a state a live dog holds is left to it)."""
+    from core.warrants import WarrantQueue
+
+    queue = WarrantQueue(protocol.home, protocol.acklog)
+    unreadable = queue.unreadable()
+    moved = queue.quarantine_unreadable(now=now) if repair and unreadable else []
+    for path, problem in unreadable:
+        if any(os.path.basename(m).startswith(os.path.basename(path) + CORRUPT_MARK) for m in moved):
+            yield Finding("fixed", path, f"was unreadable ({problem}); quarantined, its warrant is not worked")
+        else:
+            yield Finding("fail", path, f"unreadable ({problem}); no dog works it and nothing is killed for it "
+                                        "(the kennel or leash doctor --repair quarantines it)")
+    quarantined = queue.quarantined()
+    kept = f"; {len(quarantined)} quarantined copies kept (listed below)" if quarantined else ""
+    yield Finding("ok", "warrants", f"{len(queue.pending())} pending, {len(queue.active())} active{kept}")
 
 
 def _check_leftovers(home: Path, repair: bool) -> Iterator[Finding]:

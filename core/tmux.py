@@ -6,8 +6,16 @@ an explicit socket path, else ``$LEASH_TMUX_SOCKET``, else ``[tmux] socket``
 in config.toml, else tmux's default server — so every test runs on a private
 server of its own.
 
-Session names are matched exactly (``=name``), never by tmux's prefix rule, so
-a warrant for ``agent-1`` can never reach ``agent-10``.
+Sessions are addressed by their stable tmux ids once known: ``$N`` for a
+session, ``%N`` for a pane. An id survives ``rename-session``; a name does not.
+Every method that takes a session accepts a name, a session id or a pane id.
+A name is matched exactly (``=name``), never by tmux's prefix or fnmatch
+rule, so a warrant for ``agent-1`` can never reach ``agent-10``. tmux reads
+``:`` and ``.`` in a target as window and pane separators (and never puts them
+in a session name: it turns them into ``_``), so a name holding either is
+resolved to an id here or found missing, never handed to tmux as a target.
+``resolve(name_or_id)`` gives ``{"id", "name", "panes"}`` or None; text of the
+form ``$N`` or ``%N`` is read as an id, even if some session is named so.
 
 Failure: a server that is not running means "no sessions" (``has_session`` is
 False, ``list_sessions`` is empty); other tmux errors raise ``TmuxError`` with
@@ -19,6 +27,9 @@ import os
 
 SOCKET_ENV = "LEASH_TMUX_SOCKET"
 FIELD_SEPARATOR = "\x1f"
+SESSION_ID_PREFIX = "$"
+PANE_ID_PREFIX = "%"
+TARGET_SEPARATORS = ":."  # tmux splits a target at these into session, window and pane
 MARKS_FORMAT = "#{history_size} #{history_limit} #{cursor_y}"
 
 
@@ -59,20 +70,57 @@ class Tmux:
             raise TmuxError(message)
         return result.stdout
 
-    @staticmethod
-    def _target(name: str) -> str:
-        return f"={name}:"
+    def _session_target(self, target: str) -> str:
+        """A ``-t`` value that means this session and nothing else."""
+        if is_tmux_id(target):
+            return target
+        if any(c in target for c in TARGET_SEPARATORS):
+            found = self.resolve(target)
+            if found is None:
+                raise TmuxError(f"can't find session: {target}")
+            return found["id"]
+        return f"={target}"
+
+    def _target(self, target: str) -> str:
+        """A ``-t`` value for the session's active pane."""
+        session = self._session_target(target)
+        return session if session.startswith(PANE_ID_PREFIX) else f"{session}:"
 
     # ------------------------------------------------------------ sessions
-    def has_session(self, name: str) -> bool:
-        result = self.server.cmd("has-session", "-t", f"={name}")
+    def has_session(self, target: str) -> bool:
+        try:
+            session = self._session_target(target)
+        except TmuxError:
+            return False
+        result = self.server.cmd("has-session", "-t", session)
         return result.returncode == 0
 
+    def resolve(self, name_or_id: str) -> dict | None:
+        """``{"id": "$N", "name": ..., "panes": ["%N", ...]}`` for a session
+        named exactly ``name_or_id``, or whose session or pane id it is; None
+        when there is none (or no server)."""
+        if not isinstance(name_or_id, str) or not name_or_id:
+            return None
+        fields = ["#{session_id}", "#{session_name}", "#{pane_id}"]
+        lines = self._run("list-panes", "-a", "-F", FIELD_SEPARATOR.join(fields), quiet_missing=True)
+        found: dict[str, dict] = {}
+        match = None
+        for line in lines:
+            parts = line.split(FIELD_SEPARATOR)
+            if len(parts) != len(fields):
+                continue
+            session_id, name, pane_id = parts
+            session = found.setdefault(session_id, {"id": session_id, "name": name, "panes": []})
+            session["panes"].append(pane_id)
+            if name_or_id in (session_id, pane_id) or (name == name_or_id and not is_tmux_id(name_or_id)):
+                match = session_id
+        return found[match] if match is not None else None
+
     def list_sessions(self) -> list[dict]:
-        """Every session with its panes: name, created, attached, and for each
-        pane its id, pid, current command and whether it is active."""
-        fields = ["#{session_name}", "#{session_created}", "#{session_attached}", "#{pane_id}", "#{pane_pid}",
-                  "#{pane_current_command}", "#{pane_active}", "#{window_active}"]
+        """Every session with its panes: id (``$N``), name, created, attached,
+        and for each pane its id, pid, current command and whether it is active."""
+        fields = ["#{session_id}", "#{session_name}", "#{session_created}", "#{session_attached}", "#{pane_id}",
+                  "#{pane_pid}", "#{pane_current_command}", "#{pane_active}", "#{window_active}"]
         try:
             lines = self._run("list-panes", "-a", "-F", FIELD_SEPARATOR.join(fields), quiet_missing=True)
         except TmuxError as exc:
@@ -84,9 +132,9 @@ class Tmux:
             parts = line.split(FIELD_SEPARATOR)
             if len(parts) != len(fields):
                 continue
-            name, created, attached, pane_id, pid, command, active, window_active = parts
-            session = sessions.setdefault(name, {"name": name, "created": int(created or 0),
-                                                 "attached": attached not in ("", "0"), "panes": []})
+            session_id, name, created, attached, pane_id, pid, command, active, window_active = parts
+            session = sessions.setdefault(session_id, {"id": session_id, "name": name, "created": int(created or 0),
+                                                       "attached": attached not in ("", "0"), "panes": []})
             session["panes"].append({"id": pane_id, "pid": int(pid or 0), "command": command,
                                      "active": active == "1" and window_active == "1"})
         return sorted(sessions.values(), key=lambda s: s["name"])
@@ -100,8 +148,12 @@ class Tmux:
             args.append(command)
         self._run(*args)
 
-    def kill(self, name: str) -> None:
-        self._run("kill-session", "-t", f"={name}", quiet_missing=True)
+    def kill(self, target: str) -> None:
+        try:
+            session = self._session_target(target)
+        except TmuxError:
+            return
+        self._run("kill-session", "-t", session, quiet_missing=True)
 
     def kill_server(self) -> None:
         self.server.cmd("kill-server")
@@ -130,7 +182,9 @@ class Tmux:
         return marks, _without_blank_tail(self._run("capture-pane", "-p", "-J", "-t", target, "-S", str(start)))
 
     def send_message(self, name: str, text: str) -> None:
-        """Type ``text`` into the active pane (literally) and press Enter."""
+        """Type ``text`` into the active pane (literally) and press Enter. The
+        caller makes ``text`` one printable line: typed literally, a newline
+        is still Enter and a control character still a control key."""
         target = self._target(name)
         self._run("send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
 
@@ -143,6 +197,12 @@ class Tmux:
                         "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
                         "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
         return _parse_marks(out[:1]), _without_blank_tail(out[1:])
+
+
+def is_tmux_id(text: str) -> bool:
+    """``$N`` (a session id) or ``%N`` (a pane id)."""
+    return len(text) > 1 and text[0] in (SESSION_ID_PREFIX, PANE_ID_PREFIX) and text[1:].isdigit() \
+        and text[1:].isascii()
 
 
 def _parse_marks(out: list[str]) -> dict[str, int]:

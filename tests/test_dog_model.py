@@ -88,6 +88,10 @@ class FakeTmux:
         self.calls["has_session"] += 1
         return name in self.sessions
 
+    def resolve(self, name: str) -> dict | None:
+        """This fake's sessions are their own ids."""
+        return {"id": name, "name": name, "panes": []} if name in self.sessions else None
+
     def marks(self, name: str) -> dict[str, int]:
         self.calls["marks"] += 1
         pane = self._pane(name)  # this fake never trims its history
@@ -144,9 +148,9 @@ class DogMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.home = scratch_dir()
-        self.queue = WarrantQueue(self.home)
-        self.protocol = StopProtocol(self.home)
         self.tmux = FakeTmux()
+        self.queue = WarrantQueue(self.home, tmux=self.tmux)
+        self.protocol = StopProtocol(self.home)
         self.fd = None
         self.dog: Dog | None = None
         self.written: list[str] = []
@@ -300,8 +304,8 @@ class DogMachine(RuleBasedStateMachine):
             self.busy = True
         elif self.attempt > 0:
             message = health_check(TARGET, self.timeouts[self.attempt - 1], self.last_state["warrant"]["reason"],
-                                   REQUESTER, self.attempt, 3).splitlines()
-            self.tmux.show(TARGET, message[pick])
+                                   REQUESTER, self.attempt, 3)
+            self.tmux.show(TARGET, ([message] + message.split(" -- ")[1:])[pick])  # the line, or a piece of it
 
     @precondition(lambda self: self.phase != "complete")
     @rule(what=st.sampled_from(["target dies", "kennel dies", "hands-off", "kill fails", "echo"]), roll=ROLL)
@@ -483,8 +487,8 @@ def test_an_earlier_answer_in_the_scrollback_never_counts():
     """A pane that answered an earlier warrant and has since hung (echo off,
     nothing drawn) is executed, not pardoned by the old ALIVE."""
     home = scratch_dir()
-    queue = WarrantQueue(home)
     tmux = FakeTmux()
+    queue = WarrantQueue(home, tmux=tmux)
     tmux.sessions[TARGET] += health_check(TARGET, 60, "stuck", REQUESTER, 1, 3).splitlines() + ["ALIVE"]
     tmux.echo = False
     queue.file(TARGET, reason="stuck", requester=REQUESTER, now=seconds(START_US))

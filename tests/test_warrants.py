@@ -243,7 +243,7 @@ def test_a_silent_session_is_executed_after_three_attempts(home, tmux, tmp_path,
     screen = done["final_screen"].splitlines()
     assert health_checks(screen) == 3
     assert any("[DOG] HEALTH CHECK: Session mute, respond ALIVE within 0.3s" in line for line in screen)
-    assert screen[-1].strip() == "Attempt: 3/3"
+    assert screen[-1].strip().endswith(" -- Attempt: 3/3")
     assert screen[0].strip() == "ready"
     lines = done["epitaph"].splitlines()
     assert lines[:6] == ["EPITAPH: mute", "Verdict: EXECUTED", f"Warrant: {warrant['id']}", "Reason: no output",
@@ -606,7 +606,8 @@ def test_warrant_list_and_status_json(home, tmux, tmp_path, cli):
     queue = WarrantQueue(home)
     working, _ = queue.file("mute", reason="stuck", requester="deacon")
     empty = cli("warrant", "list", "--json")
-    assert empty.code == 0 and empty.json() == {"pending": [queue.pending()[0]], "active": [], "completed": []}
+    assert empty.code == 0 and empty.json() == {"pending": [queue.pending()[0]], "active": [], "completed": [],
+                                                "quarantined": [], "unreadable": []}
     worker = KennelThread(home, tmux, timeouts=[5, 5, 5], dogs=1)  # one dog: the second warrant waits
     worker.start()
     try:
@@ -619,9 +620,9 @@ def test_warrant_list_and_status_json(home, tmux, tmp_path, cli):
         queue.pardon(working["id"], source="ops")
     finally:
         worker.join(timeout=20)
-    assert set(listing) == {"pending", "active", "completed"}
+    assert set(listing) == {"pending", "active", "completed", "quarantined", "unreadable"}
     assert [w["id"] for w in listing["pending"]] == [waiting["id"]]
-    assert set(listing["pending"][0]) == {"id", "target", "reason", "requester", "filed_at"}
+    assert set(listing["pending"][0]) == {"id", "target", "target_id", "reason", "requester", "filed_at"}
     (dog,) = listing["active"]
     assert dog["id"] == working["id"] and dog["state"] == "interrogating" and dog["warrant"] == working
     assert listing["completed"] == []

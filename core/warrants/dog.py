@@ -9,9 +9,18 @@ pane answers; the dog looks every ``poll_seconds``. Every transition rewrites
 ``dogs/active/<id>.json`` (atomically), so a kennel that dies is resumed by the
 next one in the same state and at the same deadline.
 
-Before a kill the dog checks hands-off (the target, and the agent sessions and
-entities inside it): a locked target is left alive, outcome
-``blocked_hands_off``, and the operator is told through the ack log. The
+The dog addresses its target by the tmux session id bound at filing
+(``warrant["target_id"]``), never by name: a session renamed after filing is
+still the one interrogated and killed, and a new session that takes the old
+name is never touched. A warrant bound to no session (none had the name at
+filing) is ``already_dead`` at once.
+
+Before a kill the dog checks hands-off against the name filed, the session's
+name now and its id (and the agent sessions and entities inside it): a locked
+target is left alive, outcome ``blocked_hands_off``, and the operator is told
+through the ack log. The dog never kills while the locks cannot be read: a
+check that raises is tried again ``HANDS_OFF_ATTEMPTS`` times, ``poll_seconds``
+apart, and then ends in ``blocked_hands_off`` naming the error. The
 pane's last 200 lines are kept as ``final_screen``. The kill is verified; a
 session that survives it is outcome ``failed``. An operator's pardon (a
 ``<id>.pardon`` request) is honoured at the next poll, in any state before the
@@ -19,7 +28,9 @@ kill. A target that is gone (before or during interrogation) is
 ``already_dead``.
 
 Failure: a tmux error during a poll is treated as "no answer yet"; the dog
-keeps its deadline.
+keeps its deadline. Any other error in a step is retried ``poll_seconds``
+later; after ``MAX_STEP_ERRORS`` in a row the warrant ends ``failed`` with the
+error in its epitaph, so one bad target never holds a dog (or the kennel).
 """
 from __future__ import annotations
 
@@ -39,6 +50,8 @@ ANCHOR_SCAN_LINES = 3000
 BEFORE_TAIL_LINES = 12
 TRIM_ZONE = 0.9
 DEFAULT_TIMEOUTS = (60.0, 120.0, 240.0)
+HANDS_OFF_ATTEMPTS = 3
+MAX_STEP_ERRORS = 5
 OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
                  "blocked_hands_off": "warrant_blocked"}
 
@@ -56,13 +69,16 @@ class Dog:
         self.timeouts = [float(t) for t in timeouts]
         self.poll_seconds = poll_seconds
         self.pardon_on_activity = pardon_on_activity
-        self.hands_off = hands_off or (lambda target: None)
+        # hands_off(names, tmux_session_id=, now=) -> the entity that protects the target, or None
+        self.hands_off = hands_off or (lambda names, **_: None)
         # With defer_finish the verdict ends tick() and the writing (epitaph, ack
         # log, move) waits for settle(), so a kennel can start the next dog meanwhile.
         self.defer_finish = defer_finish
         self.verdict: dict | None = None
         # the largest history size seen since the message (in memory: it changes every poll)
         self._history_seen = state.get("history_seen", 0)
+        self._step_errors = 0
+        self._hands_off_failures = 0
 
     @property
     def id(self) -> str:
@@ -70,7 +86,13 @@ class Dog:
 
     @property
     def target(self) -> str:
+        """The target as filed (a name, or an id)."""
         return self.state["warrant"]["target"]
+
+    @property
+    def address(self) -> str | None:
+        """The tmux session id the dog works on; None: no session at filing."""
+        return self.state["warrant"].get("target_id")
 
     def _save(self) -> None:
         write_json(self.queue.active_path(self.id), self.state)
@@ -92,7 +114,28 @@ class Dog:
         if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
             return self._finish("pardoned", moment, by=request.get("source") or "operator",
                                 note=request.get("reason", ""))
+        try:
+            delay = self._step(state, moment)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, it must not hold the dog
+            return self._step_failed(exc, moment)
+        self._step_errors = 0
+        return delay
+
+    def _step_failed(self, exc: Exception, moment: float) -> float | None:
+        self._step_errors += 1
+        if self._step_errors < MAX_STEP_ERRORS:
+            return self.poll_seconds
+        self.state["error"] = f"{exc.__class__.__name__}: {exc}"
+        return self._finish("failed", moment)
+
+    def _step(self, state: str, moment: float) -> float | None:
         if state == "received":
+            if "target_id" not in self.state["warrant"]:  # filed before ids were kept: bind it now
+                found = self.tmux.resolve(self.target)
+                self.state["warrant"]["target_id"] = found["id"] if found else None
+            if self.address is None:
+                self.state["attempt"] = 0
+                return self._finish("already_dead", moment)
             try:
                 return self._interrogate(1, moment)
             except Exception:
@@ -111,14 +154,16 @@ class Dog:
         return None
 
     def _alive(self) -> bool:
+        if self.address is None:
+            return False
         try:
-            return self.tmux.has_session(self.target)
+            return self.tmux.has_session(self.address)
         except Exception:
             return False
 
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
-        marks, tail = self.tmux.interrogate(self.target, self._message(), tail=60)
+        marks, tail = self.tmux.interrogate(self.address, self._message(), tail=60)
         size, limit = marks["history"], marks["limit"]
         self.state["baseline"] = marks["position"]
         self.state["history_seen"] = self._history_seen = size
@@ -143,7 +188,7 @@ class Dog:
     def _since_message(self) -> list[str]:
         """What the pane showed from the message on."""
         if not self.state.get("trimmed"):
-            marks, since = self.tmux.read_since(self.target, int(self.state.get("baseline") or 0),
+            marks, since = self.tmux.read_since(self.address, int(self.state.get("baseline") or 0),
                                                 history=self._history_seen)
             history, limit = marks["history"], marks["limit"]
             if history >= self._history_seen and not (limit and history >= TRIM_ZONE * limit):
@@ -151,7 +196,7 @@ class Dog:
                 return since
             self.state["trimmed"] = True  # kept in the state: a resumed dog must know it too
             self._save()
-        recent = self.tmux.capture(self.target, ANCHOR_SCAN_LINES)
+        recent = self.tmux.capture(self.address, ANCHOR_SCAN_LINES)
         return after_block(recent, self.state.get("before_tail") or [])
 
     def _deadline(self) -> float:
@@ -193,21 +238,42 @@ class Dog:
         if not self._alive():
             # a kill that happened before a crash, or a session that ended itself
             return self._finish("executed" if self.state.get("kill_sent") else "already_dead", moment)
-        blocked = self.hands_off(self.target)
+        try:
+            blocked = self._protected_by(moment)
+        except Exception as exc:  # noqa: BLE001 - the locks cannot be read: never kill now
+            self._hands_off_failures += 1
+            if self._hands_off_failures < HANDS_OFF_ATTEMPTS:
+                return self.poll_seconds
+            blocked = f"hands-off locks cannot be read ({exc.__class__.__name__}: {exc})"
         if blocked:
             self.state["blocked_by"] = blocked
             return self._finish("blocked_hands_off", moment)
         try:
-            self.state["final_screen"] = "\n".join(self.tmux.capture(self.target, FINAL_SCREEN_LINES))
+            self.state["final_screen"] = "\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES))
         except Exception as exc:
             self.state["final_screen"] = f"(could not capture the pane: {exc})"
         self.state["kill_sent"] = True
         self._save()
         try:
-            self.tmux.kill(self.target)
+            self.tmux.kill(self.address)
         except Exception as exc:
             self.state["kill_error"] = str(exc)
         return self._finish("failed" if self._alive() else "executed", moment)
+
+    def _protected_by(self, moment: float) -> str | None:
+        """The hands-off entity that covers the target under the name filed,
+        its name now or its id; raises when the locks cannot be read."""
+        try:
+            found = self.tmux.resolve(self.address)
+        except Exception:  # tmux could not say: the name filed and the id still count
+            found = None
+        names = [self.target]
+        if found and found["name"] != self.target:
+            names.append(found["name"])
+            self.state["target_name"] = found["name"]
+        if self.address not in names:
+            names.append(self.address)
+        return self.hands_off(names, tmux_session_id=self.address, now=moment)
 
     def _finish(self, outcome: str, moment: float, *, by: str | None = None, note: str = "") -> None:
         self.verdict = {"outcome": outcome, "now": moment, "by": by, "note": note}

@@ -1,5 +1,24 @@
 """Health-check messages and epitaphs: gastown's texts, word for word.
 
+The message is typed into a pane that may hold a shell as easily as an agent,
+so it is one printable line, and nothing in it is shell syntax:
+
+* it has no newline (typed literally, a newline is Enter) and no control
+  character (``\x03`` would be Ctrl-C): the seed's four lines are joined by
+  `` -- `` and each field's whitespace becomes a space, other control and
+  format characters (escape sequences, bidi overrides) are dropped;
+* each field (target, reason, requester) keeps only letters, digits, spaces
+  and ``- _ . , : / @ + = % #``; every other character becomes ``_`` — so
+  ``$(...)``, backquotes, ``;``, ``|``, ``&``, redirections, quotes and
+  backslashes never reach a shell's prompt line, whatever the shell (a
+  leading ``#`` would not do: zsh and csh do not read comments at an
+  interactive prompt, and an agent such as Claude Code reads ``#`` as "add to
+  memory");
+* each field is cut to ``MESSAGE_FIELD_LIMITS`` characters (``...`` marks a cut).
+
+A shell that receives it runs ``[DOG]`` (not found) with inert words. The
+stored warrant keeps its fields as filed; only the typed text is cleaned.
+
 The message contains the word ALIVE (it asks for it), so ``answered`` never
 looks at the message's own lines: only a line that is the token ALIVE on its
 own — ``ALIVE``, ``ALIVE.``, ``> ALIVE`` — written after the message counts as
@@ -11,13 +30,40 @@ from __future__ import annotations
 import re
 
 ALIVE_ALONE = re.compile(r"^\W*ALIVE\W*$")
+MESSAGE_FIELD_LIMITS = {"target": 128, "reason": 200, "requester": 80}
+FIELD_PUNCTUATION = frozenset(" -_.,:/@+=%#")
+FIELD_REPLACEMENT = "_"
+LINE_JOIN = " -- "
+CUT_MARK = "..."
 
 
 def health_check(target: str, timeout: float, reason: str, requester: str, attempt: int, attempts: int) -> str:
-    return (f"[DOG] HEALTH CHECK: Session {target}, respond ALIVE within {timeout:g}s or face termination.\n"
-            f"Warrant reason: {reason}\n"
-            f"Filed by: {requester}\n"
-            f"Attempt: {attempt}/{attempts}")
+    """The seed's health check as one line a shell cannot run (module docstring)."""
+    target, reason, requester = (message_field(value, MESSAGE_FIELD_LIMITS[name]) for name, value in
+                                 (("target", target), ("reason", reason), ("requester", requester)))
+    return LINE_JOIN.join([
+        f"[DOG] HEALTH CHECK: Session {target}, respond ALIVE within {timeout:g}s or face termination.",
+        f"Warrant reason: {reason}",
+        f"Filed by: {requester}",
+        f"Attempt: {attempt}/{attempts}"])
+
+
+def message_field(value, limit: int) -> str:
+    """``value`` as inert text on one line, at most ``limit`` characters."""
+    kept = []
+    for char in str(value or ""):
+        if char.isspace():
+            kept.append(" ")
+        elif not char.isprintable():
+            continue  # control and format characters: nothing of them is typed
+        elif char.isalnum() or char in FIELD_PUNCTUATION:
+            kept.append(char)
+        else:
+            kept.append(FIELD_REPLACEMENT)
+    text = " ".join("".join(kept).split())
+    if len(text) > limit:
+        text = text[:max(0, limit - len(CUT_MARK))].rstrip() + CUT_MARK
+    return text
 
 
 def _without_echo(line: str, message_lines: list[str]) -> str | None:
@@ -71,4 +117,6 @@ def epitaph(outcome: str, state: dict, *, at: str, timeouts: list[float], by: st
         return head + "Note: Target session not found at warrant processing"
     if outcome == "blocked_hands_off":
         return head + f"Note: Target is hands-off ({state.get('blocked_by', '')}); not killed\nBlocked at: {at}"
+    if state.get("error"):
+        return head + f"Note: The dog could not work the target ({state['error']})\nFailed at: {at}"
     return head + f"Note: Kill did not take: the session survived\nFailed at: {at}"

@@ -54,19 +54,25 @@ def running_kennel(home, *, now: float | None = None) -> dict | None:
 
 
 def hands_off_check(home):
-    """target -> the hands-off entity that protects it (or None)."""
+    """``check(names, tmux_session_id=, now=)``: the hands-off entity that
+    protects a tmux session known by these names and this id (or None). The
+    agent sessions seen inside it (sessions.json) and their entities count
+    too. Raises when the locks cannot be read: the caller must not kill then."""
     from core.handsoff import HandsOffRegistry
     from core.sessions import SessionRegistry
 
     registry = HandsOffRegistry(home)
     sessions = SessionRegistry(home, registry.acklog)
 
-    def check(target: str) -> str | None:
-        candidates = [target]
-        for session_id, record in sessions.all().items():
-            if record.get("tmux_session") == target:
+    def check(names, *, tmux_session_id: str | None = None, now: float | None = None) -> str | None:
+        candidates = list(names)
+        for session_id, record in sessions.all(now=now).items():
+            inside = record.get("tmux_session") in names or (
+                tmux_session_id is not None and record.get("tmux_session_id") == tmux_session_id)
+            if inside:
                 candidates += [session_id] + ([record["entity"]] if record.get("entity") else [])
-        return next((c for c in candidates if registry.is_hands_off(c)), None)
+        found = registry.lock_covering(list(dict.fromkeys(candidates)), tmux_session_id=tmux_session_id, now=now)
+        return found[0] if found else None
 
     return check
 
