@@ -53,7 +53,8 @@ def test_oversize_input_on_post_tool_use_is_one_line_and_exit_1(leash_proc):
     ("uncertainty_scale", '{"threshold": "high"}'),
     ("modifying_unread_code", '{"requires_read": "no"}'),
     ("unknown_commands", '{"allow": "make"}'),
-    ("privilege_escalation", '{"supervisor_names": []}'),
+    ("supervisor_tampering", '{"supervisor_names": []}'),
+    ("privilege_escalation", '{"supervisor_names": ["leash"]}'),
     ("secrets_exposure", '{"anything": 1}'),
 ])
 def test_bad_thresholds_are_refused_and_nothing_is_stored(cli, home, name, threshold):
@@ -81,12 +82,14 @@ def test_good_thresholds_are_stored(cli, home):
     assert rows["unknown_commands"]["threshold"] == {"allow": ["make", "terraform"]}
 
 
-def test_every_default_threshold_is_valid():
+def test_every_default_threshold_is_valid_and_every_spec_names_a_condition():
+    from core.halts.conditions import load_all
     from core.halts.store import DEFAULT_CONDITIONS
-    from core.halts.thresholds import validate
+    from core.halts.thresholds import SPECS, validate
 
     for name, _type, _severity, threshold in DEFAULT_CONDITIONS:
         validate(name, threshold)
+    assert set(SPECS) <= set(load_all())
 
 
 def store_bad_values(home) -> None:

@@ -75,10 +75,10 @@ SPECS: dict[str, dict[str, Spec]] = {
                                                      0.1, 1.0)},
     "cascading_failures": {"max_chain_length": Spec("int", 3, "failures in a chain that halt", 2, 100)},
     "ambiguous_requirements": {"min_markers": Spec("int", 2, "hedges that make instructions ambiguous", 1, 100)},
-    "privilege_escalation": {"supervisor_names": Spec("names", ["leash"], "process names of the supervisor",
-                                                      1, LIST_MAX_ITEMS)},
     "unknown_commands": {"allow": Spec("names", [], "programs added to the known list", 0, LIST_MAX_ITEMS)},
     "uncertainty_scale": {"threshold": Spec("number", 7, "uncertainty score that halts", 1, 10)},
+    "supervisor_tampering": {"supervisor_names": Spec("names", ["leash", "leashd", "kennel", "console.cli"],
+                                                      "process names of the supervisor", 1, LIST_MAX_ITEMS)},
 }
 
 
