@@ -1,6 +1,12 @@
 """What each ``leash`` subcommand does: call the core, print the result.
 
 No policy lives here; the core decides, this module words the answer.
+
+Names, reasons and descriptions come from agents: every human-readable line
+goes out through ``_out``, which shows it as one line with its control
+characters escaped (``core.text.printable``), so no stored text can forge a
+line or drive the terminal. ``--json`` goes out through ``_out_json``: exact
+JSON, ASCII only (every control and non-ASCII character as ``\\uXXXX``).
 """
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import sys
 from typing import Any
 
 from core.clock import human_duration, now_seconds, parse_iso
+from core.text import printable
 
 
 class Refused(Exception):
@@ -45,7 +52,12 @@ def run(args) -> int:
 
 
 def _out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    """One line for a person: agent text in it is escaped and cannot break it."""
+    sys.stdout.write(printable(text) + "\n")
+
+
+def _out_json(value: Any, *, indent: int | None = None) -> None:
+    sys.stdout.write(json.dumps(value, indent=indent, ensure_ascii=True) + "\n")
 
 
 def _ago(stamp: str, moment: float) -> str:
@@ -119,7 +131,7 @@ def cmd_status(protocol, args) -> int:
     moment = now_seconds()
     state = snapshot(protocol, now=moment)
     if args.json:
-        _out(json.dumps(state, indent=2, ensure_ascii=False))
+        _out_json(state, indent=2)
         return 0
     _out(f"home: {protocol.home}")
     if "stop_state_error" in state:
@@ -161,7 +173,7 @@ def format_line(record: dict[str, Any]) -> str:
     extra = {k: v for k, v in record.items()
              if k not in ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")}
     extras = "".join(f"  {k}={v}" for k, v in extra.items())
-    reason = " / ".join(line for line in str(record.get("reason") or "-").splitlines() if line.strip())
+    reason = record.get("reason") or "-"
     return (f"{record.get('seq', '?'):>5}  {record.get('timestamp', '?')}  {record.get('event', '?'):<17} "
             f"{record.get('source', '?')}  {record.get('session_id') or '-'}  {reason or '-'}{extras}")
 
@@ -177,23 +189,24 @@ def cmd_log(protocol, args) -> int:
             notes.append(f"{report.torn_file_bytes} bytes in {os.path.basename(log.path)}.torn")
         note = f" ({'; '.join(notes)})" if notes else ""
         if args.json:
-            _out(json.dumps({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,
-                             "problem": report.problem, "torn_bytes": report.torn_bytes}))
+            _out_json({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,
+                       "problem": report.problem, "torn_bytes": report.torn_bytes})
         elif report.ok:
             _out(f"ok: {report.lines} lines, hash chain intact{note}")
         else:
-            sys.stderr.write(f"leash: chain broken at line {report.first_broken_line}: {report.problem}{note}\n")
+            broken = f"leash: chain broken at line {report.first_broken_line}: {report.problem}{note}"
+            sys.stderr.write(printable(broken) + "\n")
         return 0 if report.ok else 3
     filters = dict(session=args.session, event=args.event, since=args.since, source=args.source)
-    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else format_line
+    show = _out_json if args.json else (lambda r: _out(format_line(r)))
     if args.follow:
         for record in log.follow(**filters):
-            _out(show(record))
+            show(record)
             sys.stdout.flush()
         return 0
     read = log.read(**filters)
     for record in read.entries:
-        _out(show(record))
+        show(record)
     if read.torn_bytes or read.unreadable_lines:
         sys.stderr.write(f"leash: skipped {read.unreadable_lines} unreadable lines and a torn tail of "
                          f"{read.torn_bytes} bytes (leash log verify)\n")
@@ -238,7 +251,7 @@ def cmd_loop(protocol, args) -> int:
         return 0
     states = [loopguard.describe(n, home=protocol.home, config=config) for n in loopguard.breaker_names(protocol.home)]
     if args.json:
-        _out(json.dumps(states, indent=2))
+        _out_json(states, indent=2)
         return 0
     if not states:
         _out("no restart-loop breakers recorded")
@@ -301,7 +314,7 @@ def cmd_warrant(protocol, args) -> int:
         raise Refused(str(exc)) from None
     listing = queue.listing()
     if args.json:
-        _out(json.dumps(listing, indent=2))
+        _out_json(listing, indent=2)
         return 0
     moment = now_seconds()
     names_now = queue.session_names() if listing["pending"] or listing["active"] else {}

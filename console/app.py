@@ -10,6 +10,10 @@ watcher brings it back to the screen.
 
 When no other kennel is running the console runs one of its own (in a thread
 with its own event loop), so a warrant filed with ``w`` is worked at once.
+
+Agent text is data: every widget shows it as plain text, never as markup, and
+with its control characters escaped (``core.text.printable``); notifications
+never parse markup either.
 """
 from __future__ import annotations
 
@@ -37,11 +41,13 @@ from console.widgets.sessions import SessionsPanel
 from console.widgets.summary import SummaryBar
 from console.widgets.warrants import WarrantsPanel
 from core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
+from core.text import printable
 
 TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
+NOTIFY_LIMIT = 300  # characters of a notification's message
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 
 
@@ -186,6 +192,13 @@ class LeashApp(App):
             for name in current["tripped"] - self._seen["tripped"]:
                 self._alert(f"Restart-loop breaker tripped: {name}", "auto-resume is skipped")
         self._seen = current
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every notification, from any widget: plain text (``markup`` is
+        ignored: messages name agent things), one line, controls escaped."""
+        super().notify(printable(message, limit=NOTIFY_LIMIT), title=printable(title, limit=NOTIFY_LIMIT),
+                       severity=severity, timeout=timeout, markup=False)
 
     def _alert(self, title: str, message: str) -> None:
         self.notify(message, title=title, severity="error", timeout=10)

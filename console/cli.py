@@ -235,7 +235,10 @@ def dispatch(argv: list[str]) -> int:
 
 
 def _say_error(message: str) -> None:
-    sys.stderr.write(f"leash: error: {' '.join(message.split())}\n")
+    """One line on stderr; a name echoed in it is shown escaped (core.text)."""
+    from core.text import printable
+
+    sys.stderr.write(f"leash: error: {printable(' '.join(message.split()))}\n")
 
 
 if __name__ == "__main__":

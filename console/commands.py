@@ -3,12 +3,37 @@
 "Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
 warrant agent-7", "Release ezra", "Reset breaker gateway", "Fleet stop",
 "Open the ack log"... Each runs the same confirmation flow as its key.
+
+Entry names hold agent text (session ids, halt conditions, breaker names):
+they are shown as plain ``Content`` with control characters escaped, and the
+help line (which the palette parses as markup) has its brackets escaped.
 """
 from __future__ import annotations
 
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from core.text import printable
+
+NAME_LIMIT = 120
+
+
+def _markup_escaped(text: str) -> str:
+    """The palette renders a hit's help as markup: every bracket escaped shows as itself."""
+    return printable(text).replace("[", "\\[")
+
+
+def _highlighted(matcher, name: str) -> Content:
+    """``name`` as plain content with the query's letters highlighted (the
+    matcher's own highlight would parse the name as markup)."""
+    content = Content(name)
+    _, offsets = matcher.fuzzy_search.match(matcher.query, name)
+    for offset in offsets:
+        if not name[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
 
 
 class LeashCommands(Provider):
@@ -23,7 +48,7 @@ class LeashCommands(Provider):
             ("Lock an entity hands-off", partial(app.run_operation, "hands_off", {}), "A name or path:<glob>"),
         ]
         for row in view.get("sessions", []):
-            name = row["name"]
+            name = printable(row["name"], limit=NAME_LIMIT)
             entries += [(f"Stop session {name}", partial(app.run_operation, "stop", row), row["state"]),
                         (f"Resume session {name}", partial(app.run_operation, "resume", row), row["state"]),
                         (f"Lock session {name} hands-off", partial(app.run_operation, "hands_off", row), ""),
@@ -31,26 +56,30 @@ class LeashCommands(Provider):
             if row.get("in_tmux"):
                 entries.append((f"File warrant against {name}", partial(app.run_operation, "warrant", row), ""))
         for row in view.get("halts", []):
-            label = f"{row.get('condition_name') or row['halt_type']} on {row['session_id']}"
+            label = printable(f"{row.get('condition_name') or row['halt_type']} on {row['session_id']}",
+                              limit=NAME_LIMIT)
             for verb, op in (("Acknowledge", "acknowledge"), ("Dismiss", "dismiss"), ("Escalate", "escalate")):
                 entries.append((f"{verb} halt {label}", partial(app.run_operation, op, row), row["severity"]))
         for row in view.get("warrants", []):
-            entries.append((f"Pardon warrant {row.get('target')}", partial(app.run_operation, "pardon", row),
+            entries.append((f"Pardon warrant {printable(row.get('target'), limit=NAME_LIMIT)}",
+                            partial(app.run_operation, "pardon", row),
                             row.get("state", "")))
         for row in view.get("locks", []):
-            entries.append((f"Release {row['entity']}", partial(app.run_operation, "release", row), ""))
+            entries.append((f"Release {printable(row['entity'], limit=NAME_LIMIT)}",
+                            partial(app.run_operation, "release", row), ""))
         for row in view.get("loops", []):
-            entries.append((f"Reset breaker {row['name']}", partial(app.run_operation, "loop_reset", row),
+            entries.append((f"Reset breaker {printable(row['name'], limit=NAME_LIMIT)}",
+                            partial(app.run_operation, "loop_reset", row),
                             "TRIPPED" if row.get("tripped") else ""))
         return entries
 
     async def discover(self) -> Hits:
         for name, callback, help_text in self._entries()[:5]:
-            yield DiscoveryHit(name, callback, help=help_text)
+            yield DiscoveryHit(Content(name), callback, text=name, help=_markup_escaped(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self._entries():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                yield Hit(score, _highlighted(matcher, name), callback, text=name, help=_markup_escaped(help_text))

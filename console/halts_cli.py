@@ -2,12 +2,15 @@
 
 Parsers and handlers for list, check, record, ack, dismiss, escalate and
 config. Every handler calls ``core.halts``; ``--json`` prints the seed's output
-shapes.
+shapes as exact ASCII JSON. Human-readable lines show agent text (session ids,
+descriptions) escaped on one line (``core.text.printable``).
 """
 from __future__ import annotations
 
 import json
 import sys
+
+from core.text import printable
 
 
 def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
@@ -99,7 +102,12 @@ def _minutes(text: str):
 
 
 def _out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    """One line for a person: agent text in it is escaped and cannot break it."""
+    sys.stdout.write(printable(text) + "\n")
+
+
+def _out_json(value) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=True) + "\n")
 
 
 def run(protocol, args, refused) -> int:
@@ -121,7 +129,7 @@ def _list(home, args, api) -> int:
         query["session_token"] = args.session
     result = api.get_session_halts(query, home=home)
     if args.json:
-        _out(json.dumps(result, indent=2))
+        _out_json(result)
         return 0
     _out(f"{len(result['halts'])} of {result['total_count']} matching halts; "
          f"{result['unacknowledged_count']} unacknowledged")
@@ -146,7 +154,7 @@ def _check(home, args, api) -> int:
     record_high = load_config(home)["halts"]["record_high"]
     result = api.check_halt_conditions(data, home=home, record=not args.no_record, record_high=record_high)
     if args.json:
-        _out(json.dumps(result, indent=2))
+        _out_json(result)
     else:
         verdict = "HALT" if result["should_halt"] else "proceed"
         _out(f"{verdict} (highest severity {result['highest_severity']}): {result['recommended_action']}")
@@ -168,9 +176,11 @@ def _record(home, args, api) -> int:
     if args.auto_escalate:
         data["auto_escalate"] = True
     result = api.record_halt(data, home=home)
-    _out(json.dumps(result, indent=2) if args.json else
-         f"recorded {result['halt_id']} at {result['recorded_at']}"
-         f"{' (escalation triggered)' if result.get('escalation_triggered') else ''}")
+    if args.json:
+        _out_json(result)
+    else:
+        _out(f"recorded {result['halt_id']} at {result['recorded_at']}"
+             f"{' (escalation triggered)' if result.get('escalation_triggered') else ''}")
     return 0
 
 
@@ -189,7 +199,7 @@ def _acknowledge(home, args, api) -> int:
         data["continue_with_caution"] = True
     result = api.acknowledge_halt(data, home=home, source=args.source)
     if args.json:
-        _out(json.dumps(result, indent=2))
+        _out_json(result)
     else:
         resume = "the session may resume" if result["session_can_resume"] else "the session stays held"
         _out(f"{resolution} {found['id']}: {resume}")
@@ -211,7 +221,7 @@ def _config(home, args, api) -> int:
     if changes:
         result = api.update_halt_config({"condition_name": args.name, **changes}, home=home)
         if args.json:
-            _out(json.dumps(result, indent=2))
+            _out_json(result)
         else:
             for key, value in result["current_values"].items():
                 before = result["previous_values"][key]
@@ -226,7 +236,7 @@ def _config(home, args, api) -> int:
 
             raise HaltRefused(f"no condition {args.name!r}")
     if args.json:
-        _out(json.dumps(rows, indent=2))
+        _out_json(rows)
         return 0
     from core.halts.conditions import load_all
 

@@ -5,10 +5,23 @@ body and fields, and ``run(confirmed)`` — a call into the core whose result is
 on disk for every other process (the CLI, the hooks, the kennel) at once. The
 console decides nothing here: whether a halt may be dismissed, which stop a
 resume lifts, how long a lock lasts — the core answers all of it.
+
+Names and descriptions in titles, bodies and messages are agent text: each is
+put in through ``shown`` (one line, control characters escaped), so it can
+neither forge a line of the modal nor reach the terminal as a control.
 """
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
+
+from core.text import printable
+
+NAME_LIMIT = 80  # characters of a name in a modal's title or a message
+DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
+
+
+def shown(value: object, limit: int | None = NAME_LIMIT) -> str:
+    return printable(value, limit=limit)
 
 
 class Operation(NamedTuple):
@@ -54,9 +67,9 @@ class Operations:
 
         def run(c):
             self.protocol.stops.stop(name, source=self.source, reason=c.text)
-            return f"stopped {name}"
-        return Operation(f"Stop {name}?", f"Every tool call of {name} is refused until it is resumed.", run,
-                         confirm_label="Stop")
+            return f"stopped {shown(name)}"
+        return Operation(f"Stop {shown(name)}?", f"Every tool call of {shown(name)} is refused until it is resumed.",
+                         run, confirm_label="Stop")
 
     def fleet_stop(self) -> Operation:
         def run(c):
@@ -69,33 +82,33 @@ class Operations:
         names = [row["name"]] + row.get("agents", [])
         covering = self.protocol.stops.covering(names)
         if covering is None:
-            raise Refusal(f"{row['name']} is not stopped")
+            raise Refusal(f"{shown(row['name'])} is not stopped")
         kind, name = covering
         if kind == "fleet":
             def run(c):
                 self.protocol.stops.resume_fleet(source=self.source, reason=c.text)
                 return "fleet resumed"
-            return Operation("Resume the fleet?", f"{row['name']} is held by the fleet stop; resuming lifts it for "
-                             "every session (sessions stopped one by one stay stopped).", run,
+            return Operation("Resume the fleet?", f"{shown(row['name'])} is held by the fleet stop; resuming lifts "
+                             "it for every session (sessions stopped one by one stay stopped).", run,
                              confirm_label="Resume fleet")
 
         def run(c):
             self.protocol.stops.resume(name, source=self.source, reason=c.text)
-            return f"resumed {name}"
-        return Operation(f"Resume {name}?", f"Lift the stop on {name}.", run, confirm_label="Resume")
+            return f"resumed {shown(name)}"
+        return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", run, confirm_label="Resume")
 
     def warrant(self, row: dict) -> Operation:
         from core.warrants import WarrantQueue
 
         if not row.get("in_tmux"):
-            raise Refusal(f"{row['name']} is not a tmux session: a warrant needs a pane to interrogate")
+            raise Refusal(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
         target = row["tmux_session"]
 
         def run(c):
             warrant, created = WarrantQueue(self.home, self.protocol.acklog).file(
                 target, reason=c.text or "filed from the console", requester=self.source)
-            return f"warrant {warrant['id']} filed" if created else f"{target} already has a live warrant"
-        return Operation(f"File a death warrant for {target}?", "A dog interrogates the session three times "
+            return f"warrant {shown(warrant['id'])} filed" if created else f"{shown(target)} already has a live warrant"
+        return Operation(f"File a death warrant for {shown(target)}?", "A dog interrogates the session three times "
                          "and kills it if it never answers ALIVE.", run, text_label="Reason",
                          confirm_label="File warrant")
 
@@ -109,8 +122,8 @@ class Operations:
             def run(c):
                 lock = self.protocol.hands_off(entity, hours=_hours(c.extra, default), reason=c.text,
                                                source=self.source)
-                return f"{entity} is hands-off until {lock['expires_at'][:19]}"
-            return Operation(f"Lock {entity} hands-off?", "Its tool calls are refused (and no warrant kills it) "
+                return f"{shown(entity)} is hands-off until {lock['expires_at'][:19]}"
+            return Operation(f"Lock {shown(entity)} hands-off?", "Its tool calls are refused (and no warrant kills it) "
                              "until the lock expires or is released.", run, extra_label="Hours",
                              extra_value=f"{default:g}", confirm_label="Lock")
 
@@ -118,7 +131,7 @@ class Operations:
             if not c.extra:
                 raise Refusal("name the entity to lock")
             lock = self.protocol.hands_off(c.extra, reason=c.text, source=self.source)
-            return f"{c.extra} is hands-off until {lock['expires_at'][:19]}"
+            return f"{shown(c.extra)} is hands-off until {lock['expires_at'][:19]}"
         return Operation("Lock an entity hands-off?", f"A name (an agent, a session) or path:<glob>, for "
                          f"{default:g} hours.", run, extra_label="Entity", confirm_label="Lock")
 
@@ -128,8 +141,8 @@ class Operations:
 
         def run(c):
             self.protocol.release(entity, c.text, self.source)
-            return f"released {entity}"
-        return Operation(f"Release {entity}?", "The lock is removed now.", run, confirm_label="Release")
+            return f"released {shown(entity)}"
+        return Operation(f"Release {shown(entity)}?", "The lock is removed now.", run, confirm_label="Release")
 
     # ------------------------------------------------------------ halts
     def halt(self, row: dict, resolution: str) -> Operation:
@@ -145,12 +158,12 @@ class Operations:
                                           home=self.home, source=self.source)
             tail = "the session may resume" if result["session_can_resume"] else "the session stays held"
             done = {"resolved": "acknowledged", "dismissed": "dismissed", "escalated": "escalated"}[resolution]
-            return f"{done} {row.get('condition_name') or row['halt_type']}: {tail}"
+            return f"{done} {shown(row.get('condition_name') or row['halt_type'])}: {tail}"
         effect = {"resolved": "The halt is resolved; the session resumes when no other halt holds it.",
                   "dismissed": "Proceed anyway: the halt is dismissed and logged.",
                   "escalated": "Hand it to a human: the session pauses (nothing runs) until it is resolved."}
-        body = f"{row['severity']} {row.get('condition_name') or row['halt_type']} on {row['session_id']}:\n" \
-               f"{row['description']}\n\n{effect[resolution]}"
+        body = f"{shown(row['severity'])} {shown(row.get('condition_name') or row['halt_type'])} on " \
+               f"{shown(row['session_id'])}:\n{shown(row['description'], DESCRIPTION_LIMIT)}\n\n{effect[resolution]}"
         return Operation(f"{verb} this halt?", body, run, text_label="Note (optional)", caution=caution,
                          confirm_label=verb)
 
@@ -161,8 +174,9 @@ class Operations:
         def run(c):
             result, _ = WarrantQueue(self.home, self.protocol.acklog).pardon(row["id"], source=self.source,
                                                                              reason=c.text)
-            return f"pardoned {row['target']}" if result == "pardoned" else f"pardon sent to the dog of {row['target']}"
-        return Operation(f"Pardon {row.get('target')}?", "The warrant is cancelled and the session lives.", run,
+            target = shown(row.get("target"))
+            return f"pardoned {target}" if result == "pardoned" else f"pardon sent to the dog of {target}"
+        return Operation(f"Pardon {shown(row.get('target'))}?", "The warrant is cancelled and the session lives.", run,
                          confirm_label="Pardon")
 
     # ------------------------------------------------------------ breakers
@@ -171,6 +185,6 @@ class Operations:
 
         def run(c):
             loopguard.reset(name=row["name"], home=self.home, source=self.source, reason=c.text)
-            return f"reset breaker {row['name']}"
-        return Operation(f"Reset breaker {row['name']}?", "Its recorded boots are forgotten; the next "
+            return f"reset breaker {shown(row['name'])}"
+        return Operation(f"Reset breaker {shown(row['name'])}?", "Its recorded boots are forgotten; the next "
                          "restart-interrupted boot auto-resumes again.", run, confirm_label="Reset")

@@ -3,10 +3,13 @@
 The filter line takes ``session:ID``, ``event:NAME`` and ``source:WHO`` terms;
 any other words are searched for in the whole line. ``f`` toggles follow
 (jump to the newest line as lines arrive). Reading and verifying run in a
-worker thread; the newest ``SHOWN_LINES`` matches are shown.
+worker thread; the newest ``SHOWN_LINES`` matches are shown. Every field is
+shown as plain text (never parsed as markup) with its control characters
+escaped: the lines hold what agents and operators wrote.
 """
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,7 +17,14 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
+from core.text import printable
+
 SHOWN_LINES = 2000
+REASON_LIMIT = 300
+
+
+def _cell(value: object, limit: int | None = None) -> Text:
+    return Text(printable(value, limit=limit), no_wrap=True, end="")
 
 
 def parse_filter(text: str) -> tuple[dict[str, str], list[str]]:
@@ -107,12 +117,12 @@ class AckLogScreen(Screen[None]):
         for key, r in wanted:
             if key in shown:
                 continue
-            reason = " / ".join(line for line in str(r.get("reason") or "").splitlines() if line.strip())
-            table.add_row(str(r.get("seq", "")), str(r.get("timestamp", ""))[:19], r.get("event", ""),
-                          r.get("source", ""), r.get("session_id") or "-", reason[:300], key=key)
+            table.add_row(_cell(r.get("seq", "")), _cell(str(r.get("timestamp", ""))[:19]),
+                          _cell(r.get("event", "")), _cell(r.get("source", "")), _cell(r.get("session_id") or "-"),
+                          _cell(r.get("reason") or "", REASON_LIMIT), key=key)
         mode = "following" if self.follow else "paused"
         self.query_one("#acklog-title", Label).update(
-            f"Ack log — {total} matching line(s), showing the newest {len(wanted)} ({mode}; f toggles)")
+            Text(f"Ack log — {total} matching line(s), showing the newest {len(wanted)} ({mode}; f toggles)"))
         if self.follow and table.row_count:
             table.move_cursor(row=table.row_count - 1, animate=False)
 
@@ -132,7 +142,7 @@ class AckLogScreen(Screen[None]):
     def _verified(self, text: str, ok: bool) -> None:
         if self.is_attached:
             label = self.query_one("#acklog-verify", Label)
-            label.update(text)
+            label.update(Text(printable(text)))
             label.set_class(not ok, "broken")
 
     @on(Input.Changed, "#acklog-filter")

@@ -4,17 +4,29 @@
 first, so a stray Enter cancels. A reason or note can be typed; an extra
 field (hours, an entity) and a "continue with caution" check box appear when
 the action needs them. The result is a ``Confirmed`` or None (cancelled).
+
+The title and body name agent things (sessions, halt descriptions): they are
+shown as plain text, never parsed as markup, each line's control characters
+escaped.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
+
+from core.text import printable
+
+
+def plain_lines(text: str) -> Text:
+    """``text`` shown literally; its own line breaks kept, every line escaped."""
+    return Text("\n".join(printable(line) for line in text.split("\n")))
 
 
 class Confirmed(NamedTuple):
@@ -44,8 +56,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label(self.title_text, id="confirm-title")
-            yield Static(self.body, id="confirm-body")
+            yield Label(Text(printable(self.title_text)), id="confirm-title")
+            yield Static(plain_lines(self.body), id="confirm-body")
             if self.extra_label:
                 yield Label(self.extra_label, classes="confirm-label")
                 yield Input(value=self.extra_value, id="confirm-extra")

@@ -1,12 +1,19 @@
-"""Peek at a session's pane: its last lines, refreshed every second."""
+"""Peek at a session's pane: its last lines, refreshed every second.
+
+The pane's lines and the session's name are the agent's text: shown as plain
+text, never parsed as markup, control characters escaped.
+"""
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
+
+from core.text import printable
 
 PEEK_LINES = 60
 
@@ -21,7 +28,7 @@ class PeekScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="peek-dialog"):
-            yield Label(f"Pane of {self.session} (escape closes)", id="peek-title")
+            yield Label(Text(f"Pane of {printable(self.session)} (escape closes)"), id="peek-title")
             yield Static("", id="peek-body")
 
     def on_mount(self) -> None:
@@ -32,14 +39,12 @@ class PeekScreen(ModalScreen[None]):
     def load(self) -> None:
         try:
             lines = self.capture(self.session, PEEK_LINES)
-            text = "\n".join(lines) if lines else "(the pane is empty)"
+            text = "\n".join(map(printable, lines)) if lines else "(the pane is empty)"
         except Exception as exc:
-            text = f"(cannot read the pane: {exc})"
+            text = printable(f"(cannot read the pane: {exc})")
         self.app.call_from_thread(self._show, text)
 
     def _show(self, text: str) -> None:
-        from rich.text import Text
-
         if self.is_attached:
             self.query_one("#peek-body", Static).update(Text(text))
 

@@ -14,6 +14,5 @@ class AckTailPanel(Panel):
 
     def cells(self, row: dict, now: float) -> tuple:
         stamp = row.get("timestamp", "")
-        reason = " / ".join(line for line in str(row.get("reason") or "").splitlines() if line.strip())
         return (str(row.get("seq", "")), stamp[11:19], row.get("event", ""), row.get("source", ""),
-                row.get("session_id") or "-", reason[:200])
+                row.get("session_id") or "-", row.get("reason") or "")

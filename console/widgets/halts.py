@@ -19,4 +19,4 @@ class HaltsPanel(Panel):
         return (Text(severity, style=SEVERITY_STYLE.get(row["severity"], "")), row["halt_type"],
                 row.get("condition_name") or "-", row["session_id"],
                 duration(now - row["triggered_epoch"]) if row.get("triggered_epoch") else duration(row.get("age")),
-                row["description"].replace("\n", " ")[:200])
+                row["description"])

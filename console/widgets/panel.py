@@ -5,6 +5,10 @@ subclass's ``cells`` and applies only the difference: changed cells are
 updated in place, vanished rows removed, new rows added — so nothing flickers
 and the cursor stays on the row it was on. A text filter hides rows that do
 not contain it.
+
+Cells are agent text: ``literal`` turns each into a ``Text`` (a plain ``str``
+cell would be parsed as markup by DataTable) with its control characters
+escaped (``core.text.printable``).
 """
 from __future__ import annotations
 
@@ -14,10 +18,22 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
 from core.clock import human_duration
+from core.text import printable
 
 
 # A cell changes at most once a minute after the first one, so refreshes touch few cells.
 duration = human_duration
+CELL_LIMIT = 200  # characters of a cell's text kept (the detail of a row is elsewhere)
+
+
+def literal(value: object) -> Text:
+    """A table cell that shows ``value`` as it is: never parsed as markup, one
+    line, control characters escaped. A styled ``Text`` keeps its style."""
+    if isinstance(value, Text):
+        if value.plain.isprintable():
+            return value
+        return Text(printable(value.plain, limit=CELL_LIMIT), style=value.style, no_wrap=True, end="")
+    return Text(printable(value, limit=CELL_LIMIT), no_wrap=True, end="")
 
 
 class PanelTable(DataTable):
@@ -78,7 +94,7 @@ class Panel(Vertical):
         self.rows = {r["key"]: r for r in rows}
         wanted: dict[str, tuple] = {}
         for row in rows:
-            cells = self.cells(row, now)
+            cells = tuple(map(literal, self.cells(row, now)))
             if self._matches(cells):
                 wanted[row["key"]] = cells
         current = self.selected()
@@ -106,7 +122,7 @@ class Panel(Vertical):
         title = self.title_text()
         if title != self._title:  # a label update re-lays out the screen: only when it changed
             self._title = title
-            self.query_one(f"#title-{self.PANEL}", Label).update(title)
+            self.query_one(f"#title-{self.PANEL}", Label).update(Text(printable(title)))
 
     def _resort(self, wanted: dict[str, tuple], current: dict | None) -> None:
         """Put the rows in the panel's order without re-adding them (re-adding

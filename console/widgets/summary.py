@@ -1,8 +1,10 @@
-"""The header line that sums up the fleet."""
+"""The header line that sums up the fleet (problems shown escaped, never as markup)."""
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
+
+from core.text import printable
 
 
 def summary_text(summary: dict, problems: list[str]) -> Text:
@@ -25,7 +27,7 @@ def summary_text(summary: dict, problems: list[str]) -> Text:
     tripped = summary.get("breakers_tripped", 0)
     text.append(f"  breakers tripped {tripped}", style="bold red" if tripped else "")
     for problem in problems:
-        text.append(f"   ⚠ {problem}", style="bold yellow")
+        text.append(f"   ⚠ {printable(problem)}", style="bold yellow")
     return text
 
 
