@@ -73,22 +73,28 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
     try:
         stops = protocol.stops.snapshot()
     except StopStateUnreadable:
-        stops = {"sessions": {}, "fleet": None}
+        stops = {"sessions": {}, "fleet": None, "by_tmux_id": {}}
     fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
     locks = {lock["entity"]: lock for lock in raw["hands_off"]}
+    locks_by_tmux_id = {lock["tmux_session_id"]: lock for lock in raw["hands_off"] if lock.get("tmux_session_id")}
     halt_states = halts_api.session_states(connection) if connection is not None else {}
     live_warrants = {w["target"]: w for w in raw["warrants"]}
 
     agents_by_tmux: dict[str, list[dict]] = {}
     loose_agents = []
     tmux_names = {s["name"] for s in tmux_sessions or []}
+    # tmux ids survive a rename: an agent seen under an old name joins the session it is in now.
+    name_of_tmux_id = {s["id"]: s["name"] for s in tmux_sessions or [] if s.get("id")}
     for agent in raw["sessions"]:
+        current = name_of_tmux_id.get(agent.get("tmux_session_id") or "")
+        if current:
+            agent = {**agent, "tmux_session": current}
         if agent.get("tmux_session") and agent["tmux_session"] in tmux_names:
             agents_by_tmux.setdefault(agent["tmux_session"], []).append(agent)
         else:
             loose_agents.append(agent)
 
-    def state_of(names: list[str], entities: list[str]) -> tuple[str, str]:
+    def state_of(names: list[str], entities: list[str], tmux_id: str = "") -> tuple[str, str]:
         if "stop_state_error" in raw:
             return "stopped", "stop state unreadable"
         if fleet_stop:
@@ -96,6 +102,8 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         for name in names:
             if name in stops["sessions"]:
                 return "stopped", stops["sessions"][name].get("reason") or "-"
+        if tmux_id and tmux_id in stops["by_tmux_id"]:
+            return "stopped", stops["sessions"][stops["by_tmux_id"][tmux_id]].get("reason") or "-"
         if "halt_store_error" in raw:
             return "halted", "halt store unreadable"
         held = [halt_states.get(n) for n in names]
@@ -110,6 +118,8 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         for entity in entities:
             if entity in locks:
                 return "hands-off", locks[entity].get("reason") or entity
+        if tmux_id and tmux_id in locks_by_tmux_id:
+            return "hands-off", locks_by_tmux_id[tmux_id].get("reason") or tmux_id
         return "running", ""
 
     sessions = []
@@ -117,7 +127,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         agents = agents_by_tmux.get(tmux["name"], [])
         names = [tmux["name"]] + [a["session_id"] for a in agents]
         entities = names + [a["entity"] for a in agents if a.get("entity")]
-        state, detail = state_of(names, entities)
+        state, detail = state_of(names, entities, tmux.get("id", ""))
         latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
         pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
         sessions.append({
@@ -139,7 +149,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         })
     known = {name for s in sessions for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
     for stopped_id, record in stops["sessions"].items():
-        if stopped_id not in known:  # a stop filed for a session no hook or tmux has shown yet
+        if stopped_id not in known and record.get("tmux_session_id") not in name_of_tmux_id:  # a stop filed for a session no hook or tmux has shown yet
             sessions.append({
                 "key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
                 "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",

@@ -7,13 +7,17 @@ reason, in this order (the first rule that denies wins):
 2. the fleet is stopped;
 3. the session is stopped, by its id or by its tmux session name;
 4. the session's entity (its id, tmux session or registered entity) is hands-off;
-5. a file the call would touch matches a ``path:`` hands-off lock;
+5. a path the call reaches matches a ``path:`` hands-off lock: the call is
+   read once (``core.toolcall``, through the shell reader) and a written
+   directory covers everything under it; a command too large to read to its
+   end is denied while path locks are in force;
 6. the session's halt state: ``paused`` denies everything, ``halted`` denies
    all but the read-only tools (``[gate] read_only_tools``); an unreadable
    halts.db denies (fail safe);
 7. the halt conditions one tool call can show (``core.halts.hookcontext``):
    a condition of high or critical severity that fires denies the call, and
-   is recorded by the seed's auto-record rules, which halts the session.
+   is recorded by the seed's auto-record rules, which halts the session;
+   ``supervisor_tampering`` also appends a ``tamper_blocked`` ack-log line.
 
 Every read goes through a cache keyed by the file's identity, so a check is a
 few ``stat`` calls and dictionary lookups however many stops and locks exist.
@@ -22,14 +26,14 @@ from __future__ import annotations
 
 import os
 
-from core.handsoff import HandsOffRegistry
+from core.handsoff import HandsOffRegistry, HandsOffUnreadable
 from core.sessions import SessionRegistry
 from core.stop import StopRegistry, StopStateUnreadable
 
 
 class Verdict:
     """allow or deny, why, and which rule decided (stop_unreadable,
-    fleet_stop, session_stop, hands_off, path_lock, halts_unreadable,
+    fleet_stop, session_stop, hands_off, locks_unreadable, path_lock, halts_unreadable,
     session_paused, session_halted, halt_condition)."""
 
     __slots__ = ("allow", "reason", "rule")
@@ -74,12 +78,13 @@ class Gate:
         return names, record
 
     def stopped_reason(self, session_id: str, *, now: float | None = None) -> Verdict | None:
-        names, _ = self.names(session_id, now=now)
-        return self._stop_verdict(names)
+        names, record = self.names(session_id, now=now)
+        return self._stop_verdict(names, record.get("tmux_session_id") or "", now=now)
 
-    def _stop_verdict(self, names: list[str]) -> Verdict | None:
+    def _stop_verdict(self, names: list[str], tmux_session_id: str = "", *,
+                      now: float | None = None) -> Verdict | None:
         try:
-            stops = self.stops.snapshot()
+            stops = self.stops.snapshot(now=now)
         except StopStateUnreadable as exc:
             return Verdict(False, f"leash: {exc}", "stop_unreadable")
         fleet = stops["fleet"]
@@ -90,56 +95,90 @@ class Gate:
             if record is not None:
                 what = "this session" if name == names[0] else f"tmux session {name!r}"
                 return Verdict(False, _said(f"{what} is stopped", record), "session_stop")
+        bound = stops["by_tmux_id"].get(tmux_session_id) if tmux_session_id else None
+        if bound is not None:  # stopped by the name it had when the stop was filed
+            return Verdict(False, _said(f"tmux session {bound!r} (renamed since) is stopped",
+                                        stops["sessions"][bound]), "session_stop")
         return None
 
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
               cwd: str | None = None, now: float | None = None, env: dict | None = None) -> Verdict:
-        verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now)
+        reader = CallReader(self.home, tool, tool_input, env)
+        verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader)
         if verdict.allow:
-            verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
+            verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env, reader=reader)
         return verdict
 
     def check_stops_and_locks(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
-                              cwd: str | None = None, now: float | None = None) -> Verdict:
+                              cwd: str | None = None, now: float | None = None,
+                              reader: "CallReader | None" = None) -> Verdict:
         names, record = self.names(session_id, now=now)
-        stopped = self._stop_verdict(names)
+        tmux_session_id = record.get("tmux_session_id") or ""
+        stopped = self._stop_verdict(names, tmux_session_id, now=now)
         if stopped is not None:
             return stopped
         entities = names + ([record["entity"]] if record.get("entity") and record["entity"] not in names else [])
-        for entity in entities:
-            lock = self.hands_off.lock_of(entity, now=now)
-            if lock is not None:
-                return Verdict(False, _locked(entity, lock), "hands_off")
-        if not self.hands_off.has_path_locks(now=now):
-            return ALLOW
-        from core.toolcall import touched_paths
-
-        where = cwd or record.get("cwd") or None
-        for path in touched_paths(tool, tool_input, where):
-            found = self.hands_off.lock_for_path(path, cwd=where, now=now)
+        try:
+            found = self.hands_off.lock_covering(entities, tmux_session_id=tmux_session_id, now=now)
             if found is not None:
-                entity, lock = found
-                return Verdict(False, _locked(entity, lock, path=path), "path_lock")
+                return Verdict(False, _locked(*found), "hands_off")
+            if not self.hands_off.has_path_locks(now=now):
+                return ALLOW
+        except HandsOffUnreadable as exc:
+            return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
+        where = cwd or record.get("cwd") or None
+        call = (reader or CallReader(self.home, tool, tool_input, None)).read(where)
+        try:
+            return self._path_lock_verdict(call, where, now=now)
+        except HandsOffUnreadable as exc:
+            return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
+
+    def _path_lock_verdict(self, call, where: str | None, *, now: float | None) -> Verdict:
+        """Rule 5: every path the call reaches (its real path too, after
+        symbolic links), a written directory with everything under it."""
+        for target in call.targets:
+            for path, base in _path_variants(target.path, where):
+                found = self.hands_off.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
+                if found is not None:
+                    shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) \
+                        else target.path
+                    shown += " (and everything under it)" if target.subtree else ""
+                    return Verdict(False, _locked(*found, path=shown), "path_lock")
+        if call.incomplete:
+            return Verdict(False, f"leash: this command cannot be checked against the path locks in force "
+                                  f"({call.incomplete}); split it into smaller commands.", "path_lock")
         return ALLOW
 
 
     def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
-                    now: float | None = None, env: dict | None = None) -> Verdict:
+                    now: float | None = None, env: dict | None = None,
+                    reader: "CallReader | None" = None) -> Verdict:
         """Rules 6 and 7. Imports the halt engine only when there is something
         for it to do, so the common hook call stays light."""
-        if not os.path.exists(os.path.join(self.home, "halts.db")):
-            return self._check_conditions(session_id, tool, tool_input, None, cwd=cwd, now=now, env=env)
+        reader = reader or CallReader(self.home, tool, tool_input, env)
+        from core.halts import ledger
+        from core.loghead import HeadMismatch
+
+        try:
+            logged = ledger.log_head(self.home) is not None  # halts.db deleted: the log brings it back
+        except HeadMismatch as exc:
+            return Verdict(False, f"leash: halt state unreadable ({exc}) — every tool call is held; "
+                                  "run `leash doctor`", "halts_unreadable")
+        if not logged and not os.path.exists(os.path.join(self.home, "halts.db")):
+            return self._check_conditions(session_id, tool, tool_input, None, cwd=cwd, now=now, env=env,
+                                          reader=reader)
         from core.halts import api
         from core.halts.store import HaltStoreUnavailable
 
         try:
             with api.connected(self.home, now) as connection:
-                return self._check_held(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env)
+                return self._check_held(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
+                                        reader=reader)
         except HaltStoreUnavailable as exc:
             return Verdict(False, f"leash: halt store unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
 
-    def _check_held(self, session_id, tool, tool_input, connection, *, cwd, now, env) -> Verdict:
+    def _check_held(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
         from core.halts.api import session_state
 
         state = session_state(self.home, session_id, now=now, connection=connection)
@@ -151,9 +190,10 @@ class Gate:
             return Verdict(False, "leash: this session is halted until the operator acknowledges its halts "
                                   f"(leash halts list --session {session_id}); only read-only tools may run "
                                   "meanwhile.", "session_halted")
-        return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env)
+        return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
+                                      reader=reader)
 
-    def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env) -> Verdict:
+    def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
         if tool is None:
             return ALLOW
         from core.halts.hookcontext import check_input
@@ -164,7 +204,7 @@ class Gate:
 
             files_read = recorded_reads(self.home, session_id, connection=connection)
         data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
-                           files_read=files_read)
+                           files_read=files_read, call=reader.read(cwd), home=self.home)
         if data is None:
             return ALLOW
         from core.halts.api import check_halt_conditions
@@ -177,7 +217,62 @@ class Gate:
         held = any(r.get("auto_recorded") for r in blocking)
         tail = (" The session is halted until the operator acknowledges "
                 f"(leash halts list --session {session_id})." if held else "")
+        if any(r["condition_name"] == "supervisor_tampering" for r in blocking):
+            self._tamper_blocked(session_id, tool, tool_input, now=now)
+            tail += " Only a human can lift this stop; do not try to work around it."
         return Verdict(False, f"leash: halt — {said}. {result['recommended_action']}{tail}", "halt_condition")
+
+    def _tamper_blocked(self, session_id: str, tool: str | None, tool_input: object, *, now: float | None) -> None:
+        """The ack log's ``tamper_blocked`` line: who tried what (masked, escaped)."""
+        from core.halts.secrets import mask
+        from core.text import printable
+
+        what = shell_summary(tool, tool_input)
+        try:
+            self.stops.acklog.append("tamper_blocked", source="leash", session_id=session_id,
+                                     reason=printable(mask(what), limit=TAMPER_SUMMARY_CHARS), now=now)
+        except OSError:
+            pass  # the halt itself is recorded; a full disk must not turn the deny into an allow
+
+
+TAMPER_SUMMARY_CHARS = 300
+
+
+class CallReader:
+    """Reads the tool call once (``core.toolcall.read_tool_call``) for every
+    rule of one check; the shell reader is imported only when a call needs it."""
+
+    __slots__ = ("home", "tool", "tool_input", "env", "_calls")
+
+    def __init__(self, home: str, tool: str | None, tool_input: object, env: dict | None):
+        self.home, self.tool, self.tool_input = home, tool, tool_input
+        self.env = env if env is not None else os.environ
+        self._calls: dict = {}
+
+    def read(self, cwd: str | None):
+        if cwd not in self._calls:
+            from core.toolcall import read_tool_call
+
+            self._calls[cwd] = read_tool_call(self.tool, self.tool_input, cwd=cwd, env=self.env, home=self.home)
+        return self._calls[cwd]
+
+
+def shell_summary(tool: str | None, tool_input: object) -> str:
+    from core.toolcall import edited_files, shell_command
+
+    command = shell_command(tool, tool_input)
+    if command is not None:
+        return f"Bash: {command[:TAMPER_SUMMARY_CHARS * 2]}"
+    return f"{tool}: {', '.join(edited_files(tool, tool_input))}"
+
+
+def _path_variants(path: str, where: str | None) -> list[tuple[str, str | None]]:
+    """The path as written and, when a symbolic link is on the way, its real path."""
+    variants = [(path, where)]
+    real = os.path.realpath(path)
+    if real != path:
+        variants.append((real, os.path.realpath(where) if where else where))
+    return variants
 
 
 def _said(what: str, record: dict[str, object]) -> str:

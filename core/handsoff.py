@@ -164,9 +164,11 @@ class HandsOffRegistry:
         moment = now_seconds(now)
         return any(indexed[entity][0] > moment for entity, _, _ in paths)
 
-    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None):
-        """(entity, lock) of the first active ``path:`` lock covering the file."""
-        from core.globs import path_candidates
+    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None,
+                      subtree: bool = False):
+        """(entity, lock) of the first active ``path:`` lock covering the file
+        (with ``subtree``: the directory or anything under it)."""
+        from core.globs import path_candidates, subtree_may_match
 
         indexed, paths, _ = self._snapshot(now)
         moment = now_seconds(now)
@@ -175,6 +177,8 @@ class HandsOffRegistry:
             expires, entry = indexed[entity]
             candidate = absolute if pattern.startswith("/") else relative
             if expires > moment and candidate is not None and compiled is not None and compiled.match(candidate):
+                return entity, entry
+            if subtree and expires > moment and compiled is not None and subtree_may_match(pattern, file_path, cwd):
                 return entity, entry
         return None
 
@@ -201,7 +205,7 @@ class HandsOffRegistry:
         source: str,
         session_id: str | None = None,
         now: float | None = None,
-        tmux_session_id: str = "",
+        tmux_session_id: str | None = None,
     ) -> dict[str, object]:
         """Lock ``entity`` for ``hours``. Re-locking never shortens a lock: the
         later expiry is kept and the returned entry says ``kept_longer``."""
@@ -213,6 +217,10 @@ class HandsOffRegistry:
             raise ValueError(f"hours must be at most {MAX_HOURS} (ten years), got {hours!r}")
         moment = now_seconds(now)
         expires = moment + hours * 3600
+        if tmux_session_id is None and not entity.startswith(PATH_PREFIX):
+            from core.sessions import SessionRegistry
+
+            tmux_session_id = SessionRegistry(self.home, self.acklog).bind_tmux_name(entity)
         with locked(self.path):
             data = self._load_for_write(now=now)
             self._prune(data, moment)

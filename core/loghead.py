@@ -84,8 +84,9 @@ class AckHead:
         store = STORE_OF_EVENT.get(line.get("event"))
         if store is not None:
             stores[store] = mark(line)
+        # Not fsynced: a head a crash leaves stale or empty is recomputed from the log.
         write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(log_path),
-                               "stores": stores})
+                               "stores": stores}, durable=False)
         self._cache.forget()
 
     def current(self, acklog) -> dict[str, object] | None:

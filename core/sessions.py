@@ -8,7 +8,13 @@ so the common path is a read, not an fsync.
 
 The tmux session name is how an operator who sees ``agent-3`` in tmux can stop
 the Claude session running inside it: the hook resolves ``$TMUX_PANE`` to its
-session name once (a ``tmux display-message`` call) and keeps it here.
+session's id (``$N``) and name once (a ``tmux display-message`` call) and keeps
+them here. The id is what counts: an agent may rename its tmux session, and a
+stop or lock filed by the old name was bound to the id when it was filed.
+
+Sessions unseen for ``[sessions] forget_after_days`` (default 7) are dropped at
+the next write, so the file, and a hook's read of it, stays the size of the
+live fleet.
 
 Failure: this file is a cache of observations the hooks rebuild on their next
 call, so a corrupt file is quarantined as ``<name>.corrupt-<timestamp>``, the
@@ -26,24 +32,54 @@ from core.statefile import locked, write_json
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
-_FIELDS = ("tmux_session", "tmux_pane", "entity", "cwd")
+_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd")
+_SEPARATOR = "\x1f"
+DEFAULT_FORGET_AFTER_DAYS = 7
 
 
-def tmux_session_of_pane(pane: str, *, env: dict[str, str] | None = None) -> str:
-    """The tmux session name that holds ``pane`` (``""`` when tmux cannot say)."""
-    if not pane:
-        return ""
+def _tmux(args: list[str], *, env: dict[str, str] | None = None, socket: str | None = None) -> list[str] | None:
+    """tmux's output lines, or None when tmux cannot answer."""
     import subprocess
 
+    command = ["tmux"] + (["-S", socket] if socket else []) + args
     try:
-        done = subprocess.run(
-            ["tmux", "display-message", "-p", "-t", pane, "#{session_name}"],
-            capture_output=True, text=True, timeout=TMUX_LOOKUP_TIMEOUT,
-            env=env if env is not None else os.environ,
-        )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=TMUX_LOOKUP_TIMEOUT,
+                              env=env if env is not None else os.environ)
     except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+        return None
+    return done.stdout.splitlines() if done.returncode == 0 else None
+
+
+def tmux_identity_of_pane(pane: str, *, env: dict[str, str] | None = None) -> tuple[str, str]:
+    """(session id ``$N``, session name) of the tmux session holding ``pane``
+    (``%N``); ("", "") when tmux cannot say. The id survives a rename."""
+    if not pane:
+        return "", ""
+    out = _tmux(["display-message", "-p", "-t", pane, f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], env=env)
+    if not out or _SEPARATOR not in out[0]:
+        return "", ""
+    session_id, _, name = out[0].partition(_SEPARATOR)
+    return session_id, name
+
+
+def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None = None) -> str:
+    """The id (``$N``) of the tmux session named exactly ``name`` now, so a
+    stop or a lock filed by that name keeps holding it after a rename; else
+    the id the hooks last saw under that name; "" when neither knows it."""
+    from core.tmux import resolve_socket
+
+    try:
+        socket = resolve_socket(home=home)
+    except Exception:  # a bad config must not stop a stop
+        socket = None
+    for line in _tmux(["list-sessions", "-F", f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], socket=socket) or []:
+        session_id, _, session_name = line.partition(_SEPARATOR)
+        if session_name == name:
+            return session_id
+    for record in (known or {}).values():
+        if record.get("tmux_session") == name and record.get("tmux_session_id"):
+            return record["tmux_session_id"]
+    return ""
 
 
 class SessionRegistry:
@@ -52,6 +88,7 @@ class SessionRegistry:
         self.path = os.path.join(self.home, SESSIONS_NAME)
         self.acklog = acklog or AckLog(self.home)
         self.store = SelfHealingJSON(self.path, self.acklog, lambda data: data)
+        self._forget_after: float | None = None
 
     def all(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
         data = self.store.snapshot({}, now=now)
@@ -106,4 +143,40 @@ class SessionRegistry:
                 write_json(self.path, data)
 
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
-        return self.store.load_for_write(now=now)
+        """The registry for a write, without the sessions unseen for
+        ``[sessions] forget_after_days``: the file stays as small as the live
+        fleet, so a hook's read does not grow with every session ever seen."""
+        data = self.store.load_for_write(now=now)
+        horizon = now_seconds(now) - self.forget_after_days() * 86400
+        for session_id in [k for k, v in data.items() if _last_seen(v) < horizon]:
+            del data[session_id]
+        return data
+
+    def forget_after_days(self) -> float:
+        if self._forget_after is None:
+            self._forget_after = DEFAULT_FORGET_AFTER_DAYS
+            if os.path.exists(os.path.join(self.home, "config.toml")):
+                from core.config import ConfigError, load_config
+
+                try:
+                    self._forget_after = load_config(self.home)["sessions"]["forget_after_days"]
+                except (ConfigError, KeyError):
+                    pass
+        return self._forget_after
+
+    def bind_tmux_name(self, name: str) -> str:
+        """The tmux session id a stop or lock filed under ``name`` binds to:
+        "" for an agent's session id (it names one agent, not its tmux session)."""
+        known = self.all()
+        if name in known:
+            return ""
+        return tmux_session_id_for(name, home=self.home, known=known)
+
+
+def _last_seen(record: object) -> float:
+    """When a record was last seen; a record without a readable time counts as
+    seen now (it is not ours to forget before we understand it)."""
+    try:
+        return parse_iso(record.get("last_seen", ""))
+    except (ValueError, AttributeError, TypeError):
+        return float("inf")

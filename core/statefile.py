@@ -188,8 +188,10 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
-    """Replace ``path`` with ``payload``: temp file, fsync, rename, dir fsync."""
+def write_bytes_atomic(path: str | os.PathLike, payload: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``payload``: temp file, fsync, rename, dir fsync.
+    ``durable=False`` skips the fsyncs, for files that are recomputed when a
+    crash leaves them stale or empty (``acklog.head``)."""
     target = os.fspath(path)
     fd, tmp_name = _create_temp(target)
     try:
@@ -198,7 +200,8 @@ def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         _unlink_quietly(tmp_name)
@@ -209,7 +212,8 @@ def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
     except BaseException:
         _unlink_quietly(tmp_name)
         raise
-    fsync_dir(os.path.dirname(target))
+    if durable:
+        fsync_dir(os.path.dirname(target))
 
 
 def _create_temp(target: str) -> tuple[int, str]:
@@ -229,8 +233,8 @@ def dump_json(data: object) -> bytes:
     return (json.dumps(data, indent=1, sort_keys=False) + "\n").encode("utf-8")
 
 
-def write_json(path: str | os.PathLike, data: object) -> None:
-    write_bytes_atomic(path, dump_json(data))
+def write_json(path: str | os.PathLike, data: object, *, durable: bool = True) -> None:
+    write_bytes_atomic(path, dump_json(data), durable=durable)
 
 
 def _unlink_quietly(name: str | os.PathLike) -> None:

@@ -144,6 +144,8 @@ class StopRegistry:
              **extra: object) -> dict[str, object]:
         _require_name(session_id, "session id")
         moment = now_seconds(now)
+        if "tmux_session_id" not in extra:
+            extra["tmux_session_id"] = SessionRegistry(self.home, self.acklog).bind_tmux_name(session_id)
         with locked(self.path):
             data = self._load_for_write(now=now)
             self.state.record(data, "stop_ack", source=source, session_id=session_id, reason=reason, now=moment,

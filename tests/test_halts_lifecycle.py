@@ -23,7 +23,7 @@ from core.gate import Gate
 from core.halts import (HaltInputError, HaltRefused, HaltStoreUnavailable, acknowledge_halt, check_halt_conditions,
                         get_session_halts, record_halt, session_state, update_halt_config)
 from core.halts.api import record_attempt, stored_attempts
-from core.halts.store import archive_old_events, open_store
+from core.halts.store import MIGRATIONS, archive_old_events, open_store
 
 from .conftest import ROOT
 
@@ -605,7 +605,7 @@ SEED_DEFAULTS = {
 
 def test_schema(home):
     record_halt(halt(), home=home)
-    assert query(home, "PRAGMA user_version") == [(1,)]
+    assert query(home, "PRAGMA user_version") == [(len(MIGRATIONS),)]
     assert query(home, "PRAGMA journal_mode")[0][0].lower() == "wal"
     indexes = dict(query(home, "SELECT name, sql FROM sqlite_master WHERE type = 'index'"
                                " AND tbl_name = 'halt_events'"))
@@ -635,7 +635,7 @@ def test_schema(home):
               for name, halt_type, severity, threshold, enabled, auto, after in query(
                   home, "SELECT condition_name, halt_type, severity, threshold, enabled, auto_escalate,"
                         " escalate_after_minutes FROM halt_conditions_config")}
-    assert len(config) == 20
+    assert len(config) == 21  # the seed's 20 and supervisor_tampering
     for name, (halt_type, severity, threshold) in SEED_DEFAULTS.items():
         assert config[name] == (halt_type, severity, threshold, 1, 0, None), name
 
@@ -759,7 +759,8 @@ def test_cli_ack_dismiss_escalate_exit_codes(cli, home):
     assert cli("halts", "ack", other, "--json").json()["session_can_resume"] is True
     assert session_state(home, "s") == "active"
     events = [(e["event"], e["halt_id"]) for e in AckLog(home).read().entries if e["event"].startswith("halt_")]
-    assert events == [("halt_ack", high), ("halt_dismiss", critical), ("halt_escalate", other),
+    assert events == [("halt_recorded", high), ("halt_recorded", critical), ("halt_recorded", other),
+                      ("halt_ack", high), ("halt_dismiss", critical), ("halt_escalate", other),
                       ("halt_ack", other)]
 
 

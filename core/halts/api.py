@@ -31,7 +31,7 @@ import os
 import time
 
 from core.clock import iso, now_seconds
-from core.halts import engine
+from core.halts import engine, ledger
 from core.halts.conditions import SEVERITY_RANK
 from core.halts.context import CheckContext, HaltInputError
 from core.halts.secrets import mask, mask_deep
@@ -115,10 +115,9 @@ def _source(source: str | None) -> str:
     return default_source()
 
 
-def _log(home: str, event: str, row, *, source: str, reason: str, now: float) -> None:
-    _acklog(home).append(event, source=source, session_id=row["session_id"], reason=mask(reason or ""), now=now,
-                         halt_id=row["id"], severity=row["severity"],
-                         condition=row["condition_name"] or row["halt_type"])
+def _log(connection, home: str, event: str, row, *, source: str, reason: str, now: float, **extra) -> None:
+    """The halt's ack-log line, inside the open write transaction (see ``core.halts.ledger``)."""
+    ledger.append(connection, home, event, row, source=source, reason=mask(reason or ""), now=now, **extra)
 
 
 def _state_of(connection, session_id: str) -> str:
@@ -157,9 +156,9 @@ def sweep_timeouts(connection, home: str, *, now: float) -> int:
             " RETURNING id, session_id, severity, condition_name, halt_type", (stamp, stamp)).fetchall()
         for session in {r["session_id"] for r in rows}:
             _refresh_state(connection, session, stamp)
-    for row in rows:
-        _log(home, "halt_timeout", row, source="leash", now=now,
-             reason="no acknowledgement before escalate_after_minutes; escalated, session paused")
+        for row in rows:
+            _log(connection, home, "halt_timeout", row, source="leash", now=now,
+                 reason="no acknowledgement before escalate_after_minutes; escalated, session paused")
     return len(rows)
 
 
@@ -168,6 +167,8 @@ def _open(home: str, now: float):
     daily) and the timeout sweep."""
     connection = open_store(home, now_iso=iso(now))
     try:
+        if not ledger.in_step(connection, home):
+            ledger.rebuild(connection, home, now=now, problem="is out of step with the ack log")
         archive_old_events(connection, now=now)
         sweep_timeouts(connection, home, now=now)
     except Exception:
@@ -187,7 +188,7 @@ class connected:
         self.connection = None
 
     def __enter__(self):
-        if self.create or exists(self.home):
+        if self.create or exists(self.home) or ledger.log_head(self.home) is not None:
             try:
                 self.connection = _open(self.home, self.now)
             except HaltStoreUnavailable:
@@ -208,10 +209,10 @@ def session_state(home, session_id: str, *, now: float | None = None, connection
         with connected(home, now) as db:
             return session_state(home, session_id, now=now, connection=db) if db is not None else "active"
     try:
-        row = connection.execute("SELECT state FROM session_states WHERE session_id = ?", (session_id,)).fetchone()
+        # From the halts themselves, never from the derived session_states table.
+        return _state_of(connection, session_id)
     except Exception as exc:
         raise HaltStoreUnavailable(str(exc)) from None
-    return row[0] if row else "active"
 
 
 # ------------------------------------------------------------------ record
@@ -239,9 +240,9 @@ def _validate_record(data: dict) -> None:
         raise HaltInputError("attempt_count must be a whole number >= 0")
 
 
-def _insert(connection, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> tuple[dict, list]:
-    """Insert one halt inside an open write transaction; returns the output and
-    the ack-log lines to write after the commit."""
+def _insert(connection, home: str, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> dict:
+    """Insert one halt inside an open write transaction, with its ack-log
+    lines (``halt_recorded``, and ``halt_escalate`` when it escalates at once)."""
     stamp = iso(now)
     condition = config.get(data.get("condition_name") or "", {})
     minutes = condition.get("escalate_after_minutes")
@@ -260,18 +261,23 @@ def _insert(connection, data: dict, config: dict[str, dict], *, now: float, auto
          data.get("condition_name"), iso(now + minutes * 60) if minutes is not None and not escalate else None,
          1 if auto else 0))
     _refresh_state(connection, data["session_token"], stamp)
-    logs = []
+    row = {"id": halt_id, "session_id": data["session_token"], "severity": data["severity"],
+           "condition_name": data.get("condition_name"), "halt_type": data["halt_type"]}
+    escalate_at = iso(now + minutes * 60) if minutes is not None and not escalate else None
+    _log(connection, home, "halt_recorded", row, source="leash" if auto else "agent", now=now,
+         reason=f"{data['severity']} {data.get('condition_name') or data['halt_type']} halt recorded",
+         **ledger.recorded_line_fields(data, description=description, escalate=escalate,
+                                       escalate_at=escalate_at, auto=auto))
     if escalate:
-        row = {"id": halt_id, "session_id": data["session_token"], "severity": data["severity"],
-               "condition_name": data.get("condition_name"), "halt_type": data["halt_type"]}
-        logs.append(("halt_escalate", row, "auto_escalate: escalated on record, session paused"))
+        _log(connection, home, "halt_escalate", row, source="leash", now=now,
+             reason="auto_escalate: escalated on record, session paused")
     output = {
         "halt_id": halt_id,
         "recorded_at": stamp,
         "requires_acknowledgment": data["severity"] != "low",
         "escalation_triggered": escalate or data["severity"] == "critical",
     }
-    return output, logs
+    return output
 
 
 def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
@@ -283,11 +289,9 @@ def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
     try:
         config = load_config(connection, home)
         with write(connection):
-            output, logs = _insert(connection, data, config, now=moment, auto=False)
+            output = _insert(connection, home, data, config, now=moment, auto=False)
     finally:
         connection.close()
-    for event, row, reason in logs:
-        _log(home, event, row, source="leash", reason=reason, now=moment)
     return output
 
 
@@ -353,7 +357,6 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
             f.severity == "critical" or (f.severity == "high" and record_high) or (f.severity == "medium"
                                                                                     and mediums >= 2))]
         recorded: dict[str, str] = {}
-        logs = []
         if to_record:
             if connection is None:
                 connection, owned = _open(home, moment), True
@@ -366,7 +369,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
                         context.setdefault("file_paths", ctx.files_to_change)
                     if ctx.commands:
                         context.setdefault("commands", ctx.commands)
-                    output, more = _insert(connection, {
+                    output = _insert(connection, home, {
                         "session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": f.halt_type,
                         "severity": f.severity, "condition_name": f.name,
                         "description": f.finding.description[:MAX_DESCRIPTION], "context": context,
@@ -374,9 +377,6 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
                         "previous_error": ctx.all_errors[-1] if ctx.all_errors else None,
                     }, config, now=moment, auto=True)
                     recorded[f.name] = output["halt_id"]
-                    logs += more
-        for event, row, reason in logs:
-            _log(home, event, row, source="leash", reason=reason, now=moment)
     except HaltInputError:
         raise
     except HaltStoreUnavailable as exc:
@@ -444,9 +444,9 @@ def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source:
             remaining = connection.execute(
                 "SELECT count(*) FROM halt_events WHERE session_id = ? AND acknowledged = 0",
                 (row["session_id"],)).fetchone()[0]
+            _log(connection, home, _LOG_EVENT[resolution], row, source=who, reason=notes or resolution, now=moment)
     finally:
         connection.close()
-    _log(home, _LOG_EVENT[resolution], row, source=who, reason=notes or resolution, now=moment)
     output = {"confirmed": True, "halt_id": halt_id, "acknowledged_at": stamp, "session_can_resume": state == "active"}
     warnings = []
     if resolution == "dismissed":
