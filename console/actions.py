@@ -361,7 +361,8 @@ def cmd_console(protocol, args) -> int:
     from core.tmux import Tmux
 
     try:
-        app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel)
+        app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
+                       read_only=getattr(args, "read_only", False))
     except KeymapError as exc:
         from console.cli import UsageError
 
@@ -379,7 +380,8 @@ def cmd_demo(protocol, args) -> int:
 def cmd_serve(protocol, args) -> int:
     from console.serve import serve
 
-    return serve(protocol.home, port=args.port, no_kennel=args.no_kennel)
+    return serve(protocol.home, port=args.port, read_only=args.read_only, no_kennel=args.no_kennel,
+                 token_file=args.token_file, max_clients=args.max_clients)
 
 
 def cmd_hook(protocol, args) -> int:

@@ -47,6 +47,7 @@ TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
+KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 
@@ -57,7 +58,7 @@ class LeashApp(App):
     COMMANDS = App.COMMANDS | {LeashCommands}
 
     def __init__(self, home=None, *, tmux=None, list_tmux=None, run_kennel: bool = True, watch: bool = True,
-                 clock=time.time, source: str | None = None, on_exit=None):
+                 clock=time.time, source: str | None = None, on_exit=None, read_only: bool = False):
         from core.config import load_config
         from core.home import ensure_home
         from core.stop import default_source
@@ -69,6 +70,8 @@ class LeashApp(App):
         self.tmux = tmux
         self.list_tmux = list_tmux or (tmux.list_sessions if tmux is not None else (lambda: []))
         self.want_kennel = run_kennel
+        self.read_only = read_only  # keys that change state only say so
+        self._unmounted = False
         self.want_watch = watch
         self.clock = clock
         self.source = source or default_source()
@@ -114,6 +117,7 @@ class LeashApp(App):
             self.start_kennel()
 
     def on_unmount(self) -> None:
+        self._unmounted = True  # the kennel's thread sees it even if it starts after this
         if self.kennel is not None:
             self.kennel.request_stop()
         if self.on_exit_callback is not None:
@@ -247,7 +251,7 @@ class LeashApp(App):
         from core.warrants.kennel import Kennel
 
         self.kennel = Kennel(self.home, tmux=self.tmux, handle_signals=False)
-        asyncio.run(self.kennel.run())
+        asyncio.run(_run_until(self.kennel, lambda: self._unmounted))
 
     # ------------------------------------------------------------ keys
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -271,7 +275,16 @@ class LeashApp(App):
             self.notify(f"Select a row in {panel} first.", severity="warning")
         return row
 
-    def run_operation(self, kind: str, row: dict | None) -> None:
+    def run_operation(self, kind: str, row: dict | None = None, *, panel: str | None = None) -> None:
+        """Confirm, then change state: the one path of every key and palette
+        entry that does. ``panel``: act on that panel's selected row."""
+        if self.read_only:
+            self.notify("read-only console", severity="warning")
+            return
+        if panel is not None:
+            row = self._selected(panel)
+            if row is None:
+                return
         try:
             operation = self._operation(kind, row)
         except Refusal as exc:
@@ -313,9 +326,7 @@ class LeashApp(App):
         self.call_from_thread(self.refresh_view)
 
     def _row_action(self, kind: str, panel: str) -> None:
-        row = self._selected(panel)
-        if row is not None:
-            self.run_operation(kind, row)
+        self.run_operation(kind, panel=panel)
 
     def action_stop(self) -> None:
         self._row_action("stop", "sessions")
@@ -397,3 +408,16 @@ class LeashApp(App):
             self.panel(self._filter_panel).set_filter("", self.clock())
             self.panel(self._filter_panel).table.focus()
             event.stop()
+
+
+async def _run_until(kennel, gone) -> None:
+    """Run ``kennel`` until ``gone()``: the console may leave before the
+    kennel has started, when ``request_stop`` would not reach it yet."""
+    import asyncio
+
+    running = asyncio.ensure_future(kennel.run())
+    while not running.done():
+        if gone():
+            kennel.request_stop()
+        await asyncio.wait([running], timeout=KENNEL_WATCH_SECONDS)
+    running.result()

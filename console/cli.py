@@ -68,11 +68,15 @@ def build_parser():
 
     p = sub.add_parser("console", parents=[common], help="the live dashboard (also: leash with no command)")
     p.add_argument("--no-kennel", action="store_true", help="do not run a kennel inside the console")
+    p.add_argument("--read-only", action="store_true", help="keys that would change state do nothing")
     p = sub.add_parser("demo", parents=[common], help="a throwaway fleet on a private tmux server, then the console")
     p.add_argument("--keep", action="store_true", help="keep the demo's home afterwards")
-    p = sub.add_parser("serve", parents=[common], help="the console in a browser, on 127.0.0.1 only")
-    p.add_argument("--port", type=_whole, default=8000)
-    p.add_argument("--no-kennel", action="store_true")
+    p = sub.add_parser("serve", parents=[common], help="the console in a browser, on 127.0.0.1 only, behind a token")
+    p.add_argument("--port", type=_whole, default=8000, help="port on 127.0.0.1 (0: any free one; default 8000)")
+    p.add_argument("--read-only", action="store_true", help="serve consoles whose keys change nothing")
+    p.add_argument("--token-file", metavar="FILE", help="the token to require (default $LEASH_HOME/serve.token)")
+    p.add_argument("--max-clients", type=_whole, default=4, metavar="N", help="consoles at once (default 4)")
+    p.add_argument("--no-kennel", action="store_true", help="do not run a kennel inside the served consoles")
 
     p = sub.add_parser("status", parents=[common], help="what is stopped, locked and seen")
     p.add_argument("--json", action="store_true", help="print the machine-readable snapshot")

@@ -140,14 +140,11 @@ def test_serve_listens_on_loopback_only(home):
     server = subprocess.Popen(leash_argv() + ["serve", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 15
-        page = None
-        while time.monotonic() < deadline and page is None:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read().decode()
-            except OSError:
-                time.sleep(0.2)
-        assert page is not None and "<html" in page.lower()
+        url = server.stdout.readline().decode().split()[3]  # the URL with its token, printed once
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # the token's cookie
+        page = opener.open(url, timeout=5).read().decode()
+        assert "<html" in page.lower()
         assert _listening_addresses(port) == {"127.0.0.1"}
     finally:
         server.terminate()
