@@ -6,11 +6,17 @@ itself (so ``rm -rf src/auth`` is caught by ``path:src/auth/**``).
 
 A relative pattern is matched against the file's path relative to the
 session's working directory; an absolute pattern against the absolute path.
+
+``subtree_may_match(pattern, directory, cwd)`` answers whether anything under
+a directory could match (``rm -rf src`` reaches ``path:src/auth/**``): every
+part of the directory matches the pattern's leading parts, or the pattern
+reaches ``**`` first; a directory above the cwd holds every relative match.
 """
 from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:
@@ -73,3 +79,32 @@ def check_glob(pattern: str) -> None:
         compile_glob(pattern)
     except re.error as exc:
         raise ValueError(f"path pattern {pattern!r} is not a valid glob ({exc})") from None
+
+
+@lru_cache(maxsize=512)
+def _part(pattern_part: str) -> re.Pattern[str]:
+    return compile_glob(pattern_part)
+
+
+def subtree_may_match(pattern: str, directory: str, cwd: str | None) -> bool:
+    """Could ``directory`` or anything under it match ``pattern``?"""
+    absolute, relative = path_candidates(directory, cwd)
+    if pattern.startswith("/"):
+        return _leading_parts_match(pattern, absolute)
+    if relative is None:  # outside the cwd: it holds every relative match when the cwd is under it
+        base = os.path.normpath(cwd or os.getcwd())
+        return base == absolute or base.startswith(absolute.rstrip("/") + "/")
+    return _leading_parts_match(pattern, relative)
+
+
+def _leading_parts_match(pattern: str, directory: str) -> bool:
+    parts = [p for p in directory.split("/") if p and p != "."]
+    wanted = [p for p in pattern.split("/") if p]
+    for index, part in enumerate(parts):
+        if index >= len(wanted):
+            return False
+        if wanted[index] == "**":
+            return True
+        if not _part(wanted[index]).match(part):
+            return False
+    return True

@@ -13,7 +13,13 @@ its rules read (all documented in the README):
   cannot be judged;
 * ``production_approved`` — the operator approved production changes;
 * ``new_information`` — the user gave new information (resets three strikes);
-* ``service_endpoints`` — ``{"<environment>": ["host:port", ...]}``.
+* ``service_endpoints`` — ``{"<environment>": ["host:port", ...]}``;
+* ``leash_home`` — the state home the tampering rule guards (default: the
+  resolved ``$LEASH_HOME``).
+
+In process, the gate also hands over the tool call it has already read
+(``data["_tool_call"]``, a ``core.toolcall.ToolCall``), so the command is read
+once; without it the commands are read here, with this process's environment.
 
 Invalid input raises ``HaltInputError`` with a one-line message.
 """
@@ -103,9 +109,16 @@ class CheckContext:
                 "has_rollback_plan": proposed.get("has_rollback_plan"),
             }
         self.proposed_changes = proposed
+        home = current.get("leash_home")
+        if home is not None and not isinstance(home, str):
+            raise HaltInputError("current_context.leash_home must be a string")
+        self.leash_home = home or None
         self.stored_attempts = stored_attempts
         self.stored_errors = list(stored_errors or [])
-        self._parsed = None
+        from core.toolcall import ToolCall
+
+        given = data.get("_tool_call")
+        self._call = given if isinstance(given, ToolCall) else None
 
     # ----------------------------------------------------------- derived
     def norm(self, path: str) -> str:
@@ -128,13 +141,24 @@ class CheckContext:
     def all_errors(self) -> list[str]:
         return self.stored_errors + [e for e in self.previous_errors if e not in self.stored_errors]
 
-    def simple_commands(self):
-        """Every simple command the commands would run (see core.halts.shell)."""
-        if self._parsed is None:
-            from core.halts.shell import simple_commands
+    def home(self) -> str:
+        if self.leash_home is None:
+            from core.home import resolve_home
 
-            self._parsed = [c for line in self.commands for c in simple_commands(line)]
-        return self._parsed
+            self.leash_home = resolve_home()
+        return self.leash_home
+
+    def tool_call(self):
+        """The commands as one ``ToolCall`` (``core.toolcall``), read once."""
+        if self._call is None:
+            from core.toolcall import read_commands
+
+            self._call = read_commands(self.commands, cwd=self.cwd, env=dict(os.environ), home=self.home())
+        return self._call
+
+    def simple_commands(self):
+        """Every simple command the commands would run (``core.shellread``)."""
+        return self.tool_call().commands
 
     def texts(self) -> list[str]:
         """Everything the agent is about to send out or write: commands and new edit text."""

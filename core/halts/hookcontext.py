@@ -27,6 +27,7 @@ from core.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
 MAX_WRITE_COMPARE = 256 * 1024
 ERROR_TEXT_KEPT = 2000
+TASK_TEXT_READ = 4096  # a task key is 300 characters; masking more of a huge command buys nothing
 
 
 def task_of(command: str) -> str:
@@ -34,7 +35,7 @@ def task_of(command: str) -> str:
     failure counter (stored, so it must never hold a secret)."""
     from core.halts.secrets import mask
 
-    return "bash: " + mask(" ".join(command.split()))[:300]
+    return "bash: " + mask(" ".join(command[:TASK_TEXT_READ].split()))[:300]
 
 
 def _absolute(path: str, cwd: str | None) -> str:
@@ -63,11 +64,17 @@ def _edits(tool: str, tool_input: dict, path: str) -> list[dict]:
 
 
 def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: str | None,
-                env: dict, files_read: list[str] | None) -> dict | None:
+                env: dict, files_read: list[str] | None, call=None, home: str | None = None) -> dict | None:
+    """``call``: the ``core.toolcall.ToolCall`` already read for this call
+    (handed to the rules as ``_tool_call``); ``home``: the state home."""
     if not isinstance(tool_input, dict):
         return None
     context: dict = {"cwd": cwd} if cwd else {}
+    if home:
+        context["leash_home"] = home
     data: dict = {"session_token": session_id, "current_context": context}
+    if call is not None:
+        data["_tool_call"] = call
     command = shell_command(tool, tool_input)
     if command is not None:
         context["operation"] = f"Bash: {command[:200]}"

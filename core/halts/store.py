@@ -97,6 +97,8 @@ DEFAULT_CONDITIONS = (
     ("unknown_errors", "execution", "medium", {}),
     ("data_exposure", "security", "high", {}),
     ("unknown_commands", "security", "medium", {}),
+    ("supervisor_tampering", "security", "critical",
+     {"supervisor_names": ["leash", "leashd", "kennel", "console.cli"]}),
 )
 
 _MIGRATION_1 = f"""
@@ -158,7 +160,8 @@ CREATE TABLE tracked_sessions (session_id TEXT PRIMARY KEY, since TEXT NOT NULL)
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
-MIGRATIONS = (_MIGRATION_1,)
+# Version 2 adds no table: it seeds the rows of conditions added since (supervisor_tampering).
+MIGRATIONS = (_MIGRATION_1, "")
 
 
 class HaltStoreUnavailable(Exception):
@@ -221,8 +224,7 @@ def _migrate(connection: sqlite3.Connection, now_iso: str | None) -> None:
                 for statement in script.split(";"):
                     if statement.strip():
                         connection.execute(statement)
-                if number == 1:
-                    _seed_defaults(connection, stamp)
+        _seed_defaults(connection, stamp)  # INSERT OR IGNORE: conditions added since an older version too
         connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         connection.execute("COMMIT")
     except BaseException:

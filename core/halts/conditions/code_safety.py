@@ -14,25 +14,30 @@ _ROOTISH = {"/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}", "$HOME/", "$HOME/*"
             "/var", "/bin", "/boot", "/lib", "/opt", "/root", "/srv", ".", "./", "*", "..", "../"}
 _PUBLIC_DEF = {
     ".py": lazy(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z][A-Za-z0-9_]*)", re.MULTILINE),
-    ".js": lazy(r"^\s*export\s+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)",
+    ".js": lazy(r"^[ \t]*export[ \t]+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+"
+                r"([A-Za-z_$][\w$]*)",
                       re.MULTILINE),
-    ".go": lazy(r"^func\s+(?:\([^)]*\)\s*)?([A-Z]\w*)", re.MULTILINE),
+    ".go": lazy(r"^func[ \t]+(?:\([^)\n]*\)[ \t]*)?([A-Z]\w*)", re.MULTILINE),
 }
 _PUBLIC_DEF.update({ext: _PUBLIC_DEF[".js"] for ext in (".ts", ".tsx", ".jsx", ".mjs", ".cjs")})
 _SCHEMA_BREAK = lazy(
     r"\b(?:DROP\s+(?:TABLE|COLUMN|SCHEMA|DATABASE|INDEX|VIEW)|TRUNCATE\s+(?:TABLE\s+)?\w|"
     r"ALTER\s+TABLE\s+\S+\s+(?:DROP|RENAME))", re.IGNORECASE)
-_FORK_BOMB = lazy(r"([A-Za-z_:][\w:]*)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
+# Anchored at the start of a name, so a long run of word characters is scanned once, not once per position.
+_FORK_BOMB = lazy(r"(?<![\w:])([A-Za-z_:][\w:]*)[ \t]*\([ \t]*\)[ \t]*\{[ \t]*\1[ \t]*\|[ \t]*\1[ \t]*&[ \t]*\}"
+                  r"[ \t]*;[ \t]*\1")
 
 
 def destroyed_targets(ctx) -> list[str]:
     """Commands that wipe a filesystem, a disk or a whole tree."""
     found = []
+    homes = {os.path.expanduser("~"), ctx.tool_call().env.get("HOME") or "/"}
     for command in ctx.simple_commands():
         argv, program = command.argv, command.program
         flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
         if program == "rm" and ("r" in flags.lower() or "--recursive" in argv) and \
-                (any(a in _ROOTISH for a in argv[1:]) or "--no-preserve-root" in argv):
+                (any(a in _ROOTISH for a in command.written[1:] + argv[1:]) or "--no-preserve-root" in argv
+                 or any(os.path.normpath(a) in homes for a in argv[1:] if a.startswith("/"))):
             found.append(" ".join(argv))
         elif program.startswith("mkfs") or program in ("wipefs", "mke2fs", "mkswap", "fdisk", "sfdisk", "parted"):
             found.append(" ".join(argv))
@@ -138,8 +143,11 @@ def no_rollback_plan(ctx, threshold):
     return None
 
 
-_PY_IMPORT = lazy(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))", re.MULTILINE)
-_JS_IMPORT = lazy(r"""(?:\bimport\s[^'"]*?from\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"](\.{1,2}/[^'"]+)['"]""")
+_PY_IMPORT = lazy(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w*, ()]+)|import[ \t]+([\w., ]+))",
+                  re.MULTILINE)
+# "from '<spec>'" ends every static import and re-export; each alternative starts at a keyword and
+# stops at the first quote, so the scan stays linear.
+_JS_IMPORT = lazy(r"""(?:\bfrom|\bimport\s*\(?|\brequire\s*\()[ \t]*['"](\.{1,2}/[^'"\n]+)['"]""")
 _JS_EXTENSIONS = ("", ".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", "/index.js", "/index.ts", "/index.tsx")
 
 

@@ -24,7 +24,7 @@ _CREDENTIAL = lazy(
     r"(?i)(?P<var>\b[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PROFILE|KUBECONFIG)[A-Z0-9_]*)"
     r"(?:=(?P<value>\S+))?"
     r"|--profile[= ](?P<profile>\S+)"
-    r"|(?P<file>(?:\S*/)?(?:\.env\.\w+|[\w.-]*credentials[\w.-]*|[\w.-]+\.(?:pem|key|p12|pfx|kubeconfig)))")
+    r"|(?P<file>(?<![^\s=\"'])[^\s=\"']*(?:\.env\.\w+|credentials[\w.-]*|\.(?:pem|key|p12|pfx|kubeconfig))(?![\w.-]))")
 # Variables whose value, not name, says which account is used.
 _SELECTORS = ("PROFILE", "KUBECONFIG", "CREDENTIALS")
 

@@ -10,6 +10,11 @@ from core.halts.conditions import Finding, condition
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_SIMILARITY = 0.8
 DEFAULT_CHAIN = 3
+# Errors are compared pairwise with difflib (quadratic in length), so only the
+# latest errors, and only their last characters (where the message usually
+# ends), are compared: the work per check is bounded whatever the input holds.
+ERRORS_COMPARED = 20
+ERROR_CHARS_COMPARED = 2000
 RESET_PHRASES = lazy(r"\b(?:try again|start over|retry from scratch|new approach)\b", re.IGNORECASE)
 # Phrases that tie one failure to the one before it.
 _CHAIN_LINKS = lazy(
@@ -60,6 +65,10 @@ def similarity(a: str, b: str) -> float:
     return SequenceMatcher(None, normalise_error(a), normalise_error(b), autojunk=False).ratio()
 
 
+def recent_errors(ctx) -> list[str]:
+    return [e[-ERROR_CHARS_COMPARED:] for e in ctx.all_errors[-ERRORS_COMPARED:]]
+
+
 def reset_requested(ctx) -> bool:
     return ctx.new_information or any(RESET_PHRASES.search(t) for t in ctx.user_instructions)
 
@@ -88,7 +97,7 @@ def repeated_errors(ctx, threshold):
     ``difflib`` ratio of the normalised messages (numbers, addresses, paths
     and ids replaced) at or above ``similarity_threshold`` (0.8)."""
     limit = threshold.get("similarity_threshold", DEFAULT_SIMILARITY)
-    errors = ctx.all_errors
+    errors = recent_errors(ctx)
     similar: list[str] = []
     for i, first in enumerate(errors):
         for second in errors[i + 1:]:
@@ -121,7 +130,7 @@ def cascading_failures(ctx, threshold):
     (similarity below the repeated-errors threshold) — every fix breaking
     something new."""
     limit = threshold.get("max_chain_length", DEFAULT_CHAIN)
-    length = chain_length(ctx.all_errors, DEFAULT_SIMILARITY)
+    length = chain_length(recent_errors(ctx), DEFAULT_SIMILARITY)
     if length < limit:
         return None
     return Finding(f"A chain of {length} failures, each causing or following the next")
@@ -137,7 +146,7 @@ def unknown_errors(ctx, threshold):
     (syntax, type, name, attribute, import, value, file, permission, network,
     HTTP, test, build, command, git, lock — patterns in
     ``core/halts/conditions/execution.py``)."""
-    errors = ctx.all_errors
+    errors = recent_errors(ctx)
     if not errors or error_category(errors[-1]) is not None:
         return None
     return Finding(f"Error not in known categories: {errors[-1][:200]}")

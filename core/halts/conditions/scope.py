@@ -20,6 +20,7 @@ _MARKER = lazy(r"(?<![\w?])(" + "|".join(re.escape(m) for m in sorted(HEDGES + P
                                                                                reverse=True)) + r")(?![\w?])",
                      re.IGNORECASE)
 DEFAULT_MIN_MARKERS = 2
+MAX_CONFLICTS_SHOWN = 20
 
 # Negations and antonym verbs used to find instruction pairs that cancel out.
 _NEGATIONS = ("do not", "don't", "dont", "never", "must not", "mustn't", "should not", "shouldn't", "cannot",
@@ -58,12 +59,21 @@ def polarity_and_core(instruction: str) -> tuple[bool, str]:
 
 
 def conflicting_pairs(instructions: list[str]) -> list[tuple[str, str]]:
-    parsed = [(text, *polarity_and_core(text)) for text in instructions]
+    """Instruction pairs with the same core and opposite polarity, found by
+    grouping on the core (linear, not every pair compared)."""
+    groups: dict[str, list[tuple[int, str, bool]]] = {}
+    for index, text in enumerate(instructions):
+        positive, core = polarity_and_core(text)
+        if core:
+            groups.setdefault(core, []).append((index, text, positive))
     pairs = []
-    for i, (first, positive_a, core_a) in enumerate(parsed):
-        for second, positive_b, core_b in parsed[i + 1:]:
-            if core_a and core_a == core_b and positive_a != positive_b:
-                pairs.append((first, second))
+    for members in groups.values():
+        positives = [m for m in members if m[2]]
+        negatives = [m for m in members if not m[2]]
+        for first, second in ((a, b) for a in positives for b in negatives):
+            pairs.append((first[1], second[1]) if first[0] < second[0] else (second[1], first[1]))
+            if len(pairs) >= MAX_CONFLICTS_SHOWN:
+                return pairs
     return pairs
 
 

@@ -13,11 +13,10 @@ SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", 
 _WORLD_WRITABLE = lazy(r"^(?:0?[0-7]?[0-7][0-7][2367]|[ugoa]*[ao][ugoa]*\+[rwxXst]*w[rwxXst]*)$")
 _SETUID = lazy(r"^(?:0?[2467][0-7]{3}|[ugoa]*\+[rwxX]*s[rwxX]*)$")
 _AS_ROOT = {"sudo", "doas", "pkexec", "runuser", "chroot"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish"}
+_DOWNLOADERS = {"curl", "wget"}
 _PRIVILEGE_PROGRAMS = {"su", "pkexec", "doas", "visudo", "setcap", "chpasswd", "passwd", "usermod", "useradd",
                        "groupadd", "gpasswd"}
-DEFAULT_SUPERVISOR_NAMES = ("leash",)
-# leash's own controls an agent must not use on itself.
-_LEASH_CONTROLS = {"resume", "release", "hands-off", "loop", "halts", "warrant", "doctor", "kennel"}
 _SENSITIVE_FILES = lazy(
     r"(?:^|/)(?:id_(?:rsa|dsa|ecdsa|ed25519)(?!\.pub)\b|[^/]*\.(?:pem|key|p12|pfx|keystore|jks)$|shadow$|gshadow$|"
     r"sudoers$|\.env(?:\.[\w-]+)?$|\.netrc$|\.pgpass$|\.git-credentials$|credentials(?:\.json)?$|"
@@ -77,20 +76,6 @@ def secrets_exposure(ctx, threshold):
     return Finding(f"Credentials would be exposed in commands or changes: {', '.join(kinds)}")
 
 
-def _supervisor_actions(command, names: tuple[str, ...]) -> str | None:
-    argv, program = command.argv, command.program
-    if program == "leash" and len(argv) > 1 and argv[1] in _LEASH_CONTROLS:
-        return f"{' '.join(argv[:3])} (an agent lifting its own leash)"
-    if program == "tmux" and any(a in ("kill-server", "kill-session") for a in argv[1:]):
-        return " ".join(argv)
-    if program in ("pkill", "killall", "systemctl", "service", "launchctl", "supervisorctl"):
-        targets = " ".join(argv[1:]).lower()
-        if any(re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", targets) for n in names + ("tmux",)):
-            if program != "systemctl" or any(a in argv for a in ("stop", "restart", "kill", "disable", "mask")):
-                return " ".join(argv)
-    return None
-
-
 @condition("privilege_escalation", "security", "critical")
 def privilege_escalation(ctx, threshold):
     """Fires when a command would run with more power than the agent has: it
@@ -100,11 +85,8 @@ def privilege_escalation(ctx, threshold):
     hands ownership to root (chown root); starts a privileged container
     (docker --privileged, --cap-add ALL/SYS_ADMIN, --pid=host, a mount of / or
     the docker socket); pipes a download into a shell run as root (curl ... |
-    sudo sh); or acts on its own supervisor — leash's controls (leash resume,
-    release, hands-off, halts, loop, warrant, doctor, kennel), tmux
-    kill-server/kill-session, or pkill/killall/systemctl stop of a name in the
-    threshold's ``supervisor_names`` (default: leash)."""
-    names = tuple(threshold.get("supervisor_names") or DEFAULT_SUPERVISOR_NAMES)
+    sudo sh, sudo bash -c "$(curl ...)"). Acting on leash itself is
+    ``supervisor_tampering``'s."""
     found: list[str] = []
     for command in ctx.simple_commands():
         argv, program = command.argv, command.program
@@ -131,17 +113,26 @@ def privilege_escalation(ctx, threshold):
                     or re.search(r"--(?:pid|userns)[= ]host", joined)
                     or re.search(r"(?:-v|--volume)[= ](?:/:|/var/run/docker\.sock)", joined)):
                 found.append(line)
-        else:
-            action = _supervisor_actions(command, names)
-            if action:
-                found.append(action)
-    for line in ctx.commands:
-        if ("curl" in line or "wget" in line) and re.search(r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo|doas)\s+(?:-\S+\s+)*(?:ba|z|da|k)?sh\b", line) or \
-                re.search(r"\b(?:sudo|doas)\s+(?:ba|z|da|k)?sh\b[^|]*(?:\$\(|<\()\s*(?:curl|wget)\b", line):
-            found.append(f"download piped into a root shell: {line.strip()[:120]}")
+    found += _downloads_run_as_root(ctx.tool_call())
     if not found:
         return None
     return Finding(f"Operation requires elevated permissions: {'; '.join(dict.fromkeys(found))}")
+
+
+def _downloads_run_as_root(call) -> list[str]:
+    """A download piped into a shell run as root, or fed to one from ``$(...)``/``<(...)``."""
+    found = []
+    downloads = {c.within for c in call.commands if c.program in _DOWNLOADERS and c.within}
+    for pipeline in call.pipelines():
+        for index, command in enumerate(pipeline):
+            as_root = command.program in _SHELLS and any(w in _AS_ROOT for w in command.via)
+            if not as_root:
+                continue
+            piped = any(c.program in _DOWNLOADERS for c in pipeline[:index])
+            if piped or any(ident in downloads for ident in command.feeds):
+                found.append(f"download piped into a root shell: {' '.join(command.via)} "
+                             f"{' '.join(command.argv)}"[:160])
+    return found
 
 
 def _remote_target(argv: list[str]) -> bool:
@@ -185,16 +176,25 @@ def data_exposure(ctx, threshold):
                 found.append(f"copy to a remote host: {line}")
         if program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone") and _PUBLIC_ACL.search(line):
             found.append(f"public access: {line}")
-    from core.halts.shell import pipelines
-
-    for line in ctx.commands:
-        for pipeline in pipelines(line):
-            programs = [c.program for c in pipeline]
-            if any(p in _DUMPERS for p in programs[:-1]) and any(p in _SENDERS for p in programs[1:]):
-                found.append(f"dump sent over the network: {line.strip()[:120]}")
+    found += _dumps_sent(ctx.tool_call())
     if not found:
         return None
     return Finding(f"Risk of exposing sensitive data: {'; '.join(dict.fromkeys(found))}")
+
+
+def _dumps_sent(call) -> list[str]:
+    """A database dump or the environment piped into a network command, or
+    handed to one through ``$(...)`` (``curl -d "$(env)" host``)."""
+    found = []
+    dumped = {c.within for c in call.commands if c.program in _DUMPERS and c.within}
+    for pipeline in call.pipelines():
+        programs = [c.program for c in pipeline]
+        if any(p in _DUMPERS for p in programs[:-1]) and any(p in _SENDERS for p in programs[1:]):
+            found.append("dump sent over the network: " + " | ".join(" ".join(c.argv)[:60] for c in pipeline))
+    for command in call.commands:
+        if command.program in _SENDERS and any(ident in dumped for ident in command.feeds):
+            found.append(f"dump sent over the network: {' '.join(command.argv)[:120]}")
+    return found
 
 
 @condition("unknown_commands", "security", "medium")
