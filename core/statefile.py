@@ -80,15 +80,8 @@ def read_state_bytes(path: str | os.PathLike) -> bytes | None:
         fd = open_state(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
+    with open(fd, "rb") as handle:
+        return handle.read()
 
 
 class StateCorrupt(Exception):
