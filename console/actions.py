@@ -181,7 +181,7 @@ def format_line(record: dict[str, Any]) -> str:
 def cmd_log(protocol, args) -> int:
     log = protocol.acklog
     if args.action == "verify":
-        report = log.verify()
+        report = log.verify(anchor=args.anchor)
         notes = []
         if report.torn_bytes:
             notes.append(f"torn tail of {report.torn_bytes} bytes skipped")

@@ -111,6 +111,8 @@ def build_parser():
     p.add_argument("--since", type=_since, help="only lines at or after this ISO-8601 time")
     p.add_argument("--json", action="store_true", help="print the stored JSON lines")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines as they arrive")
+    p.add_argument("--anchor", type=_anchor, metavar="SEQ:HASH",
+                   help="verify: a head kept outside the home (from [acklog] anchor_command)")
 
     p = sub.add_parser("doctor", parents=[common], help="check every state file; --repair mends them")
     p.add_argument("--repair", action="store_true")
@@ -158,6 +160,15 @@ def build_parser():
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
     p.add_argument("event", choices=["pre-tool-use", "post-tool-use", "stop"])
     return parser
+
+
+def _anchor(text: str) -> dict:
+    import argparse
+
+    seq, _, digest = text.partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise argparse.ArgumentTypeError(f"an anchor is SEQ:HASH (a line number and its 64-hex hash), got {text!r}")
+    return {"seq": int(seq), "hash": digest}
 
 
 def _hours(text: str) -> float:

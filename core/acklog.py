@@ -69,6 +69,7 @@ class ChainReport:
         self.problem = ""
         self.torn_bytes = 0
         self.torn_file_bytes = 0
+        self.hashes: dict[int, str] = {}  # seq -> hash of every intact line
 
     def __repr__(self) -> str:
         return (f"ChainReport(ok={self.ok}, lines={self.lines}, first_broken_line={self.first_broken_line}, "
@@ -101,6 +102,9 @@ class AckLog:
         clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
+        from core.halts.secrets import mask, mask_deep  # no line holds a secret, whoever wrote its text
+
+        source, reason, extra = mask(str(source)), mask(str(reason)), {k: mask_deep(v) for k, v in extra.items()}
         stamp = iso(now_seconds(now))
         stored: dict[str, object] = {}
 
@@ -242,8 +246,23 @@ class AckLog:
                 time.sleep(poll_seconds)
 
     # ------------------------------------------------------------ verifying
-    def verify(self) -> ChainReport:
-        """Walk the chain; the first line whose seq, prev or hash is wrong breaks it."""
+    def verify(self, *, anchor: dict[str, object] | None = None) -> ChainReport:
+        """Walk the chain; the first line whose seq, prev or hash is wrong breaks
+        it. Then hold the log against ``acklog.head`` and against ``anchor``
+        (a ``{"seq", "hash"}`` kept elsewhere): a log that lacks the line they
+        name was cut or deleted, one whose line differs was rewritten."""
+        report = self._verify_chain()
+        if report.ok:
+            stored = self.head.read()
+            for what, mark in (("acklog.head", stored), ("the anchor", anchor)):
+                problem = _against(mark, report, what)
+                if problem:
+                    report.ok, report.problem = False, problem
+                    report.first_broken_line = min(report.lines + 1, int(mark.get("seq", 0) or 0))
+                    break
+        return report
+
+    def _verify_chain(self) -> ChainReport:
         report = ChainReport(ok=True, lines=0)
         try:
             report.torn_file_bytes = os.stat(self.path + TORN_SUFFIX).st_size
@@ -267,7 +286,22 @@ class AckLog:
                 return report
             record = json.loads(raw)
             prev, seq = record["hash"], record["seq"] + 1
+            report.hashes[record["seq"]] = record["hash"]
         return report
+
+
+def _against(mark: dict[str, object] | None, report: "ChainReport", what: str) -> str:
+    """Why the verified log does not hold the line ``mark`` names ("" when it does)."""
+    if not mark or not isinstance(mark.get("seq"), int) or mark["seq"] <= 0:
+        return ""
+    seq = mark["seq"]
+    if not report.hashes:
+        return f"the log is empty or gone but {what} names line {seq} (deleted)"
+    if seq not in report.hashes:
+        return f"the log ends at line {max(report.hashes)} but {what} names line {seq} (cut)"
+    if report.hashes[seq] != mark.get("hash"):
+        return f"line {seq} is not the line {what} names (the log was rewritten and re-chained)"
+    return ""
 
 
 def _parse(raw: bytes) -> dict[str, object] | None:

@@ -67,6 +67,9 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
     yield from _check_registry(protocol, SESSIONS_NAME, repair, now)
     yield from _check_acklog(protocol, repair)
     yield from _check_halts(protocol, repair, now)
+    from core.storecheck import examine_halts
+
+    yield from examine_halts(protocol, repair=repair, now=now)
     yield from _check_halt_thresholds(protocol.home, repair, now)
     yield from _check_warrants(protocol, repair, now)
     yield from _check_leftovers(home, repair)

@@ -128,3 +128,66 @@ def _describe_stops(state: dict) -> str:
 
 def _describe_locks(state: dict) -> str:
     return f"{len(state)} active locks"
+
+
+def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+    """halts.db against the replay of its ack-log lines, and the derived
+    ``session_states`` table against the halts."""
+    from core.halts import ledger
+    from core.halts.store import DB_NAME, exists, open_store, write
+
+    home = protocol.home
+    try:
+        logged = ledger.log_head(home) is not None
+    except HeadMismatch as exc:
+        yield Finding("fail", DB_NAME, f"cannot be checked against the log: {exc}")
+        return
+    if not logged and not exists(home):
+        return
+    try:
+        connection = open_store(home, create=True)
+    except Exception as exc:  # noqa: BLE001 - the integrity check reports an unreadable database
+        yield Finding("fail", DB_NAME, f"cannot be compared with the ack log ({exc})")
+        return
+    try:
+        problems = ledger.differences(connection, home)
+        if not ledger.in_step(connection, home):
+            problems.insert(0, "out of step with the ack log")
+        states = _stale_session_states(connection)
+        if not problems and not states:
+            yield Finding("ok", DB_NAME, "agrees with the ack log")
+            return
+        said = "; ".join((problems + states)[:5]) + (" ..." if len(problems + states) > 5 else "")
+        if not repair:
+            yield Finding("fail", DB_NAME, f"{said} (leash doctor --repair restores the ack log's truth)")
+            return
+        changed = ledger.rebuild(connection, home, now=now_seconds(now), problem="differed from the ack log",
+                                 force=True)
+        with write(connection):
+            from core.halts.api import _refresh_state
+            from core.clock import iso
+
+            for session_id in _sessions(connection):
+                _refresh_state(connection, session_id, iso(now_seconds(now)))
+        yield Finding("fixed", DB_NAME, f"{said}; {changed} halts restored from the ack log")
+    except HeadMismatch as exc:
+        yield Finding("fail", DB_NAME, str(exc))
+    finally:
+        connection.close()
+
+
+def _sessions(connection) -> set[str]:
+    rows = connection.execute("SELECT session_id FROM halt_events UNION SELECT session_id FROM session_states")
+    return {row[0] for row in rows}
+
+
+def _stale_session_states(connection) -> list[str]:
+    from core.halts.api import _state_of
+
+    stored = dict(connection.execute("SELECT session_id, state FROM session_states").fetchall())
+    found = []
+    for session_id in _sessions(connection):
+        truth = _state_of(connection, session_id)
+        if stored.get(session_id, "active") != truth:
+            found.append(f"session {session_id} shows {stored.get(session_id, 'active')} but its halts make it {truth}")
+    return found
