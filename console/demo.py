@@ -75,7 +75,9 @@ def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
 
 def write_agents(home) -> dict[str, str]:
     directory = os.path.join(home, "demo-agents")
-    os.makedirs(directory, exist_ok=True)
+    from core.home import private_dir
+
+    private_dir(directory)
     paths = {}
     for name, body in AGENT_SCRIPTS.items():
         paths[name] = os.path.join(directory, f"{name}.py")
