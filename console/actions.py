@@ -34,6 +34,10 @@ def run(args) -> int:
     try:
         protocol = StopProtocol(getattr(args, "home", None))
     except UnsafeHome as exc:
+        if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
+            from core.hooks import run as run_hook
+
+            return run_hook(args.event, home=getattr(args, "home", None))
         if args.command != "doctor":  # doctor alone looks at an unsafe home, to report and mend it
             raise UsageError(str(exc)) from None
         protocol = resolve_home(getattr(args, "home", None))
