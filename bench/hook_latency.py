@@ -81,6 +81,11 @@ def main() -> None:
                                           "new_string": "return 2"}, "cwd": home}).encode()
         measure("Edit, halts.db in use", hook, edit, env)
 
+        big = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "echo " + "x" * (1 << 20)}, "cwd": home}).encode()
+        measure("Bash, 1 MiB command", hook, big, env)
+        measure_past_sessions(leash, payload, env)
+
         trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "console.cli", "hook", "pre-tool-use"],
                                input=payload, env=env, capture_output=True, cwd=ROOT)
         stdlib = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
@@ -92,6 +97,24 @@ def main() -> None:
         print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
         print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
         print(f"other third-party packages imported: {', '.join(third) or 'none'}")
+
+
+def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
+    """A home whose sessions.json holds 100,000 sessions last seen weeks ago:
+    the first write forgets them, and every later call reads a small file."""
+    from core.clock import iso
+
+    with tempfile.TemporaryDirectory() as home:
+        old = iso(time.time() - 30 * 86400)
+        past = {f"past-{n}": {"tmux_session": "", "tmux_session_id": "", "tmux_pane": "", "entity": "",
+                              "cwd": "/", "last_seen": old, "last_tool": "Bash"} for n in range(100_000)}
+        Path(home, "sessions.json").write_text(json.dumps(past))
+        os.chmod(home, 0o700)
+        local = dict(env, LEASH_HOME=home)
+        first = timed(leash + ["hook", "pre-tool-use"], payload, local)
+        print(f"100,000 past sessions: first call {first * 1000:.0f} ms (forgets them); "
+              f"sessions.json now {Path(home, 'sessions.json').stat().st_size} bytes")
+        measure("Bash, after 100k past", leash + ["hook", "pre-tool-use"], payload, local)
 
 
 def _third_party(top: str, stdlib: set[str]) -> bool:
