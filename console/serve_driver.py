@@ -31,8 +31,8 @@ class ServedDriver(WebDriver):
     _leaving = False
 
     def start_application_mode(self) -> None:
+        loop = self._leave_loop = asyncio.get_running_loop()  # before the input thread starts
         super().start_application_mode()
-        loop = self._leave_loop = asyncio.get_running_loop()
         for signal_number in (signal.SIGTERM, signal.SIGHUP):   # replaces the web driver's own
             loop.add_signal_handler(signal_number, self.leave)
 

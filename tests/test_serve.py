@@ -232,7 +232,9 @@ async def test_console_draws_and_a_quick_leaver_takes_it_along(serve):
         async with served.ws(session) as ws:  # leaves at once, before the console is up
             quick = await console_started(served)
         assert not await gone_within({quick}, LEAVE_SECONDS), "a console outlived its client"
-        async with served.ws(session) as ws:
+        async with session.get(served.base, params={"token": served.token}) as response:
+            assert response.status == 200  # the page; from here on the cookie speaks for the browser
+        async with served.ws(session, token=False) as ws:
             drawn = await console_started(served)
             await ws.send_json(["resize", {"width": 120, "height": 40}])
             await read_until(ws, DRAWN)
