@@ -179,8 +179,14 @@ def test_a_dog_state_of_the_wrong_shape_is_quarantined(home, tmux):
     queue = WarrantQueue(home)
     queue.ensure_dirs()
     write_json(queue.active_path("w-20260101T000000Z-shapes"), {"id": "w-20260101T000000Z-shapes"})
+    warrant = {"id": "w-20260101T000000Z-states", "target": "x", "target_id": None, "reason": "r",
+               "requester": "ops", "filed_at": "2026-01-01T00:00:00Z"}
+    write_json(queue.active_path(warrant["id"]), {"id": warrant["id"], "warrant": warrant, "state": "sleeping"})
+    write_json(queue.pending_path("w-20260101T000000Z-misfiled"), dict(warrant))  # its id is not its name
     assert run_kennel_within(home, tmux, timeouts=FAST) == {}
     assert [n for n in os.listdir(queue.active_dir) if n.endswith(".json")] == []
+    assert [n for n in os.listdir(queue.pending_dir) if n.endswith(".json")] == []
+    assert len(queue.quarantined()) == 3
 
 
 # ------------------------------------------------------------------ renames

@@ -19,8 +19,8 @@ Before a kill the dog checks hands-off against the name filed, the session's
 name now and its id (and the agent sessions and entities inside it): a locked
 target is left alive, outcome ``blocked_hands_off``, and the operator is told
 through the ack log. The dog never kills while the locks cannot be read: a
-check that raises is tried again ``HANDS_OFF_ATTEMPTS`` times, ``poll_seconds``
-apart, and then ends in ``blocked_hands_off`` naming the error. The
+check that raises is tried up to ``HANDS_OFF_ATTEMPTS`` times, ``poll_seconds``
+apart, and then the warrant ends ``blocked_hands_off`` naming the error. The
 pane's last 200 lines are kept as ``final_screen``. The kill is verified; a
 session that survives it is outcome ``failed``. An operator's pardon (a
 ``<id>.pardon`` request) is honoured at the next poll, in any state before the

@@ -18,6 +18,7 @@ from core.statefile import StateCorrupt, read_json
 MAX_TARGET_LENGTH = 128
 RECORD_PREFIX = "w-"
 RECORD_SUFFIX = ".json"
+DOG_STATES = ("received", "interrogating", "evaluating", "pardoned", "executing", "complete")
 
 UNOPENABLE = "cannot be opened"
 
@@ -56,8 +57,8 @@ def dog_problem(state, name: str) -> str | None:
         return f"expected a JSON object, found {type(state).__name__}"
     if state.get("id") != name[:-len(RECORD_SUFFIX)]:
         return f"its id {state.get('id')!r} is not its file name"
-    if not isinstance(state.get("state"), str):
-        return "it has no state"
+    if state.get("state") not in DOG_STATES:
+        return f"its state {state.get('state')!r} is not one of {', '.join(DOG_STATES)}"
     warrant = state.get("warrant")
     return "its warrant: " + problem if (problem := warrant_problem(warrant, name)) else None
 
