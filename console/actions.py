@@ -118,7 +118,8 @@ def cmd_resume(protocol, args) -> int:
 def cmd_hands_off(protocol, args) -> int:
     lock = protocol.hands_off(args.entity, hours=args.hours, reason=args.reason, source=args.source,
                               session_id=args.session)
-    _out(f"{args.entity} is hands-off until {lock['expires_at']}")
+    kept = " (it was already locked longer; the later expiry is kept)" if lock.get("kept_longer") else ""
+    _out(f"{args.entity} is hands-off until {lock['expires_at']}{kept}")
     return 0
 
 

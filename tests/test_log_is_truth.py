@@ -173,3 +173,14 @@ def test_the_anchor_command_is_handed_every_head(home, tmp_path):
         time.sleep(0.02)
     assert json.loads(target.read_text().splitlines()[0]) == {"seq": 1, "hash": AckLog(home).tail(1)[0]["hash"]}
     assert line["stopped_at"]
+
+
+def test_hands_off_never_shortens_a_lock_and_bad_patterns_are_refused(home, cli, tmp_path):
+    assert cli("hands-off", "ezra", "--hours", "8").code == 0
+    shorter = cli("hands-off", "ezra", "--hours", "1")
+    assert shorter.code == 0 and "later expiry is kept" in shorter.out
+    lock = StopProtocol(home).hands_off_registry.lock_of("ezra")
+    assert lock["expires_at"] == json.loads(cli("status", "--json").out)["hands_off"][0]["expires_at"]
+    bad = cli("hands-off", "path:src/[]x")
+    assert bad.code == 2 and "not a valid glob" in bad.err
+    assert Gate(home).check("anyone", "Edit", {"file_path": "src/app.py"}, cwd=str(tmp_path)).allow
