@@ -30,14 +30,15 @@ ALL_CONDITIONS = {
 DEFAULTS = {name: (halt_type, severity, threshold) for name, halt_type, severity, threshold in DEFAULT_CONDITIONS}
 SEED_ERRORS = ["TypeError: Cannot read property 'x' of null", "TypeError: Cannot read property 'x' of undefined"]
 
-# Credential-shaped test data, built from parts.
+# Credential-shaped test data, built from parts, in the shapes of gitleaks' rules.
 AWS_KEY = "AK" + "IA" + "QWERTYUIOPASDFGH"
 GITHUB_TOKEN = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"
 GITLAB_TOKEN = "gl" + "pat-" + "Zx8Cv7Bn6Mq5Wr4Et3Yu"
-SLACK_TOKEN = "xo" + "xb-" + "123456789012-AbCdEfGhIjKlMnOp"
-OPENAI_KEY = "sk" + "-proj-" + "Abc123Def456Ghi789Jkl012Mno345"
-ANTHROPIC_KEY = "sk" + "-ant-" + "api03-Qwe123Rty456Uio789Pas012"
-PRIVATE_KEY_BODY = "MIIEowIBAAKCAQEAq7BFUpkGp3Ynm1fake0nly4testsAbCdEfGh"
+SLACK_TOKEN = "xo" + "xb-" + "123456789012-4567890123456-AbCdEfGhIjKlMnOpQrStUvWx"
+OPENAI_KEY = "sk" + "-" + "Abc123Def456Ghi789Jk" + "T3Blbk" + "FJ" + "Lm012Nop345Qrs678Tuv"
+ANTHROPIC_KEY = ("sk" + "-ant-" + "api03-" + "Qwe123Rty456Uio789Pas012Dfg345Hjk678Lzx901Cvb234Nmq567"
+                 + "Wer890Tyu123Iop456Asd789Fgh012Jkl345Zxc" + "AA")
+PRIVATE_KEY_BODY = "MIIEowIBAAKCAQEAq7BFUpkGp3Ynm1fake0nly4testsAbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 PRIVATE_KEY = ("-----BEGIN RSA " + "PRIVATE KEY-----\n" + PRIVATE_KEY_BODY + "\n-----END RSA " + "PRIVATE KEY-----")
 URL_PASSWORD = "hunter2Secret"
 URL_WITH_CREDENTIALS = "https://deploy:" + URL_PASSWORD + "@db.example.com/app"
@@ -46,19 +47,19 @@ JWT = "ey" + "JhbGciOiJIUzI1NiJ9." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJS
 
 # (kind, text, the secret bytes that must disappear)
 SECRET_CASES = [
-    ("aws_access_key_id", f"export AWS_ACCESS_KEY_ID={AWS_KEY}", AWS_KEY),
-    ("github_token", f"git clone https://github.com/o/r.git --config token {GITHUB_TOKEN}", GITHUB_TOKEN),
-    ("gitlab_token", f"curl -H 'PRIVATE-TOKEN: {GITLAB_TOKEN}' https://gitlab.example.com/api/v4/projects",
+    ("aws-access-token", f"export AWS_ACCESS_KEY_ID={AWS_KEY}", AWS_KEY),
+    ("github-pat", f"git clone https://github.com/o/r.git --config token {GITHUB_TOKEN}", GITHUB_TOKEN),
+    ("gitlab-pat", f"curl -H 'PRIVATE-TOKEN: {GITLAB_TOKEN}' https://gitlab.example.com/api/v4/projects",
      GITLAB_TOKEN),
-    ("slack_token", f"curl -H 'Authorization: Bearer {SLACK_TOKEN}' https://slack.com/api/chat.postMessage",
+    ("slack-bot-token", f"curl -H 'Authorization: Bearer {SLACK_TOKEN}' https://slack.com/api/chat.postMessage",
      SLACK_TOKEN),
-    ("openai_api_key", f"curl -H 'Authorization: Bearer {OPENAI_KEY}' https://api.openai.com/v1/models",
+    ("openai-api-key", f"curl -H 'Authorization: Bearer {OPENAI_KEY}' https://api.openai.com/v1/models",
      OPENAI_KEY),
-    ("anthropic_api_key", f"curl -H 'x-api-key: {ANTHROPIC_KEY}' https://api.anthropic.com/v1/messages",
+    ("anthropic-api-key", f"curl -H 'x-api-key: {ANTHROPIC_KEY}' https://api.anthropic.com/v1/messages",
      ANTHROPIC_KEY),
-    ("private_key", f"printf '%s' '{PRIVATE_KEY}' > deploy_key", PRIVATE_KEY_BODY),
-    ("url_credentials", f"psql {URL_WITH_CREDENTIALS}", URL_PASSWORD),
-    ("password_assignment", f"DB_PASSWORD={DB_PASSWORD} ./manage.py migrate", DB_PASSWORD),
+    ("private-key", f"printf '%s' '{PRIVATE_KEY}' > deploy_key", PRIVATE_KEY_BODY),
+    ("url-credentials", f"psql {URL_WITH_CREDENTIALS}", URL_PASSWORD),
+    ("password-assignment", f"DB_PASSWORD={DB_PASSWORD} ./manage.py migrate", DB_PASSWORD),
     ("jwt", f"curl -H 'Authorization: Bearer {JWT}' http://api.internal/me", JWT),
 ]
 
@@ -176,7 +177,7 @@ TABLE = [
      "Error not in known categories: frobnicator exploded", None),
     ("unknown_errors", seed(previous_errors=["ModuleNotFoundError: No module named x"]), None, False, "", None),
     # secrets_exposure
-    ("secrets_exposure", seed(commands=[f"export AWS_ACCESS_KEY_ID={AWS_KEY}"]), None, True, "aws_access_key_id",
+    ("secrets_exposure", seed(commands=[f"export AWS_ACCESS_KEY_ID={AWS_KEY}"]), None, True, "aws-access-token",
      None),
     ("secrets_exposure", seed(commands=["export DB_PASSWORD=$PASSWORD"]), None, False, "", None),
     # privilege_escalation

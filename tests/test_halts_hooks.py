@@ -170,7 +170,7 @@ def test_a_secret_in_a_command_is_denied_and_masked(leash_proc, work, home):
         rows = connection.execute("SELECT description, context, previous_error FROM halt_events").fetchall()
     finally:
         connection.close()
-    assert rows and "[REDACTED:github_token]" in rows[0][1]
+    assert rows and "[REDACTED:github-pat]" in rows[0][1]
     assert all(GITHUB_TOKEN not in str(value) for row in rows for value in row)
     log = os.path.join(home, "stop_ack_log.jsonl")
     assert not os.path.exists(log) or GITHUB_TOKEN.encode() not in open(log, "rb").read()

@@ -1,108 +1,284 @@
-"""Secret patterns: find them (``secrets_exposure``) and mask them before storage.
+"""Secrets: find them (``secrets_exposure``) and mask them before anything is stored.
 
-A curated, deterministic list — each pattern is a known credential format or
-an assignment that names itself a secret. ``mask`` replaces every match with
-``[REDACTED:<kind>]`` so the secret's bytes never reach halts.db or the ack
-log; ``mask_deep`` does it for every string inside a JSON-shaped value.
+The rules are gitleaks' default ruleset, generated as data into
+``core/halts/gitleaks_rules.py`` by ``contrib/gitleaks/generate.py``, plus a
+small hand table of what gitleaks lacks (``PGPASSWORD=``, ``password=``-style
+assignments, credentials in URLs, AWS key ids outside base32, private key
+blocks of any length). A finding
+follows gitleaks: the rule's regex matches, its secret (the secret group, else
+the first non-empty group) is above the rule's entropy, and no allowlist
+(gitleaks' global one, the rule's own, leash's placeholders such as
+``$PASSWORD`` or ``<your-key>``) excuses it.
 
-Values that are clearly references, not secrets (``$PASSWORD``,
-``${TOKEN}``, ``<your-key>``, ``****``), are left alone.
+Cost, for a hook that runs on every tool call:
+* nothing is compiled at import; the rule data is imported on the first scan
+  of a non-empty text, and a rule's regex is compiled the first time it runs;
+* a rule runs only where one of its keywords occurs in the lowercased text
+  (one pass finds them: ``in`` checks for a short text, one combined regex for
+  a long one);
+* every rule sees at most ``WINDOW`` characters at once: a longer text is
+  scanned in windows of that size, each overlapping the next by ``OVERLAP``,
+  so a regex's backtracking is bounded by the window and the total work grows
+  linearly with the text. A secret up to ``OVERLAP`` characters long always
+  lies whole in some window; a longer one (other than a private key block,
+  which is found without windows) may be seen only in part, or not at all.
+
+``mask`` replaces each secret with ``[REDACTED:<rule id>]``; overlapping
+findings merge, so a secret is never left half shown. It never fails on a
+string: anything not a string is returned as it is.
 """
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_left
 
 from core.halts.lazy_re import lazy
 
-# kind, pattern, the group holding the secret (0: the whole match), and a
-# cheap test that must pass before the pattern is worth compiling and running.
-_PATTERNS: tuple[tuple[str, str, int], ...] = (
-    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", 0),
-    ("aws_access_key_id", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[0-9A-Z]{16}\b", 0),
-    ("aws_secret_access_key", r"(?i)\baws_?secret_?access_?key\b\s*[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b", 1),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0),
-    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", 0),
-    ("anthropic_api_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
-    ("openai_api_key", r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0),
-    ("stripe_key", r"\b[rs]k_live_[0-9A-Za-z]{20,}\b", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
-    ("url_credentials", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:([^\s@/'\"]+)@", 1),
-    ("password_assignment",
-     r"(?i)(?:\b|_)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
-     r"|private[_-]?key)\b[\"']?\s*[=:]\s*([\"']?)(?![$<*{%])([^\s\"'&;|]{4,})\1", 2),
+WINDOW = 8192          # characters a rule's regex sees at once
+OVERLAP = 2048         # shared by consecutive windows: the longest secret always seen whole
+SMALL_TEXT = 16384     # up to this length keywords are found with `in` checks, no regex to compile
+REDACTED = "[REDACTED:{}]"
+# Rules that find a secret by what surrounds it; where one overlaps a rule that
+# knows the secret's own shape, the mask is named after the latter.
+CONTEXT_RULES = frozenset({"generic-api-key", "curl-auth-header", "curl-auth-user", "password-assignment",
+                           "aws-access-key-id"})
+
+# Leash's own rules, in the generated rules' shape: (id, description, regex,
+# secret group, keywords, entropy, allowlists, lead).
+HAND_RULES: tuple[tuple, ...] = (
+    ("pgpassword", "A PostgreSQL password in PGPASSWORD.",
+     r"(?i:\bPGPASSWORD\b[\"']?\s*[=:]\s*([\"']?)(?![$<*{%])([^\s\"'&;|]{1,200})\1)", 2, ("pgpassword",), 0.0, (), 0),
+    ("password-assignment", "A password, secret, API key or token assigned a literal value.",
+     r"(?i:(?:\b|_)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
+     r"|private[_-]?key)\b[\"']?\s*[=:]\s*([\"']?)(?![$<*{%])([^\s\"'&;|]{4,200})\1)", 2,
+     ("api", "passw", "private", "pwd", "secret", "token"), 0.0, (), 0),
+    ("aws-access-key-id", "An AWS access key id with any of the 16 characters IAM allows (gitleaks takes base32 only).",
+     r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16})\b", 1,
+     ("a3t", "abia", "acca", "agpa", "aida", "aipa", "akia", "anpa", "anva", "aroa", "asia"), 3.0,
+     (("secret", (r".+EXAMPLE$",), ()),), 0),
+    ("url-credentials", "A password inside a URL (scheme://user:password@host).",
+     r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{1,200}:([^\s@/'\"]{1,200})@", 1, ("://",), 0.0, (), 0),
 )
-_HINTS = {
-    "private_key": lambda t, low: "PRIVATE KEY" in t,
-    "aws_access_key_id": lambda t, low: any(p in t for p in ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA",
-                                                             "ANVA")),
-    "aws_secret_access_key": lambda t, low: "aws" in low and "secret" in low,
-    "github_token": lambda t, low: "gh" in t or "github_pat_" in t,
-    "gitlab_token": lambda t, low: "glpat-" in t,
-    "slack_token": lambda t, low: "xox" in t,
-    "slack_webhook": lambda t, low: "hooks.slack.com" in t,
-    "anthropic_api_key": lambda t, low: "sk-ant-" in t,
-    "openai_api_key": lambda t, low: "sk-" in t,
-    "google_api_key": lambda t, low: "AIza" in t,
-    "stripe_key": lambda t, low: "_live_" in t,
-    "jwt": lambda t, low: "eyJ" in t,
-    "url_credentials": lambda t, low: "://" in t and "@" in t,
-    "password_assignment": lambda t, low: any(w in low for w in ("pass", "pwd", "secret", "key", "token")),
-}
-_COMPILED: list[tuple[str, re.Pattern[str], int]] | None = None
-_PLACEHOLDERS = lazy(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
-                           re.IGNORECASE)
+PLACEHOLDER = lazy(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
+                   re.IGNORECASE)
+PRIVATE_KEY_ID = "private-key"
+PRIVATE_KEY_BEGIN = lazy(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.IGNORECASE)
+PRIVATE_KEY_END = lazy(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.IGNORECASE)
 
 
-def _compiled() -> list[tuple[str, re.Pattern[str], int]]:
-    global _COMPILED
-    if _COMPILED is None:
-        _COMPILED = [(kind, lazy(pattern), group) for kind, pattern, group in _PATTERNS]
-    return _COMPILED
+class _Rule:
+    """One rule, its regexes compiled on first use."""
+
+    __slots__ = ("id", "regex", "group", "entropy", "allowlists", "lead")
+
+    def __init__(self, rule_id, regex, group, entropy, allowlists, lead):
+        self.id, self.group, self.entropy, self.lead = rule_id, group, entropy, lead
+        self.regex = lazy(regex, re.ASCII)
+        self.allowlists = tuple((target, tuple(lazy(r, re.ASCII) for r in regexes), stopwords)
+                                for target, regexes, stopwords in allowlists)
 
 
-def _is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDERS.match(value)) or value.startswith("[REDACTED")
+class _Ruleset:
+    """Every rule, indexed by keyword; built on the first scan."""
+
+    def __init__(self):
+        from core.halts import gitleaks_rules
+
+        self.version = gitleaks_rules.GITLEAKS_VERSION
+        rows = gitleaks_rules.RULES + HAND_RULES
+        self.rules = [_Rule(r[0], r[2], r[3], r[5], r[6], r[7]) for r in rows]
+        self.by_keyword: dict[str, list[int]] = {}
+        for index, row in enumerate(rows):
+            for keyword in row[4]:
+                self.by_keyword.setdefault(keyword, []).append(index)
+        self.keywords = tuple(sorted(self.by_keyword))
+        self._implied: dict[str, tuple[str, ...]] = {}
+        target, regexes, stopwords = gitleaks_rules.GLOBAL_ALLOWLIST
+        self.global_allowlist = (target, tuple(lazy(r, re.ASCII) for r in regexes), stopwords)
+        self._keyword_regex = None
+
+    def keyword_regex(self) -> re.Pattern[str]:
+        """Every keyword occurrence, overlapping ones included, in one pass."""
+        if self._keyword_regex is None:
+            alternation = "|".join(re.escape(k) for k in sorted(self.keywords, key=len, reverse=True))
+            self._keyword_regex = re.compile(f"(?=({alternation}))")
+        return self._keyword_regex
+
+    def implied(self, keyword: str) -> tuple[str, ...]:
+        """The keywords inside ``keyword`` ("key" holds "ey"): the combined
+        regex reports the longest keyword at a position, never the ones in it."""
+        if keyword not in self._implied:
+            self._implied[keyword] = tuple(k for k in self.keywords if k in keyword)
+        return self._implied[keyword]
+
+    def rules_for(self, found: set[str]) -> list[int]:
+        return sorted({i for keyword in found for i in self.by_keyword[keyword]})
+
+
+_RULESET: _Ruleset | None = None
+
+
+def ruleset() -> _Ruleset:
+    global _RULESET
+    if _RULESET is None:
+        _RULESET = _Ruleset()
+    return _RULESET
+
+
+def rule_count() -> int:
+    """How many rules run (gitleaks' and leash's own)."""
+    return len(ruleset().rules)
+
+
+# ------------------------------------------------------------------ finding
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    return -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
+
+
+def _allowed(allowlist, secret: str, targets: dict[str, str]) -> bool:
+    target, regexes, stopwords = allowlist
+    text = targets[target] if target in targets else targets["secret"]
+    if any(regex.search(text) for regex in regexes):
+        return True
+    low = secret.lower()
+    return any(word in low for word in stopwords)
+
+
+def _match_targets(rule: _Rule, text: str, match: re.Match[str], start: int, end: int) -> dict[str, str]:
+    """What "match" and "line" allowlists read: the match (with the identifier
+    characters gitleaks' lazy prefix would have taken) and its line."""
+    begin = match.start()
+    floor = max(start, begin - rule.lead)
+    while begin > floor and (text[begin - 1].isalnum() or text[begin - 1] in "_.-"):
+        begin -= 1
+    line_start = max(start, text.rfind("\n", start, match.start()) + 1)
+    line_end = text.find("\n", match.end(), end)
+    return {"match": text[begin:match.end()], "line": text[line_start:end if line_end < 0 else line_end]}
+
+
+def _secret_span(rule: _Rule, match: re.Match[str]) -> tuple[int, int] | None:
+    if rule.group:
+        span = match.span(rule.group)
+        return span if span[0] >= 0 else match.span()
+    for index in range(1, (match.re.groups or 0) + 1):
+        if match.group(index):
+            return match.span(index)
+    return match.span()
+
+
+def _is_finding(ruleset_: _Ruleset, rule: _Rule, text: str, match, span, start: int, end: int) -> bool:
+    secret = text[span[0]:span[1]]
+    if not secret or secret.startswith("[REDACTED") or PLACEHOLDER.match(secret):
+        return False
+    if rule.entropy and _entropy(secret) <= rule.entropy:
+        return False
+    if _allowed(ruleset_.global_allowlist, secret, {"secret": secret}):
+        return False
+    if rule.allowlists:
+        targets = {"secret": secret, **_match_targets(rule, text, match, start, end)}
+        if any(_allowed(allowlist, secret, targets) for allowlist in rule.allowlists):
+            return False
+    return True
+
+
+def _windows(length: int):
+    start = 0
+    while True:
+        end = min(length, start + WINDOW)
+        yield start, end
+        if end == length:
+            return
+        start = end - OVERLAP
+
+
+def _keywords_in(ruleset_: _Ruleset, low: str, start: int, end: int, whole: bool) -> set[str]:
+    if whole:
+        return {k for k in ruleset_.keywords if k in low}
+    return {k for longest in set(ruleset_.keyword_regex().findall(low, start, end)) for k in ruleset_.implied(longest)}
+
+
+def _private_key_blocks(text: str, low: str) -> list[tuple[int, int, str]]:
+    """Each private key block, from BEGIN to its END (or the end of the text),
+    found without windows: a 4096-bit key is longer than ``OVERLAP``."""
+    if "private key" not in low:
+        return []
+    ends = [m.end() for m in PRIVATE_KEY_END.finditer(text)]
+    spans, covered = [], 0
+    for begin in PRIVATE_KEY_BEGIN.finditer(text):
+        if begin.start() < covered:
+            continue
+        after = bisect_left(ends, begin.end() + 1)
+        covered = ends[after] if after < len(ends) else len(text)
+        spans.append((begin.start(), covered, PRIVATE_KEY_ID))
+    return spans
+
+
+def scan(text: str) -> list[tuple[int, int, str]]:
+    """Every secret in ``text``: (start, end, rule id), sorted by start."""
+    if not isinstance(text, str) or not text:
+        return []
+    rules = ruleset()
+    low = text.lower()
+    whole = len(text) <= SMALL_TEXT
+    present = _keywords_in(rules, low, 0, len(text), True) if whole else None
+    findings = _private_key_blocks(text, low)
+    for start, end in _windows(len(text)):
+        found = present if whole else _keywords_in(rules, low, start, end, False)
+        if not found:
+            continue
+        next_start = end - OVERLAP
+        for index in rules.rules_for(found):
+            rule = rules.rules[index]
+            for match in rule.regex.finditer(text, start, end):
+                if match.end() == end < len(text) and match.start() >= next_start:
+                    continue  # cut by the window's end; the next window sees it whole
+                span = _secret_span(rule, match)
+                if span and _is_finding(rules, rule, text, match, span, start, end):
+                    findings.append((span[0], span[1], rule.id))
+    findings.sort()
+    return findings
 
 
 def find_secrets(text: str) -> list[str]:
-    """The kinds of secret found in ``text`` (each kind once, in list order)."""
-    if not text:
-        return []
-    kinds = []
-    low = text.lower()
-    for kind, pattern, group in _compiled():
-        if not _HINTS[kind](text, low):
-            continue
-        for match in pattern.finditer(text):
-            if not _is_placeholder(match.group(group)):
-                kinds.append(kind)
-                break
+    """The rule ids of the secrets in ``text``, each once, in order of appearance."""
+    kinds: list[str] = []
+    for _, _, kind in scan(text):
+        if kind not in kinds:
+            kinds.append(kind)
     return kinds
 
 
+def _merged(findings: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping findings as one span, named by a rule that knows its shape."""
+    merged: list[list] = []
+    for start, end, kind in findings:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            if merged[-1][2] in CONTEXT_RULES and kind not in CONTEXT_RULES:
+                merged[-1][2] = kind
+        else:
+            merged.append([start, end, kind])
+    return [tuple(m) for m in merged]
+
+
 def mask(text: str) -> str:
-    """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
-    if not isinstance(text, str) or not text:
+    """``text`` with every secret replaced by ``[REDACTED:<rule id>]``."""
+    findings = scan(text)
+    if not findings:
         return text
-    low = text.lower()
-    for kind, pattern, group in _compiled():
-        if not _HINTS[kind](text, low):
-            continue
+    parts, last = [], 0
+    for start, end, kind in _merged(findings):
+        parts += [text[last:start], REDACTED.format(kind)]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
-        def replace(match: re.Match[str], kind=kind, group=group) -> str:
-            secret = match.group(group)
-            if _is_placeholder(secret):
-                return match.group(0)
-            start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
-            whole = match.group(0)
-            return whole[:start] + f"[REDACTED:{kind}]" + whole[end:]
 
-        text = pattern.sub(replace, text)
-    return text
+mask_secrets = mask
 
 
 def mask_deep(value: object) -> object:

@@ -210,6 +210,9 @@ class WarrantQueue:
         validate_target(target)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("a warrant needs a reason")
+        from core.halts.secrets import mask  # the warrant file never holds a secret
+
+        reason, requester = mask(reason), mask(requester or DEFAULT_REQUESTER)
         moment = now_seconds(now)
         bound = self.bind(target)
         target_id = bound["id"] if bound else None
