@@ -8,7 +8,8 @@ not contain it.
 
 Cells are agent text: ``literal`` turns each into a ``Text`` (a plain ``str``
 cell would be parsed as markup by DataTable) with its control characters
-escaped (``core.text.printable``).
+escaped (``core.text.printable``). A row whose cells are unchanged keeps its
+``Text`` objects, so a refresh builds new ones only for the cells that moved.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class Panel(Vertical):
         self.rows: dict[str, dict] = {}
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
+        self._literals: dict[str, tuple[tuple, tuple]] = {}  # key -> (cells as given, cells as shown)
         self._count = 0
         self._title = ""
 
@@ -93,8 +95,11 @@ class Panel(Vertical):
         table = self.table
         self.rows = {r["key"]: r for r in rows}
         wanted: dict[str, tuple] = {}
+        literals: dict[str, tuple[tuple, tuple]] = {}
         for row in rows:
-            cells = tuple(map(literal, self.cells(row, now)))
+            given = self.cells(row, now)
+            cells = self._literal_cells(given, self._literals.get(row["key"]))
+            literals[row["key"]] = (given, cells)
             if self._matches(cells):
                 wanted[row["key"]] = cells
         current = self.selected()
@@ -115,6 +120,8 @@ class Panel(Vertical):
             else:
                 cells = old  # the table holds the old (equal) objects
             wanted[key] = cells
+            literals[key] = (literals[key][0], cells)  # the next refresh compares with what the table holds
+        self._literals = literals
         if list(self._shown) + [k for k in wanted if k not in self._shown] != list(wanted):
             self._resort(wanted, current)
         self._shown = dict(wanted)
@@ -123,6 +130,16 @@ class Panel(Vertical):
         if title != self._title:  # a label update re-lays out the screen: only when it changed
             self._title = title
             self.query_one(f"#title-{self.PANEL}", Label).update(Text(printable(title)))
+
+    @staticmethod
+    def _literal_cells(given: tuple, cached: tuple[tuple, tuple] | None) -> tuple:
+        """The row's cells as shown, reusing the ``Text`` of every cell whose value did not change."""
+        if cached is None or len(cached[0]) != len(given):
+            return tuple(map(literal, given))
+        if cached[0] == given:
+            return cached[1]
+        return tuple(shown if value == before else literal(value)
+                     for value, before, shown in zip(given, cached[0], cached[1]))
 
     def _resort(self, wanted: dict[str, tuple], current: dict | None) -> None:
         """Put the rows in the panel's order without re-adding them (re-adding
