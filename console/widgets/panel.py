@@ -24,7 +24,7 @@ from core.text import printable
 
 # A cell changes at most once a minute after the first one, so refreshes touch few cells.
 duration = human_duration
-CELL_LIMIT = 200  # characters of a cell's text kept (the detail of a row is elsewhere)
+CELL_LIMIT = 200  # characters of a cell's text kept: wider than any column, so the cut never shows
 
 
 def literal(value: object) -> Text:
