@@ -382,7 +382,10 @@ async def test_read_only_console_keys_change_nothing(console_app, home):
         app.run_operation("fleet_stop", None)  # the command palette's path
         await pilot.pause()
         assert [n.message for n in app._notifications].count("read-only console") >= 4
-        await pilot.press("l")
+        await pilot.press("slash")
+        await pilot.pause()
+        assert app.query_one("#filter").has_class("visible")
+        await pilot.press("escape", "l")
         await pilot.pause()
         assert isinstance(app.screen, AckLogScreen)
         await pilot.press("escape", "question_mark")
