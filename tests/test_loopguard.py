@@ -160,6 +160,11 @@ class Breaker(RuleBasedStateMachine):
         self.clock = 10_000.0
         self.model: list[float] = []
 
+    def teardown(self):
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)  # each example's home goes with it
+
     def _model_chain(self, boots, moment):
         chain, later = 0, moment
         if self.gap > 0:
