@@ -40,7 +40,7 @@ def home_token(home) -> str:
     except FileNotFoundError:
         pass
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    temp = path.with_name(f".{TOKEN_FILE_NAME}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{TOKEN_FILE_NAME}.{secrets.token_hex(8)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, (token + "\n").encode())
