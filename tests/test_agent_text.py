@@ -70,8 +70,8 @@ def test_printable_keeps_ordinary_text_and_caps_the_length():
     assert printable("ab\x1bcdef", limit=5) == "ab…"  # an escape is never cut in half
     assert printable("ab\x1b", limit=6) == "ab\\x1b"
     assert printable(None) == "None" and printable(42) == "42"
-    for code in range(0x110000):  # whatever the input, nothing unsafe comes out
-        assert not _controls(printable(chr(code))), hex(code)
+    for start in range(0, 0x110000, 0x1000):  # whatever the input, nothing unsafe comes out
+        assert not _controls(printable("".join(map(chr, range(start, start + 0x1000))))), hex(start)
 
 
 # ------------------------------------------------------------------ the console
