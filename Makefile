@@ -21,6 +21,7 @@ bench: $(STAMP)
 	$(PY) bench/hook_latency.py
 	$(PY) bench/gate_check.py
 	$(PY) bench/halts.py
+	$(PY) bench/secrets.py
 	$(PY) bench/kennel.py
 	$(PY) bench/console.py
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from core.halts.api import check_halt_conditions
-from core.halts.secrets import OVERLAP, WINDOW, find_secrets, mask, rule_count, scan
+from core.halts.secrets import OVERLAP, UNSCANNED, WINDOW, find_secrets, mask, rule_count, scan
 
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 ALNUM = string.ascii_letters + string.digits
@@ -292,16 +292,30 @@ def test_a_secret_deep_in_a_one_mebibyte_command_is_found_and_masked():
     print(f"1 MiB command: find + mask {took * 1000:.0f} ms of CPU")
 
 
-def test_one_mebibyte_token_of_every_keyword_is_scanned_window_by_window():
+def every_keyword_token(size: int) -> str:
     from core.halts import gitleaks_rules
 
     keywords = "".join(sorted({k for rule in gitleaks_rules.RULES for k in rule[4]}))
-    token = (keywords * ((1 << 20) // len(keywords) + 1))[:1 << 20]
+    return (keywords * (size // len(keywords) + 1))[:size]
+
+
+def test_one_mebibyte_token_of_every_keyword_fails_safe_past_the_run_budget():
+    """Every rule would run in every window: the scan stops at its budget, and
+    what it could not scan counts as a secret (the halt fires) and is masked."""
     secret = SAMPLES[0][3]  # npm, at the very end of the token
-    text = token + " " + secret
+    text = every_keyword_token(1 << 20) + " " + secret
     findings = scan(text)
-    assert any(kind == "npm-access-token" for _, _, kind in findings)
-    assert secret not in mask(text)
+    assert UNSCANNED in {kind for _, _, kind in findings}
+    assert any(start <= len(text) - len(secret) and end >= len(text) for start, end, _ in findings)
+    masked = mask(text)
+    assert secret not in masked and len(masked) < len(text) // 2
+
+
+def test_a_keyword_dense_text_within_the_budget_is_scanned_rule_by_rule():
+    secret = SAMPLES[0][3]
+    text = every_keyword_token(WINDOW // 2) + " " + secret
+    kinds = find_secrets(text)
+    assert "npm-access-token" in kinds and UNSCANNED not in kinds
 
 
 def test_a_secret_across_a_window_edge_is_masked_whole():

@@ -38,6 +38,12 @@ from core.halts.lazy_re import lazy
 WINDOW = 8192          # characters a rule's regex sees at once
 OVERLAP = 2048         # shared by consecutive windows: the longest secret always seen whole
 SMALL_TEXT = 16384     # up to this length keywords are found with `in` checks, no regex to compile
+# At most this many (rule, window) regex runs per scan, plus RUNS_PER_WINDOW for
+# each window: ordinary text needs a few per window; only text packed with the
+# keywords of dozens of providers needs more, and is then treated as secret.
+RUN_BUDGET = 512
+RUNS_PER_WINDOW = 2
+UNSCANNED = "unscanned-keyword-dense"
 REDACTED = "[REDACTED:{}]"
 # Rules that find a secret by what surrounds it; where one overlaps a rule that
 # knows the secret's own shape, the mask is named after the latter.
@@ -93,30 +99,62 @@ class _Ruleset:
             for keyword in row[4]:
                 self.by_keyword.setdefault(keyword, []).append(index)
         self.keywords = tuple(sorted(self.by_keyword))
-        self._implied: dict[str, tuple[str, ...]] = {}
+        self._implied: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         target, regexes, stopwords = gitleaks_rules.GLOBAL_ALLOWLIST
         self.global_allowlist = (target, tuple(lazy(r, re.ASCII) for r in regexes), stopwords)
         self._keyword_regex = None
 
     def keyword_regex(self) -> re.Pattern[str]:
-        """Every keyword occurrence, overlapping ones included, in one pass."""
+        """The longest keyword at each position, in one pass (a trie, so ``re``
+        tests a handful of first characters per position, not every keyword)."""
         if self._keyword_regex is None:
-            alternation = "|".join(re.escape(k) for k in sorted(self.keywords, key=len, reverse=True))
-            self._keyword_regex = re.compile(f"(?=({alternation}))")
+            self._keyword_regex = re.compile(_trie_pattern(self.keywords))
         return self._keyword_regex
 
-    def implied(self, keyword: str) -> tuple[str, ...]:
-        """The keywords inside ``keyword`` ("key" holds "ey"): the combined
-        regex reports the longest keyword at a position, never the ones in it."""
-        if keyword not in self._implied:
-            self._implied[keyword] = tuple(k for k in self.keywords if k in keyword)
-        return self._implied[keyword]
+    def found(self, low: str, start: int, end: int) -> set[str]:
+        """The keywords in ``low[start:end]``. The regex reports the longest
+        keyword at a position and resumes after it, so add those inside each
+        match and those that begin inside one and run past its end."""
+        found, straddling = set(), set()
+        for longest in set(self.keyword_regex().findall(low, start, end)):
+            if longest not in self._implied:
+                self._implied[longest] = self._around(longest)
+            inside, overlapping = self._implied[longest]
+            found.update(inside)
+            straddling.update(overlapping)
+        found.update(k for k in straddling - found if low.find(k, start, end) >= 0)
+        return found
+
+    def _around(self, longest: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        inside = tuple(k for k in self.keywords if k in longest)
+        straddling = tuple(k for k in self.keywords if k not in inside
+                           and any(k.startswith(longest[i:]) for i in range(1, len(longest))))
+        return inside, straddling
 
     def rules_for(self, found: set[str]) -> list[int]:
         return sorted({i for keyword in found for i in self.by_keyword[keyword]})
 
 
+def _trie_pattern(words) -> str:
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
+        return body + ("?" if "" in node else "")
+
+    return emit(trie)
+
+
 _RULESET: _Ruleset | None = None
+_LAST_SCAN: tuple[str, list] | None = None
 
 
 def ruleset() -> _Ruleset:
@@ -198,7 +236,7 @@ def _windows(length: int):
 def _keywords_in(ruleset_: _Ruleset, low: str, start: int, end: int, whole: bool) -> set[str]:
     if whole:
         return {k for k in ruleset_.keywords if k in low}
-    return {k for longest in set(ruleset_.keyword_regex().findall(low, start, end)) for k in ruleset_.implied(longest)}
+    return ruleset_.found(low, start, end)
 
 
 def _private_key_blocks(text: str, low: str) -> list[tuple[int, int, str]]:
@@ -218,29 +256,50 @@ def _private_key_blocks(text: str, low: str) -> list[tuple[int, int, str]]:
 
 
 def scan(text: str) -> list[tuple[int, int, str]]:
-    """Every secret in ``text``: (start, end, rule id), sorted by start."""
+    """Every secret in ``text``: (start, end, rule id), sorted by start. The
+    last text scanned is remembered, so finding then masking it scans once."""
+    global _LAST_SCAN
     if not isinstance(text, str) or not text:
         return []
+    if _LAST_SCAN is not None and _LAST_SCAN[0] is text:
+        return list(_LAST_SCAN[1])
+    findings = _scan(text)
+    _LAST_SCAN = (text, findings)
+    return list(findings)
+
+
+def _scan(text: str) -> list[tuple[int, int, str]]:
     rules = ruleset()
     low = text.lower()
     whole = len(text) <= SMALL_TEXT
     present = _keywords_in(rules, low, 0, len(text), True) if whole else None
     findings = _private_key_blocks(text, low)
+    budget = RUN_BUDGET + RUNS_PER_WINDOW * (len(text) // (WINDOW - OVERLAP) + 1)
     for start, end in _windows(len(text)):
         found = present if whole else _keywords_in(rules, low, start, end, False)
         if not found:
             continue
-        next_start = end - OVERLAP
-        for index in rules.rules_for(found):
-            rule = rules.rules[index]
-            for match in rule.regex.finditer(text, start, end):
-                if match.end() == end < len(text) and match.start() >= next_start:
-                    continue  # cut by the window's end; the next window sees it whole
-                span = _secret_span(rule, match)
-                if span and _is_finding(rules, rule, text, match, span, start, end):
-                    findings.append((span[0], span[1], rule.id))
+        indexes = rules.rules_for(found)
+        budget -= len(indexes)
+        if budget < 0:
+            findings.append((start, end, UNSCANNED))
+            continue
+        for index in indexes:
+            findings += _run(rules, rules.rules[index], text, start, end)
     findings.sort()
     return findings
+
+
+def _run(rules: _Ruleset, rule: _Rule, text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """One rule's findings in one window."""
+    found, next_start = [], end - OVERLAP
+    for match in rule.regex.finditer(text, start, end):
+        if match.end() == end < len(text) and match.start() >= next_start:
+            continue  # cut by the window's end; the next window sees it whole
+        span = _secret_span(rule, match)
+        if span and _is_finding(rules, rule, text, match, span, start, end):
+            found.append((span[0], span[1], rule.id))
+    return found
 
 
 def find_secrets(text: str) -> list[str]:
