@@ -12,7 +12,13 @@
     holding 100,000 events (1,000 sessions, mostly acknowledged; 20 pending
     for the measured session). Target: median under 5 ms. Prints the
     ``EXPLAIN QUERY PLAN`` of each query the call runs.
-(3) When a target is missed, the top 10 functions by cumulative time
+(3) ``check_halt_conditions`` on 1 MiB commands of several shapes (one long
+    argument, many words, many commands, pipelines, quoted code, nested
+    substitutions, unbalanced quotes, a here-document, one long path,
+    one long word): the whole check, the shell reader alone, and the rules
+    without ``secrets_exposure`` (whose patterns have their own bounds).
+    Target: median under 100 ms per check.
+(4) When a target is missed, the top 10 functions by cumulative time
     (cProfile) for that case.
 
 Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/halts.py``.
@@ -217,6 +223,57 @@ def bench_list(home: str) -> list[tuple[str, object, float]]:
     return missed
 
 
+# ------------------------------------------------------------------ (3) 1 MiB commands
+MIB = 1 << 20
+HUGE_CALLS, HUGE_TARGET_MS = 3, 100.0
+HUGE_SHAPES = {
+    "one long argument": "echo " + "a" * MIB,
+    "many words": "echo " + "ab " * (MIB // 3),
+    "many commands": "ls; " * (MIB // 4),
+    "pipelines": "cat x | grep y | " * (MIB // 17),
+    "quoted code": "python3 -c '" + "x = 1; " * (MIB // 7) + "'",
+    "nested substitutions": "echo " + "$(" * 5000 + "x" + ")" * 5000 + " " + "b" * MIB,
+    "unbalanced quotes": 'echo "' + "'$(`" * (MIB // 4),
+    "here-document": "cat <<'EOF' > notes.md\n" + "line of text\n" * (MIB // 13) + "EOF\n",
+    "one long path": "rm " + "a/" * (MIB // 2),
+    "one long word": "f" * MIB + " ()",
+}
+
+
+def bench_huge(project: str) -> list[tuple[str, object, float]]:
+    from core.halts import engine
+    from core.halts.context import CheckContext
+    from core.toolcall import read_commands
+
+    print(f"\n(3) check_halt_conditions on 1 MiB commands (median of {HUGE_CALLS}; no halts.db, record=False)")
+    print(f"  {'shape':<22} {'check':>9} {'reader':>9} {'w/o secrets':>12}  outcome")
+    config = api.default_config()
+    no_secrets = {name: dict(row, enabled=name != "secrets_exposure") for name, row in config.items()}
+    missed = []
+    with tempfile.TemporaryDirectory() as home:
+        for name, command in HUGE_SHAPES.items():
+            data = {"session_token": SESSION, "current_context": {"commands": [command], "cwd": project,
+                                                                  "leash_home": home}}
+
+            def whole(data=data):
+                return api.check_halt_conditions(data, home=home, record=False)
+
+            def reader(command=command):
+                return read_commands([command], cwd=project, env={}, home=home)
+
+            def without_secrets(data=data):
+                return engine.evaluate(CheckContext(data), no_secrets)
+
+            times = [statistics.median(timed(f, HUGE_CALLS, 1)) for f in (whole, reader, without_secrets)]
+            result, call = whole(), reader()
+            fired = ", ".join(r["condition_name"] for r in result["halt_reasons"]) or "nothing fires"
+            cut = f"; reader stopped: {call.incomplete}" if call.incomplete else ""
+            print(f"  {name:<22} {times[0]:7.1f}ms {times[1]:7.1f}ms {times[2]:10.1f}ms  {fired}{cut}")
+            if times[0] >= HUGE_TARGET_MS:
+                missed.append((f"1 MiB: {name}", whole, HUGE_TARGET_MS))
+    return missed
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         project = os.path.join(scratch, "project")
@@ -225,9 +282,10 @@ def main() -> None:
         Path(project, "README.md").write_text("# bench project\n")
         missed = bench_check(os.path.join(scratch, "home-check"), project)
         missed += bench_list(os.path.join(scratch, "home-list"))
-        print("\n(3) targets missed: " + (", ".join(label for label, _, _ in missed) if missed else "none"))
+        missed += bench_huge(project)
+        print("\n(4) targets missed: " + (", ".join(label for label, _, _ in missed) if missed else "none"))
         for label, call, _ in missed:
-            profile(label, call, 200)
+            profile(label, call, 2 if label.startswith("1 MiB") else 200)
     print("\nwhole-hook latency: bench/hook_latency.py")
 
 

@@ -236,6 +236,7 @@ class Gate:
 
 
 TAMPER_SUMMARY_CHARS = 300
+PATH_MAX = 4096
 
 
 class CallReader:
@@ -269,6 +270,8 @@ def shell_summary(tool: str | None, tool_input: object) -> str:
 def _path_variants(path: str, where: str | None) -> list[tuple[str, str | None]]:
     """The path as written and, when a symbolic link is on the way, its real path."""
     variants = [(path, where)]
+    if len(path) > PATH_MAX:  # no file has such a name; realpath would walk every part of it
+        return variants
     real = os.path.realpath(path)
     if real != path:
         variants.append((real, os.path.realpath(where) if where else where))

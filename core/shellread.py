@@ -34,8 +34,8 @@ import os
 import re
 
 MAX_DEPTH = 8
-MAX_SIMPLE_COMMANDS = 10_000
-MAX_WORDS = 20_000
+MAX_SIMPLE_COMMANDS = 1_000
+MAX_WORDS = 16_000
 MAX_EXPANDED_WORDS = 4096
 MAX_GLOB_ENTRIES = 20_000
 MAX_PATTERN_CHARS = 4096  # longer words are never brace- or glob-expanded
@@ -73,6 +73,8 @@ _MAGIC = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
 _SEQUENCE = re.compile(r"(-?\d{1,9})\.\.(-?\d{1,9})(?:\.\.(-?\d{1,9}))?\Z|([A-Za-z])\.\.([A-Za-z])\Z")
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)
 _SPECIAL_CHARS = re.compile(r"([\\*?\[\]{},])")
+_EXPANDABLE = re.compile(r"[*?\[{\\]")
+_OPERATOR = re.compile(r"&&|\|\||;;&|;;|;&|\|&|[;&|\n)]")
 
 
 class SimpleCommand:
@@ -88,7 +90,8 @@ class SimpleCommand:
     the substitutions in its own words; ``stdin_args``: xargs adds words it
     cannot see; ``overflow_dirs``: directories whose glob or brace expansion
     was cut short; ``heredoc``: the text of a here-document on its stdin;
-    ``written``: the words as written (``~``, ``$HOME``, ``*`` unexpanded)."""
+    ``written``: the words as written (``~``, ``$HOME``, ``*`` unexpanded),
+    leading assignments and wrappers included."""
 
     __slots__ = ("argv", "dynamic", "redirects", "via", "cwd", "pipeline", "within", "feeds", "stdin_args",
                  "overflow_dirs", "heredoc", "substitutions", "line", "written")
@@ -280,11 +283,11 @@ class _Reader:
 
 
 def _needs_expansion(text: str) -> bool:
-    return text.startswith("~") or any(c in text for c in "*?[{\\")
+    return text.startswith("~") or _EXPANDABLE.search(text) is not None
 
 
 def _escape(text: str) -> str:
-    return _SPECIAL_CHARS.sub(r"\\\1", text) if any(c in text for c in "\\*?[]{},") else text
+    return _SPECIAL_CHARS.sub(r"\\\1", text)
 
 
 def _unescape(text: str) -> str:
@@ -420,7 +423,10 @@ class _Parser:
 
         def end_word():
             word = state["word"]
-            if word is not None:
+            if word:
+                r.words += 1
+                if r.words > MAX_WORDS:
+                    r.stop(f"more than {MAX_WORDS} words")
                 if state["pending"] is not None:
                     op = state["pending"]
                     state["redirects"].append((op, word))
@@ -489,14 +495,15 @@ class _Parser:
                 pos = match.end()
             elif c == "(":
                 end_word()
-                if text.startswith(")", pos + 1):  # name() { ...; }: a function's header
+                if text.startswith(")", pos + 1):  # name() { ...; }: a function's header, its body follows
+                    state["words"], state["redirects"] = [], []
                     pos += 2
                 elif not state["words"]:
                     pos = self.parse(pos + 1, ")", scope.subshell())
                 else:
                     pos += 1
             elif c in ";&|\n)":
-                op = next((o for o in ("&&", "||", ";;&", ";;", ";&", "|&") if text.startswith(o, pos)), c)
+                op = _OPERATOR.match(text, pos).group()
                 finish(op)
                 pos += len(op)
                 if op == "\n" and self.heredocs:
@@ -605,9 +612,7 @@ class _Parser:
     def command(self, state: dict, scope: _Scope) -> SimpleCommand | None:
         r = self.r
         words, redirects = state["words"], state["redirects"]
-        r.words += len(words) + len(redirects)
-        if r.words > MAX_WORDS:
-            r.stop(f"more than {MAX_WORDS} words")
+        if r.reading.incomplete:
             return None
         if len(r.reading.commands) >= MAX_SIMPLE_COMMANDS:
             r.stop(f"more than {MAX_SIMPLE_COMMANDS} commands")
@@ -623,7 +628,7 @@ class _Parser:
                 scope.vars[match.group(1)] = None if computed else value
             if not redirects:
                 return None
-        words = words[count:]
+        written_words, words = words, words[count:]
         argv, dynamic = [], []
         for word in words:
             for value, computed in r.expand(word, scope, overflow):
@@ -659,7 +664,7 @@ class _Parser:
                                 list(state["feeds"]), substitutions, self.text)
         command.stdin_args = stdin_args
         command.overflow_dirs = overflow
-        command.written = [_as_written(w) for w in words]
+        command.written = [_as_written(w) for w in written_words]
         for doc in self.heredocs:
             if doc["command"] is None:
                 doc["command"] = command

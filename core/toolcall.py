@@ -68,6 +68,7 @@ _VALUE_OPTIONS = {
     "scp": ("-P", "-i", "-o", "-F", "-c", "-l", "-S", "-J"), "tee": (), "shred": ("-n", "-s", "--iterations"),
 }
 _RECURSIVE = re.compile(r"^-[A-Za-z]*[rRa]|^--recursive$|^--archive$")
+_RECURSIVE_PROGRAMS = frozenset({"rm", "cp", "chmod", "chown", "chgrp", "rsync", "scp", "shred", "setfacl"})
 _GIT_WHOLE_TREE = frozenset({"switch", "merge", "pull", "rebase", "cherry-pick", "revert", "am", "bisect"})
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 _STRING_LITERAL = re.compile(r"'([^'\\\n]+)'|\"([^\"\\\n]+)\"")
@@ -209,7 +210,7 @@ def roles(command, reading, call: ToolCall) -> list[tuple[str, str, bool]]:
             found.append((target, "read", False))
     if not argv or command.dynamic[0]:
         return found
-    recursive = any(_RECURSIVE.match(w) for w in argv[1:] if w.startswith("-"))
+    recursive = program in _RECURSIVE_PROGRAMS and any(_RECURSIVE.match(w) for w in argv[1:] if w.startswith("-"))
 
     def write(paths, *, tree=False):
         found.extend((p, "write", tree or recursive or _is_dir(p, cwd)) for p in paths)
@@ -217,7 +218,7 @@ def roles(command, reading, call: ToolCall) -> list[tuple[str, str, bool]]:
     values = _VALUE_OPTIONS.get(program, ())
     known = True
     if program in _OPERANDS_WRITTEN:
-        write(_operands(argv, values), tree=program in ("mv", "rmdir"))
+        write(_operands(argv, values))
     elif program in _FIRST_OPERAND_IS_DATA:
         operands = _operands(argv, values)
         write(operands if any(w.startswith("--reference") for w in argv) else operands[1:])

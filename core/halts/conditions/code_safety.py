@@ -20,12 +20,16 @@ _PUBLIC_DEF = {
     ".go": lazy(r"^func[ \t]+(?:\([^)\n]*\)[ \t]*)?([A-Z]\w*)", re.MULTILINE),
 }
 _PUBLIC_DEF.update({ext: _PUBLIC_DEF[".js"] for ext in (".ts", ".tsx", ".jsx", ".mjs", ".cjs")})
-_SCHEMA_BREAK = lazy(
-    r"\b(?:DROP\s+(?:TABLE|COLUMN|SCHEMA|DATABASE|INDEX|VIEW)|TRUNCATE\s+(?:TABLE\s+)?\w|"
-    r"ALTER\s+TABLE\s+\S+\s+(?:DROP|RENAME))", re.IGNORECASE)
-# Anchored at the start of a name, so a long run of word characters is scanned once, not once per position.
-_FORK_BOMB = lazy(r"(?<![\w:])([A-Za-z_:][\w:]*)[ \t]*\([ \t]*\)[ \t]*\{[ \t]*\1[ \t]*\|[ \t]*\1[ \t]*&[ \t]*\}"
-                  r"[ \t]*;[ \t]*\1")
+# One pattern per keyword, each starting with its literal (searched in lower-cased
+# text), so the regex engine skips to the keyword instead of trying every position.
+_SCHEMA_BREAKS = (
+    lazy(r"drop\s+(?:table|column|schema|database|index|view)\b"),
+    lazy(r"truncate\s+(?:table\s+)?\w"),
+    lazy(r"alter\s+table\s+[^\s]{1,256}\s+(?:drop|rename)\b"),
+)
+MAX_SCHEMA_CANDIDATES = 1000
+MAX_BOMB_CANDIDATES = 10_000
+_BOMB_NAME = lazy(r"[\w:]{1,64}\Z")
 
 
 def destroyed_targets(ctx) -> list[str]:
@@ -64,6 +68,34 @@ def force_pushes_to_shared_branch(ctx) -> list[str]:
         if (force and to_main) or plus:
             found.append(" ".join(argv))
     return found
+
+
+def schema_break(lowered: str) -> tuple[int, int] | None:
+    """Where a destructive schema statement starts and ends, as a whole word."""
+    for pattern in _SCHEMA_BREAKS:
+        for count, found in enumerate(pattern.finditer(lowered)):
+            start = found.start()
+            if start == 0 or not (lowered[start - 1].isalnum() or lowered[start - 1] == "_"):
+                return start, found.end()
+            if count >= MAX_SCHEMA_CANDIDATES:
+                break
+    return None
+
+
+def fork_bomb(command: str) -> bool:
+    """``NAME(){ NAME|NAME& };NAME`` (blanks anywhere): found from each ``(){``."""
+    if "(" not in command or "{" not in command:
+        return False
+    compact = command.replace(" ", "").replace("\t", "")
+    start = compact.find("(){")
+    for _ in range(MAX_BOMB_CANDIDATES):
+        if start == -1:
+            return False
+        name = _BOMB_NAME.search(compact, max(0, start - 64), start)
+        if name and compact.startswith("{0}|{0}&}};{0}".format(name.group()), start + 3):
+            return True
+        start = compact.find("(){", start + 3)
+    return False
 
 
 @condition("modifying_unread_code", "code_safety", "critical")
@@ -110,14 +142,11 @@ def breaking_changes(ctx, threshold):
             if gone:
                 details.append(f"{edit['file']} removes or renames {', '.join(gone)}")
     for text in ctx.commands + [e["new"] for e in ctx.edits]:
-        lowered = text.lower()
-        if "drop" not in lowered and "truncate" not in lowered and "alter" not in lowered:
-            continue
-        found = _SCHEMA_BREAK.search(text)
+        found = schema_break(text.lower())
         if found:
-            details.append(f"destructive schema change: {found.group(0)}")
+            details.append(f"destructive schema change: {text[found[0]:found[1]]}")
     pushes = force_pushes_to_shared_branch(ctx)
-    bombs = [c for c in ctx.commands if "()" in c.replace(" ", "") and _FORK_BOMB.search(c)]
+    bombs = [c for c in ctx.commands if fork_bomb(c)]
     if pushes or bombs:
         severity = "critical"
         details += [f"force-push rewrites shared history: {p}" for p in pushes]

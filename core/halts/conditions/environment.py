@@ -15,8 +15,6 @@ _TAGS = {
     "test": ("test", "testing", "qa", "uat", "sandbox"),
     "development": ("dev", "development", "local"),
 }
-_TAG_WORD = lazy(r"(?:^|[\s=:/@._-])(" + "|".join(t for tags in _TAGS.values() for t in tags)
-                       + r")(?=$|[\s=:/@._-])", re.IGNORECASE)
 _TAG_OF = {t: env for env, tags in _TAGS.items() for t in tags}
 # A credential named in a command: an env var whose name says what it is (its
 # value too, for variables that select an account), a --profile flag, or a file.
@@ -29,8 +27,32 @@ _CREDENTIAL = lazy(
 _SELECTORS = ("PROFILE", "KUBECONFIG", "CREDENTIALS")
 
 
+_DELIMITERS = lazy(r"[\s=:/@._-]+")
+# Tags and credential names are short words: longer words (code, data) are
+# not searched for them, and at most WORD_CHARS_READ characters of words per
+# check are, so these rules cost a bounded amount of work on any command.
+MAX_TAGGED_WORD = 256
+WORD_CHARS_READ = 64 * 1024
+
+
 def environment_of(text: str) -> set[str]:
-    return {_TAG_OF[m.group(1).lower()] for m in _TAG_WORD.finditer(text)}
+    """Environments whose tags stand alone in ``text`` (between ``= : / @ . _ -``
+    or whitespace); split, then looked up, so the cost is one pass."""
+    lowered = text.lower()
+    if not any(t in lowered for t in ("pr", "liv", "stag", "stg", "test", "qa", "uat", "sandbox", "dev", "local")):
+        return set()
+    return {_TAG_OF[w] for w in _DELIMITERS.split(lowered) if w in _TAG_OF}
+
+
+def short_words(ctx, *, written: bool = False):
+    """(command, its short words) for every command, within WORD_CHARS_READ."""
+    budget = WORD_CHARS_READ
+    for command in ctx.simple_commands():
+        words = [w for w in (command.written if written else command.argv[1:]) if len(w) <= MAX_TAGGED_WORD]
+        budget -= sum(len(w) + 1 for w in words)
+        if budget < 0:
+            return
+        yield command, words
 
 
 def declared_environment(ctx) -> str | None:
@@ -41,8 +63,8 @@ def declared_environment(ctx) -> str | None:
 def command_environments(ctx) -> dict[str, list[str]]:
     """Environment -> commands that name it (program names and test runners aside)."""
     found: dict[str, list[str]] = {}
-    for command in ctx.simple_commands():
-        words = [w for w in command.argv[1:] if not w.startswith("tests/") and not w.endswith((".py", ".js", ".ts"))]
+    for command, words in short_words(ctx):
+        words = [w for w in words if not w.startswith("tests/") and not w.endswith((".py", ".js", ".ts"))]
         if command.program in ("pytest", "tox", "nox", "jest", "vitest", "mocha", "go", "cargo", "npm", "make"):
             words = [w for w in words if "=" in w or "@" in w or ":" in w]  # "npm test" is not an environment
         for env in environment_of(" ".join(words)):
@@ -70,6 +92,12 @@ def test_production_mix(ctx, threshold):
                    + (f" ({'; '.join(sorted(set(evidence)))})" if evidence else ""))
 
 
+def _may_name_credential(word: str) -> bool:
+    upper = word.upper()
+    return any(k in upper for k in ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "PROFILE", ".ENV.", ".PEM",
+                                    ".P12", ".PFX"))
+
+
 @condition("credential_confusion", "environment", "high")
 def credential_confusion(ctx, threshold):
     """Fires when a credential named in the commands — an env var or flag
@@ -81,8 +109,9 @@ def credential_confusion(ctx, threshold):
     if declared is None:
         return None
     mismatched = []
-    for line in ctx.commands:
-        for match in _CREDENTIAL.finditer(line):
+    for _, words in short_words(ctx, written=True):
+        text = " ".join(words)
+        for match in _CREDENTIAL.finditer(text) if _may_name_credential(text) else ():
             var, value = match.group("var"), match.group("value") or ""
             if var:
                 named = var.replace("_", "-")

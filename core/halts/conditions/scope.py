@@ -141,12 +141,12 @@ def conflicting_instructions(ctx, threshold):
 
 
 def production_mentions(ctx) -> list[str]:
+    from core.halts.conditions.environment import environment_of, short_words
+
     hits = []
-    for command in ctx.simple_commands():
-        words = " ".join(command.argv[1:]).lower()
-        if ("prod" in words or "live" in words or "prd" in words) and \
-                any(PRODUCTION_TAGS.search(word) for word in command.argv[1:]):
-            hits.append(" ".join(command.argv))
+    for command, words in short_words(ctx):
+        if "production" in environment_of(" ".join(words)):
+            hits.append(" ".join(command.argv)[:200])
     return hits
 
 
@@ -187,7 +187,7 @@ def unauthorized_production(ctx, threshold):
     if ctx.production_approved:
         return None
     in_production = bool(PRODUCTION_TAGS.search(f" {ctx.environment} ")) if ctx.environment else False
-    changing_commands = [" ".join(c.argv) for c in ctx.simple_commands() if not read_only_command(c)]
+    changing_commands = [" ".join(c.argv)[:200] for c in ctx.simple_commands() if not read_only_command(c)]
     mentioned = [c for c in production_mentions(ctx) if c in changing_commands]
     if in_production and (ctx.files_to_change or changing_commands):
         what = ", ".join(ctx.files_to_change + changing_commands)

@@ -13,6 +13,8 @@ SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", 
 _WORLD_WRITABLE = lazy(r"^(?:0?[0-7]?[0-7][0-7][2367]|[ugoa]*[ao][ugoa]*\+[rwxXst]*w[rwxXst]*)$")
 _SETUID = lazy(r"^(?:0?[2467][0-7]{3}|[ugoa]*\+[rwxX]*s[rwxX]*)$")
 _AS_ROOT = {"sudo", "doas", "pkexec", "runuser", "chroot"}
+MAX_PATH_CHARS = 4096  # PATH_MAX: a longer word is not a file name
+MAX_SHOWN = 200
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish"}
 _DOWNLOADERS = {"curl", "wget"}
 _PRIVILEGE_PROGRAMS = {"su", "pkexec", "doas", "visudo", "setcap", "chpasswd", "passwd", "usermod", "useradd",
@@ -90,7 +92,7 @@ def privilege_escalation(ctx, threshold):
     found: list[str] = []
     for command in ctx.simple_commands():
         argv, program = command.argv, command.program
-        line = " ".join(argv)
+        line = " ".join(argv)[:MAX_SHOWN]
         elevated = [w for w in command.via if w in _AS_ROOT]
         if elevated:
             found.append(f"{elevated[0]} {line}")
@@ -108,7 +110,7 @@ def privilege_escalation(ctx, threshold):
             if owner.split(":")[0] in ("root", "0") or owner in (":root", ":0"):
                 found.append(line)
         elif program in ("docker", "podman") and any(a in argv for a in ("run", "create", "exec")):
-            joined = " ".join(argv)
+            joined = " ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)
             if ("--privileged" in argv or re.search(r"--cap-add[= ](?:ALL|SYS_ADMIN)", joined)
                     or re.search(r"--(?:pid|userns)[= ]host", joined)
                     or re.search(r"(?:-v|--volume)[= ](?:/:|/var/run/docker\.sock)", joined)):
@@ -159,8 +161,9 @@ def data_exposure(ctx, threshold):
     found: list[str] = []
     for command in ctx.simple_commands():
         argv, program = command.argv, command.program
-        line = " ".join(argv)
-        files = [a for a in argv[1:] if not a.startswith("-")] + [t for op, t in command.redirects if "<" in op]
+        line = " ".join(argv)[:MAX_SHOWN]
+        files = [a for a in argv[1:] if not a.startswith("-") and len(a) <= MAX_PATH_CHARS] + \
+            [t for op, t in command.redirects if "<" in op and len(t) <= MAX_PATH_CHARS]
         if (program in _READERS or command.redirects) and files and \
                 any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files):
             found.append(f"sensitive file: {line}")
@@ -174,7 +177,8 @@ def data_exposure(ctx, threshold):
             local = [a for a in argv[1:] if not a.startswith("-") and ":" not in a]
             if local and _remote_target([program, argv[-1]]):
                 found.append(f"copy to a remote host: {line}")
-        if program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone") and _PUBLIC_ACL.search(line):
+        if program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone") and \
+                _PUBLIC_ACL.search(" ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)):
             found.append(f"public access: {line}")
     found += _dumps_sent(ctx.tool_call())
     if not found:

@@ -21,9 +21,11 @@ OPERATOR_VERBS = frozenset({"resume", "release", "stop", "hands-off", "kennel", 
 _OPERATOR_SUBVERBS = {"halts": {"ack", "dismiss", "escalate"}, "warrant": {"pardon", "file"}, "loop": {"reset"}}
 _GLOBAL_VALUES = {"--home", "--source"}
 _LEASH_MODULES = lazy(r"^(?:leash(?:\.console(?:\.cli)?)?|console(?:\.cli)?)$")
-_LEASH_API = lazy(r"\b(?:console\.cli|leash\.(?:console|core)|core\.(?:stop|handsoff|halts|gate|fleet|acklog))\b")
-_LIFTING = lazy(r"\b(?:resume|release|acknowledge|dismiss|escalate|pardon|unlock|lift|clear|reset|repair|"
-                r"uninstall|fleet_resume|hands_off|update_halt_config)\w*")
+# Substrings (plain ``in`` tests: one fast pass over any amount of code).
+LEASH_API = ("console.cli", "leash.console", "leash.core", "core.stop", "core.handsoff", "core.halts",
+             "core.gate", "core.fleet", "core.acklog")
+LIFTING = ("resume", "release", "acknowledge", "dismiss", "escalate", "pardon", "unlock", "lift", "clear",
+           "reset", "repair", "uninstall", "hands_off", "update_halt_config")
 _TMUX_ACTIONS = ("kill-server", "kill-session", "rename-session")
 _KILLERS = {"kill", "pkill", "killall", "skill", "systemctl", "service", "launchctl", "supervisorctl"}
 _SERVICE_STOPS = {"stop", "restart", "kill", "disable", "mask", "unload", "remove", "bootout"}
@@ -31,6 +33,12 @@ _DISABLE_ALL = lazy(r'"disableAllHooks"\s*:\s*true')
 MANAGED_SETTINGS = ("/etc/claude-code/managed-settings.json",
                     "/Library/Application Support/ClaudeCode/managed-settings.json")
 SETTINGS_READ_LIMIT = 256 * 1024
+PATH_MAX = 4096
+
+
+def real(path: str) -> str:
+    """``os.path.realpath``, for paths the system could hold (longer ones cannot exist)."""
+    return os.path.realpath(path) if len(path) <= PATH_MAX else os.path.normpath(path)
 
 
 def _under(path: str, directory: str) -> bool:
@@ -98,7 +106,7 @@ def _tmux_action(command, home: str, env: dict) -> str | None:
             return " ".join(argv[:index + 2])
         if word in ("-S", "-L") and index + 1 < len(argv):
             target = argv[index + 1]
-            path = os.path.realpath(os.path.join(command.cwd or "/", target)) if word == "-S" else target
+            path = real(os.path.join(command.cwd or "/", target)) if word == "-S" else target
             if path in sockets or (word == "-S" and _under(path, os.path.realpath(home))):
                 return f"tmux {word} {target} (leash's own tmux server)"
     return None
@@ -116,6 +124,7 @@ def _kennel_pid(home: str) -> str | None:
 def _signal_action(command, names: tuple[str, ...], home: str, kennel_pid: str | None) -> str | None:
     argv, program = command.argv, command.program
     shown = " ".join(argv)[:200]
+    argv = [w for w in argv if len(w) <= 4096]
     mentions = [re.compile(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])") for n in names]
     about_leash = lambda text: any(m.search(text.lower()) for m in mentions) or home in text  # noqa: E731
     if program == "kill":
@@ -184,18 +193,18 @@ def _path_findings(ctx, call, home: str) -> list[str]:
     paths += [(ctx.norm(p), False, None) for p in ctx.files_to_change + ctx.new_files]
     settings_held = None
     for path, subtree, command in paths:
-        real = os.path.realpath(path)
-        if _under(real, real_home) or _under(path, home):
+        real_path = real(path)
+        if _under(real_path, real_home) or _under(path, home):
             found.append(f"writes {path} inside leash's home")
-        elif subtree and (_under(real_home, real) or _under(home, path)):
+        elif subtree and (_under(real_home, real_path) or _under(home, path)):
             found.append(f"reaches {path}, which holds leash's home")
-        elif command is not None and (is_settings_file(path) or is_settings_file(real)):
+        elif command is not None and (is_settings_file(path) or is_settings_file(real_path)):
             found.append(f"writes Claude Code settings {path}")
         elif subtree:
             if settings_held is None:
                 settings_held = [s for s in _settings_files(ctx, call.cwd) if _mentions_leash(s)]
             found += [f"reaches {s}, which holds leash's hooks" for s in settings_held
-                      if _under(os.path.realpath(s), real)]
+                      if _under(real(s), real_path)]
     for edit in ctx.edits:
         if is_settings_file(ctx.norm(edit["file"])) and _edit_disables_hooks(edit):
             found.append(f"disables or removes leash's hooks in {edit['file']}")
@@ -217,7 +226,7 @@ def _command_findings(call, threshold, home: str, env: dict) -> list[str]:
                 found.append(f"runs {action}")
         elif command.program.startswith("python") and "-c" in command.argv:
             code = " ".join(command.argv[command.argv.index("-c") + 1:])
-            if _LEASH_API.search(code) and _LIFTING.search(code):
+            if any(a in code for a in LEASH_API) and any(w in code for w in LIFTING):
                 found.append("runs Python that calls leash's operator actions")
         if command.program == "tmux":
             action = _tmux_action(command, home, env)
