@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 FILE_EDITING_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
                       "NotebookEdit": "notebook_path"}
@@ -75,29 +74,38 @@ _STRING_LITERAL = re.compile(r"'([^'\\\n]+)'|\"([^\"\\\n]+)\"")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 
 
-@dataclass
 class Target:
     """A path a tool call reaches: absolute, normalised; ``subtree`` when the
-    call reaches everything under it; ``role`` is write, read or touch."""
-    path: str
-    role: str
-    subtree: bool = False
-    program: str = ""
-    command: object = None  # the SimpleCommand that reaches it (None for Edit/Write)
+    call reaches everything under it; ``role`` is write, read or touch;
+    ``command`` is the SimpleCommand that reaches it (None for Edit/Write)."""
+
+    __slots__ = ("path", "role", "subtree", "program", "command")
+
+    def __init__(self, path: str, role: str, subtree: bool = False, program: str = "", command=None):
+        self.path, self.role, self.subtree, self.program, self.command = path, role, subtree, program, command
+
+    def __repr__(self) -> str:
+        return f"Target({self.path!r}, {self.role!r}, subtree={self.subtree})"
 
 
-@dataclass
 class ToolCall:
-    tool: str | None
-    cwd: str | None
-    commands: list = field(default_factory=list)
-    targets: list[Target] = field(default_factory=list)
-    edits: list[dict] = field(default_factory=list)
-    unseen: list[str] = field(default_factory=list)
-    incomplete: str | None = None
-    lines: list[str] = field(default_factory=list)
-    reading: object = None
-    env: dict = field(default_factory=dict, repr=False)
+    """One tool call as every rule reads it (plain slots: the hook path does
+    not pay for ``dataclasses``)."""
+
+    __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env")
+
+    def __init__(self, tool: str | None, cwd: str | None):
+        self.tool, self.cwd = tool, cwd
+        self.commands: list = []
+        self.targets: list[Target] = []
+        self.unseen: list[str] = []
+        self.incomplete: str | None = None
+        self.lines: list[str] = []
+        self.reading = None
+        self.env: dict = {}
+
+    def __repr__(self) -> str:
+        return f"ToolCall({self.tool!r}, cwd={self.cwd!r}, {len(self.commands)} commands, {len(self.targets)} paths)"
 
     @property
     def writes(self) -> list[Target]:
