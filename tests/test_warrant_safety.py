@@ -270,3 +270,15 @@ def test_a_kennel_uses_no_name_after_filing(home, tmux, tmp_path):
     targets = {args[i + 1] for args in seen for i, a in enumerate(args[:-1]) if a == "-t"}
     assert targets and all(t.startswith(("$", "%")) for t in targets), targets
     assert read_json(WarrantQueue(home).completed_path(done[0]["id"]))["warrant"]["target_id"].startswith("$")
+
+
+def test_a_secret_on_the_final_screen_is_stored_masked(home, tmux, tmp_path):
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    tmux.new_session("leaky", f"echo ready; echo token={secret}; exec cat > /dev/null", width=120)
+    wait_for(lambda: any("ready" in line for line in tmux.capture("leaky")), what="leaky to start")
+    WarrantQueue(home).file("leaky", reason="stuck", requester="ops")
+    done = run_kennel_within(home, tmux, timeouts=FAST)["leaky"]
+    assert done["outcome"] == "executed" and "[REDACTED:" in done["final_screen"]
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path.name

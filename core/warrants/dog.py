@@ -249,7 +249,9 @@ class Dog:
             self.state["blocked_by"] = blocked
             return self._finish("blocked_hands_off", moment)
         try:
-            self.state["final_screen"] = "\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES))
+            from core.halts.secrets import mask  # the pane may show a secret: stored masked, like all else
+
+            self.state["final_screen"] = mask("\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES)))
         except Exception as exc:
             self.state["final_screen"] = f"(could not capture the pane: {exc})"
         self.state["kill_sent"] = True
@@ -312,7 +314,9 @@ def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | 
     """Seal the dog's state with its outcome and epitaph, then ``complete`` it.
     Call it holding the warrant's claim."""
     stamp = iso(now)
-    text = epitaph(outcome, state, at=stamp, timeouts=list(timeouts), by=by)
+    from core.halts.secrets import mask
+
+    text = mask(epitaph(outcome, state, at=stamp, timeouts=list(timeouts), by=by))
     reasons = {"pardoned": "operator pardon" if by else f"responded at attempt {state.get('attempt')}",
                "executed": "no answer after every attempt",
                "blocked_hands_off": f"target is hands-off ({state.get('blocked_by', '')}); not killed — "
