@@ -167,7 +167,8 @@ class Dog:
         size, limit = marks["history"], marks["limit"]
         self.state["baseline"] = marks["position"]
         self.state["history_seen"] = self._history_seen = size
-        self.state["before_tail"] = [line for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
+        # Digests, not text: the pane may show secrets, and only equality is needed.
+        self.state["before_tail"] = [line_digest(line) for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
         self.state["trimmed"] = bool(limit) and size >= TRIM_ZONE * limit
         timeout = self.timeouts[attempt - 1]
         self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
@@ -295,13 +296,21 @@ class Dog:
                    note=v["note"])
 
 
+def line_digest(line: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
 def after_block(lines: list[str], block: list[str]) -> list[str]:
-    """The lines after the last place where ``block`` (non-empty lines, in
-    order) stands in ``lines``; all of them when it is not there any more (it
-    was trimmed away, so everything left came after it)."""
+    """The lines after the last place where ``block`` (the digests of
+    non-empty lines, in order) stands in ``lines``; all of them when it is not
+    there any more (it was trimmed away, so everything left came after it)."""
     if not block:
         return lines
-    text = [(i, line) for i, line in enumerate(lines) if line.strip()]
+    legacy = not all(len(entry) == 24 and all(c in "0123456789abcdef" for c in entry) for entry in block)
+    block = [line_digest(entry) for entry in block] if legacy else block  # a state from before digests
+    text = [(i, line_digest(line)) for i, line in enumerate(lines) if line.strip()]
     width = len(block)
     for start in range(len(text) - width, -1, -1):
         if [line for _, line in text[start:start + width]] == block:
