@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 
 DB_NAME = "halts.db"
 BUSY_TIMEOUT_MS = 30_000
@@ -187,6 +186,8 @@ def exists(home: str) -> bool:
 
 def open_store(home: str, *, create: bool = True, now_iso: str | None = None) -> sqlite3.Connection:
     """A connection with the schema in place; raises HaltStoreUnavailable."""
+    import sqlite3  # here, not at the top: a hook with no halts.db never needs it
+
     path = db_path(home)
     try:
         if create and not os.path.exists(path):
