@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bench demo screenshots venv clean
+.PHONY: test e2e e2e-capture bench demo screenshots venv clean
 
 venv: $(STAMP)
 
@@ -16,6 +16,14 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4
+
+# The real Claude Code CLI against a loopback stand-in for the API (npm registry needed once).
+e2e: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/e2e -n 2
+
+# Real hook payloads of every event into tests/fixtures/claude_code/.
+e2e-capture: $(STAMP)
+	$(PY) tests/e2e/capture.py
 
 bench: $(STAMP)
 	$(PY) bench/hook_latency.py

@@ -15,6 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The end-to-end suite runs the real Claude Code CLI; `make e2e` runs it on its own.
+collect_ignore = ["e2e"]
+
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:

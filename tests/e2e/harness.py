@@ -1,0 +1,222 @@
+"""Running the real Claude Code CLI headless against the loopback stand-in.
+
+``ensure_claude()`` installs the npm package ``@anthropic-ai/claude-code`` (a
+pinned version, ``LEASH_E2E_CLAUDE_VERSION`` overrides) into ``.cache/claude-code``
+inside the repository once, and says in one line why it cannot when npm or its
+registry is out of reach. ``run_claude()`` starts ``claude -p`` in a process
+group of its own with a private HOME, config and temp directory, and kills the
+whole group when it overruns or when it is done (a hook or tool may have left
+a child behind). ``wire()`` writes leash's hooks into a project's
+``.claude/settings.json``: through ``leash install --project`` when that exists,
+else the same wiring written here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache" / "claude-code"
+PACKAGE = "@anthropic-ai/claude-code"
+PINNED_VERSION = "2.1.197"
+LEASH = str(Path(sys.executable).with_name("leash"))
+NPM_TIMEOUT_SECONDS = 300
+RUN_TIMEOUT_SECONDS = 90
+MARK = "# leash-hook"
+# Today's hook verbs, as ``leash install`` wires them (the fallback below).
+FALLBACK_HOOKS = (("PreToolUse", "pre-tool-use", True, True),
+                  ("PostToolUse", "post-tool-use", False, True),
+                  ("PostToolUseFailure", "post-tool-use", False, True),
+                  ("Stop", "stop", False, False))
+HOOK_TIMEOUT_SECONDS = 30
+OWN_DEADLINE_SECONDS = 25
+
+
+class ClaudeUnavailable(Exception):
+    """Claude Code cannot be installed or run here; ``str()`` is one line."""
+
+
+def wanted_version() -> str:
+    return os.environ.get("LEASH_E2E_CLAUDE_VERSION", PINNED_VERSION)
+
+
+def _candidates() -> list[list[str]]:
+    package = CACHE / "node_modules" / "@anthropic-ai"
+    native = sorted(package.glob("claude-code-*/claude"))
+    return ([[str(package / "claude-code" / "bin" / "claude.exe")]] + [[str(path)] for path in native]
+            + [["node", str(package / "claude-code" / "cli-wrapper.cjs")]])
+
+
+def _version_of(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, DISABLE_AUTOUPDATER="1"), cwd=CACHE)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return words[0] if done.returncode == 0 and words else None
+
+
+def installed() -> tuple[list[str], str] | None:
+    for argv in _candidates():
+        version = _version_of(argv) if Path(argv[-1]).exists() else None
+        if version:
+            return argv, version
+    return None
+
+
+def ensure_claude() -> tuple[list[str], str]:
+    """(argv that runs ``claude``, its version), installing it first if needed."""
+    found = installed()
+    if found and (found[1] == wanted_version() or wanted_version() == "latest"):
+        return found
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ClaudeUnavailable("npm is not installed, so Claude Code cannot be installed")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    spec = f"{PACKAGE}@{wanted_version()}"
+    try:
+        done = subprocess.run([npm, "install", "--prefix", str(CACHE), spec, "--no-audit", "--no-fund",
+                               "--fetch-retries=1", "--fetch-timeout=30000"],
+                              capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=CACHE)
+    except subprocess.TimeoutExpired:
+        raise ClaudeUnavailable(f"npm install {spec} took over {NPM_TIMEOUT_SECONDS} s "
+                                "(is the npm registry reachable?)") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ClaudeUnavailable(f"npm install {spec} failed (is the npm registry reachable?): {last}")
+    found = installed()
+    if found is None:
+        raise ClaudeUnavailable(f"{spec} installed into {CACHE} but no claude binary runs")
+    return found
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    timed_out: bool
+
+    def json(self) -> dict:
+        """The ``--output-format json`` result (the last JSON line of stdout)."""
+        for line in reversed(self.out.strip().splitlines()):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+        raise AssertionError(f"no JSON result from claude: {self!r}")
+
+    def __repr__(self) -> str:
+        return f"Run(code={self.code}, timed_out={self.timed_out}, out={self.out[-2000:]!r}, err={self.err[-2000:]!r})"
+
+
+def claude_env(base: Path, api_url: str, **extra: str) -> dict[str, str]:
+    """A closed environment: a private home and temp, the stand-in as the API."""
+    home, tmp = base / "claude-home", base / "claude-tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "USER": os.environ.get("USER", "root"),
+           "LANG": "C.UTF-8", "SHELL": "/bin/bash", "TERM": "dumb",
+           "CLAUDE_CONFIG_DIR": str(home / ".claude"), "TMPDIR": str(tmp), "CLAUDE_CODE_TMPDIR": str(tmp),
+           "ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": "test",
+           "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+           "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+           # bypassPermissions is refused to root outside a sandbox; this run is one
+           "IS_SANDBOX": "1"}
+    env.update(extra)
+    return env
+
+
+def run_claude(claude: list[str], project: Path, prompt: str, env: dict[str, str], *,
+               args: tuple[str, ...] = ("--permission-mode", "bypassPermissions"),
+               timeout: float = RUN_TIMEOUT_SECONDS) -> Run:
+    """``claude -p PROMPT --output-format json`` in ``project``; the process group
+    is killed afterwards whatever happened."""
+    argv = claude + ["-p", prompt, "--output-format", "json", *args]
+    proc = subprocess.Popen(argv, cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        out, err = proc.communicate()
+    finally:
+        _kill_group(proc.pid)
+    return Run(proc.returncode, out, err, timed_out)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ----------------------------------------------------------------- wiring
+def has_install() -> bool:
+    try:
+        done = subprocess.run([LEASH, "install", "--help"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def fallback_command(leash: str, verb: str, fail_closed: bool) -> str:
+    run = f"{shlex.quote(leash)} hook {verb}"
+    if fail_closed:
+        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run} || exit 2"
+    return f"{run} {MARK}"
+
+
+def fallback_settings(leash: str) -> dict:
+    hooks: dict[str, list] = {}
+    for event, verb, fail_closed, matcher in FALLBACK_HOOKS:
+        group: dict = {"hooks": [{"type": "command", "command": fallback_command(leash, verb, fail_closed),
+                                  "timeout": HOOK_TIMEOUT_SECONDS}]}
+        if matcher:
+            group = {"matcher": "*", **group}
+        hooks.setdefault(event, []).append(group)
+    return {"hooks": hooks}
+
+
+def settings_file(project: Path) -> Path:
+    return project / ".claude" / "settings.json"
+
+
+def wire(project: Path, *, env: dict[str, str] | None = None) -> dict:
+    """leash's hooks in ``project/.claude/settings.json``; returns the settings."""
+    path = settings_file(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if has_install():
+        done = subprocess.run([LEASH, "install", "--project", str(project)], capture_output=True, text=True,
+                              timeout=60, env=env)
+        if done.returncode != 0:
+            raise AssertionError(f"leash install --project failed: {done.stderr.strip()}")
+    else:
+        path.write_text(json.dumps(fallback_settings(LEASH), indent=2) + "\n")
+    return json.loads(path.read_text())
+
+
+def retarget(project: Path, leash: str) -> None:
+    """Point every leash hook of the project at another ``leash`` path."""
+    path = settings_file(project)
+    text = path.read_text()
+    settings = json.loads(text)
+    for groups in settings.get("hooks", {}).values():
+        for group in groups:
+            for hook in group.get("hooks", []):
+                if hook.get("command", "").rstrip().endswith(MARK):
+                    hook["command"] = hook["command"].replace(shlex.quote(LEASH), shlex.quote(leash))
+    path.write_text(json.dumps(settings, indent=2) + "\n")
