@@ -16,6 +16,7 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "claude-sonnet-4-5-20250929"
@@ -43,6 +44,9 @@ def bash(command: str, description: str = "run a command") -> dict:
 class Request:
     path: str
     body: dict
+
+    def __repr__(self) -> str:
+        return f"Request({self.path}, {len(self.body.get('messages') or [])} messages)"
 
     @property
     def is_main(self) -> bool:
@@ -74,6 +78,9 @@ class StandIn:
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     ids: itertools.count = field(default_factory=itertools.count)
+    # Called with no arguments just before the main request of that index is
+    # answered: what an operator or another process does while the agent works.
+    before: dict[int, Callable[[], None]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -92,8 +99,12 @@ class StandIn:
     def answer(self, request: Request) -> list[dict]:
         with self.lock:
             self.requests.append(request)
-            if request.is_main and self.script:
-                return self.script.pop(0)
+            if request.is_main:
+                action = self.before.get(len(self.model_requests) - 1)
+                if action is not None:
+                    action()
+                if self.script:
+                    return self.script.pop(0)
         return [text("ok" if not request.is_main else FALLBACK_TEXT)]
 
     def next_id(self, prefix: str) -> str:
