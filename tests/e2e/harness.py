@@ -85,7 +85,7 @@ def ensure_claude() -> tuple[list[str], str]:
 
 def _ensure_claude() -> tuple[list[str], str]:
     found = installed()
-    if found and (found[1] == wanted_version() or wanted_version() == "latest"):
+    if found and found[1] == wanted_version():
         return found
     npm = shutil.which("npm")
     if npm is None:
