@@ -70,6 +70,10 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
     from core.storecheck import examine_halts
 
     yield from examine_halts(protocol, repair=repair, now=now)
+    from core.install import doctor_findings
+
+    for level, subject, message in doctor_findings():
+        yield Finding(level, subject, message)
     yield from _check_halt_thresholds(protocol.home, repair, now)
     yield from _check_warrants(protocol, repair, now)
     yield from _check_leftovers(home, repair)

@@ -75,14 +75,18 @@ class Gate:
         tmux_name = record.get("tmux_session")
         if tmux_name and tmux_name != session_id:
             names.append(tmux_name)
+        if record.get("parent"):  # resumed or forked: a stop on an ancestor holds it too
+            record = {**record, "lineage": self.sessions.lineage(session_id, now=now)}
+            names.extend(n for n in record["lineage"] if n not in names)
         return names, record
 
     def stopped_reason(self, session_id: str, *, now: float | None = None) -> Verdict | None:
         names, record = self.names(session_id, now=now)
-        return self._stop_verdict(names, record.get("tmux_session_id") or "", now=now)
+        return self._stop_verdict(names, record.get("tmux_session_id") or "", now=now,
+                                  lineage=tuple(record.get("lineage", ())))
 
     def _stop_verdict(self, names: list[str], tmux_session_id: str = "", *,
-                      now: float | None = None) -> Verdict | None:
+                      now: float | None = None, lineage: tuple[str, ...] = ()) -> Verdict | None:
         try:
             stops = self.stops.snapshot(now=now)
         except StopStateUnreadable as exc:
@@ -93,7 +97,9 @@ class Gate:
         for name in names:
             record = stops["sessions"].get(name)
             if record is not None:
-                what = "this session" if name == names[0] else f"tmux session {name!r}"
+                what = ("this session" if name == names[0] else
+                        f"session {name!r}, which this one was resumed from," if name in lineage else
+                        f"tmux session {name!r}")
                 return Verdict(False, _said(f"{what} is stopped", record), "session_stop")
         bound = stops["by_tmux_id"].get(tmux_session_id) if tmux_session_id else None
         if bound is not None:  # stopped by the name it had when the stop was filed
@@ -114,7 +120,7 @@ class Gate:
                               reader: "CallReader | None" = None) -> Verdict:
         names, record = self.names(session_id, now=now)
         tmux_session_id = record.get("tmux_session_id") or ""
-        stopped = self._stop_verdict(names, tmux_session_id, now=now)
+        stopped = self._stop_verdict(names, tmux_session_id, now=now, lineage=tuple(record.get("lineage", ())))
         if stopped is not None:
             return stopped
         entities = names + ([record["entity"]] if record.get("entity") and record["entity"] not in names else [])
@@ -182,16 +188,29 @@ class Gate:
         from core.halts.api import session_state
 
         state = session_state(self.home, session_id, now=now, connection=connection)
+        for ancestor in self.sessions.lineage(session_id, now=now) if state != "paused" else ():
+            held = session_state(self.home, ancestor, now=now, connection=connection)  # a fork keeps its halts
+            state = held if held == "paused" or (held == "halted" and state == "active") else state
         if state == "paused":
             return Verdict(False, "leash: this session is paused: an escalated halt waits for a human. "
                                   f"Do not retry; the operator resolves it (leash halts list --session "
                                   f"{session_id}).", "session_paused")
-        if state == "halted" and tool not in self.config()["gate"]["read_only_tools"]:
+        if state == "halted" and not self._only_looks(tool, reader, cwd):
             return Verdict(False, "leash: this session is halted until the operator acknowledges its halts "
-                                  f"(leash halts list --session {session_id}); only read-only tools may run "
-                                  "meanwhile.", "session_halted")
+                                  f"(leash halts list --session {session_id}); only read-only tools and commands that only "
+                                  "look (ls, cat, grep, git status ...) may run meanwhile.", "session_halted")
         return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
                                       reader=reader)
+
+    def _only_looks(self, tool: str | None, reader: "CallReader", cwd: str | None) -> bool:
+        """A read-only tool, or a Bash command that only looks (``core.readonly``)."""
+        if tool in self.config()["gate"]["read_only_tools"]:
+            return True
+        if tool != "Bash":
+            return False
+        from core.readonly import is_read_only_call
+
+        return is_read_only_call(reader.read(cwd))
 
     def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
         if tool is None:

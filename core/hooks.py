@@ -141,8 +141,9 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
         tmux_name = known.get("tmux_session", "") if same_pane else ""
         if pane and not tmux_id:
             tmux_id, tmux_name = tmux_identity_of_pane(pane, env=dict(env))
-        registry.observe(session_id, now=now, tool=tool, tmux_pane=pane, tmux_session=tmux_name,
-                         tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd)
+        agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
+        registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
+                         tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent)
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
@@ -177,6 +178,32 @@ def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: f
     return "", "", 0
 
 
+def _blocking_output(event: str, message: str) -> str | None:
+    """What a gating hook prints when it fails (None: the event fails open;
+    "": exit 2, which Claude Code reads as block for that event)."""
+    if event == "pre-tool-use":
+        return deny_output(message)
+    if event == "user-prompt-submit":
+        return json.dumps({"decision": "block", "reason": message})
+    if event == "post-tool-batch":
+        return json.dumps({"continue": False, "stopReason": message})
+    if event == "permission-request":
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                                  "decision": {"behavior": "deny", "message": message}}})
+    if event == "config-change":
+        return ""
+    return None
+
+
+def _lifecycle_handlers(event: str) -> dict:
+    """The lifecycle handlers, imported only for their events (or to name them)."""
+    if event in ("pre-tool-use", "post-tool-use", "post-tool-use-failure", "stop"):
+        return {}
+    from core.lifecycle import HANDLERS
+
+    return HANDLERS
+
+
 def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     """Entry point of ``leash hook EVENT``; never raises, never prints a traceback."""
     stdout = stdout or sys.stdout
@@ -186,10 +213,12 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
 
         return reply_guard(raw, **kwargs)
 
-    handlers = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use, "stop": stop_hook}
+    handlers = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use, "post-tool-use-failure": post_tool_use,
+                "stop": stop_hook, **_lifecycle_handlers(event)}
     if event not in handlers:
+        # Exit 1, never 2: Claude Code reads 2 as "block" on most events.
         stderr.write(f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n")
-        return 2
+        return 1
     try:
         raw, input_error = b"", None
         try:
@@ -209,14 +238,16 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     except Exception as exc:
         message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
         stderr.write(message + "\n")
-        if event == "post-tool-use":
-            return 1
-        if event == "pre-tool-use":
-            # We could not establish that the call is allowed: fail closed, as
-            # for an unreadable stop state. Other hooks fail open.
-            stdout.write(deny_output(message) + "\n")
+        # We could not establish that the call is allowed: the gating events
+        # fail closed, as for an unreadable stop state; the others fail open.
+        blocking = _blocking_output(event, message)
+        if blocking is None:
+            return 1 if event in ("post-tool-use", "post-tool-use-failure") else 0
+        if blocking:
+            stdout.write(blocking + "\n")
             stdout.flush()
-        return 0
+            return 0
+        return 2
     if err:
         stderr.write(err)
     if out:

@@ -32,7 +32,12 @@ from core.statefile import locked, write_json
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
-_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd")
+_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "agent")
+# What Claude Code last said a session is doing; "" when it is working.
+STATUS_WAITING_INPUT = "waiting for input"
+STATUS_WAITING_PERMISSION = "waiting for permission"
+STATUS_ENDED = "ended"
+MAX_LINEAGE = 16
 _SEPARATOR = "\x1f"
 DEFAULT_FORGET_AFTER_DAYS = 7
 
@@ -104,13 +109,16 @@ class SessionRegistry:
         *,
         now: float | None = None,
         tool: str | None = None,
+        status: str | None = None,
         **fields: str | None,
     ) -> dict[str, object]:
-        """Record that the session is alive; writes only when it must."""
+        """Record that the session is alive; writes only when it must.
+        ``status`` None leaves the status as it is, "" clears it."""
         moment = now_seconds(now)
         known = self.get(session_id, now=now) or {}
         wanted = {k: v for k, v in fields.items() if k in _FIELDS and v}
         changed = any(known.get(k) != v for k, v in wanted.items())
+        changed = changed or (status is not None and known.get("status", "") != status)
         try:
             stale = moment - parse_iso(known.get("last_seen", "")) >= REFRESH_SECONDS
         except ValueError:
@@ -128,8 +136,29 @@ class SessionRegistry:
             record["last_seen"] = iso(moment)
             if tool:
                 record["last_tool"] = tool
+            if status is not None:
+                record["status"] = status
             write_json(self.path, data)
             return dict(record)
+
+    def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
+        """The sessions this one was resumed or forked from, nearest first: a
+        stop filed against an ancestor holds it too."""
+        found, seen = [], {session_id}
+        record = self.get(session_id, now=now) or {}
+        while record.get("parent") and record["parent"] not in seen and len(found) < MAX_LINEAGE:
+            found.append(record["parent"])
+            seen.add(record["parent"])
+            record = self.get(record["parent"], now=now) or {}
+        return found
+
+    def predecessor_in_pane(self, session_id: str, pane: str, *, now: float | None = None) -> str:
+        """The session that last ran in tmux pane ``pane`` before this one ("" when none)."""
+        if not pane:
+            return ""
+        others = [(record.get("last_seen", ""), sid) for sid, record in self.all(now=now).items()
+                  if sid != session_id and record.get("tmux_pane") == pane]
+        return max(others)[1] if others else ""
 
     def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None:
         with locked(self.path):

@@ -51,7 +51,7 @@ def test_full_stop_with_entity_and_hours(cli, home):
     ("stop",), ("stop", "--all"), ("stop", "s", "--all", "--reason", "r"), ("stop", "s", "--hours", "3"),
     ("stop", "s", "--entity", "e", "--hours", "x"), ("hands-off", "e", "--hours", "-2"),
     ("hands-off", "path:"), ("hands-off", " "), ("resume",), ("log", "--since", "yesterday"), ("log", "bogus"),
-    ("frobnicate",), ("status", "--nope"), ("hook", "post-nothing"),
+    ("frobnicate",), ("status", "--nope"),
 ])
 def test_usage_errors_exit_2_with_one_line(cli, args):
     one_line_error(cli(*args), 2)

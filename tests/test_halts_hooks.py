@@ -85,9 +85,12 @@ def test_destructive_command_halts_the_session_until_acknowledged(leash_proc, wo
     assert halts and all(h["severity"] == "critical" for h in halts)
     assert {"privilege_escalation", "no_rollback_plan"} <= {h["condition_name"] for h in halts}
 
-    held = denial(pre(leash_proc, "wild", "Bash", {"command": "ls"}, work))
+    held = denial(pre(leash_proc, "wild", "Bash", {"command": "touch b.txt"}, work))
     assert held and "halted" in held
     assert denial(pre(leash_proc, "wild", "Read", {"file_path": str(work / "a.txt")}, work)) is None
+    # Commands that only look still run while halted; anything else waits.
+    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls -la && git status"}, work)) is None
+    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls > listing.txt"}, work))
     assert denial(pre(leash_proc, "bystander", "Bash", {"command": "ls"}, work)) is None
 
     for h in halts:
@@ -102,10 +105,10 @@ def test_dismissing_critical_halts_needs_caution(leash_proc, work):
     halts = pending(leash_proc, "wild")
     for h in halts:
         assert leash_proc("halts", "dismiss", h["halt_id"]).code == 1
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls"}, work)) is not None
+    assert denial(pre(leash_proc, "wild", "Bash", {"command": "make build"}, work)) is not None
     for h in halts:
         assert leash_proc("halts", "dismiss", h["halt_id"], "--caution").code == 0
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls"}, work)) is None
+    assert denial(pre(leash_proc, "wild", "Bash", {"command": "make build"}, work)) is None
 
 
 # ------------------------------------------------------------------ three strikes from PostToolUseFailure

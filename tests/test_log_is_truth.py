@@ -89,10 +89,10 @@ def test_a_halt_survives_halts_db_removal_and_a_session_states_edit(home):
     with sqlite3.connect(home / "halts.db") as db:
         db.execute("UPDATE session_states SET state = 'active'")
     assert session_state(home, "worker", now=NOW) == "halted"
-    assert Gate(home).check("worker", "Bash", {"command": "ls"}, now=NOW).rule == "session_halted"
+    assert Gate(home).check("worker", "Bash", {"command": "touch x"}, now=NOW).rule == "session_halted"
     for suffix in ("", "-wal", "-shm"):
         (home / f"halts.db{suffix}").unlink(missing_ok=True)
-    assert Gate(home).check("worker", "Bash", {"command": "ls"}, now=NOW).rule == "session_halted"
+    assert Gate(home).check("worker", "Bash", {"command": "touch x"}, now=NOW).rule == "session_halted"
     with sqlite3.connect(home / "halts.db") as db:
         [(description,)] = db.execute("SELECT description FROM halt_events WHERE id = ?",
                                       (recorded["halt_id"],)).fetchall()

@@ -50,7 +50,7 @@ def assert_tamper_blocked(scene, verdict):
     gate = Gate(scene["home"])
     assert gate.check("other").rule == "session_stop"
     assert StopProtocol(scene["home"]).is_hands_off("ezra")
-    after = gate.check("agent", "Bash", {"command": "ls"}, cwd=str(scene["project"]), env=scene["env"])
+    after = gate.check("agent", "Bash", {"command": "make"}, cwd=str(scene["project"]), env=scene["env"])
     assert after.rule == "session_halted", after
 
 

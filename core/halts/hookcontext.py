@@ -111,6 +111,8 @@ def outcome(payload: dict) -> tuple[list[str], str | None, str | None]:
     response = payload.get("tool_response")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     failed = payload.get("hook_event_name") == "PostToolUseFailure" or bool(payload.get("error"))
+    if payload.get("is_interrupt") is True:
+        return [], None, None  # the user stopped it: not a failure, and nothing was read
     if isinstance(response, dict):
         code = next((response[k] for k in ("exit_code", "exitCode", "returnCode", "return_code") if k in response),
                     None)

@@ -1,0 +1,251 @@
+"""``leash install``: wire leash's hooks into Claude Code's settings, and check them.
+
+Claude Code reads hooks from several settings files (managed, user, project,
+project-local); each event maps to a list of matcher groups, each with a list of
+``{"type": "command", "command": ..., "timeout": seconds}``. ``install`` merges
+leash's hooks into one of those files and changes nothing else: other keys and
+other hooks stay as they are, a second run writes nothing, ``uninstall``
+removes only leash's (recognised by the ``# leash-hook`` mark at the end of the
+command). The command runs the absolute path of the ``leash`` that installed it.
+
+Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
+(PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
+the command is ``timeout -k 2 N leash hook EVENT || exit 2``, so a missing binary
+(exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
+124) blocks the call instead of letting it through. The other events fail open
+(a broken reply guard must never trap an agent in its turn).
+
+Failure: a settings file that is not a JSON object is never rewritten; the
+caller gets ``SettingsError`` with one line. Writes are atomic (temp file and
+rename in the same directory) and keep the file's mode.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+
+MARK = "# leash-hook"
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests point it elsewhere)
+# Seconds Claude Code waits for the hook; leash's own deadline is shorter so it
+# is leash, not Claude Code's timeout (which lets the call run), that ends it.
+HOOK_TIMEOUT_SECONDS = 30
+OWN_DEADLINE_SECONDS = 25
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    event: str          # Claude Code's event name
+    verb: str           # leash hook VERB
+    fail_closed: bool   # wrap so that any failure blocks (exit 2)
+    matcher: bool       # the event filters by tool name
+
+
+HOOKS = (
+    HookSpec("PreToolUse", "pre-tool-use", True, True),
+    HookSpec("PostToolUse", "post-tool-use", False, True),
+    HookSpec("PostToolUseFailure", "post-tool-use-failure", False, True),
+    HookSpec("PostToolBatch", "post-tool-batch", True, False),
+    HookSpec("UserPromptSubmit", "user-prompt-submit", True, False),
+    HookSpec("Stop", "stop", False, False),
+    HookSpec("SessionStart", "session-start", False, False),
+    HookSpec("SessionEnd", "session-end", False, False),
+    HookSpec("Notification", "notification", False, False),
+    HookSpec("PermissionRequest", "permission-request", True, True),
+    HookSpec("ConfigChange", "config-change", True, False),
+)
+VERBS = {spec.verb: spec for spec in HOOKS}
+
+
+class SettingsError(Exception):
+    """A settings file leash will not touch; ``str()`` is one line."""
+
+
+def settings_path(*, project: str | None = None, user: bool = False, managed: bool = False) -> str:
+    if managed:
+        return os.environ.get(MANAGED_ENV) or MANAGED_SETTINGS
+    if user:
+        return os.path.join(os.path.expanduser("~"), ".claude", "settings.json")
+    return os.path.join(os.path.abspath(project or "."), ".claude", "settings.json")
+
+
+def hook_command(leash: str, spec: HookSpec) -> str:
+    run = f"{shlex.quote(leash)} hook {spec.verb}"
+    if spec.fail_closed:
+        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run} || exit 2"
+    return f"{run} {MARK}"
+
+
+def is_leash_hook(hook: object) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].rstrip().endswith(MARK)
+
+
+def leash_executable() -> str:
+    """The absolute path of the ``leash`` this process runs from."""
+    import shutil
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "leash")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("leash")
+    return os.path.abspath(found) if found else beside
+
+
+def read_settings(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read ({exc.strerror})") from None
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: not valid JSON ({exc}); leash leaves it as it is") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: not a JSON object; leash leaves it as it is")
+    if not isinstance(data.get("hooks", {}), dict):
+        raise SettingsError(f'{path}: "hooks" is not an object; leash leaves it as it is')
+    return data
+
+
+def merged(settings: dict, leash: str | None, *, uninstall: bool = False) -> dict:
+    """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
+    result = dict(settings)
+    hooks = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
+    if not uninstall:
+        for spec in HOOKS:
+            group = {"hooks": [{"type": "command", "command": hook_command(leash, spec),
+                                "timeout": HOOK_TIMEOUT_SECONDS}]}
+            if spec.matcher:
+                group = {"matcher": "*", **group}
+            hooks.setdefault(spec.event, []).append(group)
+    hooks = {event: groups for event, groups in hooks.items() if groups}
+    if hooks:
+        result["hooks"] = hooks
+    else:
+        result.pop("hooks", None)
+    return result
+
+
+def _without_leash(groups: object) -> object:
+    if not isinstance(groups, list):
+        return groups  # not ours to judge: kept as it is
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            others = [hook for hook in group["hooks"] if not is_leash_hook(hook)]
+            if not others and group["hooks"]:
+                continue
+            group = {**group, "hooks": others}
+        kept.append(group)
+    return kept
+
+
+def install(path: str, leash: str | None = None, *, uninstall: bool = False) -> bool:
+    """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
+    current = read_settings(path)
+    wanted = merged(current, leash or leash_executable(), uninstall=uninstall)
+    if wanted == current:
+        return False
+    from core.statefile import write_bytes_atomic
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644  # settings are not secret; Claude Code (maybe another user) must read them
+    write_bytes_atomic(path, (json.dumps(wanted, indent=2) + "\n").encode())
+    os.chmod(path, mode)
+    return True
+
+
+# ------------------------------------------------------------------ check
+def settings_layers(*, project: str | None = None) -> list[str]:
+    """Every settings file Claude Code would read for ``project``, strongest first."""
+    base = os.path.abspath(project or ".")
+    return [settings_path(managed=True), os.path.join(base, ".claude", "settings.local.json"),
+            os.path.join(base, ".claude", "settings.json"), settings_path(user=True)]
+
+
+def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
+    """(level, subject, message) for leash's wiring as Claude Code will see it:
+    hooks missing, switched off by ``disableAllHooks`` in any layer, pointing at
+    a binary that is not there, or without a timeout."""
+    findings: list[tuple[str, str, str]] = []
+    present: dict[str, list[dict]] = {}
+    for path in settings_layers(project=project):
+        try:
+            data = read_settings(path)
+        except SettingsError as exc:
+            findings.append(("warn", path, str(exc)))
+            continue
+        if data.get("disableAllHooks") is True:
+            findings.append(("fail", path, "disableAllHooks is true: no leash hook runs (remove it)"))
+        for event, groups in (data.get("hooks") or {}).items():
+            for group in groups if isinstance(groups, list) else []:
+                for hook in (group.get("hooks") if isinstance(group, dict) else None) or []:
+                    if is_leash_hook(hook):
+                        present.setdefault(event, []).append({**hook, "_file": path})
+    for spec in HOOKS:
+        found = present.get(spec.event)
+        if not found:
+            findings.append(("fail", spec.event, f"leash's hook is not wired (leash install); "
+                                                 f"{'calls are not judged' if spec.fail_closed else 'not recorded'}"))
+            continue
+        for hook in found:
+            binary = _binary_of(hook["command"])
+            if binary and not os.access(binary, os.X_OK):
+                findings.append(("fail", spec.event, f"{hook['_file']}: runs {binary}, which is missing"))
+            if not isinstance(hook.get("timeout"), (int, float)):
+                findings.append(("fail", spec.event, f"{hook['_file']}: no timeout"))
+    if not any(level == "fail" for level, _, _ in findings):
+        findings.append(("ok", "claude code", f"{len(HOOKS)} leash hooks wired with timeouts"))
+    return findings
+
+
+def _binary_of(command: str) -> str:
+    """The program a hook command runs (behind ``timeout`` and its options)."""
+    try:
+        words = shlex.split(command.replace(MARK, ""))
+    except ValueError:
+        return ""
+    if words[:1] == ["timeout"]:
+        words = words[1:]
+        while words and (words[0].startswith("-") or words[0].replace(".", "", 1).isdigit()):
+            words = words[1:]
+    return words[0] if words else ""
+
+
+def disabling_change(path: str, *, project: str | None = None) -> str:
+    """Why a settings file, as it now is, switches leash's hooks off ("" when it
+    does not): ``disableAllHooks`` in it, or leash's PreToolUse hook no longer
+    wired in any layer Claude Code reads for ``project``."""
+    if path:
+        try:
+            if read_settings(path).get("disableAllHooks") is True:
+                return f"disableAllHooks in {path}"
+        except SettingsError:
+            pass  # a file Claude Code cannot parse either changes nothing
+    for level, subject, _ in check(project=project):
+        if level == "fail" and subject == "PreToolUse":
+            return "leash's PreToolUse hook is no longer wired"
+    return ""
+
+
+def doctor_findings(*, project: str | None = None) -> list[tuple[str, str, str]]:
+    """``check`` as ``leash doctor`` reports it: wiring that is absent everywhere
+    is a warning (leash may be used without Claude Code); wiring that is there
+    but switched off or broken is a failure."""
+    findings = check(project=project)
+    missing = [f for f in findings if f[0] == "fail" and "is not wired" in f[2]]
+    if len(missing) == len(HOOKS):
+        rest = [f for f in findings if f not in missing]
+        return rest + [("warn", "claude code", "no leash hook is wired for this directory (leash install)")]
+    return findings

@@ -1,0 +1,243 @@
+"""Claude Code's lifecycle hooks beyond the tool gate (DESIGN "Claude Code integration").
+
+Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
+
+* ``session-start``: registers the session before its first tool call (pane,
+  cwd, transcript path). A session resumed into the pane of another
+  (``--resume X --fork-session`` gets a new id) records that one as its
+  ``parent``; the gate holds a session whose ancestor is stopped or halted.
+* ``session-end``: the session is marked ``ended``.
+* ``notification``: ``idle_prompt`` / ``permission_prompt`` make the session
+  "waiting for input" / "waiting for permission"; its next prompt or tool call
+  clears that.
+* ``user-prompt-submit``: a stopped or paused session's prompt is blocked with
+  the reason; a hands-off entity's prompt gets ``additionalContext``.
+* ``post-tool-batch``: while the whole session is held (a stop, the fleet
+  stop, a hands-off lock on the session, a paused session) the turn ends:
+  ``{"continue": false, "stopReason": ...}``, so the model does not argue with
+  the deny.
+* ``permission-request``: a held session's permission dialog is denied.
+* ``config-change``: a settings change that disables or removes leash's hooks
+  is blocked (exit 2) and recorded as a ``supervisor_tampering`` halt.
+
+Failure: input that cannot be read blocks only where the gate's policy fails
+closed (the stop state cannot be read, the fleet is stopped); everything else
+answers with one stderr line and exit 1, which Claude Code shows without
+blocking. Registering is best effort; judging is not.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+# Verdict rules that hold the whole session (a path lock holds one file only).
+SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop", "hands_off", "locks_unreadable",
+                                "session_paused", "halts_unreadable"})
+TRANSCRIPT_SCAN_BYTES = 65536
+
+
+def _read(raw: bytes, home, input_error, *, need_session: bool = True):
+    """(the gate, the payload or None, the input problem or None)."""
+    from core.gate import Gate
+    from core.home import ensure_home
+    from core.hooks import HookInputError, parse_payload
+
+    gate = Gate(ensure_home(home))
+    try:
+        if input_error is not None:
+            raise input_error
+        return gate, parse_payload(raw, need_session=need_session), None
+    except HookInputError as exc:
+        return gate, None, exc
+
+
+def _register(gate, payload: dict, env, *, now=None, status: str | None = None, parent: str = "") -> dict:
+    from core.sessions import tmux_identity_of_pane
+
+    session_id = payload["session_id"]
+    pane = env.get("TMUX_PANE", "")
+    known = gate.sessions.get(session_id, now=now) or {}
+    tmux_id, tmux_name = "", ""
+    if pane and known.get("tmux_pane") == pane and known.get("tmux_session_id"):
+        tmux_id, tmux_name = known["tmux_session_id"], known.get("tmux_session", "")
+    elif pane:
+        tmux_id, tmux_name = tmux_identity_of_pane(pane, env=dict(env))
+    return gate.sessions.observe(
+        session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
+        entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
+        transcript_path=_text(payload, "transcript_path"), parent=parent)
+
+
+def _text(payload: dict, key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _session_hold(gate, session_id: str, *, now=None, env=None):
+    """The verdict that holds the whole session now, or None."""
+    verdict = gate.check_stops_and_locks(session_id, now=now)
+    if not verdict.allow and verdict.rule in SESSION_WIDE_RULES:
+        return verdict
+    verdict = gate.check_halts(session_id, None, None, now=now, env=env)
+    if not verdict.allow and verdict.rule in SESSION_WIDE_RULES:
+        return verdict
+    return None
+
+
+def _unreadable_input(gate, exc) -> tuple[str, str, int]:
+    """No session to judge: only the rules that hold everyone may block."""
+    verdict = gate._stop_verdict([])
+    if verdict is not None:
+        return "", f"{verdict.reason}\n", 2
+    return "", f"leash: {exc}\n", 1
+
+
+# ------------------------------------------------------------------ handlers
+def session_start(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return "", f"leash: {problem}\n", 1
+    session_id = payload["session_id"]
+    parent = _parent_of(gate, payload, env, now=now)
+    _register(gate, payload, env, now=now, status="", parent=parent)
+    held = _session_hold(gate, session_id, now=now, env=env)
+    if held is None:
+        return "", "", 0
+    context = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": held.reason}}
+    return json.dumps(context) + "\n", "", 0
+
+
+def _parent_of(gate, payload: dict, env, *, now=None) -> str:
+    """The session this one continues: named in its transcript, or the one
+    that last ran in the same tmux pane when Claude Code says it resumed."""
+    session_id = payload["session_id"]
+    found = _transcript_parent(_text(payload, "transcript_path"), session_id)
+    if found:
+        return found
+    if payload.get("source") == "resume":
+        return gate.sessions.predecessor_in_pane(session_id, env.get("TMUX_PANE", ""), now=now)
+    return ""
+
+
+def _transcript_parent(path: str, session_id: str) -> str:
+    """The first other ``sessionId`` in the head of a transcript (a fork copies
+    its parent's messages, ids included); "" when there is none."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(TRANSCRIPT_SCAN_BYTES)
+    except OSError:
+        return ""
+    for raw in head.split(b"\n")[:-1]:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        other = line.get("sessionId") if isinstance(line, dict) else None
+        if isinstance(other, str) and other and other != session_id:
+            return other
+    return ""
+
+
+def session_end(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return "", f"leash: {problem}\n", 1
+    from core.sessions import STATUS_ENDED
+
+    _register(gate, payload, env, now=now, status=STATUS_ENDED)
+    return "", "", 0
+
+
+NOTIFICATION_STATUS = {"idle_prompt": "waiting for input", "permission_prompt": "waiting for permission"}
+
+
+def notification(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return "", f"leash: {problem}\n", 1
+    status = NOTIFICATION_STATUS.get(_text(payload, "notification_type"))
+    if status is not None:
+        _register(gate, payload, env, now=now, status=status)
+    return "", "", 0
+
+
+def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return _unreadable_input(gate, problem)
+    session_id = payload["session_id"]
+    _register(gate, payload, env, now=now, status="")
+    held = _session_hold(gate, session_id, now=now, env=env)
+    if held is not None and held.rule != "hands_off":
+        return json.dumps({"decision": "block", "reason": held.reason}) + "\n", "", 0
+    if held is not None:  # a hands-off entity may still talk; it is told what it must not touch
+        context = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": held.reason}}
+        return json.dumps(context) + "\n", "", 0
+    return "", "", 0
+
+
+def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return _unreadable_input(gate, problem)
+    held = _session_hold(gate, payload["session_id"], now=now, env=env)
+    if held is None:
+        return "", "", 0
+    return json.dumps({"continue": False, "stopReason": held.reason}) + "\n", "", 0
+
+
+def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return _unreadable_input(gate, problem)
+    tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
+    verdict = gate.check(payload["session_id"], tool, payload.get("tool_input"), cwd=_text(payload, "cwd") or None,
+                         now=now, env=env)
+    if verdict.allow:
+        return "", "", 0
+    decision = {"behavior": "deny", "message": verdict.reason}
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}) + "\n", "", 0
+
+
+def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+    """Block a settings change that switches leash's hooks off: Claude Code
+    reads exit 2 on ConfigChange as "do not apply"."""
+    env = os.environ if env is None else env
+    gate, payload, problem = _read(raw, home, input_error)
+    if problem is not None:
+        return "", f"leash: {problem}\n", 1
+    from core.install import disabling_change
+
+    problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None)
+    if not problem:
+        return "", "", 0
+    reason = (f"leash: this settings change would switch leash's hooks off ({problem}); blocked and recorded as "
+              "supervisor_tampering. Only a human can lift the halt.")
+    _record_tampering(gate, payload, problem, now=now)
+    return "", reason + "\n", 2
+
+
+def _record_tampering(gate, payload: dict, problem: str, *, now=None) -> None:
+    from core.halts.api import record_halt
+    from core.text import printable
+
+    session_id = payload["session_id"]
+    summary = printable(f"ConfigChange {_text(payload, 'file_path')}: {problem}", limit=300)
+    gate.stops.acklog.append("tamper_blocked", source="leash", session_id=session_id, reason=summary, now=now)
+    record_halt({"session_token": session_id, "halt_type": "security", "severity": "critical",
+                 "condition_name": "supervisor_tampering", "description": summary}, home=gate.home, now=now)
+
+
+HANDLERS = {
+    "session-start": session_start, "session-end": session_end, "notification": notification,
+    "user-prompt-submit": user_prompt_submit, "post-tool-batch": post_tool_batch,
+    "permission-request": permission_request, "config-change": config_change,
+}
