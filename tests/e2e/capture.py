@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -119,8 +118,8 @@ def run_scenario(claude: list[str], base: Path, scenario: Scenario) -> list[dict
             run = run_claude(claude, project, prompt, env, args=scenario.args + more)
             print(f"  {name}: {prompt!r} exit {run.code} in {time.monotonic() - started:.1f} s, "
                   f"{len(standin.requests)} requests", file=sys.stderr)
-            if os.environ.get("CAPTURE_DEBUG"):
-                print(run, file=sys.stderr)
+            if run.code != 0 and name != "api error":
+                print(f"    {run!r}", file=sys.stderr)
     return recorded(record, scenario, project, own)
 
 
