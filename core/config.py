@@ -20,7 +20,7 @@ CONFIG_NAME = "config.toml"
 _NUMBER = (int, float)
 
 DEFAULTS: dict[str, object] = {
-    "gate": {"read_only_tools": ["Read", "Grep", "Glob", "LS"]},
+    "gate": {"read_only_tools": ["Read"]},  # Claude Code's current tools; Bash that only looks passes too
     "halts": {"record_high": True},
     "hands_off": {"default_hours": 24},
     "warrants": {

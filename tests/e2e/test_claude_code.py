@@ -110,7 +110,6 @@ def test_a_missing_leash_binary_blocks_instead_of_allowing(agent, tmp_path):
 
 
 # ------------------------------------------------- events not wired yet
-@pytest.mark.xfail(reason="PostToolBatch hook: a turn ends after a call denied by a stop", strict=False)
 def test_the_turn_ends_after_a_stop_denies_a_call(agent):
     def stop_the_fleet() -> None:
         agent.leash("stop", "--all", "--reason", "maintenance window 42")
@@ -123,7 +122,6 @@ def test_the_turn_ends_after_a_stop_denies_a_call(agent):
     assert run.json().get("terminal_reason") == "hook_stopped"
 
 
-@pytest.mark.xfail(reason="UserPromptSubmit hook: a stopped session's prompt is blocked", strict=False)
 def test_a_stopped_sessions_new_prompt_never_reaches_the_model(agent):
     session_id = str(uuid.uuid4())
     agent.leash("stop", session_id, "--reason", "review this one first")
@@ -134,8 +132,6 @@ def test_a_stopped_sessions_new_prompt_never_reaches_the_model(agent):
     assert "review this one first" in run.json()["result"]
 
 
-@pytest.mark.xfail(reason="ConfigChange hook: disableAllHooks in the project's local settings is blocked",
-                   strict=False)
 def test_disabling_all_hooks_mid_session_is_blocked(agent):
     local = agent.project / ".claude" / "settings.local.json"
 
