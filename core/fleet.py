@@ -25,6 +25,19 @@ RECENT_FINISHED = 20
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
+def _with_status(state: str, detail: str, agent: dict | None) -> tuple[str, str]:
+    """A running session shows what Claude Code last said it is doing
+    ("waiting for input", "waiting for permission", "ended"); the subagent
+    that made its last call is named in the detail."""
+    if not agent:
+        return state, detail
+    if state == "running" and agent.get("status"):
+        state = agent["status"]
+    if agent.get("agent"):
+        detail = f"{detail}; subagent {agent['agent']}" if detail else f"subagent {agent['agent']}"
+    return state, detail
+
+
 def _age(stamp: str | None, moment: float) -> float | None:
     try:
         return max(0.0, moment - parse_iso(stamp)) if stamp else None
@@ -129,6 +142,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         entities = names + [a["entity"] for a in agents if a.get("entity")]
         state, detail = state_of(names, entities, tmux.get("id", ""))
         latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
+        state, detail = _with_status(state, detail, latest)
         pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
         sessions.append({
             "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
@@ -140,7 +154,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
     for agent in loose_agents:
         names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
         entities = names + ([agent["entity"]] if agent.get("entity") else [])
-        state, detail = state_of(names, entities)
+        state, detail = _with_status(*state_of(names, entities), agent)
         sessions.append({
             "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
             "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,

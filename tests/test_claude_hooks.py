@@ -229,3 +229,18 @@ def test_fail_closed_wiring_blocks_when_the_binary_is_missing(tmp_path):
     done = subprocess.run(["sh", "-c", command], input=json.dumps(payload("PreToolUse")).encode(),
                           capture_output=True)
     assert done.returncode == 2  # Claude Code reads 2 on PreToolUse as "block"
+
+
+def test_the_console_view_shows_waiting_ended_and_subagents(home):
+    from core.fleet import view
+
+    hook(home, "session-start", payload("SessionStart"))
+    hook(home, "notification", payload("Notification", notification_type="idle_prompt"))
+    [row] = [r for r in view(home, tmux_sessions=[])["sessions"] if r["name"] == SESSION]
+    assert row["state"] == "waiting for input"
+    hook(home, "pre-tool-use", payload("PreToolUse", agent_id="a1", agent_type="Explore"))
+    [row] = [r for r in view(home, tmux_sessions=[])["sessions"] if r["name"] == SESSION]
+    assert row["state"] == "running" and "subagent Explore" in row["detail"]
+    hook(home, "session-end", payload("SessionEnd"))
+    [row] = [r for r in view(home, tmux_sessions=[])["sessions"] if r["name"] == SESSION]
+    assert row["state"] == "ended"
