@@ -60,6 +60,13 @@ def _out(text: str = "") -> None:
     sys.stdout.write(printable(text) + "\n")
 
 
+def _out_painted(*pieces: tuple[str, str | None]) -> None:
+    """One line of (text, style) pieces: each escaped, then coloured when stdout is a terminal."""
+    from console.colour import paint
+
+    sys.stdout.write("".join(paint(printable(text), style) for text, style in pieces) + "\n")
+
+
 def _out_json(value: Any, *, indent: int | None = None) -> None:
     sys.stdout.write(json.dumps(value, indent=indent, ensure_ascii=True) + "\n")
 
@@ -135,17 +142,20 @@ def cmd_status(protocol, args) -> int:
 
     moment = now_seconds()
     state = snapshot(protocol, now=moment)
+    _add_session_states(protocol.home, state["sessions"], moment)
     if args.json:
         _out_json(state, indent=2)
         return 0
     _out(f"home: {protocol.home}")
     if "stop_state_error" in state:
-        _out(f"STOP STATE UNREADABLE: {state['stop_state_error']} (every tool call is denied)")
+        _out_painted(("STOP STATE UNREADABLE", "alarm"), (f": {state['stop_state_error']} (every tool call is denied)",
+                                                          None))
     if state["fleet_stopped"]:
         fleet = state["fleet_stopped"][0]
-        _out(f"fleet: STOPPED {_ago(fleet['stopped_at'], moment)} by {fleet['source']}: {fleet['reason']}")
+        _out_painted(("fleet: ", None), ("STOPPED", "alarm"),
+                     (f" {_ago(fleet['stopped_at'], moment)} by {fleet['source']}: {fleet['reason']}", None))
     else:
-        _out("fleet: running")
+        _out_painted(("fleet: ", None), ("running", "green"))
     _section("stopped sessions", state["stopped_sessions"], lambda r: (
         f"{r['session_id']}  {_ago(r.get('stopped_at', ''), moment)} by {r.get('source', '?')}: "
         f"{r.get('reason') or '-'}"))
@@ -161,16 +171,66 @@ def cmd_status(protocol, args) -> int:
         f"{r['id']}  {r['target']}  {r['state']}  attempt {r.get('attempt', 0)}: {r.get('reason', '')}"))
     _section("restart-loop breakers", state["loops"], lambda r: (
         f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
-    _section("sessions seen", state["sessions"], lambda r: (
-        f"{r['session_id']}  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
-        f"last tool {r.get('last_tool') or '-'}  seen {_ago(r.get('last_seen', ''), moment)}"))
+    from console.colour import STATE_STYLE
+
+    _out_painted(("sessions seen", "bold"), (f": {len(state['sessions'])}", None))
+    for r in state["sessions"]:
+        _out_painted(("  " + r["session_id"] + "  ", None), (r["state"], STATE_STYLE.get(r["state"].split(",")[0])), (
+            f"  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
+            f"last tool {r.get('last_tool') or '-'}  seen {_ago(r.get('last_seen', ''), moment)}", None))
     return 0
 
 
+def _add_session_states(home, sessions: list[dict[str, Any]], moment: float) -> None:
+    """Each seen session's state as the console shows it (``core.fleet``):
+    stopped, paused, halted, under warrant, hands-off, running, or what the
+    hooks last said of it (waiting for input, ended)."""
+    from core.fleet import view
+
+    rows = {row["name"]: row for row in view(home, now=moment)["sessions"]}
+    for session in sessions:
+        row = rows.get(session["session_id"], {})
+        state = row.get("state") or "running"
+        status = row.get("status")
+        session["state"] = f"{state}, {status}" if status and status != state and state != "running" else \
+            (status or state)
+
+
 def _section(title: str, rows: list[dict[str, Any]], line) -> None:
-    _out(f"{title}: {len(rows)}")
+    _out_painted((title, "bold"), (f": {len(rows)}", None))
     for row in rows:
         _out("  " + line(row))
+
+
+# ------------------------------------------------------------------ why
+def cmd_why(protocol, args) -> int:
+    """Every rule that holds a session now; exit 3 when one does."""
+    from core.why import describe, why
+
+    answer = why(protocol.home, args.session)
+    if args.json:
+        _out_json(answer, indent=2)
+        return 3 if answer["held"] else 0
+    if not answer["held"]:
+        _out_painted((args.session, "bold"), (" is free: nothing holds it now", "green"))
+    else:
+        count = len(answer["rules"])
+        _out_painted((args.session, "bold"), (f" is held by {count} rule{'s' if count != 1 else ''}:", "red"))
+        for rule in answer["rules"]:
+            text, _, lift = describe(rule).rpartition(" [")
+            _out_painted(("  " + text, None))
+            _out_painted(("      lift: ", "dim"), (lift.rstrip("]"), "cyan"))
+    for lock in answer["path_locks_elsewhere"]:
+        _out(f"  (also in force: {lock['entity']}, which covers no file under its working directory now)")
+    return 3 if answer["held"] else 0
+
+
+def cmd_completion(protocol, args) -> int:
+    from console.cli import build_parser
+    from console.completion import script
+
+    sys.stdout.write(script(args.shell, build_parser()))
+    return 0
 
 
 # ------------------------------------------------------------------ log
@@ -300,6 +360,7 @@ def cmd_warrant(protocol, args) -> int:
                 _out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
             return 0
         if args.warrant_command == "pardon":
+            args.warrant_id = _warrant_named(queue, args.warrant_id)
             result, record = queue.pardon(args.warrant_id, source=args.source, reason=args.reason)
             if result == "requested":
                 import time
@@ -342,6 +403,18 @@ def cmd_warrant(protocol, args) -> int:
     if listing["quarantined"]:
         _section("quarantined (kept for inspection)", listing["quarantined"], lambda path: path)
     return 0
+
+
+def _warrant_named(queue, given: str) -> str:
+    """The id of the warrant ``given`` names: an id or id prefix as it is,
+    else the live warrant whose target is that tmux session (by name, or by
+    the id it was bound to when filed)."""
+    if queue.find(given) is not None:
+        return given
+    from core.sessions import tmux_session_id_for
+
+    live = queue.live_for(given, tmux_session_id_for(given, home=queue.home) or None)
+    return live["id"] if live else given
 
 
 def cmd_kennel(protocol, args) -> int:
@@ -399,6 +472,6 @@ COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
-    "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve,
+    "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
 }
 ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

@@ -11,6 +11,14 @@ watcher brings it back to the screen.
 When no other kennel is running the console runs one of its own (in a thread
 with its own event loop), so a warrant filed with ``w`` is worked at once.
 
+At any size: below ``WIDE_COLUMNS`` the main screen shows one panel at a time
+at full width under a tab strip (``1``-``6`` and ``tab`` switch), from there
+on the grid; ``z`` zooms the focused panel. The detail line above the footer
+shows the selected row's whole text; for a session, every rule that holds it
+(``core.why``, read in a worker thread). The main screen's keys act only while
+it is on top. SIGTERM and SIGHUP end the app the way ``q`` does, so the
+terminal is restored.
+
 Agent text is data: every widget shows it as plain text, never as markup, and
 with its control characters escaped (``core.text.printable``); notifications
 never parse markup either.
@@ -18,6 +26,7 @@ never parse markup either.
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from textual import on, work
@@ -32,13 +41,16 @@ from console.screens.acklog import AckLogScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.peek import PeekScreen
+from console.screens.why import WhyScreen
 from console.widgets.acktail import AckTailPanel
+from console.widgets.detail import DetailLine, detail_text
 from console.widgets.halts import HaltsPanel
 from console.widgets.locks import LocksPanel
 from console.widgets.loops import LoopsPanel
 from console.widgets.panel import Panel, PanelTable
 from console.widgets.sessions import SessionsPanel
 from console.widgets.summary import SummaryBar
+from console.widgets.tabs import PanelTabs
 from console.widgets.warrants import WarrantsPanel
 from core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
 from core.text import printable
@@ -49,6 +61,9 @@ AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
+WIDE_COLUMNS = 120  # from this width on, the grid of six panels; below it, one panel and a tab strip
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+HANGUP_GRACE_SECONDS = 3.0
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 
 
@@ -56,9 +71,11 @@ class LeashApp(App):
     CSS_PATH = "leash.tcss"
     TITLE = "leash"
     COMMANDS = App.COMMANDS | {LeashCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
 
     def __init__(self, home=None, *, tmux=None, list_tmux=None, run_kennel: bool = True, watch: bool = True,
-                 clock=time.time, source: str | None = None, on_exit=None, read_only: bool = False):
+                 clock=time.time, source: str | None = None, on_exit=None, read_only: bool = False,
+                 on_hangup=None):
         from core.config import load_config
         from core.home import ensure_home
         from core.stop import default_source
@@ -80,11 +97,15 @@ class LeashApp(App):
         self.tmux_sessions: list[dict] = []
         self.kennel = None
         self.on_exit_callback = on_exit
+        self.on_hangup = on_hangup  # run when the terminal hung up and the app could not end by itself
         self._seen: dict[str, set] | None = None
         self._refreshing = False
         self._refresh_again = False
         self._filter_panel = "sessions"
         self._last_panel = "sessions"
+        self._why: dict[str, dict] = {}  # row key -> core.why's answer, for the view shown now
+        self._why_before: dict[str, dict] = {}  # the answers for the view before
+        self._kennel_thread = None
         for action in self.key_actions:
             if action.name == "command_palette":
                 continue
@@ -94,14 +115,19 @@ class LeashApp(App):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield SummaryBar(id="summary")
+        yield PanelTabs(id="panel-tabs")
         with Container(id="panels"):
             for panel_class in PANEL_CLASSES:
                 yield panel_class()
+        yield DetailLine(id="detail")
         yield Input(placeholder="filter the focused panel (escape clears)", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
+        self._activate("sessions")
         self.panel("sessions").table.focus()
+        if not self.is_headless:
+            self._catch_ending_signals()
         try:
             self.tmux_sessions = self.list_tmux()
         except Exception:
@@ -115,6 +141,43 @@ class LeashApp(App):
         self.set_interval(AGES_SECONDS, self.tick_ages)
         if self.want_kennel:
             self.start_kennel()
+
+    def _catch_ending_signals(self) -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        for number in ENDING_SIGNALS:
+            try:
+                loop.add_signal_handler(number, self._signalled, number)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (leash serve's child)
+                pass
+
+    def _signalled(self, number: int) -> None:
+        """End as ``q`` does, which restores the terminal. When the terminal
+        has hung up, writes go to /dev/null instead (a write to a hung-up
+        terminal can block Textual's shutdown forever); and if the app still
+        has not ended after ``HANGUP_GRACE_SECONDS``, the kennel is stopped,
+        ``on_exit`` and ``on_hangup`` run and the process ends."""
+        import threading
+
+        if not _terminal_alive():
+            _silence_terminal()
+        threading.Thread(target=self._last_resort, args=(number,), daemon=True).start()
+        self.exit(None, 128 + number)
+
+    def _last_resort(self, number: int) -> None:
+        time.sleep(HANGUP_GRACE_SECONDS)
+        self._unmounted = True
+        if self.kennel is not None:
+            self.kennel.request_stop()
+        self.wait_for_kennel(HANGUP_GRACE_SECONDS)
+        for callback in (self.on_exit_callback, self.on_hangup):
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:
+                    pass
+        os._exit(128 + number)
 
     def on_unmount(self) -> None:
         self._unmounted = True  # the kennel's thread sees it even if it starts after this
@@ -130,7 +193,18 @@ class LeashApp(App):
         """True while the app shuts down: Textual removes the panels (one by
         one, with awaits between) before the timers and workers that feed them
         have stopped."""
-        return len(self.query(Panel)) < len(PANELS) or not self.query(SummaryBar)
+        return len(self.query(Panel)) < len(PANELS) or not self.query(SummaryBar) or not self.query(DetailLine)
+
+    def _on_main_screen(self) -> bool:
+        return self.screen is self.screen_stack[0]
+
+    def _activate(self, name: str) -> None:
+        """Make ``name`` the panel shown on a narrow screen, zoomed, and named by the tab strip."""
+        for panel in self.query(Panel):
+            panel.set_class(panel.PANEL == name, "-active")
+        for tabs in self.query(PanelTabs):
+            tabs.show_panel(name)
+        self.show_detail()
 
     def focused_panel(self) -> str:
         widget = self.focused
@@ -171,11 +245,60 @@ class LeashApp(App):
         if self._dashboard_gone():
             return
         self.view_data = data
+        self._why_before, self._why = self._why, {}  # shown until the new answer comes, so nothing flickers
         now = self.clock()
         self.query_one(SummaryBar).show(data["summary"], data["problems"])
         for name in PANELS:  # each panel shows the view's list of the same name
             self.panel(name).show(data[name][:MAX_ROWS] if name != "acklog" else data[name][-MAX_ROWS:], now)
+        self.show_detail()
         self._notify_changes(data)
+
+    # ------------------------------------------------------------ detail line
+    def show_detail(self) -> None:
+        """The selected row's whole text; a session's rules come from a worker."""
+        if self._dashboard_gone():
+            return
+        panel = self.focused_panel()
+        row = self.panel(panel).selected()
+        fresh = self._why.get(row["key"]) if panel == "sessions" and row else None
+        answer = fresh or (self._why_before.get(row["key"]) if panel == "sessions" and row else None)
+        self.query_one(DetailLine).show(detail_text(panel, row, self.clock(), answer))
+        if panel == "sessions" and row and fresh is None:
+            self._explain(row)
+
+    def _tmux_id(self, row: dict) -> str:
+        return next((s.get("id", "") for s in self.tmux_sessions if s["name"] == row.get("tmux_session")), "")
+
+    @work(thread=True, exclusive=True, group="why")
+    def _explain(self, row: dict) -> None:
+        try:
+            answer = self._why_now(row)
+        except Exception:  # never let a bad file take the console down; the row's own state still shows
+            return
+        self.call_from_thread(self._explained, row["key"], answer)
+
+    def _why_now(self, row: dict) -> dict:
+        """``core.why`` on the console's own halts.db reader (opening one per
+        answer would create and delete the WAL files the watcher reacts to)."""
+        from core.halts import api as halts_api
+        from core.halts.store import HaltStoreUnavailable
+        from core.why import why
+
+        now = self.clock()
+        try:
+            with halts_api.reading(self.home, now) as connection:
+                return why(self.home, row["name"], now=now, tmux_session_id=self._tmux_id(row),
+                           halts_connection=connection)
+        except HaltStoreUnavailable:
+            return why(self.home, row["name"], now=now, tmux_session_id=self._tmux_id(row))
+
+    def _explained(self, key: str, answer: dict) -> None:
+        self._why[key] = answer
+        self.show_detail()
+
+    @on(PanelTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self.show_detail()
 
     def _notify_changes(self, data: dict) -> None:
         current = {
@@ -230,6 +353,8 @@ class LeashApp(App):
     def tick_countdown(self) -> None:
         if self.view_data and not self._dashboard_gone():
             self.panel("warrants").show(self.view_data["warrants"][:MAX_ROWS], self.clock())
+            if self._last_panel == "warrants":
+                self.show_detail()
 
     def tick_ages(self) -> None:
         if self.view_data and not self._dashboard_gone():
@@ -250,24 +375,60 @@ class LeashApp(App):
 
         from core.warrants.kennel import Kennel
 
+        import threading
+
+        self._kennel_thread = threading.current_thread()
         self.kennel = Kennel(self.home, tmux=self.tmux, handle_signals=False)
         asyncio.run(_run_until(self.kennel, lambda: self._unmounted))
 
+    def wait_for_kennel(self, timeout: float) -> None:
+        """Wait until the console's own kennel thread has ended (after the app has)."""
+        if self._kennel_thread is not None:
+            self._kennel_thread.join(timeout)
+
     # ------------------------------------------------------------ keys
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("next_panel", "zoom"):
+            return self._on_main_screen()
         for key_action in self.key_actions:
-            if key_action.name.split("(")[0] == action:
-                return self.focused_panel() in key_action.panels
+            if key_action.name.split("(")[0] == action:  # a main-screen key: never on the screens above it
+                return self._on_main_screen() and self.focused_panel() in key_action.panels
         return True
 
     def action_focus_panel(self, name: str) -> None:
         self._last_panel = name
-        self.panel(name).table.focus()
+        self._activate(name)
+        table = self.panel(name).table
+        table.focus()
+        self.call_after_refresh(self._focus_shown, name)  # a panel just shown can take the focus once laid out
         self.refresh_bindings()
 
+    def _focus_shown(self, name: str) -> None:
+        if self._dashboard_gone() or not self._on_main_screen() or self._last_panel != name:
+            return
+        table = self.panel(name).table
+        table.focus()
+        table.move_cursor(row=table.cursor_row, animate=False)  # scrolled to the cursor at its new size
+
+    def action_next_panel(self, step: int = 1) -> None:
+        index = PANELS.index(self.focused_panel())
+        self.action_focus_panel(PANELS[(index + step) % len(PANELS)])
+
+    def action_zoom(self) -> None:
+        self.screen.toggle_class("-zoomed")
+        self.action_focus_panel(self.focused_panel())
+
     def on_descendant_focus(self) -> None:
-        self.focused_panel()
+        before = self._last_panel
+        if self.focused_panel() != before:
+            self._activate(self._last_panel)
         self.refresh_bindings()
+
+    @on(PanelTabs.TabActivated)
+    def _tab_clicked(self, event: PanelTabs.TabActivated) -> None:
+        name = (event.tab.id or "").removeprefix("tab-")
+        if name in PANELS and name != self._last_panel:
+            self.action_focus_panel(name)
 
     def _selected(self, panel: str) -> dict | None:
         row = self.panel(panel).selected()
@@ -378,6 +539,20 @@ class LeashApp(App):
                 a.name == "peek" and a.key == "enter" for a in self.key_actions):
             self.action_peek()
 
+    def action_why(self) -> None:
+        row = self._selected("sessions")
+        if row is not None:
+            self._why_screen(row)
+
+    @work(thread=True, group="why-screen")
+    def _why_screen(self, row: dict) -> None:
+        try:
+            answer = self._why_now(row)
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"cannot tell why: {exc}", severity="error")
+            return
+        self.call_from_thread(self.push_screen, WhyScreen(answer))
+
     def action_ack_log(self) -> None:
         self.push_screen(AckLogScreen(self.home))
 
@@ -408,6 +583,28 @@ class LeashApp(App):
             self.panel(self._filter_panel).set_filter("", self.clock())
             self.panel(self._filter_panel).table.focus()
             event.stop()
+
+
+def _terminal_alive() -> bool:
+    import termios
+    import sys
+
+    try:
+        termios.tcgetattr(sys.__stdin__.fileno())
+    except (OSError, ValueError, AttributeError, termios.error):
+        return False
+    return True
+
+
+def _silence_terminal() -> None:
+    """Point stdin, stdout and stderr at /dev/null: the terminal is gone."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
 
 
 async def _run_until(kennel, gone) -> None:

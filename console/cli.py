@@ -64,6 +64,7 @@ def build_parser():
 
     parser = Parser(prog="leash", parents=[common],
                     description="Human-in-the-loop control for fleets of AI coding agents.")
+    parser.add_argument("--version", action="version", version=f"leash {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser("console", parents=[common], help="the live dashboard (also: leash with no command)")
@@ -80,6 +81,12 @@ def build_parser():
 
     p = sub.add_parser("status", parents=[common], help="what is stopped, locked and seen")
     p.add_argument("--json", action="store_true", help="print the machine-readable snapshot")
+
+    p = sub.add_parser("why", parents=[common], help="every rule that holds a session now, and what lifts it")
+    p.add_argument("session", help="agent session id or tmux session name")
+    p.add_argument("--json", action="store_true", help="print the rules as JSON")
+    p = sub.add_parser("completion", parents=[common], help="print shell completion for bash or zsh")
+    p.add_argument("shell", choices=["bash", "zsh"])
 
     p = sub.add_parser("stop", parents=[acting], help="stop a session (or --all: the fleet)")
     p.add_argument("session", nargs="?", help="agent session id or tmux session name")
@@ -145,7 +152,7 @@ def build_parser():
     q = warrant.add_parser("list", parents=[common], help="pending, active and finished warrants")
     q.add_argument("--json", action="store_true")
     q = warrant.add_parser("pardon", parents=[acting], help="cancel a warrant at any time")
-    q.add_argument("warrant_id", metavar="ID")
+    q.add_argument("warrant_id", metavar="ID|TARGET", help="a warrant id, an id prefix, or its target's name")
     q.add_argument("--reason", default="")
 
     p = sub.add_parser("kennel", parents=[common], help="run the dogs that work the warrant queue")
@@ -160,6 +167,15 @@ def build_parser():
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
     p.add_argument("event", choices=["pre-tool-use", "post-tool-use", "stop"])
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("leash")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _anchor(text: str) -> dict:

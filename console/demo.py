@@ -15,6 +15,8 @@ import sys
 import tempfile
 
 DEMO_TIMEOUTS = [20, 40, 60]
+KENNEL_STOP_SECONDS = 5.0
+REMOVE_ATTEMPTS = 20
 AGENT_SCRIPTS = {
     "answering": (
         "import sys, time\n"
@@ -96,9 +98,10 @@ def demo_socket(home: str) -> str:
 
 
 def run_demo(*, keep: bool = False) -> int:
+    import signal
     import time
 
-    from console.app import LeashApp
+    from console.app import ENDING_SIGNALS, LeashApp
     from core.tmux import Tmux
 
     home = tempfile.mkdtemp(prefix="leash-demo-")
@@ -122,21 +125,38 @@ def run_demo(*, keep: bool = False) -> int:
             except FileNotFoundError:
                 pass
 
-    def hung_up(signum, frame) -> None:  # the terminal went away: leave nothing behind
+    def hung_up(signum, frame) -> None:  # the terminal went away before the console took over
         clean_up()
         if not keep:
-            shutil.rmtree(home, ignore_errors=True)
+            remove_home(home)
         os._exit(128 + signum)
 
-    import signal
-
-    for sig in (signal.SIGHUP, signal.SIGTERM):
+    for sig in ENDING_SIGNALS:
         signal.signal(sig, hung_up)
+    app = LeashApp(home, tmux=tmux, on_exit=clean_up,  # it ends on SIGHUP/SIGTERM as on q
+                   on_hangup=None if keep else (lambda: remove_home(home)))
     try:
-        LeashApp(home, tmux=tmux, on_exit=clean_up).run()
+        app.run()
     finally:
+        for sig in ENDING_SIGNALS:  # a second hang-up must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
+        app.wait_for_kennel(KENNEL_STOP_SECONDS)  # its dogs write into the home until they stop
         clean_up()
         if not keep:
-            shutil.rmtree(home, ignore_errors=True)
-    print(f"demo over; {'home kept at ' + home if keep else 'its home and tmux server are gone'}")
+            remove_home(home)
+    try:
+        print(f"demo over; {'home kept at ' + home if keep else 'its home and tmux server are gone'}")
+    except OSError:  # the terminal is gone
+        pass
     return 0
+
+
+def remove_home(home: str) -> None:
+    """Remove the demo's home, again while something still writes into it."""
+    import time
+
+    for _ in range(REMOVE_ATTEMPTS):
+        shutil.rmtree(home, ignore_errors=True)
+        if not os.path.exists(home):
+            return
+        time.sleep(0.05)

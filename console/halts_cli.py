@@ -184,10 +184,16 @@ def _record(home, args, api) -> int:
     return 0
 
 
+HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
+
+
 def _acknowledge(home, args, api) -> int:
     from core.halts import HaltRefused
 
     found = api.find_halt(args.halt_id, home=home)
+    if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
+        raise HaltRefused(f"halt ID prefix {args.halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
+                          "give at least 8 (leash halts list shows them)")
     if found is None:
         raise HaltRefused(f"no halt {args.halt_id}")
     resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]

@@ -41,6 +41,8 @@ ACTIONS: tuple[KeyAction, ...] = (
     KeyAction("hands_off", "h", "Hands-off", frozenset({"sessions", "locks"}), True),
     KeyAction("release", "r", "Release", frozenset({"locks"}), True),
     KeyAction("peek", "enter", "Peek pane", frozenset({"sessions"})),
+    KeyAction("why", "i", "Why held", frozenset({"sessions"})),
+    KeyAction("zoom", "z", "Zoom", EVERYWHERE),
     KeyAction("ack_log", "l", "Log screen", EVERYWHERE),
     KeyAction("filter", "slash", "Filter", EVERYWHERE),
     KeyAction("help", "question_mark", "Help", EVERYWHERE),

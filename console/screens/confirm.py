@@ -1,7 +1,9 @@
 """The confirmation modal every state change goes through.
 
 ``y`` confirms, ``n`` or ``escape`` cancels, and the Cancel button has focus
-first, so a stray Enter cancels. A reason or note can be typed; an extra
+first, so a stray Enter cancels. Enter in a text field moves to the next
+field and never confirms, so a typed note cannot confirm by accident (the
+dialog says so). A reason or note can be typed; an extra
 field (hours, an entity) and a "continue with caution" check box appear when
 the action needs them. The result is a ``Confirmed`` or None (cancelled).
 
@@ -66,6 +68,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                 yield Input(id="confirm-text")
             if self.caution:
                 yield Checkbox("Continue with caution (I accept the risk)", id="confirm-caution")
+            if self.text_label or self.extra_label:
+                yield Label("Enter moves to the next field; y or the Confirm button confirms.", id="confirm-hint")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (n)", id="confirm-cancel", variant="default")
                 yield Button(f"{self.confirm_label} (y)", id="confirm-ok", variant="error")
@@ -98,4 +102,4 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
-        self.action_confirm()
+        self.focus_next()

@@ -1,5 +1,9 @@
 """Peek at a session's pane: its last lines, refreshed every second.
 
+The newest line is at the bottom and the view follows it, whatever the
+screen's height; scrolled up (arrows, page up), it stays put until scrolled
+back to the end.
+
 The pane's lines and the session's name are the agent's text: shown as plain
 text, never parsed as markup, control characters escaped.
 """
@@ -9,7 +13,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
@@ -29,7 +33,8 @@ class PeekScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="peek-dialog"):
             yield Label(Text(f"Pane of {printable(self.session)} (escape closes)"), id="peek-title")
-            yield Static("", id="peek-body")
+            with VerticalScroll(id="peek-scroll"):
+                yield Static("", id="peek-body")
 
     def on_mount(self) -> None:
         self.load()
@@ -45,8 +50,13 @@ class PeekScreen(ModalScreen[None]):
         self.app.call_from_thread(self._show, text)
 
     def _show(self, text: str) -> None:
-        if self.is_attached:
-            self.query_one("#peek-body", Static).update(Text(text))
+        if not self.is_attached:
+            return
+        scroll = self.query_one("#peek-scroll", VerticalScroll)
+        following = scroll.scroll_y >= scroll.max_scroll_y
+        self.query_one("#peek-body", Static).update(Text(text))
+        if following:
+            scroll.call_after_refresh(scroll.scroll_end, animate=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,4 +1,9 @@
-"""Ack-log tail panel: the newest control actions, newest last."""
+"""Ack-log tail panel: the newest control actions, newest last, scrolled to them.
+
+Like the log screen's follow mode: while the cursor is on the newest line (or
+nowhere yet), a new line moves it down to the new newest, so the panel shows
+the end of the log at any height; a cursor moved up stays where it was put.
+"""
 from __future__ import annotations
 
 from console.widgets.panel import Panel
@@ -11,6 +16,13 @@ class AckTailPanel(Panel):
     TITLE = "Ack log"
     COLUMNS = (("seq", "#", 5), ("time", "Time", 8), ("event", "Event", 15), ("source", "Source", 12),
                ("session", "Session", 13), ("reason", "Reason", None))
+
+    def show(self, rows: list[dict], now: float) -> None:
+        table = self.table
+        following = not table.row_count or table.cursor_row >= table.row_count - 1
+        super().show(rows, now)
+        if following and table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
 
     def cells(self, row: dict, now: float) -> tuple:
         stamp = row.get("timestamp", "")

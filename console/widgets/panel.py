@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
@@ -38,7 +39,11 @@ def literal(value: object) -> Text:
 
 
 class PanelTable(DataTable):
-    """The table inside a panel (the focusable part)."""
+    """The table inside a panel (the focusable part). ``tab`` and
+    ``shift+tab`` go to the next and previous panel, shown or not."""
+
+    BINDINGS = [Binding("tab", "app.next_panel(1)", "Next panel", show=False),
+                Binding("shift+tab", "app.next_panel(-1)", "Previous panel", show=False)]
 
     def __init__(self, panel: str, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)

@@ -1,4 +1,12 @@
-"""The header line that sums up the fleet (problems shown escaped, never as markup)."""
+"""The header line that sums up the fleet, fitted to the screen's width.
+
+What must be seen comes first and is never cut: a fleet stop, then each
+unreadable state ("STOP STATE UNREADABLE", from the problem's own words).
+Then the counts, in the widest wording that fits: words and numbers, then
+short words, then numbers alone (letters for the halt severities); then the
+problems' full text as far as it goes. Problems are agent-reachable text:
+shown escaped, never as markup.
+"""
 from __future__ import annotations
 
 from rich.text import Text
@@ -6,36 +14,69 @@ from textual.widgets import Static
 
 from core.text import printable
 
+SEVERITIES = (("critical", "bold white on red"), ("high", "bold red"), ("medium", "yellow"), ("low", "dim"))
+# (sessions, stopped, halts, warrants, locks, breakers tripped) in three widths: words, short words, none.
+LABELS = (("sessions ", "stopped ", "halts ", "warrants ", "locks ", "breakers tripped "),
+          ("sess ", "stop ", "halts ", "warr ", "locks ", "trip "),
+          ("", "■", "", "W", "L", "T"))
+PROBLEM_MARK_LIMIT = 30
 
-def summary_text(summary: dict, problems: list[str]) -> Text:
+
+def _marker(problem: str) -> str:
+    """ "stop state unreadable (...) — run ..." -> "STOP STATE UNREADABLE"."""
+    return printable(problem.split(" (")[0].split(" —")[0], limit=PROBLEM_MARK_LIMIT).upper()
+
+
+def _counts(summary: dict, labels: tuple[str, ...], gap: str) -> Text:
     text = Text()
+    stopped, warrants, tripped = summary.get("stopped", 0), summary.get("warrants", 0), summary.get("breakers_tripped", 0)
+    text.append(f"{labels[0]}{summary.get('sessions', 0)}", style="bold")
+    text.append(gap)
+    text.append(f"{labels[1]}{stopped}", style="bold red" if stopped else "")
+    text.append(gap + labels[2])
+    halts = summary.get("halts", {})
+    for index, (severity, style) in enumerate(SEVERITIES):
+        count = halts.get(severity, 0)
+        text.append(("" if index == 0 else " ") + f"{severity[0].upper()}{count}", style=style if count else "dim")
+    text.append(gap)
+    text.append(f"{labels[3]}{warrants}", style="bold" if warrants else "")
+    text.append(gap + f"{labels[4]}{summary.get('locks', 0)}")
+    text.append(gap)
+    text.append(f"{labels[5]}{tripped}", style="bold red" if tripped else "")
+    return text
+
+
+def summary_text(summary: dict, problems: list[str], width: int = 1000) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
     if summary.get("fleet_stopped"):
         text.append(" FLEET STOPPED ", style="bold white on red")
-        text.append("  ")
-    text.append(f"sessions {summary.get('sessions', 0)}", style="bold")
-    stopped = summary.get("stopped", 0)
-    text.append(f"  stopped {stopped}", style="bold red" if stopped else "")
-    halts = summary.get("halts", {})
-    text.append("  halts ")
-    for severity, style in (("critical", "bold white on red"), ("high", "bold red"), ("medium", "yellow"),
-                            ("low", "dim")):
-        count = halts.get(severity, 0)
-        text.append(f"{severity[0].upper()}{count}", style=style if count else "dim")
         text.append(" ")
-    text.append(f" warrants {summary.get('warrants', 0)}", style="bold" if summary.get("warrants") else "")
-    text.append(f"  locks {summary.get('locks', 0)}")
-    tripped = summary.get("breakers_tripped", 0)
-    text.append(f"  breakers tripped {tripped}", style="bold red" if tripped else "")
+    for problem in problems:
+        text.append(f" ⚠ {_marker(problem)} ", style="bold white on dark_orange3")
+        text.append(" ")
+    room = width - text.cell_len
+    for labels, gap in zip(LABELS, ("  ", " ", " ")):
+        counts = _counts(summary, labels, gap)
+        if counts.cell_len <= room:
+            break
+    text.append_text(counts)
     for problem in problems:
         text.append(f"   ⚠ {printable(problem)}", style="bold yellow")
+    text.truncate(width, overflow="ellipsis")
     return text
 
 
 class SummaryBar(Static):
-    _shown = None
+    _data: tuple[dict, list[str]] | None = None
 
     def show(self, summary: dict, problems: list[str]) -> None:
-        text = summary_text(summary, problems)
-        if text != self._shown:
-            self._shown = text
-            self.update(text)
+        data = (summary, list(problems))
+        if data != self._data:
+            self._data = data
+            self.refresh()
+
+    def render(self) -> Text:
+        if self._data is None:
+            return Text("")
+        width = max(1, self.size.width)
+        return summary_text(*self._data, width=width)

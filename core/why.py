@@ -1,0 +1,246 @@
+"""Why a session is held: every rule that holds it now, and the command that lifts each.
+
+``why(home, session, now=...)`` answers for a session named by its agent
+session id or its tmux session name, with the gate's own reads (``core.gate``
+for the names a session answers to, its lineage included; ``core.stop``,
+``core.handsoff`` and ``core.halts.api`` for the state), so its answer is the
+gate's. It returns plain data::
+
+    {"session": "agent-3", "names": ["agent-3", "claude-7f3a"], "tmux_session_id": "$4",
+     "held": True,
+     "rules": [{"rule": "session_stop", "subject": "agent-3", "reason": "...", "source": "...",
+                "since": "...", "lift": "leash resume agent-3"}, ...],
+     "path_locks_elsewhere": [{"entity": "path:infra/**", ...}]}
+
+Rules, in the gate's order: ``stop_unreadable``, ``fleet_stop``,
+``session_stop`` (by a name, or by the tmux session id ``$N`` the session had
+when the stop was filed: ``bound_to`` says which), ``locks_unreadable``,
+``hands_off`` (the entity, or the tmux id a lock was bound to),
+``halts_unreadable``, ``session_paused`` and ``session_halted`` (one rule per
+halt that holds it), ``path_lock`` (a ``path:`` lock that would deny files
+under the session's working directory, with up to ``MAX_FILES_SHOWN`` of
+them). A path lock that matches no file there now is listed in
+``path_locks_elsewhere`` and does not count as holding the session.
+
+Failure: state that cannot be read is itself a rule that holds the session
+(the gate denies then), with ``leash doctor --repair`` as the way out; the
+function never raises for bad state.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+
+from core.clock import now_seconds
+
+MAX_FILES_SHOWN = 5
+MAX_WALK_ENTRIES = 5000  # files looked at under a session's cwd for path locks
+HALT_ID_SHOWN = 8
+DOCTOR = "leash doctor --repair"
+
+
+def _command(*words: str) -> str:
+    return " ".join(shlex.quote(w) if i else w for i, w in enumerate(words))
+
+
+def _identity(gate, session: str, *, now: float, tmux_session_id: str | None) -> tuple[list, list, list, list]:
+    """(names, entities, tmux ids, working directories) of ``session``: an
+    agent session id, or a tmux session name with every agent seen in it."""
+    from core.sessions import tmux_session_id_for
+
+    known = gate.sessions.all(now=now)
+    if tmux_session_id is None:
+        tmux_session_id = "" if session in known else tmux_session_id_for(session, home=gate.home, known=known)
+    agents = [session] if session in known else [
+        sid for sid, record in known.items()
+        if record.get("tmux_session") == session or (tmux_session_id and record.get("tmux_session_id") == tmux_session_id)]
+    names, entities, tmux_ids, cwds = [session], [], [tmux_session_id] if tmux_session_id else [], []
+    for agent in agents:
+        agent_names, record = gate.names(agent, now=now)
+        names += [n for n in agent_names if n not in names]
+        if record.get("entity") and record["entity"] not in entities:
+            entities.append(record["entity"])
+        if record.get("tmux_session_id") and record["tmux_session_id"] not in tmux_ids:
+            tmux_ids.append(record["tmux_session_id"])
+        if record.get("cwd") and record["cwd"] not in cwds:
+            cwds.append(record["cwd"])
+    entities = names + [e for e in entities if e not in names]
+    return names, entities, tmux_ids, cwds
+
+
+def why(home, session: str, *, now: float | None = None, tmux_session_id: str | None = None,
+        halts_connection=None) -> dict:
+    """Every rule that holds ``session`` now. ``tmux_session_id``: the tmux
+    session's id when the caller knows it ("" to skip asking tmux);
+    ``halts_connection``: an open halts.db connection to read (the console's,
+    ``core.halts.api.reading``), else one is opened as the gate opens it."""
+    from core.gate import Gate
+
+    moment = now_seconds(now)
+    gate = Gate(home)
+    names, entities, tmux_ids, cwds = _identity(gate, session, now=moment, tmux_session_id=tmux_session_id)
+    rules = _stop_rules(gate, names, tmux_ids, moment)
+    lock_rules, path_locks = _lock_rules(gate, entities, tmux_ids, moment)
+    rules += lock_rules
+    rules += _halt_rules(gate.home, names, moment, halts_connection)
+    elsewhere = []
+    for entity, lock in path_locks:
+        files, more = _files_denied(gate, entity, cwds, moment)
+        row = {"entity": entity, "reason": lock.get("reason") or "", "source": lock.get("source", ""),
+               "until": lock.get("expires_at", ""), "lift": _command("leash", "release", entity)}
+        if files:
+            rules.append({"rule": "path_lock", "subject": entity, **row, "files": files, "more_files": more})
+        else:
+            elsewhere.append(row)
+    return {"session": session, "names": names, "tmux_session_id": tmux_ids[0] if tmux_ids else "",
+            "held": bool(rules), "rules": rules, "path_locks_elsewhere": elsewhere}
+
+
+def _stop_rules(gate, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
+    from core.stop import StopStateUnreadable
+
+    try:
+        stops = gate.stops.snapshot(now=moment)
+    except StopStateUnreadable as exc:
+        return [{"rule": "stop_unreadable", "subject": "stops.json", "reason": str(exc), "lift": DOCTOR}]
+    rules = []
+    if stops["fleet"] is not None:
+        rules.append(_stop_row("fleet_stop", "the fleet", stops["fleet"], "leash resume --all"))
+    seen = set()
+    for name in names:
+        if name in stops["sessions"]:
+            seen.add(name)
+            rules.append(_stop_row("session_stop", name, stops["sessions"][name], _command("leash", "resume", name)))
+    for tmux_id in tmux_ids:
+        bound = stops["by_tmux_id"].get(tmux_id)
+        if bound is not None and bound not in seen:  # filed under the name the tmux session had then
+            seen.add(bound)
+            row = _stop_row("session_stop", bound, stops["sessions"][bound], _command("leash", "resume", bound))
+            rules.append({**row, "bound_to": tmux_id})
+    return rules
+
+
+def _stop_row(rule: str, subject: str, record: dict, lift: str) -> dict:
+    return {"rule": rule, "subject": subject, "reason": record.get("reason") or "", "source": record.get("source", ""),
+            "since": record.get("stopped_at", ""), "lift": lift}
+
+
+def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
+    """(hands-off rules on the session's entities, the active path locks)."""
+    from core.handsoff import PATH_PREFIX, HandsOffUnreadable
+
+    try:
+        found = [(gate.hands_off.lock_covering([entity], now=moment), "") for entity in entities]
+        found += [(gate.hands_off.lock_covering([], tmux_session_id=t, now=moment), t) for t in tmux_ids]
+        active = gate.hands_off.active(now=moment)
+    except HandsOffUnreadable as exc:
+        return [{"rule": "locks_unreadable", "subject": "hands_off_registry.json", "reason": str(exc),
+                 "lift": DOCTOR}], []
+    rules, seen = [], set()
+    for covering, bound in found:
+        if covering is None or covering[0] in seen:
+            continue
+        entity, lock = covering
+        seen.add(entity)
+        row = {"rule": "hands_off", "subject": entity, "reason": lock.get("reason") or "",
+               "source": lock.get("source", ""), "since": lock.get("locked_at", ""),
+               "until": lock.get("expires_at", ""), "lift": _command("leash", "release", entity)}
+        rules.append({**row, "bound_to": bound} if bound else row)
+    paths = [(e, lock) for e, lock in sorted(active.items()) if e.startswith(PATH_PREFIX)]
+    return rules, paths
+
+
+def _halt_rules(home: str, names: list[str], moment: float, connection=None) -> list[dict]:
+    from core.halts import api
+    from core.halts.store import HaltStoreUnavailable
+
+    try:
+        if connection is not None:
+            return _held_by_halts(api, home, names, moment, connection)
+        with api.connected(home, moment) as opened:
+            return _held_by_halts(api, home, names, moment, opened) if opened is not None else []
+    except HaltStoreUnavailable as exc:
+        return [{"rule": "halts_unreadable", "subject": "halts.db", "reason": f"halt store unreadable ({exc})",
+                 "lift": DOCTOR}]
+
+
+def _held_by_halts(api, home: str, names: list[str], moment: float, connection) -> list[dict]:
+    rules = []
+    for name in names:
+        state = api.session_state(home, name, now=moment, connection=connection)
+        if state == "active":
+            continue
+        pending = api.get_session_halts({"session_token": name, "pending": True, "limit": 1000},
+                                        home=home, now=moment, connection=connection)["halts"]
+        rules += [_halt_row(name, halt) for halt in pending if _holds(halt, state)]
+    return rules
+
+
+def _holds(halt: dict, state: str) -> bool:
+    """The halts that give a session its state (``core.halts.api``'s rule)."""
+    if halt.get("resolution") in ("escalated", "timeout"):
+        return True
+    return state == "halted" and not halt["acknowledged"] and halt["severity"] in ("high", "critical")
+
+
+def _halt_row(name: str, halt: dict) -> dict:
+    paused = halt.get("resolution") in ("escalated", "timeout")
+    return {"rule": "session_paused" if paused else "session_halted", "subject": name,
+            "halt_id": halt["halt_id"], "severity": halt["severity"],
+            "condition": halt.get("condition_name") or halt["halt_type"], "reason": halt["description"],
+            "since": halt["triggered_at"], "resolution": halt.get("resolution") or "",
+            "lift": _command("leash", "halts", "ack", halt["halt_id"][:HALT_ID_SHOWN])}
+
+
+def _files_denied(gate, entity: str, cwds: list[str], moment: float) -> tuple[list[str], bool]:
+    """Files under the session's working directories that ``entity`` covers
+    (the gate's ``lock_for_path``), at most ``MAX_FILES_SHOWN``; and whether
+    there are more (or the walk stopped early)."""
+    files, looked = [], 0
+    for cwd in cwds:
+        if not os.path.isdir(cwd):
+            continue
+        for directory, dirs, names in os.walk(cwd):
+            dirs.sort()
+            for name in sorted(names) + [d + "/" for d in dirs]:
+                looked += 1
+                if looked > MAX_WALK_ENTRIES:
+                    return files, True
+                path = os.path.join(directory, name.rstrip("/"))
+                found = gate.hands_off.lock_for_path(path, cwd=cwd, now=moment, subtree=name.endswith("/"))
+                if found is not None and found[0] == entity:
+                    if len(files) == MAX_FILES_SHOWN:
+                        return files, True
+                    files.append(os.path.relpath(path, cwd) + ("/" if name.endswith("/") else ""))
+    return files, False
+
+
+def summary(answer: dict) -> str:
+    """One line: what holds the session, most binding rule first."""
+    if not answer["rules"]:
+        return "nothing holds it"
+    return "; ".join(describe(rule) for rule in answer["rules"])
+
+
+def describe(rule: dict) -> str:
+    """A rule in a few words, with what lifts it."""
+    kind = rule["rule"]
+    reason = f": {rule['reason']}" if rule.get("reason") else ""
+    if kind == "fleet_stop":
+        text = f"fleet stopped by {rule.get('source') or '?'}{reason}"
+    elif kind == "session_stop":
+        bound = f" (tmux {rule['bound_to']}, renamed since)" if rule.get("bound_to") else ""
+        text = f"stop on {rule['subject']}{bound} by {rule.get('source') or '?'}{reason}"
+    elif kind == "hands_off":
+        bound = f" (tmux {rule['bound_to']})" if rule.get("bound_to") else ""
+        text = f"hands-off {rule['subject']}{bound} until {rule.get('until') or '?'}{reason}"
+    elif kind in ("session_halted", "session_paused"):
+        verb = "paused" if kind == "session_paused" else "halted"
+        text = (f"{verb} by {rule['severity']} halt {rule['halt_id'][:HALT_ID_SHOWN]} {rule['condition']} "
+                f"on {rule['subject']}{reason}")
+    elif kind == "path_lock":
+        more = ", ..." if rule.get("more_files") else ""
+        text = f"{rule['subject']} denies {', '.join(rule['files'])}{more}{reason}"
+    else:
+        text = f"{kind}{reason}"
+    return f"{text} [{rule['lift']}]"

@@ -1,0 +1,340 @@
+"""The console at any size: one panel and a tab strip below 120 columns, the
+grid above, ``z`` to zoom, the detail line, the header that always fits, the
+newest lines of a pane and of the ack log, keys that stay on their screen;
+snapshots at 80x24, 120x35 and 200x50 on a fleet whose halt descriptions are
+longer than any column; and the console in a real 80x24 terminal."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from core import StopProtocol
+from core.halts import api as halts
+
+from .conftest import CONSOLE_NOW, CONSOLE_TMUX, ROOT, seed_console_fleet
+from .test_console_keys import ready, select, settle
+
+SMALL, MIDDLE, LARGE = (80, 24), (120, 35), (200, 50)
+LONG_DESCRIPTION = "Write to infra/prod/main.tf would touch a file under the hands-off lock path:infra/prod/**"
+LONG_SESSION = "claude-7f3a"
+
+
+def seed_long_fleet(home) -> str:
+    """The console's seeded fleet plus a critical halt whose description is
+    longer than any column at any size; returns the halt's id."""
+    seed_console_fleet(home)
+    return halts.record_halt({"session_token": LONG_SESSION, "halt_type": "security", "severity": "critical",
+                              "condition_name": "hands_off_path_write", "description": LONG_DESCRIPTION},
+                             home=home, now=CONSOLE_NOW - 30)["halt_id"]
+
+
+def screen_text(app) -> str:
+    """What the terminal shows now, as text."""
+    return "\n".join("".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips())
+
+
+def flat(text: str) -> str:
+    """The screen's words in one line (the detail line wraps)."""
+    return " ".join(text.replace("│", " ").split())
+
+
+@pytest.fixture
+def long_app(home):
+    from console.app import LeashApp
+
+    halt_id = seed_long_fleet(home)
+
+    def make(**options):
+        options.setdefault("list_tmux", lambda: CONSOLE_TMUX)
+        app = LeashApp(home, run_kennel=False, watch=False, clock=lambda: CONSOLE_NOW, source="ops@test", **options)
+        app.long_halt_id = halt_id
+        return app
+    return make
+
+
+async def test_narrow_screen_shows_the_selected_halts_full_description_and_session(long_app):
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "halts", app.long_halt_id)
+        await settle(pilot, app)
+        shown = screen_text(app)
+        assert app.screen.has_class("-narrow")
+        assert not app.panel("sessions").display and app.panel("halts").display  # one panel at a time
+        assert "1 Sessions" in shown and "2 Halts" in shown  # the tab strip
+        assert LONG_DESCRIPTION in flat(shown)
+        assert LONG_SESSION in flat(app.query_one("#detail").plain)
+        assert all(len(line) <= SMALL[0] for line in shown.splitlines())
+
+
+async def test_wide_screen_shows_the_grid(long_app):
+    app = long_app()
+    async with app.run_test(size=LARGE) as pilot:
+        await ready(pilot, app)
+        assert app.screen.has_class("-wide")
+        assert all(app.panel(name).display for name in ("sessions", "halts", "warrants", "locks", "loops", "acklog"))
+        assert not app.query_one("#panel-tabs").display
+
+
+async def test_number_keys_and_tab_switch_the_panel_shown(long_app):
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        assert app.panel("warrants").display and not app.panel("halts").display
+        assert app.focused is app.panel("warrants").table
+        await pilot.press("tab")
+        await settle(pilot, app)
+        assert app.panel("locks").display and app.focused is app.panel("locks").table
+        await pilot.press("shift+tab", "shift+tab")
+        await settle(pilot, app)
+        assert app.panel("halts").display and app.focused is app.panel("halts").table
+
+
+async def test_z_zooms_and_unzooms_the_focused_panel(long_app):
+    app = long_app()
+    async with app.run_test(size=LARGE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("2", "z")
+        await settle(pilot, app)
+        assert app.screen.has_class("-zoomed")
+        assert app.panel("halts").display and not app.panel("sessions").display
+        assert app.panel("halts").size.width >= LARGE[0] - 2
+        assert app.focused is app.panel("halts").table
+        await pilot.press("z")
+        await settle(pilot, app)
+        assert not app.screen.has_class("-zoomed")
+        assert app.panel("sessions").display and app.panel("halts").size.width < LARGE[0] // 2 + 2
+
+
+async def test_the_detail_line_names_every_rule_that_holds_a_session(long_app, home):
+    StopProtocol(home).hands_off("ezra", hours=2, reason="migrating", source="ops@test", now=CONSOLE_NOW - 60)
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await settle(pilot, app)
+        detail = app.query_one("#detail").plain
+        assert "hands_off_path_write" in detail and "hands-off ezra" in detail  # the halt and the lock
+        assert "leash release ezra" in detail
+
+
+async def test_the_detail_line_of_a_lock_a_warrant_and_a_log_line(long_app):
+    app = long_app()
+    async with app.run_test(size=LARGE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "locks", "lock:")
+        assert "prod freeze until the release" in app.query_one("#detail").plain
+        assert "until 2027-01-15T" in app.query_one("#detail").plain
+        await select(pilot, app, "warrants", "warrant:")
+        assert "no output for 40 minutes" in app.query_one("#detail").plain
+        assert "gate closes in" in app.query_one("#detail").plain
+
+
+async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home):
+    protocol = StopProtocol(home)
+    for n in range(50):
+        protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await pilot.press("6")
+        await settle(pilot, app)
+        shown = screen_text(app)
+        assert "bulk-49" in shown, shown
+        assert "bulk line 49" in app.query_one("#detail").plain
+
+
+async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home, tmux_socket):
+    from console.app import LeashApp
+    from core.tmux import Tmux
+
+    tmux = Tmux(str(tmux_socket))
+    tmux.new_session("printer", "seq -f 'line %g of the pane' 1 100; cat", width=80, height=20)
+    deadline = time.monotonic() + 5
+    while not any("line 100" in line for line in tmux.capture("printer", 5)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    StopProtocol(home)
+    app = LeashApp(home, tmux=tmux, run_kennel=False, watch=False, source="ops@test")
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "printer")
+        await pilot.press("enter")
+        await settle(pilot, app)
+        await pilot.pause(0.2)
+        shown = screen_text(app)
+        assert app.screen.__class__.__name__ == "PeekScreen"
+        assert "line 100 of the pane" in shown, shown
+        assert "line 1 of the pane" not in shown
+
+
+async def test_main_screen_keys_do_not_fire_on_the_log_screen(console_app, home):
+    app = console_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("l")
+        await settle(pilot, app)
+        for key in ("s", "S", "w", "h", "z", "2"):
+            await pilot.press(key)
+            await settle(pilot, app)
+            assert app.screen.__class__.__name__ == "AckLogScreen", key
+        assert StopProtocol(home).stops.snapshot()["sessions"].keys() == {"claude-legacy"}
+        assert StopProtocol(home).stops.snapshot()["fleet"] is None
+
+
+async def test_enter_in_a_note_moves_on_and_never_confirms(console_app, home):
+    app = console_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        before = (home / "stop_ack_log.jsonl").read_bytes()
+        await pilot.press("S")
+        await pilot.pause()
+        app.screen.query_one("#confirm-text").focus()
+        await pilot.press(*"maintenance", "enter", "enter")
+        await settle(pilot, app)
+        assert (home / "stop_ack_log.jsonl").read_bytes() == before
+        assert StopProtocol(home).stops.snapshot()["fleet"] is None
+        assert "Enter moves to the next field" in screen_text(app) or app.screen.__class__.__name__ != "ConfirmScreen"
+
+
+async def test_the_header_fits_and_never_cuts_a_fleet_stop_or_an_unreadable_state(console_app, home):
+    StopProtocol(home).stops.stop_fleet(source="ops@test", reason="x" * 300, now=CONSOLE_NOW)
+    app = console_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        app.apply_view({**app.view_data, "problems": ["stop state unreadable (" + "y" * 200 + ") — run `leash doctor`"]})
+        await settle(pilot, app, 1)
+        header = screen_text(app).splitlines()[0]
+        assert header.lstrip().startswith("FLEET STOPPED")
+        assert "STOP STATE UNREADABLE" in header
+        assert len(header) <= SMALL[0]
+        assert "4" in header  # the numbers stay when the words go
+
+
+async def test_why_screen_in_the_console(long_app):
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "claude-legacy")
+        await pilot.press("i")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "WhyScreen"
+        shown = flat(screen_text(app))
+        assert "claude-legacy is held by 1 rule" in shown and "lift: leash resume claude-legacy" in shown
+
+
+# ---------------------------------------------------------------- snapshots
+async def _settled(pilot):
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _select_long_halt(app):
+    async def run_before(pilot):
+        await _settled(pilot)
+        await select(pilot, pilot.app, "halts", app.long_halt_id)
+        await _settled(pilot)
+    return run_before
+
+
+@pytest.mark.parametrize("size", [SMALL, MIDDLE, LARGE], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_long_halt_selected(snap_compare, long_app, size):
+    app = long_app()
+    assert snap_compare(app, terminal_size=size, run_before=_select_long_halt(app))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_zoomed(snap_compare, long_app, size):
+    app = long_app()
+
+    async def run_before(pilot):
+        await _select_long_halt(app)(pilot)
+        await pilot.press("z")
+        await _settled(pilot)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+# ---------------------------------------------------------------- a real terminal
+def _screen(socket) -> str:
+    return subprocess.run(["tmux", "-S", str(socket), "capture-pane", "-p", "-J", "-t", "console"],
+                          capture_output=True, text=True).stdout
+
+
+def _wait_for(socket, text: str, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _screen(socket)
+        if text in " ".join(screen.split()):
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
+
+
+def _console_command(home, extra: str = "") -> str:
+    env = {"LEASH_HOME": str(home), "LEASH_TMUX_SOCKET": str(home) + "-none.sock", "TERM": "xterm-256color"}
+    return " ".join(["env", "-u", "COLUMNS", "-u", "LINES"] + [f"{k}={v}" for k, v in env.items()]
+                    + [sys.executable, "-m", "console.cli", "console", "--no-kennel"]) + extra
+
+
+def test_a_halts_description_read_off_a_real_80x24_terminal(home, tmux_socket):
+    seed_long_fleet(home)
+    subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "80", "-y", "24",
+                    "-c", str(ROOT), _console_command(home)], check=True)
+    _wait_for(tmux_socket, "1 Sessions")
+    subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "2"], check=True)
+    _wait_for(tmux_socket, "hands_off_path_write")
+    for _ in range(2):  # critical halts by age: the long one is second
+        if "hands_off_path_write on claude-7f3a" in " ".join(_screen(tmux_socket).split()):
+            break
+        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "Down"], check=True)
+        time.sleep(0.5)
+    _wait_for(tmux_socket, LONG_DESCRIPTION)
+    subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
+
+
+def _pane(socket, target: str, fmt: str) -> str:
+    return subprocess.run(["tmux", "-S", str(socket), "display-message", "-p", "-t", target, fmt],
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_an_ending_signal_restores_the_terminal(home, tmux_socket, signal_name):
+    StopProtocol(home)
+    pid_file = home / "console.pid"
+    command = f"sh -c 'echo $$ > {pid_file}; exec {_console_command(home)}'; echo console-ended; sleep 60"
+    subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "80", "-y", "24",
+                    "-c", str(ROOT), command], check=True)
+    _wait_for(tmux_socket, "1 Sessions")
+    assert _pane(tmux_socket, "console", "#{alternate_on}") == "1"
+    os.kill(int(pid_file.read_text()), getattr(signal, signal_name))
+    _wait_for(tmux_socket, "console-ended")
+    assert _pane(tmux_socket, "console", "#{alternate_on}") == "0"  # out of the console's screen
+    assert _pane(tmux_socket, "console", "#{mouse_any_flag}") == "0"  # mouse reporting off again
+    assert _pane(tmux_socket, "console", "#{cursor_flag}") == "1"  # the cursor shows again
+
+
+def test_the_demo_leaves_nothing_in_tmp_when_its_terminal_closes(tmp_path, tmux_socket):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m console.cli demo"
+    for run in range(3):
+        subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "80", "-y", "24",
+                        "-c", str(ROOT), command], check=True)
+        _wait_for(tmux_socket, "agent-silent")
+        (home,) = list(scratch.glob("leash-demo-*"))
+        subprocess.run(["tmux", "-S", str(tmux_socket), "kill-session", "-t", "console"], check=True)  # hang up
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(scratch.iterdir()):
+            time.sleep(0.1)
+        assert not any(scratch.iterdir()), f"run {run} left {list(scratch.iterdir())}"
+        assert not home.exists()
