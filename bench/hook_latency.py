@@ -81,6 +81,8 @@ def main() -> None:
                                           "new_string": "return 2"}, "cwd": home}).encode()
         measure("Edit, halts.db in use", hook, edit, env)
 
+        measure_lifecycle(leash, env)
+
         big = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                           "tool_input": {"command": "echo " + "x" * (1 << 20)}, "cwd": home}).encode()
         measure("Bash, 1 MiB command", hook, big, env)
@@ -97,6 +99,21 @@ def main() -> None:
         print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
         print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
         print(f"other third-party packages imported: {', '.join(third) or 'none'}")
+
+
+LIFECYCLE = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
+             "post-tool-batch": "PostToolBatch", "notification": "Notification",
+             "permission-request": "PermissionRequest", "config-change": "ConfigChange",
+             "post-tool-use-failure": "PostToolUseFailure", "session-end": "SessionEnd"}
+
+
+def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
+    """Each lifecycle hook on Claude Code's real payloads (tests/fixtures/claude_code)."""
+    fixtures = ROOT / "tests" / "fixtures" / "claude_code"
+    for verb, event in LIFECYCLE.items():
+        data = json.loads((fixtures / f"{event}.json").read_text())
+        data["session_id"] = "bench-session"
+        measure(f"{event}", leash + ["hook", verb], json.dumps(data).encode(), env)
 
 
 def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
