@@ -462,6 +462,26 @@ def cmd_serve(protocol, args) -> int:
                  token_file=args.token_file, max_clients=args.max_clients)
 
 
+def cmd_install(protocol, args) -> int:
+    from core import install
+
+    path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
+    if args.check:
+        findings = install.check(project=args.project)
+        for level, subject, message in findings:
+            _out(f"{level:<5} {subject}: {message}")
+        return 3 if any(level == "fail" for level, _, _ in findings) else 0
+    try:
+        changed = install.install(path, uninstall=args.uninstall)
+    except install.SettingsError as exc:
+        raise Refused(str(exc)) from None
+    except PermissionError as exc:
+        raise Refused(f"{path}: {exc.strerror} (managed settings need root)") from None
+    verb = "removed leash's hooks from" if args.uninstall else "wired leash's hooks into"
+    _out(f"{verb} {path}" if changed else f"{path} already as wanted; nothing changed")
+    return 0
+
+
 def cmd_hook(protocol, args) -> int:
     from core.hooks import run as run_hook
 
@@ -470,7 +490,7 @@ def cmd_hook(protocol, args) -> int:
 
 COMMANDS = {
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
-    "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook,
+    "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
 }

@@ -164,8 +164,21 @@ def build_parser():
     p.add_argument("--channel", required=True)
     p.add_argument("--key", required=True, help="the conversation (contact, thread id)")
 
+    p = sub.add_parser("install", parents=[common], help="wire leash's hooks into Claude Code's settings")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json (the default: the current directory)")
+    where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
+    where.add_argument("--managed", action="store_true",
+                       help="Claude Code's managed settings (/etc/claude-code/managed-settings.json), which project "
+                            "and user settings cannot override")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--check", action="store_true", help="report missing, disabled or broken wiring; exit 3 if any")
+    what.add_argument("--uninstall", action="store_true", help="remove leash's hooks only")
+
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
-    p.add_argument("event", choices=["pre-tool-use", "post-tool-use", "stop"])
+    p.add_argument("event", help="pre-tool-use, post-tool-use, post-tool-use-failure, post-tool-batch, "
+                                 "user-prompt-submit, stop, session-start, session-end, notification, "
+                                 "permission-request, config-change (an unknown one exits 1)")
     return parser
 
 
@@ -273,4 +286,8 @@ def _say_error(message: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the module's canonical copy: under ``python -m`` this file is also
+    # ``__main__``, whose UsageError is not the one actions.py raises.
+    from console.cli import main as canonical_main
+
+    sys.exit(canonical_main())
