@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from collections import namedtuple
 
 MARK = "# leash-hook"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
@@ -35,12 +35,10 @@ HOOK_TIMEOUT_SECONDS = 30
 OWN_DEADLINE_SECONDS = 25
 
 
-@dataclass(frozen=True)
-class HookSpec:
-    event: str          # Claude Code's event name
-    verb: str           # leash hook VERB
-    fail_closed: bool   # wrap so that any failure blocks (exit 2)
-    matcher: bool       # the event filters by tool name
+# event: Claude Code's name; verb: leash hook VERB; fail_closed: wrapped so that
+# any failure blocks (exit 2); matcher: the event filters by tool name. (A
+# namedtuple, not a dataclass: the hook path does not pay for ``inspect``.)
+HookSpec = namedtuple("HookSpec", "event verb fail_closed matcher")
 
 
 HOOKS = (
