@@ -153,13 +153,14 @@ def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -
 def _halt_rules(home: str, names: list[str], moment: float, connection=None) -> list[dict]:
     from core.halts import api
     from core.halts.store import HaltStoreUnavailable
+    from core.loghead import HeadMismatch
 
     try:
         if connection is not None:
             return _held_by_halts(api, home, names, moment, connection)
         with api.connected(home, moment) as opened:
             return _held_by_halts(api, home, names, moment, opened) if opened is not None else []
-    except HaltStoreUnavailable as exc:
+    except (HaltStoreUnavailable, HeadMismatch) as exc:  # the gate holds every call then
         return [{"rule": "halts_unreadable", "subject": "halts.db", "reason": f"halt store unreadable ({exc})",
                  "lift": DOCTOR}]
 
