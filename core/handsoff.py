@@ -27,7 +27,7 @@ import math
 from core.acklog import AckLog
 from core.clock import iso, now_seconds, parse_iso
 from core.loghead import HANDS_OFF_STORE
-from core.logstate import LogBackedJSON, StateUnreadable
+from core.logstate import LogBackedJSON
 from core.statefile import StateCorrupt, locked
 
 REGISTRY_NAME = "hands_off_registry.json"
@@ -115,16 +115,11 @@ class HandsOffRegistry:
         self.acklog = acklog or AckLog(self.home)
         self.state = LogBackedJSON(self.path, HANDS_OFF_STORE, self.acklog, head_key=HEAD_KEY,
                                    validate=validate_registry, apply=apply_lock_line, empty=dict,
-                                   transform=_index_paths)
+                                   transform=_index_paths, what="hands-off locks", error=HandsOffUnreadable)
 
     # ------------------------------------------------------------ reading
     def _snapshot(self, now: float | None = None):
-        try:
-            return self.state.snapshot(now=now)
-        except StateUnreadable as exc:
-            raise HandsOffUnreadable(f"hands-off locks unreadable ({exc})") from None
-        except OSError as exc:
-            raise HandsOffUnreadable(f"hands-off locks unreadable ({exc.strerror}) — run `leash doctor`") from None
+        return self.state.snapshot(now=now)
 
     def active(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
         """Every lock that has not expired, by entity."""
@@ -184,10 +179,7 @@ class HandsOffRegistry:
 
     # ------------------------------------------------------------ writing
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
-        try:
-            return self.state.load_for_write(now=now)
-        except StateUnreadable as exc:
-            raise HandsOffUnreadable(str(exc)) from None
+        return self.state.load_for_write(now=now)
 
     @staticmethod
     def _prune(data: dict[str, object], moment: float) -> list[str]:

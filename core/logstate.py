@@ -44,7 +44,9 @@ class LogBackedJSON:
 
     def __init__(self, path: str | os.PathLike, store: str, acklog, *, head_key: str,
                  validate: Callable[[dict], dict], apply: Callable[[dict, dict, float | None], None],
-                 empty: Callable[[], dict], transform: Callable[[dict], object] = lambda state: state):
+                 empty: Callable[[], dict], transform: Callable[[dict], object] = lambda state: state,
+                 what: str = "state", error: type[Exception] = None):
+        self.what, self.error = what, error or StateUnreadable
         self.path = os.fspath(path)
         self.name = os.path.basename(self.path)
         self.store = store
@@ -59,7 +61,18 @@ class LogBackedJSON:
 
     # ------------------------------------------------------------ reading
     def snapshot(self, *, now: float | None = None) -> object:
-        """The transformed state; rebuilt from the log when the file disagrees with it."""
+        """The transformed state; rebuilt from the log when the file disagrees
+        with it. Raises ``error`` when neither the file nor the log can say."""
+        try:
+            return self._snapshot(now=now)
+        except (StateUnreadable, OSError) as exc:
+            raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: Exception) -> Exception:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return self.error(f"{self.what} unreadable ({detail}) — run `leash doctor`")
+
+    def _snapshot(self, *, now: float | None = None) -> object:
         problem, value = self._examine_cached()
         if problem is None:
             return value
@@ -93,10 +106,13 @@ class LogBackedJSON:
     # ------------------------------------------------------------ writing
     def load_for_write(self, *, now: float | None = None) -> dict:
         """The current state as a mutable dict; call it holding ``locked(self.path)``."""
-        problem = self._problem_on_disk()
-        if problem is not None:
-            return self.rebuild(problem, now=now)
-        return self.validate(read_json(self.path, {}))
+        try:
+            problem = self._problem_on_disk()
+            if problem is not None:
+                return self.rebuild(problem, now=now)
+            return self.validate(read_json(self.path, {}))
+        except StateUnreadable as exc:
+            raise self._unreadable(exc) from None
 
     def commit(self, state: dict, line: dict) -> None:
         """Write ``state`` as reflecting ``line`` (already appended and applied)."""

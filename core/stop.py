@@ -1,18 +1,22 @@
 """The stop protocol: stops per session and fleet-wide, and the-nexus's API.
 
 ``stops.json`` is ``{"sessions": {"<id>": {"stopped_at", "source", "reason"}},
-"fleet": null | {"stopped_at", "source", "reason"}}``. A session id here may be
-an agent's session id or a tmux session name; the gate treats a session as
-stopped when either of its names, or the fleet, is stopped.
+"fleet": null | {"stopped_at", "source", "reason"}, "head": {"seq", "hash"}}``.
+A session id here may be an agent's session id or a tmux session name; a stop
+filed by a tmux name also records the session's id (``tmux_session_id``), so it
+keeps holding after a rename. The gate treats a session as stopped when one of
+its names, its tmux session id, a session it was resumed from, or the fleet is
+stopped.
 
-Every stop, resume, fleet stop and fleet resume writes the file first (so the
-stop is in force even if logging fails) and then its ack-log line.
+The file is a cache of the ack log (``core.logstate``): every stop, resume,
+fleet stop and fleet resume appends its line first and then applies it, under
+the file's lock, so a failed append changes nothing.
 
-Failure: a stop must never be lost to a bad file. While ``stops.json`` does not
-parse, ``StopRegistry.snapshot`` raises ``StopStateUnreadable`` and the gate
-denies every tool call. The next write (or ``leash doctor --repair``) moves the
-bad file aside as ``stops.json.corrupt-<ts>`` and rebuilds the stops by
-replaying the ack log, which holds every change ever made to them.
+Failure: a stop must never be lost to a bad file. A reader that finds
+``stops.json`` missing, corrupt, emptied or out of step with the log rebuilds
+it by replaying the log; while even that is impossible (the log was cut),
+``StopRegistry.snapshot`` raises ``StopStateUnreadable`` and the gate denies
+every tool call until an operator runs ``leash doctor``.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
 from core.home import ensure_home
 from core.sessions import SessionRegistry
 from core.loghead import STOPS_STORE
-from core.logstate import LogBackedJSON, StateUnreadable
+from core.logstate import LogBackedJSON
 from core.statefile import StateCorrupt, locked
 
 STOPS_NAME = "stops.json"
@@ -109,25 +113,18 @@ class StopRegistry:
         self.path = os.path.join(self.home, STOPS_NAME)
         self.acklog = acklog or AckLog(self.home)
         self.state = LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", validate=validate_stops,
-                                   apply=apply_stop_line, empty=empty_stops, transform=_index_stops)
+                                   apply=apply_stop_line, empty=empty_stops, transform=_index_stops,
+                                   what="stop state", error=StopStateUnreadable)
 
     def snapshot(self, *, now: float | None = None) -> dict[str, object]:
         """Current stops (``sessions``, ``fleet``, ``by_tmux_id``); raises
         StopStateUnreadable when neither the file nor the log can say."""
-        try:
-            return self.state.snapshot(now=now)
-        except StateUnreadable as exc:
-            raise StopStateUnreadable(f"stop state unreadable ({exc}) — run `leash doctor`") from None
-        except OSError as exc:
-            raise StopStateUnreadable(f"stop state unreadable ({exc.strerror}) — run `leash doctor`") from None
+        return self.state.snapshot(now=now)
 
     # ------------------------------------------------------------ writing
     def _load_for_write(self, *, now: float | None) -> dict[str, object]:
         """Current stops under the lock; a bad file is rebuilt from the log."""
-        try:
-            return self.state.load_for_write(now=now)
-        except StateUnreadable as exc:
-            raise StopStateUnreadable(str(exc)) from None
+        return self.state.load_for_write(now=now)
 
     def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
         """Which stop holds a session known by ``names``: ("session", name),
