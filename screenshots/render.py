@@ -58,38 +58,75 @@ async def scene_modal(pilot):
     await pilot.pause()
 
 
-SCENES = {"console-main": scene_main, "console-acklog": scene_acklog, "console-help": scene_help,
-          "console-dismiss-modal": scene_modal}
+async def scene_long_halt(pilot):
+    await _settle(pilot)
+    await pilot.press("2")
+    await _select(pilot, "halts", pilot.app.long_halt_id)
+    await _settle(pilot)
 
 
-async def render(name: str, scene) -> str:
+async def scene_zoomed(pilot):
+    await scene_long_halt(pilot)
+    await pilot.press("z")
+    await _settle(pilot)
+
+
+async def scene_why(pilot):
+    await _settle(pilot)
+    await pilot.press("1")
+    await _select(pilot, "sessions", "agent-answers")
+    await pilot.press("i")
+    await _settle(pilot)
+
+
+# name: (scene, size, whether the fleet has the long halt)
+SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_acklog, SIZE, False),
+          "console-help": (scene_help, SIZE, False), "console-dismiss-modal": (scene_modal, SIZE, False),
+          "console-80x24-long-halt": (scene_long_halt, (80, 24), True),
+          "console-200x50-long-halt": (scene_long_halt, (200, 50), True),
+          "console-80x24-zoomed": (scene_zoomed, (80, 24), True),
+          "console-200x50-zoomed": (scene_zoomed, (200, 50), True),
+          "console-80x24-why": (scene_why, (80, 24), True),
+          "console-200x50-why": (scene_why, (200, 50), True)}
+
+
+async def render(name: str, scene, size, long_halt: bool) -> str:
     from console.app import LeashApp
+    from core import StopProtocol
     from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
+    from tests.test_console_layout import seed_long_fleet
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["LEASH_HOME"] = home
-        seed_console_fleet(Path(home))
+        halt_id = None
+        if long_halt:
+            halt_id = seed_long_fleet(Path(home))
+            StopProtocol(home).hands_off("ezra", hours=2, reason="migrating the billing schema", source="ops@demo",
+                                        now=CONSOLE_NOW - 60)
+        else:
+            seed_console_fleet(Path(home))
         app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,
                        clock=lambda: CONSOLE_NOW, source="ops@demo")
-        async with app.run_test(size=SIZE) as pilot:
+        app.long_halt_id = halt_id
+        async with app.run_test(size=size) as pilot:
             await scene(pilot)
             return app.export_screenshot(title="leash")
 
 
-def to_png(svg: str, target: Path) -> None:
+def to_png(svg: str, target: Path, width: int = 1600) -> None:
     import cairosvg
 
     # Textual asks for Fira Code; the machine's monospace font stands in for it.
     svg = re.sub(r"font-family:[^;\"]*", "font-family: DejaVu Sans Mono, monospace", svg)
-    cairosvg.svg2png(bytestring=svg.encode(), write_to=str(target), output_width=1600)
+    cairosvg.svg2png(bytestring=svg.encode(), write_to=str(target), output_width=width)
 
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    for name, scene in SCENES.items():
-        svg = asyncio.run(render(name, scene))
+    for name, (scene, size, long_halt) in SCENES.items():
+        svg = asyncio.run(render(name, scene, size, long_halt))
         (OUT / f"{name}.svg").write_text(svg)
-        to_png(svg, OUT / f"{name}.png")
+        to_png(svg, OUT / f"{name}.png", width=max(800, size[0] * 10))
         print(f"screenshots/{name}.png")
 
 
