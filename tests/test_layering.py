@@ -1,0 +1,65 @@
+"""The layering DESIGN.md fixes, enforced: core never imports the console,
+textual or rich; libtmux only in the tmux module; the hook path imports only
+the standard library and leash's own core."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, leash_argv
+
+CORE = ROOT / "core"
+UI_PACKAGES = {"textual", "rich", "textual_serve", "watchfiles"}
+DRIVERS = {"libtmux", "psycopg", "psycopg_pool"}
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (inside functions too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_core_never_imports_the_console_textual_or_rich():
+    offenders = {}
+    for path in sorted(CORE.rglob("*.py")):
+        bad = {n for n in imported_names(path)
+               if top(n) in UI_PACKAGES or n.startswith(("console", "leash.console"))}
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_libtmux_only_in_the_tmux_module():
+    users = sorted(str(p.relative_to(ROOT)) for folder in ("core", "console", "bench", "contrib")
+                   for p in (ROOT / folder).rglob("*.py") if "libtmux" in {top(n) for n in imported_names(p)})
+    assert users == ["core/tmux.py"]
+
+
+def test_the_hook_path_imports_only_the_standard_library_and_leash(home, tmp_path):
+    payload = json.dumps({"session_id": "layering", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls src | grep -c py"}, "cwd": str(tmp_path)}).encode()
+    for event in ("pre-tool-use", "post-tool-batch", "user-prompt-submit"):
+        done = subprocess.run([sys.executable, "-X", "importtime"] + leash_argv()[1:] + ["hook", event],
+                              input=payload, capture_output=True, cwd=ROOT, timeout=60)
+        modules = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+                   if line.startswith("import time:") and "|" in line}
+        modules.discard("imported package")
+        tops = {top(m) for m in modules}
+        assert not tops & (UI_PACKAGES | DRIVERS), (event, sorted(tops & (UI_PACKAGES | DRIVERS)))
+        foreign = sorted(t for t in tops if t not in sys.stdlib_module_names and t not in sys.builtin_module_names
+                         and t not in ("core", "console", "leash") and not t.startswith("_")
+                         and t not in ("sitecustomize", "usercustomize", "encodings"))
+        assert foreign == [], (event, foreign)
