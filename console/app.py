@@ -25,8 +25,6 @@ never parse markup either.
 """
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 from textual import on, work
@@ -34,11 +32,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Container
 from textual.widgets import Footer, Input
 
+from console.app_operations import OperationKeys
 from console.commands import LeashCommands
+from console.ending import EndsOnSignals
 from console.keymap import PANELS, keymap
-from console.operations import Operations, Refusal
+from console.operations import Operations
 from console.screens.acklog import AckLogScreen
-from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.peek import PeekScreen
 from console.screens.why import WhyScreen
@@ -62,12 +61,10 @@ WATCH_DEBOUNCE_MS = 150
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
 WIDE_COLUMNS = 120  # from this width on, the grid of six panels; below it, one panel and a tab strip
-ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-HANGUP_GRACE_SECONDS = 3.0
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 
 
-class LeashApp(App):
+class LeashApp(OperationKeys, EndsOnSignals, App):
     CSS_PATH = "leash.tcss"
     TITLE = "leash"
     COMMANDS = App.COMMANDS | {LeashCommands}
@@ -103,6 +100,7 @@ class LeashApp(App):
         self._refresh_again = False
         self._filter_panel = "sessions"
         self._last_panel = "sessions"
+        self._shown_panel = ""  # the panel the tab strip, the detail line and a narrow screen show
         self._why: dict[str, dict] = {}  # row key -> core.why's answer, for the view shown now
         self._why_before: dict[str, dict] = {}  # the answers for the view before
         self._kennel_thread = None
@@ -142,43 +140,6 @@ class LeashApp(App):
         if self.want_kennel:
             self.start_kennel()
 
-    def _catch_ending_signals(self) -> None:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        for number in ENDING_SIGNALS:
-            try:
-                loop.add_signal_handler(number, self._signalled, number)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (leash serve's child)
-                pass
-
-    def _signalled(self, number: int) -> None:
-        """End as ``q`` does, which restores the terminal. When the terminal
-        has hung up, writes go to /dev/null instead (a write to a hung-up
-        terminal can block Textual's shutdown forever); and if the app still
-        has not ended after ``HANGUP_GRACE_SECONDS``, the kennel is stopped,
-        ``on_exit`` and ``on_hangup`` run and the process ends."""
-        import threading
-
-        if not _terminal_alive():
-            _silence_terminal()
-        threading.Thread(target=self._last_resort, args=(number,), daemon=True).start()
-        self.exit(None, 128 + number)
-
-    def _last_resort(self, number: int) -> None:
-        time.sleep(HANGUP_GRACE_SECONDS)
-        self._unmounted = True
-        if self.kennel is not None:
-            self.kennel.request_stop()
-        self.wait_for_kennel(HANGUP_GRACE_SECONDS)
-        for callback in (self.on_exit_callback, self.on_hangup):
-            if callback is not None:
-                try:
-                    callback()
-                except Exception:
-                    pass
-        os._exit(128 + number)
-
     def on_unmount(self) -> None:
         self._unmounted = True  # the kennel's thread sees it even if it starts after this
         if self.kennel is not None:
@@ -200,6 +161,7 @@ class LeashApp(App):
 
     def _activate(self, name: str) -> None:
         """Make ``name`` the panel shown on a narrow screen, zoomed, and named by the tab strip."""
+        self._shown_panel = name
         for panel in self.query(Panel):
             panel.set_class(panel.PANEL == name, "-active")
         for tabs in self.query(PanelTabs):
@@ -419,9 +381,9 @@ class LeashApp(App):
         self.action_focus_panel(self.focused_panel())
 
     def on_descendant_focus(self) -> None:
-        before = self._last_panel
-        if self.focused_panel() != before:
-            self._activate(self._last_panel)
+        name = self.focused_panel()
+        if name != self._shown_panel:
+            self._activate(name)
         self.refresh_bindings()
 
     @on(PanelTabs.TabActivated)
@@ -430,97 +392,6 @@ class LeashApp(App):
         if name in PANELS and name != self._last_panel:
             self.action_focus_panel(name)
 
-    def _selected(self, panel: str) -> dict | None:
-        row = self.panel(panel).selected()
-        if row is None:
-            self.notify(f"Select a row in {panel} first.", severity="warning")
-        return row
-
-    def run_operation(self, kind: str, row: dict | None = None, *, panel: str | None = None) -> None:
-        """Confirm, then change state: the one path of every key and palette
-        entry that does. ``panel``: act on that panel's selected row."""
-        if self.read_only:
-            self.notify("read-only console", severity="warning")
-            return
-        if panel is not None:
-            row = self._selected(panel)
-            if row is None:
-                return
-        try:
-            operation = self._operation(kind, row)
-        except Refusal as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        except Exception as exc:
-            self.notify(f"{exc}", severity="error")
-            return
-        screen = ConfirmScreen(operation.title, operation.body, text_label=operation.text_label,
-                               extra_label=operation.extra_label, extra_value=operation.extra_value,
-                               caution=operation.caution, confirm_label=operation.confirm_label)
-
-        def done(confirmed) -> None:
-            if confirmed is not None:
-                self._perform(operation, confirmed)
-        self.push_screen(screen, done)
-
-    def _operation(self, kind: str, row: dict | None):
-        ops = self.operations
-        return {
-            "stop": lambda: ops.stop(row), "fleet_stop": ops.fleet_stop, "resume": lambda: ops.resume(row),
-            "fleet_resume": lambda: ops.resume({"name": "*", "agents": []}),
-            "acknowledge": lambda: ops.halt(row, "resolved"), "dismiss": lambda: ops.halt(row, "dismissed"),
-            "escalate": lambda: ops.halt(row, "escalated"), "pardon": lambda: ops.pardon(row),
-            "warrant": lambda: ops.warrant(row), "hands_off": lambda: ops.hands_off(row or None),
-            "release": lambda: ops.release(row), "loop_reset": lambda: ops.loop_reset(row),
-        }[kind]()
-
-    @work(thread=True, group="operation")
-    def _perform(self, operation, confirmed) -> None:
-        try:
-            message = operation.run(confirmed)
-        except Refusal as exc:
-            self.call_from_thread(self.notify, str(exc), severity="warning")
-        except Exception as exc:  # the core's refusal (e.g. HaltRefused) is the operator's answer
-            self.call_from_thread(self.notify, str(exc), severity="error")
-        else:
-            self.call_from_thread(self.notify, message)
-        self.call_from_thread(self.refresh_view)
-
-    def _row_action(self, kind: str, panel: str) -> None:
-        self.run_operation(kind, panel=panel)
-
-    def action_stop(self) -> None:
-        self._row_action("stop", "sessions")
-
-    def action_fleet_stop(self) -> None:
-        self.run_operation("fleet_stop", None)
-
-    def action_resume(self) -> None:
-        self._row_action("resume", "sessions")
-
-    def action_acknowledge(self) -> None:
-        self._row_action("acknowledge", "halts")
-
-    def action_dismiss(self) -> None:
-        self._row_action("dismiss", "halts")
-
-    def action_escalate(self) -> None:
-        self._row_action("escalate", "halts")
-
-    def action_pardon(self) -> None:
-        self._row_action("pardon", "warrants")
-
-    def action_warrant(self) -> None:
-        self._row_action("warrant", "sessions")
-
-    def action_hands_off(self) -> None:
-        if self.focused_panel() == "sessions":
-            self._row_action("hands_off", "sessions")
-        else:
-            self.run_operation("hands_off", None)
-
-    def action_release(self) -> None:
-        self._row_action("release", "locks")
 
     def action_peek(self) -> None:
         row = self._selected("sessions")
@@ -583,28 +454,6 @@ class LeashApp(App):
             self.panel(self._filter_panel).set_filter("", self.clock())
             self.panel(self._filter_panel).table.focus()
             event.stop()
-
-
-def _terminal_alive() -> bool:
-    import termios
-    import sys
-
-    try:
-        termios.tcgetattr(sys.__stdin__.fileno())
-    except (OSError, ValueError, AttributeError, termios.error):
-        return False
-    return True
-
-
-def _silence_terminal() -> None:
-    """Point stdin, stdout and stderr at /dev/null: the terminal is gone."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        try:
-            os.dup2(null, fd)
-        except OSError:
-            pass
-    os.close(null)
 
 
 async def _run_until(kennel, gone) -> None:

@@ -101,7 +101,8 @@ def run_demo(*, keep: bool = False) -> int:
     import signal
     import time
 
-    from console.app import ENDING_SIGNALS, LeashApp
+    from console.app import LeashApp
+    from console.ending import ENDING_SIGNALS
     from core.tmux import Tmux
 
     home = tempfile.mkdtemp(prefix="leash-demo-")

@@ -216,14 +216,15 @@ def _files_denied(gate, entity: str, cwds: list[str], moment: float) -> tuple[li
     return files, False
 
 
-def summary(answer: dict) -> str:
-    """One line: what holds the session, most binding rule first."""
+def summary(answer: dict, *, lifts: bool = True) -> str:
+    """One line: what holds the session, most binding rule first (with what
+    lifts each, or without: then no halt id either, the words alone)."""
     if not answer["rules"]:
         return "nothing holds it"
-    return "; ".join(describe(rule) for rule in answer["rules"])
+    return "; ".join(describe(rule, lift=lifts) for rule in answer["rules"])
 
 
-def describe(rule: dict) -> str:
+def describe(rule: dict, *, lift: bool = True) -> str:
     """A rule in a few words, with what lifts it."""
     kind = rule["rule"]
     reason = f": {rule['reason']}" if rule.get("reason") else ""
@@ -237,11 +238,11 @@ def describe(rule: dict) -> str:
         text = f"hands-off {rule['subject']}{bound} until {rule.get('until') or '?'}{reason}"
     elif kind in ("session_halted", "session_paused"):
         verb = "paused" if kind == "session_paused" else "halted"
-        text = (f"{verb} by {rule['severity']} halt {rule['halt_id'][:HALT_ID_SHOWN]} {rule['condition']} "
-                f"on {rule['subject']}{reason}")
+        shown_id = f" {rule['halt_id'][:HALT_ID_SHOWN]}" if lift else ""
+        text = f"{verb} by {rule['severity']} halt{shown_id} {rule['condition']} on {rule['subject']}{reason}"
     elif kind == "path_lock":
         more = ", ..." if rule.get("more_files") else ""
         text = f"{rule['subject']} denies {', '.join(rule['files'])}{more}{reason}"
     else:
         text = f"{kind}{reason}"
-    return f"{text} [{rule['lift']}]"
+    return f"{text} [{rule['lift']}]" if lift else text

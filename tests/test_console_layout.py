@@ -122,7 +122,7 @@ async def test_the_detail_line_names_every_rule_that_holds_a_session(long_app, h
         await settle(pilot, app)
         detail = app.query_one("#detail").plain
         assert "hands_off_path_write" in detail and "hands-off ezra" in detail  # the halt and the lock
-        assert "leash release ezra" in detail
+        assert "i: what lifts it" in detail
 
 
 async def test_the_detail_line_of_a_lock_a_warrant_and_a_log_line(long_app):

@@ -30,7 +30,7 @@ async def _select_row(pilot, panel: str, contains: str):
     table.focus()
     key = next(str(k.value) for k in table.rows if contains in str(k.value))
     table.move_cursor(row=table.get_row_index(key))
-    await pilot.pause()
+    await _settled(pilot)  # the focus change and the detail line's answer have landed
 
 
 class TestMainScreen:

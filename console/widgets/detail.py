@@ -16,7 +16,6 @@ from console.widgets.panel import duration
 from core.text import printable
 
 DETAIL_LINES = 2
-HALT_ID_SHOWN = 8
 LOG_KEYS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash", "key")
 
 
@@ -29,8 +28,8 @@ def halt_detail(row: dict, now: float) -> str:
     age = duration(now - row["triggered_epoch"]) if row.get("triggered_epoch") else duration(row.get("age"))
     escalated = f", {row['resolution']}" if row.get("resolution") else ""
     condition = row.get("condition_name") or row["halt_type"]
-    return (f"{row['description']} — {row['severity']} {condition} on {row['session_id']}, {age} ago "
-            f"(halt {row['halt_id'][:HALT_ID_SHOWN]}, {row['halt_type']}{escalated})")
+    return f"{row['description']} — {row['severity']} {condition} on {row['session_id']}, {age} ago " \
+           f"({row['halt_type']}{escalated})"
 
 
 def session_detail(row: dict, answer: dict | None) -> str:
@@ -41,7 +40,8 @@ def session_detail(row: dict, answer: dict | None) -> str:
         return f"{head} — {row.get('detail') or '...'}"
     from core.why import summary
 
-    return f"{head} — {summary(answer)}"
+    return f"{head} — {summary(answer, lifts=False)} (i: what lifts it)" if answer["held"] else \
+        f"{head} — {summary(answer)}"
 
 
 def lock_detail(row: dict, now: float) -> str:
@@ -55,7 +55,7 @@ def warrant_detail(row: dict, now: float) -> str:
     gate = ""
     if row.get("deadline_epoch") is not None:
         gate = f"gate closes in {duration(max(0.0, row['deadline_epoch'] - now))}"
-    head = _join(f"warrant {row.get('id', '')} on {row.get('target', '')}",
+    head = _join(f"warrant on {row.get('target', '')}",
                  f"{row.get('state', '')} attempt {row.get('attempt', 0)}/3", gate,
                  f"filed by {row.get('requester') or '?'}")
     return f"{head} — {row.get('reason') or ''}"

@@ -1,0 +1,78 @@
+"""How the console ends on SIGTERM and SIGHUP, as a mixin of ``LeashApp``.
+
+Either signal ends the app as ``q`` does, which restores the terminal. A
+terminal that has hung up cannot be written to, and a write to it can block
+Textual's shutdown forever: then stdin, stdout and stderr are pointed at
+/dev/null first, and if the app still has not ended after
+``HANGUP_GRACE_SECONDS`` its kennel is stopped, its ``on_exit`` and
+``on_hangup`` callbacks run and the process ends.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+HANGUP_GRACE_SECONDS = 3.0
+
+
+class EndsOnSignals:
+    def _catch_ending_signals(self) -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        for number in ENDING_SIGNALS:
+            try:
+                loop.add_signal_handler(number, self._signalled, number)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (leash serve's child)
+                pass
+
+    def _signalled(self, number: int) -> None:
+        """End as ``q`` does, which restores the terminal. When the terminal
+        has hung up, writes go to /dev/null instead (a write to a hung-up
+        terminal can block Textual's shutdown forever); and if the app still
+        has not ended after ``HANGUP_GRACE_SECONDS``, the kennel is stopped,
+        ``on_exit`` and ``on_hangup`` run and the process ends."""
+        import threading
+
+        if not _terminal_alive():
+            _silence_terminal()
+        threading.Thread(target=self._last_resort, args=(number,), daemon=True).start()
+        self.exit(None, 128 + number)
+
+    def _last_resort(self, number: int) -> None:
+        time.sleep(HANGUP_GRACE_SECONDS)
+        self._unmounted = True
+        if self.kennel is not None:
+            self.kennel.request_stop()
+        self.wait_for_kennel(HANGUP_GRACE_SECONDS)
+        for callback in (self.on_exit_callback, self.on_hangup):
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:
+                    pass
+        os._exit(128 + number)
+
+
+def _terminal_alive() -> bool:
+    import termios
+    import sys
+
+    try:
+        termios.tcgetattr(sys.__stdin__.fileno())
+    except (OSError, ValueError, AttributeError, termios.error):
+        return False
+    return True
+
+
+def _silence_terminal() -> None:
+    """Point stdin, stdout and stderr at /dev/null: the terminal is gone."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
