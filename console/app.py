@@ -141,6 +141,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
             self.start_kennel()
 
     def on_unmount(self) -> None:
+        self._restore_signal_handlers()
         self._unmounted = True  # the kennel's thread sees it even if it starts after this
         if self.kennel is not None:
             self.kennel.request_stop()

@@ -19,16 +19,28 @@ HANGUP_GRACE_SECONDS = 3.0
 
 class EndsOnSignals:
     def _catch_ending_signals(self) -> None:
+        """Python-level handlers, not the event loop's: when the terminal hangs
+        up, Textual's shutdown can block the loop itself (joining its writer
+        thread), and only a handler that runs in the main thread between
+        bytecodes still gets to start the last resort."""
         import asyncio
 
-        loop = asyncio.get_running_loop()
+        self._ending_loop = asyncio.get_running_loop()
+        self._previous_handlers = {}
         for number in ENDING_SIGNALS:
             try:
-                loop.add_signal_handler(number, self._signalled, number)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (leash serve's child)
+                self._previous_handlers[number] = signal.signal(number, self._signalled)
+            except ValueError:  # not the main thread (leash serve's child)
                 pass
 
-    def _signalled(self, number: int) -> None:
+    def _restore_signal_handlers(self) -> None:
+        for number, handler in getattr(self, "_previous_handlers", {}).items():
+            try:
+                signal.signal(number, handler)
+            except (ValueError, TypeError):
+                pass
+
+    def _signalled(self, number: int, frame=None) -> None:
         """End as ``q`` does, which restores the terminal. When the terminal
         has hung up, writes go to /dev/null instead (a write to a hung-up
         terminal can block Textual's shutdown forever); and if the app still
@@ -39,7 +51,10 @@ class EndsOnSignals:
         if not _terminal_alive():
             _silence_terminal()
         threading.Thread(target=self._last_resort, args=(number,), daemon=True).start()
-        self.exit(None, 128 + number)
+        try:
+            self._ending_loop.call_soon_threadsafe(self.exit, None, 128 + number)
+        except RuntimeError:  # the loop has closed: the app has ended already
+            pass
 
     def _last_resort(self, number: int) -> None:
         time.sleep(HANGUP_GRACE_SECONDS)
