@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test]' 
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -39,7 +39,7 @@ demo: $(STAMP)
 # PNG pictures of the console for the README (needs the cairo library).
 screenshots: $(STAMP)
 	@dpkg -s libcairo2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libcairo2)
-	$(PY) -m pip install --quiet -e '.[test,screenshots]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test,screenshots]' 
 	$(PY) screenshots/render.py
 
 clean:

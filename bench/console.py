@@ -30,7 +30,7 @@
       * How often the console refreshes while nothing else touches the home,
         and which file events its watcher sees meanwhile.
       * Change-to-screen latency: a separate process runs
-        ``python -m console.cli stop NAME`` against the home; measured from
+        ``python -m leash.console.cli stop NAME`` against the home; measured from
         the mtime of the stops.json it writes to the moment the sessions
         table's State cell of that row reads "stopped" (polled every 2 ms in
         the app's event loop). The watcher's debounce (150 ms, 50 ms step) is
@@ -160,7 +160,7 @@ class Instruments:
     imports it at call time). Nothing else is changed."""
 
     def __init__(self, app) -> None:
-        import core.fleet as fleet
+        import leash.core.fleet as fleet
 
         self.fleet = fleet
         self.real_view = fleet.view
@@ -231,15 +231,15 @@ def fake_tmux(now: float) -> list[dict]:
 
 def seed_big(home: str, now: float) -> None:
     """Write the big home (runs in a child process)."""
-    from core import loopguard
-    from core.acklog import ACK_LOG_NAME, GENESIS_HASH, AckLog, chain_hash
-    from core.clock import iso
-    from core.halts.store import DEFAULT_CONDITIONS, EVENT_FIELDS, new_id, open_store, write
-    from core.home import ensure_home
-    from core.sessions import SESSIONS_NAME
-    from core.statefile import write_json
-    from core.stop import StopProtocol
-    from core.warrants import WarrantQueue
+    from leash.core import loopguard
+    from leash.core.acklog import ACK_LOG_NAME, GENESIS_HASH, AckLog, chain_hash
+    from leash.core.clock import iso
+    from leash.core.halts.store import DEFAULT_CONDITIONS, EVENT_FIELDS, new_id, open_store, write
+    from leash.core.home import ensure_home
+    from leash.core.sessions import SESSIONS_NAME
+    from leash.core.statefile import write_json
+    from leash.core.stop import StopProtocol
+    from leash.core.warrants import WarrantQueue
 
     started = time.perf_counter()
     home = os.fspath(ensure_home(home))
@@ -361,7 +361,7 @@ async def wait_first_paint(app, instruments: Instruments, pilot, started: float,
 
 
 async def small_first_paint(home: str, tmux: list[dict], now: float) -> dict:
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     started = time.perf_counter()
     app = LeashApp(home, list_tmux=lambda: tmux, run_kennel=False, watch=True, clock=lambda: now, source=SOURCE)
@@ -385,7 +385,7 @@ def print_first_paint(label: str, r: dict) -> None:
 
 # ------------------------------------------------------------------ (2a) the big home, watch=False
 async def big_static_run(home: str, tmux: list[dict]) -> dict:
-    from console.app import MAX_ROWS, LeashApp
+    from leash.console.app import MAX_ROWS, LeashApp
 
     out: dict = {"max_rows": MAX_ROWS}
     heartbeat = Heartbeat()
@@ -492,7 +492,7 @@ def latency_targets() -> list[tuple[str, str]]:
 async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dict:
     from watchfiles import awatch
 
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     out: dict = {}
     started = time.perf_counter()
@@ -537,7 +537,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
                 n_starts, n_applies = len(instruments.view_starts), len(instruments.applies)
                 spawn_wall = time.time()
                 process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "console.cli", "stop", name, "--reason", "bench: latency trial",
+                    sys.executable, "-m", "leash.console.cli", "stop", name, "--reason", "bench: latency trial",
                     "--source", SOURCE, env=env, cwd=str(ROOT),
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
                 seen_wall = None
@@ -586,7 +586,7 @@ def report_static(out: dict, tmux_count: int) -> None:
     print(f"\n  frame time of a refresh; {len(frames)} refreshes 0.25 s apart as time passes (panels capped at "
           f"{out['max_rows']} rows):")
     for label, key in (("apply_view on the UI thread", "apply_ms"), ("UI loop stall, apply + render", "block_ms"),
-                       ("core.fleet.view in a worker thread", "view_ms"),
+                       ("leash.core.fleet.view in a worker thread", "view_ms"),
                        ("UI loop stall while view runs (GIL, timers)", "gil_ms")):
         print(f"    {label:<44} {stats_line([f[key] for f in frames])}")
     print(f"  {len(reorder)} refreshes with a new critical halt on top (the halts table is rebuilt):")
@@ -607,7 +607,7 @@ def report_watch(out: dict) -> None:
     events = ", ".join(f"{name} x{count}" for name, count in sorted(idle["events"].items())) or "none"
     print(f"    file events in the home meanwhile: {events}")
     trials = out["trials"]
-    print(f"  change-to-screen latency, {len(trials)} trials (`python -m console.cli stop NAME` in another process):")
+    print(f"  change-to-screen latency, {len(trials)} trials (`python -m leash.console.cli stop NAME` in another process):")
     for t in trials:
         if "latency_ms" not in t:
             print(f"    {t['name']:<20} NOT SEEN within 15 s (exit {t['code']}: {t['stderr'][:120]})")
@@ -656,7 +656,7 @@ def summary(results: dict) -> None:
         print(f"  {label:<46} {value:>7.1f} {unit}   < {target:>6g} {unit}   {'met' if met else 'MISSED'}")
     view_ms = [f["view_ms"] for f in frames]
     print(f"  {'apply_view median, time passing':<46} {statistics.median(f['apply_ms'] for f in frames):>7.1f} ms")
-    print(f"  {'core.fleet.view (worker) median / max':<46} {statistics.median(view_ms):>7.1f} ms   "
+    print(f"  {'leash.core.fleet.view (worker) median / max':<46} {statistics.median(view_ms):>7.1f} ms   "
           f"max {max(view_ms):.1f} ms (no target; it is on the latency path)")
     if latencies:
         print(f"  {'change-to-screen latency max':<46} {max(latencies):>7.1f} ms"
@@ -675,7 +675,7 @@ def summary(results: dict) -> None:
         print_profile("UI thread from apply_view until idle, 2 refreshes with the halts table rebuilt "
                       "(apply + Textual layout/render)", profiles["render"])
     if any(label.startswith(("change-to-screen", "first paint")) for label in missed) or ui_missed:
-        print_profile("core.fleet.view in the worker thread, 3 calls on the big home", profiles["view"])
+        print_profile("leash.core.fleet.view in the worker thread, 3 calls on the big home", profiles["view"])
 
 
 # ------------------------------------------------------------------ main
@@ -684,13 +684,13 @@ def main() -> None:
         seed_big(sys.argv[2], float(os.environ["BENCH_NOW"]))
         return
     if len(sys.argv) == 3 and sys.argv[1] == "--watch-run":  # its own process, so its RSS is its own
-        import console.app  # noqa: F401
+        import leash.console.app  # noqa: F401
 
         out = asyncio.run(big_watch_run(sys.argv[2], fake_tmux(float(os.environ["BENCH_NOW"])), dict(os.environ)))
         print(json.dumps(out))
         return
     wall = time.perf_counter()
-    import console.app  # noqa: F401  (module imports are not part of constructing the app)
+    import leash.console.app  # noqa: F401  (module imports are not part of constructing the app)
 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="leash-bench-console-") as scratch:

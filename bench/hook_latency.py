@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def leash_command() -> list[str]:
     script = Path(sys.executable).parent / "leash"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "console.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "leash.console.cli"]
 
 
 def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -88,7 +88,7 @@ def main() -> None:
         measure("Bash, 1 MiB command", hook, big, env)
         measure_past_sessions(leash, payload, env)
 
-        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "console.cli", "hook", "pre-tool-use"],
+        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "leash.console.cli", "hook", "pre-tool-use"],
                                input=payload, env=env, capture_output=True, cwd=ROOT)
         stdlib = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
         names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
@@ -119,7 +119,7 @@ def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
 def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
     """A home whose sessions.json holds 100,000 sessions last seen weeks ago:
     the first write forgets them, and every later call reads a small file."""
-    from core.clock import iso
+    from leash.core.clock import iso
 
     with tempfile.TemporaryDirectory() as home:
         old = iso(time.time() - 30 * 86400)

@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.clock import parse_iso  # noqa: E402
+from leash.core.clock import parse_iso  # noqa: E402
 
 ANSWERING = 'while IFS= read -r line; do case "$line" in *"HEALTH CHECK"*) echo ALIVE;; esac; done'
 SILENT = "cat > /dev/null"
@@ -62,8 +62,8 @@ def child(home: str, socket: str, result_path: str) -> None:
     """Run the kennel until idle, counting tmux commands; write the figures."""
     import asyncio
 
-    from core.tmux import Tmux
-    from core.warrants.kennel import Kennel
+    from leash.core.tmux import Tmux
+    from leash.core.warrants.kennel import Kennel
 
     tmux = Tmux(socket)
     commands: Counter[str] = Counter()
@@ -107,7 +107,7 @@ def children_cpu() -> float:
 def idle_cpu(home: str, socket: str, seconds: float) -> tuple[float, float]:
     """% CPU of `leash kennel` with nothing to do: (after start-up, whole run)."""
     env = dict(os.environ, LEASH_HOME=home, LEASH_TMUX_SOCKET=socket)
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "kennel"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "leash.console.cli", "kennel"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         launched = time.monotonic()
@@ -154,8 +154,8 @@ def main() -> int:
         f"poll_seconds = {args.poll:g}\n\n[tmux]\nsocket = \"{socket}\"\n")
     kennel_proc = None
     try:
-        from core.tmux import Tmux
-        from core.warrants import WarrantQueue
+        from leash.core.tmux import Tmux
+        from leash.core.warrants import WarrantQueue
 
         tmux = Tmux(socket)
         names = [f"agent-{n:03d}" for n in range(args.sessions)]

@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Any
 
-from core.clock import human_duration, now_seconds, parse_iso
-from core.text import printable
+from leash.core.clock import human_duration, now_seconds, parse_iso
+from leash.core.text import printable
 
 
 class Refused(Exception):
@@ -24,18 +24,18 @@ class Refused(Exception):
 
 
 def run(args) -> int:
-    from console.cli import UsageError
-    from core.config import ConfigError
-    from core.handsoff import NotLocked
-    from core.stop import NotStopped, StopProtocol, default_source
+    from leash.console.cli import UsageError
+    from leash.core.config import ConfigError
+    from leash.core.handsoff import NotLocked
+    from leash.core.stop import NotStopped, StopProtocol, default_source
 
-    from core.home import UnsafeHome, resolve_home
+    from leash.core.home import UnsafeHome, resolve_home
 
     try:
         protocol = StopProtocol(getattr(args, "home", None))
     except UnsafeHome as exc:
         if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
-            from core.hooks import run as run_hook
+            from leash.core.hooks import run as run_hook
 
             return run_hook(args.event, home=getattr(args, "home", None))
         if args.command != "doctor":  # doctor alone looks at an unsafe home, to report and mend it
@@ -62,7 +62,7 @@ def _out(text: str = "") -> None:
 
 def _out_painted(*pieces: tuple[str, str | None]) -> None:
     """One line of (text, style) pieces: each escaped, then coloured when stdout is a terminal."""
-    from console.colour import paint
+    from leash.console.colour import paint
 
     sys.stdout.write("".join(paint(printable(text), style) for text, style in pieces) + "\n")
 
@@ -81,7 +81,7 @@ def _ago(stamp: str, moment: float) -> str:
 
 # ------------------------------------------------------------------ stop/resume
 def cmd_stop(protocol, args) -> int:
-    from console.cli import UsageError
+    from leash.console.cli import UsageError
 
     if args.all:
         if args.session or args.entity:
@@ -105,7 +105,7 @@ def cmd_stop(protocol, args) -> int:
 
 
 def cmd_resume(protocol, args) -> int:
-    from console.cli import UsageError
+    from leash.console.cli import UsageError
 
     if args.all:
         if args.session:
@@ -138,7 +138,7 @@ def cmd_release(protocol, args) -> int:
 
 # ------------------------------------------------------------------ status
 def cmd_status(protocol, args) -> int:
-    from core.status import snapshot
+    from leash.core.status import snapshot
 
     moment = now_seconds()
     state = snapshot(protocol, now=moment)
@@ -171,7 +171,7 @@ def cmd_status(protocol, args) -> int:
         f"{r['id']}  {r['target']}  {r['state']}  attempt {r.get('attempt', 0)}: {r.get('reason', '')}"))
     _section("restart-loop breakers", state["loops"], lambda r: (
         f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
-    from console.colour import STATE_STYLE
+    from leash.console.colour import STATE_STYLE
 
     _out_painted(("sessions seen", "bold"), (f": {len(state['sessions'])}", None))
     for r in state["sessions"]:
@@ -185,7 +185,7 @@ def _add_session_states(home, sessions: list[dict[str, Any]], moment: float) -> 
     """Each seen session's state as the console shows it (``core.fleet``):
     stopped, paused, halted, under warrant, hands-off, running, or what the
     hooks last said of it (waiting for input, ended)."""
-    from core.fleet import view
+    from leash.core.fleet import view
 
     rows = {row["name"]: row for row in view(home, now=moment)["sessions"]}
     for session in sessions:
@@ -205,7 +205,7 @@ def _section(title: str, rows: list[dict[str, Any]], line) -> None:
 # ------------------------------------------------------------------ why
 def cmd_why(protocol, args) -> int:
     """Every rule that holds a session now; exit 3 when one does."""
-    from core.why import describe, why
+    from leash.core.why import describe, why
 
     answer = why(protocol.home, args.session)
     if args.json:
@@ -226,8 +226,8 @@ def cmd_why(protocol, args) -> int:
 
 
 def cmd_completion(protocol, args) -> int:
-    from console.cli import build_parser
-    from console.completion import script
+    from leash.console.cli import build_parser
+    from leash.console.completion import script
 
     sys.stdout.write(script(args.shell, build_parser()))
     return 0
@@ -280,7 +280,7 @@ def cmd_log(protocol, args) -> int:
 
 # ------------------------------------------------------------------ doctor
 def cmd_doctor(protocol, args) -> int:
-    from core.doctor import examine
+    from leash.core.doctor import examine
 
     failures = 0
     for finding in examine(protocol, repair=args.repair):
@@ -295,8 +295,8 @@ def cmd_doctor(protocol, args) -> int:
 
 # ------------------------------------------------------------------ loop
 def cmd_loop(protocol, args) -> int:
-    from core import loopguard
-    from core.config import load_config
+    from leash.core import loopguard
+    from leash.core.config import load_config
 
     config = load_config(protocol.home)
     if args.loop_command == "check-and-record":
@@ -328,7 +328,7 @@ def cmd_loop(protocol, args) -> int:
 
 
 def cmd_reply(protocol, args) -> int:
-    from core.replyledger import record
+    from leash.core.replyledger import record
 
     record(protocol.home, args.channel, args.key, args.direction, now=now_seconds())
     _out(f"recorded {args.direction} on {args.channel} / {args.key}")
@@ -336,15 +336,15 @@ def cmd_reply(protocol, args) -> int:
 
 
 def cmd_halts(protocol, args) -> int:
-    from console.halts_cli import run as run_halts
+    from leash.console.halts_cli import run as run_halts
 
     return run_halts(protocol, args, Refused)
 
 
 # ------------------------------------------------------------------ warrants
 def cmd_warrant(protocol, args) -> int:
-    from core.warrants import WarrantError, WarrantQueue
-    from core.warrants.kennel import running_kennel
+    from leash.core.warrants import WarrantError, WarrantQueue
+    from leash.core.warrants.kennel import running_kennel
 
     queue = WarrantQueue(protocol.home, protocol.acklog)
     try:
@@ -411,14 +411,14 @@ def _warrant_named(queue, given: str) -> str:
     the id it was bound to when filed)."""
     if queue.find(given) is not None:
         return given
-    from core.sessions import tmux_session_id_for
+    from leash.core.sessions import tmux_session_id_for
 
     live = queue.live_for(given, tmux_session_id_for(given, home=queue.home) or None)
     return live["id"] if live else given
 
 
 def cmd_kennel(protocol, args) -> int:
-    from core.warrants.kennel import Kennel, running_kennel
+    from leash.core.warrants.kennel import Kennel, running_kennel
 
     other = running_kennel(protocol.home)
     if other and other.get("pid") != os.getpid():
@@ -434,15 +434,15 @@ def cmd_kennel(protocol, args) -> int:
 
 # ------------------------------------------------------------------ console
 def cmd_console(protocol, args) -> int:
-    from console.app import LeashApp
-    from console.keymap import KeymapError
-    from core.tmux import Tmux
+    from leash.console.app import LeashApp
+    from leash.console.keymap import KeymapError
+    from leash.core.tmux import Tmux
 
     try:
         app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
                        read_only=getattr(args, "read_only", False))
     except KeymapError as exc:
-        from console.cli import UsageError
+        from leash.console.cli import UsageError
 
         raise UsageError(str(exc)) from None
     app.run()
@@ -450,20 +450,20 @@ def cmd_console(protocol, args) -> int:
 
 
 def cmd_demo(protocol, args) -> int:
-    from console.demo import run_demo
+    from leash.console.demo import run_demo
 
     return run_demo(keep=args.keep)
 
 
 def cmd_serve(protocol, args) -> int:
-    from console.serve import serve
+    from leash.console.serve import serve
 
     return serve(protocol.home, port=args.port, read_only=args.read_only, no_kennel=args.no_kennel,
                  token_file=args.token_file, max_clients=args.max_clients)
 
 
 def cmd_install(protocol, args) -> int:
-    from core import install
+    from leash.core import install
 
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if args.check:
@@ -483,7 +483,7 @@ def cmd_install(protocol, args) -> int:
 
 
 def cmd_hook(protocol, args) -> int:
-    from core.hooks import run as run_hook
+    from leash.core.hooks import run as run_hook
 
     return run_hook(args.event, home=protocol.home)
 

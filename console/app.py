@@ -32,27 +32,27 @@ from textual.app import App, ComposeResult
 from textual.containers import Container
 from textual.widgets import Footer, Input
 
-from console.app_operations import OperationKeys
-from console.commands import LeashCommands
-from console.ending import EndsOnSignals
-from console.keymap import PANELS, keymap
-from console.operations import Operations
-from console.screens.acklog import AckLogScreen
-from console.screens.help import HelpScreen
-from console.screens.peek import PeekScreen
-from console.screens.why import WhyScreen
-from console.widgets.acktail import AckTailPanel
-from console.widgets.detail import DetailLine, detail_text
-from console.widgets.halts import HaltsPanel
-from console.widgets.locks import LocksPanel
-from console.widgets.loops import LoopsPanel
-from console.widgets.panel import Panel, PanelTable
-from console.widgets.sessions import SessionsPanel
-from console.widgets.summary import SummaryBar
-from console.widgets.tabs import PanelTabs
-from console.widgets.warrants import WarrantsPanel
-from core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
-from core.text import printable
+from leash.console.app_operations import OperationKeys
+from leash.console.commands import LeashCommands
+from leash.console.ending import EndsOnSignals
+from leash.console.keymap import PANELS, keymap
+from leash.console.operations import Operations
+from leash.console.screens.acklog import AckLogScreen
+from leash.console.screens.help import HelpScreen
+from leash.console.screens.peek import PeekScreen
+from leash.console.screens.why import WhyScreen
+from leash.console.widgets.acktail import AckTailPanel
+from leash.console.widgets.detail import DetailLine, detail_text
+from leash.console.widgets.halts import HaltsPanel
+from leash.console.widgets.locks import LocksPanel
+from leash.console.widgets.loops import LoopsPanel
+from leash.console.widgets.panel import Panel, PanelTable
+from leash.console.widgets.sessions import SessionsPanel
+from leash.console.widgets.summary import SummaryBar
+from leash.console.widgets.tabs import PanelTabs
+from leash.console.widgets.warrants import WarrantsPanel
+from leash.core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
+from leash.core.text import printable
 
 TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
@@ -73,9 +73,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def __init__(self, home=None, *, tmux=None, list_tmux=None, run_kennel: bool = True, watch: bool = True,
                  clock=time.time, source: str | None = None, on_exit=None, read_only: bool = False,
                  on_hangup=None):
-        from core.config import load_config
-        from core.home import ensure_home
-        from core.stop import default_source
+        from leash.core.config import load_config
+        from leash.core.home import ensure_home
+        from leash.core.stop import default_source
 
         super().__init__()
         self.home = ensure_home(home)
@@ -187,7 +187,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     @work(thread=True, group="view")
     def _read_view(self) -> None:
-        from core.fleet import view
+        from leash.core.fleet import view
 
         try:
             data = view(self.home, tmux_sessions=self.tmux_sessions, now=self.clock())
@@ -243,9 +243,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def _why_now(self, row: dict) -> dict:
         """``core.why`` on the console's own halts.db reader (opening one per
         answer would create and delete the WAL files the watcher reacts to)."""
-        from core.halts import api as halts_api
-        from core.halts.store import HaltStoreUnavailable
-        from core.why import why
+        from leash.core.halts import api as halts_api
+        from leash.core.halts.store import HaltStoreUnavailable
+        from leash.core.why import why
 
         now = self.clock()
         try:
@@ -327,7 +327,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     # ------------------------------------------------------------ kennel
     def start_kennel(self) -> None:
-        from core.warrants.kennel import running_kennel
+        from leash.core.warrants.kennel import running_kennel
 
         if running_kennel(self.home) is None and self.tmux is not None:
             self._run_kennel()
@@ -336,7 +336,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def _run_kennel(self) -> None:
         import asyncio
 
-        from core.warrants.kennel import Kennel
+        from leash.core.warrants.kennel import Kennel
 
         import threading
 

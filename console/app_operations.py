@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from textual import work
 
-from console.operations import Refusal
-from console.screens.confirm import ConfirmScreen
+from leash.console.operations import Refusal
+from leash.console.screens.confirm import ConfirmScreen
 
 
 class OperationKeys:

@@ -26,7 +26,7 @@ def _hook_fast_path(argv: list[str]) -> int | None:
         else:
             return None
     if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
-        from core.hooks import run
+        from leash.core.hooks import run
 
         return run(rest[1], home=home)
     return None
@@ -139,7 +139,7 @@ def build_parser():
     q.add_argument("name")
     q.add_argument("--reason", default="")
 
-    from console.halts_cli import add_parsers as add_halts_parsers
+    from leash.console.halts_cli import add_parsers as add_halts_parsers
 
     add_halts_parsers(sub, common, acting, Parser, _whole)
 
@@ -244,7 +244,7 @@ def _number(text: str, ok, what: str) -> float:
 
 
 def _since(text: str) -> float:
-    from core.clock import parse_iso
+    from leash.core.clock import parse_iso
 
     try:
         return parse_iso(text)
@@ -256,7 +256,7 @@ def _since(text: str) -> float:
 
 
 def dispatch(argv: list[str]) -> int:
-    from console import actions
+    from leash.console import actions
 
     try:
         args = build_parser().parse_args(argv)
@@ -280,7 +280,7 @@ def dispatch(argv: list[str]) -> int:
 
 def _say_error(message: str) -> None:
     """One line on stderr; a name echoed in it is shown escaped (core.text)."""
-    from core.text import printable
+    from leash.core.text import printable
 
     sys.stderr.write(f"leash: error: {printable(' '.join(message.split()))}\n")
 
@@ -288,6 +288,6 @@ def _say_error(message: str) -> None:
 if __name__ == "__main__":
     # Run the module's canonical copy: under ``python -m`` this file is also
     # ``__main__``, whose UsageError is not the one actions.py raises.
-    from console.cli import main as canonical_main
+    from leash.console.cli import main as canonical_main
 
     sys.exit(canonical_main())

@@ -42,10 +42,10 @@ DEMO_SESSIONS = (
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
     """Write a small, believable fleet into ``home`` (deterministic for a fixed ``now``)."""
-    from core import loopguard
-    from core.halts import api
-    from core.sessions import SessionRegistry
-    from core.stop import StopProtocol
+    from leash.core import loopguard
+    from leash.core.halts import api
+    from leash.core.sessions import SessionRegistry
+    from leash.core.stop import StopProtocol
 
     protocol = StopProtocol(home)
     sessions = SessionRegistry(protocol.home, protocol.acklog)
@@ -69,7 +69,7 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
 
 
 def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
-    from core.warrants import WarrantQueue
+    from leash.core.warrants import WarrantQueue
 
     warrant, _ = WarrantQueue(home).file(target, reason="no output for 40 minutes", requester="ops@demo", now=now)
     return warrant
@@ -77,7 +77,7 @@ def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
 
 def write_agents(home) -> dict[str, str]:
     directory = os.path.join(home, "demo-agents")
-    from core.home import private_dir
+    from leash.core.home import private_dir
 
     private_dir(directory)
     paths = {}
@@ -101,9 +101,9 @@ def run_demo(*, keep: bool = False) -> int:
     import signal
     import time
 
-    from console.app import LeashApp
-    from console.ending import ENDING_SIGNALS
-    from core.tmux import Tmux
+    from leash.console.app import LeashApp
+    from leash.console.ending import ENDING_SIGNALS
+    from leash.core.tmux import Tmux
 
     home = tempfile.mkdtemp(prefix="leash-demo-")
     socket = demo_socket(home)

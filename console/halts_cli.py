@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from core.text import printable
+from leash.core.text import printable
 
 
 def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
@@ -111,7 +111,7 @@ def _out_json(value) -> None:
 
 
 def run(protocol, args, refused) -> int:
-    from core.halts import HaltRefused, HaltStoreUnavailable, api
+    from leash.core.halts import HaltRefused, HaltStoreUnavailable, api
 
     home = protocol.home
     try:
@@ -146,10 +146,10 @@ def _check(home, args, api) -> int:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        from core.halts import HaltInputError
+        from leash.core.halts import HaltInputError
 
         raise HaltInputError(f"stdin is not JSON ({exc})") from None
-    from core.config import load_config
+    from leash.core.config import load_config
 
     record_high = load_config(home)["halts"]["record_high"]
     result = api.check_halt_conditions(data, home=home, record=not args.no_record, record_high=record_high)
@@ -188,7 +188,7 @@ HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
 
 
 def _acknowledge(home, args, api) -> int:
-    from core.halts import HaltRefused
+    from leash.core.halts import HaltRefused
 
     found = api.find_halt(args.halt_id, home=home)
     if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
@@ -221,7 +221,7 @@ def _config(home, args, api) -> int:
     if args.escalate_after is not None:
         changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
     if changes and not args.name:
-        from core.halts import HaltInputError
+        from leash.core.halts import HaltInputError
 
         raise HaltInputError("name the condition to change")
     if changes:
@@ -238,13 +238,13 @@ def _config(home, args, api) -> int:
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
         if not rows:
-            from core.halts import HaltRefused
+            from leash.core.halts import HaltRefused
 
             raise HaltRefused(f"no condition {args.name!r}")
     if args.json:
         _out_json(rows)
         return 0
-    from core.halts.conditions import load_all
+    from leash.core.halts.conditions import load_all
 
     registry = load_all()
     for r in rows:

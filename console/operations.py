@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from core.text import printable
+from leash.core.text import printable
 
 NAME_LIMIT = 80  # characters of a name in a modal's title or a message
 DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
@@ -55,7 +55,7 @@ class Operations:
     """Builds the operation for a key press, given the home and who is acting."""
 
     def __init__(self, home, source: str):
-        from core.stop import StopProtocol
+        from leash.core.stop import StopProtocol
 
         self.home = home
         self.source = source
@@ -98,7 +98,7 @@ class Operations:
         return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", run, confirm_label="Resume")
 
     def warrant(self, row: dict) -> Operation:
-        from core.warrants import WarrantQueue
+        from leash.core.warrants import WarrantQueue
 
         if not row.get("in_tmux"):
             raise Refusal(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
@@ -146,7 +146,7 @@ class Operations:
 
     # ------------------------------------------------------------ halts
     def halt(self, row: dict, resolution: str) -> Operation:
-        from core.halts import api
+        from leash.core.halts import api
 
         caution = resolution == "dismissed" and api.dismissal_needs_caution(row["severity"])
         verb = {"resolved": "Acknowledge", "dismissed": "Dismiss", "escalated": "Escalate"}[resolution]
@@ -169,7 +169,7 @@ class Operations:
 
     # ------------------------------------------------------------ warrants
     def pardon(self, row: dict) -> Operation:
-        from core.warrants import WarrantQueue
+        from leash.core.warrants import WarrantQueue
 
         def run(c):
             result, _ = WarrantQueue(self.home, self.protocol.acklog).pardon(row["id"], source=self.source,
@@ -181,7 +181,7 @@ class Operations:
 
     # ------------------------------------------------------------ breakers
     def loop_reset(self, row: dict) -> Operation:
-        from core import loopguard
+        from leash.core import loopguard
 
         def run(c):
             loopguard.reset(name=row["name"], home=self.home, source=self.source, reason=c.text)

@@ -52,8 +52,8 @@ class ServeError(ValueError):
 def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, token_file=None,
           max_clients: int = DEFAULT_MAX_CLIENTS) -> int:
     """Serve until SIGINT/SIGTERM. ``ServeError`` (and ``TokenError``) for bad settings."""
-    from console.serve_token import home_token, read_token
-    from core.home import ensure_home
+    from leash.console.serve_token import home_token, read_token
+    from leash.core.home import ensure_home
 
     if max_clients < 1:
         raise ServeError("--max-clients must be at least 1")
@@ -72,7 +72,7 @@ def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, 
     except OSError as exc:
         sys.stderr.write(f"leash: error: cannot listen on {HOST}:{port}: {exc.strerror or exc}\n")
         return EXIT_NO_LISTEN
-    from console.serve_child import console_argv
+    from leash.console.serve_child import console_argv
 
     server = ConsoleServer(token, listener.getsockname()[1], max_clients=max_clients,
                            argv=console_argv(home, read_only=read_only, no_kennel=no_kennel))
@@ -223,7 +223,7 @@ class ConsoleServer:
         self.clients -= 1
 
     async def _run_console(self, request, socket_response, leaving) -> None:
-        from console.serve_child import ConsoleProcess
+        from leash.console.serve_child import ConsoleProcess
 
         console = ConsoleProcess(self.argv, socket_response)
         self.consoles.add(console)

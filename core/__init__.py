@@ -2,9 +2,9 @@
 
 The-nexus's names are kept at the top level::
 
-    from core import StopProtocol, StopInterrupt, HandsOffError
+    from leash.core import StopProtocol, StopInterrupt, HandsOffError
 """
-from core.handsoff import HandsOffError
-from core.stop import StopInterrupt, StopProtocol
+from leash.core.handsoff import HandsOffError
+from leash.core.stop import StopInterrupt, StopProtocol
 
 __all__ = ["StopProtocol", "StopInterrupt", "HandsOffError"]

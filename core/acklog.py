@@ -19,9 +19,9 @@ import os
 import time
 from collections.abc import Iterator
 
-from core.clock import iso, now_seconds, parse_iso
-from core.home import private_dir
-from core.statefile import TORN_SUFFIX, append_line, last_lines, locked, open_state, read_state_bytes
+from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.home import private_dir
+from leash.core.statefile import TORN_SUFFIX, append_line, last_lines, locked, open_state, read_state_bytes
 
 ACK_LOG_NAME = "stop_ack_log.jsonl"
 GENESIS_HASH = "0" * 64
@@ -102,7 +102,7 @@ class AckLog:
         clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
-        from core.halts.secrets import mask, mask_deep  # no line holds a secret, whoever wrote its text
+        from leash.core.halts.secrets import mask, mask_deep  # no line holds a secret, whoever wrote its text
 
         source, reason, extra = mask(str(source)), mask(str(reason)), {k: mask_deep(v) for k, v in extra.items()}
         stamp = iso(now_seconds(now))
@@ -130,7 +130,7 @@ class AckLog:
             self.head.advance(stored, self.path)
         command = self._anchor_command()
         if command:
-            from core.loghead import anchor_head
+            from leash.core.loghead import anchor_head
 
             anchor_head(command, stored)
         return stored
@@ -138,7 +138,7 @@ class AckLog:
     @property
     def head(self):
         if self._head is None:
-            from core.loghead import AckHead
+            from leash.core.loghead import AckHead
 
             self._head = AckHead(self.home)
         return self._head
@@ -148,7 +148,7 @@ class AckLog:
         if self._anchor is None:
             self._anchor = []
             if os.path.exists(os.path.join(self.home, "config.toml")):
-                from core.config import ConfigError, load_config
+                from leash.core.config import ConfigError, load_config
 
                 try:
                     self._anchor = list(load_config(self.home).get("acklog", {}).get("anchor_command") or [])

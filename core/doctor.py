@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from core.acklog import ACK_LOG_NAME
-from core.config import ConfigError, load_config
-from core.handsoff import REGISTRY_NAME
-from core.sessions import SESSIONS_NAME
-from core.home import home_problem, is_reserved_name, resolve_home
-from core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
-from core.stop import STOPS_NAME, StopProtocol, validate_stops
+from leash.core.acklog import ACK_LOG_NAME
+from leash.core.config import ConfigError, load_config
+from leash.core.handsoff import REGISTRY_NAME
+from leash.core.sessions import SESSIONS_NAME
+from leash.core.home import home_problem, is_reserved_name, resolve_home
+from leash.core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
+from leash.core.stop import STOPS_NAME, StopProtocol, validate_stops
 
 STALE_TEMP_SECONDS = 60
 
@@ -61,16 +61,16 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
         yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
     except ConfigError as exc:
         yield Finding("fail", "config.toml", str(exc))
-    from core.storecheck import examine_logged_stores
+    from leash.core.storecheck import examine_logged_stores
 
     yield from examine_logged_stores(protocol, repair=repair, now=now)
     yield from _check_registry(protocol, SESSIONS_NAME, repair, now)
     yield from _check_acklog(protocol, repair)
     yield from _check_halts(protocol, repair, now)
-    from core.storecheck import examine_halts
+    from leash.core.storecheck import examine_halts
 
     yield from examine_halts(protocol, repair=repair, now=now)
-    from core.install import doctor_findings
+    from leash.core.install import doctor_findings
 
     for level, subject, message in doctor_findings():
         yield Finding(level, subject, message)
@@ -147,7 +147,7 @@ def _move_aside(home: Path, name: str, what: str, repair: bool, now: float | Non
     moved = quarantine(home / name, now=now)
     reason = f"{name} was {what}; moved aside so the state can be rebuilt"
     try:
-        from core.acklog import AckLog
+        from leash.core.acklog import AckLog
 
         AckLog(str(home)).append("state_quarantined", source="leash", session_id="", now=now, file=name,
                                  moved_to=os.path.basename(moved or ""), reason=reason)
@@ -210,8 +210,8 @@ def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Ite
     """halts.db: integrity, schema version, the 90-day archive. A database that
     cannot be read holds every session (the gate fails safe); repair moves it
     aside (with its -wal and -shm) so a fresh one can start."""
-    from core.clock import now_seconds
-    from core.halts.store import DB_NAME, HaltStoreUnavailable, archive_old_events, db_path, exists, open_store
+    from leash.core.clock import now_seconds
+    from leash.core.halts.store import DB_NAME, HaltStoreUnavailable, archive_old_events, db_path, exists, open_store
 
     home = protocol.home
     if not exists(home):
@@ -240,7 +240,7 @@ def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Ite
                                        "(leash doctor --repair moves it aside; its halts are then no longer "
                                        "enforced)")
         return
-    from core.statefile import quarantine
+    from leash.core.statefile import quarantine
 
     path = db_path(home)
     moved = quarantine(path, now=now)
@@ -255,7 +255,7 @@ def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Ite
 
 def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterator[Finding]:
     """Stored condition settings the engine cannot use (it reads each as its default)."""
-    from core.halts.api import stored_config_problems
+    from leash.core.halts.api import stored_config_problems
 
     try:
         problems = stored_config_problems(home=home, repair=repair, now=now)
@@ -272,7 +272,7 @@ def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterat
 def _check_warrants(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:
     """Warrants and dog states no dog can work: a kennel quarantines them when
     it meets them; repair does it now (a state a live dog holds is left to it)."""
-    from core.warrants import WarrantQueue
+    from leash.core.warrants import WarrantQueue
 
     queue = WarrantQueue(protocol.home, protocol.acklog)
     unreadable = queue.unreadable()

@@ -17,7 +17,7 @@ make every session "stopped"/"halted" as the gate would treat them.
 """
 from __future__ import annotations
 
-from core.clock import now_seconds, parse_iso
+from leash.core.clock import now_seconds, parse_iso
 
 ACK_TAIL_LINES = 200
 MAX_ROWS = 300  # per list; an operator filters or uses the palette beyond that
@@ -56,8 +56,8 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
          ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS) -> dict:
     """The whole fleet; each list holds at most ``max_rows`` rows (the summary
     counts them all)."""
-    from core.halts import api as halts_api
-    from core.halts.store import HaltStoreUnavailable
+    from leash.core.halts import api as halts_api
+    from leash.core.halts.store import HaltStoreUnavailable
 
     try:
         with halts_api.reading(home, now) as connection:
@@ -69,10 +69,10 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
 
 
 def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
-    from core import status
-    from core.halts import api as halts_api
-    from core.stop import StopProtocol, StopStateUnreadable
-    from core.warrants import WarrantQueue
+    from leash.core import status
+    from leash.core.halts import api as halts_api
+    from leash.core.stop import StopProtocol, StopStateUnreadable
+    from leash.core.warrants import WarrantQueue
 
     moment = now_seconds(now)
     protocol = StopProtocol(home)

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import os
 
-from core.handsoff import HandsOffRegistry, HandsOffUnreadable
-from core.sessions import SessionRegistry
-from core.stop import StopRegistry, StopStateUnreadable
+from leash.core.handsoff import HandsOffRegistry, HandsOffUnreadable
+from leash.core.sessions import SessionRegistry
+from leash.core.stop import StopRegistry, StopStateUnreadable
 
 
 class Verdict:
@@ -60,7 +60,7 @@ class Gate:
     def config(self) -> dict:
         """config.toml, or the defaults when it cannot be used (the gate keeps going)."""
         if self._config is None:
-            from core.config import DEFAULTS, ConfigError, load_config
+            from leash.core.config import DEFAULTS, ConfigError, load_config
 
             try:
                 self._config = load_config(self.home)
@@ -162,8 +162,8 @@ class Gate:
         """Rules 6 and 7. Imports the halt engine only when there is something
         for it to do, so the common hook call stays light."""
         reader = reader or CallReader(self.home, tool, tool_input, env)
-        from core.halts import ledger
-        from core.loghead import HeadMismatch
+        from leash.core.halts import ledger
+        from leash.core.loghead import HeadMismatch
 
         try:
             logged = ledger.log_head(self.home) is not None  # halts.db deleted: the log brings it back
@@ -173,8 +173,8 @@ class Gate:
         if not logged and not os.path.exists(os.path.join(self.home, "halts.db")):
             return self._check_conditions(session_id, tool, tool_input, None, cwd=cwd, now=now, env=env,
                                           reader=reader)
-        from core.halts import api
-        from core.halts.store import HaltStoreUnavailable
+        from leash.core.halts import api
+        from leash.core.halts.store import HaltStoreUnavailable
 
         try:
             with api.connected(self.home, now) as connection:
@@ -185,7 +185,7 @@ class Gate:
                                   "run `leash doctor`", "halts_unreadable")
 
     def _check_held(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
-        from core.halts.api import session_state
+        from leash.core.halts.api import session_state
 
         state = session_state(self.home, session_id, now=now, connection=connection)
         for ancestor in self.sessions.lineage(session_id, now=now) if state != "paused" else ():
@@ -208,25 +208,25 @@ class Gate:
             return True
         if tool != "Bash":
             return False
-        from core.readonly import is_read_only_call
+        from leash.core.readonly import is_read_only_call
 
         return is_read_only_call(reader.read(cwd))
 
     def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
         if tool is None:
             return ALLOW
-        from core.halts.hookcontext import check_input
+        from leash.core.halts.hookcontext import check_input
 
         files_read = None
         if connection is not None and tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
-            from core.halts.api import files_read as recorded_reads
+            from leash.core.halts.api import files_read as recorded_reads
 
             files_read = recorded_reads(self.home, session_id, connection=connection)
         data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
                            files_read=files_read, call=reader.read(cwd), home=self.home)
         if data is None:
             return ALLOW
-        from core.halts.api import check_halt_conditions
+        from leash.core.halts.api import check_halt_conditions
 
         result = check_halt_conditions(data, home=self.home, now=now, connection=connection)
         blocking = [r for r in result["halt_reasons"] if r["severity"] in ("high", "critical")]
@@ -243,8 +243,8 @@ class Gate:
 
     def _tamper_blocked(self, session_id: str, tool: str | None, tool_input: object, *, now: float | None) -> None:
         """The ack log's ``tamper_blocked`` line: who tried what (masked, escaped)."""
-        from core.halts.secrets import mask
-        from core.text import printable
+        from leash.core.halts.secrets import mask
+        from leash.core.text import printable
 
         what = shell_summary(tool, tool_input)
         try:
@@ -271,14 +271,14 @@ class CallReader:
 
     def read(self, cwd: str | None):
         if cwd not in self._calls:
-            from core.toolcall import read_tool_call
+            from leash.core.toolcall import read_tool_call
 
             self._calls[cwd] = read_tool_call(self.tool, self.tool_input, cwd=cwd, env=self.env, home=self.home)
         return self._calls[cwd]
 
 
 def shell_summary(tool: str | None, tool_input: object) -> str:
-    from core.toolcall import edited_files, shell_command
+    from leash.core.toolcall import edited_files, shell_command
 
     command = shell_command(tool, tool_input)
     if command is not None:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 import math
 
-from core.acklog import AckLog
-from core.clock import iso, now_seconds, parse_iso
-from core.loghead import HANDS_OFF_STORE
-from core.logstate import LogBackedJSON
-from core.statefile import StateCorrupt, locked
+from leash.core.acklog import AckLog
+from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.loghead import HANDS_OFF_STORE
+from leash.core.logstate import LogBackedJSON
+from leash.core.statefile import StateCorrupt, locked
 
 REGISTRY_NAME = "hands_off_registry.json"
 PATH_PREFIX = "path:"
@@ -88,7 +88,7 @@ def _index(data: dict[str, object]) -> dict[str, tuple[float, dict[str, object]]
 
 
 def _index_paths(data: dict[str, object]):
-    from core.globs import compile_glob
+    from leash.core.globs import compile_glob
 
     indexed = _index(data)
     paths = []
@@ -163,7 +163,7 @@ class HandsOffRegistry:
                       subtree: bool = False):
         """(entity, lock) of the first active ``path:`` lock covering the file
         (with ``subtree``: the directory or anything under it)."""
-        from core.globs import path_candidates, subtree_may_match
+        from leash.core.globs import path_candidates, subtree_may_match
 
         indexed, paths, _ = self._snapshot(now)
         moment = now_seconds(now)
@@ -210,7 +210,7 @@ class HandsOffRegistry:
         moment = now_seconds(now)
         expires = moment + hours * 3600
         if tmux_session_id is None and not entity.startswith(PATH_PREFIX):
-            from core.sessions import SessionRegistry
+            from leash.core.sessions import SessionRegistry
 
             tmux_session_id = SessionRegistry(self.home, self.acklog).bind_tmux_name(entity)
         with locked(self.path):
@@ -268,6 +268,6 @@ def validate_entity(entity: str) -> None:
         pattern = entity[len(PATH_PREFIX):]
         if not pattern.strip():
             raise ValueError("a path entity needs a pattern: path:<glob>")
-        from core.globs import check_glob
+        from leash.core.globs import check_glob
 
         check_glob(pattern)

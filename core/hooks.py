@@ -29,7 +29,7 @@ import os
 import select
 import sys
 
-from core.home import UnsafeHome
+from leash.core.home import UnsafeHome
 
 STDIN_TIMEOUT_SECONDS = 5.0
 # Claude Code's payloads (a tool's input and response) stay far below this;
@@ -106,9 +106,9 @@ def deny_output(reason: str) -> str:
 def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: float | None = None,
                  input_error: HookInputError | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
-    from core.gate import Gate
-    from core.home import ensure_home
-    from core.sessions import SessionRegistry, tmux_identity_of_pane
+    from leash.core.gate import Gate
+    from leash.core.home import ensure_home
+    from leash.core.sessions import SessionRegistry, tmux_identity_of_pane
 
     env = os.environ if env is None else env
     home = ensure_home(home)
@@ -158,7 +158,7 @@ def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: f
     the session read and which commands failed, for the execution conditions.
     Registered for both PostToolUse and PostToolUseFailure. Prints nothing;
     a problem is one line on stderr and exit 1 (non-blocking)."""
-    from core.home import ensure_home
+    from leash.core.home import ensure_home
 
     try:
         if input_error is not None:
@@ -166,8 +166,8 @@ def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: f
         payload = parse_payload(raw)
     except HookInputError as exc:
         return "", f"leash: {exc}\n", 1
-    from core.halts import api
-    from core.halts.hookcontext import outcome
+    from leash.core.halts import api
+    from leash.core.halts.hookcontext import outcome
 
     home = ensure_home(home)
     session_id = payload["session_id"]
@@ -199,7 +199,7 @@ def _lifecycle_handlers(event: str) -> dict:
     """The lifecycle handlers, imported only for their events (or to name them)."""
     if event in ("pre-tool-use", "post-tool-use", "post-tool-use-failure", "stop"):
         return {}
-    from core.lifecycle import HANDLERS
+    from leash.core.lifecycle import HANDLERS
 
     return HANDLERS
 
@@ -209,7 +209,7 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     def stop_hook(raw, **kwargs):
-        from core.replyguard import stop_hook as reply_guard
+        from leash.core.replyguard import stop_hook as reply_guard
 
         return reply_guard(raw, **kwargs)
 

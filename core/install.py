@@ -152,7 +152,7 @@ def install(path: str, leash: str | None = None, *, uninstall: bool = False) -> 
     wanted = merged(current, leash or leash_executable(), uninstall=uninstall)
     if wanted == current:
         return False
-    from core.statefile import write_bytes_atomic
+    from leash.core.statefile import write_bytes_atomic
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:

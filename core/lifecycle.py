@@ -38,9 +38,9 @@ TRANSCRIPT_SCAN_BYTES = 65536
 
 def _read(raw: bytes, home, input_error, *, need_session: bool = True):
     """(the gate, the payload or None, the input problem or None)."""
-    from core.gate import Gate
-    from core.home import ensure_home
-    from core.hooks import HookInputError, parse_payload
+    from leash.core.gate import Gate
+    from leash.core.home import ensure_home
+    from leash.core.hooks import HookInputError, parse_payload
 
     gate = Gate(ensure_home(home))
     try:
@@ -52,7 +52,7 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True):
 
 
 def _register(gate, payload: dict, env, *, now=None, status: str | None = None, parent: str = "") -> dict:
-    from core.sessions import tmux_identity_of_pane
+    from leash.core.sessions import tmux_identity_of_pane
 
     session_id = payload["session_id"]
     pane = env.get("TMUX_PANE", "")
@@ -146,7 +146,7 @@ def session_end(raw: bytes, *, home, env=None, now=None, input_error=None) -> tu
     gate, payload, problem = _read(raw, home, input_error)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
-    from core.sessions import STATUS_ENDED
+    from leash.core.sessions import STATUS_ENDED
 
     _register(gate, payload, env, now=now, status=STATUS_ENDED)
     return "", "", 0
@@ -214,7 +214,7 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> 
     gate, payload, problem = _read(raw, home, input_error)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
-    from core.install import disabling_change
+    from leash.core.install import disabling_change
 
     problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None)
     if not problem:
@@ -226,8 +226,8 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> 
 
 
 def _record_tampering(gate, payload: dict, problem: str, *, now=None) -> None:
-    from core.halts.api import record_halt
-    from core.text import printable
+    from leash.core.halts.api import record_halt
+    from leash.core.text import printable
 
     session_id = payload["session_id"]
     summary = printable(f"ConfigChange {_text(payload, 'file_path')}: {problem}", limit=300)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 
-from core.statefile import CachedJSON, StateCorrupt, locked, write_json
+from leash.core.statefile import CachedJSON, StateCorrupt, locked, write_json
 
 HEAD_NAME = "acklog.head"
 STOPS_STORE = "stops"
@@ -134,7 +134,7 @@ def _size(path: str) -> int | None:
 
 def scan(home: str, *, before: int | None = None) -> dict[str, object]:
     """The head computed by reading the whole log (lines with seq < ``before``)."""
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     log = AckLog(home)
     head: dict[str, object] = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}

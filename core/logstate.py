@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from core.loghead import STORE_OF_EVENT, HeadMismatch, mark
-from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
+from leash.core.loghead import STORE_OF_EVENT, HeadMismatch, mark
+from leash.core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
 
 _MISSING = object()
 

@@ -37,9 +37,9 @@ from __future__ import annotations
 import logging
 import os
 
-from core.clock import now_seconds
-from core.home import is_plain_name, is_reserved_name, private_dir, resolve_home
-from core.statefile import StateCorrupt, locked, quarantine, read_json, write_json
+from leash.core.clock import now_seconds
+from leash.core.home import is_plain_name, is_reserved_name, private_dir, resolve_home
+from leash.core.statefile import StateCorrupt, locked, quarantine, read_json, write_json
 
 logger = logging.getLogger("leash.loopguard")
 
@@ -195,7 +195,7 @@ def check_and_record(
                        name, size, max_restarts, window_seconds,
                        f", max gap {max_gap_seconds:g}s" if max_gap_seconds > 0 else "", name)
         try:
-            from core.acklog import AckLog
+            from leash.core.acklog import AckLog
 
             AckLog(resolve_home(home)).append(
                 "loop_tripped", source=source, session_id="", now=moment, name=name, boots=size,
@@ -225,7 +225,7 @@ def reset(*, name: str = DEFAULT_NAME, home=None, source: str = "leash", reason:
     """An operator's reset: clear the breaker and log ``loop_reset``."""
     had = clear(name=name, home=home)
     if had:
-        from core.acklog import AckLog
+        from leash.core.acklog import AckLog
 
         AckLog(resolve_home(home)).append("loop_reset", source=source, session_id="", reason=reason, now=now,
                                           name=name)

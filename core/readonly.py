@@ -14,7 +14,7 @@ configured runs whatever that configuration says.
 """
 from __future__ import annotations
 
-from core.toolcall import READ_ONLY_PROGRAMS
+from leash.core.toolcall import READ_ONLY_PROGRAMS
 
 HARMLESS_BUILTINS = frozenset({"echo", "printf", "true", "false", "pwd", "test", "[", "date", "whoami", "id",
                                "uname", "hostname", "nproc", "env", "printenv", "sleep"})

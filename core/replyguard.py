@@ -65,18 +65,18 @@ def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[
         return "", f"leash: {CHANNEL_ENV}={channel} but {KEY_ENV} is not set; stop allowed\n"
     session_id = payload.get("session_id")
     if isinstance(session_id, str) and session_id:
-        from core.gate import Gate
+        from leash.core.gate import Gate
 
         if Gate(home).stopped_reason(session_id) is not None:
             return "", ""
     if config_loader is None:
-        from core.config import load_config as config_loader
+        from leash.core.config import load_config as config_loader
     channels = config_loader(home)["reply_guard"]["channels"]
     settings = channels.get(channel, {})
     if settings.get("needs_reply"):
         pending = _command_says_pending(settings["needs_reply"], key)
     else:
-        from core.replyledger import reply_pending
+        from leash.core.replyledger import reply_pending
 
         pending = reply_pending(home, channel, key)
     if not pending:
@@ -88,13 +88,13 @@ def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[
 def stop_hook(raw: bytes, *, home, env: dict | None = None, input_error: Exception | None = None,
               **_ignored) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook stop``: fail open on anything."""
-    from core.home import ensure_home
+    from leash.core.home import ensure_home
 
     env = os.environ if env is None else env
     try:
         if input_error is not None:
             raise input_error
-        from core.hooks import parse_payload
+        from leash.core.hooks import parse_payload
 
         payload = parse_payload(raw, need_session=False)
         out, err = decide(payload, home=ensure_home(home), env=env)

@@ -34,7 +34,7 @@ def _connect(home: str, *, create: bool) -> sqlite3.Connection | None:
     if not create and not os.path.exists(path):
         return None
     if create:
-        from core.home import private_dir
+        from leash.core.home import private_dir
 
         private_dir(home)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)

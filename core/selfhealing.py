@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from core.acklog import AckLog
-from core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json
+from leash.core.acklog import AckLog
+from leash.core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json
 
 
 class SelfHealingJSON:

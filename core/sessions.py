@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import os
 
-from core.acklog import AckLog
-from core.clock import iso, now_seconds, parse_iso
-from core.selfhealing import SelfHealingJSON
-from core.statefile import locked, write_json
+from leash.core.acklog import AckLog
+from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.selfhealing import SelfHealingJSON
+from leash.core.statefile import locked, write_json
 
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
@@ -71,7 +71,7 @@ def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None =
     """The id (``$N``) of the tmux session named exactly ``name`` now, so a
     stop or a lock filed by that name keeps holding it after a rename; else
     the id the hooks last saw under that name; "" when neither knows it."""
-    from core.tmux import resolve_socket
+    from leash.core.tmux import resolve_socket
 
     try:
         socket = resolve_socket(home=home)
@@ -185,7 +185,7 @@ class SessionRegistry:
         if self._forget_after is None:
             self._forget_after = DEFAULT_FORGET_AFTER_DAYS
             if os.path.exists(os.path.join(self.home, "config.toml")):
-                from core.config import ConfigError, load_config
+                from leash.core.config import ConfigError, load_config
 
                 try:
                     self._forget_after = load_config(self.home)["sessions"]["forget_after_days"]

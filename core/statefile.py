@@ -39,7 +39,7 @@ import os
 import stat
 from collections.abc import Callable
 
-from core.clock import compact_stamp, now_seconds
+from leash.core.clock import compact_stamp, now_seconds
 
 FILE_MODE = 0o600
 LOCK_SUFFIX = ".lock"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.stop import StopProtocol, StopStateUnreadable
+from leash.core.stop import StopProtocol, StopStateUnreadable
 
 
 def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: int = 10_000,
@@ -33,7 +33,7 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
         result["stopped_sessions"].append({"session_id": session_id, **record})
     for entity, lock in sorted(protocol.hands_off_registry.active(now=now).items()):
         result["hands_off"].append({"entity": entity, **lock})
-    from core.halts import HaltStoreUnavailable, get_session_halts
+    from leash.core.halts import HaltStoreUnavailable, get_session_halts
 
     try:
         pending = get_session_halts({"pending": True, "limit": halts_limit}, home=protocol.home, now=now,
@@ -41,15 +41,15 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
         result["pending_halts"] = pending["halts"]
     except HaltStoreUnavailable as exc:
         result["halt_store_error"] = str(exc)
-    from core.warrants import WarrantQueue
+    from leash.core.warrants import WarrantQueue
 
     queue = WarrantQueue(protocol.home, protocol.acklog)
     for warrant in queue.pending():
         result["warrants"].append({**warrant, "state": "pending", "attempt": 0})
     for dog in queue.active():
         result["warrants"].append({**dog.get("warrant", {}), **{k: v for k, v in dog.items() if k != "warrant"}})
-    from core import loopguard
-    from core.config import ConfigError, load_config
+    from leash.core import loopguard
+    from leash.core.config import ConfigError, load_config
 
     try:
         config = load_config(protocol.home)

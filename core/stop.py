@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import os
 
-from core.acklog import FLEET, AckLog
-from core.clock import iso, now_seconds
-from core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
-from core.home import ensure_home
-from core.sessions import SessionRegistry
-from core.loghead import STOPS_STORE
-from core.logstate import LogBackedJSON
-from core.statefile import StateCorrupt, locked
+from leash.core.acklog import FLEET, AckLog
+from leash.core.clock import iso, now_seconds
+from leash.core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
+from leash.core.home import ensure_home
+from leash.core.sessions import SessionRegistry
+from leash.core.loghead import STOPS_STORE
+from leash.core.logstate import LogBackedJSON
+from leash.core.statefile import StateCorrupt, locked
 
 STOPS_NAME = "stops.json"
 
@@ -197,14 +197,14 @@ class StopProtocol:
     @property
     def gate(self):
         if self._gate is None:
-            from core.gate import Gate
+            from leash.core.gate import Gate
 
             self._gate = Gate(self.home, stops=self.stops, hands_off=self.hands_off_registry, sessions=self.sessions)
         return self._gate
 
     def default_hours(self) -> float:
         """``[hands_off] default_hours`` from config.toml (24 when unset)."""
-        from core.config import load_config
+        from leash.core.config import load_config
 
         return load_config(self.home)["hands_off"].get("default_hours", DEFAULT_HOURS)
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from core.clock import now_seconds, parse_iso
-from core.loghead import HeadMismatch
-from core.logstate import LogBackedJSON, StateUnreadable
-from core.doctor import Finding
-from core.statefile import StateCorrupt, locked, read_json
+from leash.core.clock import now_seconds, parse_iso
+from leash.core.loghead import HeadMismatch
+from leash.core.logstate import LogBackedJSON, StateUnreadable
+from leash.core.doctor import Finding
+from leash.core.statefile import StateCorrupt, locked, read_json
 
 
 def examine_logged_stores(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
@@ -133,8 +133,8 @@ def _describe_locks(state: dict) -> str:
 def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     """halts.db against the replay of its ack-log lines, and the derived
     ``session_states`` table against the halts."""
-    from core.halts import ledger
-    from core.halts.store import DB_NAME, exists, open_store, write
+    from leash.core.halts import ledger
+    from leash.core.halts.store import DB_NAME, exists, open_store, write
 
     home = protocol.home
     try:
@@ -164,8 +164,8 @@ def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -
         changed = ledger.rebuild(connection, home, now=now_seconds(now), problem="differed from the ack log",
                                  force=True)
         with write(connection):
-            from core.halts.api import _refresh_state
-            from core.clock import iso
+            from leash.core.halts.api import _refresh_state
+            from leash.core.clock import iso
 
             for session_id in _sessions(connection):
                 _refresh_state(connection, session_id, iso(now_seconds(now)))
@@ -182,7 +182,7 @@ def _sessions(connection) -> set[str]:
 
 
 def _stale_session_states(connection) -> list[str]:
-    from core.halts.api import _state_of
+    from leash.core.halts.api import _state_of
 
     stored = dict(connection.execute("SELECT session_id, state FROM session_states").fetchall())
     found = []

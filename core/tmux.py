@@ -43,7 +43,7 @@ def resolve_socket(socket: str | None = None, *, home=None) -> str | None:
     if os.environ.get(SOCKET_ENV):
         return os.environ[SOCKET_ENV]
     if home is not None:
-        from core.config import load_config
+        from leash.core.config import load_config
 
         configured = load_config(home)["tmux"]["socket"]
         if configured:

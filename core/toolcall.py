@@ -159,7 +159,7 @@ def read_commands(commands: list[str], *, cwd: str | None = None, env: dict | No
 
 
 def _read_commands(call: ToolCall, lines: list[str], env: dict, home: str | None) -> None:
-    from core.shellread import read_shell
+    from leash.core.shellread import read_shell
 
     reading = read_shell(lines, cwd=call.cwd, env=env, home=home)
     call.reading, call.lines, call.env = reading, list(lines), env

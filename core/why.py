@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from core.clock import now_seconds
+from leash.core.clock import now_seconds
 
 MAX_FILES_SHOWN = 5
 MAX_WALK_ENTRIES = 5000  # files looked at under a session's cwd for path locks
@@ -46,7 +46,7 @@ def _command(*words: str) -> str:
 def _identity(gate, session: str, *, now: float, tmux_session_id: str | None) -> tuple[list, list, list, list]:
     """(names, entities, tmux ids, working directories) of ``session``: an
     agent session id, or a tmux session name with every agent seen in it."""
-    from core.sessions import tmux_session_id_for
+    from leash.core.sessions import tmux_session_id_for
 
     known = gate.sessions.all(now=now)
     if tmux_session_id is None:
@@ -74,7 +74,7 @@ def why(home, session: str, *, now: float | None = None, tmux_session_id: str | 
     session's id when the caller knows it ("" to skip asking tmux);
     ``halts_connection``: an open halts.db connection to read (the console's,
     ``core.halts.api.reading``), else one is opened as the gate opens it."""
-    from core.gate import Gate
+    from leash.core.gate import Gate
 
     moment = now_seconds(now)
     gate = Gate(home)
@@ -97,7 +97,7 @@ def why(home, session: str, *, now: float | None = None, tmux_session_id: str | 
 
 
 def _stop_rules(gate, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
-    from core.stop import StopStateUnreadable
+    from leash.core.stop import StopStateUnreadable
 
     try:
         stops = gate.stops.snapshot(now=moment)
@@ -127,7 +127,7 @@ def _stop_row(rule: str, subject: str, record: dict, lift: str) -> dict:
 
 def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
     """(hands-off rules on the session's entities, the active path locks)."""
-    from core.handsoff import PATH_PREFIX, HandsOffUnreadable
+    from leash.core.handsoff import PATH_PREFIX, HandsOffUnreadable
 
     try:
         found = [(gate.hands_off.lock_covering([entity], now=moment), "") for entity in entities]
@@ -151,9 +151,9 @@ def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -
 
 
 def _halt_rules(home: str, names: list[str], moment: float, connection=None) -> list[dict]:
-    from core.halts import api
-    from core.halts.store import HaltStoreUnavailable
-    from core.loghead import HeadMismatch
+    from leash.core.halts import api
+    from leash.core.halts.store import HaltStoreUnavailable
+    from leash.core.loghead import HeadMismatch
 
     try:
         if connection is not None:

@@ -91,8 +91,8 @@ SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_ac
 
 
 async def render(name: str, scene, size, long_halt: bool) -> str:
-    from console.app import LeashApp
-    from core import StopProtocol
+    from leash.console.app import LeashApp
+    from leash.core import StopProtocol
     from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
     from tests.test_console_layout import seed_long_fleet
 

@@ -44,7 +44,7 @@ class CliResult:
 @pytest.fixture
 def cli(home):
     """Run ``leash ARGS`` in-process; returns code, stdout and stderr."""
-    from console.cli import main
+    from leash.console.cli import main
 
     def run(*args: str, stdin: bytes | None = None) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
@@ -62,7 +62,7 @@ def cli(home):
 
 
 def leash_argv() -> list[str]:
-    return [sys.executable, "-m", "console.cli"]
+    return [sys.executable, "-m", "leash.console.cli"]
 
 
 @pytest.fixture
@@ -102,10 +102,10 @@ CONSOLE_TMUX = [
 
 def seed_console_fleet(home) -> None:
     """The demo's fleet at a fixed time, with one warrant mid-interrogation."""
-    from console.demo import seed_fleet, seed_warrant
-    from core.clock import iso
-    from core.statefile import write_json
-    from core.warrants import WarrantQueue
+    from leash.console.demo import seed_fleet, seed_warrant
+    from leash.core.clock import iso
+    from leash.core.statefile import write_json
+    from leash.core.warrants import WarrantQueue
 
     seed_fleet(home, now=CONSOLE_NOW)
     seed_warrant(home, now=CONSOLE_NOW - 10)
@@ -121,7 +121,7 @@ def seed_console_fleet(home) -> None:
 def console_app(home):
     """A console on a seeded home with a fixed clock, a fixed tmux list, no
     watcher thread of its own choosing and no kennel."""
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     seed_console_fleet(home)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.halts.api import record_halt, session_state
-from core.hooks import run
-from core.install import HOOKS, check, disabling_change, install, is_leash_hook
-from core.stop import StopProtocol
+from leash.core.halts.api import record_halt, session_state
+from leash.core.hooks import run
+from leash.core.install import HOOKS, check, disabling_change, install, is_leash_hook
+from leash.core.stop import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "00000000-0000-4000-8000-000000000001"
@@ -232,7 +232,7 @@ def test_fail_closed_wiring_blocks_when_the_binary_is_missing(tmp_path):
 
 
 def test_the_console_view_shows_waiting_ended_and_subagents(home):
-    from core.fleet import view
+    from leash.core.fleet import view
 
     hook(home, "session-start", payload("SessionStart"))
     hook(home, "notification", payload("Notification", notification_type="idle_prompt"))

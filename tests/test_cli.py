@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from core import StopProtocol
-from core.acklog import AckLog
-from core.home import safe_component
+from leash.core import StopProtocol
+from leash.core.acklog import AckLog
+from leash.core.home import safe_component
 
 from .conftest import ROOT, leash_argv
 

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from core import StopProtocol
-from core.halts import api as halts
-from core.sessions import SessionRegistry
+from leash.core import StopProtocol
+from leash.core.halts import api as halts
+from leash.core.sessions import SessionRegistry
 
 from .conftest import ROOT, leash_argv
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import DEFAULTS, ConfigError, load_config
+from leash.core.config import DEFAULTS, ConfigError, load_config
 
 
 def write(home, text):

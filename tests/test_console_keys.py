@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from core import StopProtocol
-from core.acklog import AckLog
-from core.halts import api as halts
-from core.warrants import WarrantQueue
+from leash.core import StopProtocol
+from leash.core.acklog import AckLog
+from leash.core.halts import api as halts
+from leash.core.warrants import WarrantQueue
 
 SIZE = (160, 45)
 
@@ -312,7 +312,7 @@ def test_unknown_remapped_action_is_a_one_line_error(cli, home):
 
 
 async def test_palette_lists_actions_for_rows(console_app):
-    from console.commands import LeashCommands
+    from leash.console.commands import LeashCommands
 
     app = console_app(clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
@@ -326,8 +326,8 @@ async def test_palette_lists_actions_for_rows(console_app):
 
 
 async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_alerts(console_app, home):
-    from core import loopguard
-    from core.warrants.dog import finish
+    from leash.core import loopguard
+    from leash.core.warrants.dog import finish
 
     app = console_app(clock=time.time)
     rings = []

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from core import StopProtocol
-from core.halts import api as halts
+from leash.core import StopProtocol
+from leash.core.halts import api as halts
 
 from .conftest import CONSOLE_NOW, CONSOLE_TMUX, ROOT, seed_console_fleet
 from .test_console_keys import ready, select, settle
@@ -45,7 +45,7 @@ def flat(text: str) -> str:
 
 @pytest.fixture
 def long_app(home):
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     halt_id = seed_long_fleet(home)
 
@@ -152,8 +152,8 @@ async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home)
 
 
 async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home, tmux_socket):
-    from console.app import LeashApp
-    from core.tmux import Tmux
+    from leash.console.app import LeashApp
+    from leash.core.tmux import Tmux
 
     tmux = Tmux(str(tmux_socket))
     tmux.new_session("printer", "seq -f 'line %g of the pane' 1 100; cat", width=80, height=20)
@@ -283,7 +283,7 @@ def _wait_for(socket, text: str, timeout: float = 15.0) -> str:
 def _console_command(home, extra: str = "") -> str:
     env = {"LEASH_HOME": str(home), "LEASH_TMUX_SOCKET": str(home) + "-none.sock", "TERM": "xterm-256color"}
     return " ".join(["env", "-u", "COLUMNS", "-u", "LINES"] + [f"{k}={v}" for k, v in env.items()]
-                    + [sys.executable, "-m", "console.cli", "console", "--no-kennel"]) + extra
+                    + [sys.executable, "-m", "leash.console.cli", "console", "--no-kennel"]) + extra
 
 
 def test_a_halts_description_read_off_a_real_80x24_terminal(home, tmux_socket):
@@ -326,7 +326,7 @@ def test_an_ending_signal_restores_the_terminal(home, tmux_socket, signal_name):
 def test_the_demo_leaves_nothing_in_tmp_when_its_terminal_closes(tmp_path, tmux_socket):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m console.cli demo"
+    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m leash.console.cli demo"
     for run in range(3):
         subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "80", "-y", "24",
                         "-c", str(ROOT), command], check=True)

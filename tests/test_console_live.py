@@ -8,14 +8,14 @@ import subprocess
 import sys
 import time
 
-from core import StopProtocol
+from leash.core import StopProtocol
 
 from .conftest import ROOT, leash_argv
 from .test_console_keys import ready
 
 
 async def test_a_change_by_another_process_shows_within_a_second(home):
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     from .conftest import CONSOLE_TMUX
 
@@ -44,8 +44,8 @@ async def test_a_change_by_another_process_shows_within_a_second(home):
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""
-    from console.app import LeashApp
-    from console.widgets.panel import Panel
+    from leash.console.app import LeashApp
+    from leash.console.widgets.panel import Panel
 
     from .conftest import CONSOLE_TMUX
 
@@ -83,7 +83,7 @@ def test_the_console_in_a_real_terminal(home, tmux_socket):
                         "cat > /dev/null"], check=True)
         env = {"LEASH_HOME": str(home), "LEASH_TMUX_SOCKET": agents, "TERM": "xterm-256color", "USER": "pilot"}
         command = " ".join(["env", "-u", "COLUMNS", "-u", "LINES"] + [f"{k}={v}" for k, v in env.items()]
-                           + [sys.executable, "-m", "console.cli", "console", "--no-kennel"])
+                           + [sys.executable, "-m", "leash.console.cli", "console", "--no-kennel"])
         subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "160", "-y",
                         "45", "-c", str(ROOT), command], check=True)
         _wait_for(tmux_socket, "agent-one")
@@ -157,7 +157,7 @@ def test_demo_runs_and_cleans_up_after_itself(tmp_path, tmux_socket):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     # COLUMNS/LINES from the test process would pin the console to their size
-    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m console.cli demo"
+    command = f"env -u COLUMNS -u LINES TMPDIR={scratch} TERM=xterm-256color {sys.executable} -m leash.console.cli demo"
     subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "160", "-y", "45",
                     "-c", str(ROOT), command], check=True)
     for expected in ("agent-chatty", "agent-answers", "agent-silent", "secrets_exposure", "three_strikes",

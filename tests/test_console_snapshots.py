@@ -11,7 +11,7 @@ SIZE = (160, 45)
 
 @pytest.fixture
 def snapshot_app(home):
-    from console.app import LeashApp
+    from leash.console.app import LeashApp
 
     seed_console_fleet(home)
     return LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,

@@ -26,15 +26,15 @@ import pytest
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from core.acklog import AckLog
-from core.clock import parse_iso
-from core.statefile import read_json, release_hold
-from core.stop import StopProtocol
-from core.tmux import TmuxError
-from core.warrants.dog import FINAL_SCREEN_LINES, Dog
-from core.warrants.epitaph import health_check
-from core.warrants.kennel import hands_off_check
-from core.warrants.queue import WarrantError, WarrantQueue
+from leash.core.acklog import AckLog
+from leash.core.clock import parse_iso
+from leash.core.statefile import read_json, release_hold
+from leash.core.stop import StopProtocol
+from leash.core.tmux import TmuxError
+from leash.core.warrants.dog import FINAL_SCREEN_LINES, Dog
+from leash.core.warrants.epitaph import health_check
+from leash.core.warrants.kennel import hands_off_check
+from leash.core.warrants.queue import WarrantError, WarrantQueue
 
 TARGET = "agent-7"
 REQUESTER = "deacon"

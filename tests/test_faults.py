@@ -22,14 +22,14 @@ import time
 
 import pytest
 
-from core.acklog import ACK_LOG_NAME, AckLog
-from core.gate import Gate
-from core.handsoff import REGISTRY_NAME, HandsOffRegistry
-from core.home import ensure_home
-from core.hooks import pre_tool_use
-from core.sessions import SESSIONS_NAME
-from core.statefile import read_json
-from core.stop import STOPS_NAME, StopProtocol, StopRegistry
+from leash.core.acklog import ACK_LOG_NAME, AckLog
+from leash.core.gate import Gate
+from leash.core.handsoff import REGISTRY_NAME, HandsOffRegistry
+from leash.core.home import ensure_home
+from leash.core.hooks import pre_tool_use
+from leash.core.sessions import SESSIONS_NAME
+from leash.core.statefile import read_json
+from leash.core.stop import STOPS_NAME, StopProtocol, StopRegistry
 from tests.conftest import ROOT
 
 STATE_FILES = (STOPS_NAME, REGISTRY_NAME, SESSIONS_NAME)
@@ -65,7 +65,7 @@ def log_lines(home) -> list[bytes]:
 # Loops over every kind of write with fresh ids until it is killed.
 WRITER = r"""
 import sys
-from core.stop import StopProtocol
+from leash.core.stop import StopProtocol
 home, tag = sys.argv[1], sys.argv[2]
 protocol = StopProtocol(home)
 print("ready", flush=True)

@@ -17,13 +17,13 @@ import sys
 
 import pytest
 
-from core.acklog import AckLog
-from core.clock import parse_iso
-from core.gate import Gate
-from core.halts import (HaltInputError, HaltRefused, HaltStoreUnavailable, acknowledge_halt, check_halt_conditions,
+from leash.core.acklog import AckLog
+from leash.core.clock import parse_iso
+from leash.core.gate import Gate
+from leash.core.halts import (HaltInputError, HaltRefused, HaltStoreUnavailable, acknowledge_halt, check_halt_conditions,
                         get_session_halts, record_halt, session_state, update_halt_config)
-from core.halts.api import record_attempt, stored_attempts
-from core.halts.store import MIGRATIONS, archive_old_events, open_store
+from leash.core.halts.api import record_attempt, stored_attempts
+from leash.core.halts.store import MIGRATIONS, archive_old_events, open_store
 
 from .conftest import ROOT
 
@@ -669,7 +669,7 @@ def test_archive_moves_settled_old_events_only(home):
 # ------------------------------------------------------------------ many writer processes
 WRITER = r"""
 import sys
-from core.halts.api import record_halt
+from leash.core.halts.api import record_halt
 tag, rounds = sys.argv[1], int(sys.argv[2])
 sys.stdin.readline()
 for i in range(rounds):

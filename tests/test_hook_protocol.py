@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from core import StopProtocol
+from leash.core import StopProtocol
 
 
 def payload(session_id="sess_123", tool="Bash", tool_input=None, cwd="/tmp", **extra) -> bytes:

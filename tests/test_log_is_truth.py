@@ -9,10 +9,10 @@ import sqlite3
 
 import pytest
 
-from core.acklog import AckLog
-from core.gate import Gate
-from core.halts.api import record_halt, session_state
-from core.stop import StopProtocol
+from leash.core.acklog import AckLog
+from leash.core.gate import Gate
+from leash.core.halts.api import record_halt, session_state
+from leash.core.stop import StopProtocol
 
 NOW = 1_800_000_000.0
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from core import loopguard
-from core.acklog import AckLog
+from leash.core import loopguard
+from leash.core.acklog import AckLog
 
 from .conftest import ROOT
 

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from core.gate import Gate
-from core.stop import StopProtocol
+from leash.core.gate import Gate
+from leash.core.stop import StopProtocol
 
 LOCK = "path:src/auth/**"
 

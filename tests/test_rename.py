@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from core.fleet import view
-from core.hooks import pre_tool_use
-from core.stop import StopProtocol
-from core.tmux import Tmux
+from leash.core.fleet import view
+from leash.core.hooks import pre_tool_use
+from leash.core.stop import StopProtocol
+from leash.core.tmux import Tmux
 
 
 def start(tmux_socket, name: str) -> str:

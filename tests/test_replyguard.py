@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from core.replyledger import record, reply_pending
+from leash.core.replyledger import record, reply_pending
 
 
 def stop_payload(session_id="sess_1", active=False) -> bytes:
@@ -174,7 +174,7 @@ def test_command_channel_crash_or_missing_allows(leash_proc, home, signal_comman
 def test_stdin_read_is_bounded_in_time():
     import time
 
-    from core.hooks import HookInputError, read_stdin
+    from leash.core.hooks import HookInputError, read_stdin
 
     reader, writer = os.pipe()
     try:

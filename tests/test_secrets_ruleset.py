@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from core.halts.api import check_halt_conditions
-from core.halts.secrets import OVERLAP, UNSCANNED, WINDOW, find_secrets, mask, rule_count, scan
+from leash.core.halts.api import check_halt_conditions
+from leash.core.halts.secrets import OVERLAP, UNSCANNED, WINDOW, find_secrets, mask, rule_count, scan
 
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 ALNUM = string.ascii_letters + string.digits
@@ -170,7 +170,7 @@ def halt_input(command: str) -> dict:
 
 # ------------------------------------------------------------------ the ruleset
 def test_the_ruleset_is_gitleaks_default_with_at_least_150_rules():
-    from core.halts import gitleaks_rules
+    from leash.core.halts import gitleaks_rules
 
     assert len(gitleaks_rules.RULES) >= 150
     assert gitleaks_rules.GITLEAKS_VERSION.startswith("v8.")
@@ -268,7 +268,7 @@ def test_a_stopped_session_is_told_the_masked_reason(cli, home, tmp_path):
 
 
 def test_the_ack_log_masks_reason_and_extras(home):
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     provider, rule, command, secret = SAMPLES[1]
     line = AckLog(home).append("stop_ack", source="ops", session_id="s", reason=command, note=command,
@@ -293,7 +293,7 @@ def test_a_secret_deep_in_a_one_mebibyte_command_is_found_and_masked():
 
 
 def every_keyword_token(size: int) -> str:
-    from core.halts import gitleaks_rules
+    from leash.core.halts import gitleaks_rules
 
     keywords = "".join(sorted({k for rule in gitleaks_rules.RULES for k in rule[4]}))
     return (keywords * (size // len(keywords) + 1))[:size]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from core.statefile import (
+from leash.core.statefile import (
     CachedJSON, StateCorrupt, append_line, last_lines, locked, quarantine, read_json, repair_torn_tail,
     write_json,
 )

@@ -1,4 +1,4 @@
-"""the-nexus's Stop Protocol behaviours, through `from core import ...`."""
+"""the-nexus's Stop Protocol behaviours, through `from leash.core import ...`."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from core import HandsOffError, StopInterrupt, StopProtocol
+from leash.core import HandsOffError, StopInterrupt, StopProtocol
 
 NOW = 1_800_000_000.0
 

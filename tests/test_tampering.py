@@ -10,10 +10,10 @@ import sqlite3
 
 import pytest
 
-from core.gate import Gate
-from core.halts.conditions import load_all
-from core.halts.store import db_path, open_store
-from core.stop import StopProtocol
+from leash.core.gate import Gate
+from leash.core.halts.conditions import load_all
+from leash.core.halts.store import db_path, open_store
+from leash.core.stop import StopProtocol
 
 AWS_KEY = "AK" + "IA" + "QWERTYUIOPASDFGH"
 KENNEL_PID = "4194300"  # never signalled: commands are only judged
@@ -82,7 +82,7 @@ OPERATOR_VERBS = [
     "leash release ezra",
     "echo other | xargs leash resume",
     "echo resume other | xargs leash",
-    "python -m console.cli resume other",
+    "python -m leash.console.cli resume other",
     "python3 -m leash release ezra",
     "bash -c 'leash resume other'",
     "echo $(leash resume other)",
@@ -103,7 +103,7 @@ OPERATOR_VERBS = [
     "leash store copy --from a --to b",
     "uv run leash resume other",
     "cmd=resume; leash $cmd other",
-    "python3 -c 'from console.cli import main; main([\"resume\", \"other\"])'",
+    "python3 -c 'from leash.console.cli import main; main([\"resume\", \"other\"])'",
 ]
 TMUX_AND_SIGNALS = [
     "tmux rename-session -t agent-3 elsewhere",

@@ -1,4 +1,4 @@
-"""core.tmux against a real tmux server on a private socket: reading what a
+"""leash.core.tmux against a real tmux server on a private socket: reading what a
 pane showed since a position, in one command when the pane did not scroll and
 exactly when it did."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from core.tmux import Tmux
+from leash.core.tmux import Tmux
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import sys
 
 import pytest
 
-from core.acklog import AckLog
-from core.statefile import read_json, write_json
-from core.stop import StopProtocol
-from core.tmux import Tmux
-from core.warrants import WarrantQueue
-from core.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check
-from core.warrants.kennel import Kennel
+from leash.core.acklog import AckLog
+from leash.core.statefile import read_json, write_json
+from leash.core.stop import StopProtocol
+from leash.core.tmux import Tmux
+from leash.core.warrants import WarrantQueue
+from leash.core.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check
+from leash.core.warrants.kennel import Kennel
 
 from .test_warrants import (FAST, POLL, KennelThread, goes_idle, health_checks, kennel_process, start_agent,
                             tmux, wait_for)  # noqa: F401 (tmux is a fixture)

@@ -28,14 +28,14 @@ from collections import Counter
 
 import pytest
 
-from core.acklog import AckLog
-from core.clock import parse_iso
-from core.statefile import read_json
-from core.stop import StopProtocol
-from core.tmux import Tmux
-from core.warrants import WarrantError, WarrantQueue
-from core.warrants.dog import finish
-from core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
+from leash.core.acklog import AckLog
+from leash.core.clock import parse_iso
+from leash.core.statefile import read_json
+from leash.core.stop import StopProtocol
+from leash.core.tmux import Tmux
+from leash.core.warrants import WarrantError, WarrantQueue
+from leash.core.warrants.dog import finish
+from leash.core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
 
 from .conftest import ROOT, leash_argv
 
@@ -517,7 +517,7 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
     """The kennel dies between finish()'s first write (the finished state, still
     in dogs/active) and its move to dogs/completed. The next kennel must complete
     the move, log the epitaph once, and go idle (not re-claim it forever)."""
-    import core.warrants.dog as dog_module
+    import leash.core.warrants.dog as dog_module
 
     queue = WarrantQueue(home)
     warrant, _ = queue.file("gone", reason="stuck", requester="deacon")

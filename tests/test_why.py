@@ -3,11 +3,11 @@ that lifts each, exit 3 when something holds it and 0 when nothing does; the
 same answer as the gate's for each rule."""
 from __future__ import annotations
 
-from core import StopProtocol
-from core.gate import Gate
-from core.halts import api as halts
-from core.sessions import SessionRegistry
-from core.why import why
+from leash.core import StopProtocol
+from leash.core.gate import Gate
+from leash.core.halts import api as halts
+from leash.core.sessions import SessionRegistry
+from leash.core.why import why
 
 NOW = 1_800_000_000.0
 

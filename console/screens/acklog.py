@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
-from core.text import printable
+from leash.core.text import printable
 
 SHOWN_LINES = 2000
 REASON_LIMIT = 300
@@ -98,7 +98,7 @@ class AckLogScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="acklog-read")
     def reload(self) -> None:
-        from core.acklog import AckLog
+        from leash.core.acklog import AckLog
 
         terms, words = parse_filter(self.filter_text)
         entries = [r for r in AckLog(self.home).read().entries if matches(r, terms, words)]
@@ -128,7 +128,7 @@ class AckLogScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="acklog-verify")
     def action_verify(self) -> None:
-        from core.acklog import AckLog
+        from leash.core.acklog import AckLog
 
         report = AckLog(self.home).verify()
         if report.ok:

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from console.keymap import EVERYWHERE, PANEL_TITLES, display
+from leash.console.keymap import EVERYWHERE, PANEL_TITLES, display
 
 
 def help_table(actions) -> Table:

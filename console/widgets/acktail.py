@@ -6,7 +6,7 @@ the end of the log at any height; a cursor moved up stays where it was put.
 """
 from __future__ import annotations
 
-from console.widgets.panel import Panel
+from leash.console.widgets.panel import Panel
 
 EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "fleet_resume": "green"}
 

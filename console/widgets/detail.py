@@ -12,8 +12,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.widgets.panel import duration
-from core.text import printable
+from leash.console.widgets.panel import duration
+from leash.core.text import printable
 
 DETAIL_LINES = 2
 LOG_KEYS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash", "key")
@@ -38,7 +38,7 @@ def session_detail(row: dict, answer: dict | None) -> str:
                  f"agents {agents}" if agents and agents != row["name"] else "")
     if answer is None:
         return f"{head} — {row.get('detail') or '...'}"
-    from core.why import summary
+    from leash.core.why import summary
 
     return f"{head} — {summary(answer, lifts=False)} (i: what lifts it)" if answer["held"] else \
         f"{head} — {summary(answer)}"

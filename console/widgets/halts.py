@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Panel, duration
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "dim"}
 

@@ -1,7 +1,7 @@
 """Hands-off locks panel: entity, time left, reason."""
 from __future__ import annotations
 
-from console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Panel, duration
 
 
 class LocksPanel(Panel):

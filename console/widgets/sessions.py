@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Panel, duration
 
 STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow", "paused": "bold magenta",
                "under warrant": "bold red", "hands-off": "cyan"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from core.text import printable
+from leash.core.text import printable
 
 SEVERITIES = (("critical", "bold white on red"), ("high", "bold red"), ("medium", "yellow"), ("low", "dim"))
 # (sessions, stopped, halts, warrants, locks, breakers tripped) in three widths: words, short words, none.

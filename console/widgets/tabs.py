@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.widgets import Tab, Tabs
 
-from console.keymap import PANELS
+from leash.console.keymap import PANELS
 
 TAB_TITLES = {"sessions": "Sessions", "halts": "Halts", "warrants": "Warrants", "locks": "Locks", "loops": "Breakers",
               "acklog": "Ack log"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from console.widgets.panel import Panel
+from leash.console.widgets.panel import Panel
 
 BAR_WIDTH = 12
 

@@ -30,14 +30,14 @@ import json
 import os
 import time
 
-from core.clock import iso, now_seconds
-from core.halts import engine, ledger
-from core.halts.conditions import SEVERITY_RANK
-from core.halts.context import CheckContext, HaltInputError
-from core.halts.secrets import mask, mask_deep
-from core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
+from leash.core.clock import iso, now_seconds
+from leash.core.halts import engine, ledger
+from leash.core.halts.conditions import SEVERITY_RANK
+from leash.core.halts.context import CheckContext, HaltInputError
+from leash.core.halts.secrets import mask, mask_deep
+from leash.core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
                               archive_old_events, exists, new_id, open_store, write)
-from core.home import ensure_home, resolve_home
+from leash.core.home import ensure_home, resolve_home
 
 MAX_DESCRIPTION = 4000
 CONFIG_CACHE_SECONDS = 60
@@ -67,7 +67,7 @@ def _row_config(row, problems: list[str] | None = None) -> dict:
     """A stored row as the engine reads it: a threshold key or an
     ``escalate_after_minutes`` that is not valid reads as its default (noted in
     ``problems``), so one bad row never turns every check into a halt."""
-    from core.halts.thresholds import effective, effective_escalate_after
+    from leash.core.halts.thresholds import effective, effective_escalate_after
 
     name = row["condition_name"]
     try:
@@ -102,7 +102,7 @@ def load_config(connection, home: str) -> dict[str, dict]:
 
 
 def _acklog(home: str):
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     return AckLog(home)
 
@@ -110,7 +110,7 @@ def _acklog(home: str):
 def _source(source: str | None) -> str:
     if source:
         return source
-    from core.stop import default_source
+    from leash.core.stop import default_source
 
     return default_source()
 
@@ -303,7 +303,7 @@ def _stored_attempts(connection, session_id: str, task_id: str) -> tuple[int, li
 
 
 def _fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
-    from core.statefile import append_line
+    from leash.core.statefile import append_line
 
     line = json.dumps({"at": iso(now), "problem": mask(problem),
                        "session_token": data.get("session_token") if isinstance(data, dict) else None})
@@ -336,7 +336,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         task = data.get("task_id") or ""
         stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
         ctx = CheckContext(data, stored_attempts=stored, stored_errors=errors)
-        from core.halts.conditions.execution import reset_requested
+        from leash.core.halts.conditions.execution import reset_requested
 
         if connection and stored and reset_requested(ctx):
             with write(connection):
@@ -347,7 +347,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         should_halt = any(engine.halts(f.severity) for f in fired)
         mediums = sum(1 for f in fired if f.severity == "medium")
         if record_high is None and any(f.severity == "high" for f in fired):
-            from core.config import ConfigError, load_config as load_settings
+            from leash.core.config import ConfigError, load_config as load_settings
 
             try:
                 record_high = load_settings(home)["halts"]["record_high"]
@@ -601,7 +601,7 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
     """The seed's ``guardrail_update_halt_config``: previous and current values."""
     if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
         raise HaltInputError("condition_name is required")
-    from core.halts import thresholds
+    from leash.core.halts import thresholds
 
     checks = {"enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
               "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),

@@ -115,7 +115,7 @@ class CheckContext:
         self.leash_home = home or None
         self.stored_attempts = stored_attempts
         self.stored_errors = list(stored_errors or [])
-        from core.toolcall import ToolCall
+        from leash.core.toolcall import ToolCall
 
         given = data.get("_tool_call")
         self._call = given if isinstance(given, ToolCall) else None
@@ -143,7 +143,7 @@ class CheckContext:
 
     def home(self) -> str:
         if self.leash_home is None:
-            from core.home import resolve_home
+            from leash.core.home import resolve_home
 
             self.leash_home = resolve_home()
         return self.leash_home
@@ -151,7 +151,7 @@ class CheckContext:
     def tool_call(self):
         """The commands as one ``ToolCall`` (``core.toolcall``), read once."""
         if self._call is None:
-            from core.toolcall import read_commands
+            from leash.core.toolcall import read_commands
 
             self._call = read_commands(self.commands, cwd=self.cwd, env=dict(os.environ), home=self.home())
         return self._call

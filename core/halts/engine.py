@@ -8,7 +8,7 @@ description 'Halt check failed: [error]'", at critical severity.
 """
 from __future__ import annotations
 
-from core.halts.conditions import SEVERITY_RANK, Finding, load_all
+from leash.core.halts.conditions import SEVERITY_RANK, Finding, load_all
 
 HALTING_FROM = "medium"  # low: "can proceed with caution"; medium and up halt
 

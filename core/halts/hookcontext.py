@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from core.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
+from leash.core.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
 
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
 MAX_WRITE_COMPARE = 256 * 1024
@@ -33,7 +33,7 @@ TASK_TEXT_READ = 4096  # a task key is 300 characters; masking more of a huge co
 def task_of(command: str) -> str:
     """The command with whitespace folded and secrets masked: the key of its
     failure counter (stored, so it must never hold a secret)."""
-    from core.halts.secrets import mask
+    from leash.core.halts.secrets import mask
 
     return "bash: " + mask(" ".join(command[:TASK_TEXT_READ].split()))[:300]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from core.loghead import HALTS_STORE, STORE_OF_EVENT, HeadMismatch, mark
+from leash.core.loghead import HALTS_STORE, STORE_OF_EVENT, HeadMismatch, mark
 
 HEAD_KEY = "acklog_head"
 DESCRIPTION_IN_LOG = 1000  # characters of a description kept on its log line
@@ -34,7 +34,7 @@ _RESOLUTION_OF_EVENT = {"halt_ack": "resolved", "halt_dismiss": "dismissed", "ha
 def append(connection, home: str, event: str, row, *, source: str, reason: str, now: float, **extra) -> dict:
     """Append one halt line inside the open write transaction and record it as
     the database's head; raises (rolling the transaction back) when it cannot."""
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     line = AckLog(home).append(event, source=source, session_id=row["session_id"], reason=reason, now=now,
                                halt_id=row["id"], severity=row["severity"],
@@ -57,7 +57,7 @@ def recorded_head(connection) -> dict | None:
 
 def log_head(home: str) -> dict | None:
     """The halts store's last line as ``acklog.head`` says (HeadMismatch when the log was cut)."""
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     log = AckLog(home)
     return log.head.store_head(HALTS_STORE, log)
@@ -69,7 +69,7 @@ def in_step(connection, home: str) -> bool:
 
 def replay(home: str) -> tuple[dict[str, dict], dict | None]:
     """(each halt the log knows, by id, as the log leaves it; the last halt line)."""
-    from core.acklog import AckLog
+    from leash.core.acklog import AckLog
 
     halts: dict[str, dict] = {}
     head = None
@@ -113,9 +113,9 @@ def differences(connection, home: str) -> list[str]:
 def rebuild(connection, home: str, *, now: float, problem: str, force: bool = False) -> int:
     """Bring the database to the log's truth in one write transaction; returns
     how many halts changed. Logs ``state_rebuilt``."""
-    from core.acklog import AckLog
-    from core.clock import iso
-    from core.halts.store import write
+    from leash.core.acklog import AckLog
+    from leash.core.clock import iso
+    from leash.core.halts.store import write
 
     stamp = iso(now)
     changed = 0
@@ -168,7 +168,7 @@ def _restore(connection, halt: dict, stamp: str) -> int:
 
 
 def _refresh(connection, session_id: str, stamp: str) -> None:
-    from core.halts.api import _refresh_state
+    from leash.core.halts.api import _refresh_state
 
     _refresh_state(connection, session_id, stamp)
 

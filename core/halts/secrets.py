@@ -33,7 +33,7 @@ import math
 import re
 from bisect import bisect_left
 
-from core.halts.lazy_re import lazy
+from leash.core.halts.lazy_re import lazy
 
 WINDOW = 8192          # characters a rule's regex sees at once
 OVERLAP = 2048         # shared by consecutive windows: the longest secret always seen whole
@@ -89,7 +89,7 @@ class _Ruleset:
     """Every rule, indexed by keyword; built on the first scan."""
 
     def __init__(self):
-        from core.halts import gitleaks_rules
+        from leash.core.halts import gitleaks_rules
 
         self.version = gitleaks_rules.GITLEAKS_VERSION
         rows = gitleaks_rules.RULES + HAND_RULES

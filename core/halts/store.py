@@ -97,7 +97,7 @@ DEFAULT_CONDITIONS = (
     ("data_exposure", "security", "high", {}),
     ("unknown_commands", "security", "medium", {}),
     ("supervisor_tampering", "security", "critical",
-     {"supervisor_names": ["leash", "leashd", "kennel", "console.cli"]}),
+     {"supervisor_names": ["leash", "leashd", "kennel", "leash.console.cli"]}),
 )
 
 _MIGRATION_1 = f"""
@@ -191,7 +191,7 @@ def open_store(home: str, *, create: bool = True, now_iso: str | None = None) ->
     path = db_path(home)
     try:
         if create and not os.path.exists(path):
-            from core.home import private_dir
+            from leash.core.home import private_dir
 
             private_dir(home)
             os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
@@ -214,7 +214,7 @@ def open_store(home: str, *, create: bool = True, now_iso: str | None = None) ->
 
 
 def _migrate(connection: sqlite3.Connection, now_iso: str | None) -> None:
-    from core.clock import iso, now_seconds
+    from leash.core.clock import iso, now_seconds
 
     stamp = now_iso or iso(now_seconds())
     connection.execute("BEGIN IMMEDIATE")
@@ -267,7 +267,7 @@ def archive_old_events(connection: sqlite3.Connection, *, now: float, force: boo
     Events still holding a session (unacknowledged, escalated, timed out) stay.
     Without ``force`` this runs at most once a day and is a single indexed
     read otherwise. Returns how many events moved."""
-    from core.clock import iso
+    from leash.core.clock import iso
 
     if not force:
         row = connection.execute("SELECT value FROM meta WHERE key = 'last_archive_at'").fetchone()

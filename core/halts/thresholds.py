@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-from core.halts.context import HaltInputError
+from leash.core.halts.context import HaltInputError
 
 ESCALATE_AFTER_MAX_MINUTES = 525_600  # one year
 LIST_MAX_ITEMS = 1000
@@ -77,7 +77,7 @@ SPECS: dict[str, dict[str, Spec]] = {
     "ambiguous_requirements": {"min_markers": Spec("int", 2, "hedges that make instructions ambiguous", 1, 100)},
     "unknown_commands": {"allow": Spec("names", [], "programs added to the known list", 0, LIST_MAX_ITEMS)},
     "uncertainty_scale": {"threshold": Spec("number", 7, "uncertainty score that halts", 1, 10)},
-    "supervisor_tampering": {"supervisor_names": Spec("names", ["leash", "leashd", "kennel", "console.cli"],
+    "supervisor_tampering": {"supervisor_names": Spec("names", ["leash", "leashd", "kennel", "leash.console.cli"],
                                                       "process names of the supervisor", 1, LIST_MAX_ITEMS)},
 }
 

@@ -1,4 +1,4 @@
 """Death warrants: the queue, the dogs and the kennel (gastown's shutdown dance)."""
-from core.warrants.queue import WarrantError, WarrantQueue
+from leash.core.warrants.queue import WarrantError, WarrantQueue
 
 __all__ = ["WarrantQueue", "WarrantError"]

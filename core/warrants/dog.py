@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import os
 
-from core.clock import iso, now_seconds, parse_iso
-from core.statefile import write_json
-from core.warrants.epitaph import answered, epitaph, health_check
+from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.statefile import write_json
+from leash.core.warrants.epitaph import answered, epitaph, health_check
 
 FINAL_SCREEN_LINES = 200
 # When tmux trims a pane's history (at history-limit it drops a tenth of it at
@@ -250,7 +250,7 @@ class Dog:
             self.state["blocked_by"] = blocked
             return self._finish("blocked_hands_off", moment)
         try:
-            from core.halts.secrets import mask  # the pane may show a secret: stored masked, like all else
+            from leash.core.halts.secrets import mask  # the pane may show a secret: stored masked, like all else
 
             self.state["final_screen"] = mask("\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES)))
         except Exception as exc:
@@ -323,7 +323,7 @@ def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | 
     """Seal the dog's state with its outcome and epitaph, then ``complete`` it.
     Call it holding the warrant's claim."""
     stamp = iso(now)
-    from core.halts.secrets import mask
+    from leash.core.halts.secrets import mask
 
     text = mask(epitaph(outcome, state, at=stamp, timeouts=list(timeouts), by=by))
     reasons = {"pardoned": "operator pardon" if by else f"responded at attempt {state.get('attempt')}",

@@ -19,10 +19,10 @@ import os
 import socket
 import time
 
-from core.clock import iso, now_seconds, parse_iso
-from core.statefile import read_json, write_json
-from core.warrants.dog import Dog
-from core.warrants.queue import WarrantQueue
+from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.statefile import read_json, write_json
+from leash.core.warrants.dog import Dog
+from leash.core.warrants.queue import WarrantQueue
 
 KENNEL_NAME = "kennel.json"
 HEARTBEAT_SECONDS = 1.0
@@ -58,8 +58,8 @@ def hands_off_check(home):
     protects a tmux session known by these names and this id (or None). The
     agent sessions seen inside it (sessions.json) and their entities count
     too. Raises when the locks cannot be read: the caller must not kill then."""
-    from core.handsoff import HandsOffRegistry
-    from core.sessions import SessionRegistry
+    from leash.core.handsoff import HandsOffRegistry
+    from leash.core.sessions import SessionRegistry
 
     registry = HandsOffRegistry(home)
     sessions = SessionRegistry(home, registry.acklog)
@@ -80,7 +80,7 @@ def hands_off_check(home):
 class Kennel:
     def __init__(self, home, *, dogs: int | None = None, tmux=None, timeouts=None, poll_seconds: float | None = None,
                  pardon_on_activity: bool | None = None, until_idle: bool = False, handle_signals: bool = True):
-        from core.config import load_config
+        from leash.core.config import load_config
 
         self.home = os.fspath(home)
         settings = load_config(self.home)["warrants"]
@@ -97,7 +97,7 @@ class Kennel:
         self._stop_event = None
         self.queue = WarrantQueue(self.home)
         if tmux is None:
-            from core.tmux import Tmux
+            from leash.core.tmux import Tmux
 
             tmux = Tmux(home=self.home)
         self.tmux = tmux

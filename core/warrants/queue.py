@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import os
 
-from core.clock import compact_stamp, iso, now_seconds
-from core.statefile import CORRUPT_MARK, StateCorrupt, locked, quarantine, read_json, release_hold, try_hold, \
+from leash.core.clock import compact_stamp, iso, now_seconds
+from leash.core.statefile import CORRUPT_MARK, StateCorrupt, locked, quarantine, read_json, release_hold, try_hold, \
     write_json
-from core.warrants.records import (RECORD_PREFIX, RECORD_SUFFIX, UNOPENABLE, dog_problem, file_problem, is_record,
+from leash.core.warrants.records import (RECORD_PREFIX, RECORD_SUFFIX, UNOPENABLE, dog_problem, file_problem, is_record,
                                    validate_target, warrant_problem)
 
 WARRANTS_DIR = "warrants"
@@ -51,7 +51,7 @@ class WarrantError(Exception):
 
 class WarrantQueue:
     def __init__(self, home, acklog=None, *, tmux=None):
-        from core.acklog import AckLog
+        from leash.core.acklog import AckLog
 
         self.home = os.fspath(home)
         self.acklog = acklog or AckLog(self.home)
@@ -63,7 +63,7 @@ class WarrantQueue:
         self.lock_path = os.path.join(self.home, WARRANTS_DIR)  # the lock file is warrants.lock beside the dir
 
     def ensure_dirs(self) -> None:
-        from core.home import private_dir
+        from leash.core.home import private_dir
 
         for directory in (self.pending_dir, self.active_dir, self.completed_dir):
             private_dir(directory)
@@ -210,7 +210,7 @@ class WarrantQueue:
         validate_target(target)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("a warrant needs a reason")
-        from core.halts.secrets import mask  # the warrant file never holds a secret
+        from leash.core.halts.secrets import mask  # the warrant file never holds a secret
 
         reason, requester = mask(reason), mask(requester or DEFAULT_REQUESTER)
         moment = now_seconds(now)
@@ -246,7 +246,7 @@ class WarrantQueue:
 
     def _server(self):
         if self.tmux is None:
-            from core.tmux import Tmux
+            from leash.core.tmux import Tmux
 
             self.tmux = Tmux(home=self.home)
         return self.tmux
@@ -356,7 +356,7 @@ class WarrantQueue:
     def pardon(self, warrant_id: str, *, source: str, reason: str = "", now: float | None = None) -> tuple[str, dict]:
         """("pardoned" | "requested", record). Raises WarrantError for an unknown
         or finished warrant."""
-        from core.warrants.dog import finish_without_dog
+        from leash.core.warrants.dog import finish_without_dog
 
         moment = now_seconds(now)
         found = self.find(warrant_id)

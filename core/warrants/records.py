@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from core.statefile import StateCorrupt, read_json
+from leash.core.statefile import StateCorrupt, read_json
 
 MAX_TARGET_LENGTH = 128
 RECORD_PREFIX = "w-"

@@ -48,7 +48,7 @@ def condition(name: str, halt_type: str, severity: str):
 
 def load_all() -> dict[str, Condition]:
     """Import every rule module once; returns the registry."""
-    from core.halts.conditions import (code_safety, environment, execution, scope, security,  # noqa: F401
+    from leash.core.halts.conditions import (code_safety, environment, execution, scope, security,  # noqa: F401
                                        supervisor, uncertainty)
 
     return REGISTRY

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 
-from core.halts.lazy_re import lazy
+from leash.core.halts.lazy_re import lazy
 
-from core.halts.conditions import Finding, condition
+from leash.core.halts.conditions import Finding, condition
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_SIMILARITY = 0.8

@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import re
 
-from core.halts.lazy_re import lazy
+from leash.core.halts.lazy_re import lazy
 
-from core.halts.conditions import Finding, condition
+from leash.core.halts.conditions import Finding, condition
 
 # Markers of underspecified requirements. Hedges soften what is wanted;
 # placeholders admit it is not decided yet. Matched as whole words/phrases,
@@ -88,7 +88,7 @@ def out_of_scope(ctx, threshold):
     tests/**``; ``*`` stays in a directory, ``**`` crosses them) and a file to
     change matches none of them, paths taken relative to the cwd. An empty
     boundary means no limit."""
-    from core.globs import compile_glob, path_candidates
+    from leash.core.globs import compile_glob, path_candidates
 
     patterns = scope_patterns(ctx.scope_boundary)
     if not patterns:
@@ -141,7 +141,7 @@ def conflicting_instructions(ctx, threshold):
 
 
 def production_mentions(ctx) -> list[str]:
-    from core.halts.conditions.environment import environment_of, short_words
+    from leash.core.halts.conditions.environment import environment_of, short_words
 
     hits = []
     for command, words in short_words(ctx):
@@ -151,7 +151,7 @@ def production_mentions(ctx) -> list[str]:
 
 
 def read_only_command(command) -> bool:
-    from core.halts.conditions.security import READ_ONLY_PROGRAMS
+    from leash.core.halts.conditions.security import READ_ONLY_PROGRAMS
 
     if command.program in ("kubectl", "oc", "helm"):
         verb = _verb_after_global_options(command.argv[1:])

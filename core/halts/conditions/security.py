@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import re
 
-from core.halts.lazy_re import lazy
+from leash.core.halts.lazy_re import lazy
 
-from core.halts.conditions import Finding, condition
+from leash.core.halts.conditions import Finding, condition
 
 SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/root", "/opt", "/sys",
                 "/proc", "/dev", "/srv")
@@ -68,7 +68,7 @@ def secrets_exposure(ctx, threshold):
     Slack, OpenAI, Anthropic, Google and Stripe tokens, private key blocks,
     credentials in URLs, password/token/api-key assignments and JWTs. The
     description names the kinds, never the secret."""
-    from core.halts.secrets import find_secrets
+    from leash.core.halts.secrets import find_secrets
 
     kinds: list[str] = []
     for text in ctx.texts():

@@ -10,10 +10,10 @@ import json
 import os
 import re
 
-from core.halts.conditions import Finding, condition
-from core.halts.lazy_re import lazy
+from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
-DEFAULT_SUPERVISOR_NAMES = ("leash", "leashd", "kennel", "console.cli")
+DEFAULT_SUPERVISOR_NAMES = ("leash", "leashd", "kennel", "leash.console.cli")
 # Verbs that only read; everything else a human runs to lift or change a hold.
 READ_ONLY_VERBS = frozenset({"status", "log", "why", "halts", "warrant", "loop", "doctor", "install", "completion",
                              "hook", "reply", "demo", "help"})
@@ -22,8 +22,8 @@ _OPERATOR_SUBVERBS = {"halts": {"ack", "dismiss", "escalate"}, "warrant": {"pard
 _GLOBAL_VALUES = {"--home", "--source"}
 _LEASH_MODULES = lazy(r"^(?:leash(?:\.console(?:\.cli)?)?|console(?:\.cli)?)$")
 # Substrings (plain ``in`` tests: one fast pass over any amount of code).
-LEASH_API = ("console.cli", "leash.console", "leash.core", "core.stop", "core.handsoff", "core.halts",
-             "core.gate", "core.fleet", "core.acklog")
+LEASH_API = ("leash.console.cli", "leash.console", "leash.core", "leash.core.stop", "leash.core.handsoff", "leash.core.halts",
+             "leash.core.gate", "leash.core.fleet", "leash.core.acklog")
 LIFTING = ("resume", "release", "acknowledge", "dismiss", "escalate", "pardon", "unlock", "lift", "clear",
            "reset", "repair", "uninstall", "hands_off", "update_halt_config")
 _TMUX_ACTIONS = ("kill-server", "kill-session", "rename-session")
@@ -168,7 +168,7 @@ def _mentions_leash(path: str) -> bool:
 
 
 def _settings_files(ctx, cwd: str | None) -> list[str]:
-    from core.toolcall import git_toplevel
+    from leash.core.toolcall import git_toplevel
 
     candidates = list(MANAGED_SETTINGS) + [os.path.expanduser("~/.claude/settings.json")]
     for base in {cwd, git_toplevel(cwd)} - {None}:
@@ -251,7 +251,7 @@ def supervisor_tampering(ctx, threshold):
     ``disableAllHooks``, removes leash's hook commands or the ``hooks`` key,
     any shell write to such a file, or removing a directory that holds a
     settings file with leash's hooks; runs an operator verb of leash in any
-    form (``leash``, ``python -m console.cli``, ``uv run leash``, behind
+    form (``leash``, ``python -m leash.console.cli``, ``uv run leash``, behind
     ``xargs``, ``env``, ``sudo``, ``bash -c``, ``$(...)``; a verb that is
     computed or comes from xargs counts) — resume, release, stop, hands-off,
     halts ack/dismiss/escalate/config changes, warrant pardon/file, loop
