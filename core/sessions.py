@@ -77,7 +77,9 @@ def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None =
         socket = resolve_socket(home=home)
     except Exception:  # a bad config must not stop a stop
         socket = None
-    for line in _tmux(["list-sessions", "-F", f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], socket=socket) or []:
+    listed = _tmux(["list-sessions", "-F", f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], socket=socket) \
+        if _server_may_run(socket) else None
+    for line in listed or []:
         session_id, _, session_name = line.partition(_SEPARATOR)
         if session_name == name:
             return session_id
@@ -85,6 +87,16 @@ def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None =
         if record.get("tmux_session") == name and record.get("tmux_session_id"):
             return record["tmux_session_id"]
     return ""
+
+
+def _server_may_run(socket: str | None) -> bool:
+    """False when the server's socket file is not there: no tmux process to ask."""
+    if socket is None and os.environ.get("TMUX"):
+        socket = os.environ["TMUX"].split(",")[0]  # inside tmux, the client talks to that server
+    if socket is None:
+        directory = os.environ.get("TMUX_TMPDIR") or "/tmp"
+        socket = os.path.join(directory, f"tmux-{os.getuid()}", "default")
+    return os.path.exists(socket)
 
 
 class SessionRegistry:

@@ -115,7 +115,7 @@ def assert_chain(home, expected_lines: int) -> list[dict]:
 
 @pytest.mark.timeout(120)
 def test_eight_processes_of_cli_stops_lose_nothing(home):
-    workers, per_worker = 8, 25
+    workers, per_worker = 8, 10
     expected = {f"w{n}-s{i:02d}": f"w{n}" for n in range(workers) for i in range(per_worker)}
     scripts = [
         cli_worker([["stop", f"w{n}-s{i:02d}", "--reason", "r", "--source", f"w{n}"] for i in range(per_worker)])

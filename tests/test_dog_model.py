@@ -478,7 +478,7 @@ class DogMachine(RuleBasedStateMachine):
         assert log.verify().ok
 
 
-DogMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=50, deadline=None,
+DogMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=50, deadline=None,
                                         suppress_health_check=[HealthCheck.too_slow])
 TestDogModel = DogMachine.TestCase
 

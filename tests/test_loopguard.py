@@ -210,4 +210,4 @@ class Breaker(RuleBasedStateMachine):
 
 
 TestBreakerModel = Breaker.TestCase
-TestBreakerModel.settings = settings(max_examples=200, stateful_step_count=15, deadline=None)
+TestBreakerModel.settings = settings(max_examples=120, stateful_step_count=15, deadline=None)
