@@ -5,8 +5,10 @@ Runs both 20 times, interleaved, and prints the medians and their ratio
 stopped session and a hands-off lock; the same with halts.db in use (the
 PostToolUse hook has reported reads and failures, other sessions hold halts),
 so the halt conditions run with their stored state; and an Edit of an existing
-file in that home. Also prints every non-stdlib module the hook imports (there should be
-none besides leash's own core), from `python -X importtime`.
+file in that home; every lifecycle hook on Claude Code's real payloads; a 1 MiB
+command; and a home with 100,000 past sessions. leash runs installed from its
+own wheel in a fresh virtualenv, as users run it. Also prints every non-stdlib
+module the hook imports (there should be none besides leash), from `python -X importtime`.
 """
 from __future__ import annotations
 
@@ -24,9 +26,39 @@ RUNS = 20
 ROOT = Path(__file__).resolve().parent.parent
 
 
+PYTHON = sys.executable  # replaced by the installed wheel's interpreter in main()
+
+
 def leash_command() -> list[str]:
-    script = Path(sys.executable).parent / "leash"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "leash.console.cli"]
+    return [str(Path(PYTHON).parent / "leash")]
+
+
+def installed_from_wheel(where: str) -> str:
+    """A fresh virtualenv holding leash as a user installs it: the built wheel.
+    (The development venv's editable install imports a finder at every start,
+    ~20 ms that no installed leash pays.) Dependencies come from this venv's
+    site-packages as a plain path entry."""
+    import sysconfig
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", where,
+                    str(ROOT)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    venv = os.path.join(where, "venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = os.path.join(venv, "bin", "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    [wheel] = Path(where).glob("leash-*.whl")
+    zipfile.ZipFile(wheel).extractall(purelib)
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([python, "-m", "compileall", "-q", purelib], stdout=subprocess.DEVNULL, check=False)
+    script = Path(venv, "bin", "leash")  # what pip writes for the console script
+    script.write_text(f"#!{python}\nimport re\nimport sys\nfrom leash.console.cli import main\n"
+                      "if __name__ == '__main__':\n"
+                      "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+                      "    sys.exit(main())\n")
+    script.chmod(0o755)
+    return python
 
 
 def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -36,7 +68,7 @@ def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
 
 
 def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) -> None:
-    bare = [sys.executable, "-c", "pass"]
+    bare = [PYTHON, "-c", "pass"]
     timed(hook, payload, env)  # registers the session, as a real agent's first call does
     hook_times, bare_times = [], []
     for _ in range(RUNS):
@@ -49,8 +81,14 @@ def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) ->
 
 
 def main() -> None:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "core"), str(ROOT / "console")],
-                   stdout=subprocess.DEVNULL, check=False)
+    global PYTHON
+    with tempfile.TemporaryDirectory() as build:
+        PYTHON = installed_from_wheel(build)
+        print(f"leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
+        run_all()
+
+
+def run_all() -> None:
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, LEASH_HOME=home)
         env.pop("TMUX_PANE", None)
@@ -88,13 +126,13 @@ def main() -> None:
         measure("Bash, 1 MiB command", hook, big, env)
         measure_past_sessions(leash, payload, env)
 
-        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "leash.console.cli", "hook", "pre-tool-use"],
+        trace = subprocess.run([PYTHON, "-X", "importtime", "-m", "leash.console.cli", "hook", "pre-tool-use"],
                                input=payload, env=env, capture_output=True, cwd=ROOT)
         stdlib = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
         names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
         names = [n for n in names if n and n != "imported package"]
         heavy = sorted({n.split(".")[0] for n in names} & {"textual", "rich", "libtmux", "watchfiles", "psycopg"})
-        ours = sorted({n for n in names if n.split(".")[0] in ("core", "console")})
+        ours = sorted({n for n in names if n.split(".")[0] == "leash"})
         third = sorted({n.split(".")[0] for n in names if _third_party(n.split(".")[0], stdlib)})
         print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
         print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
@@ -135,7 +173,7 @@ def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str])
 
 
 def _third_party(top: str, stdlib: set[str]) -> bool:
-    if top in sys.builtin_module_names or top in ("core", "console") or top in sys.stdlib_module_names:
+    if top in sys.builtin_module_names or top == "leash" or top in sys.stdlib_module_names:
         return False
     return not top.startswith("_") and top not in ("sitecustomize", "usercustomize")
 
