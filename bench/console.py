@@ -238,7 +238,7 @@ def seed_big(home: str, now: float) -> None:
     from leash.core.home import ensure_home
     from leash.core.sessions import SESSIONS_NAME
     from leash.core.statefile import write_json
-    from leash.core.stop import StopProtocol
+    from leash.core.protocol import StopProtocol
     from leash.core.warrants import WarrantQueue
 
     started = time.perf_counter()

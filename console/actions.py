@@ -24,10 +24,12 @@ class Refused(Exception):
 
 
 def run(args) -> int:
-    from leash.console.cli import UsageError
+    from leash.console.errors import UsageError
     from leash.core.config import ConfigError
     from leash.core.handsoff import NotLocked
-    from leash.core.stop import NotStopped, StopProtocol, default_source
+    from leash.core.protocol import StopProtocol
+    from leash.core.source import default_source
+    from leash.core.stop import NotStopped
 
     from leash.core.home import UnsafeHome, resolve_home
 
@@ -81,7 +83,7 @@ def _ago(stamp: str, moment: float) -> str:
 
 # ------------------------------------------------------------------ stop/resume
 def cmd_stop(protocol, args) -> int:
-    from leash.console.cli import UsageError
+    from leash.console.errors import UsageError
 
     if args.all:
         if args.session or args.entity:
@@ -105,7 +107,7 @@ def cmd_stop(protocol, args) -> int:
 
 
 def cmd_resume(protocol, args) -> int:
-    from leash.console.cli import UsageError
+    from leash.console.errors import UsageError
 
     if args.all:
         if args.session:
@@ -226,7 +228,7 @@ def cmd_why(protocol, args) -> int:
 
 
 def cmd_completion(protocol, args) -> int:
-    from leash.console.cli import build_parser
+    from leash.console.parser import build_parser
     from leash.console.completion import script
 
     sys.stdout.write(script(args.shell, build_parser()))
@@ -442,7 +444,7 @@ def cmd_console(protocol, args) -> int:
         app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
                        read_only=getattr(args, "read_only", False))
     except KeymapError as exc:
-        from leash.console.cli import UsageError
+        from leash.console.errors import UsageError
 
         raise UsageError(str(exc)) from None
     app.run()

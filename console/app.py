@@ -75,7 +75,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
                  on_hangup=None):
         from leash.core.config import load_config
         from leash.core.home import ensure_home
-        from leash.core.stop import default_source
+        from leash.core.source import default_source
 
         super().__init__()
         self.home = ensure_home(home)

@@ -5,31 +5,14 @@ Every subcommand calls the core and prints what happened. Exit codes:
 input, 3 a verdict that says no (broken hash chain, unhealthy state).
 Errors are one line on stderr, never a traceback.
 
-``leash hook ...`` takes a fast path that skips argparse and imports only the
-standard library and the core modules the hook needs.
+``leash hook ...`` is handed to ``core.hookmain`` before anything else of the
+console is imported: the hook path is the standard library and the core.
 """
 from __future__ import annotations
 
 import sys
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_VERDICT = 0, 1, 2, 3
-
-
-def _hook_fast_path(argv: list[str]) -> int | None:
-    """Run ``[--home DIR] hook EVENT`` without building the full parser."""
-    home, rest = None, list(argv)
-    while rest and rest[0].startswith("--home"):
-        if rest[0] == "--home" and len(rest) >= 2:
-            home, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--home="):
-            home, rest = rest[0].split("=", 1)[1], rest[1:]
-        else:
-            return None
-    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
-        from leash.core.hooks import run
-
-        return run(rest[1], home=home)
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,224 +22,18 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):
             pass
-    fast = _hook_fast_path(argv)
-    if fast is not None:
-        return fast
+    from leash.core.hookmain import run_hook_command
+
+    hooked = run_hook_command(argv)
+    if hooked is not None:
+        return hooked
     return dispatch(argv)
-
-
-# ------------------------------------------------------------------ parser
-class UsageError(Exception):
-    """Bad command-line input; exit 2."""
-
-
-def build_parser():
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):  # one line, not usage + error
-            raise UsageError(f"{message} (see '{self.prog} --help')")
-
-    common = Parser(add_help=False)
-    common.add_argument("--home", default=argparse.SUPPRESS, help="state home (default $LEASH_HOME or ~/.leash)")
-    acting = Parser(add_help=False, parents=[common])
-    acting.add_argument("--source", default=None, help="who is acting, for the ack log (default $USER@host)")
-
-    parser = Parser(prog="leash", parents=[common],
-                    description="Human-in-the-loop control for fleets of AI coding agents.")
-    parser.add_argument("--version", action="version", version=f"leash {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-
-    p = sub.add_parser("console", parents=[common], help="the live dashboard (also: leash with no command)")
-    p.add_argument("--no-kennel", action="store_true", help="do not run a kennel inside the console")
-    p.add_argument("--read-only", action="store_true", help="keys that would change state do nothing")
-    p = sub.add_parser("demo", parents=[common], help="a throwaway fleet on a private tmux server, then the console")
-    p.add_argument("--keep", action="store_true", help="keep the demo's home afterwards")
-    p = sub.add_parser("serve", parents=[common], help="the console in a browser, on 127.0.0.1 only, behind a token")
-    p.add_argument("--port", type=_whole, default=8000, help="port on 127.0.0.1 (0: any free one; default 8000)")
-    p.add_argument("--read-only", action="store_true", help="serve consoles whose keys change nothing")
-    p.add_argument("--token-file", metavar="FILE", help="the token to require (default $LEASH_HOME/serve.token)")
-    p.add_argument("--max-clients", type=_whole, default=4, metavar="N", help="consoles at once (default 4)")
-    p.add_argument("--no-kennel", action="store_true", help="do not run a kennel inside the served consoles")
-
-    p = sub.add_parser("status", parents=[common], help="what is stopped, locked and seen")
-    p.add_argument("--json", action="store_true", help="print the machine-readable snapshot")
-
-    p = sub.add_parser("why", parents=[common], help="every rule that holds a session now, and what lifts it")
-    p.add_argument("session", help="agent session id or tmux session name")
-    p.add_argument("--json", action="store_true", help="print the rules as JSON")
-    p = sub.add_parser("completion", parents=[common], help="print shell completion for bash or zsh")
-    p.add_argument("shell", choices=["bash", "zsh"])
-
-    p = sub.add_parser("stop", parents=[acting], help="stop a session (or --all: the fleet)")
-    p.add_argument("session", nargs="?", help="agent session id or tmux session name")
-    p.add_argument("--all", action="store_true", help="stop every session (fleet stop)")
-    p.add_argument("--reason", default="", help="why; shown to the agent and kept in the ack log")
-    p.add_argument("--entity", help="also lock this entity hands-off (full stop)")
-    p.add_argument("--hours", type=_hours, help="length of the --entity lock (default 24)")
-
-    p = sub.add_parser("resume", parents=[acting], help="lift a session's stop (or --all: the fleet stop)")
-    p.add_argument("session", nargs="?")
-    p.add_argument("--all", action="store_true", help="lift the fleet stop")
-    p.add_argument("--reason", default="")
-
-    p = sub.add_parser("hands-off", parents=[acting], help="lock an entity (name or path:<glob>) hands-off")
-    p.add_argument("entity")
-    p.add_argument("--hours", type=_hours, help="how long (default [hands_off] default_hours, 24)")
-    p.add_argument("--reason", default="")
-    p.add_argument("--session", default=None, help="the session this lock belongs to, if any")
-
-    p = sub.add_parser("release", parents=[acting], help="remove a hands-off lock")
-    p.add_argument("entity")
-    p.add_argument("--reason", default="")
-
-    p = sub.add_parser("log", parents=[common], help="read the ack log; 'leash log verify' checks its chain")
-    p.add_argument("action", nargs="?", choices=["verify"], help="verify: check the hash chain")
-    p.add_argument("--session", help="only this session id")
-    p.add_argument("--event", help="only this event")
-    p.add_argument("--source", help="only actions by this source")
-    p.add_argument("--since", type=_since, help="only lines at or after this ISO-8601 time")
-    p.add_argument("--json", action="store_true", help="print the stored JSON lines")
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines as they arrive")
-    p.add_argument("--anchor", type=_anchor, metavar="SEQ:HASH",
-                   help="verify: a head kept outside the home (from [acklog] anchor_command)")
-
-    p = sub.add_parser("doctor", parents=[common], help="check every state file; --repair mends them")
-    p.add_argument("--repair", action="store_true")
-
-    p = sub.add_parser("loop", parents=[common], help="restart-loop breakers for supervised gateways")
-    loop = p.add_subparsers(dest="loop_command", metavar="ACTION", parser_class=Parser, required=True)
-    q = loop.add_parser("check-and-record", parents=[acting],
-                        help="record a restart-interrupted boot; exit 3 when tripped (skip auto-resume)")
-    q.add_argument("name", nargs="?", default="gateway")
-    q.add_argument("--max", dest="max_restarts", type=int, help="boots that trip the breaker (<= 0 disables)")
-    q.add_argument("--window", dest="window_seconds", type=_positive, help="sliding window in seconds")
-    q.add_argument("--max-gap", dest="max_gap_seconds", type=_non_negative,
-                   help="also chain boots whose gaps stay under this many seconds (0: off)")
-    q = loop.add_parser("status", parents=[common], help="every breaker: boots, threshold, tripped")
-    q.add_argument("--json", action="store_true")
-    q = loop.add_parser("reset", parents=[acting], help="clear a breaker (logged as loop_reset)")
-    q.add_argument("name")
-    q.add_argument("--reason", default="")
-
-    from leash.console.halts_cli import add_parsers as add_halts_parsers
-
-    add_halts_parsers(sub, common, acting, Parser, _whole)
-
-    p = sub.add_parser("warrant", parents=[common], help="death warrants: file, list, pardon")
-    warrant = p.add_subparsers(dest="warrant_command", metavar="ACTION", parser_class=Parser, required=True)
-    q = warrant.add_parser("file", parents=[acting], help="ask the kennel to interrogate (and maybe kill) a session")
-    q.add_argument("target", help="tmux session name or id ($N); bound to the session's id when filed")
-    q.add_argument("--reason", required=True)
-    q.add_argument("--requester", help="who files it (default: --source)")
-    q = warrant.add_parser("list", parents=[common], help="pending, active and finished warrants")
-    q.add_argument("--json", action="store_true")
-    q = warrant.add_parser("pardon", parents=[acting], help="cancel a warrant at any time")
-    q.add_argument("warrant_id", metavar="ID|TARGET", help="a warrant id, an id prefix, or its target's name")
-    q.add_argument("--reason", default="")
-
-    p = sub.add_parser("kennel", parents=[common], help="run the dogs that work the warrant queue")
-    p.add_argument("--dogs", type=_whole, help="pool size (default [warrants] dogs, 5)")
-    p.add_argument("--until-idle", action="store_true", help="exit when no warrant is pending or active")
-
-    p = sub.add_parser("reply", parents=[common], help="record a message in the built-in reply ledger")
-    p.add_argument("direction", choices=["in", "out"], help="in: a correspondent wrote; out: a reply was sent")
-    p.add_argument("--channel", required=True)
-    p.add_argument("--key", required=True, help="the conversation (contact, thread id)")
-
-    p = sub.add_parser("install", parents=[common], help="wire leash's hooks into Claude Code's settings")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json (the default: the current directory)")
-    where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
-    where.add_argument("--managed", action="store_true",
-                       help="Claude Code's managed settings (/etc/claude-code/managed-settings.json), which project "
-                            "and user settings cannot override")
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--check", action="store_true", help="report missing, disabled or broken wiring; exit 3 if any")
-    what.add_argument("--uninstall", action="store_true", help="remove leash's hooks only")
-
-    p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
-    p.add_argument("event", help="pre-tool-use, post-tool-use, post-tool-use-failure, post-tool-batch, "
-                                 "user-prompt-submit, stop, session-start, session-end, notification, "
-                                 "permission-request, config-change (an unknown one exits 1)")
-    return parser
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("leash")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def _anchor(text: str) -> dict:
-    import argparse
-
-    seq, _, digest = text.partition(":")
-    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        raise argparse.ArgumentTypeError(f"an anchor is SEQ:HASH (a line number and its 64-hex hash), got {text!r}")
-    return {"seq": int(seq), "hash": digest}
-
-
-def _hours(text: str) -> float:
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        import argparse
-
-        raise argparse.ArgumentTypeError(f"--hours must be a positive number, got {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    import argparse
-
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return int(text)
-
-
-def _positive(text: str) -> float:
-    return _number(text, lambda v: v > 0, "a positive number")
-
-
-def _non_negative(text: str) -> float:
-    return _number(text, lambda v: v >= 0, "a number >= 0")
-
-
-def _number(text: str, ok, what: str) -> float:
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
-
-
-def _since(text: str) -> float:
-    from leash.core.clock import parse_iso
-
-    try:
-        return parse_iso(text)
-    except ValueError:
-        import argparse
-
-        raise argparse.ArgumentTypeError(
-            f"--since must be an ISO-8601 time such as 2026-11-21T19:00:00Z, got {text!r}") from None
 
 
 def dispatch(argv: list[str]) -> int:
     from leash.console import actions
+    from leash.console.errors import UsageError
+    from leash.console.parser import build_parser
 
     try:
         args = build_parser().parse_args(argv)
@@ -287,7 +64,7 @@ def _say_error(message: str) -> None:
 
 if __name__ == "__main__":
     # Run the module's canonical copy: under ``python -m`` this file is also
-    # ``__main__``, whose UsageError is not the one actions.py raises.
+    # ``__main__``; the canonical module is the one the console script runs.
     from leash.console.cli import main as canonical_main
 
     sys.exit(canonical_main())

@@ -45,7 +45,7 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
     from leash.core import loopguard
     from leash.core.halts import api
     from leash.core.sessions import SessionRegistry
-    from leash.core.stop import StopProtocol
+    from leash.core.protocol import StopProtocol
 
     protocol = StopProtocol(home)
     sessions = SessionRegistry(protocol.home, protocol.acklog)

@@ -55,7 +55,7 @@ class Operations:
     """Builds the operation for a key press, given the home and who is acting."""
 
     def __init__(self, home, source: str):
-        from leash.core.stop import StopProtocol
+        from leash.core.protocol import StopProtocol
 
         self.home = home
         self.source = source

@@ -127,7 +127,7 @@ class AckLog:
         private_dir(self.home)
         with locked(self.path):
             append_line(self.path, make_line)
-            self.head.advance(stored, self.path)
+            self.head.advance(stored, self)
         command = self._anchor_command()
         if command:
             from leash.core.loghead import anchor_head

@@ -21,23 +21,19 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from leash.core.acklog import ACK_LOG_NAME
 from leash.core.config import ConfigError, load_config
+from leash.core.finding import Finding
 from leash.core.handsoff import REGISTRY_NAME
 from leash.core.sessions import SESSIONS_NAME
 from leash.core.home import home_problem, is_reserved_name, resolve_home
 from leash.core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
-from leash.core.stop import STOPS_NAME, StopProtocol, validate_stops
+from leash.core.protocol import StopProtocol
+from leash.core.stop import STOPS_NAME, validate_stops
 
 STALE_TEMP_SECONDS = 60
-
-
-class Finding(NamedTuple):
-    level: str  # ok | warn | fail | fixed
-    subject: str
-    message: str
 
 
 def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:

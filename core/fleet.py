@@ -71,7 +71,8 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
 def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
     from leash.core import status
     from leash.core.halts import api as halts_api
-    from leash.core.stop import StopProtocol, StopStateUnreadable
+    from leash.core.protocol import StopProtocol
+    from leash.core.stop import StopStateUnreadable
     from leash.core.warrants import WarrantQueue
 
     moment = now_seconds(now)

@@ -227,9 +227,10 @@ class Gate:
         if data is None:
             return ALLOW
         from leash.core.halts.api import check_halt_conditions
+        from leash.core.halts.conditions.registry import blocks
 
         result = check_halt_conditions(data, home=self.home, now=now, connection=connection)
-        blocking = [r for r in result["halt_reasons"] if r["severity"] in ("high", "critical")]
+        blocking = [r for r in result["halt_reasons"] if blocks(r["severity"])]
         if not blocking:
             return ALLOW
         said = "; ".join(f"{r['condition_name']} ({r['severity']}): {r['description'].rstrip('.')}" for r in blocking)

@@ -40,7 +40,7 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True):
     """(the gate, the payload or None, the input problem or None)."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
-    from leash.core.hooks import HookInputError, parse_payload
+    from leash.core.hookio import HookInputError, parse_payload
 
     gate = Gate(ensure_home(home))
     try:

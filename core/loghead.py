@@ -75,17 +75,17 @@ class AckHead:
         except (StateCorrupt, OSError):
             return None
 
-    def advance(self, line: dict[str, object], log_path: str) -> None:
-        """Record ``line`` as the log's last; call it holding the log's lock."""
+    def advance(self, line: dict[str, object], acklog) -> None:
+        """Record ``line`` as ``acklog``'s last; call it holding the log's lock."""
         head = self.read()
         if head is None or head.get("seq") != line["seq"] - 1:
-            head = scan(os.path.dirname(self.path), before=line["seq"])
+            head = scan(acklog, before=line["seq"])
         stores = dict(head.get("stores", {}))
         store = STORE_OF_EVENT.get(line.get("event"))
         if store is not None:
             stores[store] = mark(line)
         # Not fsynced: a head a crash leaves stale or empty is recomputed from the log.
-        write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(log_path),
+        write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(acklog.path),
                                "stores": stores}, durable=False)
         self._cache.forget()
 
@@ -108,7 +108,7 @@ class AckHead:
                     raise HeadMismatch(f"the ack log is shorter than its head (line {head['seq']}): it was cut")
             if size is None:
                 return None
-            return self.rewrite_from_log(acklog.home)
+            return self.rewrite_from_log(acklog)
 
     def store_head(self, store: str, acklog) -> dict[str, object] | None:
         """The last line of ``store``; None when the store has no line."""
@@ -116,10 +116,10 @@ class AckHead:
         found = (head or {}).get("stores", {}).get(store)
         return {"seq": found.get("seq"), "hash": found.get("hash")} if isinstance(found, dict) else None
 
-    def rewrite_from_log(self, home: str) -> dict[str, object]:
+    def rewrite_from_log(self, acklog) -> dict[str, object]:
         """Replace the head with the one the log itself gives (a log that grew
         without it; ``doctor --repair`` after a cut the operator accepts)."""
-        head = scan(home)
+        head = scan(acklog)
         write_json(self.path, head)
         self._cache.forget()
         return head
@@ -132,11 +132,9 @@ def _size(path: str) -> int | None:
         return None
 
 
-def scan(home: str, *, before: int | None = None) -> dict[str, object]:
-    """The head computed by reading the whole log (lines with seq < ``before``)."""
-    from leash.core.acklog import AckLog
-
-    log = AckLog(home)
+def scan(log, *, before: int | None = None) -> dict[str, object]:
+    """The head computed by reading the whole of ``log`` (an ``AckLog``; the
+    lines with seq < ``before``)."""
     head: dict[str, object] = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
     for line in log.read().entries:
         if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):

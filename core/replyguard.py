@@ -94,7 +94,7 @@ def stop_hook(raw: bytes, *, home, env: dict | None = None, input_error: Excepti
     try:
         if input_error is not None:
             raise input_error
-        from leash.core.hooks import parse_payload
+        from leash.core.hookio import parse_payload
 
         payload = parse_payload(raw, need_session=False)
         out, err = decide(payload, home=ensure_home(home), env=env)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from leash.core.stop import StopProtocol, StopStateUnreadable
+from leash.core.protocol import StopProtocol
+from leash.core.stop import StopStateUnreadable
 
 
 def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: int = 10_000,

@@ -1,4 +1,5 @@
-"""The stop protocol: stops per session and fleet-wide, and the-nexus's API.
+"""The stop registry: stops per session and fleet-wide (the-nexus's API over it
+is ``core.protocol.StopProtocol``).
 
 ``stops.json`` is ``{"sessions": {"<id>": {"stopped_at", "source", "reason"}},
 "fleet": null | {"stopped_at", "source", "reason"}, "head": {"seq", "hash"}}``.
@@ -24,8 +25,6 @@ import os
 
 from leash.core.acklog import FLEET, AckLog
 from leash.core.clock import iso, now_seconds
-from leash.core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
-from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.loghead import STOPS_STORE
 from leash.core.logstate import LogBackedJSON
@@ -44,21 +43,6 @@ class StopStateUnreadable(Exception):
 
 class NotStopped(Exception):
     """Resume of something that is not stopped."""
-
-
-def default_source() -> str:
-    """``$USER@host``: who did it, for the ack log."""
-    import socket
-
-    user = os.environ.get("USER") or os.environ.get("LOGNAME")
-    if not user:
-        import getpass
-
-        try:
-            user = getpass.getuser()
-        except Exception:  # no passwd entry in some containers
-            user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 def empty_stops() -> dict[str, object]:
@@ -105,6 +89,11 @@ def _index_stops(state: dict[str, object]) -> dict[str, object]:
         if isinstance(bound, str) and bound:
             by_tmux_id.setdefault(bound, name)
     return {"sessions": state["sessions"], "fleet": state["fleet"], "by_tmux_id": by_tmux_id}
+
+
+def _require_name(value: str, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"a {what} must be a non-empty string")
 
 
 class StopRegistry:
@@ -174,101 +163,3 @@ class StopRegistry:
                 raise NotStopped("the fleet is not stopped")
             self.state.record(data, "fleet_resume", source=source, session_id=FLEET, reason=reason, now=now)
         return record
-
-
-def _require_name(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"a {what} must be a non-empty string")
-
-
-class StopProtocol:
-    """the-nexus's Stop Protocol API over one state home.
-
-    ``StopProtocol()`` uses ``$LEASH_HOME`` (default ``~/.leash``)."""
-
-    def __init__(self, home: str | os.PathLike | None = None):
-        self.home = ensure_home(home)
-        self.acklog = AckLog(self.home)
-        self.stops = StopRegistry(self.home, self.acklog)
-        self.hands_off_registry = HandsOffRegistry(self.home, self.acklog)
-        self.sessions = SessionRegistry(self.home, self.acklog)
-        self._gate = None
-
-    @property
-    def gate(self):
-        if self._gate is None:
-            from leash.core.gate import Gate
-
-            self._gate = Gate(self.home, stops=self.stops, hands_off=self.hands_off_registry, sessions=self.sessions)
-        return self._gate
-
-    def default_hours(self) -> float:
-        """``[hands_off] default_hours`` from config.toml (24 when unset)."""
-        from leash.core.config import load_config
-
-        return load_config(self.home)["hands_off"].get("default_hours", DEFAULT_HOURS)
-
-    # the-nexus's names -------------------------------------------------
-    def pre_tool_check(self, session_id: str, tool: str | None = None, tool_input: dict | None = None,
-                       *, cwd: str | None = None, now: float | None = None) -> None:
-        """Raise StopInterrupt when the session's next tool call must not run."""
-        verdict = self.gate.check(session_id, tool, tool_input, cwd=cwd, now=now)
-        if not verdict.allow:
-            raise StopInterrupt(verdict.reason)
-
-    def acknowledge_stop(self, source: str, session_id: str, reason: str = "", *,
-                         now: float | None = None) -> dict[str, object]:
-        """Stop ``session_id`` and log the STOP_ACK; returns the stop record."""
-        return self.stops.stop(session_id, source=source, reason=reason, now=now)
-
-    def is_stopped(self, session_id: str, *, now: float | None = None) -> bool:
-        """True when the session, its tmux session or the fleet is stopped,
-        and when the stop state cannot be read (fail closed)."""
-        return self.gate.stopped_reason(session_id, now=now) is not None
-
-    def full_stop(self, session_id: str, entity: str, reason: str = "", source: str | None = None, *,
-                  hours: float | None = None, now: float | None = None) -> dict[str, object]:
-        """Stop the session and lock ``entity`` hands-off in one locked step."""
-        source = source or default_source()
-        moment = now_seconds(now)
-        with locked(self.stops.path), locked(self.hands_off_registry.path):
-            stop = self.stops.stop(session_id, source=source, reason=reason, now=moment, entity=entity)
-            lock = self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
-                                                reason=reason, source=source,
-                                                session_id=session_id, now=moment)
-            if not entity.startswith("path:"):
-                self.sessions.set_entity(session_id, entity, now=moment)
-        return {"stop": stop, "hands_off": lock}
-
-    def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:
-        return self.hands_off_registry.is_hands_off(entity, now=now)
-
-    def check_hands_off(self, entity: str, *, now: float | None = None) -> None:
-        """Raise HandsOffError when ``entity`` is locked."""
-        lock = self.hands_off_registry.lock_of(entity, now=now)
-        if lock is not None:
-            raise HandsOffError(f"{entity} is locked until {lock.get('expires_at')} — do not touch.")
-
-    def read_ack_log(self) -> list[dict[str, object]]:
-        return self.acklog.read().entries
-
-    # added -------------------------------------------------------------
-    def resume(self, session_id: str, reason: str = "", source: str | None = None, *,
-               now: float | None = None) -> dict[str, object]:
-        return self.stops.resume(session_id, source=source or default_source(), reason=reason, now=now)
-
-    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
-        return self.stops.stop_fleet(source=source or default_source(), reason=reason, now=now)
-
-    def resume_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
-        return self.stops.resume_fleet(source=source or default_source(), reason=reason, now=now)
-
-    def hands_off(self, entity: str, *, hours: float | None = None, reason: str = "", source: str | None = None,
-                  session_id: str | None = None, now: float | None = None) -> dict[str, object]:
-        return self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
-                                            reason=reason, source=source or default_source(),
-                                            session_id=session_id, now=now)
-
-    def release(self, entity: str, reason: str = "", source: str | None = None, *,
-                now: float | None = None) -> dict[str, object]:
-        return self.hands_off_registry.release(entity, source=source or default_source(), reason=reason, now=now)

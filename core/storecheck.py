@@ -18,7 +18,7 @@ from typing import Iterator
 from leash.core.clock import now_seconds, parse_iso
 from leash.core.loghead import HeadMismatch
 from leash.core.logstate import LogBackedJSON, StateUnreadable
-from leash.core.doctor import Finding
+from leash.core.finding import Finding
 from leash.core.statefile import StateCorrupt, locked, read_json
 
 
@@ -59,7 +59,7 @@ def _check_head(protocol, repair: bool) -> Iterator[Finding]:
     if tail and (tail[-1].get("seq"), tail[-1].get("hash")) != (head.get("seq"), head.get("hash")):
         if repair:
             with locked(acklog.path):
-                acklog.head.rewrite_from_log(acklog.home)
+                acklog.head.rewrite_from_log(acklog)
             yield Finding("fixed", "acklog.head", "did not name the log's last line; recomputed from the log")
         else:
             yield Finding("fail", "acklog.head", f"names line {head.get('seq')} but the log ends at line "
@@ -164,7 +164,7 @@ def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -
         changed = ledger.rebuild(connection, home, now=now_seconds(now), problem="differed from the ack log",
                                  force=True)
         with write(connection):
-            from leash.core.halts.api import _refresh_state
+            from leash.core.halts.rules import refresh_state as _refresh_state
             from leash.core.clock import iso
 
             for session_id in _sessions(connection):
@@ -182,7 +182,7 @@ def _sessions(connection) -> set[str]:
 
 
 def _stale_session_states(connection) -> list[str]:
-    from leash.core.halts.api import _state_of
+    from leash.core.halts.rules import state_of as _state_of
 
     stored = dict(connection.execute("SELECT session_id, state FROM session_states").fetchall())
     found = []

@@ -178,10 +178,12 @@ def _held_by_halts(api, home: str, names: list[str], moment: float, connection) 
 
 
 def _holds(halt: dict, state: str) -> bool:
-    """The halts that give a session its state (``core.halts.api``'s rule)."""
+    """The halts that give a session its state (``core.halts.rules``)."""
+    from leash.core.halts.conditions.registry import blocks
+
     if halt.get("resolution") in ("escalated", "timeout"):
         return True
-    return state == "halted" and not halt["acknowledged"] and halt["severity"] in ("high", "critical")
+    return state == "halted" and not halt["acknowledged"] and blocks(halt["severity"])
 
 
 def _halt_row(name: str, halt: dict) -> dict:

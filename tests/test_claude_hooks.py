@@ -12,7 +12,7 @@ import pytest
 from leash.core.halts.api import record_halt, session_state
 from leash.core.hooks import run
 from leash.core.install import HOOKS, check, disabling_change, install, is_leash_hook
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "00000000-0000-4000-8000-000000000001"

@@ -42,7 +42,7 @@ sys.exit(1 if failures else 0)
 # Drives the core API directly from several threads of one process.
 API_WORKER = r"""
 import sys, threading
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 home, tag, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 protocol = StopProtocol(home)
 sys.stdin.readline()

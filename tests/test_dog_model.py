@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
 from leash.core.statefile import read_json, release_hold
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 from leash.core.tmux import TmuxError
 from leash.core.warrants.dog import FINAL_SCREEN_LINES, Dog
 from leash.core.warrants.epitaph import health_check

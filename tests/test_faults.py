@@ -29,7 +29,8 @@ from leash.core.home import ensure_home
 from leash.core.hooks import pre_tool_use
 from leash.core.sessions import SESSIONS_NAME
 from leash.core.statefile import read_json
-from leash.core.stop import STOPS_NAME, StopProtocol, StopRegistry
+from leash.core.protocol import StopProtocol
+from leash.core.stop import STOPS_NAME, StopRegistry
 from tests.conftest import ROOT
 
 STATE_FILES = (STOPS_NAME, REGISTRY_NAME, SESSIONS_NAME)
@@ -65,7 +66,7 @@ def log_lines(home) -> list[bytes]:
 # Loops over every kind of write with fresh ids until it is killed.
 WRITER = r"""
 import sys
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 home, tag = sys.argv[1], sys.argv[2]
 protocol = StopProtocol(home)
 print("ready", flush=True)

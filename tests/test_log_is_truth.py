@@ -12,7 +12,7 @@ import pytest
 from leash.core.acklog import AckLog
 from leash.core.gate import Gate
 from leash.core.halts.api import record_halt, session_state
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 
 NOW = 1_800_000_000.0
 

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from leash.core.gate import Gate
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 
 LOCK = "path:src/auth/**"
 

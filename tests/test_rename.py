@@ -8,7 +8,7 @@ import subprocess
 
 from leash.core.fleet import view
 from leash.core.hooks import pre_tool_use
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 from leash.core.tmux import Tmux
 
 

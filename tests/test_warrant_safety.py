@@ -17,7 +17,7 @@ import pytest
 
 from leash.core.acklog import AckLog
 from leash.core.statefile import read_json, write_json
-from leash.core.stop import StopProtocol
+from leash.core.protocol import StopProtocol
 from leash.core.tmux import Tmux
 from leash.core.warrants import WarrantQueue
 from leash.core.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check

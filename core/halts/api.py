@@ -34,6 +34,7 @@ from leash.core.clock import iso, now_seconds
 from leash.core.halts import engine, ledger
 from leash.core.halts.conditions import SEVERITY_RANK
 from leash.core.halts.context import CheckContext, HaltInputError
+from leash.core.halts.rules import dismissal_needs_caution, refresh_state as _refresh_state, state_of as _state_of
 from leash.core.halts.secrets import mask, mask_deep
 from leash.core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
                               archive_old_events, exists, new_id, open_store, write)
@@ -51,11 +52,6 @@ _config_cache: dict[str, tuple[float, dict[str, dict]]] = {}
 
 class HaltRefused(Exception):
     """The request is understood but the halt's state does not allow it."""
-
-
-def dismissal_needs_caution(severity: str) -> bool:
-    """The seed: dismissing a critical halt requires ``continue_with_caution``."""
-    return severity == "critical"
 
 
 # ------------------------------------------------------------------ helpers
@@ -110,7 +106,7 @@ def _acklog(home: str):
 def _source(source: str | None) -> str:
     if source:
         return source
-    from leash.core.stop import default_source
+    from leash.core.source import default_source
 
     return default_source()
 
@@ -118,27 +114,6 @@ def _source(source: str | None) -> str:
 def _log(connection, home: str, event: str, row, *, source: str, reason: str, now: float, **extra) -> None:
     """The halt's ack-log line, inside the open write transaction (see ``core.halts.ledger``)."""
     ledger.append(connection, home, event, row, source=source, reason=mask(reason or ""), now=now, **extra)
-
-
-def _state_of(connection, session_id: str) -> str:
-    paused = connection.execute(
-        "SELECT 1 FROM halt_events WHERE session_id = ? AND resolution IN ('escalated', 'timeout') LIMIT 1",
-        (session_id,)).fetchone()
-    if paused:
-        return "paused"
-    halted = connection.execute(
-        "SELECT 1 FROM halt_events WHERE session_id = ? AND acknowledged = 0 AND resolution IS NULL"
-        " AND severity IN ('high', 'critical') LIMIT 1", (session_id,)).fetchone()
-    return "halted" if halted else "active"
-
-
-def _refresh_state(connection, session_id: str, stamp: str) -> str:
-    state = _state_of(connection, session_id)
-    connection.execute(
-        "INSERT INTO session_states (session_id, state, updated_at) VALUES (?, ?, ?)"
-        " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at"
-        " WHERE session_states.state != excluded.state", (session_id, state, stamp))
-    return state
 
 
 def sweep_timeouts(connection, home: str, *, now: float) -> int:

@@ -9,41 +9,9 @@ its condition's default), never lower it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from leash.core.halts.conditions.registry import REGISTRY, SEVERITY_RANK, Condition, Finding, condition
 
-SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
-
-
-class Finding:
-    __slots__ = ("description", "severity", "annotations", "context")
-
-    def __init__(self, description: str, *, severity: str | None = None,
-                 annotations: dict[str, list[str]] | None = None, context: dict | None = None):
-        self.description = description
-        self.severity = severity
-        self.annotations = annotations or {}
-        self.context = context or {}
-
-
-class Condition:
-    __slots__ = ("name", "halt_type", "severity", "rule")
-
-    def __init__(self, name: str, halt_type: str, severity: str, rule: Callable):
-        self.name, self.halt_type, self.severity, self.rule = name, halt_type, severity, rule
-
-    @property
-    def doc(self) -> str:
-        return " ".join((self.rule.__doc__ or "").split())
-
-
-REGISTRY: dict[str, Condition] = {}
-
-
-def condition(name: str, halt_type: str, severity: str):
-    def register(rule: Callable) -> Callable:
-        REGISTRY[name] = Condition(name, halt_type, severity, rule)
-        return rule
-    return register
+__all__ = ["REGISTRY", "SEVERITY_RANK", "Condition", "Finding", "condition", "load_all"]
 
 
 def load_all() -> dict[str, Condition]:

@@ -5,7 +5,7 @@ import re
 
 from leash.core.halts.lazy_re import lazy
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 
 # Environment tags found in words: a tag stands alone or is delimited by
 # = : / @ . _ - (so "prod-db", "--env=staging", "db.test.internal" count).

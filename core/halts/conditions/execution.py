@@ -5,7 +5,7 @@ import re
 
 from leash.core.halts.lazy_re import lazy
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_SIMILARITY = 0.8

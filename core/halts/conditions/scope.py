@@ -6,7 +6,7 @@ import re
 
 from leash.core.halts.lazy_re import lazy
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 
 # Markers of underspecified requirements. Hedges soften what is wanted;
 # placeholders admit it is not decided yet. Matched as whole words/phrases,

@@ -6,7 +6,7 @@ import re
 
 from leash.core.halts.lazy_re import lazy
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 
 SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/root", "/opt", "/sys",
                 "/proc", "/dev", "/srv")

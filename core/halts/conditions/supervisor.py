@@ -10,7 +10,7 @@ import json
 import os
 import re
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 from leash.core.halts.lazy_re import lazy
 
 DEFAULT_SUPERVISOR_NAMES = ("leash", "leashd", "kennel", "leash.console.cli")

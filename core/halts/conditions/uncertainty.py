@@ -1,7 +1,7 @@
 """Uncertainty: the seed's 0-10 scale."""
 from __future__ import annotations
 
-from leash.core.halts.conditions import Finding, condition
+from leash.core.halts.conditions.registry import Finding, condition
 
 CRITICAL_FROM = 9  # the seed's scale: 9-10 HALT immediately, 7-8 HALT and ask
 

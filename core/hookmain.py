@@ -1,0 +1,36 @@
+"""The hook's entry: ``leash [--home DIR] hook EVENT`` recognised and run
+without argparse or any of the console, so a hook call costs the standard
+library and the core modules it needs.
+
+Failure: an argument list that is not exactly a hook call is not this
+module's to judge: ``run_hook_command`` returns None and the full command line
+parses it (and reports what is wrong). The hook itself fails as ``core.hooks``
+describes.
+"""
+from __future__ import annotations
+
+
+def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
+    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        return home, rest[1]
+    return None
+
+
+def run_hook_command(argv: list[str]) -> int | None:
+    """The hook's exit code, or None when ``argv`` is not a hook call."""
+    call = hook_call(argv)
+    if call is None:
+        return None
+    from leash.core.hooks import run
+
+    home, event = call
+    return run(event, home=home)
