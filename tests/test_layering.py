@@ -63,3 +63,15 @@ def test_the_hook_path_imports_only_the_standard_library_and_leash(home, tmp_pat
                          and t not in ("core", "console", "leash") and not t.startswith("_")
                          and t not in ("sitecustomize", "usercustomize", "encodings"))
         assert foreign == [], (event, foreign)
+
+
+def test_the_hook_command_is_handed_to_the_core_before_the_console_loads(home, tmp_path):
+    payload = json.dumps({"session_id": "layering", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}, "cwd": str(tmp_path)}).encode()
+    done = subprocess.run([sys.executable, "-X", "importtime"] + leash_argv()[1:] + ["hook", "pre-tool-use"],
+                          input=payload, capture_output=True, cwd=ROOT, timeout=60)
+    modules = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+               if line.startswith("import time:") and "|" in line}
+    console = sorted(m for m in modules if m.startswith("leash.console"))
+    assert console == ["leash.console", "leash.console.cli"], console  # the tiny entry, nothing more
+    assert "leash.core.hookmain" in modules
