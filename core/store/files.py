@@ -1,0 +1,269 @@
+"""``FileBackend``: every store over the files and SQLite databases of one home.
+
+Each store delegates to the class or module that owns its file (``AckLog``,
+``StopRegistry``, ``HandsOffRegistry``, ``SessionRegistry``, the halt API,
+``WarrantQueue``, ``loopguard``, ``replyledger``, the kennel), so formats and
+fail policies are theirs: a stop state that cannot be read raises
+``StopStateUnreadable`` (the gate fails closed), a breaker that cannot be read
+is not tripped (fails open), and so on. The halt, warrant, breaker, reply and
+kennel stores live in ``leash.core.store.filestores``.
+
+``transaction()`` queues a full stop's writes and applies them at its end under
+the stop and lock files' locks; a body that raises applies nothing, and a write
+that fails while applying undoes the earlier ones (a ``resume``/``release``
+line), so no half of a full stop is left standing. ``changes()`` watches the
+home (``watchfiles``, imported there and only there).
+"""
+from __future__ import annotations
+
+import os
+
+from leash.core.acklog import FLEET, AckLog
+from leash.core.handsoff import HandsOffRegistry, validate_entity
+from leash.core.home import ensure_home
+from leash.core.sessions import SessionRegistry
+from leash.core.statefile import locked
+from leash.core.stop import StopRegistry
+from leash.core.store.records import Change, LockRecord, LogLine, SessionRecord, StopRecord
+
+DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
+
+# A changed file's name -> the store it belongs to.
+STORE_OF_FILE = {
+    "stops.json": "stops", "hands_off_registry.json": "locks", "sessions.json": "sessions",
+    "stop_ack_log.jsonl": "acklog", "halts.db": "halts", "halts.db-wal": "halts", "replies.db": "replies",
+    "replies.db-wal": "replies", "kennel.json": "kennels", "restart_loop.json": "breakers",
+}
+WARRANT_DIRS = ("warrants", "dogs")
+
+
+class FileAckLog:
+    def __init__(self, log: AckLog):
+        self.log = log
+
+    def append(self, event: str, *, source: str, session_id: str, reason: str = "", now: float | None = None,
+               **extra: object) -> LogLine:
+        return LogLine.of(self.log.append(event, source=source, session_id=session_id, reason=reason, now=now,
+                                          **extra))
+
+    def read(self, **filters) -> list[LogLine]:
+        return [LogLine.of(line) for line in self.log.read(**filters).entries]
+
+    def tail(self, count: int) -> list[LogLine]:
+        return [LogLine.of(line) for line in self.log.tail(count)]
+
+    def follow(self, **options):
+        for line in self.log.follow(**options):
+            yield LogLine.of(line)
+
+    def verify(self, *, anchor: dict | None = None):
+        return self.log.verify(anchor=anchor)
+
+
+class FileStops:
+    def __init__(self, registry: StopRegistry):
+        self.registry = registry
+
+    def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
+             **extra: object) -> StopRecord:
+        return StopRecord.of(self.registry.stop(session_id, source=source, reason=reason, now=now, **extra),
+                             key=session_id)
+
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        return StopRecord.of(self.registry.resume(session_id, source=source, reason=reason, now=now), key=session_id)
+
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        return StopRecord.of(self.registry.stop_fleet(source=source, reason=reason, now=now), key=FLEET)
+
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        return StopRecord.of(self.registry.resume_fleet(source=source, reason=reason, now=now), key=FLEET)
+
+    def snapshot(self, *, now: float | None = None) -> dict[str, object]:
+        """The stop state as stored (``sessions``, ``fleet``, ``by_tmux_id``)."""
+        return self.registry.snapshot(now=now)
+
+    def stopped(self, *, now: float | None = None) -> dict[str, StopRecord]:
+        sessions = self.snapshot(now=now)["sessions"]
+        return {key: StopRecord.of(record, key=key) for key, record in sorted(sessions.items())}
+
+    def fleet(self, *, now: float | None = None) -> StopRecord | None:
+        return StopRecord.of(self.snapshot(now=now)["fleet"], key=FLEET)
+
+    def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
+        return self.registry.covering(names, tmux_session_id=tmux_session_id)
+
+
+class FileLocks:
+    def __init__(self, registry: HandsOffRegistry):
+        self.registry = registry
+
+    def lock(self, entity: str, *, hours: float, reason: str = "", source: str, session_id: str | None = None,
+             now: float | None = None, **extra) -> LockRecord:
+        return LockRecord.of(self.registry.lock(entity, hours=hours, reason=reason, source=source,
+                                                session_id=session_id, now=now, **extra), entity=entity)
+
+    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> LockRecord:
+        return LockRecord.of(self.registry.release(entity, source=source, reason=reason, now=now), entity=entity)
+
+    def active(self, *, now: float | None = None) -> dict[str, LockRecord]:
+        return {entity: LockRecord.of(lock, entity=entity)
+                for entity, lock in sorted(self.registry.active(now=now).items())}
+
+    def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None:
+        return LockRecord.of(self.registry.lock_of(entity, now=now), entity=entity)
+
+    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None):
+        found = self.registry.lock_for_path(file_path, cwd=cwd, now=now)
+        if found is None:
+            return None
+        if isinstance(found, tuple):  # (entity, lock)
+            return LockRecord.of(found[1], entity=found[0])
+        return LockRecord.of(found)
+
+
+class FileSessions:
+    def __init__(self, registry: SessionRegistry):
+        self.registry = registry
+
+    def observe(self, session_id: str, *, now: float | None = None, **fields) -> None:
+        self.registry.observe(session_id, now=now, **fields)
+
+    def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None:
+        return SessionRecord.of(self.registry.get(session_id, now=now), session_id=session_id)
+
+    def all(self, *, now: float | None = None) -> dict[str, SessionRecord]:
+        return {key: SessionRecord.of(record, session_id=key)
+                for key, record in sorted(self.registry.all(now=now).items())}
+
+    def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None:
+        self.registry.set_entity(session_id, entity, now=now)
+
+
+class FileTransaction:
+    """A full stop's writes, queued; checked as they are queued, applied together."""
+
+    def __init__(self, backend: "FileBackend", now: float | None):
+        from leash.core.clock import now_seconds
+
+        self.backend = backend
+        self.now = now_seconds(now)
+        self.steps: list[tuple[str, tuple, dict]] = []
+        self.results: list[object] = []
+
+    def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError("a session id must be a non-empty string")
+        self.steps.append(("stop", (session_id,), {"source": source, "reason": reason, **extra}))
+
+    def lock(self, entity: str, *, hours: float, source: str, reason: str = "", session_id: str | None = None) -> None:
+        validate_entity(entity)
+        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not hours > 0:
+            raise ValueError(f"hours must be a positive number, got {hours!r}")
+        self.steps.append(("lock", (entity,), {"hours": hours, "source": source, "reason": reason,
+                                               "session_id": session_id}))
+
+    def set_entity(self, session_id: str, entity: str) -> None:
+        self.steps.append(("set_entity", (session_id, entity), {}))
+
+    def apply(self) -> list[object]:
+        backend = self.backend
+        with locked(backend.stops.registry.path), locked(backend.locks.registry.path):
+            stopped_before = set(backend.stops.snapshot(now=self.now)["sessions"])
+            locked_before = set(backend.locks.registry.active(now=self.now))
+            done: list[tuple[str, tuple]] = []
+            try:
+                for kind, args, options in self.steps:
+                    if kind == "set_entity":
+                        backend.sessions.set_entity(*args, now=self.now)
+                        continue
+                    store = backend.stops if kind == "stop" else backend.locks
+                    self.results.append(getattr(store, kind)(*args, now=self.now, **options))
+                    done.append((kind, args))
+            except BaseException as exc:
+                self._undo(done, stopped_before, locked_before, exc)
+                raise
+        return self.results
+
+    def _undo(self, done, stopped_before: set, locked_before: set, exc: BaseException) -> None:
+        reason = f"full stop rolled back: {type(exc).__name__}: {exc}"[:500]
+        for kind, args in reversed(done):
+            if kind == "stop" and args[0] not in stopped_before:
+                self.backend.stops.resume(args[0], source="leash", reason=reason, now=self.now)
+            elif kind == "lock" and args[0] not in locked_before:
+                self.backend.locks.release(args[0], source="leash", reason=reason, now=self.now)
+
+
+class _TransactionScope:
+    def __init__(self, backend: "FileBackend", now: float | None):
+        self.transaction = FileTransaction(backend, now)
+
+    def __enter__(self) -> FileTransaction:
+        return self.transaction
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.transaction.apply()
+
+
+class FileBackend:
+    """The embedded backend: one home's files and SQLite databases."""
+
+    name = "file"
+
+    def __init__(self, home: str | os.PathLike | None = None):
+        self.home = ensure_home(home)
+        log = AckLog(self.home)
+        self.acklog = FileAckLog(log)
+        self.stops = FileStops(StopRegistry(self.home, log))
+        self.locks = FileLocks(HandsOffRegistry(self.home, log))
+        self.sessions = FileSessions(SessionRegistry(self.home, log))
+
+    def __getattr__(self, name: str):
+        # The halt, warrant, breaker, reply and kennel stores are built on first use:
+        # the hook path never pays for their imports.
+        from leash.core.store import filestores
+
+        maker = filestores.STORES.get(name)
+        if maker is None:
+            raise AttributeError(name)
+        store = self.__dict__.setdefault(name, maker(self.home, self.acklog.log))
+        return store
+
+    def transaction(self, *, now: float | None = None) -> _TransactionScope:
+        return _TransactionScope(self, now)
+
+    async def changes(self, *, debounce_ms: int = DEBOUNCE_MS, stop_event=None):
+        """Each store whose files changed, once per debounced burst."""
+        from watchfiles import awatch
+
+        async for batch in awatch(self.home, debounce=debounce_ms, step=50, stop_event=stop_event):
+            seen: list[Change] = []
+            for _, path in sorted(batch, key=lambda item: item[1]):
+                change = change_of(self.home, path)
+                if change is not None and change not in seen:
+                    seen.append(change)
+            for change in seen:
+                yield change
+
+    def examine(self, *, repair: bool = False, now: float | None = None):
+        from leash.core.doctor import examine
+
+        return examine(self.home, repair=repair, now=now)
+
+
+def change_of(home: str, path: str) -> Change | None:
+    """The change a touched path means, or None for files no store owns
+    (lock sidecars, temporary files, quarantined copies)."""
+    relative = os.path.relpath(path, home)
+    parts = relative.split(os.sep)
+    if parts[0] in WARRANT_DIRS:
+        name = parts[-1]
+        if name.endswith(".json") and not name.startswith("."):
+            return Change("warrants", name[:-len(".json")])
+        return None
+    store = STORE_OF_FILE.get(parts[-1])
+    if store is None or len(parts) > 2:
+        return None
+    if store == "breakers":
+        return Change(store, parts[0]) if len(parts) == 2 else None
+    return Change(store) if len(parts) == 1 else None

@@ -1,0 +1,261 @@
+"""The file backend's halt, warrant, breaker, reply and kennel stores.
+
+Each delegates to the module that owns its file: the halt API over
+``halts.db``, ``WarrantQueue`` over ``warrants/`` and ``dogs/``, ``loopguard``
+over ``<name>/restart_loop.json``, ``replyledger`` over ``replies.db`` and the
+kennel's ``kennel.json``. Built on first use by ``FileBackend`` (the hook path
+never imports this module).
+
+Failure: the owners' policies hold. ``HaltStoreUnavailable`` when halts.db
+cannot be read; a breaker that cannot be read is not tripped; a kennel whose
+heartbeat cannot be read or is older than ``HEARTBEAT_STALE_SECONDS`` is not
+alive. A warrant claim is an object: its flock is the file backend's business,
+and ``release()`` twice is harmless.
+"""
+from __future__ import annotations
+
+import os
+
+from leash.core.clock import iso, now_seconds
+from leash.core.store.records import BreakerRecord, HaltRecord, HeartbeatRecord, WarrantRecord
+
+
+# ---------------------------------------------------------------- halts
+class FileHaltUnit:
+    """Reads over one connection to halts.db (None when there is no halts.db)."""
+
+    def __init__(self, connection, home: str):
+        self.connection = connection
+        self.home = home
+
+    def state(self, session_id: str) -> str:
+        if self.connection is None:
+            return "active"
+        from leash.core.halts.api import session_state
+
+        return session_state(self.home, session_id, connection=self.connection)
+
+    def states(self) -> dict[str, str]:
+        from leash.core.halts.api import session_states
+
+        return session_states(self.connection) if self.connection is not None else {}
+
+    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
+        if self.connection is None:
+            return []
+        from leash.core.halts.api import get_session_halts
+
+        query = {"pending": True, "limit": limit, **({"session_token": session_id} if session_id else {})}
+        return [HaltRecord.of(h) for h in get_session_halts(query, home=self.home, connection=self.connection)["halts"]]
+
+    def pending_counts(self) -> dict[str, int]:
+        from leash.core.halts.api import pending_counts
+        from leash.core.halts.store import SEVERITIES
+
+        return pending_counts(self.connection) if self.connection is not None else {s: 0 for s in SEVERITIES}
+
+
+class _HaltUnitScope:
+    def __init__(self, home: str, now: float | None):
+        from leash.core.halts.api import connected
+
+        self.home = home
+        self.connected = connected(home, now)
+
+    def __enter__(self) -> FileHaltUnit:
+        return FileHaltUnit(self.connected.__enter__(), self.home)
+
+    def __exit__(self, *exc_info) -> None:
+        self.connected.__exit__(*exc_info)
+
+
+class FileHalts:
+    def __init__(self, home: str, acklog=None):
+        self.home = home
+
+    def unit(self, *, now: float | None = None) -> _HaltUnitScope:
+        return _HaltUnitScope(self.home, now)
+
+    def record(self, data: dict, *, now: float | None = None) -> dict:
+        from leash.core.halts.api import record_halt
+
+        return record_halt(data, home=self.home, now=now)
+
+    def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
+                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
+        from leash.core.halts.api import acknowledge_halt
+
+        data = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
+        if notes is not None:
+            data["resolution_notes"] = notes
+        if caution:
+            data["continue_with_caution"] = True
+        return acknowledge_halt(data, home=self.home, now=now, source=source)
+
+    def state(self, session_id: str, *, now: float | None = None) -> str:
+        from leash.core.halts.api import session_state
+
+        return session_state(self.home, session_id, now=now)
+
+
+# ---------------------------------------------------------------- warrants
+class FileClaim:
+    """A warrant this process holds (a held flock on its ``.claim`` file)."""
+
+    def __init__(self, queue, state: dict, fd: int):
+        self.queue = queue
+        self.state = state
+        self.warrant = WarrantRecord.of(state.get("warrant") or {})
+        self._fd: int | None = fd
+
+    @property
+    def id(self) -> str:
+        return self.state["id"]
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def renew(self, *, now: float | None = None) -> bool:
+        """A file claim lasts as long as it is held: renewing only says whether it is."""
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            self.queue.release(self.id, fd)
+
+    def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
+                 timeouts=()) -> dict:
+        """Seal the outcome (ack-log lines, epitaph, ``dogs/completed``), then release."""
+        from leash.core.warrants.dog import finish
+
+        if self._fd is None:
+            raise RuntimeError(f"warrant {self.id} is not held")
+        try:
+            return finish(self.queue, self.state, outcome, now=now_seconds(now), timeouts=timeouts, by=by, note=note)
+        finally:
+            self.release()
+
+
+class FileWarrants:
+    def __init__(self, home: str, acklog=None):
+        from leash.core.warrants.queue import WarrantQueue
+
+        self.queue = WarrantQueue(home, acklog)
+
+    def file(self, target: str, *, reason: str, requester: str = "operator",
+             now: float | None = None) -> tuple[WarrantRecord, bool]:
+        warrant, filed = self.queue.file(target, reason=reason, requester=requester, now=now)
+        return WarrantRecord.of(warrant), filed
+
+    def pending(self) -> list[WarrantRecord]:
+        return [WarrantRecord.of(w) for w in self.queue.pending()]
+
+    def active(self) -> list[dict]:
+        return self.queue.active()
+
+    def completed(self, newest: int | None = None) -> list[dict]:
+        return self.queue.completed(newest)
+
+    def claim_next(self, *, owner: dict, now: float | None = None) -> FileClaim | None:
+        taken = self.queue.claim_next(owner=owner, now=now)
+        return FileClaim(self.queue, *taken) if taken is not None else None
+
+    def claim_orphans(self, *, owner: dict, skip: set[str] = frozenset(), limit: int | None = None,
+                      now: float | None = None) -> list[FileClaim]:
+        return [FileClaim(self.queue, state, fd)
+                for state, fd in self.queue.claim_orphans(owner=owner, skip=set(skip), limit=limit, now=now)]
+
+    def pardon(self, warrant_id: str, *, source: str, reason: str = "", now: float | None = None):
+        return self.queue.pardon(warrant_id, source=source, reason=reason, now=now)
+
+
+# ---------------------------------------------------------------- breakers
+class FileBreakers:
+    def __init__(self, home: str, acklog=None):
+        self.home = home
+
+    def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
+                    now: float | None = None) -> list[float]:
+        from leash.core import loopguard
+
+        return loopguard.record_restart_interrupted_boot(window_seconds, now=now, name=loopguard.check_name(name),
+                                                         home=self.home, max_gap_seconds=max_gap_seconds)
+
+    def tripped(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
+                now: float | None = None) -> bool:
+        from leash.core import loopguard
+
+        return loopguard.is_restart_loop_tripped(max_restarts, window_seconds, now=now, name=name, home=self.home,
+                                                 max_gap_seconds=max_gap_seconds)
+
+    def check_and_record(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
+                         source: str = "leash", now: float | None = None) -> bool:
+        from leash.core import loopguard
+
+        return loopguard.check_and_record(max_restarts, window_seconds, now=now, name=loopguard.check_name(name),
+                                          home=self.home, max_gap_seconds=max_gap_seconds, source=source)
+
+    def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool:
+        from leash.core import loopguard
+
+        return loopguard.reset(name=name, home=self.home, source=source, reason=reason, now=now)
+
+    def names(self) -> list[str]:
+        from leash.core import loopguard
+
+        return loopguard.breaker_names(self.home)
+
+    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
+        from leash.core import loopguard
+
+        return BreakerRecord.of(loopguard.describe(name, home=self.home, config=config, now=now))
+
+
+# ---------------------------------------------------------------- replies
+class FileReplies:
+    def __init__(self, home: str, acklog=None):
+        self.home = home
+
+    def record(self, channel: str, key: str, direction: str, *, now: float) -> int:
+        from leash.core import replyledger
+
+        return replyledger.record(self.home, channel, key, direction, now=now)
+
+    def pending(self, channel: str, key: str) -> bool:
+        from leash.core import replyledger
+
+        return replyledger.reply_pending(self.home, channel, key)
+
+
+# ---------------------------------------------------------------- kennels
+class FileKennels:
+    """``kennel.json``: one heartbeat per home, in the kennel's own format."""
+
+    def __init__(self, home: str, acklog=None):
+        self.home = home
+
+    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working=(), stopped: bool = False,
+             now: float | None = None) -> HeartbeatRecord:
+        from leash.core.statefile import write_json
+        from leash.core.warrants.kennel import KENNEL_NAME
+
+        moment = now_seconds(now)
+        record = {"pid": pid, "host": host, "started_at": started_at, "heartbeat_at": iso(moment), "dogs": dogs,
+                  "working": sorted(working)}
+        if stopped:
+            record["stopped_at"] = iso(moment)
+        write_json(os.path.join(self.home, KENNEL_NAME), record)
+        return HeartbeatRecord.of(record)
+
+    def alive(self, *, now: float | None = None) -> HeartbeatRecord | None:
+        """The heartbeat of a running kennel, or None (stopped, stale, unreadable,
+        or a pid on this host that is gone)."""
+        from leash.core.warrants.kennel import running_kennel
+
+        return HeartbeatRecord.of(running_kennel(self.home, now=now))
+
+
+STORES = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
+          "kennels": FileKennels}

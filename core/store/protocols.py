@@ -1,0 +1,193 @@
+"""What every backend offers: one ``typing.Protocol`` per store and ``Backend``.
+
+Callers hold a ``Backend`` and its stores; they never see paths, file
+descriptors or SQL connections. Times are injected with keyword-only ``now=``
+(seconds since the epoch). Records are the classes of
+``leash.core.store.records``. ``leash.core.store.files.FileBackend`` is the
+embedded backend; a shared one implements the same protocols and passes the same
+contract tests (tests/test_store_contract.py).
+
+Failure: each store raises what its documentation names (``NotStopped``,
+``NotLocked``, ``HandsOffError``, ``StopStateUnreadable``,
+``HaltStoreUnavailable``, ``HaltRefused``, ``WarrantError``, ``ValueError`` for
+a bad name); a reader that cannot read the stop state raises rather than
+answering "not stopped", so the gate can fail closed. This module is for type
+checking and documentation: nothing on the hook path imports it.
+"""
+from __future__ import annotations
+
+from typing import AsyncIterator, ContextManager, Iterator, Protocol
+
+from leash.core.store.records import (BreakerRecord, Change, HaltRecord, HeartbeatRecord, LockRecord, LogLine,
+                                      SessionRecord, StopRecord, WarrantRecord)
+
+
+class AckLogStore(Protocol):
+    """The hash-chained log every control action is appended to first."""
+
+    def append(self, event: str, *, source: str, session_id: str, reason: str = "", now: float | None = None,
+               **extra: object) -> LogLine: ...
+
+    def read(self, *, session: str | None = None, event: str | None = None, since: float | None = None,
+             source: str | None = None) -> list[LogLine]: ...
+
+    def tail(self, count: int) -> list[LogLine]: ...
+
+    def follow(self, *, from_start: bool = True, stop_after: float | None = None,
+               poll_seconds: float = 0.25) -> Iterator[LogLine]: ...
+
+    def verify(self, *, anchor: dict | None = None) -> object:
+        """A report with ``ok``, ``lines``, ``problem``, ``first_broken_line``."""
+
+
+class StopStore(Protocol):
+    def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
+             **extra: object) -> StopRecord: ...
+
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+
+    def stopped(self, *, now: float | None = None) -> dict[str, StopRecord]: ...
+
+    def fleet(self, *, now: float | None = None) -> StopRecord | None: ...
+
+    def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None: ...
+
+
+class LockStore(Protocol):
+    def lock(self, entity: str, *, hours: float, reason: str = "", source: str, session_id: str | None = None,
+             now: float | None = None) -> LockRecord: ...
+
+    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> LockRecord: ...
+
+    def active(self, *, now: float | None = None) -> dict[str, LockRecord]: ...
+
+    def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None: ...
+
+    def lock_for_path(self, file_path: str, *, cwd: str | None = None,
+                      now: float | None = None) -> LockRecord | None: ...
+
+
+class SessionStore(Protocol):
+    def observe(self, session_id: str, *, now: float | None = None, **fields: object) -> None: ...
+
+    def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None: ...
+
+    def all(self, *, now: float | None = None) -> dict[str, SessionRecord]: ...
+
+    def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None: ...
+
+
+class HaltUnit(Protocol):
+    """One unit of work on the halt store: several reads that see one state."""
+
+    def state(self, session_id: str) -> str: ...
+
+    def states(self) -> dict[str, str]: ...
+
+    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]: ...
+
+    def pending_counts(self) -> dict[str, int]: ...
+
+
+class HaltStore(Protocol):
+    def unit(self, *, now: float | None = None) -> ContextManager[HaltUnit]: ...
+
+    def record(self, data: dict, *, now: float | None = None) -> dict: ...
+
+    def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
+                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict: ...
+
+    def state(self, session_id: str, *, now: float | None = None) -> str: ...
+
+
+class Claim(Protocol):
+    """A warrant held by one worker until ``release()`` or ``complete()``."""
+
+    warrant: WarrantRecord
+    state: dict
+
+    def renew(self, *, now: float | None = None) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None) -> dict: ...
+
+
+class WarrantStore(Protocol):
+    def file(self, target: str, *, reason: str, requester: str = "operator",
+             now: float | None = None) -> tuple[WarrantRecord, bool]: ...
+
+    def pending(self) -> list[WarrantRecord]: ...
+
+    def active(self) -> list[dict]: ...
+
+    def completed(self, newest: int | None = None) -> list[dict]: ...
+
+    def claim_next(self, *, owner: dict, now: float | None = None) -> Claim | None: ...
+
+    def claim_orphans(self, *, owner: dict, skip: set[str] = ..., limit: int | None = None,
+                      now: float | None = None) -> list[Claim]: ...
+
+
+class BreakerStore(Protocol):
+    def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
+                    now: float | None = None) -> list[float]: ...
+
+    def tripped(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
+                now: float | None = None) -> bool: ...
+
+    def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool: ...
+
+    def names(self) -> list[str]: ...
+
+    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord: ...
+
+
+class ReplyLedger(Protocol):
+    def record(self, channel: str, key: str, direction: str, *, now: float) -> int: ...
+
+    def pending(self, channel: str, key: str) -> bool: ...
+
+
+class KennelRegistry(Protocol):
+    """Kennel heartbeats; liveness is the heartbeat's age, never a signal to a pid."""
+
+    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working: list[str] = ...,
+             stopped: bool = False, now: float | None = None) -> HeartbeatRecord: ...
+
+    def alive(self, *, now: float | None = None) -> HeartbeatRecord | None: ...
+
+
+class Transaction(Protocol):
+    """Writes queued under ``Backend.transaction()``, applied as one step at its end."""
+
+    def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None: ...
+
+    def lock(self, entity: str, *, hours: float, source: str, reason: str = "",
+             session_id: str | None = None) -> None: ...
+
+    def set_entity(self, session_id: str, entity: str) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+    acklog: AckLogStore
+    stops: StopStore
+    locks: LockStore
+    sessions: SessionStore
+    halts: HaltStore
+    warrants: WarrantStore
+    breakers: BreakerStore
+    replies: ReplyLedger
+    kennels: KennelRegistry
+
+    def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
+
+    def changes(self, *, debounce_ms: int = 150) -> AsyncIterator[Change]: ...
+
+    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[object]:
+        """doctor's findings (``level``, ``subject``, ``message``)."""

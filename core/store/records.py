@@ -1,0 +1,132 @@
+"""Typed records the stores hand out: a stop, a lock, a session, a halt, a
+warrant, a breaker, a kennel heartbeat, a log line and a change.
+
+Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
+``TypedDict``: this module is on the hook path, where each import is paid on
+every tool call). Each record is built from the stored dict with ``of(dict)``
+and gives it back unchanged with ``as_dict()``, so file formats never depend on
+these classes. Keys a record does not name are kept in ``extra``.
+
+Failure: ``of`` never raises on a missing key (the field is None); checking a
+stored dict's shape is the store's job, not the record's.
+"""
+from __future__ import annotations
+
+
+class Record:
+    """Fields named by ``__slots__`` (besides ``extra``), compared by value."""
+
+    __slots__ = ("extra", "_given")
+    FIELDS: tuple[str, ...] = ()
+
+    def __init__(self, **values: object):
+        self._given = tuple(values)  # the stored keys, in their order: as_dict gives back exactly these
+        for field in self.FIELDS:
+            object.__setattr__(self, field, values.pop(field, None))
+        self.extra = values
+
+    @classmethod
+    def of(cls, data: dict | None, **more: object):
+        """The record of a stored dict (None stays None)."""
+        if data is None:
+            return None
+        return cls(**{**data, **more})
+
+    def as_dict(self) -> dict[str, object]:
+        return {key: getattr(self, key) if key in self.FIELDS else self.extra[key] for key in self._given}
+
+    def get(self, key: str, default: object = None) -> object:
+        """Dict-style access for callers moving from the stored dicts."""
+        if key in self.FIELDS:
+            value = getattr(self, key)
+            return default if value is None else value
+        return self.extra.get(key, default)
+
+    def __getitem__(self, key: str) -> object:
+        if key in self.FIELDS:
+            return getattr(self, key)
+        return self.extra[key]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.as_dict() == self.as_dict()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+        return f"{type(self).__name__}({shown})"
+
+
+class StopRecord(Record):
+    """A stop on a session (``key`` its id) or on the fleet (``key`` "*")."""
+
+    FIELDS = ("key", "stopped_at", "source", "reason", "tmux_session_id", "entity")
+    __slots__ = FIELDS
+
+
+class LockRecord(Record):
+    """A hands-off lock on an entity (a name or ``path:<glob>``)."""
+
+    FIELDS = ("entity", "locked_at", "expires_at", "reason", "source", "session_id", "tmux_session_id")
+    __slots__ = FIELDS
+
+
+class SessionRecord(Record):
+    """An agent session the hooks have seen."""
+
+    FIELDS = ("session_id", "tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "last_seen",
+              "last_tool", "status", "parent", "agent", "transcript_path")
+    __slots__ = FIELDS
+
+
+class HaltRecord(Record):
+    """One halt event (halts.db's ``halt_events`` row, as the API returns it)."""
+
+    FIELDS = ("halt_id", "session_id", "task_id", "halt_type", "severity", "description", "condition_name",
+              "acknowledged", "resolution", "triggered_at")
+    __slots__ = FIELDS
+
+
+class WarrantRecord(Record):
+    """A death warrant (``warrants/<id>.json``)."""
+
+    FIELDS = ("id", "target", "target_id", "reason", "requester", "filed_at")
+    __slots__ = FIELDS
+
+
+class BreakerRecord(Record):
+    """A restart-loop breaker: its boots and the verdict."""
+
+    FIELDS = ("name", "boots", "in_loop", "max_restarts", "window_seconds", "max_gap_seconds", "tripped")
+    __slots__ = FIELDS
+
+
+class HeartbeatRecord(Record):
+    """A kennel's heartbeat (``kennel.json``)."""
+
+    FIELDS = ("pid", "host", "started_at", "heartbeat_at", "dogs", "working", "stopped_at")
+    __slots__ = FIELDS
+
+
+class LogLine(Record):
+    """One ack-log line."""
+
+    FIELDS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")
+    __slots__ = FIELDS
+
+
+class Change:
+    """Something changed in ``store`` (``key`` names what, or None for "re-read it")."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store: str, key: str | None = None):
+        self.store = store
+        self.key = key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Change) and (other.store, other.key) == (self.store, self.key)
+
+    def __hash__(self) -> int:
+        return hash((self.store, self.key))
+
+    def __repr__(self) -> str:
+        return f"Change({self.store!r}, {self.key!r})"

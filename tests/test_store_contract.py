@@ -1,0 +1,311 @@
+"""One contract for every storage backend: what a caller of ``leash.core.store``
+may rely on, whichever backend holds the state. Add a backend by adding its
+name to ``BACKENDS`` and a branch to ``make_backend``."""
+import asyncio
+import os
+import sys
+import threading
+
+import pytest
+
+from leash.core.clock import iso, parse_iso
+from leash.core.handsoff import NotLocked
+from leash.core.halts import HaltRefused
+from leash.core.stop import NotStopped
+from leash.core.store.records import Change, LockRecord, LogLine, StopRecord, WarrantRecord
+
+BACKENDS = ["file"]
+NOW = 1_900_000_000.0
+
+
+def make_backend(kind: str, home):
+    if kind == "file":
+        from leash.core.store.files import FileBackend
+
+        return FileBackend(home)
+    raise ValueError(kind)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, home):
+    return make_backend(request.param, home)
+
+
+@pytest.fixture
+def second_backend(backend, home):
+    """Another client of the same store (another host's or process's view)."""
+    return make_backend(backend.name, home)
+
+
+# ------------------------------------------------------------------ ack log
+def test_appended_lines_chain_and_verify(backend):
+    first = backend.acklog.append("stop_ack", source="ops", session_id="s1", reason="r", now=NOW)
+    second = backend.acklog.append("resume", source="ops", session_id="s1", now=NOW + 1)
+    assert isinstance(first, LogLine) and (first.seq, second.seq) == (1, 2)
+    assert second.prev == first.hash
+    assert [line.event for line in backend.acklog.read()] == ["stop_ack", "resume"]
+    assert [line.seq for line in backend.acklog.tail(1)] == [2]
+    assert [line.event for line in backend.acklog.read(event="resume")] == ["resume"]
+    assert list(backend.acklog.follow(stop_after=0.05)) == backend.acklog.read()
+    assert backend.acklog.verify().ok
+
+
+def test_verify_names_a_rewritten_line(backend):
+    backend.acklog.append("stop_ack", source="ops", session_id="s1", reason="first", now=NOW)
+    backend.acklog.append("resume", source="ops", session_id="s1", now=NOW + 1)
+    if backend.name == "file":
+        path = os.path.join(backend.home, "stop_ack_log.jsonl")
+        with open(path) as handle:
+            text = handle.read()
+        with open(path, "w") as handle:
+            handle.write(text.replace('"first"', '"other"'))
+    report = backend.acklog.verify()
+    assert not report.ok and report.first_broken_line == 1
+
+
+# ------------------------------------------------------------------ stops
+def test_stop_and_resume(backend, second_backend):
+    record = backend.stops.stop("s1", source="ops", reason="look", now=NOW)
+    assert isinstance(record, StopRecord) and (record.key, record.source, record.reason) == ("s1", "ops", "look")
+    assert list(second_backend.stops.stopped()) == ["s1"]
+    assert second_backend.stops.covering(["other", "s1"]) == ("session", "s1")
+    assert backend.stops.resume("s1", source="ops", now=NOW + 1).key == "s1"
+    assert backend.stops.stopped() == {} and backend.stops.covering(["s1"]) is None
+    with pytest.raises(NotStopped):
+        backend.stops.resume("s1", source="ops", now=NOW + 2)
+    with pytest.raises(ValueError):
+        backend.stops.stop("", source="ops", now=NOW)
+    assert [line.event for line in backend.acklog.read()] == ["stop_ack", "resume"]
+
+
+def test_fleet_stop_and_resume(backend):
+    assert backend.stops.fleet() is None
+    backend.stops.stop("s1", source="ops", now=NOW)
+    backend.stops.stop_fleet(source="ops", reason="all", now=NOW)
+    assert backend.stops.fleet().reason == "all"
+    assert backend.stops.covering(["s2"]) == ("fleet", None)
+    backend.stops.resume_fleet(source="ops", now=NOW + 1)
+    assert backend.stops.fleet() is None
+    assert list(backend.stops.stopped()) == ["s1"]  # stopped one by one: still stopped
+    with pytest.raises(NotStopped):
+        backend.stops.resume_fleet(source="ops", now=NOW + 2)
+
+
+# ------------------------------------------------------------------ locks
+def test_locks_expire(backend):
+    lock = backend.locks.lock("ezra", hours=1, reason="hands off", source="ops", now=NOW)
+    assert isinstance(lock, LockRecord) and lock.entity == "ezra"
+    assert parse_iso(lock.expires_at) == NOW + 3600
+    assert backend.locks.lock_of("ezra", now=NOW + 3599) is not None
+    assert backend.locks.lock_of("ezra", now=NOW + 3601) is None
+    assert list(backend.locks.active(now=NOW)) == ["ezra"]
+    assert backend.locks.active(now=NOW + 3601) == {}
+    kept = backend.locks.lock("ezra", hours=0.5, source="ops", now=NOW)
+    assert parse_iso(kept.expires_at) == NOW + 3600  # never shortened
+    assert backend.locks.release("ezra", source="ops", now=NOW + 1).entity == "ezra"
+    with pytest.raises(NotLocked):
+        backend.locks.release("ezra", source="ops", now=NOW + 2)
+
+
+def test_path_locks_cover_matching_files(backend, tmp_path):
+    backend.locks.lock("path:src/**/*.py", hours=2, source="ops", now=NOW)
+    found = backend.locks.lock_for_path("src/a/b.py", cwd=str(tmp_path), now=NOW)
+    assert found is not None and found.entity == "path:src/**/*.py"
+    assert backend.locks.lock_for_path("docs/b.py", cwd=str(tmp_path), now=NOW) is None
+    assert backend.locks.lock_for_path("src/a/b.py", cwd=str(tmp_path), now=NOW + 7201) is None
+
+
+# ------------------------------------------------------------------ sessions
+def test_sessions_observed_and_named(backend, second_backend):
+    backend.sessions.observe("s1", now=NOW, tool="Bash", cwd="/w", tmux_session="agent-1")
+    seen = second_backend.sessions.get("s1", now=NOW)
+    assert (seen.session_id, seen.cwd, seen.tmux_session) == ("s1", "/w", "agent-1")
+    backend.sessions.set_entity("s1", "ezra", now=NOW)
+    assert backend.sessions.all(now=NOW)["s1"].entity == "ezra"
+    assert backend.sessions.get("nobody", now=NOW) is None
+
+
+# ------------------------------------------------------------------ halts
+def _halt(backend, severity: str, session: str = "s1") -> str:
+    return backend.halts.record({"session_token": session, "halt_type": "security", "severity": severity,
+                                 "description": f"a {severity} halt"}, now=NOW)["halt_id"]
+
+
+def test_halt_lifecycle(backend):
+    assert backend.halts.state("s1", now=NOW) == "active"
+    high = _halt(backend, "high")
+    critical = _halt(backend, "critical")
+    with backend.halts.unit(now=NOW) as unit:
+        assert unit.state("s1") == "halted" and unit.states() == {"s1": "halted"}
+        assert {h.halt_id for h in unit.pending()} == {high, critical}
+        assert unit.pending_counts()["critical"] == 1
+    backend.halts.acknowledge(high, "s1", "resolved", source="ops", now=NOW + 1)
+    with pytest.raises(HaltRefused):
+        backend.halts.acknowledge(critical, "s1", "dismissed", now=NOW + 2)
+    with pytest.raises(HaltRefused):
+        backend.halts.acknowledge(high, "other-session", "resolved", now=NOW + 2)
+    result = backend.halts.acknowledge(critical, "s1", "dismissed", caution=True, notes="checked", now=NOW + 3)
+    assert result["session_can_resume"] and result["warnings"]
+    assert backend.halts.state("s1", now=NOW + 4) == "active"
+    with backend.halts.unit(now=NOW + 4) as unit:
+        assert unit.pending() == [] and unit.states() == {}
+    events = [line.event for line in backend.acklog.read()]
+    assert events.count("halt_recorded") == 2 and "halt_ack" in events and "halt_dismiss" in events
+
+
+# ------------------------------------------------------------------ warrants
+OWNER = {"pid": 1, "host": "contract"}
+
+
+def test_warrant_claim_renew_release_complete(backend, second_backend):
+    warrant, filed = backend.warrants.file("agent-9", reason="wedged", now=NOW)
+    assert filed and isinstance(warrant, WarrantRecord) and warrant.target == "agent-9"
+    again, filed_again = backend.warrants.file("agent-9", reason="again", now=NOW)
+    assert not filed_again and again.id == warrant.id
+    claim = backend.warrants.claim_next(owner=OWNER, now=NOW)
+    assert claim.warrant.id == warrant.id and claim.renew(now=NOW + 1)
+    assert second_backend.warrants.claim_next(owner=OWNER, now=NOW) is None
+    assert second_backend.warrants.claim_orphans(owner=OWNER, now=NOW) == []  # held: not an orphan
+    claim.release()
+    claim.release()  # harmless
+    assert not claim.renew(now=NOW + 2)
+    orphans = second_backend.warrants.claim_orphans(owner=OWNER, now=NOW + 3)
+    assert [o.warrant.id for o in orphans] == [warrant.id]
+    done = orphans[0].complete("pardoned", by="ops", note="it answered", now=NOW + 4)
+    assert done["outcome"] == "pardoned" and not orphans[0].held
+    assert backend.warrants.active() == [] and [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+    assert "epitaph" in [line.event for line in backend.acklog.read()]
+
+
+def test_two_claimers_never_share_a_warrant(backend, second_backend):
+    filed = {backend.warrants.file(f"agent-{n}", reason="wedged", now=NOW + n)[0].id for n in range(8)}
+    taken: dict[str, list] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def drain(name, store):
+        start.wait()
+        while (claim := store.warrants.claim_next(owner=OWNER, now=NOW + 10)) is not None:
+            taken[name].append(claim)
+
+    threads = [threading.Thread(target=drain, args=(n, b)) for n, b in (("a", backend), ("b", second_backend))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    ids = [c.warrant.id for claims in taken.values() for c in claims]
+    assert sorted(ids) == sorted(filed)  # every warrant claimed exactly once
+    for claim in taken["a"] + taken["b"]:
+        claim.release()
+
+
+# ------------------------------------------------------------------ breakers
+def test_breaker_trips_and_resets(backend):
+    for n in range(3):
+        backend.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
+    assert backend.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
+    assert not backend.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 120)
+    assert backend.breakers.names() == ["gw"]
+    described = backend.breakers.describe("gw", config={"loop": {"gw": {"max_restarts": 3}}}, now=NOW + 3)
+    assert described.tripped and described.in_loop == 3
+    assert backend.breakers.reset("gw", source="ops", reason="false alarm", now=NOW + 4)
+    assert not backend.breakers.tripped("gw", max_restarts=1, window_seconds=60, now=NOW + 4)
+    assert "loop_reset" in [line.event for line in backend.acklog.read()]
+
+
+# ------------------------------------------------------------------ replies
+def test_replies_pending_until_answered(backend):
+    assert not backend.replies.pending("chat", "thread-1")
+    backend.replies.record("chat", "thread-1", "in", now=NOW)
+    assert backend.replies.pending("chat", "thread-1")
+    backend.replies.record("chat", "thread-1", "out", now=NOW + 1)
+    assert not backend.replies.pending("chat", "thread-1")
+    with pytest.raises(ValueError):
+        backend.replies.record("chat", "thread-1", "sideways", now=NOW)
+
+
+# ------------------------------------------------------------------ kennels
+def test_kennel_alive_while_its_heartbeat_is_fresh(backend):
+    assert backend.kennels.alive(now=NOW) is None
+    beat = backend.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, now=NOW)
+    assert beat.heartbeat_at == iso(NOW)
+    assert backend.kennels.alive(now=NOW + 1).dogs == 2
+    assert backend.kennels.alive(now=NOW + 60) is None  # stale
+    backend.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, stopped=True, now=NOW + 61)
+    assert backend.kennels.alive(now=NOW + 61) is None  # stopped cleanly
+
+
+# ------------------------------------------------------------------ transaction
+def test_full_stop_in_one_transaction(backend):
+    with backend.transaction(now=NOW) as step:
+        step.stop("s1", source="ops", reason="full")
+        step.lock("ezra", hours=1, source="ops", reason="full", session_id="s1")
+        step.set_entity("s1", "ezra")
+    assert list(backend.stops.stopped()) == ["s1"] and list(backend.locks.active(now=NOW)) == ["ezra"]
+    assert backend.sessions.get("s1", now=NOW).entity == "ezra"
+
+
+def test_a_failing_transaction_leaves_neither_stop_nor_lock(backend):
+    with pytest.raises(RuntimeError):
+        with backend.transaction(now=NOW) as step:
+            step.stop("s1", source="ops")
+            step.lock("ezra", hours=1, source="ops")
+            raise RuntimeError("after the stop")
+    assert backend.stops.stopped() == {} and backend.locks.active(now=NOW) == {}
+    with pytest.raises(ValueError):
+        with backend.transaction(now=NOW) as step:
+            step.stop("s1", source="ops")
+            step.lock("ezra", hours=-1, source="ops")
+    assert backend.stops.stopped() == {} and backend.locks.active(now=NOW) == {}
+    assert backend.acklog.read() == []
+
+
+def test_a_write_failing_while_applied_undoes_the_stop(backend):
+    if backend.name == "file":  # the lock's state file cannot be written: a directory stands in its place
+        os.mkdir(os.path.join(backend.home, "hands_off_registry.json"))
+    with pytest.raises(Exception):
+        with backend.transaction(now=NOW) as step:
+            step.stop("s1", source="ops")
+            step.lock("ezra", hours=1, source="ops")
+    assert backend.stops.stopped() == {}
+
+
+# ------------------------------------------------------------------ changes
+STOP_ELSEWHERE = ("import sys; from leash.core.store import backend_for; "
+                  "backend_for(sys.argv[1]).stops.stop('far', source='other', reason='elsewhere')")
+
+
+def test_a_stop_made_elsewhere_shows_up_in_changes(backend):
+    async def watch() -> list[Change]:
+        stop = asyncio.Event()
+        seen: list[Change] = []
+
+        async def collect():
+            async for change in backend.changes(stop_event=stop):
+                seen.append(change)
+                if change.store == "stops":
+                    return
+
+        task = asyncio.create_task(collect())
+        await asyncio.sleep(0.3)  # the watcher is in place
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", STOP_ELSEWHERE, backend.home)
+        assert await process.wait() == 0
+        try:
+            await asyncio.wait_for(task, timeout=5)
+        finally:
+            stop.set()
+        return seen
+
+    seen = asyncio.run(watch())
+    assert Change("stops") in seen and Change("acklog") in seen
+    assert list(backend.stops.stopped()) == ["far"]
+
+
+def test_examine_finds_a_tampered_store(backend):
+    backend.stops.stop("s1", source="ops", now=NOW)
+    assert all(f.level != "fail" for f in backend.examine() if f.subject in ("stops.json", "stop_ack_log.jsonl"))
+    if backend.name == "file":
+        with open(os.path.join(backend.home, "stops.json"), "w") as handle:
+            handle.write("{}")
+    findings = list(backend.examine(repair=True, now=NOW + 1))
+    assert any(f.level != "ok" for f in findings)
+    assert list(backend.stops.stopped()) == ["s1"]
