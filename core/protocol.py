@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 
 from leash.core.acklog import AckLog
-from leash.core.clock import now_seconds
 from leash.core.gate import Gate
 from leash.core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.source import default_source
-from leash.core.statefile import locked
 from leash.core.stop import StopInterrupt, StopRegistry
 
 
@@ -66,16 +64,18 @@ class StopProtocol:
 
     def full_stop(self, session_id: str, entity: str, reason: str = "", source: str | None = None, *,
                   hours: float | None = None, now: float | None = None) -> dict[str, object]:
-        """Stop the session and lock ``entity`` hands-off in one locked step."""
+        """Stop the session and lock ``entity`` hands-off in one locked step:
+        both or neither (``leash.core.store.transaction``)."""
+        from leash.core.store.transaction import transaction
+
         source = source or default_source()
-        moment = now_seconds(now)
-        with locked(self.stops.path), locked(self.hands_off_registry.path):
-            stop = self.stops.stop(session_id, source=source, reason=reason, now=moment, entity=entity)
-            lock = self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
-                                                reason=reason, source=source,
-                                                session_id=session_id, now=moment)
+        hours = hours if hours is not None else self.default_hours()
+        with transaction(self.stops, self.hands_off_registry, self.sessions, now=now) as step:
+            step.stop(session_id, source=source, reason=reason, entity=entity)
+            step.lock(entity, hours=hours, reason=reason, source=source, session_id=session_id)
             if not entity.startswith("path:"):
-                self.sessions.set_entity(session_id, entity, now=moment)
+                step.set_entity(session_id, entity)
+        stop, lock = step.results
         return {"stop": stop, "hands_off": lock}
 
     def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:

@@ -270,7 +270,7 @@ def test_a_write_failing_while_applied_undoes_the_stop(backend):
 
 
 # ------------------------------------------------------------------ changes
-STOP_ELSEWHERE = ("import sys; from leash.core.store import backend_for; "
+STOP_ELSEWHERE = ("import sys; from leash.core.store.files import backend_for; "
                   "backend_for(sys.argv[1]).stops.stop('far', source='other', reason='elsewhere')")
 
 
@@ -309,3 +309,16 @@ def test_examine_finds_a_tampered_store(backend):
     findings = list(backend.examine(repair=True, now=NOW + 1))
     assert any(f.level != "ok" for f in findings)
     assert list(backend.stops.stopped()) == ["s1"]
+
+
+def test_a_full_stop_refused_for_its_lock_leaves_no_stop(home):
+    from leash.core.protocol import StopProtocol
+
+    protocol = StopProtocol(home)
+    with pytest.raises(ValueError):
+        protocol.full_stop("s1", "ezra", hours=10 ** 9, source="ops", now=NOW)
+    assert protocol.stops.snapshot()["sessions"] == {}
+    assert protocol.read_ack_log() == []
+    done = protocol.full_stop("s1", "ezra", hours=1, source="ops", now=NOW)
+    assert done["stop"]["source"] == "ops" and done["hands_off"]["session_id"] == "s1"
+    assert protocol.sessions.get("s1", now=NOW)["entity"] == "ezra"

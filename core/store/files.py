@@ -9,22 +9,21 @@ is not tripped (fails open), and so on. The halt, warrant, breaker, reply and
 kennel stores live in ``leash.core.store.filestores``.
 
 ``transaction()`` queues a full stop's writes and applies them at its end under
-the stop and lock files' locks; a body that raises applies nothing, and a write
-that fails while applying undoes the earlier ones (a ``resume``/``release``
-line), so no half of a full stop is left standing. ``changes()`` watches the
-home (``watchfiles``, imported there and only there).
+the stop and lock files' locks (``leash.core.store.transaction``). ``changes()``
+watches the home (``watchfiles``, imported there and only there).
 """
 from __future__ import annotations
 
 import os
 
 from leash.core.acklog import FLEET, AckLog
-from leash.core.handsoff import HandsOffRegistry, validate_entity
+from leash.core.handsoff import HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.statefile import locked
 from leash.core.stop import StopRegistry
 from leash.core.store.records import Change, LockRecord, LogLine, SessionRecord, StopRecord
+from leash.core.store.transaction import transaction
 
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
 
@@ -139,70 +138,9 @@ class FileSessions:
         self.registry.set_entity(session_id, entity, now=now)
 
 
-class FileTransaction:
-    """A full stop's writes, queued; checked as they are queued, applied together."""
-
-    def __init__(self, backend: "FileBackend", now: float | None):
-        from leash.core.clock import now_seconds
-
-        self.backend = backend
-        self.now = now_seconds(now)
-        self.steps: list[tuple[str, tuple, dict]] = []
-        self.results: list[object] = []
-
-    def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None:
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise ValueError("a session id must be a non-empty string")
-        self.steps.append(("stop", (session_id,), {"source": source, "reason": reason, **extra}))
-
-    def lock(self, entity: str, *, hours: float, source: str, reason: str = "", session_id: str | None = None) -> None:
-        validate_entity(entity)
-        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not hours > 0:
-            raise ValueError(f"hours must be a positive number, got {hours!r}")
-        self.steps.append(("lock", (entity,), {"hours": hours, "source": source, "reason": reason,
-                                               "session_id": session_id}))
-
-    def set_entity(self, session_id: str, entity: str) -> None:
-        self.steps.append(("set_entity", (session_id, entity), {}))
-
-    def apply(self) -> list[object]:
-        backend = self.backend
-        with locked(backend.stops.registry.path), locked(backend.locks.registry.path):
-            stopped_before = set(backend.stops.snapshot(now=self.now)["sessions"])
-            locked_before = set(backend.locks.registry.active(now=self.now))
-            done: list[tuple[str, tuple]] = []
-            try:
-                for kind, args, options in self.steps:
-                    if kind == "set_entity":
-                        backend.sessions.set_entity(*args, now=self.now)
-                        continue
-                    store = backend.stops if kind == "stop" else backend.locks
-                    self.results.append(getattr(store, kind)(*args, now=self.now, **options))
-                    done.append((kind, args))
-            except BaseException as exc:
-                self._undo(done, stopped_before, locked_before, exc)
-                raise
-        return self.results
-
-    def _undo(self, done, stopped_before: set, locked_before: set, exc: BaseException) -> None:
-        reason = f"full stop rolled back: {type(exc).__name__}: {exc}"[:500]
-        for kind, args in reversed(done):
-            if kind == "stop" and args[0] not in stopped_before:
-                self.backend.stops.resume(args[0], source="leash", reason=reason, now=self.now)
-            elif kind == "lock" and args[0] not in locked_before:
-                self.backend.locks.release(args[0], source="leash", reason=reason, now=self.now)
-
-
-class _TransactionScope:
-    def __init__(self, backend: "FileBackend", now: float | None):
-        self.transaction = FileTransaction(backend, now)
-
-    def __enter__(self) -> FileTransaction:
-        return self.transaction
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.transaction.apply()
+def backend_for(home: str | os.PathLike | None = None) -> "FileBackend":
+    """The backend of ``home`` (today always the file backend)."""
+    return FileBackend(home)
 
 
 class FileBackend:
@@ -229,8 +167,8 @@ class FileBackend:
         store = self.__dict__.setdefault(name, maker(self.home, self.acklog.log))
         return store
 
-    def transaction(self, *, now: float | None = None) -> _TransactionScope:
-        return _TransactionScope(self, now)
+    def transaction(self, *, now: float | None = None) -> transaction:
+        return transaction(self.stops.registry, self.locks.registry, self.sessions.registry, now=now)
 
     async def changes(self, *, debounce_ms: int = DEBOUNCE_MS, stop_event=None):
         """Each store whose files changed, once per debounced burst."""

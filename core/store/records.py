@@ -27,10 +27,14 @@ class Record:
 
     @classmethod
     def of(cls, data: dict | None, **more: object):
-        """The record of a stored dict (None stays None)."""
+        """The record of a stored dict (None stays None); ``more`` sets fields
+        the dict is filed under (a stop's ``key``) without adding them to it."""
         if data is None:
             return None
-        return cls(**{**data, **more})
+        record = cls(**data)
+        for field, value in more.items():  # what the entry is filed under: named, but not stored in it
+            object.__setattr__(record, field, value)
+        return record
 
     def as_dict(self) -> dict[str, object]:
         return {key: getattr(self, key) if key in self.FIELDS else self.extra[key] for key in self._given}
@@ -48,7 +52,8 @@ class Record:
         return self.extra[key]
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.as_dict() == self.as_dict()
+        return type(other) is type(self) and other.as_dict() == self.as_dict() and \
+            all(getattr(other, f) == getattr(self, f) for f in self.FIELDS)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
