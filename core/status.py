@@ -5,7 +5,8 @@
 list of objects with the keys of its file format plus the key it is filed under.
 ``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
 
-Failure: an unreadable stop state is reported (``stop_state_error``) rather than
+Every store is read through the storage seam (``leash.core.store``); the halts
+still come over the caller's connection. Failure: an unreadable stop state is reported (``stop_state_error``) rather than
 hidden, since the gate is denying everything while it lasts.
 """
 from __future__ import annotations
@@ -23,8 +24,11 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
         "fleet_stopped": [], "stopped_sessions": [], "hands_off": [], "pending_halts": [],
         "warrants": [], "loops": [], "sessions": [],
     }
+    from leash.core.store.files import FileBackend
+
+    backend = FileBackend.sharing(protocol)
     try:
-        stops = protocol.stops.snapshot()
+        stops = backend.stops.snapshot()
     except StopStateUnreadable as exc:
         result["stop_state_error"] = str(exc)
         stops = {"sessions": {}, "fleet": None}
@@ -32,8 +36,8 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
         result["fleet_stopped"].append(dict(stops["fleet"]))
     for session_id, record in sorted(stops["sessions"].items()):
         result["stopped_sessions"].append({"session_id": session_id, **record})
-    for entity, lock in sorted(protocol.hands_off_registry.active(now=now).items()):
-        result["hands_off"].append({"entity": entity, **lock})
+    for entity, lock in backend.locks.active(now=now).items():
+        result["hands_off"].append({"entity": entity, **lock.as_dict()})
     from leash.core.halts import HaltStoreUnavailable, get_session_halts
 
     try:
@@ -42,24 +46,20 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
         result["pending_halts"] = pending["halts"]
     except HaltStoreUnavailable as exc:
         result["halt_store_error"] = str(exc)
-    from leash.core.warrants import WarrantQueue
-
-    queue = WarrantQueue(protocol.home, protocol.acklog)
-    for warrant in queue.pending():
-        result["warrants"].append({**warrant, "state": "pending", "attempt": 0})
-    for dog in queue.active():
+    for warrant in backend.warrants.pending():
+        result["warrants"].append({**warrant.as_dict(), "state": "pending", "attempt": 0})
+    for dog in backend.warrants.active():
         result["warrants"].append({**dog.get("warrant", {}), **{k: v for k, v in dog.items() if k != "warrant"}})
-    from leash.core import loopguard
     from leash.core.config import ConfigError, load_config
 
     try:
         config = load_config(protocol.home)
     except ConfigError:
         config = {}
-    for name in loopguard.breaker_names(protocol.home):
-        result["loops"].append(loopguard.describe(name, home=protocol.home, config=config, now=now))
-    for session_id, record in sorted(protocol.sessions.all(now=now).items()):
-        result["sessions"].append({"session_id": session_id, **record})
+    for name in backend.breakers.names():
+        result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())
+    for session_id, record in backend.sessions.all(now=now).items():
+        result["sessions"].append({"session_id": session_id, **record.as_dict()})
     return result
 
 

@@ -151,10 +151,23 @@ class FileBackend:
     def __init__(self, home: str | os.PathLike | None = None):
         self.home = ensure_home(home)
         log = AckLog(self.home)
+        self._hold(log, StopRegistry(self.home, log), HandsOffRegistry(self.home, log),
+                   SessionRegistry(self.home, log))
+
+    @classmethod
+    def sharing(cls, owner) -> "FileBackend":
+        """A backend over the registries ``owner`` (a ``StopProtocol``) already
+        holds: one cache of each file, and the home is not checked twice."""
+        backend = cls.__new__(cls)
+        backend.home = owner.home
+        backend._hold(owner.acklog, owner.stops, owner.hands_off_registry, owner.sessions)
+        return backend
+
+    def _hold(self, log: AckLog, stops: StopRegistry, locks: HandsOffRegistry, sessions: SessionRegistry) -> None:
         self.acklog = FileAckLog(log)
-        self.stops = FileStops(StopRegistry(self.home, log))
-        self.locks = FileLocks(HandsOffRegistry(self.home, log))
-        self.sessions = FileSessions(SessionRegistry(self.home, log))
+        self.stops = FileStops(stops)
+        self.locks = FileLocks(locks)
+        self.sessions = FileSessions(sessions)
 
     def __getattr__(self, name: str):
         # The halt, warrant, breaker, reply and kennel stores are built on first use:
