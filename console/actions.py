@@ -347,6 +347,7 @@ def cmd_halts(protocol, args) -> int:
 def cmd_warrant(protocol, args) -> int:
     from leash.core.warrants import WarrantError, WarrantQueue
     from leash.core.warrants.kennel import running_kennel
+    from leash.core.warrants.records import attempt_label, configured_attempts
 
     queue = WarrantQueue(protocol.home, protocol.acklog)
     try:
@@ -386,6 +387,7 @@ def cmd_warrant(protocol, args) -> int:
         return 0
     moment = now_seconds()
     names_now = queue.session_names() if listing["pending"] or listing["active"] else {}
+    attempts = configured_attempts(queue.home) if listing["active"] else None
 
     def target(w: dict) -> str:  # the name filed, and the session's name now when it was renamed
         now_named = names_now.get(w.get("target_id") or "")
@@ -393,7 +395,7 @@ def cmd_warrant(protocol, args) -> int:
     _section("pending", listing["pending"], lambda w: (
         f"{w['id']}  {target(w)}  filed {_ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
     _section("active", listing["active"], lambda d: (
-        f"{d['id']}  {target(d['warrant'])}  {d['state']}  attempt {d.get('attempt', 0)}/3"
+        f"{d['id']}  {target(d['warrant'])}  {d['state']}  attempt {attempt_label(d, attempts)}"
         + (f"  gate closes in {human_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
            d["state"] == "interrogating" else "")))
     _section("finished", listing["completed"], lambda d: (

@@ -156,17 +156,14 @@ def _anchor(text: str) -> dict:
 
 
 def _hours(text: str) -> float:
-    import math
+    import argparse
+
+    from leash.core.hours import parse_hours
 
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        import argparse
-
-        raise argparse.ArgumentTypeError(f"--hours must be a positive number, got {text!r}")
-    return value
+        return parse_hours(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--hours {exc}") from None
 
 
 def _whole(text: str) -> int:

@@ -14,6 +14,8 @@ import json
 import os
 import re
 
+from leash.core.hours import HOURS_RULE, hours_problem
+
 CONFIG_NAME = "config.toml"
 
 # (type check, description) for each leaf; a tuple of types means any of them.
@@ -40,7 +42,7 @@ DEFAULTS: dict[str, object] = {
 _SCHEMA: dict[str, dict[str, object]] = {
     "gate": {"read_only_tools": ("list[str]",)},
     "halts": {"record_high": ("bool",)},
-    "hands_off": {"default_hours": ("positive number",)},
+    "hands_off": {"default_hours": ("hours",)},
     "warrants": {
         "dogs": ("positive int",),
         "timeouts": ("list[positive number]",),
@@ -65,6 +67,9 @@ class ConfigError(Exception):
     """A config file leash cannot use; ``str()`` is the one-line message."""
 
 
+_KIND_SAID = {"hours": HOURS_RULE}  # kinds whose rule reads better in words than by name
+
+
 def _check(kind: str, value: object) -> bool:
     number = isinstance(value, _NUMBER) and not isinstance(value, bool)
     if kind == "str":
@@ -77,6 +82,8 @@ def _check(kind: str, value: object) -> bool:
         return _check("int", value) and value > 0
     if kind == "positive number":
         return number and value > 0
+    if kind == "hours":
+        return hours_problem(value) is None
     if kind == "non-negative number":
         return number and value >= 0
     if kind == "list[str]":
@@ -148,7 +155,7 @@ def _validate_entries(path, text, table, entries, schema, merged_into):
             raise _bad(path, text, table, key, "unknown setting")
         (kind,) = schema[key]
         if not _check(kind, value):
-            raise _bad(path, text, table, key, f"must be {kind}, got {value!r}")
+            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}, got {value!r}")
         merged_into[key] = value
 
 

@@ -74,6 +74,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
     from leash.core.protocol import StopProtocol
     from leash.core.stop import StopStateUnreadable
     from leash.core.warrants import WarrantQueue
+    from leash.core.warrants.records import attempt_label, configured_attempts
 
     moment = now_seconds(now)
     protocol = StopProtocol(home)
@@ -93,6 +94,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
     locks_by_tmux_id = {lock["tmux_session_id"]: lock for lock in raw["hands_off"] if lock.get("tmux_session_id")}
     halt_states = halts_api.session_states(connection) if connection is not None else {}
     live_warrants = {w["target"]: w for w in raw["warrants"]}
+    attempts = configured_attempts(home) if raw["warrants"] else None
 
     agents_by_tmux: dict[str, list[dict]] = {}
     loose_agents = []
@@ -128,7 +130,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         for name in names:
             if name in live_warrants:
                 w = live_warrants[name]
-                return "under warrant", f"{w.get('state')} {w.get('attempt', 0)}/3"
+                return "under warrant", f"{w.get('state')} {attempt_label(w, attempts)}"
         for entity in entities:
             if entity in locks:
                 return "hands-off", locks[entity].get("reason") or entity
@@ -183,7 +185,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
 
     warrants = []
     for w in raw["warrants"]:
-        row = {"key": f"warrant:{w['id']}", **w}
+        row = {"key": f"warrant:{w['id']}", **w, "attempt_label": attempt_label(w, attempts)}
         if w.get("state") == "interrogating" and w.get("next_timeout") and w.get("last_message_at"):
             total = max(0.001, parse_iso(w["next_timeout"]) - parse_iso(w["last_message_at"]))
             remaining = max(0.0, parse_iso(w["next_timeout"]) - moment)

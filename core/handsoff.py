@@ -26,6 +26,7 @@ import math
 
 from leash.core.acklog import AckLog
 from leash.core.clock import iso, now_seconds, parse_iso
+from leash.core.hours import MAX_HOURS, hours_problem  # noqa: F401 (MAX_HOURS: kept importable here)
 from leash.core.loghead import HANDS_OFF_STORE
 from leash.core.logstate import LogBackedJSON
 from leash.core.statefile import StateCorrupt, locked
@@ -203,10 +204,9 @@ class HandsOffRegistry:
         later expiry is kept and the returned entry says ``kept_longer``."""
         validate_entity(entity)
         hours = DEFAULT_HOURS if hours is None else hours
-        if not isinstance(hours, (int, float)) or isinstance(hours, bool) or not math.isfinite(hours) or hours <= 0:
-            raise ValueError(f"hours must be a positive number, got {hours!r}")
-        if hours > MAX_HOURS:
-            raise ValueError(f"hours must be at most {MAX_HOURS} (ten years), got {hours!r}")
+        problem = hours_problem(hours)
+        if problem:
+            raise ValueError(f"hours {problem}")
         moment = now_seconds(now)
         expires = moment + hours * 3600
         if tmux_session_id is None and not entity.startswith(PATH_PREFIX):
@@ -252,8 +252,6 @@ class HandsOffRegistry:
                 self.state.rewrite(data)
         return gone
 
-
-MAX_HOURS = 24 * 3653
 
 
 def validate_entity(entity: str) -> None:

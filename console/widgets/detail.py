@@ -56,7 +56,7 @@ def warrant_detail(row: dict, now: float) -> str:
     if row.get("deadline_epoch") is not None:
         gate = f"gate closes in {duration(max(0.0, row['deadline_epoch'] - now))}"
     head = _join(f"warrant on {row.get('target', '')}",
-                 f"{row.get('state', '')} attempt {row.get('attempt', 0)}/3", gate,
+                 f"{row.get('state', '')} attempt {row.get('attempt_label', '')}", gate,
                  f"filed by {row.get('requester') or '?'}")
     return f"{head} — {row.get('reason') or ''}"
 

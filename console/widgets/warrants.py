@@ -1,4 +1,4 @@
-"""Warrants panel: target, state, attempt n/3, and a bar counting down the open gate."""
+"""Warrants panel: target, state, attempt n/N, and a bar counting down the open gate."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -30,5 +30,5 @@ class WarrantsPanel(Panel):
         if row.get("deadline_epoch") is not None:
             seconds = max(0.0, row["deadline_epoch"] - now)
             fraction = seconds / max(0.001, row["gate_seconds"])
-        return (row.get("target", ""), row.get("state", ""), f"{row.get('attempt', 0)}/3",
+        return (row.get("target", ""), row.get("state", ""), row.get("attempt_label", ""),
                 countdown_bar(fraction, seconds), row.get("reason", ""))

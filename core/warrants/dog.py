@@ -163,6 +163,7 @@ class Dog:
 
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
+        self.state["attempts"] = len(self.timeouts)  # shown as attempt n/N
         marks, tail = self.tmux.interrogate(self.address, self._message(), tail=60)
         size, limit = marks["history"], marks["limit"]
         self.state["baseline"] = marks["position"]

@@ -23,6 +23,27 @@ DOG_STATES = ("received", "interrogating", "evaluating", "pardoned", "executing"
 UNOPENABLE = "cannot be opened"
 
 
+def configured_attempts(home) -> int:
+    """How many attempts a dog makes: the length of ``[warrants] timeouts``
+    (the default's when config.toml cannot be read)."""
+    from leash.core.config import DEFAULTS, ConfigError, load_config
+
+    try:
+        return len(load_config(home)["warrants"]["timeouts"])
+    except (ConfigError, KeyError, TypeError):
+        return len(DEFAULTS["warrants"]["timeouts"])
+
+
+def attempt_label(record: dict, attempts: int | None = None) -> str:
+    """``n/N``: the dog's attempt of the ``N`` it makes. A dog records its own
+    ``N`` (``attempts``, from the timeouts it runs with); ``attempts`` is the
+    fallback for a warrant no dog has taken yet (``configured_attempts``)."""
+    from leash.core.config import DEFAULTS
+
+    total = record.get("attempts") or attempts or len(DEFAULTS["warrants"]["timeouts"])
+    return f"{record.get('attempt', 0)}/{total}"
+
+
 def validate_target(target) -> None:
     """A target leash may file: printable text of at most ``MAX_TARGET_LENGTH``."""
     if not isinstance(target, str) or not target.strip():
