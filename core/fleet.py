@@ -71,6 +71,7 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
 def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
     from leash.core import status
     from leash.core.halts import api as halts_api
+    from leash.core.identity import protecting_entities
     from leash.core.protocol import StopProtocol
     from leash.core.stop import StopStateUnreadable
     from leash.core.warrants import WarrantQueue
@@ -142,7 +143,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
     for tmux in tmux_sessions or []:
         agents = agents_by_tmux.get(tmux["name"], [])
         names = [tmux["name"]] + [a["session_id"] for a in agents]
-        entities = names + [a["entity"] for a in agents if a.get("entity")]
+        entities = protecting_entities([tmux["name"]], agents)
         state, detail = state_of(names, entities, tmux.get("id", ""))
         latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
         state, detail = _with_status(state, detail, latest)
@@ -156,7 +157,7 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         })
     for agent in loose_agents:
         names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
-        entities = names + ([agent["entity"]] if agent.get("entity") else [])
+        entities = protecting_entities(names, [agent])
         state, detail = _with_status(*state_of(names, entities), agent)
         sessions.append({
             "key": f"agent:{agent['session_id']}", "name": agent["session_id"],

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 
 from leash.core.handsoff import HandsOffRegistry, HandsOffUnreadable
+from leash.core.identity import protecting_entities
 from leash.core.sessions import SessionRegistry
 from leash.core.stop import StopRegistry, StopStateUnreadable
 
@@ -123,7 +124,7 @@ class Gate:
         stopped = self._stop_verdict(names, tmux_session_id, now=now, lineage=tuple(record.get("lineage", ())))
         if stopped is not None:
             return stopped
-        entities = names + ([record["entity"]] if record.get("entity") and record["entity"] not in names else [])
+        entities = protecting_entities(names, [record])
         try:
             found = self.hands_off.lock_covering(entities, tmux_session_id=tmux_session_id, now=now)
             if found is not None:

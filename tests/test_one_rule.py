@@ -52,3 +52,10 @@ def test_hours_are_judged_alike_by_the_cli_the_config_and_a_lock(home, cli):
     configure(home, f"[hands_off]\ndefault_hours = {too_long}\n")
     with pytest.raises(ConfigError, match="at most"):
         load_config(str(home))
+
+
+def test_a_session_is_protected_by_its_names_and_its_agents_entities():
+    from leash.core.identity import protecting_entities
+
+    agents = [{"session_id": "agent-1", "entity": "billing"}, {"session_id": "agent-2"}, {"entity": "billing"}]
+    assert protecting_entities(["worker", "agent-1"], agents) == ["worker", "agent-1", "billing", "agent-2"]

@@ -10,7 +10,9 @@ active. SIGTERM/SIGINT stop it cleanly: active dogs keep their state for the
 next kennel.
 
 ``running_kennel(home)`` says whether another kennel is alive (a heartbeat
-younger than ``HEARTBEAT_STALE_SECONDS`` from a live pid).
+younger than ``HEARTBEAT_STALE_SECONDS`` from a live pid). Heartbeats and
+claims go through the storage seam (``FileKennels``, ``FileWarrants``): a claim
+is an object the dog's task releases, never a bare descriptor.
 """
 from __future__ import annotations
 
@@ -19,38 +21,20 @@ import os
 import socket
 import time
 
-from leash.core.clock import iso, now_seconds, parse_iso
-from leash.core.statefile import read_json, write_json
+from leash.core.clock import iso
+# KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
+from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS, KENNEL_NAME, FileClaim, FileKennels, FileWarrants
 from leash.core.warrants.dog import Dog
-from leash.core.warrants.queue import WarrantQueue
 
-KENNEL_NAME = "kennel.json"
 HEARTBEAT_SECONDS = 1.0
-HEARTBEAT_STALE_SECONDS = 5.0
 IDLE_POLL_SECONDS = 0.5
 CLAIM_AHEAD = 1
 ORPHAN_SCAN_SECONDS = 1.0
 
 
 def running_kennel(home, *, now: float | None = None) -> dict | None:
-    try:
-        data = read_json(os.path.join(os.fspath(home), KENNEL_NAME), None)
-    except Exception:
-        return None
-    if not isinstance(data, dict) or data.get("stopped_at"):
-        return None
-    try:
-        fresh = now_seconds(now) - parse_iso(data.get("heartbeat_at", "")) < HEARTBEAT_STALE_SECONDS
-    except ValueError:
-        return None
-    if not fresh:
-        return None
-    if data.get("host") == socket.gethostname():
-        try:
-            os.kill(int(data.get("pid", 0)), 0)
-        except (OSError, ValueError):
-            return None
-    return data
+    beat = FileKennels(os.fspath(home)).alive(now=now)
+    return beat.as_dict() if beat is not None else None
 
 
 def hands_off_check(home):
@@ -59,19 +43,17 @@ def hands_off_check(home):
     agent sessions seen inside it (sessions.json) and their entities count
     too. Raises when the locks cannot be read: the caller must not kill then."""
     from leash.core.handsoff import HandsOffRegistry
+    from leash.core.identity import protecting_entities
     from leash.core.sessions import SessionRegistry
 
     registry = HandsOffRegistry(home)
     sessions = SessionRegistry(home, registry.acklog)
 
     def check(names, *, tmux_session_id: str | None = None, now: float | None = None) -> str | None:
-        candidates = list(names)
-        for session_id, record in sessions.all(now=now).items():
-            inside = record.get("tmux_session") in names or (
-                tmux_session_id is not None and record.get("tmux_session_id") == tmux_session_id)
-            if inside:
-                candidates += [session_id] + ([record["entity"]] if record.get("entity") else [])
-        found = registry.lock_covering(list(dict.fromkeys(candidates)), tmux_session_id=tmux_session_id, now=now)
+        inside = [{**record, "session_id": session_id} for session_id, record in sessions.all(now=now).items()
+                  if record.get("tmux_session") in names or (
+                      tmux_session_id is not None and record.get("tmux_session_id") == tmux_session_id)]
+        found = registry.lock_covering(protecting_entities(names, inside), tmux_session_id=tmux_session_id, now=now)
         return found[0] if found else None
 
     return check
@@ -95,7 +77,9 @@ class Kennel:
         self.handle_signals = handle_signals
         self._loop = None
         self._stop_event = None
-        self.queue = WarrantQueue(self.home)
+        self.warrants = FileWarrants(self.home)
+        self.queue = self.warrants.queue
+        self.kennels = FileKennels(self.home)
         if tmux is None:
             from leash.core.tmux import Tmux
 
@@ -105,7 +89,7 @@ class Kennel:
         self.owner = {"pid": os.getpid(), "host": socket.gethostname()}
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
-        self.ready: list[tuple[dict, int]] = []  # claimed ahead, waiting for a free dog
+        self.ready: list[FileClaim] = []  # claimed ahead, waiting for a free dog
         self._claiming: asyncio.Task | None = None
         self._orphans_checked = float("-inf")
         self._wake = None
@@ -113,14 +97,11 @@ class Kennel:
         self.finished: list[dict] = []
 
     def _heartbeat(self, *, stopped: bool = False) -> None:
-        record = {"pid": self.owner["pid"], "host": self.owner["host"], "started_at": self.started_at,
-                  "heartbeat_at": iso(time.time()), "dogs": self.size, "working": sorted(self.working)}
-        if stopped:
-            record["stopped_at"] = iso(time.time())
-        write_json(os.path.join(self.home, KENNEL_NAME), record)
+        self.kennels.beat(pid=self.owner["pid"], host=self.owner["host"], started_at=self.started_at,
+                          dogs=self.size, working=self.working, stopped=stopped, now=time.time())
 
-    async def _run_dog(self, state: dict, fd: int) -> None:
-        dog = Dog(self.queue, state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
+    async def _run_dog(self, claim: FileClaim) -> None:
+        dog = Dog(self.queue, claim.state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
                   pardon_on_activity=self.pardon_on_activity, hands_off=self.hands_off, defer_finish=True)
         try:
             while True:
@@ -135,7 +116,7 @@ class Kennel:
             self.finished.append(dog.state)
         finally:
             self._leave_pool(dog.id)
-            self.queue.release(dog.id, fd)
+            claim.release()
 
     def _leave_pool(self, warrant_id: str) -> None:
         task = self.working.pop(warrant_id, None)
@@ -144,36 +125,36 @@ class Kennel:
             task.add_done_callback(self.settling.discard)
             self._wake.set()
 
-    def _claim(self, free: int, busy: set[str]) -> list[tuple[dict, int]]:
+    def _claim(self, free: int, busy: set[str]) -> list[FileClaim]:
         """Orphans first (looked for at most once a second: it reads every
         active dog's state), then pending warrants in filing order. File I/O:
         runs in a worker thread so the dogs keep polling meanwhile."""
         claimed = []
         if time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS:
             self._orphans_checked = time.monotonic()
-            claimed = self.queue.claim_orphans(owner=self.owner, skip=busy, limit=free)
+            claimed = self.warrants.claim_orphans(owner=self.owner, skip=busy, limit=free)
         while len(claimed) < free:
-            taken = self.queue.claim_next(owner=self.owner)
+            taken = self.warrants.claim_next(owner=self.owner)
             if taken is None:
                 break
             claimed.append(taken)
         return claimed
 
-    def _start(self, state: dict, fd: int) -> None:
-        if state.get("state") == "received":
-            state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
-        self.working[state["id"]] = asyncio.ensure_future(self._run_dog(state, fd))
+    def _start(self, claim: FileClaim) -> None:
+        if claim.state.get("state") == "received":
+            claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
+        self.working[claim.id] = asyncio.ensure_future(self._run_dog(claim))
 
     def _fill(self) -> None:
         """Give every free dog a warrant, and keep ``CLAIM_AHEAD`` claimed in
         advance. Claiming (disk writes) runs as a task of its own, so the loop
         never waits for it: a dog that finishes starts the next warrant at once."""
         while self.ready and len(self.working) < self.size:
-            self._start(*self.ready.pop(0))
+            self._start(self.ready.pop(0))
         want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
         orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
         if want > 0 and self._claiming is None and (orphan_scan_due or self.queue.has_pending()):
-            busy = set(self.working) | {state["id"] for state, _ in self.ready}
+            busy = set(self.working) | {claim.id for claim in self.ready}
             self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
 
     async def _claim_ahead(self, want: int, busy: set[str]) -> None:
@@ -252,8 +233,8 @@ class Kennel:
             pending = list(self.working.values()) + list(self.settling)
             if pending:  # dogs still writing their epitaph are let finish (shielded)
                 await asyncio.gather(*pending, return_exceptions=True)
-            for state, fd in self.ready:  # claimed ahead, never started: the next kennel takes them
-                self.queue.release(state["id"], fd)
+            for claim in self.ready:  # claimed ahead, never started: the next kennel takes them
+                claim.release()
             self.ready = []
             self._tidy_done_files()
             self._heartbeat(stopped=True)
