@@ -230,31 +230,56 @@ class FileReplies:
 
 
 # ---------------------------------------------------------------- kennels
+KENNEL_NAME = "kennel.json"
+HEARTBEAT_STALE_SECONDS = 5.0  # a heartbeat older than this is a dead kennel's
+
+
 class FileKennels:
-    """``kennel.json``: one heartbeat per home, in the kennel's own format."""
+    """``kennel.json``: one heartbeat per home (pid, host, started_at,
+    heartbeat_at, dogs, working, and stopped_at once it stopped)."""
 
     def __init__(self, home: str, acklog=None):
-        self.home = home
+        self.path = os.path.join(os.fspath(home), KENNEL_NAME)
 
     def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working=(), stopped: bool = False,
              now: float | None = None) -> HeartbeatRecord:
         from leash.core.statefile import write_json
-        from leash.core.warrants.kennel import KENNEL_NAME
 
         moment = now_seconds(now)
         record = {"pid": pid, "host": host, "started_at": started_at, "heartbeat_at": iso(moment), "dogs": dogs,
                   "working": sorted(working)}
         if stopped:
             record["stopped_at"] = iso(moment)
-        write_json(os.path.join(self.home, KENNEL_NAME), record)
+        write_json(self.path, record)
         return HeartbeatRecord.of(record)
 
     def alive(self, *, now: float | None = None) -> HeartbeatRecord | None:
-        """The heartbeat of a running kennel, or None (stopped, stale, unreadable,
-        or a pid on this host that is gone)."""
-        from leash.core.warrants.kennel import running_kennel
+        """The heartbeat of a running kennel, or None: stopped, stale,
+        unreadable, or from a pid on this host that is gone (a pid on another
+        host is never signalled: the heartbeat's age speaks for it)."""
+        import socket
 
-        return HeartbeatRecord.of(running_kennel(self.home, now=now))
+        from leash.core.clock import parse_iso
+        from leash.core.statefile import read_json
+
+        try:
+            data = read_json(self.path, None)
+        except Exception:
+            return None
+        if not isinstance(data, dict) or data.get("stopped_at"):
+            return None
+        try:
+            fresh = now_seconds(now) - parse_iso(data.get("heartbeat_at", "")) < HEARTBEAT_STALE_SECONDS
+        except ValueError:
+            return None
+        if not fresh:
+            return None
+        if data.get("host") == socket.gethostname():
+            try:
+                os.kill(int(data.get("pid", 0)), 0)
+            except (OSError, ValueError):
+                return None
+        return HeartbeatRecord.of(data)
 
 
 STORES = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
