@@ -76,9 +76,9 @@ def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[
     if settings.get("needs_reply"):
         pending = _command_says_pending(settings["needs_reply"], key)
     else:
-        from leash.core.replyledger import reply_pending
+        from leash.core.store.filestores import FileReplies
 
-        pending = reply_pending(home, channel, key)
+        pending = FileReplies(home).pending(channel, key)
     if not pending:
         return "", ""
     hint = settings.get("send_hint") or f"your {channel} send command (then: leash reply out --channel {channel} --key {key})"
