@@ -322,3 +322,12 @@ def test_a_full_stop_refused_for_its_lock_leaves_no_stop(home):
     done = protocol.full_stop("s1", "ezra", hours=1, source="ops", now=NOW)
     assert done["stop"]["source"] == "ops" and done["hands_off"]["session_id"] == "s1"
     assert protocol.sessions.get("s1", now=NOW)["entity"] == "ezra"
+
+
+def test_the_hook_path_stores_import_nothing_costly():
+    import subprocess
+
+    probe = ("import sys; import leash.core.store.filestores, leash.core.store.transaction, leash.core.store.records; "
+             "print(sorted(m for m in ('dataclasses', 'inspect', 'typing', 'watchfiles') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert found.strip() == "[]"
