@@ -34,7 +34,8 @@ from leash.core.clock import iso, now_seconds
 from leash.core.halts import engine, ledger
 from leash.core.halts.conditions import SEVERITY_RANK
 from leash.core.halts.context import CheckContext, HaltInputError
-from leash.core.halts.rules import dismissal_needs_caution, refresh_state as _refresh_state, state_of as _state_of
+from leash.core.halts.rules import (dismissal_needs_caution, refresh_state as _refresh_state, state_of as _state_of,
+                                    to_auto_record)
 from leash.core.halts.secrets import mask, mask_deep
 from leash.core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
                               archive_old_events, exists, new_id, open_store, write)
@@ -298,8 +299,9 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
 
     Auto-records (when ``should_halt``): every critical condition, high ones
     when ``record_high`` (config ``[halts] record_high``), and medium ones when
-    two or more fired. Creates halts.db only when something is recorded.
-    ``record_high`` None reads ``[halts] record_high`` from config.toml."""
+    two or more fired (``core.halts.rules.to_auto_record``). Creates halts.db
+    only when something is recorded. ``record_high`` None reads ``[halts]
+    record_high`` from config.toml."""
     moment = now_seconds(now)
     home = _home(home)
     CheckContext(data)  # validate before touching the store
@@ -308,50 +310,17 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         if owned:
             connection = _open(home, moment) if exists(home) else None
         config = load_config(connection, home) if connection else default_config()
-        task = data.get("task_id") or ""
-        stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
-        ctx = CheckContext(data, stored_attempts=stored, stored_errors=errors)
-        from leash.core.halts.conditions.execution import reset_requested
-
-        if connection and stored and reset_requested(ctx):
-            with write(connection):
-                connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
-                                   " WHERE session_id = ? AND task_id = ?", (iso(moment), ctx.session_id, task))
-            ctx.stored_attempts, ctx.stored_errors = 0, []
+        ctx = _context_with_attempts(connection, data, moment)
         fired = engine.evaluate(ctx, config)
         should_halt = any(engine.halts(f.severity) for f in fired)
-        mediums = sum(1 for f in fired if f.severity == "medium")
-        if record_high is None and any(f.severity == "high" for f in fired):
-            from leash.core.config import ConfigError, load_config as load_settings
-
-            try:
-                record_high = load_settings(home)["halts"]["record_high"]
-            except ConfigError:
-                record_high = True
-        to_record = [f for f in fired if should_halt and record and (
-            f.severity == "critical" or (f.severity == "high" and record_high) or (f.severity == "medium"
-                                                                                    and mediums >= 2))]
+        to_record = to_auto_record(fired, record_high=_record_high(home, record_high, fired)) \
+            if should_halt and record else []
         recorded: dict[str, str] = {}
         if to_record:
             if connection is None:
                 connection, owned = _open(home, moment), True
                 config = load_config(connection, home)
-            with write(connection):
-                for f in to_record:
-                    context = dict(f.finding.context)
-                    context.setdefault("operation", ctx.operation)
-                    if ctx.files_to_change:
-                        context.setdefault("file_paths", ctx.files_to_change)
-                    if ctx.commands:
-                        context.setdefault("commands", ctx.commands)
-                    output = _insert(connection, home, {
-                        "session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": f.halt_type,
-                        "severity": f.severity, "condition_name": f.name,
-                        "description": f.finding.description[:MAX_DESCRIPTION], "context": context,
-                        "attempt_count": max(ctx.attempt_number or 0, ctx.stored_attempts) or None,
-                        "previous_error": ctx.all_errors[-1] if ctx.all_errors else None,
-                    }, config, now=moment, auto=True)
-                    recorded[f.name] = output["halt_id"]
+            recorded = _record_findings(connection, home, ctx, to_record, config, now=moment)
     except HaltInputError:
         raise
     except HaltStoreUnavailable as exc:
@@ -361,19 +330,84 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     finally:
         if owned and connection is not None:
             connection.close()
+    return _check_answer(fired, recorded, should_halt=should_halt, attempt_number=ctx.attempt_number)
+
+
+def _context_with_attempts(connection, data: dict, moment: float) -> CheckContext:
+    """The check's context with the session's stored attempts at its task (reset
+    first when the call asks for a fresh start)."""
+    task = data.get("task_id") or ""
+    stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
+    ctx = CheckContext(data, stored_attempts=stored, stored_errors=errors)
+    from leash.core.halts.conditions.execution import reset_requested
+
+    if connection and stored and reset_requested(ctx):
+        with write(connection):
+            connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
+                               " WHERE session_id = ? AND task_id = ?", (iso(moment), ctx.session_id, task))
+        ctx.stored_attempts, ctx.stored_errors = 0, []
+    return ctx
+
+
+def _record_high(home: str, record_high: bool | None, fired) -> bool | None:
+    """``record_high`` as given, else ``[halts] record_high`` (read only when a high one fired)."""
+    if record_high is not None or not any(f.severity == "high" for f in fired):
+        return record_high
+    from leash.core.config import ConfigError, load_config as load_settings
+
+    try:
+        return load_settings(home)["halts"]["record_high"]
+    except ConfigError:
+        return True
+
+
+def _halt_context(fired, ctx: CheckContext) -> dict:
+    """A recorded halt's context: the finding's, plus what the call was about."""
+    context = dict(fired.finding.context)
+    context.setdefault("operation", ctx.operation)
+    if ctx.files_to_change:
+        context.setdefault("file_paths", ctx.files_to_change)
+    if ctx.commands:
+        context.setdefault("commands", ctx.commands)
+    return context
+
+
+def _record_findings(connection, home: str, ctx: CheckContext, to_record, config: dict, *, now: float) -> dict:
+    """Record each finding as a halt in one write; condition name -> halt id."""
+    recorded = {}
+    with write(connection):
+        for f in to_record:
+            output = _insert(connection, home, {
+                "session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": f.halt_type,
+                "severity": f.severity, "condition_name": f.name,
+                "description": f.finding.description[:MAX_DESCRIPTION], "context": _halt_context(f, ctx),
+                "attempt_count": max(ctx.attempt_number or 0, ctx.stored_attempts) or None,
+                "previous_error": ctx.all_errors[-1] if ctx.all_errors else None,
+            }, config, now=now, auto=True)
+            recorded[f.name] = output["halt_id"]
+    return recorded
+
+
+def _check_answer(fired, recorded: dict, *, should_halt: bool, attempt_number) -> dict:
+    """The seed's answer to a check, every text masked."""
     reasons = [{"halt_type": f.halt_type, "condition_name": f.name, "severity": f.severity,
                 "description": mask(f.finding.description), "auto_recorded": f.name in recorded,
                 **({"halt_id": recorded[f.name]} if f.name in recorded else {})} for f in fired]
     output = {"should_halt": should_halt, "halt_reasons": reasons, "highest_severity": engine.highest(fired),
-              "recommended_action": engine.recommended_action(fired, ctx.attempt_number)}
-    annotations: dict[str, list[str]] = {}
-    for f in fired:
-        for key, values in f.finding.annotations.items():
-            annotations.setdefault(key, [])
-            annotations[key] += [mask(v) for v in values if mask(v) not in annotations[key]]
+              "recommended_action": engine.recommended_action(fired, attempt_number)}
+    annotations = _annotations(fired)
     if annotations:
         output["context_annotations"] = annotations
     return output
+
+
+def _annotations(fired) -> dict[str, list[str]]:
+    annotations: dict[str, list[str]] = {}
+    for f in fired:
+        for key, values in f.finding.annotations.items():
+            kept = annotations.setdefault(key, [])
+            kept += [mask(v) for v in values if mask(v) not in kept]
+    return annotations
 
 
 # ------------------------------------------------------------------ acknowledge

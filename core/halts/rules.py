@@ -41,3 +41,15 @@ def refresh_state(connection, session_id: str, stamp: str) -> str:
         " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at"
         " WHERE session_states.state != excluded.state", (session_id, state, stamp))
     return state
+
+
+# Medium findings are recorded as halts only when at least this many fire together.
+MEDIUMS_RECORDED_FROM = 2
+
+
+def to_auto_record(fired, *, record_high: bool | None) -> list:
+    """The findings of a halting check recorded as halts: every critical one,
+    high ones when ``record_high``, medium ones when two or more fired."""
+    mediums = sum(1 for f in fired if f.severity == "medium")
+    return [f for f in fired if f.severity == "critical" or (f.severity == "high" and record_high)
+            or (f.severity == "medium" and mediums >= MEDIUMS_RECORDED_FROM)]
