@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,39 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The end-to-end suite runs the real Claude Code CLI; `make e2e` runs it on its own.
 collect_ignore = ["e2e"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """After a passing run, remove its base directory (every tmp_path, the
+    workers' included), then its per-user parent and the ``pytest-current``
+    link when no other run is using them (``rmdir`` removes only what is
+    empty). A failing run keeps its directories to look into."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if exitstatus != 0 or hasattr(session.config, "workerinput") or factory is None:
+        return
+    basetemp = getattr(factory, "_basetemp", None)
+    if basetemp is None or getattr(factory, "_given_basetemp", None) is not None:
+        return
+    _remove_tree(basetemp)
+    parent = basetemp.parent
+    current = parent / f"{basetemp.name.rsplit('-', 1)[0]}-current"
+    if current.is_symlink() and not current.exists():
+        with suppress(FileNotFoundError):
+            current.unlink()
+    with suppress(OSError):
+        parent.rmdir()
+
+
+def _remove_tree(path: Path) -> None:
+    """``rmtree`` that also enters directories a test left without write or search permission."""
+    def writable_then_retry(function, name, _exc):
+        with suppress(OSError):
+            os.chmod(os.path.dirname(name), 0o700)
+            os.chmod(name, 0o700)
+            function(name)
+
+    shutil.rmtree(path, onerror=writable_then_retry)
 
 
 @pytest.fixture
@@ -78,6 +111,50 @@ def leash_proc(home):
     return run
 
 
+@contextmanager
+def environment(overrides: dict[str, str] | None):
+    """``os.environ`` with ``overrides`` for the length of one call, as a child process would see it."""
+    saved = dict(os.environ)
+    os.environ.update(overrides or {})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture
+def leash(home):
+    """Run ``leash ARGS`` in-process as ``leash_proc`` runs it as a process: a
+    hook call goes through the hook's entry (``leash.core.hooks.run``) with the
+    stdin bytes, anything else through the command line; ``env`` applies to
+    this call only. The process contract itself (exit status, a real stdin,
+    the fast path) is what ``leash_proc`` tests."""
+    from leash.console.cli import main
+    from leash.core.hookmain import hook_call
+    from leash.core.hooks import run as run_hook
+
+    def run(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        call = hook_call(list(args))
+        with environment(env):
+            if call is not None:
+                code = run_hook(call[1], home=call[0], stdin=io.BytesIO(stdin), stdout=out, stderr=err)
+            else:
+                old_stdin = sys.stdin
+                sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+                try:
+                    with redirect_stdout(out), redirect_stderr(err):
+                        code = main(list(args))
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else 1
+                finally:
+                    sys.stdin = old_stdin
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
 @pytest.fixture
 def tmux_socket(tmp_path):
     """A private tmux server's socket path; the server is killed afterwards."""
@@ -117,20 +194,26 @@ def seed_console_fleet(home) -> None:
     queue.release(state["id"], fd)
 
 
+def console(home, **options):
+    """The console as every test builds it: no kennel and no watcher unless
+    asked for, acting as ``ops@test``; ``options`` go to ``LeashApp``."""
+    from leash.console.app import LeashApp
+
+    options.setdefault("run_kennel", False)
+    options.setdefault("watch", False)
+    options.setdefault("source", "ops@test")
+    return LeashApp(home, **options)
+
+
 @pytest.fixture
 def console_app(home):
     """A console on a seeded home with a fixed clock, a fixed tmux list, no
     watcher thread of its own choosing and no kennel."""
-    from leash.console.app import LeashApp
-
     seed_console_fleet(home)
 
     def make(**options):
         options.setdefault("list_tmux", lambda: CONSOLE_TMUX)
-        options.setdefault("run_kennel", False)
-        options.setdefault("watch", False)
         options.setdefault("clock", lambda: CONSOLE_NOW)
-        options.setdefault("source", "ops@test")
-        return LeashApp(home, **options)
+        return console(home, **options)
 
     return make

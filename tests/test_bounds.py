@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from leash.core.halts import api
-from leash.core.hooks import STDIN_LIMIT_BYTES
+from leash.core.hookio import STDIN_LIMIT_BYTES
 from tests.test_hook_protocol import assert_denied, payload
 
 
@@ -24,16 +24,16 @@ def test_oversize_input_is_denied_on_pre_tool_use(leash_proc):
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
 
 
-def test_input_at_the_limit_is_still_judged(leash_proc):
+def test_input_at_the_limit_is_still_judged(leash):
     body = payload()
     padded = body[:-1] + b', "padding": "' + b"p" * (STDIN_LIMIT_BYTES - len(body) - 15) + b'"}'
     assert len(padded) <= STDIN_LIMIT_BYTES
-    result = leash_proc("hook", "pre-tool-use", stdin=padded)
+    result = leash("hook", "pre-tool-use", stdin=padded)
     assert (result.code, result.out) == (0, ""), result
 
 
-def test_oversize_input_on_post_tool_use_is_one_line_and_exit_1(leash_proc):
-    result = leash_proc("hook", "post-tool-use", stdin=oversize_payload())
+def test_oversize_input_on_post_tool_use_is_one_line_and_exit_1(leash):
+    result = leash("hook", "post-tool-use", stdin=oversize_payload())
     assert (result.code, result.out) == (1, "")
     assert result.err.count("\n") == 1 and "larger than 16 MiB" in result.err
 
@@ -103,10 +103,10 @@ def store_bad_values(home) -> None:
                    ('"three"',))
 
 
-def test_a_bad_stored_threshold_does_not_halt_every_call(cli, leash_proc, home):
+def test_a_bad_stored_threshold_does_not_halt_every_call(cli, leash, home):
     store_bad_values(home)
     for command in ("ls", "git status", "pytest -q"):
-        result = leash_proc("hook", "pre-tool-use", stdin=payload("sess_1", tool_input={"command": command}))
+        result = leash("hook", "pre-tool-use", stdin=payload("sess_1", tool_input={"command": command}))
         assert (result.code, result.out) == (0, ""), result
     verdict = api.check_halt_conditions({"session_token": "sess_2", "operation_type": "bash",
                                          "proposed_changes": {"commands": ["ls"]}}, home=home, record=False)
@@ -144,17 +144,17 @@ def test_breaker_names_that_are_not_plain_or_are_leash_s_own_are_refused(cli, ho
     assert not home.exists() or all(not p.is_dir() or p.name in ("dogs", "warrants") for p in home.iterdir())
 
 
-def test_a_refused_breaker_name_leaves_the_fleet_working(cli, leash_proc, home):
+def test_a_refused_breaker_name_leaves_the_fleet_working(cli, leash, home):
     assert cli("loop", "check-and-record", "stops.json").code == 2
     assert cli("stop", "sess_123", "--reason", "held").code == 0
     assert (home / "stops.json").is_file()
-    assert_denied(leash_proc("hook", "pre-tool-use", stdin=payload("sess_123")), "held")
-    assert leash_proc("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
+    assert_denied(leash("hook", "pre-tool-use", stdin=payload("sess_123")), "held")
+    assert leash("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
     assert cli("loop", "check-and-record", "gateway").code == 0
     assert cli("loop", "status", "--json").json()[0]["name"] == "gateway"
 
 
-def test_doctor_repair_moves_a_directory_away_from_a_state_file(cli, leash_proc, home):
+def test_doctor_repair_moves_a_directory_away_from_a_state_file(cli, leash, home):
     assert cli("stop", "sess_123", "--reason", "held").code == 0
     (home / "stops.json").unlink()
     (home / "stops.json").mkdir()
@@ -166,8 +166,8 @@ def test_doctor_repair_moves_a_directory_away_from_a_state_file(cli, leash_proc,
     (moved,) = home.glob("stops.json.corrupt-*")
     assert (moved / "restart_loop.json").read_text() == '{"boots": [1]}'  # nothing is deleted
     assert not (home / "stops.json").is_dir()
-    assert leash_proc("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
+    assert leash("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
     assert cli("stop", "sess_456", "--reason", "again").code == 0
-    assert_denied(leash_proc("hook", "pre-tool-use", stdin=payload("sess_456")), "again")
+    assert_denied(leash("hook", "pre-tool-use", stdin=payload("sess_456")), "again")
     events = [json.loads(line)["event"] for line in (home / "stop_ack_log.jsonl").read_text().splitlines()]
     assert "state_quarantined" in events

@@ -201,10 +201,10 @@ def stops_then_corrupt(home, content: bytes = GARBAGE) -> StopProtocol:
     return protocol
 
 
-def test_corrupt_stops_file_is_rebuilt_from_the_log_by_any_reader(home, leash_proc):
+def test_corrupt_stops_file_is_rebuilt_from_the_log_by_any_reader(home, leash):
     stops_then_corrupt(home)
 
-    result = leash_proc("hook", "pre-tool-use", stdin=hook_payload("kept-1"))
+    result = leash("hook", "pre-tool-use", stdin=hook_payload("kept-1"))
     assert result.code == 0, result
     assert "is stopped" in deny_reason(result.out)
     gate = Gate(home)
@@ -310,13 +310,13 @@ def test_corrupt_hands_off_registry_is_rebuilt_once_and_keeps_its_locks(home):
     assert AckLog(home).verify().ok
 
 
-def test_corrupt_sessions_file_is_quarantined_by_the_hook(home, leash_proc):
+def test_corrupt_sessions_file_is_quarantined_by_the_hook(home, leash):
     protocol = StopProtocol(home)
     protocol.acknowledge_stop("op", "stopped-sess", "halt")
     protocol.sessions.observe("old-sess", cwd="/tmp")
     (home / SESSIONS_NAME).write_bytes(GARBAGE)
 
-    result = leash_proc("hook", "pre-tool-use", stdin=hook_payload("fresh-sess"))
+    result = leash("hook", "pre-tool-use", stdin=hook_payload("fresh-sess"))
     assert result.code == 0, result
     assert result.out == ""  # allowed
     [copy] = corrupt_copies(home, SESSIONS_NAME)
@@ -327,7 +327,7 @@ def test_corrupt_sessions_file_is_quarantined_by_the_hook(home, leash_proc):
 
     # Still corrupt on the next call: a stopped session is still denied.
     (home / SESSIONS_NAME).write_bytes(GARBAGE)
-    result = leash_proc("hook", "pre-tool-use", stdin=hook_payload("stopped-sess"))
+    result = leash("hook", "pre-tool-use", stdin=hook_payload("stopped-sess"))
     assert result.code == 0, result
     assert "this session is stopped" in deny_reason(result.out)
     assert len(corrupt_copies(home, SESSIONS_NAME)) == 2

@@ -33,16 +33,16 @@ def work(tmp_path):
     return root
 
 
-def pre(leash_proc, session, tool, tool_input, cwd, env=None):
+def pre(leash, session, tool, tool_input, cwd, env=None):
     body = {"session_id": session, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
             "cwd": str(cwd)}
-    return leash_proc("hook", "pre-tool-use", stdin=json.dumps(body).encode(), env=env)
+    return leash("hook", "pre-tool-use", stdin=json.dumps(body).encode(), env=env)
 
 
-def post(leash_proc, session, tool, tool_input, cwd, *, event="PostToolUse", **extra):
+def post(leash, session, tool, tool_input, cwd, *, event="PostToolUse", **extra):
     body = {"session_id": session, "hook_event_name": event, "tool_name": tool, "tool_input": tool_input,
             "cwd": str(cwd), **extra}
-    result = leash_proc("hook", "post-tool-use", stdin=json.dumps(body).encode())
+    result = leash("hook", "post-tool-use", stdin=json.dumps(body).encode())
     assert (result.code, result.out, result.err) == (0, "", ""), result
     return result
 
@@ -58,8 +58,8 @@ def denial(result) -> str | None:
     return decision["permissionDecisionReason"]
 
 
-def pending(leash_proc, session) -> list[dict]:
-    result = leash_proc("halts", "list", "--session", session, "--json")
+def pending(leash, session) -> list[dict]:
+    result = leash("halts", "list", "--session", session, "--json")
     assert result.code == 0, result
     return result.json()["halts"]
 
@@ -78,94 +78,94 @@ def raw_store(home) -> bytes:
 
 
 # ------------------------------------------------------------------ a destructive command halts the session
-def test_destructive_command_halts_the_session_until_acknowledged(leash_proc, work):
-    reason = denial(pre(leash_proc, "wild", "Bash", {"command": "sudo rm -rf /"}, work))
+def test_destructive_command_halts_the_session_until_acknowledged(leash, work):
+    reason = denial(pre(leash, "wild", "Bash", {"command": "sudo rm -rf /"}, work))
     assert reason and "critical" in reason
-    halts = pending(leash_proc, "wild")
+    halts = pending(leash, "wild")
     assert halts and all(h["severity"] == "critical" for h in halts)
     assert {"privilege_escalation", "no_rollback_plan"} <= {h["condition_name"] for h in halts}
 
-    held = denial(pre(leash_proc, "wild", "Bash", {"command": "touch b.txt"}, work))
+    held = denial(pre(leash, "wild", "Bash", {"command": "touch b.txt"}, work))
     assert held and "halted" in held
-    assert denial(pre(leash_proc, "wild", "Read", {"file_path": str(work / "a.txt")}, work)) is None
+    assert denial(pre(leash, "wild", "Read", {"file_path": str(work / "a.txt")}, work)) is None
     # Commands that only look still run while halted; anything else waits.
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls -la && git status"}, work)) is None
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls > listing.txt"}, work))
-    assert denial(pre(leash_proc, "bystander", "Bash", {"command": "ls"}, work)) is None
+    assert denial(pre(leash, "wild", "Bash", {"command": "ls -la && git status"}, work)) is None
+    assert denial(pre(leash, "wild", "Bash", {"command": "ls > listing.txt"}, work))
+    assert denial(pre(leash, "bystander", "Bash", {"command": "ls"}, work)) is None
 
     for h in halts:
-        done = leash_proc("halts", "ack", h["halt_id"], "--note", "operator checked")
+        done = leash("halts", "ack", h["halt_id"], "--note", "operator checked")
         assert done.code == 0, done
-    assert pending(leash_proc, "wild") == []
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "ls"}, work)) is None
+    assert pending(leash, "wild") == []
+    assert denial(pre(leash, "wild", "Bash", {"command": "ls"}, work)) is None
 
 
-def test_dismissing_critical_halts_needs_caution(leash_proc, work):
-    denial(pre(leash_proc, "wild", "Bash", {"command": "sudo rm -rf /"}, work))
-    halts = pending(leash_proc, "wild")
+def test_dismissing_critical_halts_needs_caution(leash, work):
+    denial(pre(leash, "wild", "Bash", {"command": "sudo rm -rf /"}, work))
+    halts = pending(leash, "wild")
     for h in halts:
-        assert leash_proc("halts", "dismiss", h["halt_id"]).code == 1
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "make build"}, work)) is not None
+        assert leash("halts", "dismiss", h["halt_id"]).code == 1
+    assert denial(pre(leash, "wild", "Bash", {"command": "make build"}, work)) is not None
     for h in halts:
-        assert leash_proc("halts", "dismiss", h["halt_id"], "--caution").code == 0
-    assert denial(pre(leash_proc, "wild", "Bash", {"command": "make build"}, work)) is None
+        assert leash("halts", "dismiss", h["halt_id"], "--caution").code == 0
+    assert denial(pre(leash, "wild", "Bash", {"command": "make build"}, work)) is None
 
 
 # ------------------------------------------------------------------ three strikes from PostToolUseFailure
-def _fail(leash_proc, session, command, cwd):
-    post(leash_proc, session, "Bash", {"command": command}, cwd, event="PostToolUseFailure",
+def _fail(leash, session, command, cwd):
+    post(leash, session, "Bash", {"command": command}, cwd, event="PostToolUseFailure",
          error="Exit code 1\n3 failed, 10 passed in 0.4s")
 
 
-def test_three_failures_of_a_command_deny_it(leash_proc, work):
+def test_three_failures_of_a_command_deny_it(leash, work):
     command = "pytest -q tests/test_app.py"
-    assert denial(pre(leash_proc, "s3", "Bash", {"command": command}, work)) is None
-    _fail(leash_proc, "s3", command, work)
-    _fail(leash_proc, "s3", command, work)
-    assert denial(pre(leash_proc, "s3", "Bash", {"command": command}, work)) is None
-    _fail(leash_proc, "s3", command, work)
-    reason = denial(pre(leash_proc, "s3", "Bash", {"command": command}, work))
+    assert denial(pre(leash, "s3", "Bash", {"command": command}, work)) is None
+    _fail(leash, "s3", command, work)
+    _fail(leash, "s3", command, work)
+    assert denial(pre(leash, "s3", "Bash", {"command": command}, work)) is None
+    _fail(leash, "s3", command, work)
+    reason = denial(pre(leash, "s3", "Bash", {"command": command}, work))
     assert reason and "three_strikes" in reason
-    assert [h["condition_name"] for h in pending(leash_proc, "s3")] == ["three_strikes"]
+    assert [h["condition_name"] for h in pending(leash, "s3")] == ["three_strikes"]
 
 
-def test_a_success_resets_three_strikes(leash_proc, work):
+def test_a_success_resets_three_strikes(leash, work):
     command = "pytest -q tests/test_app.py"
     for _ in range(3):
-        _fail(leash_proc, "s4", command, work)
-    post(leash_proc, "s4", "Bash", {"command": command}, work,
+        _fail(leash, "s4", command, work)
+    post(leash, "s4", "Bash", {"command": command}, work,
          tool_response={"stdout": "13 passed", "stderr": "", "interrupted": False})
-    assert denial(pre(leash_proc, "s4", "Bash", {"command": command}, work)) is None
-    assert pending(leash_proc, "s4") == []
+    assert denial(pre(leash, "s4", "Bash", {"command": command}, work)) is None
+    assert pending(leash, "s4") == []
 
 
 # ------------------------------------------------------------------ modifying unread code
-def test_edit_of_an_unread_file_is_denied_for_a_tracked_session(leash_proc, work):
-    post(leash_proc, "reader", "Read", {"file_path": str(work / "a.txt")}, work,
+def test_edit_of_an_unread_file_is_denied_for_a_tracked_session(leash, work):
+    post(leash, "reader", "Read", {"file_path": str(work / "a.txt")}, work,
          tool_response={"type": "text", "file": {"filePath": str(work / "a.txt"), "content": "alpha\n"}})
-    assert denial(pre(leash_proc, "reader", "Edit", edit(work / "a.txt"), work)) is None
-    assert denial(pre(leash_proc, "reader", "Write", {"file_path": str(work / "new.txt"), "content": "new\n"},
+    assert denial(pre(leash, "reader", "Edit", edit(work / "a.txt"), work)) is None
+    assert denial(pre(leash, "reader", "Write", {"file_path": str(work / "new.txt"), "content": "new\n"},
                       work)) is None
-    reason = denial(pre(leash_proc, "reader", "Edit", edit(work / "b.txt"), work))
+    reason = denial(pre(leash, "reader", "Edit", edit(work / "b.txt"), work))
     assert reason and "modifying_unread_code" in reason and "b.txt" in reason
-    assert [h["condition_name"] for h in pending(leash_proc, "reader")] == ["modifying_unread_code"]
+    assert [h["condition_name"] for h in pending(leash, "reader")] == ["modifying_unread_code"]
 
 
-def test_no_post_tool_use_record_is_no_evidence(leash_proc, work, home):
-    post(leash_proc, "reader", "Read", {"file_path": str(work / "a.txt")}, work, tool_response={})
+def test_no_post_tool_use_record_is_no_evidence(leash, work, home):
+    post(leash, "reader", "Read", {"file_path": str(work / "a.txt")}, work, tool_response={})
     assert os.path.exists(os.path.join(home, "halts.db"))
-    assert denial(pre(leash_proc, "untracked", "Edit", edit(work / "b.txt"), work)) is None
-    assert pending(leash_proc, "untracked") == []
+    assert denial(pre(leash, "untracked", "Edit", edit(work / "b.txt"), work)) is None
+    assert pending(leash, "untracked") == []
 
 
 # ------------------------------------------------------------------ secrets
-def test_a_secret_in_a_command_is_denied_and_masked(leash_proc, work, home):
+def test_a_secret_in_a_command_is_denied_and_masked(leash, work, home):
     command = f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com'
-    result = pre(leash_proc, "leaky", "Bash", {"command": command}, work)
+    result = pre(leash, "leaky", "Bash", {"command": command}, work)
     reason = denial(result)
     assert reason and "secrets_exposure" in reason
     assert GITHUB_TOKEN not in result.out
-    halts = pending(leash_proc, "leaky")
+    halts = pending(leash, "leaky")
     assert "secrets_exposure" in {h["condition_name"] for h in halts}
     assert all(GITHUB_TOKEN not in h["description"] for h in halts)
     connection = sqlite3.connect(os.path.join(home, "halts.db"))
@@ -180,105 +180,105 @@ def test_a_secret_in_a_command_is_denied_and_masked(leash_proc, work, home):
 
 
 
-def test_a_denied_secret_is_nowhere_in_halts_db(leash_proc, work, home):
+def test_a_denied_secret_is_nowhere_in_halts_db(leash, work, home):
     command = f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com'
-    assert denial(pre(leash_proc, "leaky", "Bash", {"command": command}, work))
+    assert denial(pre(leash, "leaky", "Bash", {"command": command}, work))
     stored = raw_store(home)
     assert stored and GITHUB_TOKEN.encode() not in stored
 
 
-def test_a_failed_command_with_a_secret_is_not_stored(leash_proc, work, home):
+def test_a_failed_command_with_a_secret_is_not_stored(leash, work, home):
     command = f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com'
-    post(leash_proc, "leaky", "Bash", {"command": command}, work, event="PostToolUseFailure",
+    post(leash, "leaky", "Bash", {"command": command}, work, event="PostToolUseFailure",
          error="curl: (22) The requested URL returned error: 401")
     stored = raw_store(home)
     assert stored and GITHUB_TOKEN.encode() not in stored
 
 
 # ------------------------------------------------------------------ scope and production
-def test_scope_denies_an_edit_outside_it(leash_proc, work):
+def test_scope_denies_an_edit_outside_it(leash, work):
     env = {"LEASH_SCOPE": "src/**"}
     for path in (work / "b.txt", work / "src" / "c.txt"):
-        post(leash_proc, "scoped", "Read", {"file_path": str(path)}, work, tool_response={})
-    assert denial(pre(leash_proc, "scoped", "Edit", edit(work / "src" / "c.txt"), work, env)) is None
-    reason = denial(pre(leash_proc, "scoped", "Edit", edit(work / "b.txt"), work, env))
+        post(leash, "scoped", "Read", {"file_path": str(path)}, work, tool_response={})
+    assert denial(pre(leash, "scoped", "Edit", edit(work / "src" / "c.txt"), work, env)) is None
+    reason = denial(pre(leash, "scoped", "Edit", edit(work / "b.txt"), work, env))
     assert reason and "out_of_scope (high)" in reason
-    assert [(h["condition_name"], h["severity"]) for h in pending(leash_proc, "scoped")] == [("out_of_scope", "high")]
+    assert [(h["condition_name"], h["severity"]) for h in pending(leash, "scoped")] == [("out_of_scope", "high")]
 
 
-def test_scope_denies_an_edit_outside_it_without_a_read_record(leash_proc, work):
-    reason = denial(pre(leash_proc, "scoped", "Edit", edit(work / "b.txt"), work, {"LEASH_SCOPE": "src/**"}))
+def test_scope_denies_an_edit_outside_it_without_a_read_record(leash, work):
+    reason = denial(pre(leash, "scoped", "Edit", edit(work / "b.txt"), work, {"LEASH_SCOPE": "src/**"}))
     assert reason and "out_of_scope (high)" in reason
 
 
-def test_scope_denies_creating_a_file_outside_it(leash_proc, work):
-    post(leash_proc, "scoped", "Read", {"file_path": str(work / "src" / "c.txt")}, work, tool_response={})
-    reason = denial(pre(leash_proc, "scoped", "Write", {"file_path": str(work / "outside.txt"), "content": "x\n"},
+def test_scope_denies_creating_a_file_outside_it(leash, work):
+    post(leash, "scoped", "Read", {"file_path": str(work / "src" / "c.txt")}, work, tool_response={})
+    reason = denial(pre(leash, "scoped", "Write", {"file_path": str(work / "outside.txt"), "content": "x\n"},
                         work, {"LEASH_SCOPE": "src/**"}))
     assert reason and "out_of_scope (high)" in reason
 
 
-def test_production_edit_needs_approval(leash_proc, work):
-    post(leash_proc, "prod-edit", "Read", {"file_path": str(work / "a.txt")}, work, tool_response={})
-    reason = denial(pre(leash_proc, "prod-edit", "Edit", edit(work / "a.txt"), work,
+def test_production_edit_needs_approval(leash, work):
+    post(leash, "prod-edit", "Read", {"file_path": str(work / "a.txt")}, work, tool_response={})
+    reason = denial(pre(leash, "prod-edit", "Edit", edit(work / "a.txt"), work,
                         {"LEASH_ENVIRONMENT": "production"}))
     assert reason and "unauthorized_production (critical)" in reason
 
 
-def test_production_edit_needs_approval_without_a_read_record(leash_proc, work):
-    reason = denial(pre(leash_proc, "prod-edit", "Edit", edit(work / "a.txt"), work,
+def test_production_edit_needs_approval_without_a_read_record(leash, work):
+    reason = denial(pre(leash, "prod-edit", "Edit", edit(work / "a.txt"), work,
                         {"LEASH_ENVIRONMENT": "production"}))
     assert reason and "unauthorized_production (critical)" in reason
 
 
-def test_production_write_needs_approval(leash_proc, work):
+def test_production_write_needs_approval(leash, work):
     command = {"command": "touch release-notes.txt"}
-    assert denial(pre(leash_proc, "dev", "Bash", command, work)) is None
-    reason = denial(pre(leash_proc, "prod", "Bash", command, work, {"LEASH_ENVIRONMENT": "production"}))
+    assert denial(pre(leash, "dev", "Bash", command, work)) is None
+    reason = denial(pre(leash, "prod", "Bash", command, work, {"LEASH_ENVIRONMENT": "production"}))
     assert reason and "unauthorized_production" in reason
     approved = {"LEASH_ENVIRONMENT": "production", "LEASH_PRODUCTION_APPROVED": "1"}
-    assert denial(pre(leash_proc, "approved", "Bash", command, work, approved)) is None
-    assert denial(pre(leash_proc, "prod-read", "Bash", {"command": "ls"}, work,
+    assert denial(pre(leash, "approved", "Bash", command, work, approved)) is None
+    assert denial(pre(leash, "prod-read", "Bash", {"command": "ls"}, work,
                       {"LEASH_ENVIRONMENT": "production"})) is None
 
 
 # ------------------------------------------------------------------ quoted data is data
-def test_a_quoted_destructive_command_is_only_data(leash_proc, work):
-    assert denial(pre(leash_proc, "quoted", "Bash", {"command": "echo 'rm -rf /' > notes.txt"}, work)) is None
-    assert pending(leash_proc, "quoted") == []
-    assert denial(pre(leash_proc, "unquoted", "Bash", {"command": "echo hi; rm -rf /"}, work)) is not None
+def test_a_quoted_destructive_command_is_only_data(leash, work):
+    assert denial(pre(leash, "quoted", "Bash", {"command": "echo 'rm -rf /' > notes.txt"}, work)) is None
+    assert pending(leash, "quoted") == []
+    assert denial(pre(leash, "unquoted", "Bash", {"command": "echo hi; rm -rf /"}, work)) is not None
 
 
 # ------------------------------------------------------------------ escalation pauses everything
-def test_an_escalated_halt_pauses_even_reads(leash_proc, work):
-    recorded = leash_proc("halts", "record", "--session", "esc", "--type", "scope", "--severity", "medium",
+def test_an_escalated_halt_pauses_even_reads(leash, work):
+    recorded = leash("halts", "record", "--session", "esc", "--type", "scope", "--severity", "medium",
                           "--description", "requirements unclear", "--json")
     assert recorded.code == 0, recorded
     halt_id = recorded.json()["halt_id"]
     read = {"file_path": str(work / "a.txt")}
-    assert denial(pre(leash_proc, "esc", "Read", read, work)) is None
-    assert denial(pre(leash_proc, "esc", "Bash", {"command": "ls"}, work)) is None
-    assert leash_proc("halts", "escalate", halt_id).code == 0
-    reason = denial(pre(leash_proc, "esc", "Read", read, work))
+    assert denial(pre(leash, "esc", "Read", read, work)) is None
+    assert denial(pre(leash, "esc", "Bash", {"command": "ls"}, work)) is None
+    assert leash("halts", "escalate", halt_id).code == 0
+    reason = denial(pre(leash, "esc", "Read", read, work))
     assert reason and "paused" in reason
-    assert "paused" in denial(pre(leash_proc, "esc", "Bash", {"command": "ls"}, work))
-    assert leash_proc("halts", "ack", halt_id).code == 0
-    assert denial(pre(leash_proc, "esc", "Read", read, work)) is None
+    assert "paused" in denial(pre(leash, "esc", "Bash", {"command": "ls"}, work))
+    assert leash("halts", "ack", halt_id).code == 0
+    assert denial(pre(leash, "esc", "Read", read, work)) is None
 
 
 # ------------------------------------------------------------------ failures
-def test_a_broken_store_denies_and_points_at_doctor(leash_proc, work, home):
+def test_a_broken_store_denies_and_points_at_doctor(leash, work, home):
     home.mkdir(parents=True, exist_ok=True)
     (home / "halts.db").write_bytes(b"definitely not sqlite \x00\x01\x02" * 300)
     for tool, tool_input in (("Bash", {"command": "ls"}), ("Read", {"file_path": str(work / "a.txt")})):
-        reason = denial(pre(leash_proc, "any", tool, tool_input, work))
+        reason = denial(pre(leash, "any", tool, tool_input, work))
         assert reason and "leash doctor" in reason
 
 
 @pytest.mark.parametrize("garbage", [b"", b"not json", b"[1, 2]", b'{"tool_name": "Read"}', b"\xff\xfe",
                                      b'{"session_id": "x"'])
-def test_post_tool_use_garbage_is_one_line_on_stderr(leash_proc, garbage):
-    result = leash_proc("hook", "post-tool-use", stdin=garbage)
+def test_post_tool_use_garbage_is_one_line_on_stderr(leash, garbage):
+    result = leash("hook", "post-tool-use", stdin=garbage)
     assert result.code == 1
     assert result.out == ""
     assert result.err.count("\n") == 1 and result.err.startswith("leash: ")

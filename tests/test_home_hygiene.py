@@ -35,7 +35,7 @@ def test_a_home_others_can_write_is_refused(cli, home, mode, words):
     assert sorted(os.listdir(home)) == []  # nothing was written into it
 
 
-def test_a_home_owned_by_another_user_is_refused(cli, leash_proc, home):
+def test_a_home_owned_by_another_user_is_refused(cli, leash, home):
     if os.geteuid() != 0:
         pytest.skip("only root can give a directory to another user")
     home.mkdir(mode=0o700)
@@ -45,7 +45,7 @@ def test_a_home_owned_by_another_user_is_refused(cli, leash_proc, home):
     doctor = cli("doctor", "--repair")  # doctor runs, and cannot mend someone else's home
     assert doctor.code == 3 and "fail  home" in doctor.out and "owned by uid 65534" in doctor.out
     assert os.stat(home).st_uid == 65534
-    assert_denied(leash_proc("hook", "pre-tool-use", stdin=payload()), "unsafe state home")
+    assert_denied(leash("hook", "pre-tool-use", stdin=payload()), "unsafe state home")
 
 
 def test_doctor_reports_an_unsafe_home_and_repair_makes_it_private(cli, home):
@@ -73,15 +73,15 @@ def test_a_home_that_is_a_link_is_judged_by_its_target(cli, home, tmp_path):
     assert result.code == 2 and "world-writable" in result.err
 
 
-def test_pre_tool_use_denies_on_an_unsafe_home_and_other_hooks_fail_open(leash_proc, home):
+def test_pre_tool_use_denies_on_an_unsafe_home_and_other_hooks_fail_open(leash, home):
     home.mkdir(mode=0o700)
     home.chmod(0o770)
-    result = leash_proc("hook", "pre-tool-use", stdin=payload())
+    result = leash("hook", "pre-tool-use", stdin=payload())
     assert_denied(result, "unsafe state home", "leash doctor --repair")
     assert one_line(result.err)
-    post = leash_proc("hook", "post-tool-use", stdin=payload())
+    post = leash("hook", "post-tool-use", stdin=payload())
     assert post.code == 1 and post.out == "" and one_line(post.err)
-    stop = leash_proc("hook", "stop", stdin=payload())
+    stop = leash("hook", "stop", stdin=payload())
     assert stop.code in (0, 1) and stop.out == "" and one_line(stop.err)
 
 
@@ -130,7 +130,7 @@ def test_a_linked_lock_sidecar_is_never_opened(home, tmp_path):
     assert not elsewhere.exists()
 
 
-def test_a_linked_stops_file_is_not_read_through(cli, leash_proc, home, tmp_path):
+def test_a_linked_stops_file_is_not_read_through(cli, leash, home, tmp_path):
     assert cli("stop", "sess_123", "--reason", "stays stopped").code == 0
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_text('{"sessions": {}, "fleet": null}\n')
@@ -140,7 +140,7 @@ def test_a_linked_stops_file_is_not_read_through(cli, leash_proc, home, tmp_path
         read_json(home / "stops.json")
     with pytest.raises(StateCorrupt):
         CachedJSON(str(home / "stops.json"), lambda data: data).get()
-    assert_denied(leash_proc("hook", "pre-tool-use", stdin=payload("sess_123")))
+    assert_denied(leash("hook", "pre-tool-use", stdin=payload("sess_123")))
     assert elsewhere.read_text() == '{"sessions": {}, "fleet": null}\n'
 
 

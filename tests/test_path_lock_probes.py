@@ -1,6 +1,6 @@
 """A ``path:src/auth/**`` lock against commands that reach src/auth in every
 way bash allows, through the real gate on a real work tree (and a few through
-``leash hook pre-tool-use`` as a process); commands that stay away pass."""
+``leash hook pre-tool-use``'s entry); commands that stay away pass."""
 from __future__ import annotations
 
 import json
@@ -121,22 +121,22 @@ def test_a_command_too_large_to_read_is_denied_while_path_locks_hold(locked, tre
     assert "cannot be checked" in verdict.reason
 
 
-def hook(leash_proc, tree, command):
+def hook(leash, tree, command):
     body = {"session_id": "agent", "hook_event_name": "PreToolUse", "tool_name": "Bash",
             "tool_input": {"command": command}, "cwd": str(tree)}
-    return leash_proc("hook", "pre-tool-use", stdin=json.dumps(body).encode(), env={"HOME": str(tree.parent)})
+    return leash("hook", "pre-tool-use", stdin=json.dumps(body).encode(), env={"HOME": str(tree.parent)})
 
 
 @pytest.mark.parametrize("command", ["cd src && rm -rf auth", "bash -c 'rm -rf src/auth'", "git checkout .",
                                      "cat > src/auth/login.py <<'EOF'\nx\nEOF", "rm src/{auth,billing}/login.py"])
-def test_probes_through_the_hook_process(leash_proc, locked, tree, command):
-    result = hook(leash_proc, tree, command)
+def test_probes_through_the_hook(leash, locked, tree, command):
+    result = hook(leash, tree, command)
     assert result.code == 0, result
     reason = json.loads(result.out)["hookSpecificOutput"]["permissionDecisionReason"]
     assert LOCK in reason
 
 
-def test_the_hook_process_lets_other_commands_through(leash_proc, locked, tree):
-    result = hook(leash_proc, tree, "cd src && rm -rf billing")
+def test_the_hook_lets_other_commands_through(leash, locked, tree):
+    result = hook(leash, tree, "cd src && rm -rf billing")
     assert result.code == 0 and result.out == "", result
     assert os.path.isdir(tree / "src" / "auth")  # nothing was run, only judged

@@ -66,9 +66,9 @@ def test_ledger_rejects_bad_input(home, cli):
 
 
 # ---------------------------------------------------------------- the hook
-def test_pending_reply_blocks_once(leash_proc, cli):
+def test_pending_reply_blocks_once(leash, cli):
     assert cli("reply", "in", "--channel", "chat", "--key", "alice").code == 0
-    result = leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env())
+    result = leash("hook", "stop", stdin=stop_payload(), env=channel_env())
     assert result.code == 0
     decision = json.loads(result.out)
     assert decision["decision"] == "block"
@@ -76,59 +76,59 @@ def test_pending_reply_blocks_once(leash_proc, cli):
     assert "only what you send" in reason and "not the prose of this turn" in reason
     assert "may stop" in reason and "only once" in reason
     # Claude Code sets stop_hook_active on the stop that follows the block
-    again = leash_proc("hook", "stop", stdin=stop_payload(active=True), env=channel_env())
+    again = leash("hook", "stop", stdin=stop_payload(active=True), env=channel_env())
     assert (again.code, again.out) == (0, "")
 
 
-def test_answered_conversation_allows(leash_proc, cli):
+def test_answered_conversation_allows(leash, cli):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
     cli("reply", "out", "--channel", "chat", "--key", "alice")
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env()).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=channel_env()).out == ""
 
 
-def test_no_channel_allows(leash_proc, cli):
+def test_no_channel_allows(leash, cli):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
-    assert leash_proc("hook", "stop", stdin=stop_payload()).out == ""
+    assert leash("hook", "stop", stdin=stop_payload()).out == ""
 
 
-def test_kill_switch_allows(leash_proc, cli):
+def test_kill_switch_allows(leash, cli):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
     env = dict(channel_env(), LEASH_REPLY_GUARD="off")
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=env).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=env).out == ""
 
 
-def test_operator_stop_allows(leash_proc, cli):
+def test_operator_stop_allows(leash, cli):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
     cli("stop", "sess_1", "--reason", "operator wants it to stop")
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env()).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=channel_env()).out == ""
 
 
 @pytest.mark.parametrize("garbage", [b"", b"nope", b"[]"])
-def test_bad_input_fails_open_with_one_line(leash_proc, cli, garbage):
+def test_bad_input_fails_open_with_one_line(leash, cli, garbage):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
-    result = leash_proc("hook", "stop", stdin=garbage, env=channel_env())
+    result = leash("hook", "stop", stdin=garbage, env=channel_env())
     assert (result.code, result.out) == (0, "")
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
 
 
-def test_broken_ledger_fails_open(leash_proc, home):
+def test_broken_ledger_fails_open(leash, home):
     home.mkdir(parents=True)
     (home / "replies.db").write_bytes(b"this is not a database" * 100)
-    result = leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env())
+    result = leash("hook", "stop", stdin=stop_payload(), env=channel_env())
     assert (result.code, result.out) == (0, "")
     assert result.err.startswith("leash: reply guard skipped")
 
 
-def test_bad_config_fails_open(leash_proc, home):
+def test_bad_config_fails_open(leash, home):
     home.mkdir(parents=True)
     (home / "config.toml").write_text("[reply_guard.channels.signal]\nneeds_reply = 3\n")
-    result = leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917"))
+    result = leash("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917"))
     assert (result.code, result.out) == (0, "")
     assert "config.toml" in result.err
 
 
-def test_missing_key_allows_with_a_note(leash_proc, cli):
-    result = leash_proc("hook", "stop", stdin=stop_payload(), env={"LEASH_TRIGGER_CHANNEL": "chat"})
+def test_missing_key_allows_with_a_note(leash, cli):
+    result = leash("hook", "stop", stdin=stop_payload(), env={"LEASH_TRIGGER_CHANNEL": "chat"})
     assert result.out == "" and "LEASH_TRIGGER_SESSION_KEY" in result.err
 
 
@@ -152,37 +152,34 @@ def write_channel(home, command, hint="signal send"):
         f"[reply_guard.channels.signal]\nneeds_reply = {json.dumps(command)}\nsend_hint = \"{hint}\"\n")
 
 
-def test_command_channel_pending(leash_proc, home, signal_command):
+def test_command_channel_pending(leash, home, signal_command):
     write_channel(home, [str(signal_command), "needs-reply", "{key}"])
-    result = leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917"))
+    result = leash("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917"))
     reason = json.loads(result.out)["reason"]
     assert "`signal send`" in reason
 
 
-def test_command_channel_not_pending(leash_proc, home, signal_command):
+def test_command_channel_not_pending(leash, home, signal_command):
     write_channel(home, [str(signal_command), "needs-reply", "{key}"])
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+999")).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+999")).out == ""
 
 
-def test_command_channel_crash_or_missing_allows(leash_proc, home, signal_command):
+def test_command_channel_crash_or_missing_allows(leash, home, signal_command):
     write_channel(home, [str(signal_command), "crash", "{key}"])
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917")).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917")).out == ""
     write_channel(home, [str(home / "no-such-command"), "{key}"])
-    assert leash_proc("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917")).out == ""
+    assert leash("hook", "stop", stdin=stop_payload(), env=channel_env("signal", "+4917")).out == ""
 
 
 def test_stdin_read_is_bounded_in_time():
-    import time
-
-    from leash.core.hooks import HookInputError, read_stdin
+    from leash.core.hookio import HookInputError, read_stdin
 
     reader, writer = os.pipe()
     try:
         os.write(writer, b'{"session_id": "half')  # the writer never finishes nor closes
-        started = time.monotonic()
-        with pytest.raises(HookInputError, match="within"):
+        # The writer stays open: only the read's own deadline can end it.
+        with pytest.raises(HookInputError, match="within 0.3 s"):
             read_stdin(os.fdopen(reader, "rb", closefd=False), timeout=0.3)
-        assert time.monotonic() - started < 2
     finally:
         os.close(reader)
         os.close(writer)
