@@ -16,7 +16,7 @@ from leash.core import StopProtocol
 from leash.core.acklog import AckLog
 from leash.core.halts import api as halts
 
-from .conftest import CONSOLE_NOW, CONSOLE_TMUX
+from .conftest import CONSOLE_NOW, console
 from .test_console_keys import SIZE, ready, select, settle
 
 RETITLE = "\x1b]0;pwned\x07"  # an OSC that sets the terminal's title
@@ -76,10 +76,8 @@ def test_printable_keeps_ordinary_text_and_caps_the_length():
 
 # ------------------------------------------------------------------ the console
 def _fresh_console(home, **options):
-    from leash.console.app import LeashApp
-
     StopProtocol(home)
-    return LeashApp(home, list_tmux=lambda: [], run_kennel=False, watch=False, source="ops@test", **options)
+    return console(home, list_tmux=lambda: [], **options)
 
 
 async def test_the_console_starts_and_shows_markup_in_halts_literally(home):
@@ -168,14 +166,13 @@ async def test_the_palette_lists_agent_named_rows_literally(console_app, home):
 
 
 async def test_the_peek_screen_shows_the_pane_and_its_name_literally(home, tmux_socket):
-    from leash.console.app import LeashApp
     from leash.core.tmux import Tmux
 
     tmux = Tmux(str(tmux_socket), home=home)
     name = "peek[b]x[/b]"
     tmux.new_session(name, "printf '[/oops] [black on black]hidden\\n'; exec cat")
     StopProtocol(home)
-    app = LeashApp(home, tmux=tmux, run_kennel=False, watch=False, source="ops@test")
+    app = console(home, tmux=tmux)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await select(pilot, app, "sessions", name)

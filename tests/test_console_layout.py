@@ -16,7 +16,7 @@ import pytest
 from leash.core import StopProtocol
 from leash.core.halts import api as halts
 
-from .conftest import CONSOLE_NOW, CONSOLE_TMUX, ROOT, seed_console_fleet
+from .conftest import CONSOLE_NOW, ROOT, console, seed_console_fleet
 from .test_console_keys import ready, select, settle
 
 SMALL, MIDDLE, LARGE = (80, 24), (120, 35), (200, 50)
@@ -28,6 +28,10 @@ def seed_long_fleet(home) -> str:
     """The console's seeded fleet plus a critical halt whose description is
     longer than any column at any size; returns the halt's id."""
     seed_console_fleet(home)
+    return record_long_halt(home)
+
+
+def record_long_halt(home) -> str:
     return halts.record_halt({"session_token": LONG_SESSION, "halt_type": "security", "severity": "critical",
                               "condition_name": "hands_off_path_write", "description": LONG_DESCRIPTION},
                              home=home, now=CONSOLE_NOW - 30)["halt_id"]
@@ -44,14 +48,11 @@ def flat(text: str) -> str:
 
 
 @pytest.fixture
-def long_app(home):
-    from leash.console.app import LeashApp
-
-    halt_id = seed_long_fleet(home)
+def long_app(console_app, home):
+    halt_id = record_long_halt(home)  # console_app has seeded the fleet
 
     def make(**options):
-        options.setdefault("list_tmux", lambda: CONSOLE_TMUX)
-        app = LeashApp(home, run_kennel=False, watch=False, clock=lambda: CONSOLE_NOW, source="ops@test", **options)
+        app = console_app(**options)
         app.long_halt_id = halt_id
         return app
     return make
@@ -152,7 +153,6 @@ async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home)
 
 
 async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home, tmux_socket):
-    from leash.console.app import LeashApp
     from leash.core.tmux import Tmux
 
     tmux = Tmux(str(tmux_socket))
@@ -161,7 +161,7 @@ async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home,
     while not any("line 100" in line for line in tmux.capture("printer", 5)) and time.monotonic() < deadline:
         time.sleep(0.05)
     StopProtocol(home)
-    app = LeashApp(home, tmux=tmux, run_kennel=False, watch=False, source="ops@test")
+    app = console(home, tmux=tmux)
     async with app.run_test(size=SMALL) as pilot:
         await ready(pilot, app)
         await select(pilot, app, "sessions", "printer")

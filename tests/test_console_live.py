@@ -1,5 +1,5 @@
-"""The console live: another process writes, the panel shows it within a
-second; and the console in a real terminal (a tmux pane on a private server),
+"""The console live: another process writes, the watcher brings it to the
+panel; and the console in a real terminal (a tmux pane on a private server),
 driven with send-keys and read with capture-pane."""
 from __future__ import annotations
 
@@ -10,17 +10,15 @@ import time
 
 from leash.core import StopProtocol
 
-from .conftest import ROOT, leash_argv
+from .conftest import CONSOLE_TMUX, ROOT, console, leash_argv
 from .test_console_keys import ready
 
+WATCH_ROUNDS = 1000  # pauses of 20 ms at least: far beyond any debounce, bounded all the same
 
-async def test_a_change_by_another_process_shows_within_a_second(home):
-    from leash.console.app import LeashApp
 
-    from .conftest import CONSOLE_TMUX
-
+async def test_a_change_by_another_process_shows_through_the_watcher(home):
     StopProtocol(home)  # the home exists before the watcher starts
-    app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=True, source="ops@test")
+    app = console(home, list_tmux=lambda: CONSOLE_TMUX, watch=True)
     async with app.run_test(size=(160, 45)) as pilot:
         for _ in range(10):
             await pilot.pause()
@@ -29,28 +27,26 @@ async def test_a_change_by_another_process_shows_within_a_second(home):
         await pilot.pause(0.3)  # the watcher is up
         subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "from another process"], cwd=ROOT,
                        check=True, capture_output=True, env=dict(os.environ))
-        written = time.monotonic()
-        shown = None
-        while time.monotonic() - written < 3:
+        # Only the watcher reads the home again: the tmux list and the clock
+        # are fixed, and the tickers redraw what was read. How soon it shows
+        # is a figure for bench/console.py, not a bound to assert under load.
+        shown = False
+        for _ in range(WATCH_ROUNDS):
             await pilot.pause(0.02)
             row = app.panel("sessions").rows.get("tmux:agent-silent")
             if row and row["state"] == "stopped":
-                shown = time.monotonic() - written
+                shown = True
                 break
-        assert shown is not None, "the stop never reached the sessions panel"
-        assert shown < 1.0, f"the stop took {shown:.2f} s to show"
+        assert shown, "the stop never reached the sessions panel"
 
 
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""
-    from leash.console.app import LeashApp
     from leash.console.widgets.panel import Panel
 
-    from .conftest import CONSOLE_TMUX
-
     StopProtocol(home)
-    app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False, source="ops@test")
+    app = console(home, list_tmux=lambda: CONSOLE_TMUX)
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(pilot, app)
         data = app.view_data

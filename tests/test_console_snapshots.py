@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
 
 SIZE = (160, 45)
 
 
 @pytest.fixture
-def snapshot_app(home):
-    from leash.console.app import LeashApp
-
-    seed_console_fleet(home)
-    return LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,
-                    clock=lambda: CONSOLE_NOW, source="ops@test")
+def snapshot_app(console_app):
+    return console_app()
 
 
 async def _settled(pilot):

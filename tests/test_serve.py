@@ -29,6 +29,8 @@ from tests.conftest import ROOT, leash_argv
 
 LEAVE_SECONDS = 2.0          # a console outlives its client by at most this
 DRAWN = b"Sessions"          # a panel title: the console has drawn its screen
+SLOT_ROUNDS = 200            # tries 50 ms apart, at least, for a freed slot
+HANG_SECONDS = 30.0          # what counts as hung, not how fast it must be
 
 
 # ---------------------------------------------------------------- the process table
@@ -257,14 +259,15 @@ async def test_max_clients_refuses_the_next_until_one_leaves(serve):
         assert response.status == 503
         assert "at most 1" in await response.text()
         await first.close()
-        deadline = time.monotonic() + 1.0
-        while True:  # the slot is free as soon as the first client has gone
+        for _ in range(SLOT_ROUNDS):  # the slot is freed once the first client has gone
             try:
                 again = await served.ws(session)
                 break
             except aiohttp.WSServerHandshakeError as exc:
-                assert exc.status == 503 and time.monotonic() < deadline
+                assert exc.status == 503
                 await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the slot stayed taken after its client had gone")
         await again.close()
     assert not await gone_within({pid}, LEAVE_SECONDS)
 
@@ -401,9 +404,8 @@ def test_a_console_that_leaves_before_its_kennel_starts_still_stops_it(home):
     home.mkdir(mode=0o700)
     kennel = Kennel(home, handle_signals=False)
     kennel.request_stop()  # the console has gone already: this alone reaches nothing
-    started = time.monotonic()
-    asyncio.run(asyncio.wait_for(_run_until(kennel, lambda: True), 5))
-    assert time.monotonic() - started < 2
+    # It returns at all (the kennel saw the stop); wait_for's bound only keeps a hang from lasting.
+    asyncio.run(asyncio.wait_for(_run_until(kennel, lambda: True), HANG_SECONDS))
 
 
 @pytest.mark.parametrize("ending", ["stdin closes", "SIGTERM"])

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from leash.core.tmux import Tmux
+from leash.core.tmux import Tmux, TmuxError
 
 
 @pytest.fixture
@@ -73,5 +73,5 @@ def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux
 
 def test_read_since_of_a_missing_session_raises(tmux):
     tmux.new_session("agent", "cat")
-    with pytest.raises(Exception):
+    with pytest.raises(TmuxError, match="agent-1"):
         tmux.read_since("agent-1", 0, history=0)

@@ -30,7 +30,7 @@ import pytest
 
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
-from leash.core.statefile import read_json
+from leash.core.statefile import StateCorrupt, read_json
 from leash.core.protocol import StopProtocol
 from leash.core.tmux import Tmux
 from leash.core.warrants import WarrantError, WarrantQueue
@@ -160,7 +160,7 @@ class KennelThread(threading.Thread):
 def active_state(queue: WarrantQueue, warrant_id: str) -> dict | None:
     try:
         data = read_json(queue.active_path(warrant_id), None)
-    except Exception:
+    except (StateCorrupt, OSError):  # caught between the dog's writes
         return None
     return data if isinstance(data, dict) else None
 
