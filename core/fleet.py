@@ -69,153 +69,221 @@ def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = N
 
 
 def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
-    from leash.core import status
     from leash.core.halts import api as halts_api
-    from leash.core.identity import protecting_entities
     from leash.core.protocol import StopProtocol
-    from leash.core.stop import StopStateUnreadable
-    from leash.core.warrants import WarrantQueue
-    from leash.core.warrants.records import attempt_label, configured_attempts
 
     moment = now_seconds(now)
     protocol = StopProtocol(home)
+    raw = _snapshot(protocol, connection, moment, max_rows, halt_problem)
+    rule = _SessionStates(home, raw, _stops_or_none_held(protocol),
+                          halts_api.session_states(connection) if connection is not None else {})
+    every_session = _session_rows(rule, raw["sessions"], tmux_sessions or [], moment)
+    sessions = every_session[:max_rows]
+    warrants = _warrant_rows(raw["warrants"], rule.attempts, moment)
+    lock_rows = _lock_rows(raw["hands_off"], moment)
+    loops = [{"key": f"loop:{loop['name']}", **loop} for loop in raw["loops"]]
+    summary = {
+        "sessions": len(every_session),
+        "stopped": sum(1 for s in every_session if s["state"] == "stopped"),
+        "fleet_stopped": rule.fleet_stop is not None,
+        "halts": halts_api.pending_counts(connection) if connection is not None else {s: 0 for s in SEVERITY_ORDER},
+        "warrants": len(warrants),
+        "breakers_tripped": sum(1 for loop in loops if loop.get("tripped")),
+        "locks": len(lock_rows),
+    }
+    return {"now": moment, "home": protocol.home, "summary": summary, "sessions": sessions,
+            "halts": _halt_rows(raw["pending_halts"], moment), "warrants": warrants,
+            "finished_warrants": _finished_warrants(protocol), "locks": lock_rows, "loops": loops,
+            "acklog": _ack_rows(protocol, ack_tail),
+            "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]}
+
+
+def _snapshot(protocol, connection, moment: float, max_rows: int, halt_problem: str | None) -> dict:
+    from leash.core import status
+
     if connection is not None:
         raw = status.snapshot(protocol, now=moment, halts_limit=max_rows, connection=connection)
     else:
         raw = status.snapshot(protocol, now=moment, halts_limit=0)
     if halt_problem:
         raw["halt_store_error"] = halt_problem
-    problems = [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
-    try:
-        stops = protocol.stops.snapshot()
-    except StopStateUnreadable:
-        stops = {"sessions": {}, "fleet": None, "by_tmux_id": {}}
-    fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
-    locks = {lock["entity"]: lock for lock in raw["hands_off"]}
-    locks_by_tmux_id = {lock["tmux_session_id"]: lock for lock in raw["hands_off"] if lock.get("tmux_session_id")}
-    halt_states = halts_api.session_states(connection) if connection is not None else {}
-    live_warrants = {w["target"]: w for w in raw["warrants"]}
-    attempts = configured_attempts(home) if raw["warrants"] else None
+    return raw
 
-    agents_by_tmux: dict[str, list[dict]] = {}
-    loose_agents = []
-    tmux_names = {s["name"] for s in tmux_sessions or []}
+
+def _stops_or_none_held(protocol) -> dict:
+    """The stops; none when they cannot be read (``stop_state_error`` then
+    makes every session stopped)."""
+    from leash.core.stop import StopStateUnreadable
+
+    try:
+        return protocol.stops.snapshot()
+    except StopStateUnreadable:
+        return {"sessions": {}, "fleet": None, "by_tmux_id": {}}
+
+
+class _SessionStates:
+    """The rule of a session's state (module docstring), over one snapshot."""
+
+    def __init__(self, home, raw: dict, stops: dict, halt_states: dict[str, str]):
+        from leash.core.warrants.records import configured_attempts
+
+        self.raw, self.stops, self.halt_states = raw, stops, halt_states
+        self.fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
+        self.locks = {lock["entity"]: lock for lock in raw["hands_off"]}
+        self.locks_by_tmux_id = {lock["tmux_session_id"]: lock for lock in raw["hands_off"]
+                                 if lock.get("tmux_session_id")}
+        self.live_warrants = {w["target"]: w for w in raw["warrants"]}
+        self.attempts = configured_attempts(home) if raw["warrants"] else None
+
+    def state_of(self, names: list[str], entities: list[str], tmux_id: str = "") -> tuple[str, str]:
+        return (self._stopped(names, tmux_id) or self._halted(names) or self._under_warrant(names)
+                or self._hands_off(entities, tmux_id) or ("running", ""))
+
+    def _stopped(self, names: list[str], tmux_id: str) -> tuple[str, str] | None:
+        sessions = self.stops["sessions"]
+        if "stop_state_error" in self.raw:
+            return "stopped", "stop state unreadable"
+        if self.fleet_stop:
+            return "stopped", f"fleet: {self.fleet_stop.get('reason') or '-'}"
+        stopped = next((name for name in names if name in sessions), None)
+        if stopped is None and tmux_id and tmux_id in self.stops["by_tmux_id"]:
+            stopped = self.stops["by_tmux_id"][tmux_id]
+        return ("stopped", sessions[stopped].get("reason") or "-") if stopped is not None else None
+
+    def _halted(self, names: list[str]) -> tuple[str, str] | None:
+        if "halt_store_error" in self.raw:
+            return "halted", "halt store unreadable"
+        held = [self.halt_states.get(n) for n in names]
+        if "paused" in held:
+            return "paused", "escalated halt"
+        return ("halted", "pending halt") if "halted" in held else None
+
+    def _under_warrant(self, names: list[str]) -> tuple[str, str] | None:
+        from leash.core.warrants.records import attempt_label
+
+        w = next((self.live_warrants[name] for name in names if name in self.live_warrants), None)
+        return ("under warrant", f"{w.get('state')} {attempt_label(w, self.attempts)}") if w else None
+
+    def _hands_off(self, entities: list[str], tmux_id: str) -> tuple[str, str] | None:
+        for entity in entities:
+            if entity in self.locks:
+                return "hands-off", self.locks[entity].get("reason") or entity
+        if tmux_id and tmux_id in self.locks_by_tmux_id:
+            return "hands-off", self.locks_by_tmux_id[tmux_id].get("reason") or tmux_id
+        return None
+
+
+def _agents_by_tmux(agents: list[dict], tmux_sessions: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The agent sessions inside each tmux session, and those in none shown."""
+    by_tmux: dict[str, list[dict]] = {}
+    loose = []
+    tmux_names = {s["name"] for s in tmux_sessions}
     # tmux ids survive a rename: an agent seen under an old name joins the session it is in now.
-    name_of_tmux_id = {s["id"]: s["name"] for s in tmux_sessions or [] if s.get("id")}
-    for agent in raw["sessions"]:
+    name_of_tmux_id = {s["id"]: s["name"] for s in tmux_sessions if s.get("id")}
+    for agent in agents:
         current = name_of_tmux_id.get(agent.get("tmux_session_id") or "")
         if current:
             agent = {**agent, "tmux_session": current}
         if agent.get("tmux_session") and agent["tmux_session"] in tmux_names:
-            agents_by_tmux.setdefault(agent["tmux_session"], []).append(agent)
+            by_tmux.setdefault(agent["tmux_session"], []).append(agent)
         else:
-            loose_agents.append(agent)
+            loose.append(agent)
+    return by_tmux, loose
 
-    def state_of(names: list[str], entities: list[str], tmux_id: str = "") -> tuple[str, str]:
-        if "stop_state_error" in raw:
-            return "stopped", "stop state unreadable"
-        if fleet_stop:
-            return "stopped", f"fleet: {fleet_stop.get('reason') or '-'}"
-        for name in names:
-            if name in stops["sessions"]:
-                return "stopped", stops["sessions"][name].get("reason") or "-"
-        if tmux_id and tmux_id in stops["by_tmux_id"]:
-            return "stopped", stops["sessions"][stops["by_tmux_id"][tmux_id]].get("reason") or "-"
-        if "halt_store_error" in raw:
-            return "halted", "halt store unreadable"
-        held = [halt_states.get(n) for n in names]
-        if "paused" in held:
-            return "paused", "escalated halt"
-        if "halted" in held:
-            return "halted", "pending halt"
-        for name in names:
-            if name in live_warrants:
-                w = live_warrants[name]
-                return "under warrant", f"{w.get('state')} {attempt_label(w, attempts)}"
-        for entity in entities:
-            if entity in locks:
-                return "hands-off", locks[entity].get("reason") or entity
-        if tmux_id and tmux_id in locks_by_tmux_id:
-            return "hands-off", locks_by_tmux_id[tmux_id].get("reason") or tmux_id
-        return "running", ""
 
-    sessions = []
-    for tmux in tmux_sessions or []:
-        agents = agents_by_tmux.get(tmux["name"], [])
-        names = [tmux["name"]] + [a["session_id"] for a in agents]
-        entities = protecting_entities([tmux["name"]], agents)
-        state, detail = state_of(names, entities, tmux.get("id", ""))
-        latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
-        state, detail = _with_status(state, detail, latest)
-        pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
-        sessions.append({
-            "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
-            "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
-            "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""),
-            "age": _age((latest or {}).get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment)),
-            "in_tmux": True,
-        })
-    for agent in loose_agents:
-        names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
-        entities = protecting_entities(names, [agent])
-        state, detail = _with_status(*state_of(names, entities), agent)
-        sessions.append({
-            "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
-            "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
-            "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
-            "in_tmux": False,
-        })
-    known = {name for s in sessions for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
-    for stopped_id, record in stops["sessions"].items():
-        if stopped_id not in known and record.get("tmux_session_id") not in name_of_tmux_id:  # a stop filed for a session no hook or tmux has shown yet
-            sessions.append({
-                "key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
-                "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",
-                "age": _age(record.get("stopped_at"), moment), "in_tmux": False,
-            })
-    sessions.sort(key=lambda s: s["name"])
-    summary_sessions = len(sessions)
-    summary_stopped = sum(1 for s in sessions if s["state"] == "stopped")
-    sessions = sessions[:max_rows]
+def _session_rows(rule: _SessionStates, agents: list[dict], tmux_sessions: list[dict], moment: float) -> list[dict]:
+    """Every session row, sorted by name: tmux sessions, agents outside them,
+    and stops filed for sessions nothing has shown yet."""
+    by_tmux, loose = _agents_by_tmux(agents, tmux_sessions)
+    rows = [_tmux_row(rule, tmux, by_tmux.get(tmux["name"], []), moment) for tmux in tmux_sessions]
+    rows += [_agent_row(rule, agent, moment) for agent in loose]
+    rows += _unseen_stop_rows(rule.stops, rows, {s["id"] for s in tmux_sessions if s.get("id")}, moment)
+    rows.sort(key=lambda s: s["name"])
+    return rows
 
-    halts = sorted(raw["pending_halts"], key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))
+
+def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: float) -> dict:
+    from leash.core.identity import protecting_entities
+
+    names = [tmux["name"]] + [a["session_id"] for a in agents]
+    state, detail = rule.state_of(names, protecting_entities([tmux["name"]], agents), tmux.get("id", ""))
+    latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
+    state, detail = _with_status(state, detail, latest)
+    pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
+    age = _age(latest.get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment))
+    return {
+        "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
+        "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
+        "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
+    }
+
+
+def _agent_row(rule: _SessionStates, agent: dict, moment: float) -> dict:
+    from leash.core.identity import protecting_entities
+
+    names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
+    state, detail = _with_status(*rule.state_of(names, protecting_entities(names, [agent])), agent)
+    return {
+        "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
+        "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
+        "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
+        "in_tmux": False,
+    }
+
+
+def _unseen_stop_rows(stops: dict, rows: list[dict], tmux_ids: set[str], moment: float) -> list[dict]:
+    """Rows for stops filed for a session no hook or tmux has shown yet."""
+    known = {name for s in rows for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
+    return [{"key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
+             "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",
+             "age": _age(record.get("stopped_at"), moment), "in_tmux": False}
+            for stopped_id, record in stops["sessions"].items()
+            if stopped_id not in known and record.get("tmux_session_id") not in tmux_ids]
+
+
+def _halt_rows(pending: list[dict], moment: float) -> list[dict]:
+    halts = sorted(pending, key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))
     for halt in halts:
         halt["key"] = f"halt:{halt['halt_id']}"
         halt["age"] = _age(halt["triggered_at"], moment)
         halt["triggered_epoch"] = moment - (halt["age"] or 0.0)
+    return halts
 
-    warrants = []
-    for w in raw["warrants"]:
+
+def _warrant_rows(live: list[dict], attempts: int | None, moment: float) -> list[dict]:
+    """Live warrants; an interrogation's row carries its open gate."""
+    from leash.core.warrants.records import attempt_label
+
+    rows = []
+    for w in live:
         row = {"key": f"warrant:{w['id']}", **w, "attempt_label": attempt_label(w, attempts)}
         if w.get("state") == "interrogating" and w.get("next_timeout") and w.get("last_message_at"):
             total = max(0.001, parse_iso(w["next_timeout"]) - parse_iso(w["last_message_at"]))
             remaining = max(0.0, parse_iso(w["next_timeout"]) - moment)
             row.update(gate_left=remaining, gate_fraction=min(1.0, remaining / total),
                        deadline_epoch=parse_iso(w["next_timeout"]), gate_seconds=total)
-        warrants.append(row)
-    finished = sorted(WarrantQueue(protocol.home, protocol.acklog).completed(newest=RECENT_FINISHED),
-                      key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
+        rows.append(row)
+    return rows
 
-    lock_rows = []
-    for lock in raw["hands_off"]:
+
+def _finished_warrants(protocol) -> list[dict]:
+    from leash.core.warrants import WarrantQueue
+
+    return sorted(WarrantQueue(protocol.home, protocol.acklog).completed(newest=RECENT_FINISHED),
+                  key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
+
+
+def _lock_rows(locks: list[dict], moment: float) -> list[dict]:
+    rows = []
+    for lock in locks:
         left = _left(lock.get("expires_at"), moment)
-        lock_rows.append({"key": f"lock:{lock['entity']}", **lock, "left": left,
-                          "expires_epoch": moment + left if left is not None else None})
-    loops = [{"key": f"loop:{loop['name']}", **loop} for loop in raw["loops"]]
-    tail = protocol.acklog.tail(ack_tail)
+        rows.append({"key": f"lock:{lock['entity']}", **lock, "left": left,
+                     "expires_epoch": moment + left if left is not None else None})
+    return rows
+
+
+def _ack_rows(protocol, lines: int) -> list[dict]:
+    tail = protocol.acklog.tail(lines)
     for line in tail:
         line["key"] = f"ack:{line.get('seq')}:{line.get('hash', '')[:12]}"
-
-    by_severity = halts_api.pending_counts(connection) if connection is not None else {s: 0 for s in SEVERITY_ORDER}
-    summary = {
-        "sessions": summary_sessions,
-        "stopped": summary_stopped,
-        "fleet_stopped": fleet_stop is not None,
-        "halts": by_severity,
-        "warrants": len(warrants),
-        "breakers_tripped": sum(1 for loop in loops if loop.get("tripped")),
-        "locks": len(lock_rows),
-    }
-    return {"now": moment, "home": protocol.home, "summary": summary, "sessions": sessions, "halts": halts,
-            "warrants": warrants, "finished_warrants": finished, "locks": lock_rows, "loops": loops,
-            "acklog": tail, "problems": problems}
+    return tail
