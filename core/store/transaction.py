@@ -14,10 +14,9 @@ it shortened nothing.
 """
 from __future__ import annotations
 
-import math
-
 from leash.core.clock import now_seconds
-from leash.core.handsoff import MAX_HOURS, validate_entity
+from leash.core.handsoff import validate_entity
+from leash.core.hours import hours_problem
 from leash.core.statefile import locked
 
 UNDO_SOURCE = "leash"
@@ -41,10 +40,9 @@ class Step:
     def lock(self, entity: str, *, hours: float, source: str, reason: str = "",
              session_id: str | None = None) -> None:
         validate_entity(entity)
-        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours <= 0:
-            raise ValueError(f"hours must be a positive number, got {hours!r}")
-        if hours > MAX_HOURS:
-            raise ValueError(f"hours must be at most {MAX_HOURS} (ten years), got {hours!r}")
+        problem = hours_problem(hours)
+        if problem:
+            raise ValueError(f"hours {problem}")
         self.writes.append(("lock", (entity,), {"hours": hours, "source": source, "reason": reason,
                                                 "session_id": session_id}))
 
