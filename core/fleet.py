@@ -114,9 +114,10 @@ def _stops_or_none_held(protocol) -> dict:
     """The stops; none when they cannot be read (``stop_state_error`` then
     makes every session stopped)."""
     from leash.core.stop import StopStateUnreadable
+    from leash.core.store.files import FileBackend
 
     try:
-        return protocol.stops.snapshot()
+        return FileBackend.sharing(protocol).stops.snapshot()
     except StopStateUnreadable:
         return {"sessions": {}, "fleet": None, "by_tmux_id": {}}
 
@@ -267,9 +268,9 @@ def _warrant_rows(live: list[dict], attempts: int | None, moment: float) -> list
 
 
 def _finished_warrants(protocol) -> list[dict]:
-    from leash.core.warrants import WarrantQueue
+    from leash.core.store.files import FileBackend
 
-    return sorted(WarrantQueue(protocol.home, protocol.acklog).completed(newest=RECENT_FINISHED),
+    return sorted(FileBackend.sharing(protocol).warrants.completed(newest=RECENT_FINISHED),
                   key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
 
 
