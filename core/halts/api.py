@@ -6,10 +6,15 @@ dicts exactly as the seed's ``...Input``/``...Output`` interfaces (extra keys ar
 documented in the README). Every function takes ``home=`` and a keyword-only
 ``now=``.
 
-Rules that live here:
-* session states: ``paused`` while a halt is escalated or timed out and not
-  yet resolved or dismissed; ``halted`` while an unacknowledged halt of high
-  or critical severity stands; ``active`` otherwise;
+Split by concept: this module is the seed's API; the lifecycle rules (session
+states, which findings are auto-recorded, what needs caution) are
+``core.halts.rules``; the store access (opening with housekeeping, the timeout
+sweep, the condition config, shared reads) is ``core.halts.access``; what the
+hooks record as evidence (files read, attempts) is ``core.halts.evidence``.
+Their public names stay importable from here.
+
+Rules applied here:
+* session states as ``core.halts.rules`` derives them;
 * dismissing a critical halt needs ``continue_with_caution``; an escalated or
   timed-out halt can be acknowledged again (resolved or dismissed) by the
   human it was escalated to; a resolved or dismissed halt is final;
@@ -28,27 +33,27 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 from leash.core.clock import iso, now_seconds
 from leash.core.halts import engine, ledger
-from leash.core.halts.conditions import SEVERITY_RANK
+# The store access and the hook evidence are part of this API: their names stay importable from here.
+from leash.core.halts.access import (_config_cache, _log, _open, _row_config, connected, default_config,  # noqa: F401
+                                     find_halt, load_config, pending_counts, reading, session_state,
+                                     session_states, sweep_timeouts)
 from leash.core.halts.context import CheckContext, HaltInputError
-from leash.core.halts.rules import (dismissal_needs_caution, refresh_state as _refresh_state, state_of as _state_of,
-                                    to_auto_record)
+from leash.core.halts.evidence import (RECENT_ERRORS_KEPT, _stored_attempts, files_read,  # noqa: F401
+                                       record_attempt, record_files_read, stored_attempts)
+from leash.core.halts.rules import dismissal_needs_caution, refresh_state as _refresh_state, to_auto_record
 from leash.core.halts.secrets import mask, mask_deep
 from leash.core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
                               archive_old_events, exists, new_id, open_store, write)
 from leash.core.home import ensure_home, resolve_home
 
 MAX_DESCRIPTION = 4000
-CONFIG_CACHE_SECONDS = 60
 FALLBACK_LOG = "halts_unavailable.jsonl"
-RECENT_ERRORS_KEPT = 5
 USER_RESOLUTIONS = ("resolved", "escalated", "dismissed")
 _LOG_EVENT = {"resolved": "halt_ack", "dismissed": "halt_dismiss", "escalated": "halt_escalate",
               "timeout": "halt_timeout"}
-_config_cache: dict[str, tuple[float, dict[str, dict]]] = {}
 
 
 class HaltRefused(Exception):
@@ -58,44 +63,6 @@ class HaltRefused(Exception):
 # ------------------------------------------------------------------ helpers
 def _home(home) -> str:
     return ensure_home(home)
-
-
-def _row_config(row, problems: list[str] | None = None) -> dict:
-    """A stored row as the engine reads it: a threshold key or an
-    ``escalate_after_minutes`` that is not valid reads as its default (noted in
-    ``problems``), so one bad row never turns every check into a halt."""
-    from leash.core.halts.thresholds import effective, effective_escalate_after
-
-    name = row["condition_name"]
-    try:
-        stored = json.loads(row["threshold"] or "{}")
-    except (TypeError, ValueError):
-        stored = None
-    threshold, wrong = effective(name, stored)
-    minutes = effective_escalate_after(row["escalate_after_minutes"])
-    if minutes != row["escalate_after_minutes"]:
-        wrong.append(f"{name}.escalate_after_minutes {row['escalate_after_minutes']!r} is out of range")
-    if problems is not None:
-        problems.extend(wrong)
-    return {"condition_name": name, "halt_type": row["halt_type"], "enabled": bool(row["enabled"]),
-            "severity": row["severity"], "threshold": threshold,
-            "auto_escalate": bool(row["auto_escalate"]), "escalate_after_minutes": minutes}
-
-
-def default_config() -> dict[str, dict]:
-    return {name: {"condition_name": name, "halt_type": halt_type, "enabled": True, "severity": severity,
-                   "threshold": dict(threshold), "auto_escalate": False, "escalate_after_minutes": None}
-            for name, halt_type, severity, threshold in DEFAULT_CONDITIONS}
-
-
-def load_config(connection, home: str) -> dict[str, dict]:
-    """Condition config, cached in memory for 60 s (the seed's refresh)."""
-    cached = _config_cache.get(home)
-    if cached and time.monotonic() - cached[0] < CONFIG_CACHE_SECONDS:
-        return cached[1]
-    rows = {r["condition_name"]: _row_config(r) for r in connection.execute("SELECT * FROM halt_conditions_config")}
-    _config_cache[home] = (time.monotonic(), rows)
-    return rows
 
 
 def _acklog(home: str):
@@ -110,85 +77,6 @@ def _source(source: str | None) -> str:
     from leash.core.source import default_source
 
     return default_source()
-
-
-def _log(connection, home: str, event: str, row, *, source: str, reason: str, now: float, **extra) -> None:
-    """The halt's ack-log line, inside the open write transaction (see ``core.halts.ledger``)."""
-    ledger.append(connection, home, event, row, source=source, reason=mask(reason or ""), now=now, **extra)
-
-
-def sweep_timeouts(connection, home: str, *, now: float) -> int:
-    """Unacknowledged halts past their deadline become ``timeout`` (escalated)."""
-    stamp = iso(now)
-    due = connection.execute(
-        "SELECT 1 FROM halt_events WHERE acknowledged = 0 AND resolution IS NULL AND escalate_at IS NOT NULL"
-        " AND escalate_at <= ? LIMIT 1", (stamp,)).fetchone()
-    if not due:
-        return 0
-    with write(connection):
-        rows = connection.execute(
-            "UPDATE halt_events SET resolution = 'timeout', updated_at = ? WHERE acknowledged = 0"
-            " AND resolution IS NULL AND escalate_at IS NOT NULL AND escalate_at <= ?"
-            " RETURNING id, session_id, severity, condition_name, halt_type", (stamp, stamp)).fetchall()
-        for session in {r["session_id"] for r in rows}:
-            _refresh_state(connection, session, stamp)
-        for row in rows:
-            _log(connection, home, "halt_timeout", row, source="leash", now=now,
-                 reason="no acknowledgement before escalate_after_minutes; escalated, session paused")
-    return len(rows)
-
-
-def _open(home: str, now: float):
-    """A connection after the housekeeping every opener does: archive (at most
-    daily) and the timeout sweep."""
-    connection = open_store(home, now_iso=iso(now))
-    try:
-        if not ledger.in_step(connection, home):
-            ledger.rebuild(connection, home, now=now, problem="is out of step with the ack log")
-        archive_old_events(connection, now=now)
-        sweep_timeouts(connection, home, now=now)
-    except Exception:
-        connection.close()
-        raise
-    return connection
-
-
-class connected:
-    """``with connected(home, now) as db:`` — one connection for several calls
-    (the hook makes three); closed at the end. None when there is no halts.db."""
-
-    def __init__(self, home, now: float | None = None, *, create: bool = False):
-        self.home = resolve_home(home)
-        self.now = now_seconds(now)
-        self.create = create
-        self.connection = None
-
-    def __enter__(self):
-        if self.create or exists(self.home) or ledger.log_head(self.home) is not None:
-            try:
-                self.connection = _open(self.home, self.now)
-            except HaltStoreUnavailable:
-                raise
-            except Exception as exc:  # sqlite errors during housekeeping
-                raise HaltStoreUnavailable(str(exc)) from None
-        return self.connection
-
-    def __exit__(self, *exc_info) -> None:
-        if self.connection is not None:
-            self.connection.close()
-
-
-def session_state(home, session_id: str, *, now: float | None = None, connection=None) -> str:
-    """active / halted / paused; ``active`` when there is no halts.db at all.
-    Raises HaltStoreUnavailable when the database cannot be read."""
-    if connection is None:
-        with connected(home, now) as db:
-            return session_state(home, session_id, now=now, connection=db) if db is not None else "active"
-    try:
-        # From the halts themselves, never from the derived session_states table.
-        return _state_of(connection, session_id)
-    except Exception as exc:
-        raise HaltStoreUnavailable(str(exc)) from None
 
 
 # ------------------------------------------------------------------ record
@@ -272,12 +160,6 @@ def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
 
 
 # ------------------------------------------------------------------ check
-def _stored_attempts(connection, session_id: str, task_id: str) -> tuple[int, list[str]]:
-    row = connection.execute("SELECT count, recent_errors FROM attempts WHERE session_id = ? AND task_id = ?",
-                             (session_id, task_id)).fetchone()
-    return (row["count"], json.loads(row["recent_errors"])) if row else (0, [])
-
-
 def _fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
     from leash.core.statefile import append_line
 
@@ -534,77 +416,6 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None, connec
     return {"total_count": total, "halts": [_event(r) for r in rows], "unacknowledged_count": unacknowledged}
 
 
-def pending_counts(connection) -> dict[str, int]:
-    """Halts waiting on a human (unacknowledged or escalated), by severity."""
-    counts = {s: 0 for s in SEVERITIES}
-    for severity, count in connection.execute(
-            "SELECT severity, count(*) FROM halt_events WHERE acknowledged = 0 OR resolution = 'escalated'"
-            " GROUP BY severity"):
-        counts[severity] = count
-    return counts
-
-
-def session_states(connection) -> dict[str, str]:
-    """Every session that is not active: session id -> halted | paused."""
-    return {r[0]: r[1] for r in connection.execute("SELECT session_id, state FROM session_states"
-                                                   " WHERE state != 'active'")}
-
-
-_readers: dict[str, tuple] = {}
-
-
-class reading:
-    """``with reading(home, now) as db:`` — a connection this process keeps open
-    for its repeated reads (the console). Keeping one open keeps the WAL file in
-    place, so reading never creates or deletes files that a watcher of the home
-    would take for a change. None when there is no halts.db."""
-
-    def __init__(self, home, now: float | None = None):
-        self.home = resolve_home(home)
-        self.now = now_seconds(now)
-        self.lock = None
-
-    def __enter__(self):
-        import threading
-
-        if not exists(self.home):
-            return None
-        entry = _readers.get(self.home)
-        if entry is None:
-            entry = _readers.setdefault(self.home, (open_store(self.home, create=False), threading.Lock()))
-        connection, self.lock = entry
-        self.lock.acquire()
-        try:
-            sweep_timeouts(connection, self.home, now=self.now)
-        except Exception as exc:
-            self.lock.release()
-            self.lock = None
-            _readers.pop(self.home, None)
-            raise HaltStoreUnavailable(str(exc)) from None
-        return connection
-
-    def __exit__(self, *exc_info) -> None:
-        if self.lock is not None:
-            self.lock.release()
-
-
-def find_halt(halt_id: str, *, home=None) -> dict | None:
-    """One halt event by id (every column), or None."""
-    home = resolve_home(home)
-    if not exists(home):
-        return None
-    connection = open_store(home, create=False)
-    try:
-        row = connection.execute("SELECT * FROM halt_events WHERE id = ?", (halt_id,)).fetchone()
-        if row is None:
-            matches = connection.execute("SELECT * FROM halt_events WHERE id LIKE ? LIMIT 2",
-                                         (halt_id.replace("%", "") + "%",)).fetchall()
-            row = matches[0] if len(matches) == 1 and len(halt_id) >= 6 else None
-        return dict(row) if row else None
-    finally:
-        connection.close()
-
-
 # ------------------------------------------------------------------ config
 def update_halt_config(data: dict, *, home=None, now: float | None = None) -> dict:
     """The seed's ``guardrail_update_halt_config``: previous and current values."""
@@ -685,67 +496,5 @@ def list_config(*, home=None) -> list[dict]:
     connection = open_store(home)
     try:
         return list(load_config(connection, home).values())
-    finally:
-        connection.close()
-
-
-# ------------------------------------------------------------------ what the hooks record
-def record_files_read(home, session_id: str, paths: list[str], *, now: float | None = None) -> None:
-    """Note files the session has read, and that its PostToolUse hook reports."""
-    stamp = iso(now_seconds(now))
-    connection = open_store(_home(home), now_iso=stamp)
-    try:
-        with write(connection):
-            connection.execute("INSERT OR IGNORE INTO tracked_sessions (session_id, since) VALUES (?, ?)",
-                               (session_id, stamp))
-            connection.executemany(
-                "INSERT INTO files_read (session_id, path, read_at) VALUES (?, ?, ?)"
-                " ON CONFLICT(session_id, path) DO UPDATE SET read_at = excluded.read_at",
-                [(session_id, p, stamp) for p in paths])
-    finally:
-        connection.close()
-
-
-def files_read(home, session_id: str, *, connection=None) -> list[str] | None:
-    """Files the session has read; None when its PostToolUse hook never reported
-    (then there is no evidence either way)."""
-    if connection is None:
-        with connected(home) as db:
-            return files_read(home, session_id, connection=db) if db is not None else None
-    if connection.execute("SELECT 1 FROM tracked_sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
-        return None
-    return [r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?", (session_id,))]
-
-
-def record_attempt(home, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
-    """A failure (``error``) increments the task's counter and keeps the error;
-    a success (``error=None``) resets it. Returns the new count."""
-    stamp = iso(now_seconds(now))
-    connection = open_store(_home(home), now_iso=stamp)
-    try:
-        with write(connection):
-            count, errors = _stored_attempts(connection, session_id, task_id)
-            if error is None:
-                count, errors = 0, []
-            else:
-                count, errors = count + 1, (errors + [mask(error)[-2000:]])[-RECENT_ERRORS_KEPT:]
-            connection.execute(
-                "INSERT INTO attempts (session_id, task_id, count, last_error, recent_errors, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, task_id) DO UPDATE SET count = excluded.count,"
-                " last_error = excluded.last_error, recent_errors = excluded.recent_errors,"
-                " updated_at = excluded.updated_at",
-                (session_id, task_id, count, errors[-1] if errors else None, json.dumps(errors), stamp))
-        return count
-    finally:
-        connection.close()
-
-
-def stored_attempts(home, session_id: str, task_id: str) -> tuple[int, list[str]]:
-    home = resolve_home(home)
-    if not exists(home):
-        return 0, []
-    connection = open_store(home, create=False)
-    try:
-        return _stored_attempts(connection, session_id, task_id)
     finally:
         connection.close()
