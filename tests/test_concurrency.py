@@ -115,7 +115,7 @@ def assert_chain(home, expected_lines: int) -> list[dict]:
 
 @pytest.mark.timeout(120)
 def test_eight_processes_of_cli_stops_lose_nothing(home):
-    workers, per_worker = 8, 10
+    workers, per_worker = 8, 6
     expected = {f"w{n}-s{i:02d}": f"w{n}" for n in range(workers) for i in range(per_worker)}
     scripts = [
         cli_worker([["stop", f"w{n}-s{i:02d}", "--reason", "r", "--source", f"w{n}"] for i in range(per_worker)])
@@ -137,7 +137,7 @@ def test_eight_processes_of_cli_stops_lose_nothing(home):
 
 @pytest.mark.timeout(120)
 def test_concurrent_locks_and_stops_lose_nothing(home):
-    workers, rounds = 4, 4
+    workers, rounds = 4, 3
     scripts = []
     for n in range(workers):
         commands = []
@@ -170,7 +170,7 @@ def test_concurrent_locks_and_stops_lose_nothing(home):
 
 @pytest.mark.timeout(120)
 def test_processes_and_threads_on_the_core_api_lose_nothing(home):
-    workers, rounds, threads = 4, 15, 2
+    workers, rounds, threads = 4, 8, 2
     scripts = [[sys.executable, "-c", API_WORKER, str(home), f"p{n}", str(rounds)] for n in range(workers)]
     run_workers(scripts, home)
 

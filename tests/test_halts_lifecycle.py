@@ -676,7 +676,7 @@ for i in range(rounds):
     record_halt({"session_token": f"writer-{tag}", "halt_type": "execution", "severity": "high",
                  "description": f"writer {tag} halt {i}", "task_id": f"task-{i}"})
 """
-WRITERS, ROUNDS = 6, 120
+WRITERS, ROUNDS = 6, 60
 
 
 @pytest.mark.timeout(120)
