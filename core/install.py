@@ -221,19 +221,25 @@ def _binary_of(command: str) -> str:
     return words[0] if words else ""
 
 
-def disabling_change(path: str, *, project: str | None = None) -> str:
+def is_wired(*, project: str | None = None) -> bool:
+    """True when some settings layer for ``project`` wires leash's PreToolUse hook."""
+    return not any(level == "fail" and subject == "PreToolUse" for level, subject, _ in check(project=project))
+
+
+def disabling_change(path: str, *, project: str | None = None, was_wired: bool = False) -> str:
     """Why a settings file, as it now is, switches leash's hooks off ("" when it
-    does not): ``disableAllHooks`` in it, or leash's PreToolUse hook no longer
-    wired in any layer Claude Code reads for ``project``."""
+    does not): ``disableAllHooks`` in it, or — when the settings wired leash's
+    PreToolUse hook as the session started (``was_wired``) — that hook no
+    longer wired in any layer Claude Code reads for ``project``. (Wiring that
+    leash cannot see, such as a ``--settings`` file, is never judged removed.)"""
     if path:
         try:
             if read_settings(path).get("disableAllHooks") is True:
                 return f"disableAllHooks in {path}"
         except SettingsError:
             pass  # a file Claude Code cannot parse either changes nothing
-    for level, subject, _ in check(project=project):
-        if level == "fail" and subject == "PreToolUse":
-            return "leash's PreToolUse hook is no longer wired"
+    if was_wired and not is_wired(project=project):
+        return "leash's PreToolUse hook is no longer wired"
     return ""
 
 

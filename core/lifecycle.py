@@ -51,7 +51,8 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True):
         return gate, None, exc
 
 
-def _register(gate, payload: dict, env, *, now=None, status: str | None = None, parent: str = "") -> dict:
+def _register(gate, payload: dict, env, *, now=None, status: str | None = None, parent: str = "",
+              wired: str = "") -> dict:
     from leash.core.sessions import tmux_identity_of_pane
 
     session_id = payload["session_id"]
@@ -65,7 +66,7 @@ def _register(gate, payload: dict, env, *, now=None, status: str | None = None, 
     return gate.sessions.observe(
         session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
         entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
-        transcript_path=_text(payload, "transcript_path"), parent=parent)
+        transcript_path=_text(payload, "transcript_path"), parent=parent, wired=wired)
 
 
 def _text(payload: dict, key: str) -> str:
@@ -100,7 +101,11 @@ def session_start(raw: bytes, *, home, env=None, now=None, input_error=None) -> 
         return "", f"leash: {problem}\n", 1
     session_id = payload["session_id"]
     parent = _parent_of(gate, payload, env, now=now)
-    _register(gate, payload, env, now=now, status="", parent=parent)
+    from leash.core.install import is_wired
+
+    # Remembered so that a later settings change that unwires leash is seen as one.
+    wired = "settings" if is_wired(project=_text(payload, "cwd") or None) else ""
+    _register(gate, payload, env, now=now, status="", parent=parent, wired=wired)
     held = _session_hold(gate, session_id, now=now, env=env)
     if held is None:
         return "", "", 0
@@ -216,7 +221,9 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> 
         return "", f"leash: {problem}\n", 1
     from leash.core.install import disabling_change
 
-    problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None)
+    record = gate.sessions.get(payload["session_id"], now=now) or {}
+    problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None,
+                               was_wired=bool(record.get("wired")))
     if not problem:
         return "", "", 0
     reason = (f"leash: this settings change would switch leash's hooks off ({problem}); blocked and recorded as "

@@ -32,7 +32,8 @@ from leash.core.statefile import locked, write_json
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
-_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "agent")
+_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "agent",
+           "wired")
 # What Claude Code last said a session is doing; "" when it is working.
 STATUS_WAITING_INPUT = "waiting for input"
 STATUS_WAITING_PERMISSION = "waiting for permission"

@@ -156,12 +156,15 @@ def test_a_config_change_that_removes_leash_is_blocked_and_a_harmless_one_passes
     data = json.loads(settings.read_text())
     data["model"] = "something"
     settings.write_text(json.dumps(data))
+    hook(home, "session-start", payload("SessionStart", cwd=str(project)))  # started wired
     change = payload("ConfigChange", cwd=str(project), file_path=str(settings), source="project_settings")
     assert hook(home, "config-change", change)[0] == 0
     settings.write_text(json.dumps({"model": "something"}))
     code, _, err = hook(home, "config-change", change)
     assert code == 2 and "no longer wired" in err
-    assert disabling_change(str(settings), project=str(project))
+    assert disabling_change(str(settings), project=str(project), was_wired=True)
+    # Wiring leash cannot see (a --settings file) is never judged removed.
+    assert not disabling_change(str(settings), project=str(project))
 
 
 def test_unknown_hook_events_exit_1_never_2(home):
