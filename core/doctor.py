@@ -4,7 +4,8 @@ Each check yields ``Finding(level, subject, message)``: ``ok``, ``warn`` (worth
 knowing, nothing is broken), ``fail`` (something is broken) or ``fixed`` (it was
 broken and ``repair=True`` mended it). Repairs follow the fail-policy table and
 never delete state: a corrupt ``stops.json`` is quarantined and rebuilt by
-replaying the ack log; a corrupt registry is quarantined and starts empty;
+replaying the ack log (so are the hands-off locks and halts.db); a corrupt session
+registry is quarantined and starts empty;
 expired locks are pruned; a torn ack-log tail is moved to ``.torn``. A broken
 hash chain cannot be mended (the log is append-only) and stays a failure.
 

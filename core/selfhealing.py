@@ -1,7 +1,8 @@
 """A JSON state file whose fail policy is "quarantine and start empty".
 
-The hands-off registry and the session registry both follow that row of the
-fail-policy table: a file that does not parse is renamed to
+The session registry follows that row of the fail-policy table (it is a cache
+of observations the hooks rebuild on their next call; stops and locks are
+caches of the ack log instead, ``core.logstate``): a file that does not parse is renamed to
 ``<name>.corrupt-<timestamp>`` (never deleted), the state starts empty, and a
 ``state_quarantined`` line goes to the ack log so the operator learns of it.
 Quarantine happens under the file's lock and re-checks the file first, so when
