@@ -27,7 +27,6 @@ from typing import Iterator
 from leash.core.acklog import ACK_LOG_NAME
 from leash.core.config import ConfigError, load_config
 from leash.core.finding import Finding
-from leash.core.handsoff import REGISTRY_NAME
 from leash.core.sessions import SESSIONS_NAME
 from leash.core.home import home_problem, is_reserved_name, resolve_home
 from leash.core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
@@ -61,7 +60,7 @@ def examine(protocol: StopProtocol | str, *, repair: bool = False, now: float | 
     from leash.core.storecheck import examine_logged_stores
 
     yield from examine_logged_stores(protocol, repair=repair, now=now)
-    yield from _check_registry(protocol, SESSIONS_NAME, repair, now)
+    yield from _check_sessions(protocol, repair, now)
     yield from _check_acklog(protocol, repair)
     yield from _check_halts(protocol, repair, now)
     from leash.core.storecheck import examine_halts
@@ -153,32 +152,20 @@ def _move_aside(home: Path, name: str, what: str, repair: bool, now: float | Non
     yield Finding("fixed", name, f"{what}; moved to {os.path.basename(moved or '')}")
 
 
-def _check_registry(protocol: StopProtocol, name: str, repair: bool, now: float | None) -> Iterator[Finding]:
-    registry = protocol.hands_off_registry if name == REGISTRY_NAME else protocol.sessions
+def _check_sessions(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:
+    """sessions.json: a cache of what the hooks saw (stops and locks are checked
+    against the ack log by ``core.storecheck``)."""
+    registry = protocol.sessions
     try:
         data = read_json(registry.path, None)
     except StateCorrupt as exc:
         if repair:
             registry.store.quarantine(exc, now=now)
-            yield Finding("fixed", name, f"was unreadable ({exc.detail}); quarantined, starts empty")
+            yield Finding("fixed", SESSIONS_NAME, f"was unreadable ({exc.detail}); quarantined, starts empty")
         else:
-            yield Finding("fail", name, f"unreadable ({exc.detail}); readers quarantine it and start empty")
+            yield Finding("fail", SESSIONS_NAME, f"unreadable ({exc.detail}); readers quarantine it and start empty")
         return
-    if data is None:
-        yield Finding("ok", name, "absent")
-        return
-    if name == REGISTRY_NAME:
-        active = registry.active(now=now)
-        expired = len(data) - len(active)
-        if expired and repair:
-            registry.prune(now=now)
-            yield Finding("fixed", name, f"pruned {expired} expired locks; {len(active)} active")
-        elif expired:
-            yield Finding("warn", name, f"{len(active)} active locks, {expired} expired (ignored; repair prunes)")
-        else:
-            yield Finding("ok", name, f"{len(active)} active locks")
-    else:
-        yield Finding("ok", name, f"{len(data)} sessions seen")
+    yield Finding("ok", SESSIONS_NAME, "absent" if data is None else f"{len(data)} sessions seen")
 
 
 def _check_acklog(protocol: StopProtocol, repair: bool) -> Iterator[Finding]:
