@@ -40,6 +40,11 @@ from leash.core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
 from .conftest import ROOT, leash_argv
 
 FAST = [0.3, 0.3, 0.3]
+# The gate closes as soon as the answer is seen, so a long first (or second)
+# gate costs nothing when the agent answers, and keeps a loaded machine from
+# turning a prompt answer into a missed one.
+ANSWER_AT_1 = [5.0, 0.3, 0.3]
+ANSWER_AT_2 = [0.3, 5.0, 0.3]
 POLL = 0.05
 HEALTH_CHECK = "[DOG] HEALTH CHECK"
 
@@ -209,7 +214,7 @@ def goes_idle(proc: subprocess.Popen, timeout: float = 4.0) -> bool:
 def test_an_answering_session_is_pardoned_at_attempt_1(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "good", "answering")
     warrant, _ = WarrantQueue(home).file("good", reason="looks stuck", requester="deacon")
-    done = run_kennel(home, tmux)["good"]
+    done = run_kennel(home, tmux, timeouts=ANSWER_AT_1)["good"]
     assert (done["outcome"], done["attempt"]) == ("pardoned", 1)
     assert "pardoned_by" not in done
     assert tmux.has_session("good")
@@ -218,13 +223,13 @@ def test_an_answering_session_is_pardoned_at_attempt_1(home, tmux, tmp_path):
     assert lines[:5] == ["EPITAPH: good", "Verdict: PARDONED", f"Warrant: {warrant['id']}", "Reason: looks stuck",
                          "Filed by: deacon"]
     assert lines[5].startswith("Response: Attempt 1, after ") and lines[6].startswith("Pardoned at: ")
-    assert done["wait_seconds"] < FAST[0]
+    assert done["wait_seconds"] < ANSWER_AT_1[0]
 
 
 def test_a_late_answer_is_pardoned_at_attempt_2(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "late", "answering", late=2)
     WarrantQueue(home).file("late", reason="slow", requester="deacon")
-    done = run_kennel(home, tmux)["late"]
+    done = run_kennel(home, tmux, timeouts=ANSWER_AT_2)["late"]
     assert (done["outcome"], done["attempt"]) == ("pardoned", 2)
     assert tmux.has_session("late")
     pane = tmux.capture("late")
@@ -302,7 +307,7 @@ def test_an_old_answer_in_the_scrollback_does_not_pardon_a_hung_agent(home, tmux
 def test_a_busy_session_that_answers_is_pardoned(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "busy", "busy-answering")
     WarrantQueue(home).file("busy", reason="loops", requester="deacon")
-    done = run_kennel(home, tmux)["busy"]
+    done = run_kennel(home, tmux, timeouts=ANSWER_AT_1)["busy"]
     assert (done["outcome"], done["attempt"]) == ("pardoned", 1)
     assert tmux.has_session("busy")
 
@@ -310,7 +315,7 @@ def test_a_busy_session_that_answers_is_pardoned(home, tmux, tmp_path):
 def test_pardon_on_activity_pardons_a_busy_session(home, tmux, tmp_path):
     start_agent(tmux, tmp_path, "busy", "busy")
     WarrantQueue(home).file("busy", reason="loops", requester="deacon")
-    done = run_kennel(home, tmux, pardon_on_activity=True)["busy"]
+    done = run_kennel(home, tmux, timeouts=ANSWER_AT_1, pardon_on_activity=True)["busy"]
     assert (done["outcome"], done["attempt"]) == ("pardoned", 1)
     assert tmux.has_session("busy")
 
@@ -326,7 +331,7 @@ def test_an_answer_after_a_burst_of_output_counts(home, tmux, tmp_path, boot):
     tmux.server.cmd("set-option", "-g", "history-limit", "100")
     start_agent(tmux, tmp_path, "chatty", "chatty", boot=boot)
     WarrantQueue(home).file("chatty", reason="quiet too long", requester="deacon")
-    done = run_kennel(home, tmux)["chatty"]
+    done = run_kennel(home, tmux, timeouts=ANSWER_AT_1)["chatty"]
     assert (done["outcome"], done["attempt"]) == ("pardoned", 1)
     assert tmux.has_session("chatty")
 
