@@ -331,3 +331,68 @@ def test_the_hook_path_stores_import_nothing_costly():
              "print(sorted(m for m in ('dataclasses', 'inspect', 'typing', 'watchfiles') if m in sys.modules))")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+# ------------------------------------------------------------------ what the console and the CLI call
+def _unread_edit(session: str) -> dict:
+    """The seed's first example: a change to a file the session has not read (critical)."""
+    return {"session_token": session, "current_context": {"target_files": ["src/auth.js"], "files_read": []},
+            "proposed_changes": {"files_to_modify": ["src/auth.js"]}}
+
+
+def test_halts_listed_checked_found_and_configured(backend):
+    high = _halt(backend, "high")
+    listed = backend.halts.listing({"session_token": "s1", "pending": True}, now=NOW)
+    assert [h["halt_id"] for h in listed["halts"]] == [high] and listed["unacknowledged_count"] == 1
+    assert backend.halts.listing({"session_token": "nobody"}, now=NOW)["total_count"] == 0
+    assert backend.halts.find(high)["session_id"] == "s1" and backend.halts.find(high[:8])["id"] == high
+    assert backend.halts.find("0" * 36) is None
+    verdict = backend.halts.check(_unread_edit("s2"), now=NOW)
+    assert verdict["should_halt"] and any(r.get("halt_id") for r in verdict["halt_reasons"])
+    assert backend.halts.state("s2", now=NOW) == "halted"
+    unrecorded = backend.halts.check(_unread_edit("s3"), record=False, now=NOW)
+    assert unrecorded["should_halt"] and backend.halts.state("s3", now=NOW) == "active"
+    rows = {row["condition_name"]: row for row in backend.halts.config()}
+    assert "three_strikes" in rows
+    changed = backend.halts.configure({"condition_name": "three_strikes", "enabled": False}, now=NOW)
+    assert changed["current_values"]["enabled"] is False
+    assert not {row["condition_name"]: row for row in backend.halts.config()}["three_strikes"]["enabled"]
+
+
+def test_warrants_found_listed_and_pardoned(backend):
+    from leash.core.warrants import WarrantError
+
+    first, _ = backend.warrants.file("agent-1", reason="wedged", now=NOW)
+    second, _ = backend.warrants.file("agent-2", reason="wedged", now=NOW + 1)
+    assert backend.warrants.find(first.id) == ("pending", first.as_dict())
+    assert backend.warrants.live_for("agent-2")["id"] == second.id and backend.warrants.live_for("agent-3") is None
+    outcome, record = backend.warrants.pardon(first.id, source="ops", reason="it answered", now=NOW + 2)
+    assert outcome == "pardoned" and record["outcome"] == "pardoned"
+    assert backend.warrants.find(first.id)[0] == "completed"
+    listing = backend.warrants.listing()
+    assert [w["id"] for w in listing["pending"]] == [second.id]
+    assert [d["id"] for d in listing["completed"]] == [first.id] and listing["active"] == []
+    with pytest.raises(WarrantError):
+        backend.warrants.pardon(first.id, source="ops", now=NOW + 3)
+    with pytest.raises(WarrantError):
+        backend.warrants.pardon("no-such-warrant", source="ops", now=NOW + 3)
+    assert "warrant_pardoned" in [line.event for line in backend.acklog.read()]
+
+
+def test_breaker_checked_and_recorded_in_one_call(backend):
+    verdicts = [backend.breakers.check_and_record("gw", max_restarts=3, window_seconds=60, source="ops",
+                                                  now=NOW + n) for n in range(3)]
+    assert verdicts == [False, False, True]
+    assert "loop_tripped" in [line.event for line in backend.acklog.read()]
+
+
+def test_full_stop_step_keeps_a_path_pattern_off_the_session(backend):
+    backend.sessions.observe("s1", now=NOW, tool="Bash")
+    with backend.transaction(now=NOW) as step:
+        step.full_stop("s1", "path:src/**", hours=1, source="ops", reason="freeze")
+    assert list(backend.stops.stopped()) == ["s1"] and list(backend.locks.active(now=NOW)) == ["path:src/**"]
+    assert not backend.sessions.get("s1", now=NOW).entity
+    with backend.transaction(now=NOW) as step:
+        step.full_stop("s2", "ezra", hours=1, source="ops")
+    assert backend.sessions.get("s2", now=NOW).entity == "ezra"
+    assert backend.locks.lock_of("ezra", now=NOW).session_id == "s2"

@@ -187,7 +187,8 @@ class FileBackend:
         """Each store whose files changed, once per debounced burst."""
         from watchfiles import awatch
 
-        async for batch in awatch(self.home, debounce=debounce_ms, step=50, stop_event=stop_event):
+        async for batch in awatch(self.home, debounce=debounce_ms, step=50, stop_event=stop_event,
+                                  ignore_permission_denied=True):  # a file another user left unreadable
             seen: list[Change] = []
             for _, path in sorted(batch, key=lambda item: item[1]):
                 change = change_of(self.home, path)

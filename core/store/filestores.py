@@ -97,6 +97,32 @@ class FileHalts:
 
         return session_state(self.home, session_id, now=now)
 
+    def listing(self, query: dict, *, now: float | None = None) -> dict:
+        from leash.core.halts.api import get_session_halts
+
+        return get_session_halts(query, home=self.home, now=now)
+
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
+              now: float | None = None) -> dict:
+        from leash.core.halts.api import check_halt_conditions
+
+        return check_halt_conditions(data, home=self.home, now=now, record=record, record_high=record_high)
+
+    def find(self, halt_id: str) -> dict | None:
+        from leash.core.halts.api import find_halt
+
+        return find_halt(halt_id, home=self.home)
+
+    def config(self) -> list[dict]:
+        from leash.core.halts.api import list_config
+
+        return list_config(home=self.home)
+
+    def configure(self, data: dict, *, now: float | None = None) -> dict:
+        from leash.core.halts.api import update_halt_config
+
+        return update_halt_config(data, home=self.home, now=now)
+
 
 # ---------------------------------------------------------------- warrants
 class FileClaim:
@@ -169,6 +195,15 @@ class FileWarrants:
 
     def pardon(self, warrant_id: str, *, source: str, reason: str = "", now: float | None = None):
         return self.queue.pardon(warrant_id, source=source, reason=reason, now=now)
+
+    def find(self, warrant_id: str) -> tuple[str, dict] | None:
+        return self.queue.find(warrant_id)
+
+    def live_for(self, target: str, target_id: str | None = None) -> dict | None:
+        return self.queue.live_for(target, target_id)
+
+    def listing(self) -> dict[str, list]:
+        return self.queue.listing()
 
 
 # ---------------------------------------------------------------- breakers

@@ -103,6 +103,23 @@ class HaltStore(Protocol):
 
     def state(self, session_id: str, *, now: float | None = None) -> str: ...
 
+    def listing(self, query: dict, *, now: float | None = None) -> dict:
+        """The seed's ``GetSessionHaltsOutput`` for its query (``session_token``,
+        ``pending``, ``include_acknowledged``, ``halt_type``, ``severity``, ``limit``, ``offset``)."""
+
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
+              now: float | None = None) -> dict:
+        """The seed's ``CheckHaltConditionsOutput`` (recording what fires unless ``record`` is false)."""
+
+    def find(self, halt_id: str) -> dict | None:
+        """One halt event by id, or by an unambiguous prefix of six characters or more."""
+
+    def config(self) -> list[dict]:
+        """Every condition's configuration row."""
+
+    def configure(self, data: dict, *, now: float | None = None) -> dict:
+        """The seed's ``update_halt_config``: previous and current values."""
+
 
 class Claim(Protocol):
     """A warrant held by one worker until ``release()`` or ``complete()``."""
@@ -132,6 +149,21 @@ class WarrantStore(Protocol):
     def claim_orphans(self, *, owner: dict, skip: set[str] = ..., limit: int | None = None,
                       now: float | None = None) -> list[Claim]: ...
 
+    def pardon(self, warrant_id: str, *, source: str, reason: str = "",
+               now: float | None = None) -> tuple[str, dict]:
+        """("pardoned" | "requested", record): a pending or idle warrant is
+        pardoned at once, a worked one asks its worker. ``WarrantError`` for an
+        unknown or finished warrant."""
+
+    def find(self, warrant_id: str) -> tuple[str, dict] | None:
+        """("pending" | "active" | "completed", record) for an id or an unambiguous prefix."""
+
+    def live_for(self, target: str, target_id: str | None = None) -> dict | None:
+        """The pending or active warrant on this target (by its bound id when both have one)."""
+
+    def listing(self) -> dict[str, list]:
+        """``pending``, ``active``, ``completed``, ``quarantined`` and ``unreadable``."""
+
 
 class BreakerStore(Protocol):
     def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
@@ -145,6 +177,10 @@ class BreakerStore(Protocol):
     def names(self) -> list[str]: ...
 
     def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord: ...
+
+    def check_and_record(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
+                         source: str = "leash", now: float | None = None) -> bool:
+        """Record a boot and say whether the breaker is tripped (``loop_tripped`` logged when it trips)."""
 
 
 class ReplyLedger(Protocol):
@@ -171,6 +207,10 @@ class Transaction(Protocol):
              session_id: str | None = None) -> None: ...
 
     def set_entity(self, session_id: str, entity: str) -> None: ...
+
+    def full_stop(self, session_id: str, entity: str, *, hours: float, source: str, reason: str = "") -> None:
+        """Stop, lock ``entity`` for the session and, unless it is a path
+        pattern, make it the session's entity."""
 
 
 class Backend(Protocol):

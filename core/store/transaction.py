@@ -15,7 +15,7 @@ it shortened nothing.
 from __future__ import annotations
 
 from leash.core.clock import now_seconds
-from leash.core.handsoff import validate_entity
+from leash.core.handsoff import PATH_PREFIX, validate_entity
 from leash.core.hours import hours_problem
 from leash.core.statefile import locked
 
@@ -48,6 +48,14 @@ class Step:
 
     def set_entity(self, session_id: str, entity: str) -> None:
         self.writes.append(("set_entity", (session_id, entity), {}))
+
+    def full_stop(self, session_id: str, entity: str, *, hours: float, source: str, reason: str = "") -> None:
+        """Stop the session, lock ``entity`` for it, and make the entity the
+        session's own unless it is a ``path:`` pattern (files, not an agent)."""
+        self.stop(session_id, source=source, reason=reason, entity=entity)
+        self.lock(entity, hours=hours, reason=reason, source=source, session_id=session_id)
+        if not entity.startswith(PATH_PREFIX):
+            self.set_entity(session_id, entity)
 
     def apply(self) -> list[dict]:
         with locked(self.stops.path), locked(self.locks.path):
