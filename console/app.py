@@ -1,12 +1,15 @@
 """The leash console: six live panels and a key for every control action.
 
 The app holds no policy. Reading the state home runs in worker threads
-(``core.fleet.view``), the home is watched with watchfiles (an exclusive
-worker, ~150 ms debounce) and tmux is polled every 1.5 s in a thread, so the
-UI thread only ever renders. Every key that changes state opens the
-confirmation modal and then calls the core (``console.operations``); the
-result is on disk for the CLI, the hooks and the kennel at once, and the
-watcher brings it back to the screen.
+(``core.fleet.view``), tmux is polled every 1.5 s in a thread, and the view is
+read again on each ``Change`` of the app's change stream (an exclusive
+worker), so the UI thread only ever renders. The change stream is any async
+iterator of ``Change`` records: by default the backend's ``changes()`` (for
+the file backend, the home watched with a ~150 ms debounce), or the one given
+as ``changes=`` (a daemon's ``subscribe`` stream). Every key that changes
+state opens the confirmation modal and then calls the backend's stores
+(``console.operations``); the result is in the store for the CLI, the hooks
+and the kennel at once, and the change stream brings it back to the screen.
 
 When no other kennel is running the console runs one of its own (in a thread
 with its own event loop), so a warrant filed with ``w`` is worked at once.
@@ -26,6 +29,7 @@ never parse markup either.
 from __future__ import annotations
 
 import time
+from typing import AsyncIterator
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -52,6 +56,7 @@ from leash.console.widgets.summary import SummaryBar
 from leash.console.widgets.tabs import PanelTabs
 from leash.console.widgets.warrants import WarrantsPanel
 from leash.core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
+from leash.core.store.records import Change
 from leash.core.text import printable
 
 TMUX_POLL_SECONDS = 1.5
@@ -72,13 +77,19 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     def __init__(self, home=None, *, tmux=None, list_tmux=None, run_kennel: bool = True, watch: bool = True,
                  clock=time.time, source: str | None = None, on_exit=None, read_only: bool = False,
-                 on_hangup=None):
+                 on_hangup=None, backend=None, changes: AsyncIterator[Change] | None = None):
+        """``backend``: the stores every key reads and writes (default
+        ``backend_for(home)``). ``changes``: the stream the live view follows
+        (default ``backend.changes()``); ``watch=False`` follows none."""
         from leash.core.config import load_config
         from leash.core.home import ensure_home
         from leash.core.source import default_source
+        from leash.core.store.files import backend_for
 
         super().__init__()
         self.home = ensure_home(home)
+        self.backend = backend if backend is not None else backend_for(self.home)
+        self.change_stream = changes  # any async iterator of Change; None: the backend's own
         config = load_config(self.home)
         self.key_actions = keymap(config["console"]["keys"])
         self.tmux = tmux
@@ -89,7 +100,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.want_watch = watch
         self.clock = clock
         self.source = source or default_source()
-        self.operations = Operations(self.home, self.source)
+        self.operations = Operations(self.backend, self.source, home=self.home)
         self.view_data: dict = {}
         self.tmux_sessions: list[dict] = []
         self.kennel = None
@@ -132,7 +143,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
             self.tmux_sessions = []
         self.refresh_view()
         if self.want_watch:
-            self.watch_home()
+            self.watch_changes()
         if self.tmux is not None or self.list_tmux is not None:
             self.set_interval(TMUX_POLL_SECONDS, self.poll_tmux)
         self.set_interval(COUNTDOWN_SECONDS, self.tick_countdown)
@@ -305,13 +316,19 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
             self.call_from_thread(self.refresh_view)
 
     @work(exclusive=True, group="watch")
-    async def watch_home(self) -> None:
-        from watchfiles import awatch
-
-        async for changes in awatch(self.home, debounce=WATCH_DEBOUNCE_MS, step=50, recursive=True,
-                                    ignore_permission_denied=True):
-            if any(not path.endswith(".lock") for _, path in changes):
+    async def watch_changes(self) -> None:
+        """Read the view again on each change; the stream is closed when the
+        worker ends (the app quits), so a file watcher's thread stops too."""
+        stream = self.change_stream
+        if stream is None:
+            stream = self.backend.changes(debounce_ms=WATCH_DEBOUNCE_MS)
+        try:
+            async for _change in stream:
                 self.refresh_view()
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
 
     def tick_countdown(self) -> None:
         if self.view_data and not self._dashboard_gone():
@@ -327,9 +344,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     # ------------------------------------------------------------ kennel
     def start_kennel(self) -> None:
-        from leash.core.warrants.kennel import running_kennel
-
-        if running_kennel(self.home) is None and self.tmux is not None:
+        if self.tmux is not None and self.backend.kennels.alive() is None:
             self._run_kennel()
 
     @work(thread=True, group="kennel")

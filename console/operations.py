@@ -1,8 +1,9 @@
 """What each console key does: the confirmation it asks for and the core call it makes.
 
 An ``Operation`` describes one state change on one row: the modal's title,
-body and fields, and ``run(confirmed)`` — a call into the core whose result is
-on disk for every other process (the CLI, the hooks, the kennel) at once. The
+body and fields, and ``run(confirmed)`` — a call into the backend's stores
+(``leash.core.store``) whose result is in the store for every other process
+(the CLI, the hooks, the kennel) at once. The
 console decides nothing here: whether a halt may be dismissed, which stop a
 resume lifts, how long a lock lasts — the core answers all of it.
 
@@ -52,61 +53,64 @@ def _hours(text: str, default: float) -> float:
 
 
 class Operations:
-    """Builds the operation for a key press, given the home and who is acting."""
+    """Builds the operation for a key press, given the backend and who is
+    acting. ``home``: where config.toml is read (default the backend's home)."""
 
-    def __init__(self, home, source: str):
-        from leash.core.protocol import StopProtocol
-
-        self.home = home
+    def __init__(self, backend, source: str, *, home=None):
+        self.backend = backend
         self.source = source
-        self.protocol = StopProtocol(home)
+        self.home = home if home is not None else backend.home
+
+    def default_hours(self) -> float:
+        """``[hands_off] default_hours`` of config.toml, read at each key press."""
+        from leash.core.config import load_config
+
+        return load_config(self.home)["hands_off"]["default_hours"]
 
     # ------------------------------------------------------------ sessions
     def stop(self, row: dict) -> Operation:
         name = row["name"]
 
         def run(c):
-            self.protocol.stops.stop(name, source=self.source, reason=c.text)
+            self.backend.stops.stop(name, source=self.source, reason=c.text)
             return f"stopped {shown(name)}"
         return Operation(f"Stop {shown(name)}?", f"Every tool call of {shown(name)} is refused until it is resumed.",
                          run, confirm_label="Stop")
 
     def fleet_stop(self) -> Operation:
         def run(c):
-            self.protocol.stops.stop_fleet(source=self.source, reason=c.text or "fleet stop from the console")
+            self.backend.stops.stop_fleet(source=self.source, reason=c.text or "fleet stop from the console")
             return "fleet stopped"
         return Operation("Stop the whole fleet?", "Every agent's next tool call is refused until the fleet "
                          "is resumed.", run, confirm_label="Stop all")
 
     def resume(self, row: dict) -> Operation:
         names = [row["name"]] + row.get("agents", [])
-        covering = self.protocol.stops.covering(names)
+        covering = self.backend.stops.covering(names)
         if covering is None:
             raise Refusal(f"{shown(row['name'])} is not stopped")
         kind, name = covering
         if kind == "fleet":
             def run(c):
-                self.protocol.stops.resume_fleet(source=self.source, reason=c.text)
+                self.backend.stops.resume_fleet(source=self.source, reason=c.text)
                 return "fleet resumed"
             return Operation("Resume the fleet?", f"{shown(row['name'])} is held by the fleet stop; resuming lifts "
                              "it for every session (sessions stopped one by one stay stopped).", run,
                              confirm_label="Resume fleet")
 
         def run(c):
-            self.protocol.stops.resume(name, source=self.source, reason=c.text)
+            self.backend.stops.resume(name, source=self.source, reason=c.text)
             return f"resumed {shown(name)}"
         return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", run, confirm_label="Resume")
 
     def warrant(self, row: dict) -> Operation:
-        from leash.core.warrants import WarrantQueue
-
         if not row.get("in_tmux"):
             raise Refusal(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
         target = row["tmux_session"]
 
         def run(c):
-            warrant, created = WarrantQueue(self.home, self.protocol.acklog).file(
-                target, reason=c.text or "filed from the console", requester=self.source)
+            warrant, created = self.backend.warrants.file(target, reason=c.text or "filed from the console",
+                                                          requester=self.source)
             return f"warrant {shown(warrant['id'])} filed" if created else f"{shown(target)} already has a live warrant"
         return Operation(f"File a death warrant for {shown(target)}?", "A dog interrogates the session three times "
                          "and kills it if it never answers ALIVE.", run, text_label="Reason",
@@ -115,12 +119,12 @@ class Operations:
     def hands_off(self, row: dict | None) -> Operation:
         """On a session: lock it, asking for hours. Elsewhere: ask which entity
         (a name or ``path:<glob>``) to lock for the default time."""
-        default = self.protocol.default_hours()
+        default = self.default_hours()
         if row is not None and "name" in row:
             entity = row["name"]
 
             def run(c):
-                lock = self.protocol.hands_off(entity, hours=_hours(c.extra, default), reason=c.text,
+                lock = self.backend.locks.lock(entity, hours=_hours(c.extra, default), reason=c.text,
                                                source=self.source)
                 return f"{shown(entity)} is hands-off until {lock['expires_at'][:19]}"
             return Operation(f"Lock {shown(entity)} hands-off?", "Its tool calls are refused (and no warrant kills it) "
@@ -130,7 +134,7 @@ class Operations:
         def run(c):
             if not c.extra:
                 raise Refusal("name the entity to lock")
-            lock = self.protocol.hands_off(c.extra, reason=c.text, source=self.source)
+            lock = self.backend.locks.lock(c.extra, hours=self.default_hours(), reason=c.text, source=self.source)
             return f"{shown(c.extra)} is hands-off until {lock['expires_at'][:19]}"
         return Operation("Lock an entity hands-off?", f"A name (an agent, a session) or path:<glob>, for "
                          f"{default:g} hours.", run, extra_label="Entity", confirm_label="Lock")
@@ -140,22 +144,20 @@ class Operations:
         entity = row["entity"]
 
         def run(c):
-            self.protocol.release(entity, c.text, self.source)
+            self.backend.locks.release(entity, source=self.source, reason=c.text)
             return f"released {shown(entity)}"
         return Operation(f"Release {shown(entity)}?", "The lock is removed now.", run, confirm_label="Release")
 
     # ------------------------------------------------------------ halts
     def halt(self, row: dict, resolution: str) -> Operation:
-        from leash.core.halts import api
+        from leash.core.halts.rules import dismissal_needs_caution
 
-        caution = resolution == "dismissed" and api.dismissal_needs_caution(row["severity"])
+        caution = resolution == "dismissed" and dismissal_needs_caution(row["severity"])
         verb = {"resolved": "Acknowledge", "dismissed": "Dismiss", "escalated": "Escalate"}[resolution]
 
         def run(c):
-            result = api.acknowledge_halt({"session_token": row["session_id"], "halt_id": row["halt_id"],
-                                           "resolution": resolution, "resolution_notes": c.text or None,
-                                           "continue_with_caution": c.caution, "acknowledged_by": self.source},
-                                          home=self.home, source=self.source)
+            result = self.backend.halts.acknowledge(row["halt_id"], row["session_id"], resolution,
+                                                    notes=c.text or None, caution=c.caution, source=self.source)
             tail = "the session may resume" if result["session_can_resume"] else "the session stays held"
             done = {"resolved": "acknowledged", "dismissed": "dismissed", "escalated": "escalated"}[resolution]
             return f"{done} {shown(row.get('condition_name') or row['halt_type'])}: {tail}"
@@ -169,11 +171,8 @@ class Operations:
 
     # ------------------------------------------------------------ warrants
     def pardon(self, row: dict) -> Operation:
-        from leash.core.warrants import WarrantQueue
-
         def run(c):
-            result, _ = WarrantQueue(self.home, self.protocol.acklog).pardon(row["id"], source=self.source,
-                                                                             reason=c.text)
+            result, _ = self.backend.warrants.pardon(row["id"], source=self.source, reason=c.text)
             target = shown(row.get("target"))
             return f"pardoned {target}" if result == "pardoned" else f"pardon sent to the dog of {target}"
         return Operation(f"Pardon {shown(row.get('target'))}?", "The warrant is cancelled and the session lives.", run,
@@ -181,10 +180,8 @@ class Operations:
 
     # ------------------------------------------------------------ breakers
     def loop_reset(self, row: dict) -> Operation:
-        from leash.core import loopguard
-
         def run(c):
-            loopguard.reset(name=row["name"], home=self.home, source=self.source, reason=c.text)
+            self.backend.breakers.reset(row["name"], source=self.source, reason=c.text)
             return f"reset breaker {shown(row['name'])}"
         return Operation(f"Reset breaker {shown(row['name'])}?", "Its recorded boots are forgotten; the next "
                          "restart-interrupted boot auto-resumes again.", run, confirm_label="Reset")

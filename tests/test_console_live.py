@@ -40,6 +40,69 @@ async def test_a_change_by_another_process_shows_through_the_watcher(home):
         assert shown, "the stop never reached the sessions panel"
 
 
+async def _stop_shows(pilot, app, name: str) -> bool:
+    for _ in range(WATCH_ROUNDS):
+        await pilot.pause(0.02)
+        row = app.panel("sessions").rows.get(f"tmux:{name}")
+        if row and row["state"] == "stopped":
+            return True
+    return False
+
+
+async def test_each_change_of_a_given_stream_reads_the_view_again(home):
+    """The live view needs only an async iterator of Change (a daemon's
+    subscribe stream, say): nothing watches the home, and a stop made
+    elsewhere shows when the stream says the stops changed."""
+    import asyncio
+
+    from leash.core.store.files import FileBackend, backend_for
+    from leash.core.store.records import Change
+
+    arrived: asyncio.Queue = asyncio.Queue()
+    closed = []
+
+    async def subscribed():
+        try:
+            while True:
+                yield await arrived.get()
+        finally:
+            closed.append(True)
+
+    app = console(home, list_tmux=lambda: CONSOLE_TMUX, watch=True, changes=subscribed())
+    assert isinstance(app.backend, FileBackend) and app.backend.home == app.home
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(WATCH_ROUNDS):  # not ready(): that waits for every worker, and this one follows the stream
+            await pilot.pause(0.02)
+            if app.view_data:
+                break
+        backend_for(home).stops.stop("agent-silent", source="elsewhere", reason="from another host")
+        for _ in range(20):  # no watcher on the home: without a change nothing is read again
+            await pilot.pause(0.02)
+        assert app.panel("sessions").rows["tmux:agent-silent"]["state"] != "stopped"
+        arrived.put_nowait(Change("stops"))
+        assert await _stop_shows(pilot, app, "agent-silent"), "the change never reached the sessions panel"
+    assert closed == [True]  # the stream is closed when the console ends
+
+
+async def test_the_keys_act_through_the_backend_given(home, tmp_path):
+    """A backend given to the console is where every key reads and writes."""
+    from leash.core.store.files import FileBackend
+
+    elsewhere = FileBackend(tmp_path / "elsewhere")
+    app = console(home, list_tmux=lambda: CONSOLE_TMUX, backend=elsewhere)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        for _ in range(WATCH_ROUNDS):
+            await pilot.pause(0.02)
+            if elsewhere.stops.stopped():
+                break
+    assert list(elsewhere.stops.stopped()) == ["agent-answers"]
+    assert StopProtocol(home).stops.snapshot()["sessions"] == {}
+
+
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""

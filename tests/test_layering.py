@@ -78,3 +78,11 @@ def test_the_hook_command_is_handed_to_the_core_before_the_console_loads(home, t
     console = sorted(m for m in modules if m.startswith("leash.console"))
     assert console == ["leash.console", "leash.console.cli"], console  # the tiny entry, nothing more
     assert "leash.core.hookmain" in modules
+
+
+def test_the_console_follows_changes_through_the_backend_only():
+    """The console's live view is the backend's change stream: no file
+    watcher of its own, so a backend with another source slots in."""
+    watching = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "console").rglob("*.py")
+                      if "watchfiles" in {top(n) for n in imported_names(p)})
+    assert watching == []
