@@ -81,6 +81,13 @@ def _ago(stamp: str, moment: float) -> str:
     return human_duration(seconds) + (" ago" if seconds >= 0 else " from now")
 
 
+def _backend(protocol):
+    """The stores a subcommand reads and writes, over the registries ``protocol`` already holds."""
+    from leash.core.store.files import FileBackend
+
+    return FileBackend.sharing(protocol)
+
+
 # ------------------------------------------------------------------ stop/resume
 def cmd_stop(protocol, args) -> int:
     from leash.console.errors import UsageError
@@ -90,18 +97,22 @@ def cmd_stop(protocol, args) -> int:
             raise UsageError("stop --all takes no SESSION or --entity")
         if not args.reason.strip():
             raise UsageError("stop --all needs --reason (every agent will read it)")
-        record = protocol.stops.stop_fleet(source=args.source, reason=args.reason)
+        record = _backend(protocol).stops.stop_fleet(source=args.source, reason=args.reason)
         _out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
         return 0
     if not args.session:
         raise UsageError("stop needs a SESSION (or --all)")
     if args.hours is not None and not args.entity:
         raise UsageError("--hours applies to the --entity lock; give --entity too")
+    backend = _backend(protocol)
     if args.entity:
-        result = protocol.full_stop(args.session, args.entity, args.reason, args.source, hours=args.hours)
-        _out(f"stopped {args.session} and locked {args.entity} hands-off until {result['hands_off']['expires_at']}")
+        hours = args.hours if args.hours is not None else protocol.default_hours()
+        with backend.transaction() as step:  # the stop and the lock: both or neither
+            step.full_stop(args.session, args.entity, hours=hours, source=args.source, reason=args.reason)
+        _, lock = step.results
+        _out(f"stopped {args.session} and locked {args.entity} hands-off until {lock['expires_at']}")
         return 0
-    record = protocol.stops.stop(args.session, source=args.source, reason=args.reason)
+    record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
     _out(f"stopped {args.session} (since {record['stopped_at']})")
     return 0
 
@@ -112,28 +123,30 @@ def cmd_resume(protocol, args) -> int:
     if args.all:
         if args.session:
             raise UsageError("resume --all takes no SESSION")
-        protocol.stops.resume_fleet(source=args.source, reason=args.reason)
-        still = protocol.stops.snapshot()["sessions"]
+        stops = _backend(protocol).stops
+        stops.resume_fleet(source=args.source, reason=args.reason)
+        still = stops.stopped()
         tail = f"; {len(still)} sessions stay stopped one by one (leash status)" if still else ""
         _out(f"fleet resumed{tail}")
         return 0
     if not args.session:
         raise UsageError("resume needs a SESSION (or --all)")
-    protocol.stops.resume(args.session, source=args.source, reason=args.reason)
+    _backend(protocol).stops.resume(args.session, source=args.source, reason=args.reason)
     _out(f"resumed {args.session}")
     return 0
 
 
 def cmd_hands_off(protocol, args) -> int:
-    lock = protocol.hands_off(args.entity, hours=args.hours, reason=args.reason, source=args.source,
-                              session_id=args.session)
+    hours = args.hours if args.hours is not None else protocol.default_hours()
+    lock = _backend(protocol).locks.lock(args.entity, hours=hours, reason=args.reason, source=args.source,
+                                         session_id=args.session)
     kept = " (it was already locked longer; the later expiry is kept)" if lock.get("kept_longer") else ""
     _out(f"{args.entity} is hands-off until {lock['expires_at']}{kept}")
     return 0
 
 
 def cmd_release(protocol, args) -> int:
-    protocol.release(args.entity, args.reason, args.source)
+    _backend(protocol).locks.release(args.entity, source=args.source, reason=args.reason)
     _out(f"released {args.entity}")
     return 0
 
@@ -301,22 +314,23 @@ def cmd_loop(protocol, args) -> int:
     from leash.core.config import load_config
 
     config = load_config(protocol.home)
+    breakers = _backend(protocol).breakers
     if args.loop_command == "check-and-record":
         limits = loopguard.thresholds(config, args.name)
         for key in ("max_restarts", "window_seconds", "max_gap_seconds"):
             if getattr(args, key) is not None:
                 limits[key] = getattr(args, key)
-        tripped = loopguard.check_and_record(home=protocol.home, name=args.name, source=args.source, **limits)
-        state = loopguard.describe(args.name, home=protocol.home, config={"loop": {args.name: limits}})
+        tripped = breakers.check_and_record(args.name, source=args.source, **limits)
+        state = breakers.describe(args.name, config={"loop": {args.name: limits}})
         verdict = "TRIPPED: skip auto-resume" if tripped else "not tripped"
         _out(f"{args.name}: {state['in_loop']} boots in loop, threshold {limits['max_restarts']}: {verdict}")
         return 3 if tripped else 0
     if args.loop_command == "reset":
-        if not loopguard.reset(name=args.name, home=protocol.home, source=args.source, reason=args.reason):
+        if not breakers.reset(args.name, source=args.source, reason=args.reason):
             raise Refused(f"breaker {args.name!r} has no recorded boots")
         _out(f"reset {args.name}")
         return 0
-    states = [loopguard.describe(n, home=protocol.home, config=config) for n in loopguard.breaker_names(protocol.home)]
+    states = [breakers.describe(n, config=config) for n in breakers.names()]
     if args.json:
         _out_json(states, indent=2)
         return 0
@@ -330,9 +344,7 @@ def cmd_loop(protocol, args) -> int:
 
 
 def cmd_reply(protocol, args) -> int:
-    from leash.core.replyledger import record
-
-    record(protocol.home, args.channel, args.key, args.direction, now=now_seconds())
+    _backend(protocol).replies.record(args.channel, args.key, args.direction, now=now_seconds())
     _out(f"recorded {args.direction} on {args.channel} / {args.key}")
     return 0
 
@@ -340,21 +352,21 @@ def cmd_reply(protocol, args) -> int:
 def cmd_halts(protocol, args) -> int:
     from leash.console.halts_cli import run as run_halts
 
-    return run_halts(protocol, args, Refused)
+    return run_halts(_backend(protocol), args, Refused)
 
 
 # ------------------------------------------------------------------ warrants
 def cmd_warrant(protocol, args) -> int:
-    from leash.core.warrants import WarrantError, WarrantQueue
-    from leash.core.warrants.kennel import running_kennel
+    from leash.core.warrants import WarrantError
     from leash.core.warrants.records import attempt_label, configured_attempts
 
-    queue = WarrantQueue(protocol.home, protocol.acklog)
+    backend = _backend(protocol)
+    warrants = backend.warrants
     try:
         if args.warrant_command == "file":
-            warrant, created = queue.file(args.target, reason=args.reason, requester=args.requester or args.source)
+            warrant, created = warrants.file(args.target, reason=args.reason, requester=args.requester or args.source)
             if created:
-                kennel = "" if running_kennel(protocol.home) else " (no kennel is running: leash kennel)"
+                kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
                 bound = f" (tmux session {warrant['target_id']})" if warrant.get("target_id") else ""
                 _out(f"filed {warrant['id']} against {args.target}{bound}{kennel}")
                 if not warrant.get("target_id"):
@@ -363,15 +375,15 @@ def cmd_warrant(protocol, args) -> int:
                 _out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
             return 0
         if args.warrant_command == "pardon":
-            args.warrant_id = _warrant_named(queue, args.warrant_id)
-            result, record = queue.pardon(args.warrant_id, source=args.source, reason=args.reason)
+            args.warrant_id = _warrant_named(warrants, args.warrant_id, home=protocol.home)
+            result, record = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
             if result == "requested":
                 import time
 
                 deadline = time.time() + 5
-                while time.time() < deadline and queue.find(record.get("id", args.warrant_id))[0] != "completed":
+                while time.time() < deadline and warrants.find(record.get("id", args.warrant_id))[0] != "completed":
                     time.sleep(0.1)
-                kind, done = queue.find(record.get("id", args.warrant_id))
+                kind, done = warrants.find(record.get("id", args.warrant_id))
                 if kind == "completed":
                     _out(f"pardoned {done['id']}: {done['warrant']['target']} lives ({done['outcome']})")
                 else:
@@ -381,13 +393,13 @@ def cmd_warrant(protocol, args) -> int:
             return 0
     except WarrantError as exc:
         raise Refused(str(exc)) from None
-    listing = queue.listing()
+    listing = warrants.listing()
     if args.json:
         _out_json(listing, indent=2)
         return 0
     moment = now_seconds()
-    names_now = queue.session_names() if listing["pending"] or listing["active"] else {}
-    attempts = configured_attempts(queue.home) if listing["active"] else None
+    names_now = _tmux_names(protocol.home) if listing["pending"] or listing["active"] else {}
+    attempts = configured_attempts(protocol.home) if listing["active"] else None
 
     def target(w: dict) -> str:  # the name filed, and the session's name now when it was renamed
         now_named = names_now.get(w.get("target_id") or "")
@@ -409,22 +421,32 @@ def cmd_warrant(protocol, args) -> int:
     return 0
 
 
-def _warrant_named(queue, given: str) -> str:
+def _warrant_named(warrants, given: str, *, home) -> str:
     """The id of the warrant ``given`` names: an id or id prefix as it is,
     else the live warrant whose target is that tmux session (by name, or by
     the id it was bound to when filed)."""
-    if queue.find(given) is not None:
+    if warrants.find(given) is not None:
         return given
     from leash.core.sessions import tmux_session_id_for
 
-    live = queue.live_for(given, tmux_session_id_for(given, home=queue.home) or None)
+    live = warrants.live_for(given, tmux_session_id_for(given, home=home) or None)
     return live["id"] if live else given
 
 
-def cmd_kennel(protocol, args) -> int:
-    from leash.core.warrants.kennel import Kennel, running_kennel
+def _tmux_names(home) -> dict[str, str]:
+    """tmux session id -> its name now ({} when tmux cannot be asked)."""
+    from leash.core.tmux import Tmux
 
-    other = running_kennel(protocol.home)
+    try:
+        return {s["id"]: s["name"] for s in Tmux(home=home).list_sessions()}
+    except Exception:
+        return {}
+
+
+def cmd_kennel(protocol, args) -> int:
+    from leash.core.warrants.kennel import Kennel
+
+    other = _backend(protocol).kennels.alive()
     if other and other.get("pid") != os.getpid():
         _out(f"another kennel is running (pid {other['pid']} on {other['host']}); claims keep them apart")
     import asyncio
@@ -444,7 +466,7 @@ def cmd_console(protocol, args) -> int:
 
     try:
         app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
-                       read_only=getattr(args, "read_only", False))
+                       read_only=getattr(args, "read_only", False), backend=_backend(protocol))
     except KeymapError as exc:
         from leash.console.errors import UsageError
 
@@ -492,7 +514,21 @@ def cmd_hook(protocol, args) -> int:
     return run_hook(args.event, home=protocol.home)
 
 
+def cmd_daemon(protocol, args) -> int:
+    from leash.console.remote import cli_verb
+    from leash.core.daemon.service import Daemon, DaemonRunning
+
+    daemon = Daemon(protocol.home, operator_verbs={"cli": cli_verb}, kennel=False if args.no_kennel else None)
+    try:
+        daemon.start()
+    except DaemonRunning as exc:
+        raise Refused(str(exc)) from None
+    daemon.serve_forever()
+    return 0
+
+
 COMMANDS = {
+    "daemon": cmd_daemon,
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,

@@ -30,8 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     return dispatch(argv)
 
 
-def dispatch(argv: list[str]) -> int:
-    from leash.console import actions
+def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: str | None = None) -> int:
+    """Run one command line. In the daemon (``daemon_home`` given) it acts on the
+    daemon's home as ``peer_source``; elsewhere a command that acts on state goes
+    to a running daemon's operator socket (``console.remote``)."""
+    from leash.console import actions, remote
     from leash.console.errors import UsageError
     from leash.console.parser import build_parser
 
@@ -39,11 +42,23 @@ def dispatch(argv: list[str]) -> int:
         args = build_parser().parse_args(argv)
         if args.command is None:
             args.command, args.no_kennel = "console", False
+        if daemon_home is not None:
+            if args.command in remote.LOCAL_COMMANDS:
+                raise UsageError(f"`leash {args.command}` runs where you are, not through the daemon")
+            args.home = daemon_home
+            if args.command in actions.ACTING:
+                args.source = peer_source  # who the kernel says is asking, never the client's claim
+        elif args.command not in remote.LOCAL_COMMANDS:
+            path, required = remote.operator_socket(getattr(args, "home", None))
+            if path is not None:
+                code = remote.forward(argv, path, required=required)
+                if code is not None:
+                    return code
         return actions.run(args)
     except UsageError as exc:
         _say_error(str(exc))
         return EXIT_USAGE
-    except actions.Refused as exc:
+    except (actions.Refused, remote.DaemonUnreachable) as exc:
         _say_error(str(exc))
         return EXIT_REFUSED
     except KeyboardInterrupt:

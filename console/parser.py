@@ -130,6 +130,10 @@ def build_parser():
     what.add_argument("--check", action="store_true", help="report missing, disabled or broken wiring; exit 3 if any")
     what.add_argument("--uninstall", action="store_true", help="remove leash's hooks only")
 
+    p = sub.add_parser("daemon", parents=[common],
+                       help="leashd: the control daemon of this home (agent and operator sockets, the kennel)")
+    p.add_argument("--no-kennel", action="store_true", help="run no kennel in the daemon ([daemon] kennel = false)")
+
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
     p.add_argument("event", help="pre-tool-use, post-tool-use, post-tool-use-failure, post-tool-batch, "
                                  "user-prompt-submit, stop, session-start, session-end, notification, "

@@ -32,7 +32,7 @@ EVENTS = (
     "halt_ack", "halt_dismiss", "halt_escalate", "halt_timeout",
     "warrant_filed", "warrant_pardoned", "warrant_executed", "warrant_blocked",
     "epitaph", "loop_tripped", "loop_reset", "state_quarantined",
-    "state_rebuilt", "halt_recorded", "tamper_blocked",
+    "state_rebuilt", "halt_recorded", "tamper_blocked", "daemon_refused",
 )
 HEAD_KEYS = ("timestamp", "event", "source", "session_id", "reason")
 CHAIN_KEYS = ("seq", "prev", "hash")

@@ -37,6 +37,11 @@ DEFAULTS: dict[str, object] = {
     "console": {"keys": {}},
     "acklog": {"anchor_command": []},
     "sessions": {"forget_after_days": 7},
+    # leashd: sockets ("" = <home>/run/agent.sock, operator.sock), who may use
+    # the operator socket (user and group names; the daemon's own user always
+    # may), the host's name ("" = the machine's hostname), and the sockets' modes.
+    "daemon": {"agent_socket": "", "operator_socket": "", "operators": [], "host": "", "agent_socket_mode": "0600",
+               "kennel": True},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -52,6 +57,8 @@ _SCHEMA: dict[str, dict[str, object]] = {
     "tmux": {"socket": ("str",)},
     "acklog": {"anchor_command": ("list[str]",)},
     "sessions": {"forget_after_days": ("positive number",)},
+    "daemon": {"agent_socket": ("str",), "operator_socket": ("str",), "operators": ("list[str]",), "host": ("str",),
+               "agent_socket_mode": ("str",), "kennel": ("bool",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).

@@ -21,8 +21,7 @@ from __future__ import annotations
 import os
 import stat
 
-HOME_ENV = "LEASH_HOME"
-DEFAULT_HOME = "~/.leash"
+from leash.core.wellknown import DEFAULT_HOME, HOME_ENV  # noqa: F401 (named here for callers)
 HOME_MODE = 0o700
 PRIVATE_DIR_MODE = 0o700
 # Mode bits that let someone other than the owner change the home's entries.

@@ -16,6 +16,9 @@ STDIN_TIMEOUT_SECONDS = 5.0
 # Claude Code's payloads (a tool's input and response) stay far below this;
 # anything larger is refused on pre-tool-use rather than judged in part.
 STDIN_LIMIT_BYTES = 16 * 1024 * 1024
+# A thin hook's request to leashd carries the payload as UTF-8 JSON: twice the
+# stdin limit covers the escaping of quotes and control bytes.
+REQUEST_LIMIT_BYTES = 2 * STDIN_LIMIT_BYTES
 
 
 class HookInputError(Exception):
@@ -72,6 +75,34 @@ def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]
     if need_session and (not isinstance(session_id, str) or not session_id):
         raise HookInputError("hook input has no session_id")
     return payload
+
+
+def blocking_output(event: str, message: str) -> str | None:
+    """What a gating hook prints when it cannot judge (None: the event fails
+    open; "": exit 2, which Claude Code reads as block for that event)."""
+    if event == "pre-tool-use":
+        return deny_output(message)
+    if event == "user-prompt-submit":
+        return json.dumps({"decision": "block", "reason": message})
+    if event == "post-tool-batch":
+        return json.dumps({"continue": False, "stopReason": message})
+    if event == "permission-request":
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                                  "decision": {"behavior": "deny", "message": message}}})
+    if event == "config-change":
+        return ""
+    return None
+
+
+def failed_closed(event: str, message: str) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of a hook that could not establish that the
+    call is allowed: the gating events block, the others fail open."""
+    blocking = blocking_output(event, message)
+    if blocking is None:
+        return "", message + "\n", 1 if event in ("post-tool-use", "post-tool-use-failure") else 0
+    if blocking:
+        return blocking + "\n", message + "\n", 0
+    return "", message + "\n", 2
 
 
 def deny_output(reason: str) -> str:

@@ -2,6 +2,9 @@
 without argparse or any of the console, so a hook call costs the standard
 library and the core modules it needs.
 
+With a leash daemon to ask (``core.thinhook``) the hook is a thin client of
+its agent socket; without one, the in-process hook (``core.hooks``) judges.
+
 Failure: an argument list that is not exactly a hook call is not this
 module's to judge: ``run_hook_command`` returns None and the full command line
 parses it (and reports what is wrong). The hook itself fails as ``core.hooks``
@@ -30,7 +33,12 @@ def run_hook_command(argv: list[str]) -> int | None:
     call = hook_call(argv)
     if call is None:
         return None
-    from leash.core.hooks import run
-
     home, event = call
-    return run(event, home=home)
+    from leash.core import thinhook
+
+    try:
+        return thinhook.run(event, home=home)
+    except thinhook.NoDaemon as none:
+        from leash.core.hooks import run
+
+        return run(event, home=home, raw=none.raw, input_error=none.input_error)

@@ -29,7 +29,7 @@ import os
 import sys
 
 from leash.core.hookio import (STDIN_LIMIT_BYTES, STDIN_TIMEOUT_SECONDS, HookInputError,  # noqa: F401
-                               HookInputTooLarge, deny_output, parse_payload, read_stdin)
+                               HookInputTooLarge, deny_output, failed_closed, parse_payload, read_stdin)
 from leash.core.home import UnsafeHome
 
 
@@ -108,23 +108,6 @@ def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: f
     return "", "", 0
 
 
-def _blocking_output(event: str, message: str) -> str | None:
-    """What a gating hook prints when it fails (None: the event fails open;
-    "": exit 2, which Claude Code reads as block for that event)."""
-    if event == "pre-tool-use":
-        return deny_output(message)
-    if event == "user-prompt-submit":
-        return json.dumps({"decision": "block", "reason": message})
-    if event == "post-tool-batch":
-        return json.dumps({"continue": False, "stopReason": message})
-    if event == "permission-request":
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                                  "decision": {"behavior": "deny", "message": message}}})
-    if event == "config-change":
-        return ""
-    return None
-
-
 def _lifecycle_handlers(event: str) -> dict:
     """The lifecycle handlers, imported only for their events (or to name them)."""
     if event in ("pre-tool-use", "post-tool-use", "post-tool-use-failure", "stop"):
@@ -134,10 +117,11 @@ def _lifecycle_handlers(event: str) -> dict:
     return HANDLERS
 
 
-def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
-    """Entry point of ``leash hook EVENT``; never raises, never prints a traceback."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInputError | None = None,
+           now: float | None = None) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of ``leash hook EVENT`` for stdin ``raw``:
+    what the in-process hook prints and what leashd replies to a thin client.
+    Never raises."""
     def stop_hook(raw, **kwargs):
         from leash.core.replyguard import stop_hook as reply_guard
 
@@ -147,37 +131,34 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None) -> int:
                 "stop": stop_hook, **_lifecycle_handlers(event)}
     if event not in handlers:
         # Exit 1, never 2: Claude Code reads 2 as "block" on most events.
-        stderr.write(f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n")
-        return 1
+        return "", f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n", 1
     try:
-        raw, input_error = b"", None
+        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now)
+    except UnsafeHome as exc:
+        message = f"leash: {exc}"
+        if event != "pre-tool-use":
+            return "", message + "\n", 1
+        # Whoever can write the home can lift any stop: nothing is allowed until it is safe.
+        return deny_output(f"{message} (every tool call is denied until it is safe)") + "\n", message + "\n", 0
+    except Exception as exc:
+        # We could not establish that the call is allowed: the gating events
+        # fail closed, as for an unreadable stop state; the others fail open.
+        return failed_closed(event, f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`")
+
+
+def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None, raw: bytes | None = None,
+        input_error: HookInputError | None = None) -> int:
+    """Entry point of ``leash hook EVENT`` in-process (stdin read here unless
+    ``raw`` was read already); never raises, never prints a traceback."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    if raw is None:
+        raw = b""
         try:
             raw = read_stdin(stdin)
         except HookInputError as exc:
             input_error = exc
-        out, err, code = handlers[event](raw, home=home, input_error=input_error)
-    except UnsafeHome as exc:
-        message = f"leash: {exc}"
-        stderr.write(message + "\n")
-        if event != "pre-tool-use":
-            return 1
-        # Whoever can write the home can lift any stop: nothing is allowed until it is safe.
-        stdout.write(deny_output(f"{message} (every tool call is denied until it is safe)") + "\n")
-        stdout.flush()
-        return 0
-    except Exception as exc:
-        message = f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`"
-        stderr.write(message + "\n")
-        # We could not establish that the call is allowed: the gating events
-        # fail closed, as for an unreadable stop state; the others fail open.
-        blocking = _blocking_output(event, message)
-        if blocking is None:
-            return 1 if event in ("post-tool-use", "post-tool-use-failure") else 0
-        if blocking:
-            stdout.write(blocking + "\n")
-            stdout.flush()
-            return 0
-        return 2
+    out, err, code = answer(event, raw, home=home, input_error=input_error)
     if err:
         stderr.write(err)
     if out:

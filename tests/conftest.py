@@ -60,6 +60,8 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("TMUX_PANE", raising=False)
     monkeypatch.delenv("TMUX", raising=False)
     monkeypatch.delenv("LEASH_ENTITY", raising=False)
+    monkeypatch.delenv("LEASH_SOCKET", raising=False)
+    monkeypatch.delenv("LEASH_OPERATOR_SOCKET", raising=False)
     return path
 
 

@@ -1,0 +1,394 @@
+"""``leash daemon``: the two sockets, the warm hook, the kennel, the change feed.
+
+One daemon per home: it holds ``<home>/run/leashd.lock`` (flock) for its whole
+life, so a second one refuses to start with one line. Its sockets are created
+fresh at start (a socket file left by a killed daemon is stale: the lock says
+no daemon holds it). Each connection gets its own thread; a request line is
+read with a cap and a deadline (``core.daemon.wire``).
+
+* agent socket: ``hook`` only (``core.hooks.answer``, the same code the
+  in-process hook runs, with the agent's forwarded environment);
+* operator socket: ``ping``, ``subscribe`` (a stream of ``{"change": ...}``
+  lines from the backend's change feed) and the verbs given by the program that
+  starts the daemon (the CLI adds ``cli``, its subcommands run here with the
+  peer's user as ``source``).
+
+Failure: a malformed, oversized or unfinished request gets one error reply and
+its connection closes; nothing a client sends ends the daemon. A verb that
+raises answers ``{"error": ...}`` (a thin hook then fails closed on the gating
+events). SIGTERM/SIGINT end it cleanly: the listeners close, the kennel stops
+(dogs keep their state and resume at their deadlines under the next daemon),
+the sockets are removed, the lock is released. A SIGKILLed daemon leaves only
+stale socket files, which the next one replaces.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+
+from leash.core.daemon import wire
+from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
+from leash.core.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
+
+LOCK_NAME = "leashd.lock"
+MAX_CONNECTIONS = 256  # threads; beyond this, new clients wait in the listen backlog
+LISTEN_BACKLOG = 128
+OPERATOR_SOCKET_MODE = 0o600
+OPERATOR_GROUP_SOCKET_MODE = 0o660
+SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
+WATCH_RETRY_SECONDS = 2.0
+
+
+class DaemonRunning(Exception):
+    """Another daemon holds this home."""
+
+
+class Daemon:
+    def __init__(self, home=None, *, operator_verbs: dict | None = None, kennel: bool | None = None,
+                 agent_socket: str | None = None, operator_socket: str | None = None, log=None,
+                 line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time):
+        from leash.core.config import load_config
+        from leash.core.home import ensure_home, private_dir
+
+        self.home = ensure_home(home)
+        self.config = load_config(self.home)["daemon"]
+        run_dir = os.path.join(self.home, RUN_DIR)
+        private_dir(run_dir)
+        self.run_dir = run_dir
+        self.agent_path = agent_socket or self.config["agent_socket"] or os.path.join(run_dir, AGENT_SOCKET_NAME)
+        self.operator_path = (operator_socket or self.config["operator_socket"]
+                              or os.path.join(run_dir, OPERATOR_SOCKET_NAME))
+        self.want_kennel = self.config["kennel"] if kennel is None else kennel
+        self.policy = OperatorPolicy(list(self.config["operators"]))
+        self.host = self.config["host"] or os.environ.get("LEASH_HOST") or socket.gethostname()
+        self.operator_verbs = {"ping": self._ping, "subscribe": self._subscribe, **(operator_verbs or {})}
+        self.log_stream = log or sys.stderr
+        self.line_deadline = line_deadline
+        self.clock = clock
+        self.stopping = threading.Event()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.listeners: list[socket.socket] = []
+        self.threads: list[threading.Thread] = []
+        self.kennel = None
+        self.feed = ChangeFeed(self.home, say=self.say)
+        self.refusals = RefusalLog(self._append_refusal)
+        self._lock_fd: int | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        from leash.core.statefile import try_hold
+
+        lock_path = os.path.join(self.run_dir, LOCK_NAME)
+        fd = try_hold(lock_path)
+        if fd is None:
+            raise DaemonRunning(f"a leash daemon already runs on {self.home} ({lock_path} is held)")
+        self._lock_fd = fd
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._warm()
+        agent_mode = int(self.config["agent_socket_mode"], 8)
+        operator_mode = OPERATOR_GROUP_SOCKET_MODE if self.policy.names else OPERATOR_SOCKET_MODE
+        self.listeners = [self._listen(self.agent_path, agent_mode, self._serve_agent),
+                          self._listen(self.operator_path, operator_mode, self._serve_operator)]
+        if self.want_kennel:
+            self._start_kennel()
+        self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
+                 kennel="on" if self.want_kennel else "off")
+
+    def serve_forever(self) -> None:
+        """Block until ``stop()`` (or SIGTERM/SIGINT when run from the main thread)."""
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stopping.set())
+        while not self.stopping.wait(0.5):
+            pass
+        self.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def close(self) -> None:
+        from leash.core.statefile import release_hold
+
+        self.stopping.set()
+        for listener in self.listeners:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+            except OSError:
+                pass
+            try:
+                listener.close()
+            except OSError:
+                pass
+        for path in (self.agent_path, self.operator_path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self.feed.close()
+        if self.kennel is not None:
+            self.kennel.request_stop()
+            self._kennel_thread.join(timeout=30)
+        for thread in self.threads:
+            thread.join(timeout=5)
+        if self._lock_fd is not None:
+            release_hold(self._lock_fd)
+            self._lock_fd = None
+        self.say("stopped")
+
+    def _warm(self) -> None:
+        """Import the whole hook path now, not on the first tool call."""
+        import leash.core.gate  # noqa: F401
+        import leash.core.halts.api  # noqa: F401
+        import leash.core.hooks  # noqa: F401
+        import leash.core.lifecycle  # noqa: F401
+        import leash.core.replyguard  # noqa: F401
+        import leash.core.shellread  # noqa: F401
+
+    def _start_kennel(self) -> None:
+        import asyncio
+
+        from leash.core.warrants.kennel import Kennel
+
+        self.kennel = Kennel(self.home, handle_signals=False)
+        self._kennel_thread = threading.Thread(target=lambda: asyncio.run(self.kennel.run()), name="kennel",
+                                               daemon=True)
+        self._kennel_thread.start()
+
+    def _listen(self, path: str, mode: int, serve) -> socket.socket:
+        try:
+            os.unlink(path)  # stale: the lock says no daemon holds it
+        except FileNotFoundError:
+            pass
+        from leash.core.thinhook import unix_address
+
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address, directory_fd = unix_address(path)
+        old_umask = os.umask(0o777 & ~mode)
+        try:
+            listener.bind(address)
+        finally:
+            os.umask(old_umask)
+            if directory_fd is not None:
+                os.close(directory_fd)
+        os.chmod(path, mode)
+        listener.listen(LISTEN_BACKLOG)
+        thread = threading.Thread(target=self._accept, args=(listener, serve), name=f"accept {path}", daemon=True)
+        thread.start()
+        self.threads.append(thread)
+        return listener
+
+    def _accept(self, listener: socket.socket, serve) -> None:
+        while not self.stopping.is_set():
+            self.slots.acquire()
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                self.slots.release()
+                return  # the listener was closed
+            threading.Thread(target=self._connection, args=(conn, serve), daemon=True).start()
+
+    def _connection(self, conn: socket.socket, serve) -> None:
+        try:
+            with conn:
+                serve(conn, peer_of(conn))
+        except OSError:
+            pass  # the client went away
+        finally:
+            self.slots.release()
+
+    # ------------------------------------------------------------ sockets
+    def _requests(self, conn: socket.socket, *, limit: int):
+        """Each request of a connection; a bad line is answered and ends it."""
+        reader = wire.LineReader(conn, limit=limit, deadline_seconds=self.line_deadline)
+        while not self.stopping.is_set():
+            try:
+                line = reader.next_line()
+                if line is None:
+                    return
+                yield wire.parse_request(line)
+            except wire.BadRequest as exc:
+                self.say("bad-request", problem=str(exc))
+                wire.send(conn, {"error": str(exc)})
+                if isinstance(exc, (wire.LineTooLong, wire.LineTimeout)):
+                    return
+
+    def _serve_agent(self, conn: socket.socket, peer: Peer) -> None:
+        for request in self._requests(conn, limit=wire.AGENT_LINE_LIMIT_BYTES):
+            verb = request["verb"]
+            if verb != "hook":
+                self._refuse(conn, peer, where="agent", verb=verb,
+                             reason=f"the agent socket answers only hook, not {verb!r}")
+                return
+            started = time.perf_counter()
+            try:
+                reply = self._hook(request)
+            except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
+                reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+            wire.send(conn, reply)
+            self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
+                     ms=round((time.perf_counter() - started) * 1000, 2))
+
+    def _serve_operator(self, conn: socket.socket, peer: Peer) -> None:
+        if not self.policy.allows(peer):
+            self._refuse(conn, peer, where="operator", verb="*",
+                         reason=f"user {peer.user} (uid {peer.uid}) is not an operator of this daemon")
+            return
+        source = peer.source(self.host)
+        for request in self._requests(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES):
+            verb = request["verb"]
+            handler = self.operator_verbs.get(verb)
+            if handler is None:
+                wire.send(conn, {"error": f"unknown verb {verb!r} (known: {', '.join(sorted(self.operator_verbs))})"})
+                continue
+            self.say("operator", verb=verb, user=peer.user)
+            try:
+                handler(request, source=source, send=lambda reply: wire.send(conn, reply), home=self.home)
+            except OSError:
+                raise
+            except Exception as exc:
+                wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
+
+    def _refuse(self, conn: socket.socket, peer: Peer, *, where: str, verb: str, reason: str) -> None:
+        self.say("refused", socket=where, verb=verb, uid=peer.uid, user=peer.user)
+        try:
+            self.refusals.refused(peer, peer.source(self.host), reason, where=where, verb=verb, now=self.clock())
+        except OSError as exc:
+            self.say("refusal-not-logged", problem=exc.strerror)
+        wire.send(conn, {"error": f"refused: {reason}"})
+
+    def _append_refusal(self, *, source: str, reason: str, now: float, **extra) -> None:
+        from leash.core.acklog import AckLog
+
+        AckLog(self.home).append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
+
+    # ------------------------------------------------------------ verbs
+    def _hook(self, request: dict) -> dict:
+        from leash.core.hookio import HookInputError, HookInputTooLarge
+        from leash.core.hooks import answer
+
+        event, payload = request.get("event"), request.get("payload", "")
+        if not isinstance(event, str) or not isinstance(payload, str):
+            return {"error": "a hook request needs a string event and payload"}
+        given_env = request.get("env")
+        env = {k: v for k, v in given_env.items() if isinstance(k, str) and isinstance(v, str)} \
+            if isinstance(given_env, dict) else {}
+        problem = request.get("input_error")
+        input_error = None
+        if problem == "too_large":
+            input_error = HookInputTooLarge()
+        elif isinstance(problem, str):
+            input_error = HookInputError(problem)
+        try:
+            raw = payload.encode("utf-8", "surrogateescape")  # the client's undecodable bytes, back as they were
+        except UnicodeEncodeError:
+            raw = payload.encode("utf-8", "surrogatepass")  # not JSON any more: the hook says so
+        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error)
+        return {"stdout": out, "stderr": err, "code": code}
+
+    def _ping(self, request: dict, *, source: str, send, home: str) -> None:
+        send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,
+              "kennel": self.kennel is not None})
+
+    def _subscribe(self, request: dict, *, source: str, send, home: str) -> None:
+        """Stream ``{"change": {"store", "key"}}`` lines until the client goes."""
+        inbox = self.feed.join()
+        try:
+            send({"subscribed": True})
+            while not self.stopping.is_set():
+                try:
+                    change = inbox.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if change is None:  # fell too far behind: the client re-reads everything
+                    send({"change": {"store": "*", "key": None}})
+                    continue
+                send({"change": {"store": change.store, "key": change.key}})
+        finally:
+            self.feed.leave(inbox)
+
+    # ------------------------------------------------------------ log
+    def say(self, event: str, **fields) -> None:
+        """One line per event on stderr; agent-supplied values are escaped."""
+        from leash.core.clock import iso
+        from leash.core.text import printable
+
+        shown = " ".join(f"{k}={printable(v, limit=200)}" for k, v in fields.items())
+        try:
+            self.log_stream.write(f"leashd {iso(self.clock())} {event} {shown}".rstrip() + "\n")
+            self.log_stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+class ChangeFeed:
+    """The backend's change stream, fanned out to every subscriber's queue.
+    Runs in its own thread while anyone subscribes."""
+
+    def __init__(self, home: str, *, say=None):
+        self.home = home
+        self.say = say or (lambda *args, **kwargs: None)
+        self.inboxes: list[queue.Queue] = []
+        self.mutex = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.halt = threading.Event()
+
+    def join(self) -> queue.Queue:
+        inbox: queue.Queue = queue.Queue(maxsize=SUBSCRIBER_QUEUE)
+        with self.mutex:
+            self.inboxes.append(inbox)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="changes", daemon=True)
+                self.thread.start()
+        return inbox
+
+    def leave(self, inbox: queue.Queue) -> None:
+        with self.mutex:
+            if inbox in self.inboxes:
+                self.inboxes.remove(inbox)
+
+    def close(self) -> None:
+        self.halt.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import asyncio
+
+        from leash.core.store.files import backend_for
+
+        async def pump():
+            async for change in backend_for(self.home).changes(stop_event=self.halt):
+                self._publish(change)
+
+        while not self.halt.is_set():
+            try:
+                asyncio.run(pump())
+            except Exception as exc:  # e.g. the inotify limit: say so, tell subscribers to re-read, retry
+                self.say("changes-failed", problem=f"{exc.__class__.__name__}: {exc}")
+                self._publish(None)
+                self.halt.wait(WATCH_RETRY_SECONDS)
+
+    def _publish(self, change) -> None:
+        with self.mutex:
+            inboxes = list(self.inboxes)
+        for inbox in inboxes:
+            try:
+                inbox.put_nowait(change)  # None: "re-read everything"
+            except queue.Full:
+                _drain(inbox)
+                inbox.put_nowait(None)
+
+
+def _drain(inbox: queue.Queue) -> None:
+    while True:
+        try:
+            inbox.get_nowait()
+        except queue.Empty:
+            return
