@@ -236,9 +236,9 @@ def seed_big(home: str, now: float) -> None:
     from leash.core.clock import iso
     from leash.core.halts.store import DEFAULT_CONDITIONS, EVENT_FIELDS, new_id, open_store, write
     from leash.core.home import ensure_home
+    from leash.core.protocol import StopProtocol
     from leash.core.sessions import SESSIONS_NAME
     from leash.core.statefile import write_json
-    from leash.core.protocol import StopProtocol
     from leash.core.warrants import WarrantQueue
 
     started = time.perf_counter()
@@ -341,7 +341,8 @@ def seed_big(home: str, now: float) -> None:
           + ", ".join(f"{s} {severities.count(s):,}" for s in ("critical", "high", "medium", "low"))
           + f"), {len(states)} sessions halted/paused in session_states")
     print(f"  ack log: {chain.lines:,} lines, {size / 1e6:.1f} MB, chain {'ok' if chain.ok else 'BROKEN'} "
-          f"(verified in {t_verify - t_rest:.1f} s); halts.db {os.path.getsize(os.path.join(home, 'halts.db')) / 1e6:.1f} MB")
+          f"(verified in {t_verify - t_rest:.1f} s); "
+          f"halts.db {os.path.getsize(os.path.join(home, 'halts.db')) / 1e6:.1f} MB")
 
 
 # ------------------------------------------------------------------ (1) first paint
@@ -607,7 +608,8 @@ def report_watch(out: dict) -> None:
     events = ", ".join(f"{name} x{count}" for name, count in sorted(idle["events"].items())) or "none"
     print(f"    file events in the home meanwhile: {events}")
     trials = out["trials"]
-    print(f"  change-to-screen latency, {len(trials)} trials (`python -m leash.console.cli stop NAME` in another process):")
+    print(f"  change-to-screen latency, {len(trials)} trials "
+          "(`python -m leash.console.cli stop NAME` in another process):")
     for t in trials:
         if "latency_ms" not in t:
             print(f"    {t['name']:<20} NOT SEEN within 15 s (exit {t['code']}: {t['stderr'][:120]})")
@@ -621,7 +623,8 @@ def report_watch(out: dict) -> None:
     peak, current = out["rss_after"]
     print(f"  most fleet.view runs at once in this app: {out['most_running']} (refresh_view is exclusive, but a "
           f"cancelled thread worker runs to its end)")
-    print(f"  RSS of this console's process: at first paint peak {out['rss'][0]:.1f} MB, current {out['rss'][1]:.1f} MB; "
+    print(f"  RSS of this console's process: at first paint peak {out['rss'][0]:.1f} MB, "
+          f"current {out['rss'][1]:.1f} MB; "
           f"at the end peak {peak:.1f} MB, current {current:.1f} MB (target < {RSS_TARGET_MB:g} MB: "
           f"{'met' if max(peak, current) < RSS_TARGET_MB else 'MISSED'})")
 

@@ -84,7 +84,7 @@ def main() -> None:
     global PYTHON
     with tempfile.TemporaryDirectory() as build:
         PYTHON = installed_from_wheel(build)
-        print(f"leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
+        print("leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
         run_all()
 
 

@@ -72,8 +72,8 @@ class EndsOnSignals:
 
 
 def _terminal_alive() -> bool:
-    import termios
     import sys
+    import termios
 
     try:
         termios.tcgetattr(sys.__stdin__.fileno())

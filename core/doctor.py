@@ -27,11 +27,18 @@ from typing import Iterator
 from leash.core.acklog import ACK_LOG_NAME
 from leash.core.config import ConfigError, load_config
 from leash.core.finding import Finding
-from leash.core.sessions import SESSIONS_NAME
 from leash.core.home import home_problem, is_reserved_name, resolve_home
-from leash.core.statefile import CORRUPT_MARK, TEMP_PREFIX, StateCorrupt, locked, quarantine, read_json, repair_torn_tail
 from leash.core.protocol import StopProtocol
-from leash.core.stop import STOPS_NAME, validate_stops
+from leash.core.sessions import SESSIONS_NAME
+from leash.core.statefile import (
+    CORRUPT_MARK,
+    TEMP_PREFIX,
+    StateCorrupt,
+    locked,
+    quarantine,
+    read_json,
+    repair_torn_tail,
+)
 
 STALE_TEMP_SECONDS = 60
 
@@ -187,7 +194,8 @@ def _check_acklog(protocol: StopProtocol, repair: bool) -> Iterator[Finding]:
     else:
         yield Finding("fail", ACK_LOG_NAME, f"hash chain broken at line {report.first_broken_line}: {report.problem}")
     if report.torn_file_bytes:
-        yield Finding("warn", ACK_LOG_NAME + ".torn", f"{report.torn_file_bytes} bytes of torn tails kept for inspection")
+        yield Finding("warn", ACK_LOG_NAME + ".torn",
+                      f"{report.torn_file_bytes} bytes of torn tails kept for inspection")
 
 
 def _check_halts(protocol: StopProtocol, repair: bool, now: float | None) -> Iterator[Finding]:

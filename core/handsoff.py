@@ -21,8 +21,8 @@ is raised: the gate denies and the kennel kills nothing.
 """
 from __future__ import annotations
 
-import os
 import math
+import os
 
 from leash.core.acklog import AckLog
 from leash.core.clock import iso, now_seconds, parse_iso

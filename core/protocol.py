@@ -98,7 +98,8 @@ class StopProtocol:
     def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
         return self.stops.stop_fleet(source=source or default_source(), reason=reason, now=now)
 
-    def resume_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
+    def resume_fleet(self, reason: str = "", source: str | None = None, *,
+                     now: float | None = None) -> dict[str, object]:
         return self.stops.resume_fleet(source=source or default_source(), reason=reason, now=now)
 
     def hands_off(self, entity: str, *, hours: float | None = None, reason: str = "", source: str | None = None,

@@ -81,7 +81,8 @@ def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[
         pending = FileReplies(home).pending(channel, key)
     if not pending:
         return "", ""
-    hint = settings.get("send_hint") or f"your {channel} send command (then: leash reply out --channel {channel} --key {key})"
+    hint = (settings.get("send_hint")
+            or f"your {channel} send command (then: leash reply out --channel {channel} --key {key})")
     return json.dumps({"decision": "block", "reason": reminder(channel, key, hint)}) + "\n", ""
 
 

@@ -781,7 +781,8 @@ def _child(scope: _Scope, command: SimpleCommand) -> _Scope:
 
 
 def _change_dir(reader: _Reader, command: SimpleCommand, scope: _Scope) -> None:
-    args = [(a, d) for a, d in zip(command.argv[1:], command.dynamic[1:]) if not (a.startswith("-") and a != "-")]
+    words = zip(command.argv[1:], command.dynamic[1:], strict=True)
+    args = [(a, d) for a, d in words if not (a.startswith("-") and a != "-")]
     if command.program == "popd":
         scope.cwd = scope.dirs.pop() if scope.dirs else scope.cwd
         return

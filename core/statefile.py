@@ -31,10 +31,10 @@ corrupt state (``StateCorrupt``), which its caller quarantines and rebuilds.
 """
 from __future__ import annotations
 
+import _thread
 import errno
 import fcntl
 import json
-import _thread
 import os
 import stat
 from collections.abc import Callable

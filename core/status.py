@@ -6,12 +6,12 @@ list of objects with the keys of its file format plus the key it is filed under.
 ``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
 
 Every store is read through the storage seam (``leash.core.store``); the halts
-still come over the caller's connection. Failure: an unreadable stop state is reported (``stop_state_error``) rather than
-hidden, since the gate is denying everything while it lasts.
+still come over the caller's connection. Failure: an unreadable stop state is
+reported (``stop_state_error``) rather than hidden, since the gate is denying
+everything while it lasts.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from leash.core.protocol import StopProtocol

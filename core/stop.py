@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 
 from leash.core.acklog import FLEET, AckLog
-from leash.core.clock import iso, now_seconds
-from leash.core.sessions import SessionRegistry
+from leash.core.clock import now_seconds
 from leash.core.loghead import STOPS_STORE
 from leash.core.logstate import LogBackedJSON
+from leash.core.sessions import SessionRegistry
 from leash.core.statefile import StateCorrupt, locked
 
 STOPS_NAME = "stops.json"

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from leash.core.clock import now_seconds, parse_iso
+from leash.core.finding import Finding
 from leash.core.loghead import HeadMismatch
 from leash.core.logstate import LogBackedJSON, StateUnreadable
-from leash.core.finding import Finding
 from leash.core.statefile import StateCorrupt, locked, read_json
 
 
@@ -98,8 +98,8 @@ def _check_store(store: LogBackedJSON, describe, repair: bool, now: float | None
         yield Finding("ok", store.name, describe(_active(truth, store.store, moment)))
         return
     if not repair:
-        yield Finding("fail", store.name, f"{problem}; the ack log says {describe(_active(truth, store.store, moment))} "
-                                          "(leash doctor --repair restores it)")
+        said = describe(_active(truth, store.store, moment))
+        yield Finding("fail", store.name, f"{problem}; the ack log says {said} (leash doctor --repair restores it)")
         return
     try:
         with locked(store.path):
@@ -164,8 +164,8 @@ def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -
         changed = ledger.rebuild(connection, home, now=now_seconds(now), problem="differed from the ack log",
                                  force=True)
         with write(connection):
-            from leash.core.halts.rules import refresh_state as _refresh_state
             from leash.core.clock import iso
+            from leash.core.halts.rules import refresh_state as _refresh_state
 
             for session_id in _sessions(connection):
                 _refresh_state(connection, session_id, iso(now_seconds(now)))

@@ -53,7 +53,8 @@ def _identity(gate, session: str, *, now: float, tmux_session_id: str | None) ->
         tmux_session_id = "" if session in known else tmux_session_id_for(session, home=gate.home, known=known)
     agents = [session] if session in known else [
         sid for sid, record in known.items()
-        if record.get("tmux_session") == session or (tmux_session_id and record.get("tmux_session_id") == tmux_session_id)]
+        if record.get("tmux_session") == session
+        or (tmux_session_id and record.get("tmux_session_id") == tmux_session_id)]
     names, entities, tmux_ids, cwds = [session], [], [tmux_session_id] if tmux_session_id else [], []
     for agent in agents:
         agent_names, record = gate.names(agent, now=now)

@@ -44,7 +44,7 @@ def test_full_stop_with_entity_and_hours(cli, home):
     assert result.code == 0 and "ezra" in result.out
     lock = StopProtocol(home).hands_off_registry.lock_of("ezra")
     assert lock["session_id"] == "s1"
-    assert [l["event"] for l in AckLog(home).read().entries] == ["stop_ack", "hands_off"]
+    assert [line["event"] for line in AckLog(home).read().entries] == ["stop_ack", "hands_off"]
 
 
 @pytest.mark.parametrize("args", [
@@ -99,10 +99,11 @@ def test_log_filters_and_json(cli, home):
     cli("stop", "a", "--reason", "r", "--source", "x@h", )
     cli("stop", "b", "--source", "y@h")
     cli("resume", "a", "--source", "x@h")
-    lines = [json.loads(l) for l in cli("log", "--json").out.splitlines()]
-    assert [l["event"] for l in lines] == ["stop_ack", "stop_ack", "resume"]
+    lines = [json.loads(line) for line in cli("log", "--json").out.splitlines()]
+    assert [line["event"] for line in lines] == ["stop_ack", "stop_ack", "resume"]
     assert lines == AckLog(home).read().entries
-    assert [json.loads(l)["session_id"] for l in cli("log", "--json", "--session", "a").out.splitlines()] == ["a", "a"]
+    only_a = cli("log", "--json", "--session", "a").out.splitlines()
+    assert [json.loads(line)["session_id"] for line in only_a] == ["a", "a"]
     assert len(cli("log", "--event", "resume").out.splitlines()) == 1
     assert len(cli("log", "--source", "y@h").out.splitlines()) == 1
     assert cli("log", "--since", "2999-01-01T00:00:00Z").out == ""

@@ -88,7 +88,7 @@ def run_workers(scripts: list[list[str]], home) -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    for number, (proc, (out, err)) in enumerate(zip(procs, results)):
+    for number, (proc, (out, err)) in enumerate(zip(procs, results, strict=True)):
         assert proc.returncode == 0, f"worker {number} failed: {out.decode()[-2000:]} {err.decode()[-2000:]}"
 
 

@@ -225,7 +225,7 @@ async def test_focus_keys_and_tab(console_app):
     app = console_app(clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
-        for key, panel in zip("123456", ("sessions", "halts", "warrants", "locks", "loops", "acklog")):
+        for key, panel in zip("123456", ("sessions", "halts", "warrants", "locks", "loops", "acklog"), strict=True):
             await pilot.press(key)
             assert app.focused.panel == panel
         await pilot.press("1", "tab")

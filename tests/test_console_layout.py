@@ -209,7 +209,8 @@ async def test_the_header_fits_and_never_cuts_a_fleet_stop_or_an_unreadable_stat
     app = console_app()
     async with app.run_test(size=SMALL) as pilot:
         await ready(pilot, app)
-        app.apply_view({**app.view_data, "problems": ["stop state unreadable (" + "y" * 200 + ") — run `leash doctor`"]})
+        problem = "stop state unreadable (" + "y" * 200 + ") — run `leash doctor`"
+        app.apply_view({**app.view_data, "problems": [problem]})
         await settle(pilot, app, 1)
         header = screen_text(app).splitlines()[0]
         assert header.lstrip().startswith("FLEET STOPPED")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-
 SIZE = (160, 45)
 
 

@@ -21,15 +21,16 @@ import os
 import shutil
 import tempfile
 from collections import Counter
+from itertools import pairwise
 
-import pytest
-from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
-from leash.core.statefile import read_json, release_hold
 from leash.core.protocol import StopProtocol
+from leash.core.statefile import read_json, release_hold
 from leash.core.tmux import TmuxError
 from leash.core.warrants.dog import FINAL_SCREEN_LINES, Dog
 from leash.core.warrants.epitaph import health_check
@@ -391,7 +392,7 @@ class DogMachine(RuleBasedStateMachine):
     @invariant()
     def states_move_along_the_edges(self):
         sequence = ["received"] + self.written + (["complete"] if self.phase == "complete" else [])
-        for here, there in zip(sequence, sequence[1:]):
+        for here, there in pairwise(sequence):
             assert there in EDGES[here], sequence
         attempts_seen = self.last_state.get("attempt", 0)
         assert attempts_seen == self.attempt

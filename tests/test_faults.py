@@ -27,9 +27,9 @@ from leash.core.gate import Gate
 from leash.core.handsoff import REGISTRY_NAME, HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.hooks import pre_tool_use
+from leash.core.protocol import StopProtocol
 from leash.core.sessions import SESSIONS_NAME
 from leash.core.statefile import read_json
-from leash.core.protocol import StopProtocol
 from leash.core.stop import STOPS_NAME, StopRegistry
 from tests.conftest import ROOT
 

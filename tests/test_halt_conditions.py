@@ -17,8 +17,8 @@ from leash.core.halts.api import check_halt_conditions, default_config
 from leash.core.halts.conditions import REGISTRY, SEVERITY_RANK, load_all
 from leash.core.halts.context import CheckContext
 from leash.core.halts.secrets import find_secrets, mask
-from leash.core.shellread import simple_commands
 from leash.core.halts.store import DEFAULT_CONDITIONS
+from leash.core.shellread import simple_commands
 
 ALL_CONDITIONS = {
     "modifying_unread_code", "breaking_changes", "no_rollback_plan", "unknown_dependencies", "out_of_scope",

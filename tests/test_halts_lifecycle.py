@@ -20,8 +20,17 @@ import pytest
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
 from leash.core.gate import Gate
-from leash.core.halts import (HaltInputError, HaltRefused, HaltStoreUnavailable, acknowledge_halt, check_halt_conditions,
-                        get_session_halts, record_halt, session_state, update_halt_config)
+from leash.core.halts import (
+    HaltInputError,
+    HaltRefused,
+    HaltStoreUnavailable,
+    acknowledge_halt,
+    check_halt_conditions,
+    get_session_halts,
+    record_halt,
+    session_state,
+    update_halt_config,
+)
 from leash.core.halts.api import record_attempt, stored_attempts
 from leash.core.halts.store import MIGRATIONS, archive_old_events, open_store
 

@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from leash.core import loopguard
@@ -136,7 +137,7 @@ def test_cli_exit_codes_and_config_thresholds(cli, home):
     assert cli("loop", "check-and-record").code == 3
     assert cli("loop", "check-and-record", "--max", "5").code == 0
     assert cli("loop", "check-and-record", "--window", "-3").code == 2
-    events = [l["event"] for l in AckLog(home).read().entries]
+    events = [line["event"] for line in AckLog(home).read().entries]
     assert events == ["loop_tripped", "loop_reset", "loop_tripped"]
 
 

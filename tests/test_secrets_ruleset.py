@@ -230,7 +230,7 @@ def hook_input(session: str, command: str, cwd: str) -> bytes:
 
 
 def test_a_hook_denies_every_sample_and_stores_none(cli, home, tmp_path):
-    for index, (provider, rule, command, secret) in enumerate(SAMPLES):
+    for index, (provider, _rule, command, secret) in enumerate(SAMPLES):
         result = cli("hook", "pre-tool-use", stdin=hook_input(f"agent-{index}", command, str(tmp_path)))
         assert result.code == 0 and "deny" in result.out, provider
         assert "secrets_exposure" in result.out and secret not in result.out
@@ -246,7 +246,7 @@ def test_a_hook_process_stores_no_sample(leash_proc, home, tmp_path):
 
 
 def test_operator_reasons_never_store_a_sample(cli, home):
-    for index, (provider, rule, command, secret) in enumerate(SAMPLES):
+    for index, (provider, _rule, command, _secret) in enumerate(SAMPLES):
         reason = f"leaked {command}"
         assert cli("stop", f"sess-{index}", "--reason", reason).code == 0, provider
         assert cli("hands-off", f"entity-{index}", "--reason", reason).code == 0, provider

@@ -6,12 +6,18 @@ import os
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
 from leash.core.statefile import (
-    CachedJSON, StateCorrupt, append_line, last_lines, locked, quarantine, read_json, repair_torn_tail,
+    CachedJSON,
+    StateCorrupt,
+    append_line,
+    last_lines,
+    locked,
+    quarantine,
+    read_json,
+    repair_torn_tail,
     write_json,
 )
 
@@ -41,8 +47,11 @@ def test_lock_is_reentrant_and_excludes_other_processes(tmp_path):
     probe = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT);"
              "\ntry:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')"
              "\nexcept BlockingIOError:\n    print('held')")
-    check = lambda: subprocess.run([sys.executable, "-c", probe, f"{target}.lock"], capture_output=True,
-                                   text=True).stdout.strip()
+
+    def check() -> str:
+        return subprocess.run([sys.executable, "-c", probe, f"{target}.lock"], capture_output=True,
+                              text=True).stdout.strip()
+
     with locked(target):
         with locked(target):  # the same thread may take it again
             assert check() == "held"

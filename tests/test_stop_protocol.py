@@ -80,7 +80,7 @@ def test_resume_lifts_a_stop_and_is_logged(home):
     sp.acknowledge_stop("ops", "s1", "halt")
     sp.resume("s1", "done", "ops")
     assert not sp.is_stopped("s1")
-    assert [l["event"] for l in sp.read_ack_log()] == ["stop_ack", "resume"]
+    assert [line["event"] for line in sp.read_ack_log()] == ["stop_ack", "resume"]
 
 
 def test_fleet_stop_stops_everyone_and_resume_keeps_single_stops(home):
@@ -93,7 +93,7 @@ def test_fleet_stop_stops_everyone_and_resume_keeps_single_stops(home):
     sp.resume_fleet("over", "ops")
     assert not sp.is_stopped("never-seen")
     assert sp.is_stopped("s1")
-    assert [l["session_id"] for l in sp.read_ack_log() if l["event"].startswith("fleet")] == ["*", "*"]
+    assert [line["session_id"] for line in sp.read_ack_log() if line["event"].startswith("fleet")] == ["*", "*"]
 
 
 def test_release_removes_the_lock(home):
@@ -101,7 +101,7 @@ def test_release_removes_the_lock(home):
     sp.hands_off("ezra")
     sp.release("ezra", "done")
     assert not sp.is_hands_off("ezra")
-    assert [l["event"] for l in sp.read_ack_log()] == ["hands_off", "release"]
+    assert [line["event"] for line in sp.read_ack_log()] == ["hands_off", "release"]
 
 
 def test_stop_by_tmux_session_name(home):

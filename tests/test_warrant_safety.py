@@ -16,15 +16,17 @@ import sys
 import pytest
 
 from leash.core.acklog import AckLog
-from leash.core.statefile import read_json, write_json
 from leash.core.protocol import StopProtocol
+from leash.core.statefile import read_json, write_json
 from leash.core.tmux import Tmux
 from leash.core.warrants import WarrantQueue
 from leash.core.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check
 from leash.core.warrants.kennel import Kennel
 
-from .test_warrants import (FAST, POLL, KennelThread, goes_idle, health_checks, kennel_process, start_agent,
-                            tmux, wait_for)  # noqa: F401 (tmux is a fixture)
+from . import test_warrants
+from .test_warrants import FAST, POLL, KennelThread, goes_idle, health_checks, kennel_process, start_agent, wait_for
+
+tmux = test_warrants.tmux  # the kennel tests' fixture: a Tmux on this test's private server
 
 SHELL_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 []:,./-_+=@%#")
 

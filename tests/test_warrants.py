@@ -30,8 +30,8 @@ import pytest
 
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
-from leash.core.statefile import StateCorrupt, read_json
 from leash.core.protocol import StopProtocol
+from leash.core.statefile import StateCorrupt, read_json
 from leash.core.tmux import Tmux
 from leash.core.warrants import WarrantError, WarrantQueue
 from leash.core.warrants.dog import finish

@@ -22,7 +22,6 @@ from textual.widgets import DataTable, Label
 from leash.core.clock import human_duration
 from leash.core.text import printable
 
-
 # A cell changes at most once a minute after the first one, so refreshes touch few cells.
 duration = human_duration
 CELL_LIMIT = 200  # characters of a cell's text kept: wider than any column, so the cut never shows
@@ -117,7 +116,7 @@ class Panel(Vertical):
             if old is None:
                 table.add_row(*cells, key=key)
             elif old != cells:
-                for column, value, before in zip(column_keys, cells, old):
+                for column, value, before in zip(column_keys, cells, old, strict=False):
                     if value != before:
                         table.update_cell(key, column, value)
                     else:
@@ -144,7 +143,7 @@ class Panel(Vertical):
         if cached[0] == given:
             return cached[1]
         return tuple(shown if value == before else literal(value)
-                     for value, before, shown in zip(given, cached[0], cached[1]))
+                     for value, before, shown in zip(given, cached[0], cached[1], strict=True))
 
     def _resort(self, wanted: dict[str, tuple], current: dict | None) -> None:
         """Put the rows in the panel's order without re-adding them (re-adding

@@ -29,7 +29,8 @@ def _marker(problem: str) -> str:
 
 def _counts(summary: dict, labels: tuple[str, ...], gap: str) -> Text:
     text = Text()
-    stopped, warrants, tripped = summary.get("stopped", 0), summary.get("warrants", 0), summary.get("breakers_tripped", 0)
+    stopped, warrants = summary.get("stopped", 0), summary.get("warrants", 0)
+    tripped = summary.get("breakers_tripped", 0)
     text.append(f"{labels[0]}{summary.get('sessions', 0)}", style="bold")
     text.append(gap)
     text.append(f"{labels[1]}{stopped}", style="bold red" if stopped else "")
@@ -55,7 +56,7 @@ def summary_text(summary: dict, problems: list[str], width: int = 1000) -> Text:
         text.append(f" ⚠ {_marker(problem)} ", style="bold white on dark_orange3")
         text.append(" ")
     room = width - text.cell_len
-    for labels, gap in zip(LABELS, ("  ", " ", " ")):
+    for labels, gap in zip(LABELS, ("  ", " ", " "), strict=True):
         counts = _counts(summary, labels, gap)
         if counts.cell_len <= room:
             break

@@ -15,10 +15,18 @@ import time
 
 from leash.core.clock import iso, now_seconds
 from leash.core.halts import ledger
-from leash.core.halts.rules import refresh_state as _refresh_state, state_of as _state_of
+from leash.core.halts.rules import refresh_state as _refresh_state
+from leash.core.halts.rules import state_of as _state_of
 from leash.core.halts.secrets import mask
-from leash.core.halts.store import (DEFAULT_CONDITIONS, SEVERITIES, HaltStoreUnavailable, archive_old_events, exists,
-                                    open_store, write)
+from leash.core.halts.store import (
+    DEFAULT_CONDITIONS,
+    SEVERITIES,
+    HaltStoreUnavailable,
+    archive_old_events,
+    exists,
+    open_store,
+    write,
+)
 from leash.core.home import resolve_home
 
 CONFIG_CACHE_SECONDS = 60

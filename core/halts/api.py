@@ -36,17 +36,49 @@ import os
 
 from leash.core.clock import iso, now_seconds
 from leash.core.halts import engine, ledger
+
 # The store access and the hook evidence are part of this API: their names stay importable from here.
-from leash.core.halts.access import (_config_cache, _log, _open, _row_config, connected, default_config,  # noqa: F401
-                                     find_halt, load_config, pending_counts, reading, session_state,
-                                     session_states, sweep_timeouts)
+from leash.core.halts.access import (  # noqa: F401
+    _config_cache,
+    _log,
+    _open,
+    _row_config,
+    connected,
+    default_config,
+    find_halt,
+    load_config,
+    pending_counts,
+    reading,
+    session_state,
+    session_states,
+    sweep_timeouts,
+)
 from leash.core.halts.context import CheckContext, HaltInputError
-from leash.core.halts.evidence import (RECENT_ERRORS_KEPT, _stored_attempts, files_read,  # noqa: F401
-                                       record_attempt, record_files_read, stored_attempts)
-from leash.core.halts.rules import dismissal_needs_caution, refresh_state as _refresh_state, to_auto_record
+from leash.core.halts.evidence import (  # noqa: F401
+    RECENT_ERRORS_KEPT,
+    _stored_attempts,
+    files_read,
+    record_attempt,
+    record_files_read,
+    stored_attempts,
+)
+from leash.core.halts.rules import dismissal_needs_caution, to_auto_record
+from leash.core.halts.rules import refresh_state as _refresh_state
 from leash.core.halts.secrets import mask, mask_deep
-from leash.core.halts.store import (DEFAULT_CONDITIONS, HALT_TYPES, RESOLUTIONS, SEVERITIES, HaltStoreUnavailable,
-                              archive_old_events, exists, new_id, open_store, write)
+from leash.core.halts.store import (
+    DEFAULT_CONDITIONS,
+    HALT_TYPES,
+    SEVERITIES,
+    HaltStoreUnavailable,
+    exists,
+    new_id,
+    open_store,
+    write,
+)
+
+# The store's, named here too.
+from leash.core.halts.store import RESOLUTIONS as RESOLUTIONS
+from leash.core.halts.store import archive_old_events as archive_old_events
 from leash.core.home import ensure_home, resolve_home
 
 MAX_DESCRIPTION = 4000
@@ -235,7 +267,8 @@ def _record_high(home: str, record_high: bool | None, fired) -> bool | None:
     """``record_high`` as given, else ``[halts] record_high`` (read only when a high one fired)."""
     if record_high is not None or not any(f.severity == "high" for f in fired):
         return record_high
-    from leash.core.config import ConfigError, load_config as load_settings
+    from leash.core.config import ConfigError
+    from leash.core.config import load_config as load_settings
 
     try:
         return load_settings(home)["halts"]["record_high"]

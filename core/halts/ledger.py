@@ -150,7 +150,8 @@ def _restore(connection, halt: dict, stamp: str) -> int:
         connection.execute(
             "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context,"
             " triggered_at, acknowledged, acknowledged_at, acknowledged_by, resolution, created_at, updated_at,"
-            " condition_name, escalate_at, auto_recorded) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " condition_name, escalate_at, auto_recorded)"
+            " VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (halt["id"], halt["session_id"], line.get("task_id") or None, line.get("halt_type"), line.get("severity"),
              line.get("description") or line.get("reason") or "(restored from the ack log)", line.get("timestamp"),
              halt["acknowledged"], halt["acknowledged_at"], halt["acknowledged_by"], halt["resolution"],

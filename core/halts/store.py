@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported in open_store, where it is needed: a hook with no halts.db never loads it
+    import sqlite3
 
 DB_NAME = "halts.db"
 BUSY_TIMEOUT_MS = 30_000

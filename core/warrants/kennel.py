@@ -22,8 +22,11 @@ import socket
 import time
 
 from leash.core.clock import iso
+
 # KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
-from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS, KENNEL_NAME, FileClaim, FileKennels, FileWarrants
+from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
+from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
+from leash.core.store.filestores import FileClaim, FileKennels, FileWarrants
 from leash.core.warrants.dog import Dog
 
 HEARTBEAT_SECONDS = 1.0

@@ -34,10 +34,26 @@ from __future__ import annotations
 import os
 
 from leash.core.clock import compact_stamp, iso, now_seconds
-from leash.core.statefile import CORRUPT_MARK, StateCorrupt, locked, quarantine, read_json, release_hold, try_hold, \
-    write_json
-from leash.core.warrants.records import (RECORD_PREFIX, RECORD_SUFFIX, UNOPENABLE, dog_problem, file_problem, is_record,
-                                   validate_target, warrant_problem)
+from leash.core.statefile import (
+    CORRUPT_MARK,
+    StateCorrupt,
+    locked,
+    quarantine,
+    read_json,
+    release_hold,
+    try_hold,
+    write_json,
+)
+from leash.core.warrants.records import (
+    RECORD_PREFIX,
+    RECORD_SUFFIX,
+    UNOPENABLE,
+    dog_problem,
+    file_problem,
+    is_record,
+    validate_target,
+    warrant_problem,
+)
 
 WARRANTS_DIR = "warrants"
 ACTIVE_DIR = os.path.join("dogs", "active")

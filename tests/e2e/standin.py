@@ -16,8 +16,8 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 MODEL = "claude-sonnet-4-5-20250929"
 FALLBACK_TEXT = "(no more scripted turns)"

@@ -16,7 +16,14 @@ __all__ = ["REGISTRY", "SEVERITY_RANK", "Condition", "Finding", "condition", "lo
 
 def load_all() -> dict[str, Condition]:
     """Import every rule module once; returns the registry."""
-    from leash.core.halts.conditions import (code_safety, environment, execution, scope, security,  # noqa: F401
-                                       supervisor, uncertainty)
+    from leash.core.halts.conditions import (  # noqa: F401
+        code_safety,
+        environment,
+        execution,
+        scope,
+        security,
+        supervisor,
+        uncertainty,
+    )
 
     return REGISTRY

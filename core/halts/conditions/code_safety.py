@@ -4,9 +4,8 @@ from __future__ import annotations
 import os
 import re
 
-from leash.core.halts.lazy_re import lazy
-
 from leash.core.halts.conditions.registry import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
 # Commands whose damage no rollback can undo; reported under no_rollback_plan, critical.
 _DEVICE = lazy(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d+n\d+|mmcblk\d+|disk\d+|md\d+|dm-\d+|loop\d+)")

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import re
 
-from leash.core.halts.lazy_re import lazy
-
 from leash.core.halts.conditions.registry import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
 # Environment tags found in words: a tag stands alone or is delimited by
 # = : / @ . _ - (so "prod-db", "--env=staging", "db.test.internal" count).

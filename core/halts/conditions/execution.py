@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import re
 
-from leash.core.halts.lazy_re import lazy
-
 from leash.core.halts.conditions.registry import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_SIMILARITY = 0.8

@@ -4,9 +4,8 @@ from __future__ import annotations
 import os
 import re
 
-from leash.core.halts.lazy_re import lazy
-
 from leash.core.halts.conditions.registry import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
 # Markers of underspecified requirements. Hedges soften what is wanted;
 # placeholders admit it is not decided yet. Matched as whole words/phrases,

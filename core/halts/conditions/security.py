@@ -4,9 +4,8 @@ from __future__ import annotations
 import os
 import re
 
-from leash.core.halts.lazy_re import lazy
-
 from leash.core.halts.conditions.registry import Finding, condition
+from leash.core.halts.lazy_re import lazy
 
 SYSTEM_PATHS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/root", "/opt", "/sys",
                 "/proc", "/dev", "/srv")

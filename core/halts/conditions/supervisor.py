@@ -22,8 +22,8 @@ _OPERATOR_SUBVERBS = {"halts": {"ack", "dismiss", "escalate"}, "warrant": {"pard
 _GLOBAL_VALUES = {"--home", "--source"}
 _LEASH_MODULES = lazy(r"^(?:leash(?:\.console(?:\.cli)?)?|console(?:\.cli)?)$")
 # Substrings (plain ``in`` tests: one fast pass over any amount of code).
-LEASH_API = ("leash.console.cli", "leash.console", "leash.core", "leash.core.stop", "leash.core.handsoff", "leash.core.halts",
-             "leash.core.gate", "leash.core.fleet", "leash.core.acklog")
+LEASH_API = ("leash.console.cli", "leash.console", "leash.core", "leash.core.stop", "leash.core.handsoff",
+             "leash.core.halts", "leash.core.gate", "leash.core.fleet", "leash.core.acklog")
 LIFTING = ("resume", "release", "acknowledge", "dismiss", "escalate", "pardon", "unlock", "lift", "clear",
            "reset", "repair", "uninstall", "hands_off", "update_halt_config")
 _TMUX_ACTIONS = ("kill-server", "kill-session", "rename-session")
