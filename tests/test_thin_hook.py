@@ -1,0 +1,160 @@
+"""``leash hook`` as a thin client of a live daemon, as Claude Code runs it: a
+real process with the payload on stdin.
+
+Allow, deny, the fleet stop; the daemon unreachable (with ``LEASH_SOCKET``:
+deny; without it: the in-process gate), including a daemon killed in the
+middle of a call; and what the thin client imports."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from leash.core.protocol import StopProtocol
+from leash.core.statefile import locked
+
+from .conftest import ROOT
+from .daemon_support import daemon_process, sockets, start_daemon, stop
+
+BASH = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git status"}, "cwd": "/"}
+HOOK = "import sys; from leash.console.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def hook(event: str, payload: dict, *, env: dict | None = None, python_flags: tuple = (), background=False):
+    argv = [sys.executable, *python_flags, "-c", HOOK, "hook", event]
+    merged = dict(os.environ, **(env or {}))
+    if background:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=merged, cwd=ROOT)
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        proc.stdin = None  # communicate() must not flush it again
+        return proc
+    return subprocess.run(argv, input=json.dumps(payload).encode(), capture_output=True, env=merged, cwd=ROOT,
+                          timeout=60)
+
+
+def decision(done) -> str | None:
+    if not done.stdout.strip():
+        return None
+    return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"]
+
+
+@pytest.fixture
+def daemon(home):
+    running = start_daemon(home)
+    yield running
+    running.close()
+
+
+def test_allow_deny_and_fleet_stop_through_the_daemon(daemon, home):
+    protocol = StopProtocol(home)
+    allowed = hook("pre-tool-use", BASH)
+    assert (allowed.returncode, allowed.stdout, decision(allowed)) == (0, b"", None)
+    protocol.acknowledge_stop("ops", "s1", "hold on")
+    denied = hook("pre-tool-use", BASH)
+    assert denied.returncode == 0 and decision(denied) == "deny" and b"hold on" in denied.stdout
+    protocol.resume("s1", source="ops")
+    protocol.stop_fleet("maintenance", "ops")
+    other = hook("pre-tool-use", dict(BASH, session_id="s2"))
+    assert decision(other) == "deny" and b"maintenance" in other.stdout
+    # the daemon answered them (one log line per hook), not an in-process fallback
+    assert sum(" hook " in line for line in daemon.log_stream.lines) == 3
+
+
+def test_the_agents_environment_reaches_the_daemon(daemon, home):
+    StopProtocol(home).hands_off("billing", hours=1, reason="audit", source="ops")
+    done = hook("pre-tool-use", BASH, env={"LEASH_ENTITY": "billing"})
+    assert decision(done) == "deny" and b"billing" in done.stdout
+
+
+def test_lifecycle_events_go_through_the_daemon(daemon, home):
+    StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
+    prompt = hook("user-prompt-submit", {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "go"})
+    assert prompt.returncode == 0 and json.loads(prompt.stdout)["decision"] == "block"
+    assert sum(" hook " in line for line in daemon.log_stream.lines) == 1
+
+
+def test_the_thin_client_imports_only_what_it_must(daemon, home):
+    def imported(flags_and_code: list[str], stdin: bytes = b"") -> set[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", *flags_and_code], input=stdin,
+                              capture_output=True, cwd=ROOT, timeout=60)
+        return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line} - {"package"}
+
+    baseline = imported(["-c", "import os, sys, json, socket"])
+    hook_imports = imported(["-c", HOOK, "hook", "pre-tool-use"], json.dumps(BASH).encode())
+    leash_modules = {"leash", "leash.console", "leash.console.cli", "leash.core", "leash.core.hookmain",
+                     "leash.core.thinhook", "leash.core.hookio", "leash.core.wellknown"}
+    extra = hook_imports - baseline - leash_modules
+    assert extra <= {"time"}, sorted(extra)  # time: the stdin deadline (a builtin module)
+    assert "leash.core.thinhook" in hook_imports and "leash.core.gate" not in hook_imports
+
+
+def test_unreachable_with_leash_socket_denies_naming_the_daemon(home, tmp_path):
+    StopProtocol(home)  # a home that would allow the call in-process
+    env = {"LEASH_SOCKET": str(tmp_path / "nobody-listens.sock")}
+    done = hook("pre-tool-use", BASH, env=env)
+    assert done.returncode == 0 and decision(done) == "deny"
+    assert b"leash daemon" in done.stdout and b"not reachable" in done.stdout
+    prompt = hook("user-prompt-submit", {"session_id": "s1", "prompt": "hi"}, env=env)
+    assert json.loads(prompt.stdout)["decision"] == "block"
+    ended = hook("session-end", {"session_id": "s1", "reason": "exit"}, env=env)
+    assert ended.returncode == 0 and ended.stdout == b"" and b"leash daemon" in ended.stderr  # fails open
+
+
+def test_a_stale_default_socket_falls_back_to_the_in_process_gate(home):
+    import socket
+
+    running = start_daemon(home)
+    agent = sockets(home)[0]
+    running.close()
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(agent)  # what a SIGKILLed daemon leaves: a socket file nobody listens on
+    stale.close()
+    assert os.path.exists(agent)
+    StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
+    assert decision(hook("pre-tool-use", BASH)) == "deny"
+    assert decision(hook("pre-tool-use", dict(BASH, session_id="s2"))) is None
+
+
+def _connected_to(path: str) -> bool:
+    """A client connection to the socket at ``path`` is open (/proc/net/unix)."""
+    with open("/proc/net/unix") as table:
+        return any(line.split()[-1] == path and line.split()[5] == "03" for line in table.readlines()[1:]
+                   if len(line.split()) >= 8)
+
+
+@pytest.mark.parametrize("with_leash_socket", [True, False])
+def test_a_daemon_killed_mid_call(home, with_leash_socket):
+    """The daemon dies while it judges a call (it waits on a lock the test
+    holds): with LEASH_SOCKET the hook denies; without, the in-process gate
+    judges the same call (and denies the stopped session)."""
+    StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
+    daemon = daemon_process(home, "--no-kennel", stderr=subprocess.DEVNULL)
+    agent = sockets(home)[0]
+    env = {"LEASH_SOCKET": agent} if with_leash_socket else {}
+    try:
+        with locked(os.path.join(home, "sessions.json")):  # the daemon's registration waits here
+            call = hook("pre-tool-use", BASH, env=env, background=True)
+            deadline = time.monotonic() + 20
+            while not _connected_to(agent) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert _connected_to(agent), "the hook never reached the daemon"
+            time.sleep(0.1)  # the request is in; the daemon is inside the call
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait(timeout=20)
+        out, err = call.communicate(timeout=60)
+    finally:
+        stop(daemon)
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    if with_leash_socket:
+        assert "leash daemon" in reason and "not reachable" in reason
+    else:
+        assert "hold on" in reason  # the in-process gate's verdict
