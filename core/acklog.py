@@ -240,7 +240,9 @@ class AckLog:
                 *complete, pending = pending.split(b"\n")
                 for raw in complete:
                     record = _parse(raw)
-                    if record is not None and _matches(record, session=session, event=event, since=since, source=source):
+                    if record is None:
+                        continue
+                    if _matches(record, session=session, event=event, since=since, source=source):
                         yield record
             else:
                 time.sleep(poll_seconds)

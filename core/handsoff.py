@@ -29,7 +29,7 @@ from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.hours import MAX_HOURS, hours_problem  # noqa: F401 (MAX_HOURS: kept importable here)
 from leash.core.loghead import HANDS_OFF_STORE
 from leash.core.logstate import LogBackedJSON
-from leash.core.statefile import StateCorrupt, locked
+from leash.core.statefile import JSONObject, StateCorrupt, locked
 
 REGISTRY_NAME = "hands_off_registry.json"
 PATH_PREFIX = "path:"
@@ -73,7 +73,7 @@ def apply_lock_line(state: dict, line: dict, now: float | None = None) -> None:
         state.pop(entity, None)
 
 
-def _index(data: dict[str, object]) -> dict[str, tuple[float, dict[str, object]]]:
+def _index(data: JSONObject) -> dict[str, tuple[float, JSONObject]]:
     """Pre-parse expiry times once per file change; unparseable entries count
     as never expiring, so a damaged timestamp keeps its lock rather than dropping it."""
     index = {}
@@ -88,7 +88,7 @@ def _index(data: dict[str, object]) -> dict[str, tuple[float, dict[str, object]]
     return index
 
 
-def _index_paths(data: dict[str, object]):
+def _index_paths(data: JSONObject):
     from leash.core.globs import compile_glob
 
     indexed = _index(data)
@@ -122,13 +122,13 @@ class HandsOffRegistry:
     def _snapshot(self, now: float | None = None):
         return self.state.snapshot(now=now)
 
-    def active(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
+    def active(self, *, now: float | None = None) -> dict[str, JSONObject]:
         """Every lock that has not expired, by entity."""
         moment = now_seconds(now)
         indexed, _, _ = self._snapshot(now)
         return {e: dict(entry) for e, (expires, entry) in indexed.items() if expires > moment}
 
-    def lock_of(self, entity: str, *, now: float | None = None) -> dict[str, object] | None:
+    def lock_of(self, entity: str, *, now: float | None = None) -> JSONObject | None:
         indexed, _, _ = self._snapshot(now)
         found = indexed.get(entity)
         if found is None or found[0] <= now_seconds(now):
@@ -136,7 +136,7 @@ class HandsOffRegistry:
         return found[1]
 
     def lock_covering(self, names: list[str], *, tmux_session_id: str = "",
-                      now: float | None = None) -> tuple[str, dict[str, object]] | None:
+                      now: float | None = None) -> tuple[str, JSONObject] | None:
         """(entity, lock) of the first active lock on one of ``names``, or on
         the tmux session ``tmux_session_id`` (``$N``) it was bound to when filed
         by name, so a renamed session stays locked. Raises HandsOffUnreadable
@@ -179,11 +179,11 @@ class HandsOffRegistry:
         return None
 
     # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
+    def _load_for_write(self, *, now: float | None) -> JSONObject:
         return self.state.load_for_write(now=now)
 
     @staticmethod
-    def _prune(data: dict[str, object], moment: float) -> list[str]:
+    def _prune(data: JSONObject, moment: float) -> list[str]:
         gone = [e for e, (expires, _) in _index(data).items() if expires <= moment]
         for entity in gone:
             data.pop(entity, None)
@@ -199,7 +199,7 @@ class HandsOffRegistry:
         session_id: str | None = None,
         now: float | None = None,
         tmux_session_id: str | None = None,
-    ) -> dict[str, object]:
+    ) -> JSONObject:
         """Lock ``entity`` for ``hours``. Re-locking never shortens a lock: the
         later expiry is kept and the returned entry says ``kept_longer``."""
         validate_entity(entity)
@@ -229,7 +229,7 @@ class HandsOffRegistry:
             entry["kept_longer"] = True
         return entry
 
-    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
+    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         """Remove an active lock; raises NotLocked when there is none."""
         moment = now_seconds(now)
         with locked(self.path):

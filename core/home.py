@@ -22,6 +22,7 @@ import os
 import stat
 
 from leash.core.wellknown import DEFAULT_HOME, HOME_ENV  # noqa: F401 (named here for callers)
+
 HOME_MODE = 0o700
 PRIVATE_DIR_MODE = 0o700
 # Mode bits that let someone other than the owner change the home's entries.
@@ -58,7 +59,8 @@ class UnsafeHome(Exception):
     directory; leash refuses to use it."""
 
     def __init__(self, path: str, problem: str, *, repairable: bool):
-        hint = "run `leash doctor --repair`" if repairable else "fix it by hand, or choose another home (`leash doctor`)"
+        hint = ("run `leash doctor --repair`" if repairable
+                else "fix it by hand, or choose another home (`leash doctor`)")
         super().__init__(f"unsafe state home {path}: {problem}; {hint}")
         self.path = path
         self.problem = problem

@@ -40,7 +40,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
     except (AttributeError, OSError, ValueError):
         raw = stream.read(STDIN_LIMIT_BYTES + 1)
         if len(raw) > STDIN_LIMIT_BYTES:
-            raise HookInputTooLarge()
+            raise HookInputTooLarge() from None  # a stream without a descriptor is read whole; nothing failed
         return raw
     chunks, total = [], 0
     import time

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 
-from leash.core.statefile import CachedJSON, StateCorrupt, locked, write_json
+from leash.core.statefile import CachedJSON, JSONObject, StateCorrupt, locked, write_json
 
 HEAD_NAME = "acklog.head"
 STOPS_STORE = "stops"
@@ -47,12 +47,12 @@ class HeadMismatch(Exception):
     """The head names a line the log does not hold: the log was cut or rewritten."""
 
 
-def mark(line: dict[str, object]) -> dict[str, object]:
+def mark(line: JSONObject) -> JSONObject:
     """The ``{"seq", "hash"}`` that identifies one log line."""
     return {"seq": line["seq"], "hash": line["hash"]}
 
 
-def _validate(data: object) -> dict[str, object]:
+def _validate(data: JSONObject) -> JSONObject:
     if not isinstance(data.get("seq"), int) or not isinstance(data.get("hash"), str):
         raise StateCorrupt(HEAD_NAME, "no seq/hash")
     stores = data.get("stores", {})
@@ -68,14 +68,14 @@ class AckHead:
         self.path = os.path.join(os.fspath(home), HEAD_NAME)
         self._cache = CachedJSON(self.path, _validate)
 
-    def read(self) -> dict[str, object] | None:
+    def read(self) -> JSONObject | None:
         """The stored head; None when it is missing or unreadable."""
         try:
             return self._cache.get(missing=None)
         except (StateCorrupt, OSError):
             return None
 
-    def advance(self, line: dict[str, object], acklog) -> None:
+    def advance(self, line: JSONObject, acklog) -> None:
         """Record ``line`` as ``acklog``'s last; call it holding the log's lock."""
         head = self.read()
         if head is None or head.get("seq") != line["seq"] - 1:
@@ -89,7 +89,7 @@ class AckHead:
                                "stores": stores}, durable=False)
         self._cache.forget()
 
-    def current(self, acklog) -> dict[str, object] | None:
+    def current(self, acklog) -> JSONObject | None:
         """The head, checked against the log's size and recomputed when the
         log grew without it; None for a home with no log and no head. Raises
         HeadMismatch when the log is shorter than its head or gone."""
@@ -110,13 +110,13 @@ class AckHead:
                 return None
             return self.rewrite_from_log(acklog)
 
-    def store_head(self, store: str, acklog) -> dict[str, object] | None:
+    def store_head(self, store: str, acklog) -> JSONObject | None:
         """The last line of ``store``; None when the store has no line."""
         head = self.current(acklog)
         found = (head or {}).get("stores", {}).get(store)
         return {"seq": found.get("seq"), "hash": found.get("hash")} if isinstance(found, dict) else None
 
-    def rewrite_from_log(self, acklog) -> dict[str, object]:
+    def rewrite_from_log(self, acklog) -> JSONObject:
         """Replace the head with the one the log itself gives (a log that grew
         without it; ``doctor --repair`` after a cut the operator accepts)."""
         head = scan(acklog)
@@ -132,10 +132,10 @@ def _size(path: str) -> int | None:
         return None
 
 
-def scan(log, *, before: int | None = None) -> dict[str, object]:
+def scan(log, *, before: int | None = None) -> JSONObject:
     """The head computed by reading the whole of ``log`` (an ``AckLog``; the
     lines with seq < ``before``)."""
-    head: dict[str, object] = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
+    head: JSONObject = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
     for line in log.read().entries:
         if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):
             continue
@@ -148,7 +148,7 @@ def scan(log, *, before: int | None = None) -> dict[str, object]:
     return head
 
 
-def anchor_head(command: list[str], line: dict[str, object]) -> None:
+def anchor_head(command: list[str], line: JSONObject) -> None:
     """Hand the new head to ``[acklog] anchor_command`` (best effort, detached):
     ``{seq}`` and ``{hash}`` in its words are replaced, and the head is also
     given on stdin as one JSON line."""

@@ -16,6 +16,7 @@ from leash.core.handsoff import DEFAULT_HOURS, HandsOffError, HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.source import default_source
+from leash.core.statefile import JSONObject
 from leash.core.stop import StopInterrupt, StopRegistry
 
 
@@ -53,7 +54,7 @@ class StopProtocol:
             raise StopInterrupt(verdict.reason)
 
     def acknowledge_stop(self, source: str, session_id: str, reason: str = "", *,
-                         now: float | None = None) -> dict[str, object]:
+                         now: float | None = None) -> JSONObject:
         """Stop ``session_id`` and log the STOP_ACK; returns the stop record."""
         return self.stops.stop(session_id, source=source, reason=reason, now=now)
 
@@ -63,7 +64,7 @@ class StopProtocol:
         return self.gate.stopped_reason(session_id, now=now) is not None
 
     def full_stop(self, session_id: str, entity: str, reason: str = "", source: str | None = None, *,
-                  hours: float | None = None, now: float | None = None) -> dict[str, object]:
+                  hours: float | None = None, now: float | None = None) -> JSONObject:
         """Stop the session and lock ``entity`` hands-off in one locked step:
         both or neither (``leash.core.store.transaction``)."""
         from leash.core.store.transaction import transaction
@@ -87,27 +88,27 @@ class StopProtocol:
         if lock is not None:
             raise HandsOffError(f"{entity} is locked until {lock.get('expires_at')} — do not touch.")
 
-    def read_ack_log(self) -> list[dict[str, object]]:
+    def read_ack_log(self) -> list[JSONObject]:
         return self.acklog.read().entries
 
     # added -------------------------------------------------------------
     def resume(self, session_id: str, reason: str = "", source: str | None = None, *,
-               now: float | None = None) -> dict[str, object]:
+               now: float | None = None) -> JSONObject:
         return self.stops.resume(session_id, source=source or default_source(), reason=reason, now=now)
 
-    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> dict[str, object]:
+    def stop_fleet(self, reason: str = "", source: str | None = None, *, now: float | None = None) -> JSONObject:
         return self.stops.stop_fleet(source=source or default_source(), reason=reason, now=now)
 
     def resume_fleet(self, reason: str = "", source: str | None = None, *,
-                     now: float | None = None) -> dict[str, object]:
+                     now: float | None = None) -> JSONObject:
         return self.stops.resume_fleet(source=source or default_source(), reason=reason, now=now)
 
     def hands_off(self, entity: str, *, hours: float | None = None, reason: str = "", source: str | None = None,
-                  session_id: str | None = None, now: float | None = None) -> dict[str, object]:
+                  session_id: str | None = None, now: float | None = None) -> JSONObject:
         return self.hands_off_registry.lock(entity, hours=hours if hours is not None else self.default_hours(),
                                             reason=reason, source=source or default_source(),
                                             session_id=session_id, now=now)
 
     def release(self, entity: str, reason: str = "", source: str | None = None, *,
-                now: float | None = None) -> dict[str, object]:
+                now: float | None = None) -> JSONObject:
         return self.hands_off_registry.release(entity, source=source or default_source(), reason=reason, now=now)

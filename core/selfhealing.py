@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 
 from leash.core.acklog import AckLog
-from leash.core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json
+from leash.core.statefile import CachedJSON, JSONObject, StateCorrupt, locked, quarantine, read_json
 
 
 class SelfHealingJSON:
@@ -32,7 +32,7 @@ class SelfHealingJSON:
             self.quarantine(exc, now=now)
             return missing
 
-    def load_for_write(self, *, now: float | None = None) -> dict[str, object]:
+    def load_for_write(self, *, now: float | None = None) -> JSONObject:
         """The raw content for a read-modify-write; call it holding the lock."""
         try:
             return read_json(self.path, {})

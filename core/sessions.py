@@ -27,7 +27,7 @@ import os
 from leash.core.acklog import AckLog
 from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.selfhealing import SelfHealingJSON
-from leash.core.statefile import locked, write_json
+from leash.core.statefile import JSONObject, locked, write_json
 
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
@@ -108,11 +108,11 @@ class SessionRegistry:
         self.store = SelfHealingJSON(self.path, self.acklog, lambda data: data)
         self._forget_after: float | None = None
 
-    def all(self, *, now: float | None = None) -> dict[str, dict[str, object]]:
+    def all(self, *, now: float | None = None) -> dict[str, JSONObject]:
         data = self.store.snapshot({}, now=now)
         return {k: v for k, v in data.items() if isinstance(v, dict)}
 
-    def get(self, session_id: str, *, now: float | None = None) -> dict[str, object] | None:
+    def get(self, session_id: str, *, now: float | None = None) -> JSONObject | None:
         record = self.store.snapshot({}, now=now).get(session_id)
         return record if isinstance(record, dict) else None
 
@@ -124,7 +124,7 @@ class SessionRegistry:
         tool: str | None = None,
         status: str | None = None,
         **fields: str | None,
-    ) -> dict[str, object]:
+    ) -> JSONObject:
         """Record that the session is alive; writes only when it must.
         ``status`` None leaves the status as it is, "" clears it."""
         moment = now_seconds(now)
@@ -184,7 +184,7 @@ class SessionRegistry:
                 record["entity"] = entity
                 write_json(self.path, data)
 
-    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
+    def _load_for_write(self, *, now: float | None) -> JSONObject:
         """The registry for a write, without the sessions unseen for
         ``[sessions] forget_after_days``: the file stays as small as the live
         fleet, so a hook's read does not grow with every session ever seen."""

@@ -50,6 +50,19 @@ TEMP_PREFIX = ".tmp-"
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
+# Parsed JSON, as ``json.loads`` gives it: its shape is checked by the reader
+# that knows the format (``StateCorrupt`` when it is wrong), not by the types.
+# ``typing`` is for the type checker only: the hook path does not import it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    JSONValue = Any
+    JSONObject = dict[str, Any]
+else:
+    JSONValue = object  # annotations are never evaluated (``from __future__ import annotations``)
+    JSONObject = dict
+
 
 class SymlinkedState(OSError):
     """A state file (or its lock or ``.torn``) is a symbolic link; leash does not
@@ -238,7 +251,7 @@ def _unlink_quietly(name: str | os.PathLike) -> None:
 
 
 # ---------------------------------------------------------------------- read
-def read_json(path: str | os.PathLike, default: object = None, *, expect: type | None = dict) -> object:
+def read_json(path: str | os.PathLike, default: object = None, *, expect: type | None = dict) -> JSONValue:
     """The parsed file, ``default`` when it does not exist.
 
     Raises ``StateCorrupt`` when it exists but is not valid JSON of type
@@ -256,7 +269,7 @@ def read_json(path: str | os.PathLike, default: object = None, *, expect: type |
     return parse_json_bytes(target, raw, expect=expect)
 
 
-def parse_json_bytes(path: str, raw: bytes, *, expect: type | None = dict) -> object:
+def parse_json_bytes(path: str, raw: bytes, *, expect: type | None = dict) -> JSONValue:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -389,14 +402,15 @@ class CachedJSON:
     (pre-parsed times, compiled globs) so that work is also done once per change.
     """
 
-    def __init__(self, path: str | os.PathLike, transform: Callable[[object], object], *, expect: type | None = dict):
+    def __init__(self, path: str | os.PathLike, transform: Callable[[JSONValue], Any], *,
+                 expect: type | None = dict):
         self.path = os.fspath(path)
         self.transform = transform
         self.expect = expect
         self._key: tuple | None = None
-        self._value: object = None
+        self._value: Any = None
 
-    def get(self, missing: object = None) -> object:
+    def get(self, missing: object = None) -> Any:
         try:
             st = os.lstat(self.path)
         except FileNotFoundError:

@@ -28,7 +28,7 @@ from leash.core.clock import now_seconds
 from leash.core.loghead import STOPS_STORE
 from leash.core.logstate import LogBackedJSON
 from leash.core.sessions import SessionRegistry
-from leash.core.statefile import StateCorrupt, locked
+from leash.core.statefile import JSONObject, StateCorrupt, locked
 
 STOPS_NAME = "stops.json"
 
@@ -45,7 +45,7 @@ class NotStopped(Exception):
     """Resume of something that is not stopped."""
 
 
-def empty_stops() -> dict[str, object]:
+def empty_stops() -> JSONObject:
     return {"sessions": {}, "fleet": None}
 
 
@@ -53,7 +53,7 @@ def empty_stops() -> dict[str, object]:
 _BOUND_KEYS = ("tmux_session_id",)
 
 
-def validate_stops(data: object) -> dict[str, object]:
+def validate_stops(data: JSONObject) -> JSONObject:
     sessions = data.get("sessions", {})
     if not isinstance(sessions, dict):
         raise StateCorrupt(STOPS_NAME, '"sessions" is not an object')
@@ -65,7 +65,7 @@ def validate_stops(data: object) -> dict[str, object]:
     return {"sessions": dict(sessions), "fleet": fleet}
 
 
-def apply_stop_line(state: dict[str, object], line: dict[str, object], now: float | None = None) -> None:
+def apply_stop_line(state: JSONObject, line: JSONObject, now: float | None = None) -> None:
     """Fold one ack-log line into the stops: the writer and the replay share it."""
     event, sid = line.get("event"), line.get("session_id", "")
     record = {"stopped_at": line.get("timestamp"), "source": line.get("source"), "reason": line.get("reason")}
@@ -80,7 +80,7 @@ def apply_stop_line(state: dict[str, object], line: dict[str, object], now: floa
         state["fleet"] = None
 
 
-def _index_stops(state: dict[str, object]) -> dict[str, object]:
+def _index_stops(state: JSONObject) -> JSONObject:
     """The stops plus an index by tmux session id, so a stop filed by a name
     keeps holding the session after it is renamed."""
     by_tmux_id = {}
@@ -105,13 +105,13 @@ class StopRegistry:
                                    apply=apply_stop_line, empty=empty_stops, transform=_index_stops,
                                    what="stop state", error=StopStateUnreadable)
 
-    def snapshot(self, *, now: float | None = None) -> dict[str, object]:
+    def snapshot(self, *, now: float | None = None) -> JSONObject:
         """Current stops (``sessions``, ``fleet``, ``by_tmux_id``); raises
         StopStateUnreadable when neither the file nor the log can say."""
         return self.state.snapshot(now=now)
 
     # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> dict[str, object]:
+    def _load_for_write(self, *, now: float | None) -> JSONObject:
         """Current stops under the lock; a bad file is rebuilt from the log."""
         return self.state.load_for_write(now=now)
 
@@ -127,7 +127,7 @@ class StopRegistry:
         return ("fleet", None) if stops["fleet"] else None
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
-             **extra: object) -> dict[str, object]:
+             **extra: object) -> JSONObject:
         _require_name(session_id, "session id")
         moment = now_seconds(now)
         if "tmux_session_id" not in extra:
@@ -138,7 +138,7 @@ class StopRegistry:
                               **{k: v for k, v in extra.items() if v not in (None, "")})
         return data["sessions"][session_id]
 
-    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         with locked(self.path):
             data = self._load_for_write(now=now)
             record = data["sessions"].get(session_id)
@@ -147,14 +147,14 @@ class StopRegistry:
             self.state.record(data, "resume", source=source, session_id=session_id, reason=reason, now=now)
         return record
 
-    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         moment = now_seconds(now)
         with locked(self.path):
             data = self._load_for_write(now=now)
             self.state.record(data, "fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
         return data["fleet"]
 
-    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> dict[str, object]:
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         """Lift the fleet stop; sessions stopped one by one stay stopped."""
         with locked(self.path):
             data = self._load_for_write(now=now)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # ``typing`` is not imported on the hook path
 if TYPE_CHECKING:  # imported in open_store, where it is needed: a hook with no halts.db never loads it
     import sqlite3
 
