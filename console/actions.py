@@ -330,7 +330,7 @@ def cmd_loop(protocol, args) -> int:
             raise Refused(f"breaker {args.name!r} has no recorded boots")
         _out(f"reset {args.name}")
         return 0
-    states = [breakers.describe(n, config=config) for n in breakers.names()]
+    states = [breakers.describe(n, config=config).as_dict() for n in breakers.names()]
     if args.json:
         _out_json(states, indent=2)
         return 0

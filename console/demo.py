@@ -42,37 +42,34 @@ DEMO_SESSIONS = (
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
     """Write a small, believable fleet into ``home`` (deterministic for a fixed ``now``)."""
-    from leash.core import loopguard
-    from leash.core.halts import api
-    from leash.core.sessions import SessionRegistry
-    from leash.core.protocol import StopProtocol
+    from leash.core.store.files import backend_for
 
-    protocol = StopProtocol(home)
-    sessions = SessionRegistry(protocol.home, protocol.acklog)
+    backend = backend_for(home)
     for tmux_name, _, session_id, entity in DEMO_SESSIONS:
-        sessions.observe(session_id, now=now - 40, tool="Bash", tmux_session=tmux_name, tmux_pane="%0",
-                         entity=entity, cwd=f"/work/{entity}")
-    api.record_halt({"session_token": "claude-2b91", "halt_type": "security", "severity": "critical",
-                     "condition_name": "secrets_exposure",
-                     "description": "Credentials would be exposed in commands or changes: github_token",
-                     "context": {"commands": ["curl -H 'Authorization: token [REDACTED:github_token]' ..."]}},
-                    home=protocol.home, now=now - 300)
-    api.record_halt({"session_token": "claude-c044", "task_id": "bash: pytest -x", "halt_type": "execution",
-                     "severity": "high", "condition_name": "three_strikes",
-                     "description": "Task has failed 3 times. Context may be contaminated.",
-                     "attempt_count": 3}, home=protocol.home, now=now - 120)
-    protocol.hands_off("path:infra/prod/**", hours=8, reason="prod freeze until the release", source=source,
+        backend.sessions.observe(session_id, now=now - 40, tool="Bash", tmux_session=tmux_name, tmux_pane="%0",
+                                 entity=entity, cwd=f"/work/{entity}")
+    backend.halts.record({"session_token": "claude-2b91", "halt_type": "security", "severity": "critical",
+                          "condition_name": "secrets_exposure",
+                          "description": "Credentials would be exposed in commands or changes: github_token",
+                          "context": {"commands": ["curl -H 'Authorization: token [REDACTED:github_token]' ..."]}},
+                         now=now - 300)
+    backend.halts.record({"session_token": "claude-c044", "task_id": "bash: pytest -x", "halt_type": "execution",
+                          "severity": "high", "condition_name": "three_strikes",
+                          "description": "Task has failed 3 times. Context may be contaminated.",
+                          "attempt_count": 3}, now=now - 120)
+    backend.locks.lock("path:infra/prod/**", hours=8, reason="prod freeze until the release", source=source,
                        now=now - 600)
-    protocol.acknowledge_stop(source, "claude-legacy", "explicit halt: wrong repository", now=now - 900)
+    backend.stops.stop("claude-legacy", source=source, reason="explicit halt: wrong repository", now=now - 900)
     for t in (now - 50, now - 20):
-        loopguard.record_restart_interrupted_boot(60, now=t, name="gateway", home=protocol.home)
+        backend.breakers.record_boot("gateway", window_seconds=60, now=t)
 
 
 def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
-    from leash.core.warrants import WarrantQueue
+    from leash.core.store.files import backend_for
 
-    warrant, _ = WarrantQueue(home).file(target, reason="no output for 40 minutes", requester="ops@demo", now=now)
-    return warrant
+    warrant, _ = backend_for(home).warrants.file(target, reason="no output for 40 minutes", requester="ops@demo",
+                                                 now=now)
+    return warrant.as_dict()
 
 
 def write_agents(home) -> dict[str, str]:

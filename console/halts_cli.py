@@ -1,8 +1,8 @@
 """``leash halts ...``: the halt engine from the command line.
 
 Parsers and handlers for list, check, record, ack, dismiss, escalate and
-config. Every handler calls ``core.halts``; ``--json`` prints the seed's output
-shapes as exact ASCII JSON. Human-readable lines show agent text (session ids,
+config. Every handler calls the backend's halt store (``backend.halts``);
+``--json`` prints the seed's output shapes as exact ASCII JSON. Human-readable lines show agent text (session ids,
 descriptions) escaped on one line (``core.text.printable``).
 """
 from __future__ import annotations
@@ -110,24 +110,23 @@ def _out_json(value) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=True) + "\n")
 
 
-def run(protocol, args, refused) -> int:
-    from leash.core.halts import HaltRefused, HaltStoreUnavailable, api
+def run(backend, args, refused) -> int:
+    from leash.core.halts import HaltRefused, HaltStoreUnavailable
 
-    home = protocol.home
     try:
-        return HANDLERS[args.halts_command](home, args, api)
+        return HANDLERS[args.halts_command](backend.halts, args)
     except HaltRefused as exc:
         raise refused(str(exc)) from None
     except HaltStoreUnavailable as exc:
         raise refused(f"halt store unavailable: {exc} (leash doctor)") from None
 
 
-def _list(home, args, api) -> int:
+def _list(halts, args) -> int:
     query = {"include_acknowledged": args.all, "pending": not args.all, "limit": args.limit, "offset": args.offset,
              "halt_type": args.halt_type, "severity": args.severity}
     if args.session:
         query["session_token"] = args.session
-    result = api.get_session_halts(query, home=home)
+    result = halts.listing(query)
     if args.json:
         _out_json(result)
         return 0
@@ -141,7 +140,7 @@ def _list(home, args, api) -> int:
     return 0
 
 
-def _check(home, args, api) -> int:
+def _check(halts, args) -> int:
     raw = sys.stdin.buffer.read()
     try:
         data = json.loads(raw)
@@ -149,10 +148,7 @@ def _check(home, args, api) -> int:
         from leash.core.halts import HaltInputError
 
         raise HaltInputError(f"stdin is not JSON ({exc})") from None
-    from leash.core.config import load_config
-
-    record_high = load_config(home)["halts"]["record_high"]
-    result = api.check_halt_conditions(data, home=home, record=not args.no_record, record_high=record_high)
+    result = halts.check(data, record=not args.no_record)  # record_high as config.toml's [halts] says
     if args.json:
         _out_json(result)
     else:
@@ -164,7 +160,7 @@ def _check(home, args, api) -> int:
     return 3 if result["should_halt"] else 0
 
 
-def _record(home, args, api) -> int:
+def _record(halts, args) -> int:
     data = {"session_token": args.session, "halt_type": args.halt_type, "severity": args.severity,
             "description": args.description}
     for key, value in (("task_id", args.task), ("condition_name", args.condition),
@@ -175,7 +171,7 @@ def _record(home, args, api) -> int:
         data["context"] = _json_object(args.context) if isinstance(args.context, str) else args.context
     if args.auto_escalate:
         data["auto_escalate"] = True
-    result = api.record_halt(data, home=home)
+    result = halts.record(data)
     if args.json:
         _out_json(result)
     else:
@@ -187,23 +183,18 @@ def _record(home, args, api) -> int:
 HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
 
 
-def _acknowledge(home, args, api) -> int:
+def _acknowledge(halts, args) -> int:
     from leash.core.halts import HaltRefused
 
-    found = api.find_halt(args.halt_id, home=home)
+    found = halts.find(args.halt_id)
     if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
         raise HaltRefused(f"halt ID prefix {args.halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
                           "give at least 8 (leash halts list shows them)")
     if found is None:
         raise HaltRefused(f"no halt {args.halt_id}")
     resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]
-    data = {"session_token": args.session or found["session_id"], "halt_id": found["id"], "resolution": resolution,
-            "acknowledged_by": args.source}
-    if args.note:
-        data["resolution_notes"] = args.note
-    if getattr(args, "caution", False):
-        data["continue_with_caution"] = True
-    result = api.acknowledge_halt(data, home=home, source=args.source)
+    result = halts.acknowledge(found["id"], args.session or found["session_id"], resolution, notes=args.note or None,
+                               caution=getattr(args, "caution", False), source=args.source)
     if args.json:
         _out_json(result)
     else:
@@ -214,7 +205,7 @@ def _acknowledge(home, args, api) -> int:
     return 0
 
 
-def _config(home, args, api) -> int:
+def _config(halts, args) -> int:
     changes = {k: v for k, v in (("enabled", args.enabled), ("severity", args.severity),
                                  ("threshold", args.threshold), ("auto_escalate", args.auto_escalate))
                if v is not None}
@@ -225,7 +216,7 @@ def _config(home, args, api) -> int:
 
         raise HaltInputError("name the condition to change")
     if changes:
-        result = api.update_halt_config({"condition_name": args.name, **changes}, home=home)
+        result = halts.configure({"condition_name": args.name, **changes})
         if args.json:
             _out_json(result)
         else:
@@ -234,7 +225,7 @@ def _config(home, args, api) -> int:
                 mark = f"  (was {json.dumps(before)})" if before != value else ""
                 _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
         return 0
-    rows = api.list_config(home=home)
+    rows = halts.config()
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
         if not rows:
