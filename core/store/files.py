@@ -22,7 +22,7 @@ from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.statefile import locked
 from leash.core.stop import StopRegistry
-from leash.core.store.records import Change, LockRecord, LogLine, SessionRecord, StopRecord
+from leash.core.store.records import Change, LockRecord, LogLine, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
 
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
@@ -91,6 +91,11 @@ class FileStops:
     def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
         return self.registry.covering(names, tmux_session_id=tmux_session_id)
 
+    def current(self, *, now: float | None = None) -> StopState:
+        stored = self.snapshot(now=now)
+        return StopState({key: StopRecord.of(record, key=key) for key, record in sorted(stored["sessions"].items())},
+                         StopRecord.of(stored["fleet"], key=FLEET), dict(stored.get("by_tmux_id") or {}))
+
 
 class FileLocks:
     def __init__(self, registry: HandsOffRegistry):
@@ -111,13 +116,18 @@ class FileLocks:
     def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None:
         return LockRecord.of(self.registry.lock_of(entity, now=now), entity=entity)
 
-    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None):
-        found = self.registry.lock_for_path(file_path, cwd=cwd, now=now)
+    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None,
+                      subtree: bool = False):
+        found = self.registry.lock_for_path(file_path, cwd=cwd, now=now, subtree=subtree)
         if found is None:
             return None
         if isinstance(found, tuple):  # (entity, lock)
             return LockRecord.of(found[1], entity=found[0])
         return LockRecord.of(found)
+
+    def covering(self, names: list[str], *, tmux_session_id: str = "", now: float | None = None):
+        found = self.registry.lock_covering(names, tmux_session_id=tmux_session_id or "", now=now)
+        return LockRecord.of(found[1], entity=found[0]) if found is not None else None
 
 
 class FileSessions:
@@ -136,6 +146,9 @@ class FileSessions:
 
     def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None:
         self.registry.set_entity(session_id, entity, now=now)
+
+    def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
+        return self.registry.lineage(session_id, now=now)
 
 
 def backend_for(home: str | os.PathLike | None = None) -> "FileBackend":

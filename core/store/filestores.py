@@ -56,11 +56,11 @@ class FileHaltUnit:
 
 
 class _HaltUnitScope:
-    def __init__(self, home: str, now: float | None):
-        from leash.core.halts.api import connected
+    def __init__(self, home: str, now: float | None, *, kept: bool = False):
+        from leash.core.halts.api import connected, reading
 
         self.home = home
-        self.connected = connected(home, now)
+        self.connected = reading(home, now) if kept else connected(home, now)
 
     def __enter__(self) -> FileHaltUnit:
         return FileHaltUnit(self.connected.__enter__(), self.home)
@@ -123,16 +123,29 @@ class FileHalts:
 
         return update_halt_config(data, home=self.home, now=now)
 
+    def reading(self, *, now: float | None = None) -> _HaltUnitScope:
+        """Over the connection this process keeps open for its repeated reads
+        (``core.halts.access.reading``): no WAL file comes and goes per read."""
+        return _HaltUnitScope(self.home, now, kept=True)
+
 
 # ---------------------------------------------------------------- warrants
 class FileClaim:
-    """A warrant this process holds (a held flock on its ``.claim`` file)."""
+    """A warrant this process holds (a held flock on its ``.claim`` file).
+    ``FileClaim.held_by_caller(queue, state)`` is one whose flock the caller
+    holds and releases itself."""
+
+    CALLER_HOLDS = -1  # no descriptor of ours: releasing is the caller's business
 
     def __init__(self, queue, state: dict, fd: int):
         self.queue = queue
         self.state = state
         self.warrant = WarrantRecord.of(state.get("warrant") or {})
         self._fd: int | None = fd
+
+    @classmethod
+    def held_by_caller(cls, queue, state: dict) -> "FileClaim":
+        return cls(queue, state, cls.CALLER_HOLDS)
 
     @property
     def id(self) -> str:
@@ -149,16 +162,27 @@ class FileClaim:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            self.queue.release(self.id, fd)
+            if fd != self.CALLER_HOLDS:
+                self.queue.release(self.id, fd)
+
+    def save(self) -> None:
+        from leash.core.statefile import write_json
+
+        write_json(self.queue.active_path(self.id), self.state)
+
+    def pardon_request(self) -> dict | None:
+        return self.queue.pardon_request(self.id)
 
     def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
                  timeouts=()) -> dict:
         """Seal the outcome (ack-log lines, epitaph, ``dogs/completed``), then release."""
-        from leash.core.warrants.dog import finish
+        from leash.core.warrants.dog import complete, finish
 
         if self._fd is None:
             raise RuntimeError(f"warrant {self.id} is not held")
         try:
+            if self.state.get("state") == "complete":  # sealed by a worker that died before filing it away
+                return complete(self.queue, self.state, now=now_seconds(now), resumed=True)
             return finish(self.queue, self.state, outcome, now=now_seconds(now), timeouts=timeouts, by=by, note=note)
         finally:
             self.release()
@@ -204,6 +228,22 @@ class FileWarrants:
 
     def listing(self) -> dict[str, list]:
         return self.queue.listing()
+
+    def has_pending(self) -> bool:
+        return self.queue.has_pending()
+
+    def tidy(self) -> None:
+        """A finished dog's ``<id>.done`` is its report to the kennel (the
+        seed's completion file); once its state is in ``dogs/completed`` the
+        report has been read and goes."""
+        self.queue.ensure_dirs()
+        active = self.queue.active_dir
+        for name in os.listdir(active):
+            if name.endswith(".done") and os.path.exists(self.queue.completed_path(name[:-len(".done")])):
+                try:
+                    os.unlink(os.path.join(active, name))
+                except FileNotFoundError:
+                    pass
 
 
 # ---------------------------------------------------------------- breakers

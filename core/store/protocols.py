@@ -16,10 +16,10 @@ checking and documentation: nothing on the hook path imports it.
 """
 from __future__ import annotations
 
-from typing import AsyncIterator, ContextManager, Iterator, Protocol
+from typing import AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
 from leash.core.store.records import (BreakerRecord, Change, HaltRecord, HeartbeatRecord, LockRecord, LogLine,
-                                      SessionRecord, StopRecord, WarrantRecord)
+                                      SessionRecord, StopRecord, StopState, WarrantRecord)
 
 
 class AckLogStore(Protocol):
@@ -56,6 +56,9 @@ class StopStore(Protocol):
 
     def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None: ...
 
+    def current(self, *, now: float | None = None) -> StopState:
+        """Sessions, fleet and tmux-id bindings in one read (``StopStateUnreadable`` when it cannot be read)."""
+
 
 class LockStore(Protocol):
     def lock(self, entity: str, *, hours: float, reason: str = "", source: str, session_id: str | None = None,
@@ -67,8 +70,13 @@ class LockStore(Protocol):
 
     def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None: ...
 
-    def lock_for_path(self, file_path: str, *, cwd: str | None = None,
-                      now: float | None = None) -> LockRecord | None: ...
+    def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None,
+                      subtree: bool = False) -> LockRecord | None:
+        """The first active ``path:`` lock covering the file (with ``subtree``: the directory or anything under it)."""
+
+    def covering(self, names: list[str], *, tmux_session_id: str = "", now: float | None = None) -> LockRecord | None:
+        """The first active lock on one of ``names`` or on the tmux session id it was bound to when
+        filed; ``HandsOffUnreadable`` when the locks cannot be read (never "not locked")."""
 
 
 class SessionStore(Protocol):
@@ -79,6 +87,9 @@ class SessionStore(Protocol):
     def all(self, *, now: float | None = None) -> dict[str, SessionRecord]: ...
 
     def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None: ...
+
+    def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
+        """The sessions this one was resumed or forked from, nearest first."""
 
 
 class HaltUnit(Protocol):
@@ -120,6 +131,11 @@ class HaltStore(Protocol):
     def configure(self, data: dict, *, now: float | None = None) -> dict:
         """The seed's ``update_halt_config``: previous and current values."""
 
+    def reading(self, *, now: float | None = None) -> ContextManager[HaltUnit]:
+        """A unit for a reader that reads again and again (the console): what it
+        opens may be kept between units, and reading writes nothing a watcher of
+        the store would take for a change."""
+
 
 class Claim(Protocol):
     """A warrant held by one worker until ``release()`` or ``complete()``."""
@@ -131,7 +147,16 @@ class Claim(Protocol):
 
     def release(self) -> None: ...
 
-    def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None) -> dict: ...
+    def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
+                 timeouts: Sequence[float] = ()) -> dict:
+        """Seal the outcome (its ack-log lines and the epitaph, which names ``timeouts``), then release.
+        A state already sealed (its worker died while completing) is completed again, never logged twice."""
+
+    def save(self) -> None:
+        """Store ``state`` as it is now, so a worker that takes the claim over resumes from it."""
+
+    def pardon_request(self) -> dict | None:
+        """An operator's pardon waiting for this warrant (``source``, ``reason``), or None."""
 
 
 class WarrantStore(Protocol):
@@ -163,6 +188,13 @@ class WarrantStore(Protocol):
 
     def listing(self) -> dict[str, list]:
         """``pending``, ``active``, ``completed``, ``quarantined`` and ``unreadable``."""
+
+    def has_pending(self) -> bool:
+        """Whether a warrant waits for a worker (cheap: a kennel asks every loop)."""
+
+    def tidy(self) -> None:
+        """A worker's housekeeping between heartbeats (the file backend removes
+        reports of finished dogs it has filed away); never loses a record."""
 
 
 class BreakerStore(Protocol):

@@ -135,3 +135,20 @@ class Change:
 
     def __repr__(self) -> str:
         return f"Change({self.store!r}, {self.key!r})"
+
+
+class StopState:
+    """The whole stop state in one read: ``sessions`` (key -> ``StopRecord``),
+    ``fleet`` (a ``StopRecord`` or None) and ``by_tmux_id`` (the tmux session
+    id a stop was bound to when filed -> its key), so a renamed session stays
+    stopped."""
+
+    __slots__ = ("sessions", "fleet", "by_tmux_id")
+
+    def __init__(self, sessions: dict, fleet: "StopRecord | None" = None, by_tmux_id: dict | None = None):
+        self.sessions = sessions
+        self.fleet = fleet
+        self.by_tmux_id = by_tmux_id or {}
+
+    def __repr__(self) -> str:
+        return f"StopState(sessions={self.sessions!r}, fleet={self.fleet!r}, by_tmux_id={self.by_tmux_id!r})"
