@@ -398,3 +398,75 @@ def test_full_stop_step_keeps_a_path_pattern_off_the_session(backend):
         step.full_stop("s2", "ezra", hours=1, source="ops")
     assert backend.sessions.get("s2", now=NOW).entity == "ezra"
     assert backend.locks.lock_of("ezra", now=NOW).session_id == "s2"
+
+
+# ------------------------------------------------------------------ what the fleet view, why, doctor and the kennel read
+def test_stop_state_in_one_read(backend):
+    assert backend.stops.current(now=NOW).sessions == {} and backend.stops.current(now=NOW).fleet is None
+    backend.stops.stop("s1", source="ops", reason="look", now=NOW, tmux_session_id="$4")
+    backend.stops.stop_fleet(source="ops", reason="all", now=NOW)
+    state = backend.stops.current(now=NOW)
+    assert list(state.sessions) == ["s1"] and state.sessions["s1"].reason == "look"
+    assert state.fleet.reason == "all" and state.by_tmux_id == {"$4": "s1"}
+
+
+def test_a_lock_covers_a_name_or_its_bound_tmux_id(backend, tmp_path):
+    backend.locks.lock("agent-1", hours=1, source="ops", now=NOW, tmux_session_id="$7")
+    assert backend.locks.covering(["other", "agent-1"], now=NOW).entity == "agent-1"
+    assert backend.locks.covering(["renamed"], tmux_session_id="$7", now=NOW).entity == "agent-1"
+    assert backend.locks.covering(["renamed"], tmux_session_id="$8", now=NOW) is None
+    assert backend.locks.covering(["agent-1"], now=NOW + 3601) is None
+    backend.locks.lock("path:src/deep/**", hours=1, source="ops", now=NOW)
+    assert backend.locks.lock_for_path("src", cwd=str(tmp_path), now=NOW) is None
+    found = backend.locks.lock_for_path("src", cwd=str(tmp_path), now=NOW, subtree=True)
+    assert found is not None and found.entity == "path:src/deep/**"
+
+
+def test_a_session_knows_its_ancestors(backend):
+    backend.sessions.observe("first", now=NOW, tool="Bash")
+    backend.sessions.observe("second", now=NOW + 1, tool="Bash", parent="first")
+    backend.sessions.observe("third", now=NOW + 2, tool="Bash", parent="second")
+    assert backend.sessions.lineage("third", now=NOW + 3) == ["second", "first"]
+    assert backend.sessions.lineage("first", now=NOW + 3) == []
+
+
+def test_a_kept_halt_reader_sees_new_halts(backend):
+    with backend.halts.reading(now=NOW) as unit:
+        assert unit.states() == {} and unit.pending() == []
+    high = _halt(backend, "high")
+    for _ in range(2):  # a reader kept between units still sees what is written meanwhile
+        with backend.halts.reading(now=NOW) as unit:
+            assert unit.state("s1") == "halted" and [h.halt_id for h in unit.pending(limit=5)] == [high]
+            assert unit.pending_counts()["high"] == 1
+        backend.halts.acknowledge(high, "s1", "resolved", source="ops", now=NOW + 1)
+        high = _halt(backend, "high")
+
+
+def test_a_claim_saves_its_state_and_hears_a_pardon(backend, second_backend):
+    warrant, _ = backend.warrants.file("agent-5", reason="wedged", now=NOW)
+    assert backend.warrants.has_pending()
+    claim = backend.warrants.claim_next(owner=OWNER, now=NOW)
+    assert not backend.warrants.has_pending() and claim.pardon_request() is None
+    claim.state.update(state="interrogating", attempt=2)
+    claim.save()
+    assert [(d["state"], d["attempt"]) for d in second_backend.warrants.active()] == [("interrogating", 2)]
+    assert second_backend.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + 1)[0] == "requested"
+    assert claim.pardon_request()["source"] == "ops"
+    done = claim.complete("pardoned", by="ops", note="mine", now=NOW + 2, timeouts=(1, 2, 3))
+    assert done["outcome"] == "pardoned" and backend.warrants.active() == []
+    backend.warrants.tidy()
+    assert [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+
+
+def test_a_claim_sealed_by_a_dead_worker_completes_once(backend, second_backend):
+    warrant, _ = backend.warrants.file("agent-6", reason="wedged", now=NOW)
+    claim = backend.warrants.claim_next(owner=OWNER, now=NOW)
+    claim.state.update(state="complete", outcome="already_dead", epitaph="EPITAPH: agent-6", completed_at=iso(NOW))
+    claim.save()
+    backend.acklog.append("epitaph", source="kennel", session_id="agent-6", reason="EPITAPH: agent-6", now=NOW,
+                          warrant_id=warrant.id, outcome="already_dead")
+    claim.release()  # the worker dies here
+    (orphan,) = second_backend.warrants.claim_orphans(owner=OWNER, now=NOW + 1)
+    assert orphan.complete("already_dead", now=NOW + 2)["outcome"] == "already_dead"
+    assert [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+    assert [line.event for line in backend.acklog.read(event="epitaph")] == ["epitaph"]
