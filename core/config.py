@@ -15,6 +15,7 @@ import os
 import re
 
 from leash.core.hours import HOURS_RULE, hours_problem
+from leash.core.statefile import JSONObject
 
 CONFIG_NAME = "config.toml"
 
@@ -78,7 +79,7 @@ _KIND_SAID = {"hours": HOURS_RULE}  # kinds whose rule reads better in words tha
 
 
 def _check(kind: str, value: object) -> bool:
-    number = isinstance(value, _NUMBER) and not isinstance(value, bool)
+    number = value if isinstance(value, _NUMBER) and not isinstance(value, bool) else None
     if kind == "str":
         return isinstance(value, str)
     if kind == "bool":
@@ -86,13 +87,13 @@ def _check(kind: str, value: object) -> bool:
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "positive int":
-        return _check("int", value) and value > 0
+        return isinstance(number, int) and number > 0
     if kind == "positive number":
-        return number and value > 0
+        return number is not None and number > 0
     if kind == "hours":
         return hours_problem(value) is None
     if kind == "non-negative number":
-        return number and value >= 0
+        return number is not None and number >= 0
     if kind == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[positive number]":
@@ -166,7 +167,7 @@ def _validate_entries(path, text, table, entries, schema, merged_into):
         merged_into[key] = value
 
 
-def load_config(home) -> dict[str, object]:
+def load_config(home) -> JSONObject:
     """Defaults overlaid with ``<home>/config.toml``; raises ConfigError."""
     merged = json.loads(json.dumps(DEFAULTS))  # a deep copy without importing copy
     path = os.path.join(os.fspath(home), CONFIG_NAME)

@@ -33,6 +33,10 @@ from __future__ import annotations
 import os
 import re
 
+TYPE_CHECKING = False  # ``typing`` is for the type checker only: the hook path does not import it
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
 MAX_DEPTH = 8
 MAX_SIMPLE_COMMANDS = 1_000
 MAX_WORDS = 16_000
@@ -264,7 +268,7 @@ class _Reader:
                 continue
             matcher = _segment_regex(part)
             hidden = part.startswith(".")
-            grown = []
+            grown: list[str] = []
             for prefix in found:
                 directory = os.path.join(base_dir, prefix)
                 try:
@@ -333,7 +337,8 @@ def _segment_regex(part: str) -> re.Pattern[str]:
 
 def _braces(pattern: str, budget: int) -> list[str] | None:
     """Bash brace expansion of ``pattern`` (escapes kept); None past ``budget``."""
-    depth, start, commas = 0, -1, []
+    depth, start = 0, -1
+    commas: list[int] = []
     i = 0
     while i < len(pattern):
         c = pattern[i]
@@ -368,7 +373,7 @@ def _braces(pattern: str, budget: int) -> list[str] | None:
     return [pattern]
 
 
-def _alternatives(inner: str, commas: list[int], budget: int) -> list[str] | None | bool:
+def _alternatives(inner: str, commas: list[int], budget: int) -> list[str] | None | Literal[False]:
     if commas:
         if len(commas) + 1 > budget:
             return None
@@ -386,6 +391,14 @@ def _alternatives(inner: str, commas: list[int], budget: int) -> list[str] | Non
     if abs(high - low) // step + 1 > budget:
         return None
     return [str(n) for n in (range(low, high + 1, step) if high >= low else range(low, high - 1, -step))]
+
+
+def _matched(match: re.Match[str] | None) -> re.Match[str]:
+    """A match the caller's own test already established (the character at the
+    position starts one); None here would be a fault in the reader itself."""
+    if match is None:
+        raise AssertionError("the shell reader lost its place")
+    return match
 
 
 def _decode_ansi_c(body: str) -> str:
@@ -418,8 +431,8 @@ class _Parser:
         """Commands from ``pos`` up to ``stop`` (")", "`" or "" for the end);
         returns the position after it."""
         text, n, r = self.text, self.n, self.r
-        state = {"words": [], "redirects": [], "word": None, "pending": None, "feeds": [], "subs": [],
-                 "pipeline": r.new_id(), "last": None}
+        state: dict[str, Any] = {"words": [], "redirects": [], "word": None, "pending": None, "feeds": [], "subs": [],
+                                 "pipeline": r.new_id(), "last": None}
 
         def end_word():
             word = state["word"]
@@ -462,7 +475,7 @@ class _Parser:
             c = text[pos]
             if c in " \t\r\f\v":
                 end_word()
-                pos = _BLANK.match(text, pos).end()
+                pos = _matched(_BLANK.match(text, pos)).end()
             elif stop and c == stop:
                 finish(";")
                 return pos + 1
@@ -489,7 +502,7 @@ class _Parser:
             elif c in "<>" and text.startswith("(", pos + 1):
                 pos = self.substitution(pos + 2, ")", word(), scope, state)
             elif (c in "<>&" or (c.isdigit() and state["word"] is None)) and self._redirect(pos):
-                match = _REDIRECT.match(text, pos)
+                match = _matched(_REDIRECT.match(text, pos))
                 end_word()
                 state["pending"] = match.group(2)
                 pos = match.end()
@@ -503,14 +516,14 @@ class _Parser:
                 else:
                     pos += 1
             elif c in ";&|\n)":
-                op = _OPERATOR.match(text, pos).group()
+                op = _matched(_OPERATOR.match(text, pos)).group()
                 finish(op)
                 pos += len(op)
                 if op == "\n" and self.heredocs:
                     pos = self.heredoc_bodies(pos)
             else:
-                match = _PLAIN.match(text, pos)
-                end = match.end() if match else pos + 1
+                plain = _PLAIN.match(text, pos)
+                end = plain.end() if plain else pos + 1
                 word().append((_BARE, text[pos:end]))
                 pos = end
         finish(";")
@@ -520,7 +533,7 @@ class _Parser:
 
     def _redirect(self, pos: int) -> bool:
         match = _REDIRECT.match(self.text, pos)
-        return bool(match) and not (self.text[pos] == "&" and not match.group(2).startswith("&"))
+        return match is not None and not (self.text[pos] == "&" and not match.group(2).startswith("&"))
 
     def double(self, pos: int, word: list, scope: _Scope, state: dict) -> int:
         text, n = self.text, self.n
@@ -540,7 +553,7 @@ class _Parser:
             elif c == "`":
                 pos = self.substitution(pos + 1, "`", word, scope, state)
             else:
-                end = _DQ_PLAIN.match(text, pos).end()
+                end = _matched(_DQ_PLAIN.match(text, pos)).end()
                 word.append((_QUOTED, text[pos:end]))
                 pos = end
         return n
@@ -561,15 +574,15 @@ class _Parser:
             word.append(_parameter(text[pos + 2:close]))
             return close + 1
         if following == "'" and not quoted:
-            match = _ANSI_C.match(text, pos)
+            match = _matched(_ANSI_C.match(text, pos))
             word.append((_QUOTED, _decode_ansi_c(match.group(1))))
             return match.end()
         if following == '"' and not quoted:
             return self.double(pos + 2, word, scope, state)
-        match = _NAME.match(text, pos + 1)
-        if match:
-            word.append((_VAR, match.group()))
-            return match.end()
+        variable = _NAME.match(text, pos + 1)
+        if variable:
+            word.append((_VAR, variable.group()))
+            return variable.end()
         if _SPECIAL_PARAM.match(following or " "):
             word.append((_VAR, following))
             return pos + 2
@@ -623,7 +636,7 @@ class _Parser:
             count += 1
         if count == len(words):  # plain assignments: they stay, one after the other
             for word in words:
-                match = _ASSIGNMENT.match(word[0][1])
+                match = _matched(_ASSIGNMENT.match(word[0][1]))
                 value, computed = r.expand([(_BARE, word[0][1][match.end():])] + word[1:], scope, overflow)[0]
                 scope.vars[match.group(1)] = None if computed else value
             if not redirects:
@@ -736,7 +749,8 @@ def _as_written(word: list) -> str:
 
 def _substitutions_only(body: str) -> str:
     """The command substitutions of an unquoted here-document, as a script."""
-    found, pos = [], 0
+    found: list[str] = []
+    pos = 0
     while True:
         start = min((i for i in (body.find("$(", pos), body.find("`", pos)) if i != -1), default=-1)
         if start == -1:
