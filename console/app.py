@@ -441,7 +441,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.call_from_thread(self.push_screen, WhyScreen(answer))
 
     def action_ack_log(self) -> None:
-        self.push_screen(AckLogScreen(self.home))
+        self.push_screen(AckLogScreen(self.backend.acklog))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_actions))

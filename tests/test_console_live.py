@@ -103,6 +103,31 @@ async def test_the_keys_act_through_the_backend_given(home, tmp_path):
     assert StopProtocol(home).stops.snapshot()["sessions"] == {}
 
 
+async def test_the_ack_log_screen_reads_the_backend_given_and_follows_it(home, tmp_path):
+    from leash.core.store.files import FileBackend
+
+    elsewhere = FileBackend(tmp_path / "elsewhere")
+    elsewhere.stops.stop("far-away", source="other", reason="first line")
+    app = console(home, list_tmux=lambda: CONSOLE_TMUX, backend=elsewhere)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("l")
+        table = None
+        for _ in range(WATCH_ROUNDS):
+            await pilot.pause(0.02)
+            if app.screen.__class__.__name__ == "AckLogScreen":
+                table = app.screen.query_one("#acklog-table")
+                if table.row_count == 1:
+                    break
+        assert table is not None and table.row_count == 1
+        FileBackend(elsewhere.home).stops.resume("far-away", source="other", reason="second line")
+        for _ in range(WATCH_ROUNDS):
+            await pilot.pause(0.02)
+            if table.row_count == 2:
+                break
+        assert table.row_count == 2, "the new line never reached the ack log screen"
+
+
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""

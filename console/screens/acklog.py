@@ -2,8 +2,10 @@
 
 The filter line takes ``session:ID``, ``event:NAME`` and ``source:WHO`` terms;
 any other words are searched for in the whole line. ``f`` toggles follow
-(jump to the newest line as lines arrive). Reading and verifying run in a
-worker thread; the newest ``SHOWN_LINES`` matches are shown. Every field is
+(jump to the newest line as lines arrive). The lines come from the
+backend's ack-log store (``backend.acklog``); looking for new lines, reading
+and verifying run in worker threads; the newest ``SHOWN_LINES`` matches are
+shown. Every field is
 shown as plain text (never parsed as markup) with its control characters
 escaped: the lines hold what agents and operators wrote.
 """
@@ -59,9 +61,10 @@ class AckLogScreen(Screen[None]):
         Binding("v", "verify", "Verify"),
     ]
 
-    def __init__(self, home):
+    def __init__(self, acklog):
+        """``acklog``: the ack-log store to show (``backend.acklog``)."""
         super().__init__()
-        self.home = home
+        self.acklog = acklog
         self.follow = True
         self.filter_text = ""
         self._signature = None
@@ -84,24 +87,23 @@ class AckLogScreen(Screen[None]):
         self.action_verify()
         self.set_interval(0.5, self.poll)
 
+    @work(thread=True, exclusive=True, group="acklog-poll")
     def poll(self) -> None:
-        import os
-
-        try:
-            stat = os.stat(os.path.join(self.home, "stop_ack_log.jsonl"))
-            signature = (stat.st_size, stat.st_mtime_ns)
-        except FileNotFoundError:
-            signature = None
+        """Read the log again when its newest line is another one."""
+        newest = self.acklog.tail(1)
+        signature = (newest[-1].get("seq"), newest[-1].get("hash")) if newest else None
         if signature != self._signature:
             self._signature = signature
+            self.app.call_from_thread(self._newer_lines)
+
+    def _newer_lines(self) -> None:
+        if self.is_attached:
             self.reload()
 
     @work(thread=True, exclusive=True, group="acklog-read")
     def reload(self) -> None:
-        from leash.core.acklog import AckLog
-
         terms, words = parse_filter(self.filter_text)
-        entries = [r for r in AckLog(self.home).read().entries if matches(r, terms, words)]
+        entries = [r for r in (line.as_dict() for line in self.acklog.read()) if matches(r, terms, words)]
         self.app.call_from_thread(self._show, entries[-SHOWN_LINES:], len(entries))
 
     def _show(self, entries: list[dict], total: int) -> None:
@@ -128,9 +130,7 @@ class AckLogScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="acklog-verify")
     def action_verify(self) -> None:
-        from leash.core.acklog import AckLog
-
-        report = AckLog(self.home).verify()
+        report = self.acklog.verify()
         if report.ok:
             text = f"chain intact: {report.lines} lines verified"
             if report.torn_bytes:
