@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.home import private_dir
-from leash.core.statefile import TORN_SUFFIX, append_line, last_lines, locked, open_state, read_state_bytes
+from leash.core.statefile import TORN_SUFFIX, JSONObject, append_line, last_lines, locked, open_state, read_state_bytes
 
 ACK_LOG_NAME = "stop_ack_log.jsonl"
 GENESIS_HASH = "0" * 64
@@ -40,11 +40,11 @@ CHAIN_KEYS = ("seq", "prev", "hash")
 _TAIL_LOOKBACK = 64
 
 
-def canonical(record: dict[str, object]) -> bytes:
+def canonical(record: JSONObject) -> bytes:
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
-def chain_hash(prev: str, record_without_hash: dict[str, object]) -> str:
+def chain_hash(prev: str, record_without_hash: JSONObject) -> str:
     import hashlib  # not needed by readers, so kept off the hook's import path
 
     return hashlib.sha256(prev.encode("ascii") + canonical(record_without_hash)).hexdigest()
@@ -53,7 +53,7 @@ def chain_hash(prev: str, record_without_hash: dict[str, object]) -> str:
 class LogRead:
     """Lines read from the log, with what had to be skipped."""
 
-    def __init__(self, entries: list[dict[str, object]]):
+    def __init__(self, entries: list[JSONObject]):
         self.entries = entries
         self.torn_bytes = 0        # a final line without its newline
         self.unreadable_lines = 0  # complete lines that are not JSON objects
@@ -95,7 +95,7 @@ class AckLog:
         reason: str = "",
         now: float | None = None,
         **extra: object,
-    ) -> dict[str, object]:
+    ) -> JSONObject:
         """Append one action; returns the stored line as a dict."""
         if event not in EVENTS:
             raise ValueError(f"unknown ack-log event {event!r}")
@@ -106,11 +106,11 @@ class AckLog:
 
         source, reason, extra = mask(str(source)), mask(str(reason)), {k: mask_deep(v) for k, v in extra.items()}
         stamp = iso(now_seconds(now))
-        stored: dict[str, object] = {}
+        stored: JSONObject = {}
 
         def make_line() -> bytes:
             prev, seq = self._chain_tip()
-            record: dict[str, object] = {
+            record: JSONObject = {
                 "timestamp": stamp,
                 "event": event,
                 "source": str(source),
@@ -199,7 +199,7 @@ class AckLog:
                 result.entries.append(record)
         return result
 
-    def tail(self, count: int) -> list[dict[str, object]]:
+    def tail(self, count: int) -> list[JSONObject]:
         """The last ``count`` intact lines, oldest first, without reading it all."""
         records = (_parse(raw) for raw in last_lines(self.path, count))
         return [r for r in records if r is not None]
@@ -214,7 +214,7 @@ class AckLog:
         poll_seconds: float = 0.25,
         from_start: bool = True,
         stop_after: float | None = None,
-    ) -> Iterator[dict[str, object]]:
+    ) -> Iterator[JSONObject]:
         """Yield lines as they are appended (``tail -f``); complete lines only."""
         position = 0
         if not from_start:
@@ -248,7 +248,7 @@ class AckLog:
                 time.sleep(poll_seconds)
 
     # ------------------------------------------------------------ verifying
-    def verify(self, *, anchor: dict[str, object] | None = None) -> ChainReport:
+    def verify(self, *, anchor: JSONObject | None = None) -> ChainReport:
         """Walk the chain; the first line whose seq, prev or hash is wrong breaks
         it. Then hold the log against ``acklog.head`` and against ``anchor``
         (a ``{"seq", "hash"}`` kept elsewhere): a log that lacks the line they
@@ -258,7 +258,7 @@ class AckLog:
             stored = self.head.read()
             for what, mark in (("acklog.head", stored), ("the anchor", anchor)):
                 problem = _against(mark, report, what)
-                if problem:
+                if problem and mark:  # (a problem always names a mark)
                     report.ok, report.problem = False, problem
                     report.first_broken_line = min(report.lines + 1, int(mark.get("seq", 0) or 0))
                     break
@@ -292,7 +292,7 @@ class AckLog:
         return report
 
 
-def _against(mark: dict[str, object] | None, report: "ChainReport", what: str) -> str:
+def _against(mark: JSONObject | None, report: "ChainReport", what: str) -> str:
     """Why the verified log does not hold the line ``mark`` names ("" when it does)."""
     if not mark or not isinstance(mark.get("seq"), int) or mark["seq"] <= 0:
         return ""
@@ -306,7 +306,7 @@ def _against(mark: dict[str, object] | None, report: "ChainReport", what: str) -
     return ""
 
 
-def _parse(raw: bytes) -> dict[str, object] | None:
+def _parse(raw: bytes) -> JSONObject | None:
     try:
         record = json.loads(raw)
     except ValueError:
@@ -333,7 +333,7 @@ def _check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
     return ""
 
 
-def _matches(record: dict[str, object], *, session, event, since, source) -> bool:
+def _matches(record: JSONObject, *, session, event, since, source) -> bool:
     if session is not None and record.get("session_id") != session:
         return False
     if event is not None and record.get("event") != event:

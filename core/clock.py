@@ -38,7 +38,7 @@ def iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", fields) + f".{micro:06d}Z"
 
 
-def parse_iso(text: str) -> float:
+def parse_iso(text: object) -> float:
     """Unix seconds for an ISO-8601 timestamp; zone-less means UTC."""
     if not isinstance(text, str):
         raise ValueError(f"not a timestamp: {text!r}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from leash.core.acklog import AckLog
 from leash.core.clock import iso, now_seconds, parse_iso
@@ -92,14 +93,14 @@ def _index_paths(data: JSONObject):
     from leash.core.globs import compile_glob
 
     indexed = _index(data)
-    paths = []
+    paths: list[tuple[str, str, re.Pattern[str] | None]] = []
     for entity in indexed:
         if entity.startswith(PATH_PREFIX):
             try:
                 paths.append((entity, entity[len(PATH_PREFIX):], compile_glob(entity[len(PATH_PREFIX):])))
             except Exception:  # a pattern stored before patterns were checked at filing:
                 paths.append((entity, entity[len(PATH_PREFIX):], None))  # it guards nothing, doctor names it
-    by_tmux_id = {}
+    by_tmux_id: dict[str, str] = {}
     for entity, (_, entry) in indexed.items():
         bound = entry.get("tmux_session_id")
         if isinstance(bound, str) and bound:

@@ -81,7 +81,7 @@ class AckHead:
         if head is None or head.get("seq") != line["seq"] - 1:
             head = scan(acklog, before=line["seq"])
         stores = dict(head.get("stores", {}))
-        store = STORE_OF_EVENT.get(line.get("event"))
+        store = STORE_OF_EVENT.get(line.get("event", ""))
         if store is not None:
             stores[store] = mark(line)
         # Not fsynced: a head a crash leaves stale or empty is recomputed from the log.
@@ -142,7 +142,7 @@ def scan(log, *, before: int | None = None) -> JSONObject:
         if before is not None and line["seq"] >= before:
             continue
         head["seq"], head["hash"] = line["seq"], line["hash"]
-        store = STORE_OF_EVENT.get(line.get("event"))
+        store = STORE_OF_EVENT.get(line.get("event", ""))
         if store is not None:
             head["stores"][store] = mark(line)
     return head
@@ -158,8 +158,9 @@ def anchor_head(command: list[str], line: JSONObject) -> None:
     try:
         child = subprocess.Popen(words, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
-        child.stdin.write((json.dumps(mark(line)) + "\n").encode())
-        child.stdin.close()
+        if child.stdin is not None:  # (always: stdin is a pipe)
+            child.stdin.write((json.dumps(mark(line)) + "\n").encode())
+            child.stdin.close()
     except (OSError, ValueError):
         return  # an anchor that cannot run must not stop the action; verify reports the gap
     import threading

@@ -27,6 +27,10 @@ from collections.abc import Callable
 from leash.core.loghead import STORE_OF_EVENT, HeadMismatch, mark
 from leash.core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
 
+TYPE_CHECKING = False  # ``typing`` is for the type checker only: the hook path does not import it
+if TYPE_CHECKING:
+    from typing import Any
+
 _MISSING = object()
 
 
@@ -44,8 +48,8 @@ class LogBackedJSON:
 
     def __init__(self, path: str | os.PathLike, store: str, acklog, *, head_key: str,
                  validate: Callable[[dict], dict], apply: Callable[[dict, dict, float | None], None],
-                 empty: Callable[[], dict], transform: Callable[[dict], object] = lambda state: state,
-                 what: str = "state", error: type[Exception] = None):
+                 empty: Callable[[], dict], transform: Callable[[dict], Any] = lambda state: state,
+                 what: str = "state", error: type[Exception] | None = None):
         self.what, self.error = what, error or StateUnreadable
         self.path = os.fspath(path)
         self.name = os.path.basename(self.path)
@@ -55,13 +59,13 @@ class LogBackedJSON:
         self.validate, self.apply, self.empty, self.transform = validate, apply, empty, transform
         self._cache = CachedJSON(self.path, self._parse)
 
-    def _parse(self, raw: dict) -> tuple[object, object]:
+    def _parse(self, raw: dict) -> tuple[object, Any]:
         head = raw.get(self.head_key)
         return head, self.transform(self.validate(raw))
 
     # ------------------------------------------------------------ reading
-    def snapshot(self, *, now: float | None = None) -> object:
-        """The transformed state; rebuilt from the log when the file disagrees
+    def snapshot(self, *, now: float | None = None) -> Any:
+        """The transformed state (what ``transform`` made of it); rebuilt from the log when the file disagrees
         with it. Raises ``error`` when neither the file nor the log can say."""
         try:
             return self._snapshot(now=now)
@@ -72,7 +76,7 @@ class LogBackedJSON:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return self.error(f"{self.what} unreadable ({detail}) — run `leash doctor`")
 
-    def _snapshot(self, *, now: float | None = None) -> object:
+    def _snapshot(self, *, now: float | None = None) -> Any:
         problem, value = self._examine_cached()
         if problem is None:
             return value

@@ -53,7 +53,7 @@ STATE_NAME = "restart_loop.json"
 
 def check_name(name: object) -> str:
     """``name`` when it may name a breaker; ``ValueError`` (one line) otherwise."""
-    if not is_plain_name(name):
+    if not isinstance(name, str) or not is_plain_name(name):
         raise ValueError(f"breaker name {name!r} must be a plain name: letters, digits, '.', '_', '-', "
                          "not starting with '.', at most 128 characters")
     if is_reserved_name(name):
@@ -246,8 +246,8 @@ def breaker_names(home=None) -> list[str]:
 def thresholds(config: dict, name: str) -> dict[str, float]:
     """``max_restarts``, ``window_seconds``, ``max_gap_seconds`` for ``name``:
     ``[loop.NAME]`` in config.toml over the defaults."""
-    found = {"max_restarts": DEFAULT_MAX_RESTARTS, "window_seconds": DEFAULT_WINDOW_SECONDS,
-             "max_gap_seconds": DEFAULT_MAX_GAP_SECONDS}
+    found: dict[str, float] = {"max_restarts": DEFAULT_MAX_RESTARTS, "window_seconds": DEFAULT_WINDOW_SECONDS,
+                               "max_gap_seconds": DEFAULT_MAX_GAP_SECONDS}
     found.update(config.get("loop", {}).get(name, {}))
     return found
 

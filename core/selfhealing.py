@@ -16,15 +16,19 @@ from collections.abc import Callable
 from leash.core.acklog import AckLog
 from leash.core.statefile import CachedJSON, JSONObject, StateCorrupt, locked, quarantine, read_json
 
+TYPE_CHECKING = False  # ``typing`` is for the type checker only: the hook path does not import it
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class SelfHealingJSON:
-    def __init__(self, path: str | os.PathLike, acklog: AckLog, transform: Callable[[object], object]):
+    def __init__(self, path: str | os.PathLike, acklog: AckLog, transform: Callable[[JSONObject], Any]):
         self.path = os.fspath(path)
         self.name = os.path.basename(self.path)
         self.acklog = acklog
         self._cache = CachedJSON(self.path, transform)
 
-    def snapshot(self, missing: object, *, now: float | None = None) -> object:
+    def snapshot(self, missing: object, *, now: float | None = None) -> Any:
         """The transformed content (cached); ``missing`` when absent or corrupt."""
         try:
             return self._cache.get(missing=missing)

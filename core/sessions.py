@@ -27,7 +27,7 @@ import os
 from leash.core.acklog import AckLog
 from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.selfhealing import SelfHealingJSON
-from leash.core.statefile import JSONObject, locked, write_json
+from leash.core.statefile import JSONObject, JSONValue, locked, write_json
 
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
@@ -157,7 +157,8 @@ class SessionRegistry:
     def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
         """The sessions this one was resumed or forked from, nearest first: a
         stop filed against an ancestor holds it too."""
-        found, seen = [], {session_id}
+        found: list[str] = []
+        seen = {session_id}
         record = self.get(session_id, now=now) or {}
         while record.get("parent") and record["parent"] not in seen and len(found) < MAX_LINEAGE:
             found.append(record["parent"])
@@ -215,7 +216,7 @@ class SessionRegistry:
         return tmux_session_id_for(name, home=self.home, known=known)
 
 
-def _last_seen(record: object) -> float:
+def _last_seen(record: JSONValue) -> float:
     """When a record was last seen; a record without a readable time counts as
     seen now (it is not ours to forget before we understand it)."""
     try:

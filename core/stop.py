@@ -83,7 +83,7 @@ def apply_stop_line(state: JSONObject, line: JSONObject, now: float | None = Non
 def _index_stops(state: JSONObject) -> JSONObject:
     """The stops plus an index by tmux session id, so a stop filed by a name
     keeps holding the session after it is renamed."""
-    by_tmux_id = {}
+    by_tmux_id: dict[str, str] = {}
     for name, record in state["sessions"].items():
         bound = record.get("tmux_session_id")
         if isinstance(bound, str) and bound:

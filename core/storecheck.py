@@ -111,7 +111,7 @@ def _check_store(store: LogBackedJSON, describe, repair: bool, now: float | None
                                        f"{describe(_active(truth, store.store, moment))}")
 
 
-def _compare(store: LogBackedJSON, raw: object, truth: dict, head: dict | None, moment: float) -> str | None:
+def _compare(store: LogBackedJSON, raw: dict | None, truth: dict, head: dict | None, moment: float) -> str | None:
     if raw is None:
         return None if head is None else "missing"
     content = store.validate(raw)
