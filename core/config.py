@@ -22,7 +22,7 @@ CONFIG_NAME = "config.toml"
 # (type check, description) for each leaf; a tuple of types means any of them.
 _NUMBER = (int, float)
 
-DEFAULTS: dict[str, object] = {
+DEFAULTS: JSONObject = {
     "gate": {"read_only_tools": ["Read"]},  # Claude Code's current tools; Bash that only looks passes too
     "halts": {"record_high": True},
     "hands_off": {"default_hours": 24},

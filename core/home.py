@@ -50,7 +50,7 @@ _PLAIN_MAX = 128
 
 def resolve_home(home: str | os.PathLike | None = None) -> str:
     """The state home as an absolute path (not created)."""
-    chosen = home if home not in (None, "") else os.environ.get(HOME_ENV) or DEFAULT_HOME
+    chosen = home if home is not None and home != "" else os.environ.get(HOME_ENV) or DEFAULT_HOME
     return os.path.abspath(os.path.expanduser(os.fspath(chosen)))
 
 

@@ -30,9 +30,14 @@ CREATE INDEX IF NOT EXISTS messages_conversation ON messages (channel, key, id D
 
 
 def _connect(home: str, *, create: bool) -> sqlite3.Connection | None:
-    path = os.path.join(home, LEDGER_NAME)
-    if not create and not os.path.exists(path):
+    """The ledger; None when it does not exist and ``create`` is false."""
+    if not create and not os.path.exists(os.path.join(home, LEDGER_NAME)):
         return None
+    return _open(home, create=create)
+
+
+def _open(home: str, *, create: bool) -> sqlite3.Connection:
+    path = os.path.join(home, LEDGER_NAME)
     if create:
         from leash.core.home import private_dir
 
@@ -54,14 +59,14 @@ def record(home: str, channel: str, key: str, direction: str, *, now: float) -> 
     for what, value in (("channel", channel), ("key", key)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"a reply {what} must be a non-empty string")
-    connection = _connect(home, create=True)
+    connection = _open(home, create=True)
     try:
         connection.execute("BEGIN IMMEDIATE")
         cursor = connection.execute(
             "INSERT INTO messages (channel, key, direction, recorded_at) VALUES (?, ?, ?, ?)",
             (channel, key, direction, now))
         connection.execute("COMMIT")
-        return cursor.lastrowid
+        return cursor.lastrowid or 0  # (an INSERT always sets it)
     finally:
         connection.close()
 

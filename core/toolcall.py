@@ -33,6 +33,10 @@ from __future__ import annotations
 import os
 import re
 
+TYPE_CHECKING = False  # imported for the type checker only: a call with no shell command never loads the reader
+if TYPE_CHECKING:
+    from leash.core.shellread import Reading
+
 FILE_EDITING_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
                       "NotebookEdit": "notebook_path"}
 SHELL_TOOLS = {"Bash"}
@@ -101,7 +105,7 @@ class ToolCall:
         self.unseen: list[str] = []
         self.incomplete: str | None = None
         self.lines: list[str] = []
-        self.reading = None
+        self.reading: Reading | None = None
         self.env: dict = {}
 
     def __repr__(self) -> str:
@@ -184,7 +188,7 @@ def path_like(word: str, cwd: str | None) -> bool:
         return False
     if "/" in word or word in (".", "..") or _EXTENSION.search(word):
         return True
-    return bool(cwd) and os.path.lexists(os.path.join(cwd, word))
+    return cwd is not None and cwd != "" and os.path.lexists(os.path.join(cwd, word))
 
 
 def _operands(argv: list[str], values: tuple = ()) -> list[str]:

@@ -107,7 +107,8 @@ def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: s
 def outcome(payload: dict) -> tuple[list[str], str | None, str | None]:
     """(files now known to the session, task of a command, its error or None)."""
     tool = payload.get("tool_name")
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    given = payload.get("tool_input")
+    tool_input = given if isinstance(given, dict) else {}
     response = payload.get("tool_response")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     failed = payload.get("hook_event_name") == "PostToolUseFailure" or bool(payload.get("error"))

@@ -18,7 +18,7 @@ class lazy:
     def __init__(self, pattern: str, flags: int = 0):
         self.pattern = pattern
         self.flags = flags
-        self._compiled = None
+        self._compiled: re.Pattern[str] | None = None
 
     def __getattr__(self, name: str):
         compiled = self._compiled

@@ -74,7 +74,7 @@ def replay(home: str) -> tuple[dict[str, dict], dict | None]:
     halts: dict[str, dict] = {}
     head = None
     for line in AckLog(home).read().entries:
-        event = line.get("event")
+        event = line.get("event", "")
         if STORE_OF_EVENT.get(event) != HALTS_STORE or not isinstance(line.get("halt_id"), str):
             continue
         head = mark(line)

@@ -115,7 +115,8 @@ class _Ruleset:
         """The keywords in ``low[start:end]``. The regex reports the longest
         keyword at a position and resumes after it, so add those inside each
         match and those that begin inside one and run past its end."""
-        found, straddling = set(), set()
+        found: set[str] = set()
+        straddling: set[str] = set()
         for longest in set(self.keyword_regex().findall(low, start, end)):
             if longest not in self._implied:
                 self._implied[longest] = self._around(longest)

@@ -79,7 +79,7 @@ EVENT_FIELDS = ("id", "session_id", "task_id", "halt_type", "severity", "descrip
 
 # (condition_name, halt_type, severity, threshold): the seed's default rows
 # first, then the five conditions its tables name without a default row.
-DEFAULT_CONDITIONS = (
+DEFAULT_CONDITIONS: tuple[tuple[str, str, str, dict], ...] = (
     ("modifying_unread_code", "code_safety", "critical", {"requires_read": True}),
     ("breaking_changes", "code_safety", "high", {"requires_tests_pass": True}),
     ("no_rollback_plan", "code_safety", "high", {}),

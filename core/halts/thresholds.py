@@ -103,7 +103,7 @@ def _problems(name: str, threshold: object) -> list[tuple[str, str]]:
 def validate(name: str, threshold: object) -> dict:
     """``threshold`` when ``name`` may store it; ``HaltInputError`` (one line) otherwise."""
     found = _problems(name, threshold)
-    if found:
+    if found or not isinstance(threshold, dict):  # (a threshold that is not an object is a problem found)
         key, why = found[0]
         raise HaltInputError(f"threshold {name}.{key} {why}" if key else f"threshold of {name}: {why}")
     return threshold

@@ -171,7 +171,7 @@ def _settings_files(ctx, cwd: str | None) -> list[str]:
     from leash.core.toolcall import git_toplevel
 
     candidates = list(MANAGED_SETTINGS) + [os.path.expanduser("~/.claude/settings.json")]
-    for base in {cwd, git_toplevel(cwd)} - {None}:
+    for base in {place for place in (cwd, git_toplevel(cwd)) if place is not None}:
         candidates += [os.path.join(base, ".claude", n) for n in ("settings.json", "settings.local.json")]
     return [c for c in candidates if os.path.isfile(c)]
 
