@@ -63,6 +63,7 @@ TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WATCH_DEBOUNCE_MS = 150
+UNSHOWN_STORES = frozenset({"kennels"})  # a kennel's heartbeat (each second) changes nothing a panel shows
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
 WIDE_COLUMNS = 120  # from this width on, the grid of six panels; below it, one panel and a tab strip
@@ -317,14 +318,16 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     @work(exclusive=True, group="watch")
     async def watch_changes(self) -> None:
-        """Read the view again on each change; the stream is closed when the
-        worker ends (the app quits), so a file watcher's thread stops too."""
+        """Read the view again on each change to a store the panels show; the
+        stream is closed when the worker ends (the app quits), so a file
+        watcher's thread stops too."""
         stream = self.change_stream
         if stream is None:
             stream = self.backend.changes(debounce_ms=WATCH_DEBOUNCE_MS)
         try:
-            async for _change in stream:
-                self.refresh_view()
+            async for change in stream:
+                if change.store not in UNSHOWN_STORES:
+                    self.refresh_view()
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:

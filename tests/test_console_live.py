@@ -79,6 +79,11 @@ async def test_each_change_of_a_given_stream_reads_the_view_again(home):
         for _ in range(20):  # no watcher on the home: without a change nothing is read again
             await pilot.pause(0.02)
         assert app.panel("sessions").rows["tmux:agent-silent"]["state"] != "stopped"
+        read_before = app.view_data
+        arrived.put_nowait(Change("kennels"))  # a heartbeat: nothing a panel shows
+        for _ in range(20):
+            await pilot.pause(0.02)
+        assert app.view_data is read_before
         arrived.put_nowait(Change("stops"))
         assert await _stop_shows(pilot, app, "agent-silent"), "the change never reached the sessions panel"
     assert closed == [True]  # the stream is closed when the console ends
