@@ -3,11 +3,12 @@ payload parsed, and the deny answer pre-tool-use prints.
 
 Failure: everything wrong with the input is a ``HookInputError`` (one line to
 show); more than ``STDIN_LIMIT_BYTES`` is ``HookInputTooLarge``, on which
-pre-tool-use denies. This module is on the hook path: standard library only.
+pre-tool-use denies. This module is on the hook path, the thin client's too:
+standard library only, and ``json`` (which imports ``re``) only inside the
+functions that need it.
 """
 from __future__ import annotations
 
-import json
 import os
 import select
 import sys
@@ -63,6 +64,8 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
 
 
 def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]:
+    import json  # json imports re: not at the top, where the thin hook client would pay for it
+
     if not raw.strip():
         raise HookInputError("empty hook input (expected Claude Code's JSON on stdin)")
     try:
@@ -80,6 +83,8 @@ def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]
 def blocking_output(event: str, message: str) -> str | None:
     """What a gating hook prints when it cannot judge (None: the event fails
     open; "": exit 2, which Claude Code reads as block for that event)."""
+    import json
+
     if event == "pre-tool-use":
         return deny_output(message)
     if event == "user-prompt-submit":
@@ -106,6 +111,8 @@ def failed_closed(event: str, message: str) -> tuple[str, str, int]:
 
 
 def deny_output(reason: str) -> str:
+    import json
+
     return json.dumps({
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",

@@ -42,3 +42,15 @@ def run_hook_command(argv: list[str]) -> int | None:
         from leash.core.hooks import run
 
         return run(event, home=home, raw=none.raw, input_error=none.input_error)
+
+
+def main(argv: list[str]) -> int:
+    """``hookentry``'s: the hook's exit code, or 2 with one line for anything
+    that is not ``[--home DIR] hook EVENT``."""
+    code = run_hook_command(argv)
+    if code is None:
+        import sys
+
+        sys.stderr.write("leash: error: expected `hook EVENT` (this is leash's hook entry)\n")
+        return 2
+    return code

@@ -6,11 +6,12 @@ project-local); each event maps to a list of matcher groups, each with a list of
 leash's hooks into one of those files and changes nothing else: other keys and
 other hooks stay as they are, a second run writes nothing, ``uninstall``
 removes only leash's (recognised by the ``# leash-hook`` mark at the end of the
-command). The command runs the absolute path of the ``leash`` that installed it.
+command). The command runs leash's hook entry (``core/hookentry.py``) with the
+interpreter of the ``leash`` that installed it, both by absolute path.
 
 Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
 (PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
-the command is ``timeout -k 2 N leash hook EVENT || exit 2``, so a missing binary
+the command is ``timeout -k 2 N PYTHON -P ENTRY hook EVENT || exit 2``, so a missing binary
 (exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
 124) blocks the call instead of letting it through. The other events fail open
 (a broken reply guard must never trap an agent in its turn).
@@ -69,8 +70,11 @@ def settings_path(*, project: str | None = None, user: bool = False, managed: bo
     return os.path.join(os.path.abspath(project or "."), ".claude", "settings.json")
 
 
-def hook_command(leash: str, spec: HookSpec) -> str:
-    run = f"{shlex.quote(leash)} hook {spec.verb}"
+def hook_command(leash: str | list[str], spec: HookSpec) -> str:
+    """``leash`` is a program (the path of a ``leash``) or the words that run
+    leash's hook entry (``hook_runner()``)."""
+    words = [leash] if isinstance(leash, str) else list(leash)
+    run = f"{shlex.join(words)} hook {spec.verb}"
     if spec.fail_closed:
         run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run} || exit 2"
     return f"{run} {MARK}"
@@ -80,16 +84,15 @@ def is_leash_hook(hook: object) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].rstrip().endswith(MARK)
 
 
-def leash_executable() -> str:
-    """The absolute path of the ``leash`` this process runs from."""
-    import shutil
+def hook_runner() -> list[str]:
+    """What runs a hook: this interpreter on leash's hook entry file
+    (``core/hookentry.py``), by absolute paths. Not the ``leash`` console
+    script: its wrapper imports ``re`` on every call, as long again as the whole
+    thin hook. ``-P`` keeps the entry's folder off ``sys.path``."""
     import sys
 
-    beside = os.path.join(os.path.dirname(sys.executable), "leash")
-    if os.access(beside, os.X_OK):
-        return beside
-    found = shutil.which("leash")
-    return os.path.abspath(found) if found else beside
+    entry = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookentry.py")
+    return [sys.executable, "-P", entry]
 
 
 def read_settings(path: str) -> dict:
@@ -113,7 +116,7 @@ def read_settings(path: str) -> dict:
     return data
 
 
-def merged(settings: dict, leash: str | None, *, uninstall: bool = False) -> dict:
+def merged(settings: dict, leash: str | list[str] | None, *, uninstall: bool = False) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
@@ -146,10 +149,10 @@ def _without_leash(groups: object) -> object:
     return kept
 
 
-def install(path: str, leash: str | None = None, *, uninstall: bool = False) -> bool:
+def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
     current = read_settings(path)
-    wanted = merged(current, leash or leash_executable(), uninstall=uninstall)
+    wanted = merged(current, leash or hook_runner(), uninstall=uninstall)
     if wanted == current:
         return False
     from leash.core.statefile import write_bytes_atomic
@@ -198,9 +201,11 @@ def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
                                                  f"{'calls are not judged' if spec.fail_closed else 'not recorded'}"))
             continue
         for hook in found:
-            binary = _binary_of(hook["command"])
+            binary, entry = _program_of(hook["command"])
             if binary and not os.access(binary, os.X_OK):
                 findings.append(("fail", spec.event, f"{hook['_file']}: runs {binary}, which is missing"))
+            elif entry and not os.path.isfile(entry):
+                findings.append(("fail", spec.event, f"{hook['_file']}: runs {entry}, which is missing"))
             if not isinstance(hook.get("timeout"), (int, float)):
                 findings.append(("fail", spec.event, f"{hook['_file']}: no timeout"))
     if not any(level == "fail" for level, _, _ in findings):
@@ -208,17 +213,21 @@ def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
     return findings
 
 
-def _binary_of(command: str) -> str:
-    """The program a hook command runs (behind ``timeout`` and its options)."""
+def _program_of(command: str) -> tuple[str, str]:
+    """(program, script): what a hook command runs (behind ``timeout`` and its
+    options), and the Python file it gives the interpreter ("" if none)."""
     try:
         words = shlex.split(command.replace(MARK, ""))
     except ValueError:
-        return ""
+        return "", ""
     if words[:1] == ["timeout"]:
         words = words[1:]
         while words and (words[0].startswith("-") or words[0].replace(".", "", 1).isdigit()):
             words = words[1:]
-    return words[0] if words else ""
+    if not words:
+        return "", ""
+    script = next((word for word in words[1:4] if word.endswith(".py")), "")
+    return words[0], script
 
 
 def is_wired(*, project: str | None = None) -> bool:

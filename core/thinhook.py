@@ -15,15 +15,16 @@ a reply that is not one JSON object):
 There is no deadline of the client's own: a reply may wait on a person, and
 the hook's ``timeout`` in Claude Code's settings bounds the wait.
 
-Imports: ``os``, ``sys``, ``json``, ``socket``, the stdlib-only hook IO module
-and the well-known names; nothing else of leash (tests check
-``python -X importtime``), because every tool call pays for them.
+Imports: ``os``, ``sys``, the C cores of ``json`` and ``socket`` (``_json``,
+``_socket``), the stdlib-only hook IO module and the well-known names; nothing
+else of leash (tests check ``python -X importtime``), because every tool call
+pays for them. ``json`` itself imports ``re``, which alone costs about half a
+bare interpreter's start; where the C cores are missing (not CPython), ``json``
+and ``socket`` are used.
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 
 from leash.core.hookio import REQUEST_LIMIT_BYTES, HookInputError, HookInputTooLarge, failed_closed, read_stdin
@@ -37,6 +38,47 @@ FORWARDED_PREFIX = "LEASH_"
 # Where the state lives and how to reach the daemon are the daemon's to know.
 NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, "LEASH_OPERATOR_SOCKET"})
 RECV_CHUNK_BYTES = 65536
+
+
+try:
+    import _json
+    import _socket as socket_core
+
+    class _Strict:
+        """What json's C scanner reads from a decoder: plain JSON, no hooks."""
+
+        strict, object_hook, object_pairs_hook, memo = True, None, None, {}
+        parse_float, parse_int = float, int
+
+        @staticmethod
+        def parse_constant(name: str):
+            raise ValueError(f"not JSON: {name}")
+
+    _scan = _json.make_scanner(_Strict())
+
+    def loads(text: str):
+        value, end = _scan(text, 0)
+        if text[end:].strip():
+            raise ValueError("extra data after the JSON value")
+        return value
+
+    def quoted(text: str) -> str:
+        return _json.encode_basestring(text)
+except ImportError:  # another Python: the modules themselves
+    import json
+    import socket as socket_core  # type: ignore[no-redef]
+
+    loads = json.loads
+
+    def quoted(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)
+
+
+def dumps(value) -> str:
+    """JSON of the request: an object of strings, and objects of strings."""
+    if isinstance(value, str):
+        return quoted(value)
+    return "{" + ",".join(f"{quoted(key)}:{dumps(item)}" for key, item in value.items()) + "}"
 
 
 class DaemonUnreachable(Exception):
@@ -88,7 +130,7 @@ def hook_request(event: str, raw: bytes, input_error: HookInputError | None, env
 
 
 def _encoded(request: dict) -> bytes:
-    return json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+    return dumps(request).encode("utf-8", "surrogatepass") + b"\n"
 
 
 # sockaddr_un holds 108 bytes with its NUL: a longer path is reached through
@@ -104,7 +146,7 @@ def unix_address(path: str) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
 
 
-def connect(conn: socket.socket, path: str) -> None:
+def connect(conn, path: str) -> None:
     address, fd = unix_address(path)
     try:
         conn.connect(address)
@@ -116,7 +158,8 @@ def connect(conn: socket.socket, path: str) -> None:
 def ask(path: str, request: bytes) -> dict:
     """The daemon's one-line reply to ``request``; DaemonUnreachable otherwise."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn = socket_core.socket(socket_core.AF_UNIX, socket_core.SOCK_STREAM)
+        try:
             connect(conn, path)
             conn.sendall(request)
             chunks: list[bytes] = []
@@ -127,14 +170,16 @@ def ask(path: str, request: bytes) -> dict:
                 chunks.append(chunk)
                 if chunk.endswith(b"\n"):
                     break
+        finally:
+            conn.close()
     except OSError as exc:
         raise DaemonUnreachable(f"{exc.strerror or exc.__class__.__name__}") from None
     data = b"".join(chunks)
     if not data.endswith(b"\n"):
         raise DaemonUnreachable("the connection closed before a reply")
     try:
-        reply = json.loads(data.decode("utf-8", "surrogatepass"))
-    except ValueError:
+        reply = loads(data.decode("utf-8", "surrogatepass"))
+    except (ValueError, StopIteration):
         raise DaemonUnreachable("a reply that is not JSON") from None
     if not isinstance(reply, dict):
         raise DaemonUnreachable("a reply that is not a JSON object")

@@ -81,20 +81,48 @@ def test_lifecycle_events_go_through_the_daemon(daemon, home):
     assert sum(" hook " in line for line in daemon.log_stream.lines) == 1
 
 
-def test_the_thin_client_imports_only_what_it_must(daemon, home):
-    def imported(flags_and_code: list[str], stdin: bytes = b"") -> set[str]:
-        done = subprocess.run([sys.executable, "-X", "importtime", *flags_and_code], input=stdin,
-                              capture_output=True, cwd=ROOT, timeout=60)
-        return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
-                if line.startswith("import time:") and "|" in line} - {"package"}
+def imported(argv: list[str], stdin: bytes = b"") -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], input=stdin, capture_output=True, cwd=ROOT,
+                          timeout=60)
+    return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+            if line.startswith("import time:") and "|" in line} - {"package"}
 
+
+THIN_LEASH_MODULES = {"leash", "leash.core", "leash.core.hookmain", "leash.core.thinhook", "leash.core.hookio",
+                      "leash.core.wellknown"}
+
+
+def test_the_installed_hook_imports_only_what_it_must(daemon, home):
+    """What ``leash install`` wires: the interpreter on the hook entry. Besides
+    a bare interpreter's modules: the C cores of json and socket, select and
+    time for the stdin deadline, and five small modules of leash's."""
+    from leash.core.install import hook_runner
+
+    bare = imported(["-c", "pass"])
+    hook_imports = imported(hook_runner()[1:] + ["hook", "pre-tool-use"], json.dumps(BASH).encode())
+    assert hook_imports - bare - THIN_LEASH_MODULES <= {"_json", "_socket", "select", "time"}, \
+        sorted(hook_imports - bare)
+    assert "leash.core.gate" not in hook_imports  # (re: only where the interpreter itself imports it)
+
+
+def test_leash_hook_through_the_console_script_stays_thin(daemon, home):
+    """``leash hook`` (the console script's module) adds only the CLI module."""
     baseline = imported(["-c", "import os, sys, json, socket"])
     hook_imports = imported(["-c", HOOK, "hook", "pre-tool-use"], json.dumps(BASH).encode())
-    leash_modules = {"leash", "leash.console", "leash.console.cli", "leash.core", "leash.core.hookmain",
-                     "leash.core.thinhook", "leash.core.hookio", "leash.core.wellknown"}
-    extra = hook_imports - baseline - leash_modules
-    assert extra <= {"time"}, sorted(extra)  # time: the stdin deadline (a builtin module)
-    assert "leash.core.thinhook" in hook_imports and "leash.core.gate" not in hook_imports
+    extra = hook_imports - baseline - THIN_LEASH_MODULES - {"leash.console", "leash.console.cli"}
+    assert extra <= {"_json", "time"}, sorted(extra)
+
+
+def test_the_command_leash_install_writes_runs_the_thin_client(daemon, home, tmp_path):
+    from leash.core.install import HOOKS, hook_command, hook_runner
+
+    (spec,) = [spec for spec in HOOKS if spec.verb == "pre-tool-use"]
+    command = hook_command(hook_runner(), spec)
+    StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
+    done = subprocess.run(["sh", "-c", command], input=json.dumps(BASH).encode(), capture_output=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0 and decision(done) == "deny" and b"hold on" in done.stdout
+    assert sum(" hook " in line for line in daemon.log_stream.lines) == 1  # judged by the daemon
 
 
 def test_unreachable_with_leash_socket_denies_naming_the_daemon(home, tmp_path):
