@@ -1,7 +1,8 @@
 """The fleet as the console shows it: every panel's rows, derived from state.
 
-``view(home, tmux_sessions=..., now=...)`` reads the state home once and
-returns plain data: sessions (tmux sessions joined with the agent sessions the
+``view(home, tmux_sessions=..., now=..., backend=...)`` reads the stores of
+``backend`` (default: the home's, ``backend_for(home)``) once, the halts in one
+unit of its kept halt reader, and returns plain data: sessions (tmux sessions joined with the agent sessions the
 hooks have seen), pending halts, live warrants (with their open gate), hands-off
 locks, loop breakers, the ack-log tail, recent finished warrants, and a
 summary. The rules that decide what a session's state *is* live here, not in
@@ -52,31 +53,27 @@ def _left(stamp: str | None, moment: float) -> float | None:
         return None
 
 
-def view(home, *, tmux_sessions: list[dict] | None = None, now: float | None = None,
-         ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS) -> dict:
+def view(home=None, *, tmux_sessions: list[dict] | None = None, now: float | None = None,
+         ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS, backend=None) -> dict:
     """The whole fleet; each list holds at most ``max_rows`` rows (the summary
     counts them all)."""
-    from leash.core.halts import api as halts_api
     from leash.core.halts.store import HaltStoreUnavailable
+    from leash.core.status import backend_of
 
+    backend = backend_of(home, backend)
     try:
-        with halts_api.reading(home, now) as connection:
-            return _view(home, connection, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail,
+        with backend.halts.reading(now=now) as unit:
+            return _view(backend, unit, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail,
                          max_rows=max_rows)
     except HaltStoreUnavailable as exc:
-        return _view(home, None, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail, max_rows=max_rows,
+        return _view(backend, None, tmux_sessions=tmux_sessions, now=now, ack_tail=ack_tail, max_rows=max_rows,
                      halt_problem=f"halt store unreadable ({exc})")
 
 
-def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
-    from leash.core.halts import api as halts_api
-    from leash.core.protocol import StopProtocol
-
+def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
     moment = now_seconds(now)
-    protocol = StopProtocol(home)
-    raw = _snapshot(protocol, connection, moment, max_rows, halt_problem)
-    rule = _SessionStates(home, raw, _stops_or_none_held(protocol),
-                          halts_api.session_states(connection) if connection is not None else {})
+    raw = _snapshot(backend, unit, moment, max_rows, halt_problem)
+    rule = _SessionStates(backend.home, raw, _stops_or_none_held(backend), unit.states() if unit is not None else {})
     every_session = _session_rows(rule, raw["sessions"], tmux_sessions or [], moment)
     sessions = every_session[:max_rows]
     warrants = _warrant_rows(raw["warrants"], rule.attempts, moment)
@@ -86,46 +83,43 @@ def _view(home, connection, *, tmux_sessions, now, ack_tail, max_rows, halt_prob
         "sessions": len(every_session),
         "stopped": sum(1 for s in every_session if s["state"] == "stopped"),
         "fleet_stopped": rule.fleet_stop is not None,
-        "halts": halts_api.pending_counts(connection) if connection is not None else {s: 0 for s in SEVERITY_ORDER},
+        "halts": unit.pending_counts() if unit is not None else {s: 0 for s in SEVERITY_ORDER},
         "warrants": len(warrants),
         "breakers_tripped": sum(1 for loop in loops if loop.get("tripped")),
         "locks": len(lock_rows),
     }
-    return {"now": moment, "home": protocol.home, "summary": summary, "sessions": sessions,
+    return {"now": moment, "home": backend.home, "summary": summary, "sessions": sessions,
             "halts": _halt_rows(raw["pending_halts"], moment), "warrants": warrants,
-            "finished_warrants": _finished_warrants(protocol), "locks": lock_rows, "loops": loops,
-            "acklog": _ack_rows(protocol, ack_tail),
+            "finished_warrants": _finished_warrants(backend), "locks": lock_rows, "loops": loops,
+            "acklog": _ack_rows(backend, ack_tail),
             "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]}
 
 
-def _snapshot(protocol, connection, moment: float, max_rows: int, halt_problem: str | None) -> dict:
+def _snapshot(backend, unit, moment: float, max_rows: int, halt_problem: str | None) -> dict:
     from leash.core import status
 
-    if connection is not None:
-        raw = status.snapshot(protocol, now=moment, halts_limit=max_rows, connection=connection)
-    else:
-        raw = status.snapshot(protocol, now=moment, halts_limit=0)
+    raw = status.snapshot(backend=backend, now=moment, halts_limit=max_rows if unit is not None else 0, halts=unit)
     if halt_problem:
         raw["halt_store_error"] = halt_problem
     return raw
 
 
-def _stops_or_none_held(protocol) -> dict:
-    """The stops; none when they cannot be read (``stop_state_error`` then
+def _stops_or_none_held(backend):
+    """The stop state; none when it cannot be read (``stop_state_error`` then
     makes every session stopped)."""
     from leash.core.stop import StopStateUnreadable
-    from leash.core.store.files import FileBackend
+    from leash.core.store.records import StopState
 
     try:
-        return FileBackend.sharing(protocol).stops.snapshot()
+        return backend.stops.current()
     except StopStateUnreadable:
-        return {"sessions": {}, "fleet": None, "by_tmux_id": {}}
+        return StopState({})
 
 
 class _SessionStates:
     """The rule of a session's state (module docstring), over one snapshot."""
 
-    def __init__(self, home, raw: dict, stops: dict, halt_states: dict[str, str]):
+    def __init__(self, home, raw: dict, stops, halt_states: dict[str, str]):
         from leash.core.warrants.records import configured_attempts
 
         self.raw, self.stops, self.halt_states = raw, stops, halt_states
@@ -141,14 +135,14 @@ class _SessionStates:
                 or self._hands_off(entities, tmux_id) or ("running", ""))
 
     def _stopped(self, names: list[str], tmux_id: str) -> tuple[str, str] | None:
-        sessions = self.stops["sessions"]
+        sessions = self.stops.sessions
         if "stop_state_error" in self.raw:
             return "stopped", "stop state unreadable"
         if self.fleet_stop:
             return "stopped", f"fleet: {self.fleet_stop.get('reason') or '-'}"
         stopped = next((name for name in names if name in sessions), None)
-        if stopped is None and tmux_id and tmux_id in self.stops["by_tmux_id"]:
-            stopped = self.stops["by_tmux_id"][tmux_id]
+        if stopped is None and tmux_id and tmux_id in self.stops.by_tmux_id:
+            stopped = self.stops.by_tmux_id[tmux_id]
         return ("stopped", sessions[stopped].get("reason") or "-") if stopped is not None else None
 
     def _halted(self, names: list[str]) -> tuple[str, str] | None:
@@ -232,13 +226,13 @@ def _agent_row(rule: _SessionStates, agent: dict, moment: float) -> dict:
     }
 
 
-def _unseen_stop_rows(stops: dict, rows: list[dict], tmux_ids: set[str], moment: float) -> list[dict]:
+def _unseen_stop_rows(stops, rows: list[dict], tmux_ids: set[str], moment: float) -> list[dict]:
     """Rows for stops filed for a session no hook or tmux has shown yet."""
     known = {name for s in rows for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
     return [{"key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
              "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",
              "age": _age(record.get("stopped_at"), moment), "in_tmux": False}
-            for stopped_id, record in stops["sessions"].items()
+            for stopped_id, record in stops.sessions.items()
             if stopped_id not in known and record.get("tmux_session_id") not in tmux_ids]
 
 
@@ -267,10 +261,8 @@ def _warrant_rows(live: list[dict], attempts: int | None, moment: float) -> list
     return rows
 
 
-def _finished_warrants(protocol) -> list[dict]:
-    from leash.core.store.files import FileBackend
-
-    return sorted(FileBackend.sharing(protocol).warrants.completed(newest=RECENT_FINISHED),
+def _finished_warrants(backend) -> list[dict]:
+    return sorted(backend.warrants.completed(newest=RECENT_FINISHED),
                   key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
 
 
@@ -283,8 +275,8 @@ def _lock_rows(locks: list[dict], moment: float) -> list[dict]:
     return rows
 
 
-def _ack_rows(protocol, lines: int) -> list[dict]:
-    tail = protocol.acklog.tail(lines)
+def _ack_rows(backend, lines: int) -> list[dict]:
+    tail = [line.as_dict() for line in backend.acklog.tail(lines)]
     for line in tail:
-        line["key"] = f"ack:{line.get('seq')}:{line.get('hash', '')[:12]}"
+        line["key"] = f"ack:{line.get('seq')}:{(line.get('hash') or '')[:12]}"
     return tail

@@ -18,3 +18,20 @@ def protecting_entities(names: Iterable[str], agents: Iterable[dict] = ()) -> li
     for agent in agents:
         found += [value for value in (agent.get("session_id"), agent.get("entity")) if value]
     return list(dict.fromkeys(found))
+
+
+def answers_to(sessions, session_id: str, *, now: float | None = None) -> tuple[list[str], dict]:
+    """The names a session answers to (its id, its tmux session's name, the
+    sessions it was resumed or forked from: a stop on an ancestor holds it
+    too) and its record, read from ``sessions`` (a session store: ``get`` and
+    ``lineage``). The gate's rule, for readers that hold a backend."""
+    found = sessions.get(session_id, now=now)
+    record = dict(found.as_dict() if hasattr(found, "as_dict") else found or {})
+    names = [session_id]
+    tmux_name = record.get("tmux_session")
+    if tmux_name and tmux_name != session_id:
+        names.append(tmux_name)
+    if record.get("parent"):
+        record["lineage"] = sessions.lineage(session_id, now=now)
+        names.extend(n for n in record["lineage"] if n not in names)
+    return names, record

@@ -5,57 +5,59 @@
 list of objects with the keys of its file format plus the key it is filed under.
 ``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
 
-Every store is read through the storage seam (``leash.core.store``); the halts
-still come over the caller's connection. Failure: an unreadable stop state is
-reported (``stop_state_error``) rather than hidden, since the gate is denying
-everything while it lasts.
+Every store is read through the caller's ``Backend`` (``leash.core.store``);
+the halts through one unit of work on its halt store (the caller's, when it
+holds one open). Failure: an unreadable stop state is reported
+(``stop_state_error``) rather than hidden, since the gate is denying everything
+while it lasts; so is a halt store that cannot be read (``halt_store_error``).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from leash.core.protocol import StopProtocol
 from leash.core.stop import StopStateUnreadable
 
 
-def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: int = 10_000,
-             connection=None) -> dict[str, Any]:
+def backend_of(owner=None, backend=None):
+    """The backend to read: ``backend`` when given, else the one over
+    ``owner`` (a ``StopProtocol``, whose open registries it shares, or a home)."""
+    if backend is not None:
+        return backend
+    from leash.core.protocol import StopProtocol
+    from leash.core.store.files import FileBackend, backend_for
+
+    return FileBackend.sharing(owner) if isinstance(owner, StopProtocol) else backend_for(owner)
+
+
+def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_limit: int = 10_000,
+             halts=None, connection=None) -> dict[str, Any]:
+    """The state of ``backend`` (default: the one over ``protocol``, a
+    ``StopProtocol`` or a home). ``halts``: an open unit of the halt store to
+    read pending halts in (``connection``: an open halts.db connection, the
+    older way to say the same); none is read when ``halts_limit`` is 0."""
+    backend = backend_of(protocol, backend)
     result: dict[str, Any] = {
         "fleet_stopped": [], "stopped_sessions": [], "hands_off": [], "pending_halts": [],
         "warrants": [], "loops": [], "sessions": [],
     }
-    from leash.core.store.files import FileBackend
-
-    backend = FileBackend.sharing(protocol)
     try:
-        stops = backend.stops.snapshot()
+        stops = backend.stops.current(now=now)
     except StopStateUnreadable as exc:
         result["stop_state_error"] = str(exc)
-        stops = {"sessions": {}, "fleet": None}
-    if stops["fleet"]:
-        result["fleet_stopped"].append(dict(stops["fleet"]))
-    for session_id, record in sorted(stops["sessions"].items()):
-        result["stopped_sessions"].append({"session_id": session_id, **record})
+    else:
+        if stops.fleet is not None:
+            result["fleet_stopped"].append(stops.fleet.as_dict())
+        for session_id, record in stops.sessions.items():
+            result["stopped_sessions"].append({"session_id": session_id, **record.as_dict()})
     for entity, lock in backend.locks.active(now=now).items():
         result["hands_off"].append({"entity": entity, **lock.as_dict()})
-    from leash.core.halts import HaltStoreUnavailable, get_session_halts
-
-    try:
-        pending = get_session_halts({"pending": True, "limit": halts_limit}, home=protocol.home, now=now,
-                                    connection=connection)
-        result["pending_halts"] = pending["halts"]
-    except HaltStoreUnavailable as exc:
-        result["halt_store_error"] = str(exc)
+    if halts_limit > 0:
+        _pending_halts(result, backend, halts, connection, halts_limit, now)
     for warrant in backend.warrants.pending():
         result["warrants"].append({**warrant.as_dict(), "state": "pending", "attempt": 0})
     for dog in backend.warrants.active():
         result["warrants"].append({**dog.get("warrant", {}), **{k: v for k, v in dog.items() if k != "warrant"}})
-    from leash.core.config import ConfigError, load_config
-
-    try:
-        config = load_config(protocol.home)
-    except ConfigError:
-        config = {}
+    config = _config(backend)
     for name in backend.breakers.names():
         result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())
     for session_id, record in backend.sessions.all(now=now).items():
@@ -63,3 +65,28 @@ def snapshot(protocol: StopProtocol, *, now: float | None = None, halts_limit: i
     return result
 
 
+def _pending_halts(result: dict, backend, unit, connection, limit: int, now: float | None) -> None:
+    from leash.core.halts import HaltStoreUnavailable
+
+    try:
+        if unit is None and connection is not None:  # a caller that still holds a raw connection
+            from leash.core.store.filestores import FileHaltUnit
+
+            unit = FileHaltUnit(connection, backend.home)
+        if unit is not None:
+            result["pending_halts"] = [halt.as_dict() for halt in unit.pending(limit=limit)]
+            return
+        with backend.halts.unit(now=now) as opened:
+            result["pending_halts"] = [halt.as_dict() for halt in opened.pending(limit=limit)]
+    except HaltStoreUnavailable as exc:
+        result["halt_store_error"] = str(exc)
+
+
+def _config(backend) -> dict:
+    """config.toml of the backend's home (breakers are described against it); {} when it is bad."""
+    from leash.core.config import ConfigError, load_config
+
+    try:
+        return load_config(backend.home)
+    except ConfigError:
+        return {}

@@ -1,10 +1,11 @@
 """Why a session is held: every rule that holds it now, and the command that lifts each.
 
-``why(home, session, now=...)`` answers for a session named by its agent
-session id or its tmux session name, with the gate's own reads (``core.gate``
-for the names a session answers to, its lineage included; ``core.stop``,
-``core.handsoff`` and ``core.halts.api`` for the state), so its answer is the
-gate's. It returns plain data::
+``why(home, session, now=..., backend=...)`` answers for a session named by its
+agent session id or its tmux session name, with the gate's own rules
+(``core.identity.answers_to`` for the names a session answers to, its lineage
+included) over the stores of ``backend`` (default: the home's,
+``backend_for(home)``): its stops, locks and sessions, and one unit of work on
+its halt store, so its answer is the gate's. It returns plain data::
 
     {"session": "agent-3", "names": ["agent-3", "claude-7f3a"], "tmux_session_id": "$4",
      "held": True,
@@ -36,6 +37,7 @@ from leash.core.clock import now_seconds
 MAX_FILES_SHOWN = 5
 MAX_WALK_ENTRIES = 5000  # files looked at under a session's cwd for path locks
 HALT_ID_SHOWN = 8
+MAX_HALTS_READ = 1000  # pending halts looked at per name
 DOCTOR = "leash doctor --repair"
 
 
@@ -43,21 +45,22 @@ def _command(*words: str) -> str:
     return " ".join(shlex.quote(w) if i else w for i, w in enumerate(words))
 
 
-def _identity(gate, session: str, *, now: float, tmux_session_id: str | None) -> tuple[list, list, list, list]:
+def _identity(backend, session: str, *, now: float, tmux_session_id: str | None) -> tuple[list, list, list, list]:
     """(names, entities, tmux ids, working directories) of ``session``: an
     agent session id, or a tmux session name with every agent seen in it."""
+    from leash.core.identity import answers_to
     from leash.core.sessions import tmux_session_id_for
 
-    known = gate.sessions.all(now=now)
+    known = backend.sessions.all(now=now)
     if tmux_session_id is None:
-        tmux_session_id = "" if session in known else tmux_session_id_for(session, home=gate.home, known=known)
+        tmux_session_id = "" if session in known else tmux_session_id_for(session, home=backend.home, known=known)
     agents = [session] if session in known else [
         sid for sid, record in known.items()
         if record.get("tmux_session") == session
         or (tmux_session_id and record.get("tmux_session_id") == tmux_session_id)]
     names, entities, tmux_ids, cwds = [session], [], [tmux_session_id] if tmux_session_id else [], []
     for agent in agents:
-        agent_names, record = gate.names(agent, now=now)
+        agent_names, record = answers_to(backend.sessions, agent, now=now)
         names += [n for n in agent_names if n not in names]
         if record.get("entity") and record["entity"] not in entities:
             entities.append(record["entity"])
@@ -69,24 +72,29 @@ def _identity(gate, session: str, *, now: float, tmux_session_id: str | None) ->
     return names, entities, tmux_ids, cwds
 
 
-def why(home, session: str, *, now: float | None = None, tmux_session_id: str | None = None,
-        halts_connection=None) -> dict:
+def why(home=None, session: str = "", *, now: float | None = None, tmux_session_id: str | None = None,
+        halts=None, halts_connection=None, backend=None) -> dict:
     """Every rule that holds ``session`` now. ``tmux_session_id``: the tmux
-    session's id when the caller knows it ("" to skip asking tmux);
-    ``halts_connection``: an open halts.db connection to read (the console's,
-    ``core.halts.api.reading``), else one is opened as the gate opens it."""
-    from leash.core.gate import Gate
+    session's id when the caller knows it ("" to skip asking tmux); ``halts``:
+    an open unit of the halt store to read (the console's kept reader,
+    ``backend.halts.reading()``; ``halts_connection``, an open halts.db
+    connection, is the older way to say it), else one unit is opened."""
+    from leash.core.status import backend_of
 
     moment = now_seconds(now)
-    gate = Gate(home)
-    names, entities, tmux_ids, cwds = _identity(gate, session, now=moment, tmux_session_id=tmux_session_id)
-    rules = _stop_rules(gate, names, tmux_ids, moment)
-    lock_rules, path_locks = _lock_rules(gate, entities, tmux_ids, moment)
+    backend = backend_of(home, backend)
+    if halts is None and halts_connection is not None:
+        from leash.core.store.filestores import FileHaltUnit
+
+        halts = FileHaltUnit(halts_connection, backend.home)
+    names, entities, tmux_ids, cwds = _identity(backend, session, now=moment, tmux_session_id=tmux_session_id)
+    rules = _stop_rules(backend, names, tmux_ids, moment)
+    lock_rules, path_locks = _lock_rules(backend, entities, tmux_ids, moment)
     rules += lock_rules
-    rules += _halt_rules(gate.home, names, moment, halts_connection)
+    rules += _halt_rules(backend, names, moment, halts)
     elsewhere = []
     for entity, lock in path_locks:
-        files, more = _files_denied(gate, entity, cwds, moment)
+        files, more = _files_denied(backend, entity, cwds, moment)
         row = {"entity": entity, "reason": lock.get("reason") or "", "source": lock.get("source", ""),
                "until": lock.get("expires_at", ""), "lift": _command("leash", "release", entity)}
         if files:
@@ -97,51 +105,51 @@ def why(home, session: str, *, now: float | None = None, tmux_session_id: str | 
             "held": bool(rules), "rules": rules, "path_locks_elsewhere": elsewhere}
 
 
-def _stop_rules(gate, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
+def _stop_rules(backend, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
     from leash.core.stop import StopStateUnreadable
 
     try:
-        stops = gate.stops.snapshot(now=moment)
+        stops = backend.stops.current(now=moment)
     except StopStateUnreadable as exc:
         return [{"rule": "stop_unreadable", "subject": "stops.json", "reason": str(exc), "lift": DOCTOR}]
     rules = []
-    if stops["fleet"] is not None:
-        rules.append(_stop_row("fleet_stop", "the fleet", stops["fleet"], "leash resume --all"))
+    if stops.fleet is not None:
+        rules.append(_stop_row("fleet_stop", "the fleet", stops.fleet, "leash resume --all"))
     seen = set()
     for name in names:
-        if name in stops["sessions"]:
+        if name in stops.sessions:
             seen.add(name)
-            rules.append(_stop_row("session_stop", name, stops["sessions"][name], _command("leash", "resume", name)))
+            rules.append(_stop_row("session_stop", name, stops.sessions[name], _command("leash", "resume", name)))
     for tmux_id in tmux_ids:
-        bound = stops["by_tmux_id"].get(tmux_id)
+        bound = stops.by_tmux_id.get(tmux_id)
         if bound is not None and bound not in seen:  # filed under the name the tmux session had then
             seen.add(bound)
-            row = _stop_row("session_stop", bound, stops["sessions"][bound], _command("leash", "resume", bound))
+            row = _stop_row("session_stop", bound, stops.sessions[bound], _command("leash", "resume", bound))
             rules.append({**row, "bound_to": tmux_id})
     return rules
 
 
-def _stop_row(rule: str, subject: str, record: dict, lift: str) -> dict:
+def _stop_row(rule: str, subject: str, record, lift: str) -> dict:
     return {"rule": rule, "subject": subject, "reason": record.get("reason") or "", "source": record.get("source", ""),
             "since": record.get("stopped_at", ""), "lift": lift}
 
 
-def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
+def _lock_rules(backend, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
     """(hands-off rules on the session's entities, the active path locks)."""
     from leash.core.handsoff import PATH_PREFIX, HandsOffUnreadable
 
     try:
-        found = [(gate.hands_off.lock_covering([entity], now=moment), "") for entity in entities]
-        found += [(gate.hands_off.lock_covering([], tmux_session_id=t, now=moment), t) for t in tmux_ids]
-        active = gate.hands_off.active(now=moment)
+        found = [(backend.locks.covering([entity], now=moment), "") for entity in entities]
+        found += [(backend.locks.covering([], tmux_session_id=t, now=moment), t) for t in tmux_ids]
+        active = backend.locks.active(now=moment)
     except HandsOffUnreadable as exc:
         return [{"rule": "locks_unreadable", "subject": "hands_off_registry.json", "reason": str(exc),
                  "lift": DOCTOR}], []
     rules, seen = [], set()
-    for covering, bound in found:
-        if covering is None or covering[0] in seen:
+    for lock, bound in found:
+        if lock is None or lock.entity in seen:
             continue
-        entity, lock = covering
+        entity = lock.entity
         seen.add(entity)
         row = {"rule": "hands_off", "subject": entity, "reason": lock.get("reason") or "",
                "source": lock.get("source", ""), "since": lock.get("locked_at", ""),
@@ -151,29 +159,27 @@ def _lock_rules(gate, entities: list[str], tmux_ids: list[str], moment: float) -
     return rules, paths
 
 
-def _halt_rules(home: str, names: list[str], moment: float, connection=None) -> list[dict]:
-    from leash.core.halts import api
+def _halt_rules(backend, names: list[str], moment: float, unit=None) -> list[dict]:
     from leash.core.halts.store import HaltStoreUnavailable
     from leash.core.loghead import HeadMismatch
 
     try:
-        if connection is not None:
-            return _held_by_halts(api, home, names, moment, connection)
-        with api.connected(home, moment) as opened:
-            return _held_by_halts(api, home, names, moment, opened) if opened is not None else []
+        if unit is not None:
+            return _held_by_halts(unit, names)
+        with backend.halts.unit(now=moment) as opened:
+            return _held_by_halts(opened, names)
     except (HaltStoreUnavailable, HeadMismatch) as exc:  # the gate holds every call then
         return [{"rule": "halts_unreadable", "subject": "halts.db", "reason": f"halt store unreadable ({exc})",
                  "lift": DOCTOR}]
 
 
-def _held_by_halts(api, home: str, names: list[str], moment: float, connection) -> list[dict]:
+def _held_by_halts(unit, names: list[str]) -> list[dict]:
     rules = []
     for name in names:
-        state = api.session_state(home, name, now=moment, connection=connection)
+        state = unit.state(name)
         if state == "active":
             continue
-        pending = api.get_session_halts({"session_token": name, "pending": True, "limit": 1000},
-                                        home=home, now=moment, connection=connection)["halts"]
+        pending = [halt.as_dict() for halt in unit.pending(session_id=name, limit=MAX_HALTS_READ)]
         rules += [_halt_row(name, halt) for halt in pending if _holds(halt, state)]
     return rules
 
@@ -196,7 +202,7 @@ def _halt_row(name: str, halt: dict) -> dict:
             "lift": _command("leash", "halts", "ack", halt["halt_id"][:HALT_ID_SHOWN])}
 
 
-def _files_denied(gate, entity: str, cwds: list[str], moment: float) -> tuple[list[str], bool]:
+def _files_denied(backend, entity: str, cwds: list[str], moment: float) -> tuple[list[str], bool]:
     """Files under the session's working directories that ``entity`` covers
     (the gate's ``lock_for_path``), at most ``MAX_FILES_SHOWN``; and whether
     there are more (or the walk stopped early)."""
@@ -211,8 +217,8 @@ def _files_denied(gate, entity: str, cwds: list[str], moment: float) -> tuple[li
                 if looked > MAX_WALK_ENTRIES:
                     return files, True
                 path = os.path.join(directory, name.rstrip("/"))
-                found = gate.hands_off.lock_for_path(path, cwd=cwd, now=moment, subtree=name.endswith("/"))
-                if found is not None and found[0] == entity:
+                found = backend.locks.lock_for_path(path, cwd=cwd, now=moment, subtree=name.endswith("/"))
+                if found is not None and found.entity == entity:
                     if len(files) == MAX_FILES_SHOWN:
                         return files, True
                     files.append(os.path.relpath(path, cwd) + ("/" if name.endswith("/") else ""))

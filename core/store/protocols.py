@@ -247,6 +247,7 @@ class Transaction(Protocol):
 
 class Backend(Protocol):
     name: str
+    home: str  # this host's leash home (config.toml, sockets), whatever holds the stores
     acklog: AckLogStore
     stops: StopStore
     locks: LockStore
