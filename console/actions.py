@@ -464,9 +464,13 @@ def cmd_console(protocol, args) -> int:
     from leash.console.keymap import KeymapError
     from leash.core.tmux import Tmux
 
-    try:
+    from leash.console import remote
+
+    path, _ = remote.operator_socket(protocol.home)
+    changes = remote.live_changes(path) if path is not None and remote.answers(path) else None
+    try:  # with a daemon: its kennel works the queue (the console sees its heartbeat) and its stream goes live
         app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
-                       read_only=getattr(args, "read_only", False), backend=_backend(protocol))
+                       read_only=getattr(args, "read_only", False), backend=_backend(protocol), changes=changes)
     except KeymapError as exc:
         from leash.console.errors import UsageError
 

@@ -87,6 +87,59 @@ def forward(argv: list[str], path: str, *, required: bool) -> int | None:
     raise DaemonUnreachable("leash daemon closed the connection before the command finished")
 
 
+def answers(path: str, *, timeout: float = 2.0) -> bool:
+    """True when a daemon answers ``ping`` on the operator socket at ``path``."""
+    from leash.core.thinhook import connect
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            connect(conn, path)
+            conn.sendall(b'{"verb": "ping"}\n')
+            with conn.makefile("rb") as replies:
+                return bool(json.loads(replies.readline() or b"{}").get("ok"))
+    except (OSError, ValueError):
+        return False
+
+
+RESUBSCRIBE_SECONDS = 2.0
+
+
+async def live_changes(path: str):
+    """The console's live updates from the daemon's ``subscribe`` stream, as
+    ``Change`` records. While the daemon is away it asks for a full re-read
+    every ``RESUBSCRIBE_SECONDS`` and subscribes again when it is back."""
+    import asyncio
+
+    from leash.core.store.records import Change
+    from leash.core.thinhook import connect
+
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connect(conn, path)
+            conn.setblocking(False)
+            reader, writer = await asyncio.open_unix_connection(sock=conn)
+        except OSError:
+            conn.close()
+            yield Change("*")
+            await asyncio.sleep(RESUBSCRIBE_SECONDS)
+            continue
+        try:
+            writer.write(b'{"verb": "subscribe"}\n')
+            await writer.drain()
+            yield Change("*")  # what changed while not subscribed
+            while line := await reader.readline():
+                change = json.loads(line).get("change")
+                if isinstance(change, dict) and isinstance(change.get("store"), str):
+                    key = change.get("key")
+                    yield Change(change["store"], key if isinstance(key, str) else None)
+        except (OSError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+
 # ---------------------------------------------------------------- daemon side
 class ThreadRoutedStream:
     """A stand-in for sys.stdout/sys.stderr: a thread serving a client writes to

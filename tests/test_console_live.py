@@ -40,8 +40,8 @@ async def test_a_change_by_another_process_shows_through_the_watcher(home):
         assert shown, "the stop never reached the sessions panel"
 
 
-async def _stop_shows(pilot, app, name: str) -> bool:
-    for _ in range(WATCH_ROUNDS):
+async def _stop_shows(pilot, app, name: str, rounds: int = WATCH_ROUNDS) -> bool:
+    for _ in range(rounds):
         await pilot.pause(0.02)
         row = app.panel("sessions").rows.get(f"tmux:{name}")
         if row and row["state"] == "stopped":
@@ -266,3 +266,32 @@ def test_demo_runs_and_cleans_up_after_itself(tmp_path, tmux_socket):
         assert subprocess.run(["tmux", "-S", str(demo_socket), "has-session"], capture_output=True).returncode != 0
     finally:  # whatever happened, the demo's own tmux server goes
         subprocess.run(["tmux", "-S", str(demo_socket), "kill-server"], capture_output=True)
+
+
+async def test_the_console_goes_live_over_a_daemons_subscribe_stream(home):
+    """With leashd running, the console follows its ``subscribe`` stream (no
+    watcher on the home): a stop made by another process through the daemon
+    reaches the sessions panel."""
+    from leash.console.remote import live_changes
+
+    from .daemon_support import sockets, start_daemon
+
+    daemon = start_daemon(home)
+    try:
+        app = console(home, list_tmux=lambda: CONSOLE_TMUX, watch=True, changes=live_changes(sockets(home)[1]))
+        async with app.run_test(size=(160, 45)) as pilot:
+            for _ in range(WATCH_ROUNDS):
+                await pilot.pause(0.02)
+                if app.view_data and any("verb=subscribe" in line for line in daemon.log_stream.lines):
+                    break
+            for attempt in range(10):  # the daemon's watcher may still be starting
+                done = subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "through leashd"],
+                                      cwd=ROOT, capture_output=True, env=dict(os.environ))
+                assert done.returncode in (0, 1), done.stderr
+                if await _stop_shows(pilot, app, "agent-silent", rounds=150):
+                    break
+            else:
+                raise AssertionError("the stop never reached the sessions panel")
+        assert any("verb=cli" in line for line in daemon.log_stream.lines)  # the stop went through the daemon
+    finally:
+        daemon.close()

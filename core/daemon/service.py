@@ -38,7 +38,9 @@ LOCK_NAME = "leashd.lock"
 MAX_CONNECTIONS = 256  # threads; beyond this, new clients wait in the listen backlog
 LISTEN_BACKLOG = 128
 OPERATOR_SOCKET_MODE = 0o600
-OPERATOR_GROUP_SOCKET_MODE = 0o660
+# With [daemon] operators named, other users must be able to connect; who may
+# then act is decided per connection by the peer's credentials, not the mode.
+SHARED_OPERATOR_SOCKET_MODE = 0o666
 SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
 WATCH_RETRY_SECONDS = 2.0
 
@@ -91,11 +93,12 @@ class Daemon:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._warm()
         agent_mode = int(self.config["agent_socket_mode"], 8)
-        operator_mode = OPERATOR_GROUP_SOCKET_MODE if self.policy.names else OPERATOR_SOCKET_MODE
+        operator_mode = SHARED_OPERATOR_SOCKET_MODE if self.policy.names else OPERATOR_SOCKET_MODE
         self.listeners = [self._listen(self.agent_path, agent_mode, self._serve_agent),
                           self._listen(self.operator_path, operator_mode, self._serve_operator)]
         if self.want_kennel:
             self._start_kennel()
+        self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
 
@@ -328,8 +331,8 @@ class Daemon:
 
 
 class ChangeFeed:
-    """The backend's change stream, fanned out to every subscriber's queue.
-    Runs in its own thread while anyone subscribes."""
+    """The backend's change stream, fanned out to every subscriber's queue,
+    in its own thread from the daemon's start."""
 
     def __init__(self, home: str, *, say=None):
         self.home = home
@@ -339,13 +342,17 @@ class ChangeFeed:
         self.thread: threading.Thread | None = None
         self.halt = threading.Event()
 
+    def start(self) -> None:
+        with self.mutex:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="changes", daemon=True)
+                self.thread.start()
+
     def join(self) -> queue.Queue:
         inbox: queue.Queue = queue.Queue(maxsize=SUBSCRIBER_QUEUE)
         with self.mutex:
             self.inboxes.append(inbox)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="changes", daemon=True)
-                self.thread.start()
+        self.start()
         return inbox
 
     def leave(self, inbox: queue.Queue) -> None:

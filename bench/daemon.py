@@ -1,0 +1,145 @@
+"""leashd: the daemon-side cost of a check, and hooks under parallel load.
+
+1. Daemon-side check: a daemon runs in this process on a fresh home (a stopped
+   session, a hands-off lock, halts recorded); the time from a decoded `hook`
+   request to its reply, 2,000 times, for a Bash call and an Edit (targets:
+   median under 200 us, p99 under 2 ms). The gate's check alone is shown beside.
+2. Throughput: 16 clients, each running the hook command `leash install`
+   writes as a process, back to back, for 30 s (`--seconds`), with a daemon
+   running and without one: calls per second and p50/p99 whole-process latency.
+   leash runs installed from its wheel in a fresh venv (bench/hook_latency.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import hook_latency  # noqa: E402  (the wheel install and the daemon process)
+
+CHECKS = 2000
+CLIENTS = 16
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def seeded_home(home: str) -> None:
+    from leash.core.halts import api
+    from leash.core.protocol import StopProtocol
+
+    protocol = StopProtocol(home)
+    protocol.acknowledge_stop("bench", "someone-else", "bench")
+    protocol.hands_off("path:vendor/**", hours=1, reason="bench", source="bench")
+    for n in range(20):
+        api.record_halt({"session_token": f"other-{n}", "halt_type": "scope", "severity": "medium",
+                         "description": "bench"}, home=home)
+
+
+def daemon_side() -> None:
+    from leash.core.daemon.service import Daemon
+    from leash.core.gate import Gate
+
+    with tempfile.TemporaryDirectory() as root:
+        home = os.path.join(root, "home")
+        seeded_home(home)
+        daemon = Daemon(home, kennel=False, log=open(os.devnull, "w"))
+        daemon.start()
+        try:
+            cases = {
+                "Bash": {"tool_name": "Bash", "tool_input": {"command": "ls src/ | grep -c py"}},
+                "Edit": {"tool_name": "Edit", "tool_input": {"file_path": os.path.join(root, "app.py"),
+                                                             "old_string": "a", "new_string": "b"}},
+            }
+            for label, call in cases.items():
+                payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
+                request = {"verb": "hook", "event": "pre-tool-use", "payload": payload, "env": {}}
+                for _ in range(100):
+                    daemon._hook(request)
+                times = []
+                for _ in range(CHECKS):
+                    start = time.perf_counter()
+                    daemon._hook(request)
+                    times.append(time.perf_counter() - start)
+                gate, gate_times = Gate(home), []
+                for _ in range(CHECKS):
+                    start = time.perf_counter()
+                    gate.check("bench", call["tool_name"], call["tool_input"], cwd=root)
+                    gate_times.append(time.perf_counter() - start)
+                print(f"daemon-side {label:<5} median {statistics.median(times) * 1e6:6.0f} us, "
+                      f"p99 {percentile(times, 0.99) * 1e6:6.0f} us (targets 200 us, 2,000 us); "
+                      f"gate.check alone median {statistics.median(gate_times) * 1e6:5.0f} us, "
+                      f"p99 {percentile(gate_times, 0.99) * 1e6:5.0f} us  ({CHECKS} calls)")
+        finally:
+            daemon.close()
+
+
+def load(command: list[str], env: dict[str, str], seconds: float) -> tuple[int, list[float]]:
+    payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "git status"}, "cwd": "/"}).encode()
+    latencies: list[float] = []
+    mutex = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(n: int) -> None:
+        mine = []
+        body = payload.replace(b'"bench"', f'"bench-{n}"'.encode())
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            subprocess.run(command, input=body, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            mine.append(time.perf_counter() - start)
+        with mutex:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(latencies), latencies
+
+
+def throughput(seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as build:
+        hook_latency.PYTHON = hook_latency.installed_from_wheel(build)
+        command = hook_latency.installed_hook() + ["hook", "pre-tool-use"]
+        for with_daemon in (True, False):
+            with tempfile.TemporaryDirectory() as home:
+                os.chmod(home, 0o700)
+                env = dict(os.environ, LEASH_HOME=home)
+                env.pop("TMUX_PANE", None)
+                proc = hook_latency.start_daemon(env, home) if with_daemon else None
+                try:
+                    calls, latencies = load(command, env, seconds)
+                finally:
+                    if proc is not None:
+                        proc.terminate()
+                        proc.wait(timeout=30)
+                label = "with leashd   " if with_daemon else "without leashd"
+                print(f"{CLIENTS} parallel hooks {label}: {calls / seconds:6.1f} calls/s, "
+                      f"p50 {statistics.median(latencies) * 1000:6.1f} ms, "
+                      f"p99 {percentile(latencies, 0.99) * 1000:6.1f} ms  ({calls} calls in {seconds:g} s, "
+                      f"{os.cpu_count()} cores)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of each throughput run")
+    args = parser.parse_args()
+    daemon_side()
+    throughput(args.seconds)
+
+
+if __name__ == "__main__":
+    main()
