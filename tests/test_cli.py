@@ -169,6 +169,17 @@ def test_bad_config_is_one_line_with_file_line_and_key(cli, home):
     assert not (home / "hands_off_registry.json").exists()
 
 
+def test_bad_config_stops_a_halt_check_before_it_records(cli, home):
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("[hands_off]\ndefault_hours = \"soon\"\n")
+    unread_edit = {"session_token": "s1", "current_context": {"target_files": ["src/auth.js"], "files_read": []},
+                   "proposed_changes": {"files_to_modify": ["src/auth.js"], "has_rollback_plan": False}}
+    result = cli("halts", "check", "--json", stdin=json.dumps(unread_edit).encode())
+    one_line_error(result, 2)
+    assert "hands_off.default_hours" in result.err
+    assert not (home / "halts.db").exists()
+
+
 def test_console_script_is_installed():
     script = os.path.join(os.path.dirname(sys.executable), "leash")
     done = subprocess.run([script, "--help"], capture_output=True, text=True)
