@@ -470,3 +470,15 @@ def test_a_claim_sealed_by_a_dead_worker_completes_once(backend, second_backend)
     assert orphan.complete("already_dead", now=NOW + 2)["outcome"] == "already_dead"
     assert [c["id"] for c in backend.warrants.completed()] == [warrant.id]
     assert [line.event for line in backend.acklog.read(event="epitaph")] == ["epitaph"]
+
+
+def test_a_read_counts_what_it_could_not_read(backend):
+    backend.acklog.append("stop_ack", source="ops", session_id="s1", now=NOW)
+    clean = backend.acklog.read()
+    assert (clean.torn_bytes, clean.unreadable_lines) == (0, 0)
+    if backend.name != "file":
+        return
+    with open(os.path.join(backend.home, "stop_ack_log.jsonl"), "a") as handle:
+        handle.write("not a log line\n{\"torn")
+    read = backend.acklog.read()
+    assert [line.seq for line in read] == [1] and (read.torn_bytes, read.unreadable_lines) == (len('{"torn'), 1)

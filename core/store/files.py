@@ -22,7 +22,7 @@ from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
 from leash.core.statefile import locked
 from leash.core.stop import StopRegistry
-from leash.core.store.records import Change, LockRecord, LogLine, SessionRecord, StopRecord, StopState
+from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
 
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
@@ -45,8 +45,10 @@ class FileAckLog:
         return LogLine.of(self.log.append(event, source=source, session_id=session_id, reason=reason, now=now,
                                           **extra))
 
-    def read(self, **filters) -> list[LogLine]:
-        return [LogLine.of(line) for line in self.log.read(**filters).entries]
+    def read(self, **filters) -> LogLines:
+        read = self.log.read(**filters)
+        return LogLines((LogLine.of(line) for line in read.entries), torn_bytes=read.torn_bytes,
+                        unreadable_lines=read.unreadable_lines)
 
     def tail(self, count: int) -> list[LogLine]:
         return [LogLine.of(line) for line in self.log.tail(count)]

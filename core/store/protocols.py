@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
 from leash.core.store.records import (BreakerRecord, Change, HaltRecord, HeartbeatRecord, LockRecord, LogLine,
-                                      SessionRecord, StopRecord, StopState, WarrantRecord)
+                                      LogLines, SessionRecord, StopRecord, StopState, WarrantRecord)
 
 
 class AckLogStore(Protocol):
@@ -29,7 +29,8 @@ class AckLogStore(Protocol):
                **extra: object) -> LogLine: ...
 
     def read(self, *, session: str | None = None, event: str | None = None, since: float | None = None,
-             source: str | None = None) -> list[LogLine]: ...
+             source: str | None = None) -> LogLines:
+        """The matching lines, with the counts of what could not be read."""
 
     def tail(self, count: int) -> list[LogLine]: ...
 

@@ -1,5 +1,6 @@
 """Typed records the stores hand out: a stop, a lock, a session, a halt, a
-warrant, a breaker, a kennel heartbeat, a log line and a change.
+warrant, a breaker, a kennel heartbeat, a log line (and the lines of a read)
+and a change.
 
 Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
 ``TypedDict``: this module is on the hook path, where each import is paid on
@@ -116,6 +117,17 @@ class LogLine(Record):
 
     FIELDS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")
     __slots__ = FIELDS
+
+
+class LogLines(list):
+    """Lines read from the ack log (``LogLine``s, oldest first) and what the
+    read had to skip: ``torn_bytes`` (a last line without its newline) and
+    ``unreadable_lines`` (complete lines that are not log lines)."""
+
+    def __init__(self, lines=(), *, torn_bytes: int = 0, unreadable_lines: int = 0):
+        super().__init__(lines)
+        self.torn_bytes = torn_bytes
+        self.unreadable_lines = unreadable_lines
 
 
 class Change:
