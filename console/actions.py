@@ -259,14 +259,16 @@ def format_line(record: dict[str, Any]) -> str:
 
 
 def cmd_log(protocol, args) -> int:
-    log = protocol.acklog
+    from leash.core.acklog import ACK_LOG_NAME
+
+    log = _backend(protocol).acklog
     if args.action == "verify":
         report = log.verify(anchor=args.anchor)
         notes = []
         if report.torn_bytes:
             notes.append(f"torn tail of {report.torn_bytes} bytes skipped")
         if report.torn_file_bytes:
-            notes.append(f"{report.torn_file_bytes} bytes in {os.path.basename(log.path)}.torn")
+            notes.append(f"{report.torn_file_bytes} bytes in {ACK_LOG_NAME}.torn")
         note = f" ({'; '.join(notes)})" if notes else ""
         if args.json:
             _out_json({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,
@@ -280,13 +282,13 @@ def cmd_log(protocol, args) -> int:
     filters = dict(session=args.session, event=args.event, since=args.since, source=args.source)
     show = _out_json if args.json else (lambda r: _out(format_line(r)))
     if args.follow:
-        for record in log.follow(**filters):
-            show(record)
+        for line in log.follow(**filters):
+            show(line.as_dict())
             sys.stdout.flush()
         return 0
     read = log.read(**filters)
-    for record in read.entries:
-        show(record)
+    for line in read:
+        show(line.as_dict())
     if read.torn_bytes or read.unreadable_lines:
         sys.stderr.write(f"leash: skipped {read.unreadable_lines} unreadable lines and a torn tail of "
                          f"{read.torn_bytes} bytes (leash log verify)\n")
