@@ -43,7 +43,8 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
         if len(raw) > STDIN_LIMIT_BYTES:
             raise HookInputTooLarge() from None  # a stream without a descriptor is read whole; nothing failed
         return raw
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     import time
 
     deadline = time.monotonic() + timeout

@@ -27,6 +27,10 @@ import os
 import shlex
 from collections import namedtuple
 
+TYPE_CHECKING = False  # ``typing`` is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
 MARK = "# leash-hook"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
 MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests point it elsewhere)
@@ -116,14 +120,14 @@ def read_settings(path: str) -> dict:
     return data
 
 
-def merged(settings: dict, leash: str | list[str] | None, *, uninstall: bool = False) -> dict:
+def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
-    hooks = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
+    hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
         for spec in HOOKS:
-            group = {"hooks": [{"type": "command", "command": hook_command(leash, spec),
-                                "timeout": HOOK_TIMEOUT_SECONDS}]}
+            group: dict[str, Any] = {"hooks": [{"type": "command", "command": hook_command(leash, spec),
+                                                "timeout": HOOK_TIMEOUT_SECONDS}]}
             if spec.matcher:
                 group = {"matcher": "*", **group}
             hooks.setdefault(spec.event, []).append(group)
@@ -149,9 +153,19 @@ def _without_leash(groups: object) -> object:
     return kept
 
 
+def _require_lists(path: str, settings: dict) -> None:
+    """Every event leash adds a hook to holds a list (anything else is the
+    user's to fix: leash cannot add to it without judging it)."""
+    for event in sorted({spec.event for spec in HOOKS}):
+        if not isinstance(settings.get("hooks", {}).get(event, []), list):
+            raise SettingsError(f'{path}: "hooks.{event}" is not a list; leash leaves it as it is')
+
+
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
     current = read_settings(path)
+    if not uninstall:
+        _require_lists(path, current)
     wanted = merged(current, leash or hook_runner(), uninstall=uninstall)
     if wanted == current:
         return False

@@ -22,6 +22,10 @@ from __future__ import annotations
 import json
 import os
 
+TYPE_CHECKING = False  # ``typing`` and its kin are for the type checker only: the hook path does not import them
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 KILL_SWITCH = "LEASH_REPLY_GUARD"
 CHANNEL_ENV = "LEASH_TRIGGER_CHANNEL"
 KEY_ENV = "LEASH_TRIGGER_SESSION_KEY"
@@ -50,7 +54,7 @@ def _command_says_pending(argv: list[str], key: str) -> bool:
     return done.returncode == 0
 
 
-def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[str, str]:
+def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=None) -> tuple[str, str]:
     """(stdout, stderr) of the stop hook for a parsed payload; never raises
     for the allow cases it knows, leaves the rest to ``stop_hook``'s fail-open."""
     if payload.get("stop_hook_active") is True:
@@ -86,7 +90,7 @@ def decide(payload: dict, *, home: str, env: dict, config_loader=None) -> tuple[
     return json.dumps({"decision": "block", "reason": reminder(channel, key, hint)}) + "\n", ""
 
 
-def stop_hook(raw: bytes, *, home, env: dict | None = None, input_error: Exception | None = None,
+def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_error: Exception | None = None,
               **_ignored) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook stop``: fail open on anything."""
     from leash.core.home import ensure_home

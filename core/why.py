@@ -206,7 +206,8 @@ def _files_denied(backend, entity: str, cwds: list[str], moment: float) -> tuple
     """Files under the session's working directories that ``entity`` covers
     (the gate's ``lock_for_path``), at most ``MAX_FILES_SHOWN``; and whether
     there are more (or the walk stopped early)."""
-    files, looked = [], 0
+    files: list[str] = []
+    looked = 0
     for cwd in cwds:
         if not os.path.isdir(cwd):
             continue

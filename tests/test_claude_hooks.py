@@ -207,6 +207,16 @@ def test_install_refuses_a_settings_file_it_cannot_read(tmp_path, cli):
     assert path.read_text() == "{not json"
 
 
+def test_install_refuses_an_event_whose_hooks_are_not_a_list(tmp_path, cli):
+    path = tmp_path / "p" / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {"PreToolUse": "mine"}}')
+    result = cli("install", "--project", str(tmp_path / "p"))
+    assert result.code == 1 and '"hooks.PreToolUse" is not a list' in result.err and str(path) in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert path.read_text() == '{"hooks": {"PreToolUse": "mine"}}'
+
+
 def test_check_reports_missing_disabled_broken_and_untimed_wiring(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
     monkeypatch.setenv("LEASH_CLAUDE_MANAGED_SETTINGS", str(tmp_path / "managed.json"))

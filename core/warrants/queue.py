@@ -36,6 +36,7 @@ import os
 from leash.core.clock import compact_stamp, iso, now_seconds
 from leash.core.statefile import (
     CORRUPT_MARK,
+    JSONObject,
     StateCorrupt,
     locked,
     quarantine,
@@ -237,9 +238,10 @@ class WarrantQueue:
             live = self.live_for(target, target_id)
             if live is not None:
                 return live, False
-            warrant = {"id": f"{RECORD_PREFIX}{compact_stamp(moment)}-{os.urandom(3).hex()}", "target": target,
-                       "target_id": target_id, "reason": reason, "requester": requester or DEFAULT_REQUESTER,
-                       "filed_at": iso(moment)}
+            warrant: JSONObject = {
+                "id": f"{RECORD_PREFIX}{compact_stamp(moment)}-{os.urandom(3).hex()}", "target": target,
+                "target_id": target_id, "reason": reason, "requester": requester or DEFAULT_REQUESTER,
+                "filed_at": iso(moment)}
             write_json(self.pending_path(warrant["id"]), warrant)
             self.acklog.append("warrant_filed", source=requester or DEFAULT_REQUESTER, session_id=target,
                                reason=reason, now=moment, warrant_id=warrant["id"], target_id=target_id)
@@ -333,7 +335,7 @@ class WarrantQueue:
                       now: float | None = None) -> list[tuple[dict, int]]:
         """Up to ``limit`` active dogs whose kennel died (no one holds their
         claim). A bad state is quarantined on the way."""
-        claimed = []
+        claimed: list[tuple[dict, int]] = []
         for name in self._active_names():
             if limit is not None and len(claimed) >= limit:
                 break
