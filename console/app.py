@@ -202,7 +202,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         from leash.core.fleet import view
 
         try:
-            data = view(self.home, tmux_sessions=self.tmux_sessions, now=self.clock())
+            data = view(backend=self.backend, tmux_sessions=self.tmux_sessions, now=self.clock())
         except Exception as exc:  # never let a bad file take the console down
             data = None
             self.call_from_thread(self.notify, f"cannot read the state home: {exc}", severity="error")
@@ -253,19 +253,18 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.call_from_thread(self._explained, row["key"], answer)
 
     def _why_now(self, row: dict) -> dict:
-        """``core.why`` on the console's own halts.db reader (opening one per
-        answer would create and delete the WAL files the watcher reacts to)."""
-        from leash.core.halts import api as halts_api
+        """``core.why`` in a unit of the halt store's kept reader (opening the
+        store per answer would make changes the change stream reports)."""
         from leash.core.halts.store import HaltStoreUnavailable
         from leash.core.why import why
 
         now = self.clock()
         try:
-            with halts_api.reading(self.home, now) as connection:
-                return why(self.home, row["name"], now=now, tmux_session_id=self._tmux_id(row),
-                           halts_connection=connection)
+            with self.backend.halts.reading(now=now) as unit:
+                return why(session=row["name"], now=now, tmux_session_id=self._tmux_id(row), halts=unit,
+                           backend=self.backend)
         except HaltStoreUnavailable:
-            return why(self.home, row["name"], now=now, tmux_session_id=self._tmux_id(row))
+            return why(session=row["name"], now=now, tmux_session_id=self._tmux_id(row), backend=self.backend)
 
     def _explained(self, key: str, answer: dict) -> None:
         self._why[key] = answer
