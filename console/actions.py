@@ -156,8 +156,9 @@ def cmd_status(protocol, args) -> int:
     from leash.core.status import snapshot
 
     moment = now_seconds()
-    state = snapshot(protocol, now=moment)
-    _add_session_states(protocol.home, state["sessions"], moment)
+    backend = _backend(protocol)
+    state = snapshot(backend=backend, now=moment)
+    _add_session_states(backend, state["sessions"], moment)
     if args.json:
         _out_json(state, indent=2)
         return 0
@@ -196,13 +197,13 @@ def cmd_status(protocol, args) -> int:
     return 0
 
 
-def _add_session_states(home, sessions: list[dict[str, Any]], moment: float) -> None:
+def _add_session_states(backend, sessions: list[dict[str, Any]], moment: float) -> None:
     """Each seen session's state as the console shows it (``core.fleet``):
     stopped, paused, halted, under warrant, hands-off, running, or what the
     hooks last said of it (waiting for input, ended)."""
     from leash.core.fleet import view
 
-    rows = {row["name"]: row for row in view(home, now=moment)["sessions"]}
+    rows = {row["name"]: row for row in view(backend=backend, now=moment)["sessions"]}
     for session in sessions:
         row = rows.get(session["session_id"], {})
         state = row.get("state") or "running"
@@ -222,7 +223,7 @@ def cmd_why(protocol, args) -> int:
     """Every rule that holds a session now; exit 3 when one does."""
     from leash.core.why import describe, why
 
-    answer = why(protocol.home, args.session)
+    answer = why(session=args.session, backend=_backend(protocol))
     if args.json:
         _out_json(answer, indent=2)
         return 3 if answer["held"] else 0
