@@ -23,6 +23,10 @@ from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.home import private_dir
 from leash.core.statefile import TORN_SUFFIX, JSONObject, append_line, last_lines, locked, open_state, read_state_bytes
 
+TYPE_CHECKING = False  # for the type checker only: the head is imported when first used
+if TYPE_CHECKING:
+    from leash.core.loghead import AckHead
+
 ACK_LOG_NAME = "stop_ack_log.jsonl"
 GENESIS_HASH = "0" * 64
 FLEET = "*"  # the session_id of fleet-wide actions
@@ -82,7 +86,7 @@ class AckLog:
     def __init__(self, home: str | os.PathLike):
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, ACK_LOG_NAME)
-        self._head = None
+        self._head: AckHead | None = None
         self._anchor: list[str] | None = None
 
     # ------------------------------------------------------------ writing

@@ -31,7 +31,7 @@ class StopProtocol:
         self.stops = StopRegistry(self.home, self.acklog)
         self.hands_off_registry = HandsOffRegistry(self.home, self.acklog)
         self.sessions = SessionRegistry(self.home, self.acklog)
-        self._gate = None
+        self._gate: Gate | None = None
 
     @property
     def gate(self):

@@ -29,6 +29,10 @@ from leash.core.halts.store import (
 )
 from leash.core.home import resolve_home
 
+TYPE_CHECKING = False  # for the type checker only: threading is imported when a reader is entered
+if TYPE_CHECKING:
+    import threading
+
 CONFIG_CACHE_SECONDS = 60
 
 
@@ -180,7 +184,7 @@ class reading:
     def __init__(self, home, now: float | None = None):
         self.home = resolve_home(home)
         self.now = now_seconds(now)
-        self.lock = None
+        self.lock: threading.Lock | None = None
 
     def __enter__(self):
         import threading
