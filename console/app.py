@@ -1,7 +1,8 @@
 """The leash console: six live panels and a key for every control action.
 
-The app holds no policy. Reading the state home runs in worker threads
-(``core.fleet.view``), tmux is polled every 1.5 s in a thread, and the view is
+The app holds no policy. Every read and write goes through one ``Backend``
+(``backend=``, default the home's file backend). Reading the view runs in
+worker threads (``core.fleet.view`` over the backend), tmux is polled every 1.5 s in a thread, and the view is
 read again on each ``Change`` of the app's change stream (an exclusive
 worker), so the UI thread only ever renders. The change stream is any async
 iterator of ``Change`` records: by default the backend's ``changes()`` (for
