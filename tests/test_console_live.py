@@ -284,7 +284,7 @@ async def test_the_console_goes_live_over_a_daemons_subscribe_stream(home):
                 await pilot.pause(0.02)
                 if app.view_data and any("verb=subscribe" in line for line in daemon.log_stream.lines):
                     break
-            for attempt in range(10):  # the daemon's watcher may still be starting
+            for _attempt in range(10):  # the daemon's watcher may still be starting
                 done = subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "through leashd"],
                                       cwd=ROOT, capture_output=True, env=dict(os.environ))
                 assert done.returncode in (0, 1), done.stderr

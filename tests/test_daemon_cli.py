@@ -16,7 +16,8 @@ from leash.core.acklog import AckLog
 from .daemon_support import daemon_process, exchange, sockets, start_daemon, stop
 
 SAME_EITHER_WAY = [
-    ("status",), ("resume", "nobody-here"), ("log", "verify"), ("why", "s1"), ("stop", "--all", "--reason", "x", "extra"),
+    ("status",), ("resume", "nobody-here"), ("log", "verify"), ("why", "s1"),
+    ("stop", "--all", "--reason", "x", "extra"),
 ]
 
 

@@ -400,7 +400,7 @@ def test_full_stop_step_keeps_a_path_pattern_off_the_session(backend):
     assert backend.locks.lock_of("ezra", now=NOW).session_id == "s2"
 
 
-# ------------------------------------------------------------------ what the fleet view, why, doctor and the kennel read
+# ------------------------------------------------------------ what the fleet view, why, doctor and the kennel read
 def test_stop_state_in_one_read(backend):
     assert backend.stops.current(now=NOW).sessions == {} and backend.stops.current(now=NOW).fleet is None
     backend.stops.stop("s1", source="ops", reason="look", now=NOW, tmux_session_id="$4")
