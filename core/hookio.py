@@ -13,6 +13,10 @@ import os
 import select
 import sys
 
+TYPE_CHECKING = False  # for the type checker only: the thin client imports this module
+if TYPE_CHECKING:
+    from leash.core.statefile import JSONObject
+
 STDIN_TIMEOUT_SECONDS = 5.0
 # Claude Code's payloads (a tool's input and response) stay far below this;
 # anything larger is refused on pre-tool-use rather than judged in part.
@@ -64,7 +68,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
             raise HookInputTooLarge()
 
 
-def parse_payload(raw: bytes, *, need_session: bool = True) -> dict[str, object]:
+def parse_payload(raw: bytes, *, need_session: bool = True) -> JSONObject:
     import json  # json imports re: not at the top, where the thin hook client would pay for it
 
     if not raw.strip():
