@@ -14,14 +14,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]' 
 	touch $(STAMP)
 
-# ruff on the tree, mypy on the core. mypy resolves ``leash.core`` through a link
-# to core/ (the install maps the folder, which mypy cannot see); its file names
-# are printed relative to the tree.
+# ruff on the tree, then mypy on the core (both run; either failing fails it).
+# mypy resolves ``leash.core`` through a link to core/ (the install maps the
+# folder, which mypy cannot see); its file names are printed relative to the tree.
 MYPY_PATH := .cache/mypy-path
 lint: $(STAMP)
-	$(VENV)/bin/ruff check .
 	@mkdir -p $(MYPY_PATH)/leash && ln -sfn ../../../core $(MYPY_PATH)/leash/core
-	@$(VENV)/bin/mypy > .cache/mypy.out 2>&1; status=$$?; sed 's#^$(MYPY_PATH)/leash/##' .cache/mypy.out; exit $$status
+	@status=0; \
+	echo "ruff check ."; $(VENV)/bin/ruff check . || status=1; \
+	echo "mypy (leash.core)"; $(VENV)/bin/mypy > .cache/mypy.out 2>&1 || status=1; \
+	sed 's#^$(MYPY_PATH)/leash/##' .cache/mypy.out; exit $$status
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4
