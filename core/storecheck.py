@@ -1,4 +1,5 @@
-"""``leash doctor``'s look at the stores that are caches of the ack log.
+"""The file backend's look at the stores that are caches of the ack log
+(part of its ``examine``, ``leash.core.store.filecheck``).
 
 For the stops and the hands-off locks it compares the file on disk with the
 replay of the log: a file that is missing, unreadable, out of step with the
@@ -22,11 +23,13 @@ from leash.core.logstate import LogBackedJSON, StateUnreadable
 from leash.core.statefile import StateCorrupt, locked, read_json
 
 
-def examine_logged_stores(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
-    yield from _check_head(protocol, repair)
-    yield from _check_store(protocol.stops.state, _describe_stops, repair, now)
-    yield from _check_store(protocol.hands_off_registry.state, _describe_locks, repair, now)
-    yield from _check_expired(protocol.hands_off_registry, repair, now)
+def examine_logged_stores(acklog, stops, locks, *, repair: bool = False,
+                          now: float | None = None) -> Iterator[Finding]:
+    """``acklog.head`` against the log, then the stop and lock registries against its replay."""
+    yield from _check_head(acklog, repair)
+    yield from _check_store(stops.state, _describe_stops, repair, now)
+    yield from _check_store(locks.state, _describe_locks, repair, now)
+    yield from _check_expired(locks, repair, now)
 
 
 def _check_expired(registry, repair: bool, now: float | None) -> Iterator[Finding]:
@@ -44,8 +47,7 @@ def _check_expired(registry, repair: bool, now: float | None) -> Iterator[Findin
         yield Finding("warn", registry.state.name, f"{expired} expired locks (ignored; repair prunes)")
 
 
-def _check_head(protocol, repair: bool) -> Iterator[Finding]:
-    acklog = protocol.acklog
+def _check_head(acklog, repair: bool) -> Iterator[Finding]:
     try:
         head = acklog.head.current(acklog)
     except HeadMismatch as exc:
@@ -130,13 +132,12 @@ def _describe_locks(state: dict) -> str:
     return f"{len(state)} active locks"
 
 
-def examine_halts(protocol, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+def examine_halts(home: str, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     """halts.db against the replay of its ack-log lines, and the derived
     ``session_states`` table against the halts."""
     from leash.core.halts import ledger
     from leash.core.halts.store import DB_NAME, exists, open_store, write
 
-    home = protocol.home
     try:
         logged = ledger.log_head(home) is not None
     except HeadMismatch as exc:

@@ -213,9 +213,12 @@ class FileBackend:
                 yield change
 
     def examine(self, *, repair: bool = False, now: float | None = None):
-        from leash.core.doctor import examine
+        """Each file and database of the home, and each cache of the ack log
+        against it (``leash.core.store.filecheck``); the home itself and the
+        settings are ``leash doctor``'s own."""
+        from leash.core.store.filecheck import examine
 
-        return examine(self.home, repair=repair, now=now)
+        return examine(self, repair=repair, now=now)
 
 
 def change_of(home: str, path: str) -> Change | None:

@@ -2,11 +2,15 @@
 
     received -> interrogating -> evaluating -> (pardoned | interrogating again | executing) -> complete
 
-``Dog.tick(now)`` does one step and returns the seconds until it wants the
-next one (None when complete). Each attempt sends the health check and opens a
-gate that closes at its timeout (60, 120, 240 s by default) or earlier when the
-pane answers; the dog looks every ``poll_seconds``. Every transition rewrites
-``dogs/active/<id>.json`` (atomically), so a kennel that dies is resumed by the
+``Dog(claim, tmux=...)`` works the warrant a claim of the warrant store holds
+(``leash.core.store``: ``claim.state``, ``save()``, ``pardon_request()``,
+``complete()``); ``Dog(queue, state, ...)`` is the same over a file queue whose
+claim the caller holds. ``Dog.tick(now)`` does one step and returns the seconds
+until it wants the next one (None when complete). Each attempt sends the health
+check and opens a gate that closes at its timeout (60, 120, 240 s by default)
+or earlier when the pane answers; the dog looks every ``poll_seconds``. Every
+transition is saved through the claim (the file backend rewrites
+``dogs/active/<id>.json`` atomically), so a kennel that dies is resumed by the
 next one in the same state and at the same deadline.
 
 The dog addresses its target by the tmux session id bound at filing
@@ -26,6 +30,9 @@ session that survives it is outcome ``failed``. An operator's pardon (a
 ``<id>.pardon`` request) is honoured at the next poll, in any state before the
 kill. A target that is gone (before or during interrogation) is
 ``already_dead``.
+
+``finish`` and ``complete`` below are how the file backend's claim seals and
+files a dog's state away (``dogs/completed``, the ``<id>.done`` report).
 
 Failure: a tmux error during a poll is treated as "no answer yet"; the dog
 keeps its deadline. Any other error in a step is retried ``poll_seconds``
@@ -61,10 +68,15 @@ class TargetGone(Exception):
 
 
 class Dog:
-    def __init__(self, queue, state: dict, *, tmux, timeouts=DEFAULT_TIMEOUTS, poll_seconds: float = 1.0,
-                 pardon_on_activity: bool = False, hands_off=None, defer_finish: bool = False):
-        self.queue = queue
-        self.state = state
+    def __init__(self, claim, state: dict | None = None, *, tmux, timeouts=DEFAULT_TIMEOUTS,
+                 poll_seconds: float = 1.0, pardon_on_activity: bool = False, hands_off=None,
+                 defer_finish: bool = False):
+        if state is not None:  # (queue, state): a file queue whose claim the caller holds
+            from leash.core.store.filestores import FileClaim
+
+            claim = FileClaim.held_by_caller(claim, state)
+        self.claim = claim
+        self.state = claim.state
         self.tmux = tmux
         self.timeouts = [float(t) for t in timeouts]
         self.poll_seconds = poll_seconds
@@ -76,7 +88,7 @@ class Dog:
         self.defer_finish = defer_finish
         self.verdict: dict | None = None
         # the largest history size seen since the message (in memory: it changes every poll)
-        self._history_seen = state.get("history_seen", 0)
+        self._history_seen = self.state.get("history_seen", 0)
         self._step_errors = 0
         self._hands_off_failures = 0
 
@@ -95,7 +107,7 @@ class Dog:
         return self.state["warrant"].get("target_id")
 
     def _save(self) -> None:
-        write_json(self.queue.active_path(self.id), self.state)
+        self.claim.save()
 
     def _message(self) -> str:
         w = self.state["warrant"]
@@ -108,12 +120,13 @@ class Dog:
         moment = now_seconds(now)
         state = self.state["state"]
         if state == "complete":  # a kennel died while finishing: finish the finishing
-            complete(self.queue, self.state, now=moment, resumed=True)
+            self.claim.complete(self.state.get("outcome", ""), now=moment, timeouts=self.timeouts)
             return None
-        request = self.queue.pardon_request(self.id) if state != "complete" else None
+        request = self.claim.pardon_request()
         if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
-            return self._finish("pardoned", moment, by=request.get("source") or "operator",
-                                note=request.get("reason", ""))
+            self._finish("pardoned", moment, by=request.get("source") or "operator",
+                         note=request.get("reason", ""))
+            return None
         try:
             delay = self._step(state, moment)
         except Exception as exc:  # noqa: BLE001 - whatever it is, it must not hold the dog
@@ -126,7 +139,8 @@ class Dog:
         if self._step_errors < MAX_STEP_ERRORS:
             return self.poll_seconds
         self.state["error"] = f"{exc.__class__.__name__}: {exc}"
-        return self._finish("failed", moment)
+        self._finish("failed", moment)
+        return None
 
     def _step(self, state: str, moment: float) -> float | None:
         if state == "received":
@@ -135,13 +149,15 @@ class Dog:
                 self.state["warrant"]["target_id"] = found["id"] if found else None
             if self.address is None:
                 self.state["attempt"] = 0
-                return self._finish("already_dead", moment)
+                self._finish("already_dead", moment)
+                return None
             try:
                 return self._interrogate(1, moment)
             except Exception:
                 if not self._alive():  # the target is not there: nothing was sent
                     self.state["attempt"] = 0
-                    return self._finish("already_dead", moment)
+                    self._finish("already_dead", moment)
+                    return None
                 raise
         if state == "interrogating":
             return self._wait(moment)
@@ -150,7 +166,8 @@ class Dog:
         if state == "executing":
             return self._execute(moment)
         if state == "pardoned":
-            return self._finish("pardoned", moment)
+            self._finish("pardoned", moment)
+            return None
         return None
 
     def _alive(self) -> bool:
@@ -216,7 +233,8 @@ class Dog:
         try:
             answer = self._answer()
         except TargetGone:
-            return self._finish("already_dead", moment)
+            self._finish("already_dead", moment)
+            return None
         if answer is not None:
             return self._pardon(moment)
         if gate_open:
@@ -234,12 +252,14 @@ class Dog:
     def _pardon(self, moment: float) -> float | None:
         sent = parse_iso(self.state["last_message_at"]) if self.state.get("last_message_at") else moment
         self.state.update(state="pardoned", wait_seconds=round(max(0.0, moment - sent), 3))
-        return self._finish("pardoned", moment)
+        self._finish("pardoned", moment)
+        return None
 
     def _execute(self, moment: float) -> float | None:
         if not self._alive():
             # a kill that happened before a crash, or a session that ended itself
-            return self._finish("executed" if self.state.get("kill_sent") else "already_dead", moment)
+            self._finish("executed" if self.state.get("kill_sent") else "already_dead", moment)
+            return None
         try:
             blocked = self._protected_by(moment)
         except Exception as exc:  # noqa: BLE001 - the locks cannot be read: never kill now
@@ -249,7 +269,8 @@ class Dog:
             blocked = f"hands-off locks cannot be read ({exc.__class__.__name__}: {exc})"
         if blocked:
             self.state["blocked_by"] = blocked
-            return self._finish("blocked_hands_off", moment)
+            self._finish("blocked_hands_off", moment)
+            return None
         try:
             from leash.core.halts.secrets import mask  # the pane may show a secret: stored masked, like all else
 
@@ -262,7 +283,8 @@ class Dog:
             self.tmux.kill(self.address)
         except Exception as exc:
             self.state["kill_error"] = str(exc)
-        return self._finish("failed" if self._alive() else "executed", moment)
+        self._finish("failed" if self._alive() else "executed", moment)
+        return None
 
     def _protected_by(self, moment: float) -> str | None:
         """The hands-off entity that covers the target under the name filed,
@@ -275,7 +297,7 @@ class Dog:
         if found and found["name"] != self.target:
             names.append(found["name"])
             self.state["target_name"] = found["name"]
-        if self.address not in names:
+        if self.address is not None and self.address not in names:
             names.append(self.address)
         return self.hands_off(names, tmux_session_id=self.address, now=moment)
 
@@ -283,7 +305,6 @@ class Dog:
         self.verdict = {"outcome": outcome, "now": moment, "by": by, "note": note}
         if not self.defer_finish:
             self.settle()
-        return None
 
     def settle(self) -> None:
         """Write what the verdict decided (see ``finish``)."""
@@ -293,8 +314,7 @@ class Dog:
                 # first; a kennel that dies before this line finds the answer again
                 self._save()
             v = self.verdict
-            finish(self.queue, self.state, v["outcome"], now=v["now"], timeouts=self.timeouts, by=v["by"],
-                   note=v["note"])
+            self.claim.complete(v["outcome"], now=v["now"], timeouts=self.timeouts, by=v["by"], note=v["note"])
 
 
 def line_digest(line: str) -> str:

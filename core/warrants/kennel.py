@@ -10,9 +10,12 @@ active. SIGTERM/SIGINT stop it cleanly: active dogs keep their state for the
 next kennel.
 
 ``running_kennel(home)`` says whether another kennel is alive (a heartbeat
-younger than ``HEARTBEAT_STALE_SECONDS`` from a live pid). Heartbeats and
-claims go through the storage seam (``FileKennels``, ``FileWarrants``): a claim
-is an object the dog's task releases, never a bare descriptor.
+younger than ``HEARTBEAT_STALE_SECONDS``). Everything goes through the
+kennel's ``Backend`` (keyword ``backend``, default the home's,
+``backend_for(home)``): heartbeats through ``backend.kennels``, warrants and
+claims through ``backend.warrants`` (a claim is an object the dog's task
+completes or releases, never a bare descriptor), the hands-off check before a
+kill through ``backend.locks`` and ``backend.sessions``.
 """
 from __future__ import annotations
 
@@ -22,11 +25,11 @@ import socket
 import time
 
 from leash.core.clock import iso
+from leash.core.statefile import JSONObject
 
 # KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
 from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
-from leash.core.store.filestores import FileClaim, FileKennels, FileWarrants
 from leash.core.warrants.dog import Dog
 
 HEARTBEAT_SECONDS = 1.0
@@ -35,39 +38,46 @@ CLAIM_AHEAD = 1
 ORPHAN_SCAN_SECONDS = 1.0
 
 
-def running_kennel(home, *, now: float | None = None) -> dict | None:
-    beat = FileKennels(os.fspath(home)).alive(now=now)
+def _backend(home, backend):
+    from leash.core.store.files import backend_for
+
+    return backend if backend is not None else backend_for(home)
+
+
+def running_kennel(home=None, *, now: float | None = None, backend=None) -> dict | None:
+    beat = _backend(home, backend).kennels.alive(now=now)
     return beat.as_dict() if beat is not None else None
 
 
-def hands_off_check(home):
+def hands_off_check(home=None, *, backend=None):
     """``check(names, tmux_session_id=, now=)``: the hands-off entity that
     protects a tmux session known by these names and this id (or None). The
-    agent sessions seen inside it (sessions.json) and their entities count
-    too. Raises when the locks cannot be read: the caller must not kill then."""
-    from leash.core.handsoff import HandsOffRegistry
+    agent sessions seen inside it and their entities count too. Raises when
+    the locks cannot be read: the caller must not kill then."""
     from leash.core.identity import protecting_entities
-    from leash.core.sessions import SessionRegistry
 
-    registry = HandsOffRegistry(home)
-    sessions = SessionRegistry(home, registry.acklog)
+    backend = _backend(home, backend)
 
     def check(names, *, tmux_session_id: str | None = None, now: float | None = None) -> str | None:
-        inside = [{**record, "session_id": session_id} for session_id, record in sessions.all(now=now).items()
+        inside = [{**record.as_dict(), "session_id": session_id}
+                  for session_id, record in backend.sessions.all(now=now).items()
                   if record.get("tmux_session") in names or (
                       tmux_session_id is not None and record.get("tmux_session_id") == tmux_session_id)]
-        found = registry.lock_covering(protecting_entities(names, inside), tmux_session_id=tmux_session_id, now=now)
-        return found[0] if found else None
+        found = backend.locks.covering(protecting_entities(names, inside), tmux_session_id=tmux_session_id or "",
+                                       now=now)
+        return found.entity if found is not None else None
 
     return check
 
 
 class Kennel:
-    def __init__(self, home, *, dogs: int | None = None, tmux=None, timeouts=None, poll_seconds: float | None = None,
-                 pardon_on_activity: bool | None = None, until_idle: bool = False, handle_signals: bool = True):
+    def __init__(self, home=None, *, dogs: int | None = None, tmux=None, timeouts=None,
+                 poll_seconds: float | None = None, pardon_on_activity: bool | None = None, until_idle: bool = False,
+                 handle_signals: bool = True, backend=None):
         from leash.core.config import load_config
 
-        self.home = os.fspath(home)
+        self.backend = _backend(home, backend)
+        self.home = self.backend.home
         settings = load_config(self.home)["warrants"]
         self.size = dogs if dogs is not None else settings["dogs"]
         if self.size < 1:
@@ -78,24 +88,23 @@ class Kennel:
                                    else settings["pardon_on_activity"])
         self.until_idle = until_idle
         self.handle_signals = handle_signals
-        self._loop = None
-        self._stop_event = None
-        self.warrants = FileWarrants(self.home)
-        self.queue = self.warrants.queue
-        self.kennels = FileKennels(self.home)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self.warrants = self.backend.warrants
+        self.kennels = self.backend.kennels
         if tmux is None:
             from leash.core.tmux import Tmux
 
             tmux = Tmux(home=self.home)
         self.tmux = tmux
-        self.hands_off = hands_off_check(self.home)
-        self.owner = {"pid": os.getpid(), "host": socket.gethostname()}
+        self.hands_off = hands_off_check(backend=self.backend)
+        self.owner: JSONObject = {"pid": os.getpid(), "host": socket.gethostname()}
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
-        self.ready: list[FileClaim] = []  # claimed ahead, waiting for a free dog
+        self.ready: list = []  # claimed ahead, waiting for a free dog
         self._claiming: asyncio.Task | None = None
         self._orphans_checked = float("-inf")
-        self._wake = None
+        self._wake: asyncio.Event | None = None
         self.started_at = iso(time.time())
         self.finished: list[dict] = []
 
@@ -103,8 +112,8 @@ class Kennel:
         self.kennels.beat(pid=self.owner["pid"], host=self.owner["host"], started_at=self.started_at,
                           dogs=self.size, working=self.working, stopped=stopped, now=time.time())
 
-    async def _run_dog(self, claim: FileClaim) -> None:
-        dog = Dog(self.queue, claim.state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
+    async def _run_dog(self, claim) -> None:
+        dog = Dog(claim, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
                   pardon_on_activity=self.pardon_on_activity, hands_off=self.hands_off, defer_finish=True)
         try:
             while True:
@@ -126,9 +135,14 @@ class Kennel:
         if task is not None:
             self.settling.add(task)
             task.add_done_callback(self.settling.discard)
+            self._wake_loop()
+
+    def _wake_loop(self) -> None:
+        """Let ``run``'s loop look again now (a dog left, claims arrived)."""
+        if self._wake is not None:  # (run makes it before any dog or claim starts)
             self._wake.set()
 
-    def _claim(self, free: int, busy: set[str]) -> list[FileClaim]:
+    def _claim(self, free: int, busy: set[str]) -> list:
         """Orphans first (looked for at most once a second: it reads every
         active dog's state), then pending warrants in filing order. File I/O:
         runs in a worker thread so the dogs keep polling meanwhile."""
@@ -143,7 +157,7 @@ class Kennel:
             claimed.append(taken)
         return claimed
 
-    def _start(self, claim: FileClaim) -> None:
+    def _start(self, claim) -> None:
         if claim.state.get("state") == "received":
             claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
         self.working[claim.id] = asyncio.ensure_future(self._run_dog(claim))
@@ -156,7 +170,7 @@ class Kennel:
             self._start(self.ready.pop(0))
         want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
         orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
-        if want > 0 and self._claiming is None and (orphan_scan_due or self.queue.has_pending()):
+        if want > 0 and self._claiming is None and (orphan_scan_due or self.warrants.has_pending()):
             busy = set(self.working) | {claim.id for claim in self.ready}
             self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
 
@@ -167,28 +181,18 @@ class Kennel:
             self._claiming = None
         self.ready.extend(claimed)
         if claimed:
-            self._wake.set()
+            self._wake_loop()
 
     def _tidy_done_files(self) -> None:
-        """A finished dog's ``<id>.done`` is its report to the kennel (the
-        seed's completion file); once its state is in ``dogs/completed`` the
-        report has been read."""
-        try:
-            names = os.listdir(self.queue.active_dir)
-        except FileNotFoundError:
-            return
-        for name in names:
-            if name.endswith(".done") and os.path.exists(self.queue.completed_path(name[:-5])):
-                try:
-                    os.unlink(os.path.join(self.queue.active_dir, name))
-                except FileNotFoundError:
-                    pass
+        """The warrant store's housekeeping (the file backend drops the
+        reports of dogs whose state it has filed away)."""
+        self.warrants.tidy()
 
     async def run(self) -> list[dict]:
         """Work until stopped (or idle, with ``until_idle``); returns the dogs finished."""
         import signal
 
-        self.queue.ensure_dirs()
+        self.warrants.tidy()
         from concurrent.futures import ThreadPoolExecutor
 
         stop = self._stop_event = asyncio.Event()
@@ -214,7 +218,7 @@ class Kennel:
                     self._tidy_done_files()
                     last_beat = time.monotonic()
                 if self.until_idle and not self.working and not self.settling and not self.ready \
-                        and self._claiming is None and not self.queue.has_pending() and not self._orphans():
+                        and self._claiming is None and not self.warrants.has_pending() and not self._orphans():
                     self._orphans_checked = float("-inf")  # one last look before leaving
                     self._fill()
                     if self._claiming is not None:
@@ -249,8 +253,8 @@ class Kennel:
             self._loop.call_soon_threadsafe(self._stop_event.set)
 
     def _orphans(self) -> bool:
-        return any(s.get("id") not in self.working for s in self.queue.active())
+        return any(s.get("id") not in self.working for s in self.warrants.active())
 
 
-def run_kennel(home, **options) -> list[dict]:
+def run_kennel(home=None, **options) -> list[dict]:
     return asyncio.run(Kennel(home, **options).run())
