@@ -1,0 +1,224 @@
+"""The separated profile for real: the daemon (this process, root) alone owns
+the home; an agent user and an operator user are created for the test and
+removed after it; their commands run as those users (their own uid, gid and
+no supplementary groups) with the system interpreter and leash's source.
+
+Shown: the agent user cannot read or write the home; through the agent socket
+it gets verdicts only; every tamper command of the hardening list, run as the
+agent, leaves every stop, lock and halt in force; the operator user drives the
+CLI through the operator socket, as itself; managed settings the agent cannot
+change wire the hook to the daemon.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from leash.core.acklog import AckLog
+from leash.core.gate import Gate
+from leash.core.protocol import StopProtocol
+
+from .conftest import ROOT
+from .daemon_support import start_daemon
+
+OTHERS_PYTHON = "/usr/bin/python3"
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "the separated profile needs root (to create an agent and an operator user)"
+    if not shutil.which("useradd") or not shutil.which("userdel"):
+        return "useradd/userdel are missing"
+    if not os.access(OTHERS_PYTHON, os.X_OK):
+        return f"{OTHERS_PYTHON} is missing"
+    version = subprocess.run([OTHERS_PYTHON, "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                             capture_output=True, text=True).stdout.strip()
+    return None if version == "True" else f"{OTHERS_PYTHON} is older than 3.11"
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+
+BASH = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "git status"}, "cwd": "/"}
+
+
+class User:
+    def __init__(self, role: str):
+        self.name = f"lsh-{role}-{secrets.token_hex(3)}"
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", self.name],
+                       check=True, capture_output=True)
+        entry = pwd.getpwnam(self.name)
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+
+    def remove(self) -> None:
+        subprocess.run(["userdel", self.name], capture_output=True)
+        subprocess.run(["groupdel", self.name], capture_output=True)  # gone with the user on most systems
+
+
+@pytest.fixture(scope="module")
+def users():
+    agent, operator = User("agent"), User("op")
+    yield agent, operator
+    agent.remove()
+    operator.remove()
+
+
+class Deployment:
+    """/tmp/leash-sep-*/: home/ (0700, the daemon's), run/ (0755, the sockets),
+    lib/leash -> the source, one writable HOME per user."""
+
+    def __init__(self, agent: User, operator: User):
+        self.root = Path(tempfile.mkdtemp(prefix="leash-sep-"))
+        os.chmod(self.root, 0o755)
+        self.home = self.root / "home"
+        self.run = self.root / "run"
+        self.run.mkdir(mode=0o755)
+        lib = self.root / "lib" / "leash"
+        lib.mkdir(parents=True)
+        os.chmod(self.root / "lib", 0o755)
+        os.chmod(lib, 0o755)
+        (lib / "core").symlink_to(ROOT / "core")
+        (lib / "console").symlink_to(ROOT / "console")
+        self.lib = str(self.root / "lib")
+        self.agent, self.operator = agent, operator
+        for user in (agent, operator):
+            own = self.root / f"home-{user.name}"
+            own.mkdir(mode=0o700)
+            os.chown(own, user.uid, user.gid)
+        self.agent_socket, self.operator_socket = str(self.run / "agent.sock"), str(self.run / "operator.sock")
+        StopProtocol(self.home)
+        (self.home / "config.toml").write_text(
+            f'[daemon]\nagent_socket_mode = "0666"\noperators = ["{operator.name}"]\n')
+        self.daemon = start_daemon(self.home, agent_socket=self.agent_socket, operator_socket=self.operator_socket)
+
+    def close(self) -> None:
+        self.daemon.close()
+        shutil.rmtree(self.root)
+
+    def as_user(self, user: User, argv: list[str], *, stdin: bytes = b"", env: dict | None = None):
+        environment = {"PATH": "/usr/bin:/bin", "HOME": str(self.root / f"home-{user.name}"), "USER": user.name,
+                       "PYTHONPATH": self.lib, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+        return subprocess.run(argv, input=stdin, capture_output=True, env=environment, cwd=str(self.root), text=False,
+                              user=user.uid, group=user.gid, extra_groups=[], timeout=60)
+
+    def leash(self, user: User, *args: str, env: dict | None = None):
+        return self.as_user(user, [OTHERS_PYTHON, "-P", "-m", "leash.console.cli", *args], env=env)
+
+    def hook(self, session: str, *, env: dict | None = None, command: str = "git status"):
+        payload = dict(BASH, session_id=session, tool_input={"command": command})
+        done = self.as_user(self.agent, [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py"), "hook",
+                                         "pre-tool-use"], stdin=json.dumps(payload).encode(),
+                            env={"LEASH_SOCKET": self.agent_socket, **(env or {})})
+        return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] if done.stdout.strip() else \
+            ("allow" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr!r}")
+
+
+@pytest.fixture
+def deployment(users, home):
+    made = Deployment(*users)
+    yield made
+    made.close()
+
+
+def test_the_agent_cannot_read_or_write_the_home(deployment):
+    probe = ("import os, sys; home = sys.argv[1]\n"
+             "for attempt in (lambda: os.listdir(home), lambda: open(home + '/stops.json').read(),\n"
+             "                lambda: open(home + '/stops.json', 'w').write('{}'), lambda: os.unlink(home + '/stops.json')):\n"
+             "    try:\n        attempt(); print('allowed')\n    except PermissionError:\n        print('denied')\n")
+    done = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-c", probe, str(deployment.home)])
+    assert done.stdout.split() == [b"denied"] * 4, done.stderr
+
+
+def test_through_the_agent_socket_the_agent_gets_verdicts_only(deployment):
+    StopProtocol(deployment.home).acknowledge_stop("ops", "held", "hold")
+    assert deployment.hook("held") == "deny"
+    assert deployment.hook("free") == "allow"
+    ask = ("import json, socket, sys; c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); "
+           "c.sendall(json.dumps({'verb': sys.argv[2], 'argv': ['resume', '--all']}).encode() + b'\\n'); "
+           "print(c.makefile().readline(), end='')")
+    on_agent = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-c", ask, deployment.agent_socket, "cli"])
+    on_operator = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-c", ask, deployment.operator_socket, "cli"])
+    assert json.loads(on_agent.stdout)["error"].startswith("refused: the agent socket answers only hook")
+    assert json.loads(on_operator.stdout)["error"].startswith(f"refused: user {deployment.agent.name}")
+    refused = AckLog(deployment.home).read(event="daemon_refused").entries
+    assert {(line["socket"], line["source"].split("@")[0]) for line in refused} == \
+        {("agent", deployment.agent.name), ("operator", deployment.agent.name)}
+
+
+def test_tamper_commands_run_as_the_agent_lift_nothing(deployment):
+    protocol = StopProtocol(deployment.home)
+    protocol.acknowledge_stop("ops", "held", "hold")
+    protocol.hands_off("billing", hours=1, reason="audit", source="ops")
+    from leash.core.halts import api
+
+    api.record_halt({"session_token": "halted", "halt_type": "security", "severity": "critical",
+                     "description": "credentials in a commit"}, home=deployment.home)
+    home, leash = str(deployment.home), f"{OTHERS_PYTHON} -P -m leash.console.cli"
+    tamper = [
+        f"{leash} resume held", f"{leash} resume --all", f"{leash} release billing",
+        f"{leash} --home {home} resume held", f"LEASH_HOME={home} {leash} resume held",
+        f"LEASH_OPERATOR_SOCKET={deployment.operator_socket} {leash} resume held",
+        f"LEASH_OPERATOR_SOCKET={deployment.operator_socket} {leash} halts ack --all",
+        f"rm -f {home}/stops.json", f"echo '{{}}' > {home}/stops.json", f"rm -f {home}/hands_off_registry.json",
+        f"{OTHERS_PYTHON} -c \"import sqlite3; sqlite3.connect('{home}/halts.db').execute('delete from halts')\"",
+        f"rm -f {deployment.agent_socket} {deployment.operator_socket}", f"kill -TERM {os.getpid()}",
+        f"mv {deployment.run} {deployment.root}/moved", f"chmod 777 {home}",
+    ]
+    for command in tamper:
+        deployment.as_user(deployment.agent, ["sh", "-c", command])
+    # every stop, lock and halt still holds, for the daemon and for the gate itself
+    assert deployment.hook("held") == "deny"
+    assert deployment.hook("halted", command="rm -rf build") == "deny"
+    assert deployment.hook("worker", env={"LEASH_ENTITY": "billing"}) == "deny"
+    assert deployment.hook("held", env={"LEASH_HOME": str(deployment.root / f"home-{deployment.agent.name}")}) \
+        == "deny"  # the agent's LEASH_HOME does not choose the daemon's home
+    gate = Gate(deployment.home)
+    assert not gate.check("held", "Bash", {"command": "ls"}).allow
+    assert not gate.check("halted", "Bash", {"command": "rm -rf build"}).allow
+    assert os.stat(home).st_mode & 0o777 == 0o700
+    assert not AckLog(deployment.home).read(event="resume").entries
+
+
+def test_the_operator_drives_the_cli_through_the_operator_socket(deployment):
+    env = {"LEASH_OPERATOR_SOCKET": deployment.operator_socket}
+    op = deployment.operator
+    stopped = deployment.leash(op, "stop", "agent-9", "--reason", "review", "--source", "someone-else", env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped agent-9" in stopped.stdout.decode()
+    assert deployment.hook("agent-9") == "deny"
+    status = deployment.leash(op, "status", env=env)
+    assert status.returncode == 0 and "agent-9" in status.stdout.decode()
+    assert deployment.leash(op, "hands-off", "billing", "--hours", "1", env=env).returncode == 0
+    assert deployment.leash(op, "resume", "agent-9", env=env).returncode == 0
+    assert deployment.hook("agent-9") == "allow"
+    assert deployment.leash(op, "log", "verify", env=env).returncode == 0
+    sources = {line["source"] for line in AckLog(deployment.home).read().entries
+               if line["event"] in ("stop_ack", "resume", "hands_off")}
+    assert sources == {f"{op.name}@{deployment.daemon.host}"}
+    # without the daemon the operator has no way in either: the home is not theirs
+    direct = deployment.leash(op, "--home", str(deployment.home), "stop", "agent-9")
+    assert direct.returncode != 0
+
+
+def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_change_them(deployment, tmp_path):
+    managed = deployment.root / "managed" / "managed-settings.json"
+    managed.parent.mkdir(mode=0o755)
+    done = subprocess.run([sys.executable, "-m", "leash.console.cli", "install", "--managed"], cwd=ROOT,
+                          env=dict(os.environ, LEASH_CLAUDE_MANAGED_SETTINGS=str(managed)), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads(managed.read_text())
+    assert any("hookentry.py hook pre-tool-use" in hook["command"] and "|| exit 2" in hook["command"]
+               for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"])
+    switch_off = (f"{OTHERS_PYTHON} -c \"import json; p = '{managed}'; "
+                  "json.dump({'disableAllHooks': True}, open(p, 'w'))\"")
+    deployment.as_user(deployment.agent, ["sh", "-c", f"{switch_off}; rm -f {managed}"])
+    assert json.loads(managed.read_text()) == settings  # root's file: the agent can neither write nor remove it
