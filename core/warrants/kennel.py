@@ -160,7 +160,7 @@ class Kennel:
     def _start(self, claim) -> None:
         if claim.state.get("state") == "received":
             claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
-        self.working[claim.id] = asyncio.ensure_future(self._run_dog(claim))
+        self.working[claim.warrant.id] = asyncio.ensure_future(self._run_dog(claim))
 
     def _fill(self) -> None:
         """Give every free dog a warrant, and keep ``CLAIM_AHEAD`` claimed in
@@ -171,7 +171,7 @@ class Kennel:
         want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
         orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
         if want > 0 and self._claiming is None and (orphan_scan_due or self.warrants.has_pending()):
-            busy = set(self.working) | {claim.id for claim in self.ready}
+            busy = set(self.working) | {claim.warrant.id for claim in self.ready}
             self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
 
     async def _claim_ahead(self, want: int, busy: set[str]) -> None:

@@ -1,0 +1,159 @@
+"""The core's readers and the kennel hold a ``Backend`` and use nothing but
+what its protocols name: the fleet view, ``leash status``, ``leash why``,
+``leash doctor`` and the kennel with its dogs each take ``backend=`` and give
+the same answer through a backend that offers only the protocol
+(``leash.core.store.protocols``) as they give over the home itself. The
+backend under the protocol is the real file backend of the test's home."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from leash.core.store import protocols
+from leash.core.store.files import FileBackend
+
+NOW = 1_800_000_000.0
+
+
+def _members(protocol: type) -> set[str]:
+    named = {name for klass in protocol.__mro__ if klass.__module__ == protocols.__name__
+             for name in list(vars(klass)) + list(getattr(klass, "__annotations__", {})) if not name.startswith("_")}
+    return named
+
+
+class ProtocolOnly:
+    """``target`` seen through ``protocol``: any other attribute (a registry,
+    a path, a queue, a connection) raises ``AttributeError``. Stores, units
+    of work and claims it hands out are seen through their protocols too."""
+
+    def __init__(self, target, protocol: type):
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_protocol", protocol)
+        object.__setattr__(self, "_allowed", _members(protocol))
+
+    def __getattr__(self, name: str):
+        if name not in self._allowed:
+            raise AttributeError(f"{self._protocol.__name__} has no {name!r}")
+        value = getattr(self._target, name)
+        wrap = WRAPPED.get((self._protocol, name))
+        return wrap(value) if wrap else value
+
+
+def _store(protocol):
+    return lambda store: ProtocolOnly(store, protocol)
+
+
+def _unit_maker(make):
+    @contextlib.contextmanager
+    def unit(**options):
+        with make(**options) as opened:
+            yield ProtocolOnly(opened, protocols.HaltUnit)
+    return unit
+
+
+def _claims(take):
+    def claim(**options):
+        found = take(**options)
+        if found is None:
+            return None
+        if isinstance(found, list):
+            return [ProtocolOnly(c, protocols.Claim) for c in found]
+        return ProtocolOnly(found, protocols.Claim)
+    return claim
+
+
+WRAPPED = {
+    (protocols.Backend, "acklog"): _store(protocols.AckLogStore),
+    (protocols.Backend, "stops"): _store(protocols.StopStore),
+    (protocols.Backend, "locks"): _store(protocols.LockStore),
+    (protocols.Backend, "sessions"): _store(protocols.SessionStore),
+    (protocols.Backend, "halts"): _store(protocols.HaltStore),
+    (protocols.Backend, "warrants"): _store(protocols.WarrantStore),
+    (protocols.Backend, "breakers"): _store(protocols.BreakerStore),
+    (protocols.Backend, "replies"): _store(protocols.ReplyLedger),
+    (protocols.Backend, "kennels"): _store(protocols.KennelRegistry),
+    (protocols.HaltStore, "unit"): _unit_maker,
+    (protocols.HaltStore, "reading"): _unit_maker,
+    (protocols.WarrantStore, "claim_next"): _claims,
+    (protocols.WarrantStore, "claim_orphans"): _claims,
+}
+
+
+@pytest.fixture
+def backend(home):
+    return ProtocolOnly(FileBackend(home), protocols.Backend)
+
+
+def seed(home) -> str:
+    """A little of everything: a stop, a lock, a session, a halt, a warrant, a breaker."""
+    files = FileBackend(home)
+    files.sessions.observe("claude-1", now=NOW - 5, tool="Bash", tmux_session="agent-1", cwd=str(home))
+    files.sessions.observe("claude-2", now=NOW - 5, tool="Edit", tmux_session="agent-2", parent="claude-1")
+    files.stops.stop("claude-1", source="ops@test", reason="look first", now=NOW - 4)
+    files.locks.lock("ezra", hours=2, source="ops@test", reason="mine", now=NOW - 3)
+    files.sessions.set_entity("claude-2", "ezra", now=NOW - 3)
+    halt = files.halts.record({"session_token": "claude-2", "halt_type": "security", "severity": "high",
+                               "description": "a high halt"}, now=NOW - 2)["halt_id"]
+    files.warrants.file("agent-9", reason="wedged", now=NOW - 1)
+    files.breakers.record_boot("gw", window_seconds=60, now=NOW - 1)
+    return halt
+
+
+def test_the_fleet_view_reads_only_through_its_backend(home, backend):
+    from leash.core.fleet import view
+
+    seed(home)
+    tmux = [{"name": "agent-1", "id": "$1", "created": NOW - 60, "panes": []}]
+    through = view(backend=backend, tmux_sessions=tmux, now=NOW)
+    assert through == view(str(home), tmux_sessions=tmux, now=NOW)
+    states = {row["name"]: row["state"] for row in through["sessions"]}
+    assert states == {"agent-1": "stopped", "claude-2": "halted"}
+    assert [h["description"] for h in through["halts"]] == ["a high halt"] and through["warrants"]
+
+
+def test_status_reads_only_through_its_backend(home, backend):
+    from leash.core.status import snapshot
+
+    seed(home)
+    state = snapshot(backend=backend, now=NOW)
+    assert state == snapshot(str(home), now=NOW)
+    assert [s["session_id"] for s in state["stopped_sessions"]] == ["claude-1"]
+    assert [h["entity"] for h in state["hands_off"]] == ["ezra"] and len(state["pending_halts"]) == 1
+
+
+def test_why_reads_only_through_its_backend(home, backend):
+    from leash.core.why import why
+
+    halt = seed(home)
+    answer = why(session="claude-2", backend=backend, now=NOW, tmux_session_id="")
+    assert answer == why(str(home), "claude-2", now=NOW, tmux_session_id="")
+    found = [(rule["rule"], rule["subject"]) for rule in answer["rules"]]
+    assert found == [("session_stop", "claude-1"), ("hands_off", "ezra"), ("session_halted", "claude-2")]  # its parent is stopped
+    assert answer["rules"][2]["halt_id"] == halt
+
+
+def test_doctor_examines_the_stores_through_the_backend(home, backend):
+    from leash.core.doctor import examine
+
+    seed(home)
+    findings = list(examine(backend=backend, now=NOW))
+    assert findings == list(examine(str(home), now=NOW))
+    subjects = {finding.subject for finding in findings}
+    assert {"home", "config.toml", "stops.json", "halts.db", "warrants"} <= subjects
+    assert not [f for f in findings if f.level == "fail" and f.subject != "claude hooks"]
+
+
+def test_the_kennel_works_through_its_backend(home, backend):
+    from leash.core.warrants.kennel import Kennel, hands_off_check, running_kennel
+
+    seed(home)
+    assert hands_off_check(backend=backend)(["agent-2"], now=NOW) == "ezra"  # an agent inside is locked
+    assert hands_off_check(backend=backend)(["agent-7"], now=NOW) is None
+    kennel = Kennel(backend=backend, until_idle=True, timeouts=[0.2, 0.2, 0.2], poll_seconds=0.05,
+                    handle_signals=False)
+    finished = asyncio.run(kennel.run())
+    assert [(d["warrant"]["target"], d["outcome"]) for d in finished] == [("agent-9", "already_dead")]
+    assert backend.warrants.active() == [] and running_kennel(backend=backend) is None
+    assert [line.event for line in backend.acklog.read()].count("epitaph") == 1
