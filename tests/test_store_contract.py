@@ -482,3 +482,15 @@ def test_a_read_counts_what_it_could_not_read(backend):
         handle.write("not a log line\n{\"torn")
     read = backend.acklog.read()
     assert [line.seq for line in read] == [1] and (read.torn_bytes, read.unreadable_lines) == (len('{"torn'), 1)
+
+
+def test_a_halt_unit_checks_and_reads_evidence_in_one_state(backend):
+    with backend.halts.unit(now=NOW) as unit:
+        assert unit.files_read("s4") is None  # never reported: no evidence either way
+        quiet = unit.check({"session_token": "s4", "current_context": {"target_files": []}})
+        assert not quiet["should_halt"]
+    _halt(backend, "low", session="s9")  # the store exists from here on
+    with backend.halts.unit(now=NOW) as unit:
+        verdict = unit.check(_unread_edit("s4"))
+        assert verdict["should_halt"] and unit.state("s4") == "halted"
+        assert unit.check(_unread_edit("s5"), record=False)["should_halt"] and unit.state("s5") == "active"

@@ -24,9 +24,10 @@ from leash.core.store.records import BreakerRecord, HaltRecord, HeartbeatRecord,
 class FileHaltUnit:
     """Reads over one connection to halts.db (None when there is no halts.db)."""
 
-    def __init__(self, connection, home: str):
+    def __init__(self, connection, home: str, now: float | None = None):
         self.connection = connection
         self.home = home
+        self.now = now
 
     def state(self, session_id: str) -> str:
         if self.connection is None:
@@ -54,16 +55,32 @@ class FileHaltUnit:
 
         return pending_counts(self.connection) if self.connection is not None else {s: 0 for s in SEVERITIES}
 
+    def files_read(self, session_id: str) -> list[str] | None:
+        if self.connection is None:
+            return None
+        from leash.core.halts.api import files_read
+
+        return files_read(self.home, session_id, connection=self.connection)
+
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
+        """Over this unit's connection; with no halts.db yet, as ``FileHalts.check``
+        (it creates one only when something is recorded)."""
+        from leash.core.halts.api import check_halt_conditions
+
+        return check_halt_conditions(data, home=self.home, now=self.now, record=record, record_high=record_high,
+                                     connection=self.connection)
+
 
 class _HaltUnitScope:
     def __init__(self, home: str, now: float | None, *, kept: bool = False):
         from leash.core.halts.api import connected, reading
 
         self.home = home
+        self.now = now
         self.connected = reading(home, now) if kept else connected(home, now)
 
     def __enter__(self) -> FileHaltUnit:
-        return FileHaltUnit(self.connected.__enter__(), self.home)
+        return FileHaltUnit(self.connected.__enter__(), self.home, self.now)
 
     def __exit__(self, *exc_info) -> None:
         self.connected.__exit__(*exc_info)

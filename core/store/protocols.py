@@ -104,6 +104,12 @@ class HaltUnit(Protocol):
 
     def pending_counts(self) -> dict[str, int]: ...
 
+    def files_read(self, session_id: str) -> list[str] | None:
+        """Files the session has read; None when it never reported any (no evidence either way)."""
+
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
+        """``HaltStore.check`` inside this unit: the gate's reads and its check see one state."""
+
 
 class HaltStore(Protocol):
     def unit(self, *, now: float | None = None) -> ContextManager[HaltUnit]: ...
