@@ -521,21 +521,7 @@ def cmd_hook(protocol, args) -> int:
     return run_hook(args.event, home=protocol.home)
 
 
-def cmd_daemon(protocol, args) -> int:
-    from leash.console.remote import cli_verb
-    from leash.core.daemon.service import Daemon, DaemonRunning
-
-    daemon = Daemon(protocol.home, operator_verbs={"cli": cli_verb}, kennel=False if args.no_kennel else None)
-    try:
-        daemon.start()
-    except DaemonRunning as exc:
-        raise Refused(str(exc)) from None
-    daemon.serve_forever()
-    return 0
-
-
 COMMANDS = {
-    "daemon": cmd_daemon,
     "stop": cmd_stop, "resume": cmd_resume, "hands-off": cmd_hands_off, "release": cmd_release,
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,

@@ -42,6 +42,10 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
         args = build_parser().parse_args(argv)
         if args.command is None:
             args.command, args.no_kennel = "console", False
+        if args.command == "daemon" and daemon_home is None:
+            from leash.console.served import run_daemon
+
+            return run_daemon(args, dispatch)
         if daemon_home is not None:
             if args.command in remote.LOCAL_COMMANDS:
                 raise UsageError(f"`leash {args.command}` runs where you are, not through the daemon")

@@ -7,11 +7,7 @@ output streamed back line by line (``{"out": text}``, ``{"err": text}``, then
 ``LEASH_OPERATOR_SOCKET``, else ``[daemon] operator_socket`` of the home's
 ``config.toml``, else ``<home>/run/operator.sock``.
 
-Daemon side (``cli_verb``): the subcommand runs in the daemon with the peer's
-user as ``source`` (``--source`` from the client is not believed) and the
-daemon's own home (``--home`` from the client is ignored). Output is routed to
-the requesting connection by thread (``ThreadRoutedStream``), so requests run
-concurrently.
+The daemon side (running a forwarded subcommand) is ``console.served``.
 
 Failure: ``LEASH_OPERATOR_SOCKET`` set and the daemon unreachable is an error
 (exit 1) naming the socket: the operator asked for the daemon, and in the
@@ -25,7 +21,6 @@ import json
 import os
 import socket
 import sys
-import threading
 
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
@@ -138,62 +133,3 @@ async def live_changes(path: str):
             pass
         finally:
             writer.close()
-
-
-# ---------------------------------------------------------------- daemon side
-class ThreadRoutedStream:
-    """A stand-in for sys.stdout/sys.stderr: a thread serving a client writes to
-    that client; every other thread writes to the real stream."""
-
-    def __init__(self, real, kind: str, routes: threading.local):
-        self._real, self._kind, self._routes = real, kind, routes
-
-    def write(self, text: str) -> int:
-        route = getattr(self._routes, "send", None)
-        if route is None:
-            return self._real.write(text)
-        route({self._kind: text})
-        return len(text)
-
-    def flush(self) -> None:
-        if getattr(self._routes, "send", None) is None:
-            self._real.flush()
-
-    def isatty(self) -> bool:
-        if getattr(self._routes, "send", None) is None:
-            return self._real.isatty()
-        return bool(getattr(self._routes, "tty", False))
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
-_routes = threading.local()
-_install_mutex = threading.Lock()
-
-
-def _route_output() -> None:
-    with _install_mutex:
-        if not isinstance(sys.stdout, ThreadRoutedStream):
-            sys.stdout = ThreadRoutedStream(sys.stdout, "out", _routes)
-        if not isinstance(sys.stderr, ThreadRoutedStream):
-            sys.stderr = ThreadRoutedStream(sys.stderr, "err", _routes)
-
-
-def cli_verb(request: dict, *, source: str, send, home: str) -> None:
-    """The operator socket's ``cli`` verb: run a subcommand here for the peer."""
-    from leash.console.cli import EXIT_USAGE, dispatch
-
-    argv = request.get("argv")
-    if not isinstance(argv, list) or not all(isinstance(arg, str) for arg in argv):
-        send({"error": "cli needs argv, a list of strings"})
-        return
-    _route_output()
-    _routes.send, _routes.tty = send, bool(request.get("tty"))
-    try:
-        code = dispatch(argv, daemon_home=home, peer_source=source)
-    except SystemExit as exc:  # --help and --version exit from argparse
-        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    finally:
-        _routes.send = None
-    send({"exit": code})

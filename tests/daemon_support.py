@@ -31,12 +31,13 @@ class LogLines:
 
 
 def start_daemon(home: Path, **options):
-    from leash.console.remote import cli_verb
+    from leash.console.cli import dispatch
+    from leash.console.served import cli_verb
     from leash.core.daemon.service import Daemon
 
     options.setdefault("kennel", False)
     options.setdefault("log", LogLines())
-    daemon = Daemon(home, operator_verbs={"cli": cli_verb}, **options)
+    daemon = Daemon(home, operator_verbs={"cli": cli_verb(dispatch)}, **options)
     daemon.start()
     return daemon
 
