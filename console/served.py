@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 
+
 class ThreadRoutedStream:
     """A stand-in for sys.stdout/sys.stderr: a thread serving a client writes to
     that client; every other thread writes to the real stream."""

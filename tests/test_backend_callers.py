@@ -130,7 +130,8 @@ def test_why_reads_only_through_its_backend(home, backend):
     answer = why(session="claude-2", backend=backend, now=NOW, tmux_session_id="")
     assert answer == why(str(home), "claude-2", now=NOW, tmux_session_id="")
     found = [(rule["rule"], rule["subject"]) for rule in answer["rules"]]
-    assert found == [("session_stop", "claude-1"), ("hands_off", "ezra"), ("session_halted", "claude-2")]  # its parent is stopped
+    # its parent is stopped
+    assert found == [("session_stop", "claude-1"), ("hands_off", "ezra"), ("session_halted", "claude-2")]
     assert answer["rules"][2]["halt_id"] == halt
 
 
