@@ -505,7 +505,7 @@ def cmd_install(protocol, args) -> int:
             _out(f"{level:<5} {subject}: {message}")
         return 3 if any(level == "fail" for level, _, _ in findings) else 0
     try:
-        changed = install.install(path, uninstall=args.uninstall)
+        changed = install.install(path, uninstall=args.uninstall, socket=args.socket)
     except install.SettingsError as exc:
         raise Refused(str(exc)) from None
     except PermissionError as exc:

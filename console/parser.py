@@ -129,6 +129,8 @@ def build_parser():
     what = p.add_mutually_exclusive_group()
     what.add_argument("--check", action="store_true", help="report missing, disabled or broken wiring; exit 3 if any")
     what.add_argument("--uninstall", action="store_true", help="remove leash's hooks only")
+    p.add_argument("--socket", metavar="PATH", help="pin leashd's agent socket in each hook command "
+                                                    "(LEASH_SOCKET=PATH): an unreachable daemon then denies")
 
     p = sub.add_parser("daemon", parents=[common],
                        help="leashd: the control daemon of this home (agent and operator sockets, the kennel)")

@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:
     from typing import Any
 
+from leash.core.wellknown import AGENT_SOCKET_ENV
+
 MARK = "# leash-hook"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
 MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests point it elsewhere)
@@ -74,13 +76,19 @@ def settings_path(*, project: str | None = None, user: bool = False, managed: bo
     return os.path.join(os.path.abspath(project or "."), ".claude", "settings.json")
 
 
-def hook_command(leash: str | list[str], spec: HookSpec) -> str:
+def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None) -> str:
     """``leash`` is a program (the path of a ``leash``) or the words that run
-    leash's hook entry (``hook_runner()``)."""
+    leash's hook entry (``hook_runner()``). ``socket`` pins the daemon's agent
+    socket in the command itself (``LEASH_SOCKET=...``), where the agent's
+    environment cannot take it away: an unreachable daemon then denies."""
     words = [leash] if isinstance(leash, str) else list(leash)
     run = f"{shlex.join(words)} hook {spec.verb}"
     if spec.fail_closed:
-        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run} || exit 2"
+        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run}"
+    if socket:
+        run = f"{AGENT_SOCKET_ENV}={shlex.quote(socket)} {run}"
+    if spec.fail_closed:
+        run = f"{run} || exit 2"
     return f"{run} {MARK}"
 
 
@@ -120,13 +128,13 @@ def read_settings(path: str) -> dict:
     return data
 
 
-def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False) -> dict:
+def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
         for spec in HOOKS:
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": hook_command(leash, spec),
+            group: dict[str, Any] = {"hooks": [{"type": "command", "command": hook_command(leash, spec, socket=socket),
                                                 "timeout": HOOK_TIMEOUT_SECONDS}]}
             if spec.matcher:
                 group = {"matcher": "*", **group}
@@ -161,12 +169,13 @@ def _require_lists(path: str, settings: dict) -> None:
             raise SettingsError(f'{path}: "hooks.{event}" is not a list; leash leaves it as it is')
 
 
-def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False) -> bool:
+def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
+            socket: str | None = None) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
-    wanted = merged(current, leash or hook_runner(), uninstall=uninstall)
+    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket)
     if wanted == current:
         return False
     from leash.core.statefile import write_bytes_atomic
@@ -234,6 +243,8 @@ def _program_of(command: str) -> tuple[str, str]:
         words = shlex.split(command.replace(MARK, ""))
     except ValueError:
         return "", ""
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words = words[1:]  # VAR=value before the program
     if words[:1] == ["timeout"]:
         words = words[1:]
         while words and (words[0].startswith("-") or words[0].replace(".", "", 1).isdigit()):

@@ -208,16 +208,32 @@ def test_the_operator_drives_the_cli_through_the_operator_socket(deployment):
     assert direct.returncode != 0
 
 
-def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_change_them(deployment, tmp_path):
+def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_change_them(deployment):
+    """``leash install --managed --socket``: root's settings file, each hook
+    pinned to the daemon's agent socket in its command. The agent can neither
+    change the file nor point the hook elsewhere through its environment."""
+    from leash.core.install import HOOKS, install
+
     managed = deployment.root / "managed" / "managed-settings.json"
     managed.parent.mkdir(mode=0o755)
-    done = subprocess.run([sys.executable, "-m", "leash.console.cli", "install", "--managed"], cwd=ROOT,
-                          env=dict(os.environ, LEASH_CLAUDE_MANAGED_SETTINGS=str(managed)), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "leash.console.cli", "install", "--managed", "--socket",
+                           deployment.agent_socket], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, LEASH_CLAUDE_MANAGED_SETTINGS=str(managed)))
     assert done.returncode == 0, done.stderr
     settings = json.loads(managed.read_text())
-    assert any("hookentry.py hook pre-tool-use" in hook["command"] and "|| exit 2" in hook["command"]
-               for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"])
+    (command,) = [hook["command"] for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"]]
+    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} timeout -k 2 25 ") and "|| exit 2" in command
+    # the same wiring with an interpreter the agent may run (this test's own is in root's home)
+    runnable = deployment.root / "managed" / "runnable.json"
+    install(str(runnable), [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py")], socket=deployment.agent_socket)
+    (pre_tool_use,) = [spec for spec in HOOKS if spec.event == "PreToolUse"]
+    (wired,) = [hook["command"] for group in json.loads(runnable.read_text())["hooks"]["PreToolUse"]
+                for hook in group["hooks"]]
+    StopProtocol(deployment.home).acknowledge_stop("ops", "held", "hold")
+    payload = json.dumps(dict(BASH, session_id="held")).encode()
+    for agent_env in ({}, {"LEASH_SOCKET": "/nonexistent.sock"}, {"LEASH_HOME": "/tmp"}):
+        ran = deployment.as_user(deployment.agent, ["sh", "-c", wired], stdin=payload, env=agent_env)
+        assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", (agent_env, ran)
     switch_off = (f"{OTHERS_PYTHON} -c \"import json; p = '{managed}'; "
                   "json.dump({'disableAllHooks': True}, open(p, 'w'))\"")
     deployment.as_user(deployment.agent, ["sh", "-c", f"{switch_off}; rm -f {managed}"])
