@@ -20,7 +20,6 @@ from leash.core.acklog import FLEET, AckLog
 from leash.core.handsoff import HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
-from leash.core.statefile import locked
 from leash.core.stop import StopRegistry
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
@@ -94,7 +93,7 @@ class FileStops:
         return self.registry.covering(names, tmux_session_id=tmux_session_id)
 
     def current(self, *, now: float | None = None) -> StopState:
-        stored = self.snapshot(now=now)
+        stored = self.registry.snapshot(now=now)
         return StopState({key: StopRecord.of(record, key=key) for key, record in sorted(stored["sessions"].items())},
                          StopRecord.of(stored["fleet"], key=FLEET), dict(stored.get("by_tmux_id") or {}))
 
