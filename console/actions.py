@@ -27,11 +27,10 @@ def run(args) -> int:
     from leash.console.errors import UsageError
     from leash.core.config import ConfigError
     from leash.core.handsoff import NotLocked
+    from leash.core.home import UnsafeHome, resolve_home
     from leash.core.protocol import StopProtocol
     from leash.core.source import default_source
     from leash.core.stop import NotStopped
-
-    from leash.core.home import UnsafeHome, resolve_home
 
     try:
         protocol = StopProtocol(getattr(args, "home", None))
@@ -242,8 +241,8 @@ def cmd_why(protocol, args) -> int:
 
 
 def cmd_completion(protocol, args) -> int:
-    from leash.console.parser import build_parser
     from leash.console.completion import script
+    from leash.console.parser import build_parser
 
     sys.stdout.write(script(args.shell, build_parser()))
     return 0
@@ -463,11 +462,10 @@ def cmd_kennel(protocol, args) -> int:
 
 # ------------------------------------------------------------------ console
 def cmd_console(protocol, args) -> int:
+    from leash.console import remote
     from leash.console.app import LeashApp
     from leash.console.keymap import KeymapError
     from leash.core.tmux import Tmux
-
-    from leash.console import remote
 
     path, _ = remote.operator_socket(protocol.home)
     changes = remote.live_changes(path) if path is not None and remote.answers(path) else None

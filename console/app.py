@@ -353,10 +353,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     @work(thread=True, group="kennel")
     def _run_kennel(self) -> None:
         import asyncio
+        import threading
 
         from leash.core.warrants.kennel import Kennel
-
-        import threading
 
         self._kennel_thread = threading.current_thread()
         self.kennel = Kennel(self.home, tmux=self.tmux, handle_signals=False)

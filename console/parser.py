@@ -121,7 +121,8 @@ def build_parser():
 
     p = sub.add_parser("install", parents=[common], help="wire leash's hooks into Claude Code's settings")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json (the default: the current directory)")
+    where.add_argument("--project", metavar="DIR",
+                       help="DIR/.claude/settings.json (the default: the current directory)")
     where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
     where.add_argument("--managed", action="store_true",
                        help="Claude Code's managed settings (/etc/claude-code/managed-settings.json), which project "

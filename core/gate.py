@@ -31,6 +31,11 @@ from leash.core.identity import protecting_entities
 from leash.core.sessions import SessionRegistry
 from leash.core.stop import StopRegistry, StopStateUnreadable
 
+TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 
 class Verdict:
     """allow or deny, why, and which rule decided (stop_unreadable,
@@ -56,7 +61,7 @@ class Gate:
         self.stops = stops or StopRegistry(self.home)
         self.hands_off = hands_off or HandsOffRegistry(self.home, self.stops.acklog)
         self.sessions = sessions or SessionRegistry(self.home, self.stops.acklog)
-        self._config = None
+        self._config: dict | None = None
 
     def config(self) -> dict:
         """config.toml, or the defaults when it cannot be used (the gate keeps going)."""
@@ -69,7 +74,7 @@ class Gate:
                 self._config = DEFAULTS
         return self._config
 
-    def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, object]]:
+    def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, Any]]:
         """The names a session answers to (id, tmux session) and its record."""
         record = self.sessions.get(session_id, now=now) or {}
         names = [session_id]
@@ -109,7 +114,7 @@ class Gate:
         return None
 
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
-              cwd: str | None = None, now: float | None = None, env: dict | None = None) -> Verdict:
+              cwd: str | None = None, now: float | None = None, env: Mapping[str, str] | None = None) -> Verdict:
         reader = CallReader(self.home, tool, tool_input, env)
         verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader)
         if verdict.allow:
@@ -158,7 +163,7 @@ class Gate:
 
 
     def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
-                    now: float | None = None, env: dict | None = None,
+                    now: float | None = None, env: Mapping[str, str] | None = None,
                     reader: "CallReader | None" = None) -> Verdict:
         """Rules 6 and 7. Imports the halt engine only when there is something
         for it to do, so the common hook call stays light."""
@@ -198,8 +203,8 @@ class Gate:
                                   f"{session_id}).", "session_paused")
         if state == "halted" and not self._only_looks(tool, reader, cwd):
             return Verdict(False, "leash: this session is halted until the operator acknowledges its halts "
-                                  f"(leash halts list --session {session_id}); only read-only tools and commands that only "
-                                  "look (ls, cat, grep, git status ...) may run meanwhile.", "session_halted")
+                                  f"(leash halts list --session {session_id}); only read-only tools and commands "
+                                  "that only look (ls, cat, grep, git status ...) may run meanwhile.", "session_halted")
         return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
                                       reader=reader)
 
@@ -266,7 +271,7 @@ class CallReader:
 
     __slots__ = ("home", "tool", "tool_input", "env", "_calls")
 
-    def __init__(self, home: str, tool: str | None, tool_input: object, env: dict | None):
+    def __init__(self, home: str, tool: str | None, tool_input: object, env: Mapping[str, str] | None):
         self.home, self.tool, self.tool_input = home, tool, tool_input
         self.env = env if env is not None else os.environ
         self._calls: dict = {}

@@ -24,16 +24,27 @@ modules it needs, nothing else.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from leash.core.hookio import (STDIN_LIMIT_BYTES, STDIN_TIMEOUT_SECONDS, HookInputError,  # noqa: F401
-                               HookInputTooLarge, deny_output, failed_closed, parse_payload, read_stdin)
 from leash.core.home import UnsafeHome
+from leash.core.hookio import (  # noqa: F401
+    STDIN_LIMIT_BYTES,
+    STDIN_TIMEOUT_SECONDS,
+    HookInputError,
+    HookInputTooLarge,
+    deny_output,
+    failed_closed,
+    parse_payload,
+    read_stdin,
+)
+
+TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
-def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: float | None = None,
+def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
                  input_error: HookInputError | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
     from leash.core.gate import Gate
@@ -82,7 +93,7 @@ def pre_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: fl
     return deny_output(verdict.reason) + "\n", warning, 0
 
 
-def post_tool_use(raw: bytes, *, home, env: dict[str, str] | None = None, now: float | None = None,
+def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
                   input_error: HookInputError | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook post-tool-use``: record what
     the session read and which commands failed, for the execution conditions.
@@ -143,7 +154,8 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
     except Exception as exc:
         # We could not establish that the call is allowed: the gating events
         # fail closed, as for an unreadable stop state; the others fail open.
-        return failed_closed(event, f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`")
+        return failed_closed(event,
+                             f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`")
 
 
 def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None, raw: bytes | None = None,

@@ -27,11 +27,11 @@ import os
 import shlex
 from collections import namedtuple
 
+from leash.core.wellknown import AGENT_SOCKET_ENV
+
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:
     from typing import Any
-
-from leash.core.wellknown import AGENT_SOCKET_ENV
 
 MARK = "# leash-hook"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"

@@ -209,7 +209,8 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
     if verdict.allow:
         return "", "", 0
     decision = {"behavior": "deny", "message": verdict.reason}
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}) + "\n", "", 0
+    reply = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+    return json.dumps(reply) + "\n", "", 0
 
 
 def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:

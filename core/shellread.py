@@ -35,6 +35,7 @@ import re
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only: the hook path does not import it
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Literal
 
 MAX_DEPTH = 8
@@ -150,7 +151,8 @@ class _Scope:
                       self.within if within is None else within, self.dirs)
 
 
-def read_shell(lines, *, cwd: str | None = None, env: dict | None = None, home: str | None = None) -> Reading:
+def read_shell(lines, *, cwd: str | None = None, env: Mapping[str, str] | None = None,
+               home: str | None = None) -> Reading:
     """Read one command line (or a list of them) into a ``Reading``."""
     reader = _Reader(env or {}, home)
     for line in [lines] if isinstance(lines, str) else lines:
@@ -161,13 +163,14 @@ def read_shell(lines, *, cwd: str | None = None, env: dict | None = None, home: 
     return reader.reading
 
 
-def simple_commands(line: str, *, cwd: str | None = None, env: dict | None = None) -> list[SimpleCommand]:
+def simple_commands(line: str, *, cwd: str | None = None,
+                    env: Mapping[str, str] | None = None) -> list[SimpleCommand]:
     """Every simple command ``line`` would run, nested ones included."""
     return read_shell(line, cwd=cwd, env=env).commands
 
 
 class _Reader:
-    def __init__(self, env: dict, home: str | None):
+    def __init__(self, env: Mapping[str, str], home: str | None):
         self.env = env
         self.home = home
         self.reading = Reading()

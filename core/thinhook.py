@@ -28,7 +28,7 @@ import os
 import sys
 
 from leash.core.hookio import REQUEST_LIMIT_BYTES, HookInputError, HookInputTooLarge, failed_closed, read_stdin
-from leash.core.wellknown import (AGENT_SOCKET_ENV, AGENT_SOCKET_NAME, DEFAULT_HOME, HOME_ENV, RUN_DIR)
+from leash.core.wellknown import AGENT_SOCKET_ENV, AGENT_SOCKET_NAME, DEFAULT_HOME, HOME_ENV, RUN_DIR
 
 # What of the agent's environment the daemon needs to judge a call: the tmux
 # pane (session identity), the home directory and user (shell expansion in the
@@ -47,14 +47,15 @@ try:
     class _Strict:
         """What json's C scanner reads from a decoder: plain JSON, no hooks."""
 
-        strict, object_hook, object_pairs_hook, memo = True, None, None, {}
+        strict, object_hook, object_pairs_hook = True, None, None
+        memo: dict = {}
         parse_float, parse_int = float, int
 
         @staticmethod
         def parse_constant(name: str):
             raise ValueError(f"not JSON: {name}")
 
-    _scan = _json.make_scanner(_Strict())
+    _scan = _json.make_scanner(_Strict())  # type: ignore[arg-type]  # it reads a decoder's attributes, as these
 
     def loads(text: str):
         value, end = _scan(text, 0)
@@ -68,7 +69,8 @@ except ImportError:  # another Python: the modules themselves
     import json
     import socket as socket_core  # type: ignore[no-redef]
 
-    loads = json.loads
+    def loads(text: str):
+        return json.loads(text)
 
     def quoted(text: str) -> str:
         return json.dumps(text, ensure_ascii=False)

@@ -35,6 +35,8 @@ import re
 
 TYPE_CHECKING = False  # imported for the type checker only: a call with no shell command never loads the reader
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from leash.core.shellread import Reading
 
 FILE_EDITING_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
@@ -106,7 +108,7 @@ class ToolCall:
         self.incomplete: str | None = None
         self.lines: list[str] = []
         self.reading: Reading | None = None
-        self.env: dict = {}
+        self.env: Mapping[str, str] = {}
 
     def __repr__(self) -> str:
         return f"ToolCall({self.tool!r}, cwd={self.cwd!r}, {len(self.commands)} commands, {len(self.targets)} paths)"
@@ -142,7 +144,8 @@ def shell_command(tool: str | None, tool_input: object) -> str | None:
     return None
 
 
-def read_tool_call(tool: str | None, tool_input: object, *, cwd: str | None = None, env: dict | None = None,
+def read_tool_call(tool: str | None, tool_input: object, *, cwd: str | None = None,
+                   env: Mapping[str, str] | None = None,
                    home: str | None = None) -> ToolCall:
     """The tool call as one ``ToolCall`` (see the module's docstring)."""
     call = ToolCall(tool, cwd)
@@ -154,7 +157,7 @@ def read_tool_call(tool: str | None, tool_input: object, *, cwd: str | None = No
     return call
 
 
-def read_commands(commands: list[str], *, cwd: str | None = None, env: dict | None = None,
+def read_commands(commands: list[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
                   home: str | None = None) -> ToolCall:
     """Command lines given as text (the halt engine's ``commands``)."""
     call = ToolCall("Bash", cwd)
@@ -162,7 +165,7 @@ def read_commands(commands: list[str], *, cwd: str | None = None, env: dict | No
     return call
 
 
-def _read_commands(call: ToolCall, lines: list[str], env: dict, home: str | None) -> None:
+def _read_commands(call: ToolCall, lines: list[str], env: Mapping[str, str], home: str | None) -> None:
     from leash.core.shellread import read_shell
 
     reading = read_shell(lines, cwd=call.cwd, env=env, home=home)

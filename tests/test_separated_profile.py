@@ -129,9 +129,9 @@ def deployment(users, home):
 
 
 def test_the_agent_cannot_read_or_write_the_home(deployment):
-    probe = ("import os, sys; home = sys.argv[1]\n"
-             "for attempt in (lambda: os.listdir(home), lambda: open(home + '/stops.json').read(),\n"
-             "                lambda: open(home + '/stops.json', 'w').write('{}'), lambda: os.unlink(home + '/stops.json')):\n"
+    probe = ("import os, sys; home = sys.argv[1]; stops = home + '/stops.json'\n"
+             "for attempt in (lambda: os.listdir(home), lambda: open(stops).read(),\n"
+             "                lambda: open(stops, 'w').write('{}'), lambda: os.unlink(stops)):\n"
              "    try:\n        attempt(); print('allowed')\n    except PermissionError:\n        print('denied')\n")
     done = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-c", probe, str(deployment.home)])
     assert done.stdout.split() == [b"denied"] * 4, done.stderr

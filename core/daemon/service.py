@@ -34,6 +34,10 @@ from leash.core.daemon import wire
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from leash.core.warrants.kennel import Kennel
+
 LOCK_NAME = "leashd.lock"
 MAX_CONNECTIONS = 256  # threads; beyond this, new clients wait in the listen backlog
 LISTEN_BACKLOG = 128
@@ -75,7 +79,7 @@ class Daemon:
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.listeners: list[socket.socket] = []
         self.threads: list[threading.Thread] = []
-        self.kennel = None
+        self.kennel: Kennel | None = None
         self.feed = ChangeFeed(self.home, say=self.say)
         self.refusals = RefusalLog(self._append_refusal)
         self._lock_fd: int | None = None
@@ -159,9 +163,8 @@ class Daemon:
 
         from leash.core.warrants.kennel import Kennel
 
-        self.kennel = Kennel(self.home, handle_signals=False)
-        self._kennel_thread = threading.Thread(target=lambda: asyncio.run(self.kennel.run()), name="kennel",
-                                               daemon=True)
+        kennel = self.kennel = Kennel(self.home, handle_signals=False)
+        self._kennel_thread = threading.Thread(target=lambda: asyncio.run(kennel.run()), name="kennel", daemon=True)
         self._kennel_thread.start()
 
     def _listen(self, path: str, mode: int, serve) -> socket.socket:
@@ -283,7 +286,7 @@ class Daemon:
         env = {k: v for k, v in given_env.items() if isinstance(k, str) and isinstance(v, str)} \
             if isinstance(given_env, dict) else {}
         problem = request.get("input_error")
-        input_error = None
+        input_error: HookInputError | None = None
         if problem == "too_large":
             input_error = HookInputTooLarge()
         elif isinstance(problem, str):

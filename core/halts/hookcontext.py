@@ -24,6 +24,10 @@ import os
 
 from leash.core.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
 
+TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
 MAX_WRITE_COMPARE = 256 * 1024
 ERROR_TEXT_KEPT = 2000
@@ -64,7 +68,8 @@ def _edits(tool: str, tool_input: dict, path: str) -> list[dict]:
 
 
 def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: str | None,
-                env: dict, files_read: list[str] | None, call=None, home: str | None = None) -> dict | None:
+                env: Mapping[str, str], files_read: list[str] | None, call=None,
+                home: str | None = None) -> dict | None:
     """``call``: the ``core.toolcall.ToolCall`` already read for this call
     (handed to the rules as ``_tool_call``); ``home``: the state home."""
     if not isinstance(tool_input, dict):

@@ -20,6 +20,7 @@ from leash.core.acklog import FLEET, AckLog
 from leash.core.handsoff import HandsOffRegistry
 from leash.core.home import ensure_home
 from leash.core.sessions import SessionRegistry
+from leash.core.statefile import JSONObject
 from leash.core.stop import StopRegistry
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
@@ -78,7 +79,7 @@ class FileStops:
     def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
         return StopRecord.of(self.registry.resume_fleet(source=source, reason=reason, now=now), key=FLEET)
 
-    def snapshot(self, *, now: float | None = None) -> dict[str, object]:
+    def snapshot(self, *, now: float | None = None) -> JSONObject:
         """The stop state as stored (``sessions``, ``fleet``, ``by_tmux_id``)."""
         return self.registry.snapshot(now=now)
 

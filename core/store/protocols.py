@@ -18,8 +18,19 @@ from __future__ import annotations
 
 from typing import AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
-from leash.core.store.records import (BreakerRecord, Change, HaltRecord, HeartbeatRecord, LockRecord, LogLine,
-                                      LogLines, SessionRecord, StopRecord, StopState, WarrantRecord)
+from leash.core.store.records import (
+    BreakerRecord,
+    Change,
+    HaltRecord,
+    HeartbeatRecord,
+    LockRecord,
+    LogLine,
+    LogLines,
+    SessionRecord,
+    StopRecord,
+    StopState,
+    WarrantRecord,
+)
 
 
 class AckLogStore(Protocol):
