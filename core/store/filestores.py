@@ -148,21 +148,13 @@ class FileHalts:
 
 # ---------------------------------------------------------------- warrants
 class FileClaim:
-    """A warrant this process holds (a held flock on its ``.claim`` file).
-    ``FileClaim.held_by_caller(queue, state)`` is one whose flock the caller
-    holds and releases itself."""
-
-    CALLER_HOLDS = -1  # no descriptor of ours: releasing is the caller's business
+    """A warrant this process holds (a held flock on its ``.claim`` file)."""
 
     def __init__(self, queue, state: dict, fd: int):
         self.queue = queue
         self.state = state
         self.warrant = WarrantRecord.of(state.get("warrant") or {})
         self._fd: int | None = fd
-
-    @classmethod
-    def held_by_caller(cls, queue, state: dict) -> "FileClaim":
-        return cls(queue, state, cls.CALLER_HOLDS)
 
     @property
     def id(self) -> str:
@@ -179,8 +171,7 @@ class FileClaim:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            if fd != self.CALLER_HOLDS:
-                self.queue.release(self.id, fd)
+            self.queue.release(self.id, fd)
 
     def save(self) -> None:
         from leash.core.statefile import write_json

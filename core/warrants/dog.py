@@ -72,9 +72,7 @@ class Dog:
                  poll_seconds: float = 1.0, pardon_on_activity: bool = False, hands_off=None,
                  defer_finish: bool = False):
         if state is not None:  # (queue, state): a file queue whose claim the caller holds
-            from leash.core.store.filestores import FileClaim
-
-            claim = FileClaim.held_by_caller(claim, state)
+            claim = _HeldByCaller(claim, state)
         self.claim = claim
         self.state = claim.state
         self.tmux = tmux
@@ -315,6 +313,25 @@ class Dog:
                 self._save()
             v = self.verdict
             self.claim.complete(v["outcome"], now=v["now"], timeouts=self.timeouts, by=v["by"], note=v["note"])
+
+
+class _HeldByCaller:
+    """A claim over a ``WarrantQueue`` whose flock the caller holds (and releases)."""
+
+    def __init__(self, queue, state: dict):
+        self.queue = queue
+        self.state = state
+
+    def save(self) -> None:
+        write_json(self.queue.active_path(self.state["id"]), self.state)
+
+    def pardon_request(self) -> dict | None:
+        return self.queue.pardon_request(self.state["id"])
+
+    def complete(self, outcome: str, *, now: float, timeouts=(), by: str | None = None, note: str = "") -> dict:
+        if self.state.get("state") == "complete":  # sealed by a kennel that died before filing it away
+            return complete(self.queue, self.state, now=now, resumed=True)
+        return finish(self.queue, self.state, outcome, now=now, timeouts=timeouts, by=by, note=note)
 
 
 def line_digest(line: str) -> str:
