@@ -158,3 +158,57 @@ def test_the_kennel_works_through_its_backend(home, backend):
     assert [(d["warrant"]["target"], d["outcome"]) for d in finished] == [("agent-9", "already_dead")]
     assert backend.warrants.active() == [] and running_kennel(backend=backend) is None
     assert [line.event for line in backend.acklog.read()].count("epitaph") == 1
+
+
+def test_a_kennel_that_loses_a_claim_stops_that_dog_and_resumes_the_warrant(home, tmux_socket, monkeypatch):
+    """The heartbeat renews each claim; a claim lost (a shared store's lease
+    gone, here a file claim let go under the kennel) stops its dog, so two
+    dogs never work one warrant, and the orphan scan takes the warrant up
+    again at the state and deadline it was saved with: no second message."""
+    import threading
+    import time
+
+    from leash.core.tmux import Tmux
+    from leash.core.warrants.kennel import Kennel
+
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
+    server = Tmux(str(tmux_socket))
+    try:
+        server.new_session("mute", "echo ready; exec cat > /dev/null", width=120)
+        wait(lambda: any("ready" in line for line in server.capture("mute")), "the agent to start")
+        files = FileBackend(home)
+        warrant, _ = files.warrants.file("mute", reason="stuck", requester="ops")
+        kennel = Kennel(home, tmux=server, timeouts=[30, 30, 30], poll_seconds=0.05, handle_signals=False)
+        worker = threading.Thread(target=lambda: asyncio.run(kennel.run()), daemon=True)
+        worker.start()
+        try:
+            first = wait(lambda: next((d for d in files.warrants.active() if d.get("state") == "interrogating"), None),
+                         "the dog to interrogate")
+            lost = kennel.claims[warrant.id]
+            lost.release()
+            taken_again = wait(lambda: (lambda c: c if c is not None and c is not lost else None)(
+                kennel.claims.get(warrant.id)), "the warrant to be claimed again")
+            assert (taken_again.state["attempt"], taken_again.state["next_timeout"]) == (1, first["next_timeout"])
+            assert len(kennel.working) == 1
+            assert sum("HEALTH CHECK" in line for line in server.capture("mute", 200)) == 1
+            assert files.warrants.pardon(warrant.id, source="ops", reason="seen", now=time.time())[0] == "requested"
+            done = wait(lambda: files.warrants.completed(), "the pardon to be honoured")
+            assert [(d["id"], d["outcome"]) for d in done] == [(warrant.id, "pardoned")]
+        finally:
+            kennel.request_stop()
+            worker.join(timeout=20)
+    finally:
+        server.kill_server()
+
+
+def wait(predicate, what: str, timeout: float = 15.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)

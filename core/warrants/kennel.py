@@ -1,8 +1,9 @@
 """The kennel: a pool of dogs working the warrant queue.
 
 ``Kennel.run()`` (asyncio) keeps ``kennel.json`` — pid, host, started_at,
-heartbeat_at, dogs — fresh every second, resumes dogs whose kennel died (their
-claim is free) and then takes pending warrants in filing order, up to ``dogs``
+heartbeat_at, dogs — fresh every second and renews its claims with it (a dog
+whose claim is lost stops), resumes dogs whose kennel died (their claim is
+free) and then takes pending warrants in filing order, up to ``dogs``
 at a time; warrants beyond the pool wait. Each dog runs in its own task and
 sleeps between polls; tmux calls run in worker threads so one slow pane never
 stalls the others. ``until_idle`` ends the run when nothing is pending or
@@ -102,6 +103,7 @@ class Kennel:
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
         self.ready: list = []  # claimed ahead, waiting for a free dog
+        self.claims: dict[str, object] = {}  # the claim each working dog holds; the heartbeat renews them
         self._claiming: asyncio.Task | None = None
         self._orphans_checked = float("-inf")
         self._wake: asyncio.Event | None = None
@@ -111,6 +113,25 @@ class Kennel:
     def _heartbeat(self, *, stopped: bool = False) -> None:
         self.kennels.beat(pid=self.owner["pid"], host=self.owner["host"], started_at=self.started_at,
                           dogs=self.size, working=self.working, stopped=stopped, now=time.time())
+
+    def _renew_claims(self) -> None:
+        """Renew every claim this kennel holds (a shared store's lease). A dog
+        whose claim is lost stops at once, so two dogs never work one warrant:
+        it is another kennel's now, or this one's again when its orphan scan
+        finds it, resumed at the state and deadline it was saved with. A claim
+        taken ahead and lost is let go."""
+        moment = time.time()
+        for warrant_id, claim in list(self.claims.items()):
+            task = self.working.get(warrant_id)
+            if task is not None and not claim.renew(now=moment):
+                task.cancel()
+        kept = []
+        for claim in self.ready:
+            if claim.renew(now=moment):
+                kept.append(claim)
+            else:
+                claim.release()
+        self.ready = kept
 
     async def _run_dog(self, claim) -> None:
         dog = Dog(claim, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll_seconds,
@@ -128,6 +149,8 @@ class Kennel:
             self.finished.append(dog.state)
         finally:
             self._leave_pool(dog.id)
+            if self.claims.get(dog.id) is claim:
+                del self.claims[dog.id]
             claim.release()
 
     def _leave_pool(self, warrant_id: str) -> None:
@@ -160,6 +183,7 @@ class Kennel:
     def _start(self, claim) -> None:
         if claim.state.get("state") == "received":
             claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
+        self.claims[claim.warrant.id] = claim
         self.working[claim.warrant.id] = asyncio.ensure_future(self._run_dog(claim))
 
     def _fill(self) -> None:
@@ -215,6 +239,7 @@ class Kennel:
                 self._fill()
                 if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                     self._heartbeat()
+                    self._renew_claims()
                     self._tidy_done_files()
                     last_beat = time.monotonic()
                 if self.until_idle and not self.working and not self.settling and not self.ready \
