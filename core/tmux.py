@@ -1,36 +1,55 @@
-"""The one module that talks to tmux, through libtmux.
+"""The one module that talks to tmux, through libtmux's objects.
 
 Every other module asks this one to list sessions, capture a pane, send a
 message, check that a session exists, or kill it. The server is chosen once:
 an explicit socket path, else ``$LEASH_TMUX_SOCKET``, else ``[tmux] socket``
 in config.toml, else tmux's default server — so every test runs on a private
-server of its own.
+server of its own. libtmux is imported here only, and only when a ``Tmux`` is
+made: the hook path never loads it.
 
-Sessions are addressed by their stable tmux ids once known: ``$N`` for a
-session, ``%N`` for a pane. An id survives ``rename-session``; a name does not.
-Every method that takes a session accepts a name, a session id or a pane id.
-A name is matched exactly (``=name``), never by tmux's prefix or fnmatch
-rule, so a warrant for ``agent-1`` can never reach ``agent-10``. tmux reads
-``:`` and ``.`` in a target as window and pane separators (and never puts them
-in a session name: it turns them into ``_``), so a name holding either is
-resolved to an id here or found missing, never handed to tmux as a target.
-``resolve(name_or_id)`` gives ``{"id", "name", "panes"}`` or None; text of the
-form ``$N`` or ``%N`` is read as an id, even if some session is named so.
+Sessions are addressed by their stable tmux ids: ``$N`` for a session, ``%N``
+for a pane. An id survives ``rename-session``; a name does not. Every method
+that takes a session accepts a name, a session id or a pane id; a name is
+resolved here to its session id (exact equality, never tmux's prefix or
+fnmatch rule, so a warrant for ``agent-1`` can never reach ``agent-10``) and
+tmux is handed the id. tmux reads ``:`` and ``.`` in a target as window and
+pane separators (and never puts them in a session name: it turns them into
+``_``; libtmux refuses to create such a name), so a name holding either is
+found by that same lookup or found missing. ``resolve(name_or_id)`` gives
+``{"id", "name", "panes"}`` or None; text of the form ``$N`` or ``%N`` is read
+as an id, even if some session is named so.
+
+The listing behind every lookup asks tmux for a few fields of its own choosing
+(ids, numbers, names tmux sanitises) and wraps each row in a libtmux ``Pane``:
+libtmux's own listing asks for every field tmux has, and one pane whose working
+directory, title or session name holds its field separator makes that whole
+listing fail — a pane's content must never blind the kennel.
 
 Failure: a server that is not running means "no sessions" (``has_session`` is
 False, ``list_sessions`` is empty); other tmux errors raise ``TmuxError`` with
-tmux's own message.
+tmux's own message, and so does a session or pane that is not there.
 """
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from libtmux.pane import Pane
+    from libtmux.session import Session
 
 SOCKET_ENV = "LEASH_TMUX_SOCKET"
-FIELD_SEPARATOR = "\x1f"
+FIELD_SEPARATOR = "\x1f"  # tmux escapes control characters in the names it keeps
 SESSION_ID_PREFIX = "$"
 PANE_ID_PREFIX = "%"
 TARGET_SEPARATORS = ":."  # tmux splits a target at these into session, window and pane
 MARKS_FORMAT = "#{history_size} #{history_limit} #{cursor_y}"
+# The command a pane runs comes last: it is the one field its program names, so
+# a separator inside it stays inside it.
+LISTING_FIELDS = ("session_id", "session_name", "session_created", "session_attached", "window_active",
+                  "pane_id", "pane_active", "pane_pid", "pane_current_command")
+LISTING_FORMAT = FIELD_SEPARATOR.join(f"#{{{field}}}" for field in LISTING_FIELDS)
+FLAG_PREFIX = "-"  # tmux reads an argument that starts so as flags, even after send-keys -l
 
 
 class TmuxError(Exception):
@@ -60,109 +79,155 @@ class Tmux:
         self.socket = resolve_socket(socket, home=home)
         self.server = libtmux.Server(socket_path=self.socket) if self.socket else libtmux.Server()
 
-    # ------------------------------------------------------------ plumbing
-    def _run(self, *args: str, quiet_missing: bool = False) -> list[str]:
-        result = self.server.cmd(*args)
-        if result.returncode != 0:
-            message = " ".join(result.stderr).strip() or f"tmux {args[0]} failed"
-            if quiet_missing and _is_missing(message):
-                return []
-            raise TmuxError(message)
-        return result.stdout
+    # ------------------------------------------------------------ objects
+    def _listing(self) -> list[Pane]:
+        """Every pane on the server as a libtmux ``Pane`` carrying its session's
+        id, name, created and attached and its window's active flag."""
+        from libtmux.pane import Pane
 
-    def _session_target(self, target: str) -> str:
-        """A ``-t`` value that means this session and nothing else."""
-        if is_tmux_id(target):
+        # Not ``server.panes``: its listing fails whole on one hostile pane (see above).
+        lines = _checked(self.server.cmd("list-panes", "-a", "-F", LISTING_FORMAT), quiet_missing=True)
+        panes = []
+        for line in lines:
+            values = line.split(FIELD_SEPARATOR, len(LISTING_FIELDS) - 1)
+            if len(values) != len(LISTING_FIELDS):
+                continue
+            row = dict(zip(LISTING_FIELDS, values, strict=True))
+            if is_tmux_id(row["session_id"]) and is_tmux_id(row["pane_id"]):
+                panes.append(Pane(server=self.server, session_id=row["session_id"],
+                                  session_name=row["session_name"], session_created=row["session_created"],
+                                  session_attached=row["session_attached"], window_active=row["window_active"],
+                                  pane_id=row["pane_id"], pane_active=row["pane_active"], pane_pid=row["pane_pid"],
+                                  pane_current_command=row["pane_current_command"]))
+        return panes
+
+    def _panes_of(self, name_or_id: str) -> list[Pane]:
+        """The panes of the session named exactly ``name_or_id``, or whose
+        session or pane id it is; empty when there is none (or no server)."""
+        if not isinstance(name_or_id, str) or not name_or_id:
+            return []
+        panes = self._listing()
+        match = None
+        for pane in panes:
+            if name_or_id in (pane.session_id, pane.pane_id) or \
+                    (pane.session_name == name_or_id and not is_tmux_id(name_or_id)):
+                match = pane.session_id
+        return [pane for pane in panes if pane.session_id == match]
+
+    def _session(self, target: str) -> Session:
+        """The libtmux ``Session`` that ``target`` means, by its id. A session id
+        needs no lookup: tmux itself says whether it is there when it is used."""
+        from libtmux.session import Session
+
+        if is_tmux_id(target) and target.startswith(SESSION_ID_PREFIX):
+            return Session(server=self.server, session_id=target)
+        panes = self._panes_of(target)
+        if not panes:
+            raise TmuxError(f"can't find session: {target}")
+        return Session(server=self.server, session_id=panes[0].session_id, session_name=panes[0].session_name)
+
+    def _pane(self, target: str) -> Pane:
+        """The pane ``target`` shows: a pane id is that pane; a session shows the
+        active pane of its current window. Looked up, so it was there just now."""
+        panes = self._panes_of(target)
+        chosen = [p for p in panes if p.pane_id == target] or \
+            [p for p in panes if p.pane_active == "1" and p.window_active == "1"] or panes
+        if not chosen:
+            raise TmuxError(f"can't find session: {target}")
+        return chosen[0]
+
+    def _pane_target(self, target: str) -> str:
+        """A ``-t`` value, by id, for the pane ``target`` shows — for the commands
+        run several to one tmux process, which libtmux's objects cannot join."""
+        if is_tmux_id(target) and target.startswith(PANE_ID_PREFIX):
             return target
-        if any(c in target for c in TARGET_SEPARATORS):
-            found = self.resolve(target)
-            if found is None:
-                raise TmuxError(f"can't find session: {target}")
-            return found["id"]
-        return f"={target}"
-
-    def _target(self, target: str) -> str:
-        """A ``-t`` value for the session's active pane."""
-        session = self._session_target(target)
-        return session if session.startswith(PANE_ID_PREFIX) else f"{session}:"
+        return f"{self._session(target).session_id}:"
 
     # ------------------------------------------------------------ sessions
     def has_session(self, target: str) -> bool:
-        try:
-            session = self._session_target(target)
-        except TmuxError:
+        if not isinstance(target, str) or not target:
             return False
-        result = self.server.cmd("has-session", "-t", session)
-        return result.returncode == 0
+        if is_tmux_id(target):
+            return self.server.has_session(target, exact=False)  # an id is tmux's own address
+        if any(c in target for c in TARGET_SEPARATORS):
+            return bool(self._panes_of(target))  # libtmux refuses such a name; the lookup finds none
+        return self.server.has_session(target)  # exact: ``=name``, never a prefix or a pattern
 
     def resolve(self, name_or_id: str) -> dict | None:
         """``{"id": "$N", "name": ..., "panes": ["%N", ...]}`` for a session
         named exactly ``name_or_id``, or whose session or pane id it is; None
         when there is none (or no server)."""
-        if not isinstance(name_or_id, str) or not name_or_id:
+        panes = self._panes_of(name_or_id)
+        if not panes:
             return None
-        fields = ["#{session_id}", "#{session_name}", "#{pane_id}"]
-        lines = self._run("list-panes", "-a", "-F", FIELD_SEPARATOR.join(fields), quiet_missing=True)
-        found: dict[str, dict] = {}
-        match = None
-        for line in lines:
-            parts = line.split(FIELD_SEPARATOR)
-            if len(parts) != len(fields):
-                continue
-            session_id, name, pane_id = parts
-            session = found.setdefault(session_id, {"id": session_id, "name": name, "panes": []})
-            session["panes"].append(pane_id)
-            if name_or_id in (session_id, pane_id) or (name == name_or_id and not is_tmux_id(name_or_id)):
-                match = session_id
-        return found[match] if match is not None else None
+        return {"id": panes[0].session_id, "name": panes[0].session_name, "panes": [p.pane_id for p in panes]}
 
     def list_sessions(self) -> list[dict]:
         """Every session with its panes: id (``$N``), name, created, attached,
         and for each pane its id, pid, current command and whether it is active."""
-        fields = ["#{session_id}", "#{session_name}", "#{session_created}", "#{session_attached}", "#{pane_id}",
-                  "#{pane_pid}", "#{pane_current_command}", "#{pane_active}", "#{window_active}"]
-        try:
-            lines = self._run("list-panes", "-a", "-F", FIELD_SEPARATOR.join(fields), quiet_missing=True)
-        except TmuxError as exc:
-            if _is_missing(str(exc)):
-                return []
-            raise
         sessions: dict[str, dict] = {}
-        for line in lines:
-            parts = line.split(FIELD_SEPARATOR)
-            if len(parts) != len(fields):
-                continue
-            session_id, name, created, attached, pane_id, pid, command, active, window_active = parts
-            session = sessions.setdefault(session_id, {"id": session_id, "name": name, "created": int(created or 0),
-                                                       "attached": attached not in ("", "0"), "panes": []})
-            session["panes"].append({"id": pane_id, "pid": int(pid or 0), "command": command,
-                                     "active": active == "1" and window_active == "1"})
+        for pane in self._listing():
+            session_id = pane.session_id or ""  # the listing keeps only rows with ids
+            session = sessions.setdefault(session_id, {
+                "id": session_id, "name": pane.session_name or "", "created": _number(pane.session_created),
+                "attached": pane.session_attached not in (None, "", "0"), "panes": []})
+            session["panes"].append({"id": pane.pane_id, "pid": _number(pane.pane_pid),
+                                     "command": pane.pane_current_command or "",
+                                     "active": pane.pane_active == "1" and pane.window_active == "1"})
         return sorted(sessions.values(), key=lambda s: s["name"])
 
     def new_session(self, name: str, command: str | None = None, *, width: int = 120, height: int = 30,
                     environment: dict[str, str] | None = None) -> None:
+        """A detached session named exactly ``name`` (a name tmux would change —
+        empty, or holding ``:`` or ``.`` — is refused), running ``command``."""
+        from libtmux import exc
+        from libtmux.common import session_check_name
+
+        try:
+            session_check_name(name)
+        except exc.LibTmuxException as error:
+            raise TmuxError(str(error)) from None
+        # Not ``server.new_session``: it reads the new session back through libtmux's
+        # full listing, which fails (after the session is made) when the name, the
+        # command or the working directory holds its field separator.
         args = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height)]
         for key, value in (environment or {}).items():
             args += ["-e", f"{key}={value}"]
         if command:
             args.append(command)
-        self._run(*args)
+        _checked(self.server.cmd(*args))
 
     def kill(self, target: str) -> None:
+        from libtmux import exc
+
         try:
-            session = self._session_target(target)
+            session = self._session(target)
         except TmuxError:
             return
-        self._run("kill-session", "-t", session, quiet_missing=True)
+        try:
+            session.kill()
+        except exc.LibTmuxException as error:
+            if not _is_missing(str(error)):
+                raise TmuxError(str(error)) from None
 
     def kill_server(self) -> None:
-        self.server.cmd("kill-server")
+        from libtmux import exc
+
+        try:
+            self.server.kill()
+        except exc.LibTmuxException:
+            pass  # a server that is gone, or going, is what was asked for
 
     # ------------------------------------------------------------ panes
     def capture(self, name: str, lines: int = 200) -> list[str]:
         """The last ``lines`` lines of the active pane, history included, without
         the blank rows below the cursor."""
-        out = self._run("capture-pane", "-p", "-J", "-t", self._target(name), "-S", f"-{max(1, lines)}")
+        pane = self._pane(name)
+        out = pane.capture_pane(start=-max(1, lines), join_wrapped=True)
+        # libtmux drops blank lines at the end and tmux's error with them: a blank
+        # pane and one that ended since the lookup both come back empty.
+        if not out and not self.has_session(pane.pane_id or ""):
+            raise TmuxError(f"can't find pane: {pane.pane_id}")
         return _without_blank_tail(out)[-lines:]
 
     def read_since(self, name: str, position: int, *, history: int) -> tuple[dict[str, int], list[str]]:
@@ -172,37 +237,56 @@ class Tmux:
         polls. tmux runs the two commands of one invocation back to back, so
         the marks it prints describe the pane it captures; when they say the
         history moved, a second command captures from the right place."""
-        target = self._target(name)
-        out = self._run("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
-                        "capture-pane", "-p", "-J", "-t", target, "-S", str(position - history))
+        target = self._pane_target(name)
+        out = _checked(self.server.cmd("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
+                                       "capture-pane", "-p", "-J", "-t", target, "-S", str(position - history)))
         marks = _parse_marks(out[:1])
         if marks["history"] == history:
             return marks, _without_blank_tail(out[1:])
         start = position - marks["history"]  # negative: still in the history
-        return marks, _without_blank_tail(self._run("capture-pane", "-p", "-J", "-t", target, "-S", str(start)))
+        return marks, _without_blank_tail(
+            _checked(self.server.cmd("capture-pane", "-p", "-J", "-t", target, "-S", str(start))))
 
     def send_message(self, name: str, text: str) -> None:
-        """Type ``text`` into the active pane (literally) and press Enter. The
-        caller makes ``text`` one printable line: typed literally, a newline
-        is still Enter and a control character still a control key."""
-        target = self._target(name)
-        self._run("send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
+        """Type ``text`` into the active pane (literally: ``send-keys -l``) and
+        press Enter as a key of its own. The caller makes ``text`` one printable
+        line: typed literally, a newline is still Enter and a control character
+        still a control key."""
+        if text.startswith(FLAG_PREFIX):
+            raise TmuxError(f"a message cannot begin with {FLAG_PREFIX!r}: tmux reads it as flags")
+        self._pane(name).send_keys(text, enter=True, literal=True)
 
     def interrogate(self, name: str, text: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
         """Note where the pane is, keep its last ``tail`` lines, then send
         ``text`` — in one tmux command (each command is a process to start, and
-        a kennel sends many). Returns (``marks`` as before sending, the tail)."""
-        target = self._target(name)
-        out = self._run("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
-                        "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
-                        "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter")
+        a kennel sends many; libtmux's objects run one command a process).
+        Returns (``marks`` as before sending, the tail)."""
+        target = self._pane_target(name)
+        out = _checked(self.server.cmd("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
+                                       "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
+                                       "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter"))
         return _parse_marks(out[:1]), _without_blank_tail(out[1:])
 
 
 def is_tmux_id(text: str) -> bool:
     """``$N`` (a session id) or ``%N`` (a pane id)."""
-    return len(text) > 1 and text[0] in (SESSION_ID_PREFIX, PANE_ID_PREFIX) and text[1:].isdigit() \
-        and text[1:].isascii()
+    return isinstance(text, str) and len(text) > 1 and text[0] in (SESSION_ID_PREFIX, PANE_ID_PREFIX) \
+        and text[1:].isdigit() and text[1:].isascii()
+
+
+def _checked(result, *, quiet_missing: bool = False) -> list[str]:
+    """The output of a tmux command run through ``server.cmd``; its error as a
+    ``TmuxError`` (none when ``quiet_missing`` and the thing is not there)."""
+    if result.returncode != 0:
+        message = " ".join(result.stderr).strip() or f"tmux failed (exit {result.returncode})"
+        if quiet_missing and _is_missing(message):
+            return []
+        raise TmuxError(message)
+    return result.stdout
+
+
+def _number(text: str | None) -> int:
+    return int(text) if text and text.isdigit() else 0
 
 
 def _parse_marks(out: list[str]) -> dict[str, int]:

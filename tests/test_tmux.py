@@ -3,6 +3,8 @@ pane showed since a position, in one command when the pane did not scroll and
 exactly when it did."""
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections import Counter
 
@@ -18,16 +20,18 @@ def tmux(tmux_socket):
     server.kill_server()
 
 
-def counting(tmux: Tmux) -> Counter:
-    """Count the tmux processes the Tmux starts from now on."""
+def counting(monkeypatch) -> Counter:
+    """Count the tmux processes started from now on, whoever starts them
+    (``server.cmd`` or a libtmux object)."""
     calls: Counter[str] = Counter()
-    real = tmux.server.cmd
+    real = subprocess.Popen
 
-    def cmd(name, *args, **kwargs):
-        calls["processes"] += 1
-        return real(name, *args, **kwargs)
+    def popen(args, *rest, **kwargs):
+        if os.path.basename(str(args[0])) == "tmux":
+            calls["processes"] += 1
+        return real(args, *rest, **kwargs)
 
-    tmux.server.cmd = cmd
+    monkeypatch.setattr(subprocess, "Popen", popen)
     return calls
 
 
@@ -40,20 +44,24 @@ def settle(tmux: Tmux, name: str, last: str) -> None:
         time.sleep(0.02)
 
 
-def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux):
+def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux, monkeypatch):
     tmux.new_session("agent", "cat", width=80, height=20)
-    marks, _ = tmux.interrogate("agent", "first")
+    session_id = tmux.resolve("agent")["id"]  # a kennel addresses its target by id
+    marks, _ = tmux.interrogate(session_id, "first")
     settle(tmux, "agent", "first")
-    calls = counting(tmux)
-    now, lines = tmux.read_since("agent", marks["position"], history=marks["history"])
+    calls = counting(monkeypatch)
+    now, lines = tmux.read_since(session_id, marks["position"], history=marks["history"])
     assert calls["processes"] == 1
     assert now["history"] == marks["history"]
     assert lines == ["first", "first"]  # the tty's echo, then cat's copy
+    assert tmux.read_since("agent", marks["position"], history=marks["history"])[1] == lines
+    assert calls["processes"] == 3  # a name is looked up first: one listing more
 
 
 @pytest.mark.parametrize("shown", [25, 300])
-def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux, shown):
+def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux, monkeypatch, shown):
     tmux.new_session("agent", "cat", width=80, height=10)
+    session_id = tmux.resolve("agent")["id"]
     for n in range(12):  # the pane is full: what comes next scrolls it
         tmux.send_message("agent", f"before {n}")
     settle(tmux, "agent", "before 11")
@@ -62,8 +70,8 @@ def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux
     for n in range(shown // 2):
         tmux.send_message("agent", f"line {n}")
     settle(tmux, "agent", f"line {shown // 2 - 1}")
-    calls = counting(tmux)
-    now, lines = tmux.read_since("agent", marks["position"], history=marks["history"])
+    calls = counting(monkeypatch)
+    now, lines = tmux.read_since(session_id, marks["position"], history=marks["history"])
     assert now["history"] > marks["history"]
     assert calls["processes"] == 2  # the marks said it moved: one more, exact, capture
     assert lines[0].startswith("after 0; after 1")  # nothing from before the position, nothing lost
