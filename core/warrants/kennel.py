@@ -24,6 +24,7 @@ import asyncio
 import os
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from leash.core.clock import iso
 from leash.core.statefile import JSONObject
@@ -32,6 +33,9 @@ from leash.core.statefile import JSONObject
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
 from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
 from leash.core.warrants.dog import Dog
+
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Claim
 
 HEARTBEAT_SECONDS = 1.0
 IDLE_POLL_SECONDS = 0.5
@@ -102,8 +106,8 @@ class Kennel:
         self.owner: JSONObject = {"pid": os.getpid(), "host": socket.gethostname()}
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
-        self.ready: list = []  # claimed ahead, waiting for a free dog
-        self.claims: dict[str, object] = {}  # the claim each working dog holds; the heartbeat renews them
+        self.ready: list[Claim] = []  # claimed ahead, waiting for a free dog
+        self.claims: dict[str, Claim] = {}  # the claim each working dog holds; the heartbeat renews them
         self._claiming: asyncio.Task | None = None
         self._orphans_checked = float("-inf")
         self._wake: asyncio.Event | None = None
@@ -183,8 +187,8 @@ class Kennel:
     def _start(self, claim) -> None:
         if claim.state.get("state") == "received":
             claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
-        self.claims[claim.warrant.id] = claim
-        self.working[claim.warrant.id] = asyncio.ensure_future(self._run_dog(claim))
+        self.claims[claim.state["id"]] = claim
+        self.working[claim.state["id"]] = asyncio.ensure_future(self._run_dog(claim))
 
     def _fill(self) -> None:
         """Give every free dog a warrant, and keep ``CLAIM_AHEAD`` claimed in
@@ -195,7 +199,7 @@ class Kennel:
         want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
         orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
         if want > 0 and self._claiming is None and (orphan_scan_due or self.warrants.has_pending()):
-            busy = set(self.working) | {claim.warrant.id for claim in self.ready}
+            busy = set(self.working) | {claim.state["id"] for claim in self.ready}
             self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
 
     async def _claim_ahead(self, want: int, busy: set[str]) -> None:
