@@ -50,6 +50,7 @@ def seeded_home(home: str) -> None:
 def daemon_side() -> None:
     from leash.core.daemon.service import Daemon
     from leash.core.gate import Gate
+    from leash.core.thinhook import forwarded_env
 
     with tempfile.TemporaryDirectory() as root:
         home = os.path.join(root, "home")
@@ -64,7 +65,8 @@ def daemon_side() -> None:
             }
             for label, call in cases.items():
                 payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
-                request = {"verb": "hook", "event": "pre-tool-use", "payload": payload, "env": {}}
+                request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
+                           "env": forwarded_env(os.environ)}  # what a thin hook sends
                 for _ in range(100):
                     daemon._hook(request)
                 times = []

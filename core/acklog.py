@@ -142,9 +142,9 @@ class AckLog:
     @property
     def head(self):
         if self._head is None:
-            from leash.core.loghead import AckHead
+            from leash.core.loghead import head_of
 
-            self._head = AckHead(self.home)
+            self._head = head_of(self.home)
         return self._head
 
     def _anchor_command(self) -> list[str]:

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import os
 
-from leash.core.handsoff import HandsOffRegistry, HandsOffUnreadable
+from leash.core.handsoff import HandsOffUnreadable
 from leash.core.identity import protecting_entities
-from leash.core.sessions import SessionRegistry
-from leash.core.stop import StopRegistry, StopStateUnreadable
+from leash.core.stop import StopStateUnreadable
 
 TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
 if TYPE_CHECKING:
@@ -55,12 +54,16 @@ ALLOW = Verdict(True)
 
 
 class Gate:
-    def __init__(self, home: str | os.PathLike, *, stops: StopRegistry | None = None,
-                 hands_off: HandsOffRegistry | None = None, sessions: SessionRegistry | None = None):
+    """Reads every store through ``backend`` (default: the home's file backend)."""
+
+    def __init__(self, home: str | os.PathLike, *, backend=None):
+        if backend is None:
+            from leash.core.store.files import FileBackend
+
+            backend = FileBackend(home)
+        self.backend = backend
         self.home = os.fspath(home)
-        self.stops = stops or StopRegistry(self.home)
-        self.hands_off = hands_off or HandsOffRegistry(self.home, self.stops.acklog)
-        self.sessions = sessions or SessionRegistry(self.home, self.stops.acklog)
+        self.stops, self.locks, self.sessions = backend.stops, backend.locks, backend.sessions
         self._config: dict | None = None
 
     def config(self) -> dict:
@@ -76,7 +79,8 @@ class Gate:
 
     def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, Any]]:
         """The names a session answers to (id, tmux session) and its record."""
-        record = self.sessions.get(session_id, now=now) or {}
+        known = self.sessions.get(session_id, now=now)
+        record = known.as_dict() if known is not None else {}
         names = [session_id]
         tmux_name = record.get("tmux_session")
         if tmux_name and tmux_name != session_id:
@@ -94,23 +98,22 @@ class Gate:
     def _stop_verdict(self, names: list[str], tmux_session_id: str = "", *,
                       now: float | None = None, lineage: tuple[str, ...] = ()) -> Verdict | None:
         try:
-            stops = self.stops.snapshot(now=now)
+            stops = self.stops.current(now=now)
         except StopStateUnreadable as exc:
             return Verdict(False, f"leash: {exc}", "stop_unreadable")
-        fleet = stops["fleet"]
-        if fleet is not None:
-            return Verdict(False, _said("the whole fleet is stopped", fleet), "fleet_stop")
+        if stops.fleet is not None:
+            return Verdict(False, _said("the whole fleet is stopped", stops.fleet), "fleet_stop")
         for name in names:
-            record = stops["sessions"].get(name)
+            record = stops.sessions.get(name)
             if record is not None:
                 what = ("this session" if name == names[0] else
                         f"session {name!r}, which this one was resumed from," if name in lineage else
                         f"tmux session {name!r}")
                 return Verdict(False, _said(f"{what} is stopped", record), "session_stop")
-        bound = stops["by_tmux_id"].get(tmux_session_id) if tmux_session_id else None
-        if bound is not None:  # stopped by the name it had when the stop was filed
+        bound = stops.by_tmux_id.get(tmux_session_id) if tmux_session_id else None
+        if bound is not None and bound in stops.sessions:  # stopped by the name it had when the stop was filed
             return Verdict(False, _said(f"tmux session {bound!r} (renamed since) is stopped",
-                                        stops["sessions"][bound]), "session_stop")
+                                        stops.sessions[bound]), "session_stop")
         return None
 
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
@@ -131,10 +134,10 @@ class Gate:
             return stopped
         entities = protecting_entities(names, [record])
         try:
-            found = self.hands_off.lock_covering(entities, tmux_session_id=tmux_session_id, now=now)
+            found = self.locks.covering(entities, tmux_session_id=tmux_session_id, now=now)
             if found is not None:
-                return Verdict(False, _locked(*found), "hands_off")
-            if not self.hands_off.has_path_locks(now=now):
+                return Verdict(False, _locked(found.entity, found), "hands_off")
+            if not self.locks.has_path_locks(now=now):
                 return ALLOW
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
@@ -150,12 +153,12 @@ class Gate:
         symbolic links), a written directory with everything under it."""
         for target in call.targets:
             for path, base in _path_variants(target.path, where):
-                found = self.hands_off.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
+                found = self.locks.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
                 if found is not None:
                     shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) \
                         else target.path
                     shown += " (and everything under it)" if target.subtree else ""
-                    return Verdict(False, _locked(*found, path=shown), "path_lock")
+                    return Verdict(False, _locked(found.entity, found, path=shown), "path_lock")
         if call.incomplete:
             return Verdict(False, f"leash: this command cannot be checked against the path locks in force "
                                   f"({call.incomplete}); split it into smaller commands.", "path_lock")
@@ -168,34 +171,24 @@ class Gate:
         """Rules 6 and 7. Imports the halt engine only when there is something
         for it to do, so the common hook call stays light."""
         reader = reader or CallReader(self.home, tool, tool_input, env)
-        from leash.core.halts import ledger
+        from leash.core.halts.store import HaltStoreUnavailable
         from leash.core.loghead import HeadMismatch
 
-        try:
-            logged = ledger.log_head(self.home) is not None  # halts.db deleted: the log brings it back
+        try:  # a unit over no database at all when there is no halts.db and no halt line in the log
+            with self.backend.halts.unit(now=now) as unit:
+                return self._check_held(session_id, tool, tool_input, unit, cwd=cwd, now=now, env=env,
+                                        reader=reader)
         except HeadMismatch as exc:
             return Verdict(False, f"leash: halt state unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
-        if not logged and not os.path.exists(os.path.join(self.home, "halts.db")):
-            return self._check_conditions(session_id, tool, tool_input, None, cwd=cwd, now=now, env=env,
-                                          reader=reader)
-        from leash.core.halts import api
-        from leash.core.halts.store import HaltStoreUnavailable
-
-        try:
-            with api.connected(self.home, now) as connection:
-                return self._check_held(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
-                                        reader=reader)
         except HaltStoreUnavailable as exc:
             return Verdict(False, f"leash: halt store unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
 
-    def _check_held(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
-        from leash.core.halts.api import session_state
-
-        state = session_state(self.home, session_id, now=now, connection=connection)
+    def _check_held(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader) -> Verdict:
+        state = unit.state(session_id)
         for ancestor in self.sessions.lineage(session_id, now=now) if state != "paused" else ():
-            held = session_state(self.home, ancestor, now=now, connection=connection)  # a fork keeps its halts
+            held = unit.state(ancestor)  # a fork keeps its halts
             state = held if held == "paused" or (held == "halted" and state == "active") else state
         if state == "paused":
             return Verdict(False, "leash: this session is paused: an escalated halt waits for a human. "
@@ -205,7 +198,7 @@ class Gate:
             return Verdict(False, "leash: this session is halted until the operator acknowledges its halts "
                                   f"(leash halts list --session {session_id}); only read-only tools and commands "
                                   "that only look (ls, cat, grep, git status ...) may run meanwhile.", "session_halted")
-        return self._check_conditions(session_id, tool, tool_input, connection, cwd=cwd, now=now, env=env,
+        return self._check_conditions(session_id, tool, tool_input, unit, cwd=cwd, now=now, env=env,
                                       reader=reader)
 
     def _only_looks(self, tool: str | None, reader: "CallReader", cwd: str | None) -> bool:
@@ -218,24 +211,19 @@ class Gate:
 
         return is_read_only_call(reader.read(cwd))
 
-    def _check_conditions(self, session_id, tool, tool_input, connection, *, cwd, now, env, reader) -> Verdict:
+    def _check_conditions(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader) -> Verdict:
         if tool is None:
             return ALLOW
         from leash.core.halts.hookcontext import check_input
 
-        files_read = None
-        if connection is not None and tool in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
-            from leash.core.halts.api import files_read as recorded_reads
-
-            files_read = recorded_reads(self.home, session_id, connection=connection)
+        files_read = unit.files_read(session_id) if tool in ("Edit", "Write", "MultiEdit", "NotebookEdit") else None
         data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
                            files_read=files_read, call=reader.read(cwd), home=self.home)
         if data is None:
             return ALLOW
-        from leash.core.halts.api import check_halt_conditions
         from leash.core.halts.conditions.registry import blocks
 
-        result = check_halt_conditions(data, home=self.home, now=now, connection=connection)
+        result = unit.check(data)
         blocking = [r for r in result["halt_reasons"] if blocks(r["severity"])]
         if not blocking:
             return ALLOW
@@ -255,7 +243,7 @@ class Gate:
 
         what = shell_summary(tool, tool_input)
         try:
-            self.stops.acklog.append("tamper_blocked", source="leash", session_id=session_id,
+            self.backend.acklog.append("tamper_blocked", source="leash", session_id=session_id,
                                      reason=printable(mask(what), limit=TAMPER_SUMMARY_CHARS), now=now)
         except OSError:
             pass  # the halt itself is recorded; a full disk must not turn the deny into an allow
@@ -304,13 +292,13 @@ def _path_variants(path: str, where: str | None) -> list[tuple[str, str | None]]
     return variants
 
 
-def _said(what: str, record: dict[str, object]) -> str:
+def _said(what: str, record) -> str:
     reason = record.get("reason") or "no reason given"
     return (f"leash: {what} by {record.get('source', '?')} at {record.get('stopped_at', '?')}: {reason}. "
             "Do not retry; wait for the operator to resume.")
 
 
-def _locked(entity: str, lock: dict[str, object], *, path: str | None = None) -> str:
+def _locked(entity: str, lock, *, path: str | None = None) -> str:
     subject = f"{path} is covered by hands-off lock {entity!r}" if path else f"{entity!r} is hands-off"
     reason = lock.get("reason") or "no reason given"
     return (f"leash: {subject} until {lock.get('expires_at', '?')} "

@@ -45,15 +45,15 @@ if TYPE_CHECKING:
 
 
 def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
-                 input_error: HookInputError | None = None) -> tuple[str, str, int]:
+                 input_error: HookInputError | None = None, backend=None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
-    from leash.core.sessions import SessionRegistry, tmux_identity_of_pane
+    from leash.core.sessions import tmux_identity_of_pane
 
     env = os.environ if env is None else env
     home = ensure_home(home)
-    gate = Gate(home)
+    gate = Gate(home, backend=backend)
     try:
         if input_error is not None:
             raise input_error
@@ -75,7 +75,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     pane = env.get("TMUX_PANE", "")
     warning = ""
     try:
-        registry: SessionRegistry = gate.sessions
+        registry = gate.sessions
         known = registry.get(session_id, now=now) or {}
         same_pane = known.get("tmux_pane") == pane
         tmux_id = known.get("tmux_session_id", "") if same_pane else ""
@@ -94,7 +94,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
 
 
 def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
-                  input_error: HookInputError | None = None) -> tuple[str, str, int]:
+                  input_error: HookInputError | None = None, backend=None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook post-tool-use``: record what
     the session read and which commands failed, for the execution conditions.
     Registered for both PostToolUse and PostToolUseFailure. Prints nothing;
@@ -129,10 +129,10 @@ def _lifecycle_handlers(event: str) -> dict:
 
 
 def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInputError | None = None,
-           now: float | None = None) -> tuple[str, str, int]:
+           now: float | None = None, backend=None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook EVENT`` for stdin ``raw``:
-    what the in-process hook prints and what leashd replies to a thin client.
-    Never raises."""
+    what the in-process hook prints and what leashd replies to a thin client
+    (which keeps one ``backend`` for every call). Never raises."""
     def stop_hook(raw, **kwargs):
         from leash.core.replyguard import stop_hook as reply_guard
 
@@ -144,7 +144,7 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         # Exit 1, never 2: Claude Code reads 2 as "block" on most events.
         return "", f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n", 1
     try:
-        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now)
+        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend)
     except UnsafeHome as exc:
         message = f"leash: {exc}"
         if event != "pre-tool-use":

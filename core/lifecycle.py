@@ -36,13 +36,13 @@ SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop",
 TRANSCRIPT_SCAN_BYTES = 65536
 
 
-def _read(raw: bytes, home, input_error, *, need_session: bool = True):
+def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend=None):
     """(the gate, the payload or None, the input problem or None)."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
     from leash.core.hookio import HookInputError, parse_payload
 
-    gate = Gate(ensure_home(home))
+    gate = Gate(ensure_home(home), backend=backend)
     try:
         if input_error is not None:
             raise input_error
@@ -94,9 +94,9 @@ def _unreadable_input(gate, exc) -> tuple[str, str, int]:
 
 
 # ------------------------------------------------------------------ handlers
-def session_start(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def session_start(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     session_id = payload["session_id"]
@@ -146,9 +146,9 @@ def _transcript_parent(path: str, session_id: str) -> str:
     return ""
 
 
-def session_end(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def session_end(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     from leash.core.sessions import STATUS_ENDED
@@ -160,9 +160,9 @@ def session_end(raw: bytes, *, home, env=None, now=None, input_error=None) -> tu
 NOTIFICATION_STATUS = {"idle_prompt": "waiting for input", "permission_prompt": "waiting for permission"}
 
 
-def notification(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def notification(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     status = NOTIFICATION_STATUS.get(_text(payload, "notification_type"))
@@ -171,9 +171,9 @@ def notification(raw: bytes, *, home, env=None, now=None, input_error=None) -> t
     return "", "", 0
 
 
-def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return _unreadable_input(gate, problem)
     session_id = payload["session_id"]
@@ -187,9 +187,9 @@ def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None
     return "", "", 0
 
 
-def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return _unreadable_input(gate, problem)
     held = _session_hold(gate, payload["session_id"], now=now, env=env)
@@ -198,9 +198,9 @@ def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None) -
     return json.dumps({"continue": False, "stopReason": held.reason}) + "\n", "", 0
 
 
-def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return _unreadable_input(gate, problem)
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
@@ -213,11 +213,11 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
     return json.dumps(reply) + "\n", "", 0
 
 
-def config_change(raw: bytes, *, home, env=None, now=None, input_error=None) -> tuple[str, str, int]:
+def config_change(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
     """Block a settings change that switches leash's hooks off: Claude Code
     reads exit 2 on ConfigChange as "do not apply"."""
     env = os.environ if env is None else env
-    gate, payload, problem = _read(raw, home, input_error)
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     from leash.core.install import disabling_change
@@ -239,7 +239,7 @@ def _record_tampering(gate, payload: dict, problem: str, *, now=None) -> None:
 
     session_id = payload["session_id"]
     summary = printable(f"ConfigChange {_text(payload, 'file_path')}: {problem}", limit=300)
-    gate.stops.acklog.append("tamper_blocked", source="leash", session_id=session_id, reason=summary, now=now)
+    gate.backend.acklog.append("tamper_blocked", source="leash", session_id=session_id, reason=summary, now=now)
     record_halt({"session_token": session_id, "halt_type": "security", "severity": "critical",
                  "condition_name": "supervisor_tampering", "description": summary}, home=gate.home, now=now)
 

@@ -52,6 +52,9 @@ def mark(line: JSONObject) -> JSONObject:
     return {"seq": line["seq"], "hash": line["hash"]}
 
 
+_HEADS: dict[str, "AckHead"] = {}
+
+
 def _validate(data: JSONObject) -> JSONObject:
     if not isinstance(data.get("seq"), int) or not isinstance(data.get("hash"), str):
         raise StateCorrupt(HEAD_NAME, "no seq/hash")
@@ -59,6 +62,16 @@ def _validate(data: JSONObject) -> JSONObject:
     if not isinstance(stores, dict) or not all(isinstance(v, dict) for v in stores.values()):
         raise StateCorrupt(HEAD_NAME, '"stores" is not an object of objects')
     return data
+
+
+def head_of(home: str | os.PathLike) -> "AckHead":
+    """The one ``AckHead`` of ``home`` in this process, so its cache of the file
+    is shared by every reader (a daemon asks on every hook call)."""
+    path = os.path.abspath(os.fspath(home))
+    head = _HEADS.get(path)
+    if head is None:
+        head = _HEADS.setdefault(path, AckHead(path))
+    return head
 
 
 class AckHead:

@@ -36,7 +36,9 @@ class StopProtocol:
     @property
     def gate(self):
         if self._gate is None:
-            self._gate = Gate(self.home, stops=self.stops, hands_off=self.hands_off_registry, sessions=self.sessions)
+            from leash.core.store.files import FileBackend
+
+            self._gate = Gate(self.home, backend=FileBackend.sharing(self))
         return self._gate
 
     def default_hours(self) -> float:

@@ -5,6 +5,7 @@ The daemon runs in-process on the test's home (real Unix sockets, real
 threads); clients are raw sockets, or real processes for another uid."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -258,3 +259,29 @@ def test_a_stale_socket_is_replaced(home):
         assert exchange(sockets(home)[1], {"verb": "ping"})[0]["ok"]
     finally:
         running.close()
+
+
+@pytest.mark.parametrize("tamper", ["delete", "replace"])
+def test_a_halt_holds_when_halts_db_changes_under_the_daemons_kept_connection(daemon, home, tamper):
+    """The daemon keeps its halts.db connection open between calls; a file
+    deleted or replaced under it is opened again and rebuilt from the log."""
+    import sqlite3
+
+    from leash.core.halts import api
+
+    api.record_halt({"session_token": "s9", "halt_type": "security", "severity": "critical",
+                     "description": "credentials in a commit"}, home=home)
+    request = hook_request("pre-tool-use", dict(BASH_LS, session_id="s9", tool_input={"command": "rm -rf build"}))
+    agent = sockets(home)[0]
+
+    def decision() -> str:
+        (reply,) = exchange(agent, request)
+        return json.loads(reply["stdout"])["hookSpecificOutput"]["permissionDecision"] if reply["stdout"] else "allow"
+
+    assert decision() == "deny"
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(home / f"halts.db{suffix}")
+    if tamper == "replace":
+        sqlite3.connect(home / "halts.db").close()  # an empty database where the real one was
+    assert decision() == "deny"

@@ -81,6 +81,9 @@ class Daemon:
         self.threads: list[threading.Thread] = []
         self.kennel: Kennel | None = None
         self.feed = ChangeFeed(self.home, say=self.say)
+        from leash.core.store.files import FileBackend
+
+        self.backend = FileBackend(self.home, keep_connections=True)  # one for its life: caches and connections stay warm
         self.refusals = RefusalLog(self._append_refusal)
         self._lock_fd: int | None = None
 
@@ -295,7 +298,7 @@ class Daemon:
             raw = payload.encode("utf-8", "surrogateescape")  # the client's undecodable bytes, back as they were
         except UnicodeEncodeError:
             raw = payload.encode("utf-8", "surrogatepass")  # not JSON any more: the hook says so
-        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error)
+        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error, backend=self.backend)
         return {"stdout": out, "stderr": err, "code": code}
 
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:

@@ -10,6 +10,7 @@ that is not valid reads as its default, never as an error.
 """
 from __future__ import annotations
 
+import _thread
 import json
 import time
 
@@ -172,7 +173,12 @@ def session_states(connection) -> dict[str, str]:
                                                    " WHERE state != 'active'")}
 
 
-_readers: dict[str, tuple] = {}
+_readers: dict[str, tuple] = {}  # home -> (connection, its lock, the file's identity when opened)
+_readers_guard = _thread.allocate_lock()  # (not threading: off the hook path's imports)
+
+
+def _identity(stat_result) -> tuple[int, int]:
+    return stat_result.st_dev, stat_result.st_ino
 
 
 class reading:
@@ -187,21 +193,36 @@ class reading:
         self.lock: threading.Lock | None = None
 
     def __enter__(self):
+        import os
         import threading
 
-        if not exists(self.home):
-            return None
-        entry = _readers.get(self.home)
-        if entry is None:
-            entry = _readers.setdefault(self.home, (open_store(self.home, create=False), threading.Lock()))
-        connection, self.lock = entry
+        from leash.core.halts.store import db_path
+
+        if not exists(self.home) and ledger.log_head(self.home) is None:
+            return None  # no halt ever: nothing to read (and no file to create)
+        with _readers_guard:
+            entry = _readers.get(self.home)
+            try:
+                identity = _identity(os.stat(db_path(self.home)))
+            except FileNotFoundError:
+                identity = None  # deleted: opened again (and rebuilt from the log) below
+            if entry is None or entry[2] != identity:
+                if entry is not None:  # replaced or deleted under the kept connection: never read a ghost
+                    entry[0].close()
+                connection = open_store(self.home, create=True, now_iso=iso(self.now))
+                entry = (connection, threading.Lock(), _identity(os.stat(db_path(self.home))))
+                _readers[self.home] = entry
+        connection, self.lock, _ = entry
         self.lock.acquire()
         try:
+            if not ledger.in_step(connection, self.home):  # edited since: the log's truth first
+                ledger.rebuild(connection, self.home, now=self.now, problem="is out of step with the ack log")
             sweep_timeouts(connection, self.home, now=self.now)
         except Exception as exc:
             self.lock.release()
             self.lock = None
-            _readers.pop(self.home, None)
+            with _readers_guard:
+                _readers.pop(self.home, None)
             raise HaltStoreUnavailable(str(exc)) from None
         return connection
 

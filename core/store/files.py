@@ -64,6 +64,7 @@ class FileAckLog:
 class FileStops:
     def __init__(self, registry: StopRegistry):
         self.registry = registry
+        self._current: tuple[JSONObject, StopState] | None = None
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
              **extra: object) -> StopRecord:
@@ -95,8 +96,13 @@ class FileStops:
 
     def current(self, *, now: float | None = None) -> StopState:
         stored = self.registry.snapshot(now=now)
-        return StopState({key: StopRecord.of(record, key=key) for key, record in sorted(stored["sessions"].items())},
-                         StopRecord.of(stored["fleet"], key=FLEET), dict(stored.get("by_tmux_id") or {}))
+        cached = self._current
+        if cached is not None and cached[0] is stored:  # the registry's cache: the file has not changed
+            return cached[1]
+        state = StopState({key: StopRecord.of(record, key=key) for key, record in sorted(stored["sessions"].items())},
+                          StopRecord.of(stored["fleet"], key=FLEET), dict(stored.get("by_tmux_id") or {}))
+        self._current = (stored, state)
+        return state
 
 
 class FileLocks:
@@ -131,6 +137,9 @@ class FileLocks:
         found = self.registry.lock_covering(names, tmux_session_id=tmux_session_id or "", now=now)
         return LockRecord.of(found[1], entity=found[0]) if found is not None else None
 
+    def has_path_locks(self, *, now: float | None = None) -> bool:
+        return self.registry.has_path_locks(now=now)
+
 
 class FileSessions:
     def __init__(self, registry: SessionRegistry):
@@ -152,6 +161,9 @@ class FileSessions:
     def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
         return self.registry.lineage(session_id, now=now)
 
+    def predecessor_in_pane(self, session_id: str, pane: str, *, now: float | None = None) -> str:
+        return self.registry.predecessor_in_pane(session_id, pane, now=now)
+
 
 def backend_for(home: str | os.PathLike | None = None) -> "FileBackend":
     """The backend of ``home`` (today always the file backend)."""
@@ -163,8 +175,14 @@ class FileBackend:
 
     name = "file"
 
-    def __init__(self, home: str | os.PathLike | None = None):
+    def __init__(self, home: str | os.PathLike | None = None, *, keep_connections: bool = False):
+        """``keep_connections``: a long-lived process (leashd) keeps its
+        database connections open between calls."""
         self.home = ensure_home(home)
+        if keep_connections:
+            from leash.core.store.filestores import FileHalts
+
+            self.halts = FileHalts(self.home, keep_connection=True)
         log = AckLog(self.home)
         self._hold(log, StopRegistry(self.home, log), HandsOffRegistry(self.home, log),
                    SessionRegistry(self.home, log))

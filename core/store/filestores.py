@@ -87,11 +87,15 @@ class _HaltUnitScope:
 
 
 class FileHalts:
-    def __init__(self, home: str, acklog=None):
+    """``keep_connection``: every unit over the one connection this process
+    keeps (``reading``), as a long-lived process (leashd) wants."""
+
+    def __init__(self, home: str, acklog=None, *, keep_connection: bool = False):
         self.home = home
+        self.keep_connection = keep_connection
 
     def unit(self, *, now: float | None = None) -> _HaltUnitScope:
-        return _HaltUnitScope(self.home, now)
+        return _HaltUnitScope(self.home, now, kept=self.keep_connection)
 
     def record(self, data: dict, *, now: float | None = None) -> dict:
         from leash.core.halts.api import record_halt

@@ -90,6 +90,9 @@ class LockStore(Protocol):
         """The first active lock on one of ``names`` or on the tmux session id it was bound to when
         filed; ``HandsOffUnreadable`` when the locks cannot be read (never "not locked")."""
 
+    def has_path_locks(self, *, now: float | None = None) -> bool:
+        """Whether any ``path:`` lock is in force (most calls need no path read then)."""
+
 
 class SessionStore(Protocol):
     def observe(self, session_id: str, *, now: float | None = None, **fields: object) -> None: ...
@@ -102,6 +105,9 @@ class SessionStore(Protocol):
 
     def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
         """The sessions this one was resumed or forked from, nearest first."""
+
+    def predecessor_in_pane(self, session_id: str, pane: str, *, now: float | None = None) -> str:
+        """The session that last ran in tmux pane ``pane`` before this one ("" when none)."""
 
 
 class HaltUnit(Protocol):
