@@ -83,7 +83,8 @@ class Daemon:
         self.feed = ChangeFeed(self.home, say=self.say)
         from leash.core.store.files import FileBackend
 
-        self.backend = FileBackend(self.home, keep_connections=True)  # one for its life: caches and connections stay warm
+        # One backend for the daemon's life: its caches and connections stay warm.
+        self.backend = FileBackend(self.home, keep_connections=True)
         self.refusals = RefusalLog(self._append_refusal)
         self._lock_fd: int | None = None
 

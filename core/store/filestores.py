@@ -106,7 +106,7 @@ class FileHalts:
                     caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
         from leash.core.halts.api import acknowledge_halt
 
-        data = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
+        data: dict[str, object] = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
         if notes is not None:
             data["resolution_notes"] = notes
         if caution:
@@ -224,7 +224,7 @@ class FileWarrants:
         taken = self.queue.claim_next(owner=owner, now=now)
         return FileClaim(self.queue, *taken) if taken is not None else None
 
-    def claim_orphans(self, *, owner: dict, skip: set[str] = frozenset(), limit: int | None = None,
+    def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
                       now: float | None = None) -> list[FileClaim]:
         return [FileClaim(self.queue, state, fd)
                 for state, fd in self.queue.claim_orphans(owner=owner, skip=set(skip), limit=limit, now=now)]
