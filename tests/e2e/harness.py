@@ -229,7 +229,8 @@ def wire(project: Path, *, env: dict[str, str] | None = None) -> dict:
 
 
 def retarget(project: Path, leash: str) -> None:
-    """Point every leash hook of the project at another ``leash`` path."""
+    """Point every leash hook of the project at another program: the ``leash``
+    or the interpreter on the hook entry that ``leash install`` wired."""
     path = settings_file(project)
     text = path.read_text()
     settings = json.loads(text)
@@ -237,5 +238,6 @@ def retarget(project: Path, leash: str) -> None:
         for group in groups:
             for hook in group.get("hooks", []):
                 if hook.get("command", "").rstrip().endswith(MARK):
-                    hook["command"] = hook["command"].replace(shlex.quote(LEASH), shlex.quote(leash))
+                    for wired in (LEASH, sys.executable):
+                        hook["command"] = hook["command"].replace(shlex.quote(wired), shlex.quote(leash))
     path.write_text(json.dumps(settings, indent=2) + "\n")
