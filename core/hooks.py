@@ -107,15 +107,17 @@ def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now
         payload = parse_payload(raw)
     except HookInputError as exc:
         return "", f"leash: {exc}\n", 1
-    from leash.core.halts import api
     from leash.core.halts.hookcontext import outcome
 
-    home = ensure_home(home)
+    if backend is None:
+        from leash.core.store.files import FileBackend
+
+        backend = FileBackend(ensure_home(home))
     session_id = payload["session_id"]
     known, task, error = outcome(payload)
-    api.record_files_read(home, session_id, known, now=now)
+    backend.halts.record_reads(session_id, known, now=now)
     if task is not None:
-        api.record_attempt(home, session_id, task, error=error, now=now)
+        backend.halts.record_attempt(session_id, task, error=error, now=now)
     return "", "", 0
 
 

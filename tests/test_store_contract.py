@@ -494,3 +494,12 @@ def test_a_halt_unit_checks_and_reads_evidence_in_one_state(backend):
         verdict = unit.check(_unread_edit("s4"))
         assert verdict["should_halt"] and unit.state("s4") == "halted"
         assert unit.check(_unread_edit("s5"), record=False)["should_halt"] and unit.state("s5") == "active"
+
+
+def test_reads_and_attempts_are_evidence_the_halt_unit_sees(backend):
+    backend.halts.record_reads("s6", ["/src/app.py"], now=NOW)
+    assert backend.halts.record_attempt("s6", "make test", error="exit 1", now=NOW) == 1
+    assert backend.halts.record_attempt("s6", "make test", error="exit 1", now=NOW + 1) == 2
+    assert backend.halts.record_attempt("s6", "make test", error=None, now=NOW + 2) == 0  # a success resets
+    with backend.halts.unit(now=NOW + 3) as unit:
+        assert "/src/app.py" in (unit.files_read("s6") or [])

@@ -144,6 +144,16 @@ class FileHalts:
 
         return update_halt_config(data, home=self.home, now=now)
 
+    def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
+        from leash.core.halts.evidence import record_files_read
+
+        record_files_read(self.home, session_id, paths, now=now)
+
+    def record_attempt(self, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
+        from leash.core.halts.evidence import record_attempt
+
+        return record_attempt(self.home, session_id, task_id, error=error, now=now)
+
     def reading(self, *, now: float | None = None) -> _HaltUnitScope:
         """Over the connection this process keeps open for its repeated reads
         (``core.halts.access.reading``): no WAL file comes and goes per read."""

@@ -160,6 +160,12 @@ class HaltStore(Protocol):
         opens may be kept between units, and reading writes nothing a watcher of
         the store would take for a change."""
 
+    def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
+        """Files the session read (its PostToolUse evidence, for modifying_unread_code)."""
+
+    def record_attempt(self, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
+        """A failed (``error``) or successful attempt at a task; the failures in a row."""
+
 
 class Claim(Protocol):
     """A warrant held by one worker until ``release()`` or ``complete()``."""
