@@ -54,7 +54,7 @@ def _command_says_pending(argv: list[str], key: str) -> bool:
     return done.returncode == 0
 
 
-def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=None) -> tuple[str, str]:
+def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=None, backend=None) -> tuple[str, str]:
     """(stdout, stderr) of the stop hook for a parsed payload; never raises
     for the allow cases it knows, leaves the rest to ``stop_hook``'s fail-open."""
     if payload.get("stop_hook_active") is True:
@@ -67,11 +67,15 @@ def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=No
     key = env.get(KEY_ENV, "").strip()
     if not key:
         return "", f"leash: {CHANNEL_ENV}={channel} but {KEY_ENV} is not set; stop allowed\n"
+    if backend is None:
+        from leash.core.store.files import FileBackend
+
+        backend = FileBackend(home)
     session_id = payload.get("session_id")
     if isinstance(session_id, str) and session_id:
         from leash.core.gate import Gate
 
-        if Gate(home).stopped_reason(session_id) is not None:
+        if Gate(home, backend=backend).stopped_reason(session_id) is not None:
             return "", ""
     if config_loader is None:
         from leash.core.config import load_config as config_loader
@@ -80,9 +84,7 @@ def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=No
     if settings.get("needs_reply"):
         pending = _command_says_pending(settings["needs_reply"], key)
     else:
-        from leash.core.store.filestores import FileReplies
-
-        pending = FileReplies(home).pending(channel, key)
+        pending = backend.replies.pending(channel, key)
     if not pending:
         return "", ""
     hint = (settings.get("send_hint")
@@ -91,7 +93,7 @@ def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=No
 
 
 def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_error: Exception | None = None,
-              **_ignored) -> tuple[str, str, int]:
+              backend=None, **_ignored) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook stop``: fail open on anything."""
     from leash.core.home import ensure_home
 
@@ -102,7 +104,7 @@ def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_e
         from leash.core.hookio import parse_payload
 
         payload = parse_payload(raw, need_session=False)
-        out, err = decide(payload, home=ensure_home(home), env=env)
+        out, err = decide(payload, home=ensure_home(home), env=env, backend=backend)
         return out, err, 0
     except Exception as exc:
         return "", f"leash: reply guard skipped ({exc.__class__.__name__}: {exc}); stop allowed\n", 0
