@@ -115,6 +115,16 @@ def failed_closed(event: str, message: str) -> tuple[str, str, int]:
     return "", message + "\n", 2
 
 
+def emit(out: str, err: str, code: int, *, stdout, stderr) -> int:
+    """Print a hook's answer (stderr first, then stdout, flushed); its exit code."""
+    if err:
+        stderr.write(err)
+    if out:
+        stdout.write(out)
+    stdout.flush()
+    return code
+
+
 def deny_output(reason: str) -> str:
     import json
 

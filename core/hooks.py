@@ -34,6 +34,7 @@ from leash.core.hookio import (  # noqa: F401
     HookInputError,
     HookInputTooLarge,
     deny_output,
+    emit,
     failed_closed,
     parse_payload,
     read_stdin,
@@ -173,9 +174,4 @@ def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None, raw: byt
         except HookInputError as exc:
             input_error = exc
     out, err, code = answer(event, raw, home=home, input_error=input_error)
-    if err:
-        stderr.write(err)
-    if out:
-        stdout.write(out)
-    stdout.flush()
-    return code
+    return emit(out, err, code, stdout=stdout, stderr=stderr)

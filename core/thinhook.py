@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import sys
 
-from leash.core.hookio import REQUEST_LIMIT_BYTES, HookInputError, HookInputTooLarge, failed_closed, read_stdin
+from leash.core.hookio import REQUEST_LIMIT_BYTES, HookInputError, HookInputTooLarge, emit, failed_closed, read_stdin
 from leash.core.wellknown import AGENT_SOCKET_ENV, AGENT_SOCKET_NAME, DEFAULT_HOME, HOME_ENV, RUN_DIR
 
 # What of the agent's environment the daemon needs to judge a call: the tmux
@@ -216,12 +216,5 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
             raise NoDaemon(raw, input_error) from None
         out, err, code = failed_closed(event, f"leash: leash daemon not reachable at {path} ({exc}): start "
                                               "`leash daemon`; until then this hook cannot judge the call")
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    if err:
-        stderr.write(err)
-    if out:
-        stdout.write(out)
-    stdout.flush()
-    return code
+    return emit(out, err, code, stdout=stdout or sys.stdout, stderr=stderr or sys.stderr)
 

@@ -219,3 +219,16 @@ def console_app(home):
         return console(home, **options)
 
     return make
+
+
+# ---------------------------------------------------------------- leashd
+@pytest.fixture
+def daemon(home):
+    """A leash daemon in this process on the test's home (real sockets and
+    threads, no kennel), closed afterwards; ``tests/daemon_support.py`` has the
+    clients."""
+    from .daemon_support import start_daemon
+
+    running = start_daemon(home, line_deadline=0.5)
+    yield running
+    running.close()

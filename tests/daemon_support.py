@@ -122,3 +122,4 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
+

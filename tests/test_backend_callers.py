@@ -202,13 +202,6 @@ def test_a_kennel_that_loses_a_claim_stops_that_dog_and_resumes_the_warrant(home
 
 
 def wait(predicate, what: str, timeout: float = 15.0):
-    import time
+    from .test_warrants import wait_for
 
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    return wait_for(predicate, timeout=timeout, what=what)

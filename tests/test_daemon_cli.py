@@ -9,8 +9,6 @@ import signal
 import socket
 import subprocess
 
-import pytest
-
 from leash.core.acklog import AckLog
 
 from .daemon_support import daemon_process, exchange, sockets, start_daemon, stop
@@ -30,13 +28,6 @@ def same_clock(text: str) -> str:
 
 def me() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
-
-
-@pytest.fixture
-def daemon(home):
-    running = start_daemon(home)
-    yield running
-    running.close()
 
 
 def test_the_cli_gives_the_same_answers_through_the_daemon(home, leash_proc):

@@ -28,13 +28,6 @@ BASH_LS = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Ba
            "tool_input": {"command": "ls"}, "cwd": "/"}
 
 
-@pytest.fixture
-def daemon(home):
-    running = start_daemon(home, line_deadline=0.5)
-    yield running
-    running.close()
-
-
 def closed(conn: socket.socket) -> bool:
     try:
         return conn.recv(1) == b""

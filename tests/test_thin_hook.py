@@ -46,13 +46,6 @@ def decision(done) -> str | None:
     return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"]
 
 
-@pytest.fixture
-def daemon(home):
-    running = start_daemon(home)
-    yield running
-    running.close()
-
-
 def test_allow_deny_and_fleet_stop_through_the_daemon(daemon, home):
     protocol = StopProtocol(home)
     allowed = hook("pre-tool-use", BASH)
