@@ -278,3 +278,18 @@ def test_a_halt_holds_when_halts_db_changes_under_the_daemons_kept_connection(da
     if tamper == "replace":
         sqlite3.connect(home / "halts.db").close()  # an empty database where the real one was
     assert decision() == "deny"
+
+
+def test_agents_filling_their_socket_never_keep_an_operator_out(home):
+    """Every agent connection slot taken by clients that say nothing: the
+    operator socket still answers at once (each socket counts its own)."""
+    running = start_daemon(home, max_connections=4, line_deadline=30)
+    held = [connect(sockets(home)[0]) for _ in range(6)]  # 4 served and silent, 2 waiting in the backlog
+    try:
+        started = time.monotonic()
+        assert exchange(sockets(home)[1], {"verb": "ping"}, timeout=5)[0]["ok"]
+        assert time.monotonic() - started < 5
+    finally:
+        for conn in held:
+            conn.close()
+        running.close()

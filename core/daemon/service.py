@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from leash.core.warrants.kennel import Kennel
 
 LOCK_NAME = "leashd.lock"
-MAX_CONNECTIONS = 256  # threads; beyond this, new clients wait in the listen backlog
+# Threads per socket; beyond this, new clients wait in the listen backlog. Each
+# socket has its own count, so agents filling theirs never keep an operator out.
+MAX_CONNECTIONS = 256
 LISTEN_BACKLOG = 128
 OPERATOR_SOCKET_MODE = 0o600
 # With [daemon] operators named, other users must be able to connect; who may
@@ -56,7 +58,8 @@ class DaemonRunning(Exception):
 class Daemon:
     def __init__(self, home=None, *, operator_verbs: dict | None = None, kennel: bool | None = None,
                  agent_socket: str | None = None, operator_socket: str | None = None, log=None,
-                 line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time):
+                 line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time,
+                 max_connections: int = MAX_CONNECTIONS):
         from leash.core.config import load_config
         from leash.core.home import ensure_home, private_dir
 
@@ -76,7 +79,7 @@ class Daemon:
         self.line_deadline = line_deadline
         self.clock = clock
         self.stopping = threading.Event()
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.max_connections = max_connections
         self.listeners: list[socket.socket] = []
         self.threads: list[threading.Thread] = []
         self.kennel: Kennel | None = None
@@ -189,29 +192,31 @@ class Daemon:
                 os.close(directory_fd)
         os.chmod(path, mode)
         listener.listen(LISTEN_BACKLOG)
-        thread = threading.Thread(target=self._accept, args=(listener, serve), name=f"accept {path}", daemon=True)
+        slots = threading.BoundedSemaphore(self.max_connections)
+        thread = threading.Thread(target=self._accept, args=(listener, serve, slots), name=f"accept {path}",
+                                  daemon=True)
         thread.start()
         self.threads.append(thread)
         return listener
 
-    def _accept(self, listener: socket.socket, serve) -> None:
+    def _accept(self, listener: socket.socket, serve, slots: threading.BoundedSemaphore) -> None:
         while not self.stopping.is_set():
-            self.slots.acquire()
+            slots.acquire()
             try:
                 conn, _ = listener.accept()
             except OSError:
-                self.slots.release()
+                slots.release()
                 return  # the listener was closed
-            threading.Thread(target=self._connection, args=(conn, serve), daemon=True).start()
+            threading.Thread(target=self._connection, args=(conn, serve, slots), daemon=True).start()
 
-    def _connection(self, conn: socket.socket, serve) -> None:
+    def _connection(self, conn: socket.socket, serve, slots: threading.BoundedSemaphore) -> None:
         try:
             with conn:
                 serve(conn, peer_of(conn))
         except OSError:
             pass  # the client went away
         finally:
-            self.slots.release()
+            slots.release()
 
     # ------------------------------------------------------------ sockets
     def _requests(self, conn: socket.socket, *, limit: int):
