@@ -22,6 +22,9 @@ import os
 import socket
 import sys
 
+# The console's live updates over the daemon's subscribe stream (one definition, in the core).
+from leash.core.store.remote import subscribed_changes as live_changes  # noqa: F401
+
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
@@ -97,39 +100,3 @@ def answers(path: str, *, timeout: float = 2.0) -> bool:
         return False
 
 
-RESUBSCRIBE_SECONDS = 2.0
-
-
-async def live_changes(path: str):
-    """The console's live updates from the daemon's ``subscribe`` stream, as
-    ``Change`` records. While the daemon is away it asks for a full re-read
-    every ``RESUBSCRIBE_SECONDS`` and subscribes again when it is back."""
-    import asyncio
-
-    from leash.core.store.records import Change
-    from leash.core.thinhook import connect
-
-    while True:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connect(conn, path)
-            conn.setblocking(False)
-            reader, writer = await asyncio.open_unix_connection(sock=conn)
-        except OSError:
-            conn.close()
-            yield Change("*")
-            await asyncio.sleep(RESUBSCRIBE_SECONDS)
-            continue
-        try:
-            writer.write(b'{"verb": "subscribe"}\n')
-            await writer.drain()
-            yield Change("*")  # what changed while not subscribed
-            while line := await reader.readline():
-                change = json.loads(line).get("change")
-                if isinstance(change, dict) and isinstance(change.get("store"), str):
-                    key = change.get("key")
-                    yield Change(change["store"], key if isinstance(key, str) else None)
-        except (OSError, ValueError):
-            pass
-        finally:
-            writer.close()

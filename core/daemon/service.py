@@ -88,6 +88,9 @@ class Daemon:
 
         # One backend for the daemon's life: its caches and connections stay warm.
         self.backend = FileBackend(self.home, keep_connections=True)
+        from leash.core.daemon.storeverb import StoreVerb
+
+        self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
         self._lock_fd: int | None = None
 

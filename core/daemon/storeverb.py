@@ -1,0 +1,70 @@
+"""The operator socket's ``store`` verb: a ``RemoteBackend`` call run on the
+daemon's backend (``core.store.remote`` is the other side).
+
+Only the methods the store's protocol names may be called (``follow``, claims
+and units' lifetimes stay in the daemon). Who acts is the peer: a ``source`` or
+``requester`` keyword the method takes is set to the peer's ``user@host``
+whatever the client sent. A halt unit's read runs in its own unit (the kept
+reader); a transaction's queued steps are applied as one.
+
+Failure: an unknown store or method, or arguments that do not fit, is an error
+reply; an exception the store raises is ``{"error", "raised": its class name}``
+for the client to raise again. Nothing a request carries ends the daemon.
+"""
+from __future__ import annotations
+
+import inspect
+
+from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode, protocols
+
+
+class StoreVerb:
+    def __init__(self, backend):
+        self.backend = backend
+        self.allowed = {store: callable_methods(protocol) for store, protocol in protocols().items()}
+
+    def __call__(self, request: dict, *, source: str, send, home: str) -> None:
+        store, method = request.get("store"), request.get("method")
+        if not isinstance(store, str) or not isinstance(method, str) or store not in self.allowed:
+            send({"error": f"no such store: {store!r}"})
+            return
+        if method not in self.allowed[store] and not (store == "transaction" and method == "$apply"):
+            send({"error": f"{store} offers no {method!r} here"})
+            return
+        args, kwargs = decode(request.get("args") or []), decode(request.get("kwargs") or {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            send({"error": "args must be a list and kwargs an object"})
+            return
+        try:
+            result = self._run(store, method, args, kwargs, source)
+        except TypeError as exc:
+            send({"error": f"{store}.{method}: {exc}"})
+            return
+        except Exception as exc:
+            send({"error": str(exc), "raised": exc.__class__.__name__})
+            return
+        send({"result": encode(result)})
+
+    def _run(self, store: str, method: str, args: list, kwargs: dict, source: str):
+        now = kwargs.pop("$now", None)
+        if store == "unit":
+            with self.backend.halts.reading(now=now) as unit:
+                return _called(getattr(unit, method), args, kwargs, source)
+        if store == "transaction":
+            (steps,) = args
+            with self.backend.transaction(now=now) as step:
+                for name, step_args, step_kwargs in steps:
+                    if name not in self.allowed["transaction"]:
+                        raise ValueError(f"a transaction offers no {name!r}")
+                    _called(getattr(step, name), step_args, step_kwargs, source)
+            return None
+        return _called(getattr(getattr(self.backend, store), method), args, kwargs, source)
+
+
+def _called(function, args: list, kwargs: dict, source: str):
+    """``function(*args, **kwargs)`` with every actor keyword it takes set to the peer."""
+    accepted = inspect.signature(function).parameters
+    for name in ACTOR_PARAMETERS:
+        if name in accepted:
+            kwargs[name] = source
+    return function(*args, **kwargs)

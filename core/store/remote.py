@@ -1,0 +1,257 @@
+"""``RemoteBackend``: the store protocols over leashd's operator socket, for a
+process that cannot read the state home (an operator in the separated
+profile) or should not (the console while a daemon runs).
+
+Each call is one ``{"verb": "store", "store": ..., "method": ..., "args": ...,
+"kwargs": ...}`` line and one reply. The daemon runs it on its own backend
+(``core.daemon.storeverb``) and allows only the methods the store's protocol
+names (``callable_methods``). Who acts is the daemon's business: a ``source`` or
+``requester`` given here is replaced by the peer's user there. Records, the stop
+state and ack-log reads travel as tagged JSON (``encode``/``decode``) and come
+back as the same classes. A halt unit's reads are separate calls, each in its
+own unit of the daemon. A transaction is queued here and sent as one call.
+
+Failure: an error the store raises comes back as the same class when it is one
+of ``ERRORS`` (``NotStopped``, ``HandsOffError``, ``StopStateUnreadable`` ...);
+anything else, and a daemon that cannot be reached, is ``RemoteStoreError``.
+``follow``, claims and ``examine`` are not offered remotely: they belong to the
+process that holds the store (the daemon's kennel, ``leash doctor`` on the home).
+"""
+from __future__ import annotations
+
+import json
+import socket
+
+from leash.core.store import records
+
+# What each store's protocol offers, minus what only the holder of the store may do.
+NOT_REMOTE = frozenset({"follow", "claim_next", "claim_orphans", "unit", "reading"})
+ACTOR_PARAMETERS = ("source", "requester")
+
+
+class RemoteStoreError(Exception):
+    pass
+
+
+def protocols() -> dict:
+    from leash.core.store import protocols as p
+
+    return {"acklog": p.AckLogStore, "stops": p.StopStore, "locks": p.LockStore, "sessions": p.SessionStore,
+            "halts": p.HaltStore, "warrants": p.WarrantStore, "breakers": p.BreakerStore, "replies": p.ReplyLedger,
+            "kennels": p.KennelRegistry, "unit": p.HaltUnit, "transaction": p.Transaction}
+
+
+def callable_methods(protocol) -> frozenset[str]:
+    return frozenset(name for name, value in vars(protocol).items()
+                     if callable(value) and not name.startswith("_") and name not in NOT_REMOTE)
+
+
+def errors() -> dict[str, type[Exception]]:
+    from leash.core.halts.api import HaltRefused
+    from leash.core.halts.store import HaltStoreUnavailable
+    from leash.core.handsoff import HandsOffError, HandsOffUnreadable, NotLocked
+    from leash.core.stop import NotStopped, StopStateUnreadable
+    from leash.core.warrants import WarrantError
+
+    found = (NotStopped, StopStateUnreadable, NotLocked, HandsOffError, HandsOffUnreadable, HaltRefused,
+             HaltStoreUnavailable, WarrantError, ValueError, KeyError, LookupError)
+    return {cls.__name__: cls for cls in found}
+
+
+# ------------------------------------------------------------------ tagged JSON
+def encode(value):
+    if isinstance(value, records.Record):
+        return {"$record": type(value).__name__, "given": encode(value.as_dict()),
+                "fields": {field: encode(getattr(value, field)) for field in value.FIELDS}}
+    if isinstance(value, records.StopState):
+        return {"$stop_state": {"sessions": encode(value.sessions), "fleet": encode(value.fleet),
+                                "by_tmux_id": encode(value.by_tmux_id)}}
+    if isinstance(value, records.LogLines):
+        return {"$log_lines": [encode(line) for line in value], "torn_bytes": value.torn_bytes,
+                "unreadable_lines": value.unreadable_lines}
+    if isinstance(value, dict):
+        return {"$dict": {str(k): encode(v) for k, v in value.items()}}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [encode(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return {"$dict": {str(k): encode(v) for k, v in vars(value).items() if not k.startswith("_")}}
+
+
+def decode(value):
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "$dict" in value:
+        return {k: decode(v) for k, v in value["$dict"].items()}
+    if "$record" in value:
+        cls = getattr(records, value["$record"])
+        if not (isinstance(cls, type) and issubclass(cls, records.Record)):
+            raise RemoteStoreError(f"not a record: {value['$record']!r}")
+        record = cls.of(decode(value["given"]))
+        for field, item in value["fields"].items():
+            if field in cls.FIELDS:
+                object.__setattr__(record, field, decode(item))
+        return record
+    if "$stop_state" in value:
+        state = value["$stop_state"]
+        return records.StopState(decode(state["sessions"]), decode(state["fleet"]), decode(state["by_tmux_id"]))
+    if "$log_lines" in value:
+        return records.LogLines([decode(line) for line in value["$log_lines"]], torn_bytes=value["torn_bytes"],
+                                unreadable_lines=value["unreadable_lines"])
+    raise RemoteStoreError("an untagged object in a store reply")
+
+
+RESUBSCRIBE_SECONDS = 2.0
+
+
+async def subscribed_changes(path: str):
+    """Changes from the daemon's ``subscribe`` stream (the console's live view), as
+    ``Change`` records. While the daemon is away it asks for a full re-read
+    every ``RESUBSCRIBE_SECONDS`` and subscribes again when it is back."""
+    import asyncio
+
+    from leash.core.store.records import Change
+    from leash.core.thinhook import connect
+
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connect(conn, path)
+            conn.setblocking(False)
+            reader, writer = await asyncio.open_unix_connection(sock=conn)
+        except OSError:
+            conn.close()
+            yield Change("*")
+            await asyncio.sleep(RESUBSCRIBE_SECONDS)
+            continue
+        try:
+            writer.write(b'{"verb": "subscribe"}\n')
+            await writer.drain()
+            yield Change("*")  # what changed while not subscribed
+            while line := await reader.readline():
+                change = json.loads(line).get("change")
+                if isinstance(change, dict) and isinstance(change.get("store"), str):
+                    key = change.get("key")
+                    yield Change(change["store"], key if isinstance(key, str) else None)
+        except (OSError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+
+# ------------------------------------------------------------------ the client
+class RemoteBackend:
+    name = "remote"
+
+    def __init__(self, operator_socket: str, *, timeout: float = 30.0):
+        self.path = operator_socket
+        self.timeout = timeout
+        reply = self._exchange({"verb": "ping"})
+        self.home = reply.get("home", "")
+        for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels"):
+            setattr(self, store, RemoteStore(self, store))
+
+    def call(self, store: str, method: str, args: tuple, kwargs: dict):
+        reply = self._exchange({"verb": "store", "store": store, "method": method, "args": encode(list(args)),
+                                "kwargs": encode(kwargs)})
+        if "result" in reply:
+            return decode(reply["result"])
+        raised = errors().get(reply.get("raised", ""))
+        message = reply.get("error", "no result")
+        raise raised(message) if raised is not None else RemoteStoreError(message)
+
+    def _exchange(self, request: dict) -> dict:
+        from leash.core.thinhook import connect
+
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(self.timeout)
+                connect(conn, self.path)
+                conn.sendall(json.dumps(request).encode() + b"\n")
+                with conn.makefile("rb") as replies:
+                    line = replies.readline()
+        except OSError as exc:
+            raise RemoteStoreError(f"leash daemon not reachable at {self.path} ({exc})") from None
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise RemoteStoreError("leash daemon closed the connection without a reply") from None
+        if not isinstance(reply, dict):
+            raise RemoteStoreError("a reply that is not a JSON object")
+        if "error" in reply and "raised" not in reply and "result" not in reply:
+            raise RemoteStoreError(f"leash daemon: {reply['error']}")
+        return reply
+
+    def transaction(self, *, now: float | None = None) -> "RemoteTransaction":
+        return RemoteTransaction(self, now)
+
+    def changes(self, *, debounce_ms: int = 150, stop_event=None):
+        """The daemon's own change stream (it debounces; ``debounce_ms`` is its)."""
+        return subscribed_changes(self.path)
+
+    def examine(self, *, repair: bool = False, now: float | None = None):
+        raise RemoteStoreError("leash doctor examines the stores where they are held: run it with the home")
+
+
+class RemoteStore:
+    def __init__(self, backend: RemoteBackend, store: str):
+        self._backend, self._store = backend, store
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(*args, **kwargs):
+            return self._backend.call(self._store, method, args, kwargs)
+        return call
+
+    def unit(self, *, now: float | None = None) -> "RemoteUnit":
+        return RemoteUnit(self._backend, now)
+
+    reading = unit
+
+
+class RemoteUnit:
+    """A halt unit whose reads are each their own call (and unit) in the daemon."""
+
+    def __init__(self, backend: RemoteBackend, now: float | None):
+        self._backend, self._now = backend, now
+
+    def __enter__(self) -> "RemoteUnit":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(*args, **kwargs):
+            return self._backend.call("unit", method, args, {**kwargs, "$now": self._now})
+        return call
+
+
+class RemoteTransaction:
+    """Queued here, applied by the daemon as one transaction at the end."""
+
+    def __init__(self, backend: RemoteBackend, now: float | None):
+        self._backend, self._now = backend, now
+        self._steps: list[list] = []
+
+    def __enter__(self) -> "RemoteTransaction":
+        return self
+
+    def __exit__(self, kind, *exc_info) -> None:
+        if kind is None:
+            self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now})
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def queue(*args, **kwargs) -> None:
+            self._steps.append([method, list(args), kwargs])
+        return queue

@@ -1,0 +1,69 @@
+"""``RemoteBackend``: the store protocols over a live daemon's operator socket,
+as the console uses them where it cannot read the home. The peer acts, never
+the name a client gives; records and errors come back as their own classes."""
+from __future__ import annotations
+
+import os
+import pwd
+
+import pytest
+
+from leash.core.stop import NotStopped
+from leash.core.store.records import LockRecord, LogLine, StopRecord, StopState
+from leash.core.store.remote import RemoteBackend, RemoteStoreError
+
+from .daemon_support import sockets
+
+NOW = 1_900_000_000.0
+
+
+@pytest.fixture
+def remote(daemon, home):
+    return RemoteBackend(sockets(home)[1])
+
+
+def me(daemon) -> str:
+    return f"{pwd.getpwuid(os.getuid()).pw_name}@{daemon.host}"
+
+
+def test_stops_and_locks_come_back_as_records_and_the_peer_acts(remote, daemon):
+    stopped = remote.stops.stop("s1", source="mallory", reason="hold", now=NOW)
+    assert isinstance(stopped, StopRecord) and stopped.source == me(daemon) and stopped.reason == "hold"
+    state = remote.stops.current()
+    assert isinstance(state, StopState) and state.sessions["s1"].key == "s1" and state.fleet is None
+    lock = remote.locks.lock("billing", hours=1, reason="audit", source="mallory", now=NOW)
+    assert isinstance(lock, LockRecord) and lock.entity == "billing" and lock.source == me(daemon)
+    assert remote.locks.covering(["billing"], now=NOW).entity == "billing"
+    assert remote.stops.covering(["s1"]) == ["session", "s1"]
+    lines = remote.acklog.read()
+    assert [line.event for line in lines] == ["stop_ack", "hands_off"] and isinstance(lines[0], LogLine)
+    assert lines.torn_bytes == 0
+
+
+def test_errors_come_back_as_their_class(remote):
+    with pytest.raises(NotStopped):
+        remote.stops.resume("nobody", source="ops")
+    with pytest.raises(RemoteStoreError, match="offers no 'claim_next'"):
+        remote.warrants.claim_next(owner={})
+    with pytest.raises(RemoteStoreError, match="offers no 'snapshot'"):
+        remote.stops.snapshot()  # the file backend has it; the protocol does not name it
+
+
+def test_a_transaction_is_applied_as_one_by_the_daemon(remote, daemon, home):
+    with remote.transaction(now=NOW) as step:
+        step.stop("s2", source="mallory", reason="full stop")
+        step.lock("ezra", hours=2, source="mallory", reason="full stop")
+    assert remote.stops.current().sessions["s2"].source == me(daemon)
+    assert remote.locks.lock_of("ezra", now=NOW).source == me(daemon)
+
+
+def test_the_console_view_and_halt_units_read_through_it(remote, home):
+    from leash.core.fleet import view
+    from leash.core.halts import api
+
+    api.record_halt({"session_token": "s3", "halt_type": "security", "severity": "critical",
+                     "description": "a key in a commit"}, home=home)
+    with remote.halts.reading() as unit:
+        assert unit.states() == {"s3": "halted"} and unit.pending_counts()["critical"] == 1
+    data = view(backend=remote, tmux_sessions=[])
+    assert data["summary"]["halts"]["critical"] == 1 and data["halts"][0]["session_id"] == "s3"
