@@ -467,11 +467,19 @@ def cmd_console(protocol, args) -> int:
     from leash.console.keymap import KeymapError
     from leash.core.tmux import Tmux
 
+    backend = _backend(protocol)
     path, _ = remote.operator_socket(protocol.home)
-    changes = remote.live_changes(path) if path is not None and remote.answers(path) else None
-    try:  # with a daemon: its kennel works the queue (the console sees its heartbeat) and its stream goes live
+    if path is not None and remote.answers(path):
+        # With a daemon, every read and key goes through it (as the operator the
+        # kernel says you are), its stream keeps the view live and its kennel
+        # works the queue (the console sees its heartbeat and runs none).
+        from leash.core.store.remote import RemoteBackend
+
+        backend = RemoteBackend(path)
+    try:
         app = LeashApp(protocol.home, tmux=Tmux(home=protocol.home), run_kennel=not args.no_kennel,
-                       read_only=getattr(args, "read_only", False), backend=_backend(protocol), changes=changes)
+                       read_only=getattr(args, "read_only", False), backend=backend,
+                       changes=backend.changes() if backend.name == "remote" else None)
     except KeymapError as exc:
         from leash.console.errors import UsageError
 

@@ -3,6 +3,7 @@ as the console uses them where it cannot read the home. The peer acts, never
 the name a client gives; records and errors come back as their own classes."""
 from __future__ import annotations
 
+import json
 import os
 import pwd
 
@@ -67,3 +68,31 @@ def test_the_console_view_and_halt_units_read_through_it(remote, home):
         assert unit.states() == {"s3": "halted"} and unit.pending_counts()["critical"] == 1
     data = view(backend=remote, tmux_sessions=[])
     assert data["summary"]["halts"]["critical"] == 1 and data["halts"][0]["session_id"] == "s3"
+
+
+async def test_the_console_reads_and_acts_through_the_daemon(remote, daemon, home):
+    """The console on a RemoteBackend: its view comes from the daemon, a stop
+    made with its keys is the daemon's write with the peer as source (not the
+    console's own ``ops@test``), and the why screen answers through it."""
+    import time
+
+    from leash.core.protocol import StopProtocol
+
+    from .conftest import CONSOLE_TMUX, console, seed_console_fleet
+    from .test_console_keys import SIZE, select, settle
+
+    seed_console_fleet(home)
+    app = console(home, backend=remote, list_tmux=lambda: CONSOLE_TMUX, clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.view_data and any(row["name"] == "agent-answers" for row in app.view_data["sessions"])
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert StopProtocol(home).stops.snapshot()["sessions"]["agent-answers"]["source"] == me(daemon)
+        await pilot.press("i")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "WhyScreen"
+        assert "session_stop" in json.dumps(app.screen.answer)  # the daemon's stop, read back through it

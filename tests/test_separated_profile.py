@@ -238,3 +238,26 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
                   "json.dump({'disableAllHooks': True}, open(p, 'w'))\"")
     deployment.as_user(deployment.agent, ["sh", "-c", f"{switch_off}; rm -f {managed}"])
     assert json.loads(managed.read_text()) == settings  # root's file: the agent can neither write nor remove it
+
+
+def test_the_operators_console_reads_and_acts_through_the_daemon(deployment):
+    """The console's backend for an operator who cannot read the home: the
+    fleet view and a stop, through the operator socket, as the operator. The
+    agent gets nothing from the same code."""
+    script = ("import json, sys\n"
+              "from leash.core.fleet import view\n"
+              "from leash.core.store.remote import RemoteBackend\n"
+              "backend = RemoteBackend(sys.argv[1])\n"
+              "backend.stops.stop('agent-7', source='someone-else', reason='from the console')\n"
+              "data = view(backend=backend, tmux_sessions=[])\n"
+              "print(json.dumps({'stopped': data['summary']['stopped'], "
+              "'sessions': [row['name'] for row in data['sessions']]}))\n")
+    ran = deployment.as_user(deployment.operator, [OTHERS_PYTHON, "-P", "-c", script, deployment.operator_socket])
+    assert ran.returncode == 0, ran.stderr
+    shown = json.loads(ran.stdout)
+    assert shown["stopped"] >= 1 and "agent-7" in shown["sessions"]
+    (line,) = AckLog(deployment.home).read(event="stop_ack").entries
+    assert line["source"] == f"{deployment.operator.name}@{deployment.daemon.host}"
+    refused = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-P", "-c", script, deployment.operator_socket])
+    assert refused.returncode != 0 and b"refused" in refused.stderr
+    assert deployment.hook("agent-7") == "deny"

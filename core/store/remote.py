@@ -75,7 +75,9 @@ def encode(value):
         return [encode(item) for item in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    return {"$dict": {str(k): encode(v) for k, v in vars(value).items() if not k.startswith("_")}}
+    fields = getattr(value, "__dict__", None) or {name: getattr(value, name)
+                                                  for name in getattr(value, "__slots__", ())}
+    return {"$object": {str(k): encode(v) for k, v in fields.items() if not k.startswith("_")}}
 
 
 def decode(value):
@@ -85,6 +87,10 @@ def decode(value):
         return value
     if "$dict" in value:
         return {k: decode(v) for k, v in value["$dict"].items()}
+    if "$object" in value:  # a report (``verify``'s): its attributes, read as attributes
+        from types import SimpleNamespace
+
+        return SimpleNamespace(**{k: decode(v) for k, v in value["$object"].items()})
     if "$record" in value:
         cls = getattr(records, value["$record"])
         if not (isinstance(cls, type) and issubclass(cls, records.Record)):
