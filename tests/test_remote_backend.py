@@ -96,3 +96,24 @@ async def test_the_console_reads_and_acts_through_the_daemon(remote, daemon, hom
         await settle(pilot, app)
         assert app.screen.__class__.__name__ == "WhyScreen"
         assert "session_stop" in json.dumps(app.screen.answer)  # the daemon's stop, read back through it
+
+
+async def test_the_ack_log_screen_reads_and_verifies_through_the_daemon(remote, daemon, home):
+    import time
+
+    from .conftest import CONSOLE_TMUX, console, seed_console_fleet
+    from .test_console_keys import SIZE, settle
+
+    seed_console_fleet(home)
+    app = console(home, backend=remote, list_tmux=lambda: CONSOLE_TMUX, clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("l")
+        for _ in range(100):
+            await settle(pilot, app, cycles=1)
+            status = str(app.screen.query_one("#acklog-verify").render())
+            if "verifying" not in status:
+                break
+        assert app.screen.__class__.__name__ == "AckLogScreen"
+        assert app.screen.query_one("#acklog-table").row_count >= 1
+        assert "BROKEN" not in status and "verifying" not in status, status
