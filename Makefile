@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) bench/secrets.py
 	$(PY) bench/kennel.py
 	$(PY) bench/console.py
+	$(PY) bench/daemon.py
 
 demo: $(STAMP)
 	$(VENV)/bin/leash demo
