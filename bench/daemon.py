@@ -48,6 +48,7 @@ def seeded_home(home: str) -> None:
 
 
 def daemon_side() -> None:
+    from leash.core.daemon.peers import Peer
     from leash.core.daemon.service import Daemon
     from leash.core.gate import Gate
     from leash.core.thinhook import forwarded_env
@@ -67,12 +68,13 @@ def daemon_side() -> None:
                 payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
                 request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
                            "env": forwarded_env(os.environ)}  # what a thin hook sends
+                me = Peer(os.getpid(), os.getuid(), os.getgid())
                 for _ in range(100):
-                    daemon._hook(request)
+                    daemon._hook(request, me)
                 times = []
                 for _ in range(CHECKS):
                     start = time.perf_counter()
-                    daemon._hook(request)
+                    daemon._hook(request, me)
                     times.append(time.perf_counter() - start)
                 gate, gate_times = Gate(home), []
                 for _ in range(CHECKS):

@@ -112,9 +112,9 @@ class Deployment:
     def leash(self, user: User, *args: str, env: dict | None = None):
         return self.as_user(user, [OTHERS_PYTHON, "-P", "-m", "leash.console.cli", *args], env=env)
 
-    def hook(self, session: str, *, env: dict | None = None, command: str = "git status"):
+    def hook(self, session: str, *, env: dict | None = None, command: str = "git status", user: User | None = None):
         payload = dict(BASH, session_id=session, tool_input={"command": command})
-        done = self.as_user(self.agent, [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py"), "hook",
+        done = self.as_user(user or self.agent, [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py"), "hook",
                                          "pre-tool-use"], stdin=json.dumps(payload).encode(),
                             env={"LEASH_SOCKET": self.agent_socket, **(env or {})})
         return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] if done.stdout.strip() else \
@@ -261,3 +261,14 @@ def test_the_operators_console_reads_and_acts_through_the_daemon(deployment):
     refused = deployment.as_user(deployment.agent, [OTHERS_PYTHON, "-P", "-c", script, deployment.operator_socket])
     assert refused.returncode != 0 and b"refused" in refused.stderr
     assert deployment.hook("agent-7") == "deny"
+
+
+def test_another_users_agent_cannot_speak_for_a_session(deployment):
+    """A session belongs to the uid whose hook first named it: another user's
+    hook naming it (to judge it, or to forge its evidence) is refused."""
+    assert deployment.hook("mine") == "allow"  # the agent user's session from now on
+    assert deployment.hook("mine", user=deployment.operator) == "deny"
+    (line,) = [entry for entry in AckLog(deployment.home).read(event="daemon_refused").entries
+               if "belongs to another user" in entry["reason"]]
+    assert line["source"].startswith(f"{deployment.operator.name}@")
+    assert deployment.hook("mine") == "allow"  # its owner is unaffected

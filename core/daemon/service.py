@@ -92,6 +92,8 @@ class Daemon:
 
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
+        self.session_owners: dict[str, int] = {}  # session id -> the uid whose hook first named it
+        self._owners_mutex = threading.Lock()
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -246,7 +248,7 @@ class Daemon:
                 return
             started = time.perf_counter()
             try:
-                reply = self._hook(request)
+                reply = self._hook(request, peer)
             except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
                 reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
             wire.send(conn, reply)
@@ -274,12 +276,36 @@ class Daemon:
                 wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
 
     def _refuse(self, conn: socket.socket, peer: Peer, *, where: str, verb: str, reason: str) -> None:
+        self._log_refusal(peer, where=where, verb=verb, reason=reason)
+        wire.send(conn, {"error": f"refused: {reason}"})
+
+    def _log_refusal(self, peer: Peer, *, where: str, verb: str, reason: str) -> None:
         self.say("refused", socket=where, verb=verb, uid=peer.uid, user=peer.user)
         try:
             self.refusals.refused(peer, peer.source(self.host), reason, where=where, verb=verb, now=self.clock())
         except OSError as exc:
             self.say("refusal-not-logged", problem=exc.strerror)
-        wire.send(conn, {"error": f"refused: {reason}"})
+
+    def _not_the_owner(self, payload: str, peer: Peer) -> str:
+        """Why ``peer`` may not speak for the payload's session ("" when it may).
+
+        A session belongs to the uid whose hook first named it, for this
+        daemon's life: another user's agent can neither judge its calls nor
+        write its evidence (files read, attempts), nor end or register it. (A
+        restarted daemon learns the owners again from the next calls.)"""
+        import json
+
+        try:
+            session_id = json.loads(payload).get("session_id")
+        except (ValueError, AttributeError):
+            return ""  # unreadable input: the hook says what is wrong with it
+        if not isinstance(session_id, str) or not session_id:
+            return ""
+        with self._owners_mutex:
+            owner = self.session_owners.setdefault(session_id, peer.uid)
+        if owner == peer.uid:
+            return ""
+        return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
 
     def _append_refusal(self, *, source: str, reason: str, now: float, **extra) -> None:
         from leash.core.acklog import AckLog
@@ -287,13 +313,18 @@ class Daemon:
         AckLog(self.home).append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
 
     # ------------------------------------------------------------ verbs
-    def _hook(self, request: dict) -> dict:
-        from leash.core.hookio import HookInputError, HookInputTooLarge
+    def _hook(self, request: dict, peer: Peer) -> dict:
+        from leash.core.hookio import HookInputError, HookInputTooLarge, failed_closed
         from leash.core.hooks import answer
 
         event, payload = request.get("event"), request.get("payload", "")
         if not isinstance(event, str) or not isinstance(payload, str):
             return {"error": "a hook request needs a string event and payload"}
+        intruder = self._not_the_owner(payload, peer)
+        if intruder:
+            self._log_refusal(peer, where="agent", verb="hook", reason=intruder)
+            out, err, code = failed_closed(event, f"leash: {intruder}; this call is refused")
+            return {"stdout": out, "stderr": err, "code": code}
         given_env = request.get("env")
         env = {k: v for k, v in given_env.items() if isinstance(k, str) and isinstance(v, str)} \
             if isinstance(given_env, dict) else {}
