@@ -47,6 +47,7 @@ OPERATOR_SOCKET_MODE = 0o600
 # With [daemon] operators named, other users must be able to connect; who may
 # then act is decided per connection by the peer's credentials, not the mode.
 SHARED_OPERATOR_SOCKET_MODE = 0o666
+SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
 SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
 WATCH_RETRY_SECONDS = 2.0
 
@@ -303,6 +304,9 @@ class Daemon:
             return ""
         with self._owners_mutex:
             owner = self.session_owners.setdefault(session_id, peer.uid)
+            if len(self.session_owners) > SESSION_OWNERS_KEPT:  # bounded: the oldest half is learned again
+                for stale in list(self.session_owners)[:SESSION_OWNERS_KEPT // 2]:
+                    del self.session_owners[stale]
         if owner == peer.uid:
             return ""
         return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
