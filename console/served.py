@@ -87,6 +87,7 @@ def run_daemon(args, dispatch) -> int:
     """``leash daemon``: start, serve until SIGTERM/SIGINT, exit 0."""
     from leash.console.actions import Refused
     from leash.console.errors import UsageError
+    from leash.core.config import ConfigError
     from leash.core.daemon.service import Daemon, DaemonRunning
     from leash.core.home import UnsafeHome
 
@@ -94,7 +95,7 @@ def run_daemon(args, dispatch) -> int:
         daemon = Daemon(getattr(args, "home", None), operator_verbs={"cli": cli_verb(dispatch)},
                         kennel=False if args.no_kennel else None)
         daemon.start()
-    except UnsafeHome as exc:
+    except (UnsafeHome, ConfigError) as exc:
         raise UsageError(str(exc)) from None
     except DaemonRunning as exc:
         raise Refused(str(exc)) from None

@@ -59,7 +59,7 @@ _SCHEMA: dict[str, dict[str, object]] = {
     "acklog": {"anchor_command": ("list[str]",)},
     "sessions": {"forget_after_days": ("positive number",)},
     "daemon": {"agent_socket": ("str",), "operator_socket": ("str",), "operators": ("list[str]",), "host": ("str",),
-               "agent_socket_mode": ("str",), "kennel": ("bool",)},
+               "agent_socket_mode": ("file mode",), "kennel": ("bool",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).
@@ -75,7 +75,10 @@ class ConfigError(Exception):
     """A config file leash cannot use; ``str()`` is the one-line message."""
 
 
-_KIND_SAID = {"hours": HOURS_RULE}  # kinds whose rule reads better in words than by name
+_KIND_SAID = {  # kinds whose rule reads better in words than by name
+    "hours": HOURS_RULE,
+    "file mode": 'a file mode in octal such as "0600" or "0666"',
+}
 
 
 def _check(kind: str, value: object) -> bool:
@@ -94,6 +97,8 @@ def _check(kind: str, value: object) -> bool:
         return hours_problem(value) is None
     if kind == "non-negative number":
         return number is not None and number >= 0
+    if kind == "file mode":
+        return isinstance(value, str) and re.fullmatch(r"0?[0-7]{3}", value) is not None
     if kind == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[positive number]":

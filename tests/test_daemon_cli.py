@@ -102,3 +102,10 @@ def test_the_daemon_refuses_a_home_it_cannot_use(tmp_path):
     done = subprocess.run(["sh", "-c", 'exec "$0" -m leash.console.cli --home "$1" daemon', os.sys.executable,
                            str(unsafe)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and done.stderr.startswith("leash: error: unsafe state home")
+
+
+def test_a_bad_socket_mode_is_one_line_and_exit_2(home, leash_proc):
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[daemon]\nagent_socket_mode = "rw-rw-rw-"\n')
+    done = leash_proc("daemon", "--no-kennel", timeout=30)
+    assert done.code == 2 and done.err.count("\n") == 1 and "agent_socket_mode" in done.err and "octal" in done.err
