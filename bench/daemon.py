@@ -1,9 +1,9 @@
 """leashd: the daemon-side cost of a check, and hooks under parallel load.
 
-1. Daemon-side check: a daemon runs in this process on a fresh home (a stopped
-   session, a hands-off lock, halts recorded); the time from a decoded `hook`
-   request to its reply, 2,000 times, for a Bash call and an Edit (targets:
-   median under 200 us, p99 under 2 ms). The gate's check alone is shown beside.
+1. Daemon-side check: a daemon runs in this process on a fresh home (a stop on
+   another session; then also a path lock and 20 halts recorded); the time from
+   a decoded `hook` request to its reply, 2,000 times, for a Bash call, an Edit
+   and a Read (targets: median under 200 us, p99 under 2 ms).
 2. Throughput: 16 clients, each running the hook command `leash install`
    writes as a process, back to back, for 30 s (`--seconds`), with a daemon
    running and without one: calls per second and p50/p99 whole-process latency.
@@ -35,58 +35,59 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
-def seeded_home(home: str) -> None:
+def seeded_home(home: str, *, loaded: bool) -> None:
+    """A stop on another session; ``loaded``: also a path lock (every call's
+    paths are read against it) and 20 halts of other sessions in halts.db."""
     from leash.core.halts import api
     from leash.core.protocol import StopProtocol
 
     protocol = StopProtocol(home)
     protocol.acknowledge_stop("bench", "someone-else", "bench")
+    if not loaded:
+        return
     protocol.hands_off("path:vendor/**", hours=1, reason="bench", source="bench")
     for n in range(20):
         api.record_halt({"session_token": f"other-{n}", "halt_type": "scope", "severity": "medium",
                          "description": "bench"}, home=home)
 
 
+CASES = {
+    "Bash": {"tool_name": "Bash", "tool_input": {"command": "ls src/ | grep -c py"}},
+    "Edit": {"tool_name": "Edit", "tool_input": {"file_path": "app.py", "old_string": "a", "new_string": "b"}},
+    "Read": {"tool_name": "Read", "tool_input": {"file_path": "app.py"}},
+}
+
+
 def daemon_side() -> None:
     from leash.core.daemon.peers import Peer
     from leash.core.daemon.service import Daemon
-    from leash.core.gate import Gate
     from leash.core.thinhook import forwarded_env
 
-    with tempfile.TemporaryDirectory() as root:
-        home = os.path.join(root, "home")
-        seeded_home(home)
-        daemon = Daemon(home, kennel=False, log=open(os.devnull, "w"))
-        daemon.start()
-        try:
-            cases = {
-                "Bash": {"tool_name": "Bash", "tool_input": {"command": "ls src/ | grep -c py"}},
-                "Edit": {"tool_name": "Edit", "tool_input": {"file_path": os.path.join(root, "app.py"),
-                                                             "old_string": "a", "new_string": "b"}},
-            }
-            for label, call in cases.items():
-                payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
-                request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
-                           "env": forwarded_env(os.environ)}  # what a thin hook sends
-                me = Peer(os.getpid(), os.getuid(), os.getgid())
-                for _ in range(100):
-                    daemon._hook(request, me)
-                times = []
-                for _ in range(CHECKS):
-                    start = time.perf_counter()
-                    daemon._hook(request, me)
-                    times.append(time.perf_counter() - start)
-                gate, gate_times = Gate(home), []
-                for _ in range(CHECKS):
-                    start = time.perf_counter()
-                    gate.check("bench", call["tool_name"], call["tool_input"], cwd=root)
-                    gate_times.append(time.perf_counter() - start)
-                print(f"daemon-side {label:<5} median {statistics.median(times) * 1e6:6.0f} us, "
-                      f"p99 {percentile(times, 0.99) * 1e6:6.0f} us (targets 200 us, 2,000 us); "
-                      f"gate.check alone median {statistics.median(gate_times) * 1e6:5.0f} us, "
-                      f"p99 {percentile(gate_times, 0.99) * 1e6:5.0f} us  ({CHECKS} calls)")
-        finally:
-            daemon.close()
+    me = Peer(os.getpid(), os.getuid(), os.getgid())
+    for loaded in (False, True):
+        with tempfile.TemporaryDirectory() as root:
+            home = os.path.join(root, "home")
+            seeded_home(home, loaded=loaded)
+            daemon = Daemon(home, kennel=False, log=open(os.devnull, "w"))
+            daemon.start()
+            try:
+                for label, call in CASES.items():
+                    payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root,
+                                          **call})
+                    request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
+                               "env": forwarded_env(os.environ)}  # what a thin hook sends
+                    for _ in range(100):
+                        daemon._hook(request, me)
+                    times = []
+                    for _ in range(CHECKS):
+                        start = time.perf_counter()
+                        daemon._hook(request, me)
+                        times.append(time.perf_counter() - start)
+                    home_kind = "a stop, a path lock, 20 halts" if loaded else "a stop elsewhere"
+                    print(f"daemon-side {label:<4} ({home_kind:<30}) median {statistics.median(times) * 1e6:4.0f} us, "
+                          f"p99 {percentile(times, 0.99) * 1e6:5.0f} us  (targets 200 us, 2,000 us; {CHECKS} calls)")
+            finally:
+                daemon.close()
 
 
 def load(command: list[str], env: dict[str, str], seconds: float) -> tuple[int, list[float]]:
