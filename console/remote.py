@@ -24,12 +24,12 @@ import sys
 
 # The console's live updates over the daemon's subscribe stream (one definition, in the core).
 from leash.core.store.remote import subscribed_changes as live_changes  # noqa: F401
+from leash.core.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
 
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
 LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion"})
-SOCKET_ENV = "LEASH_OPERATOR_SOCKET"
 
 
 class DaemonUnreachable(Exception):

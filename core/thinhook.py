@@ -28,7 +28,14 @@ import os
 import sys
 
 from leash.core.hookio import REQUEST_LIMIT_BYTES, HookInputError, HookInputTooLarge, emit, failed_closed, read_stdin
-from leash.core.wellknown import AGENT_SOCKET_ENV, AGENT_SOCKET_NAME, DEFAULT_HOME, HOME_ENV, RUN_DIR
+from leash.core.wellknown import (
+    AGENT_SOCKET_ENV,
+    AGENT_SOCKET_NAME,
+    DEFAULT_HOME,
+    HOME_ENV,
+    OPERATOR_SOCKET_ENV,
+    RUN_DIR,
+)
 
 # What of the agent's environment the daemon needs to judge a call: the tmux
 # pane (session identity), the home directory and user (shell expansion in the
@@ -36,7 +43,7 @@ from leash.core.wellknown import AGENT_SOCKET_ENV, AGENT_SOCKET_NAME, DEFAULT_HO
 FORWARDED_ENV = ("TMUX", "TMUX_PANE", "TMUX_TMPDIR", "HOME", "USER", "LOGNAME", "PWD")
 FORWARDED_PREFIX = "LEASH_"
 # Where the state lives and how to reach the daemon are the daemon's to know.
-NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, "LEASH_OPERATOR_SOCKET"})
+NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV})
 RECV_CHUNK_BYTES = 65536
 
 
@@ -48,7 +55,6 @@ try:
         """What json's C scanner reads from a decoder: plain JSON, no hooks."""
 
         strict, object_hook, object_pairs_hook = True, None, None
-        memo: dict = {}
         parse_float, parse_int = float, int
 
         @staticmethod
