@@ -31,6 +31,7 @@ import threading
 import time
 
 from leash.core.daemon import wire
+from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 
@@ -48,8 +49,6 @@ OPERATOR_SOCKET_MODE = 0o600
 # then act is decided per connection by the peer's credentials, not the mode.
 SHARED_OPERATOR_SOCKET_MODE = 0o666
 SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
-SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
-WATCH_RETRY_SECONDS = 2.0
 
 
 class DaemonRunning(Exception):
@@ -378,74 +377,3 @@ class Daemon:
             self.log_stream.flush()
         except (OSError, ValueError):
             pass
-
-
-class ChangeFeed:
-    """The backend's change stream, fanned out to every subscriber's queue,
-    in its own thread from the daemon's start."""
-
-    def __init__(self, home: str, *, say=None):
-        self.home = home
-        self.say = say or (lambda *args, **kwargs: None)
-        self.inboxes: list[queue.Queue] = []
-        self.mutex = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.halt = threading.Event()
-
-    def start(self) -> None:
-        with self.mutex:
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="changes", daemon=True)
-                self.thread.start()
-
-    def join(self) -> queue.Queue:
-        inbox: queue.Queue = queue.Queue(maxsize=SUBSCRIBER_QUEUE)
-        with self.mutex:
-            self.inboxes.append(inbox)
-        self.start()
-        return inbox
-
-    def leave(self, inbox: queue.Queue) -> None:
-        with self.mutex:
-            if inbox in self.inboxes:
-                self.inboxes.remove(inbox)
-
-    def close(self) -> None:
-        self.halt.set()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
-
-    def _run(self) -> None:
-        import asyncio
-
-        from leash.core.store.files import backend_for
-
-        async def pump():
-            async for change in backend_for(self.home).changes(stop_event=self.halt):
-                self._publish(change)
-
-        while not self.halt.is_set():
-            try:
-                asyncio.run(pump())
-            except Exception as exc:  # e.g. the inotify limit: say so, tell subscribers to re-read, retry
-                self.say("changes-failed", problem=f"{exc.__class__.__name__}: {exc}")
-                self._publish(None)
-                self.halt.wait(WATCH_RETRY_SECONDS)
-
-    def _publish(self, change) -> None:
-        with self.mutex:
-            inboxes = list(self.inboxes)
-        for inbox in inboxes:
-            try:
-                inbox.put_nowait(change)  # None: "re-read everything"
-            except queue.Full:
-                _drain(inbox)
-                inbox.put_nowait(None)
-
-
-def _drain(inbox: queue.Queue) -> None:
-    while True:
-        try:
-            inbox.get_nowait()
-        except queue.Empty:
-            return
