@@ -43,9 +43,17 @@ def test_every_package_folder_is_in_the_distribution():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a copy of the source: setuptools builds in the
+    tree it is given (``build/``, ``*.egg-info``), and two test workers building
+    in the same tree at once would trip over each other."""
+    import shutil
+
+    source = tmp_path_factory.mktemp("source") / "leash"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".cache", "build", "*.egg-info", "__pycache__", "node_modules", "snapshot_report.html"))
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     [built] = out.glob("leash-*.whl")
     return built
