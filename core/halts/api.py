@@ -218,13 +218,13 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     record_high`` from config.toml."""
     moment = now_seconds(now)
     home = _home(home)
-    CheckContext(data)  # validate before touching the store
+    ctx = CheckContext(data)  # validated before the store is touched
     owned = connection is None
     try:
         if owned:
             connection = _open(home, moment) if exists(home) else None
         config = load_config(connection, home) if connection else default_config()
-        ctx = _context_with_attempts(connection, data, moment)
+        _add_attempts(connection, ctx, data, moment)
         fired = engine.evaluate(ctx, config)
         should_halt = any(engine.halts(f.severity) for f in fired)
         to_record = to_auto_record(fired, record_high=_record_high(home, record_high, fired)) \
@@ -247,12 +247,12 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     return _check_answer(fired, recorded, should_halt=should_halt, attempt_number=ctx.attempt_number)
 
 
-def _context_with_attempts(connection, data: dict, moment: float) -> CheckContext:
-    """The check's context with the session's stored attempts at its task (reset
+def _add_attempts(connection, ctx: CheckContext, data: dict, moment: float) -> None:
+    """The session's stored attempts at its task into the check's context (reset
     first when the call asks for a fresh start)."""
     task = data.get("task_id") or ""
     stored, errors = _stored_attempts(connection, data["session_token"], task) if connection else (0, [])
-    ctx = CheckContext(data, stored_attempts=stored, stored_errors=errors)
+    ctx.stored_attempts, ctx.stored_errors = stored, list(errors)
     from leash.core.halts.conditions.execution import reset_requested
 
     if connection and stored and reset_requested(ctx):
@@ -260,7 +260,6 @@ def _context_with_attempts(connection, data: dict, moment: float) -> CheckContex
             connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
                                " WHERE session_id = ? AND task_id = ?", (iso(moment), ctx.session_id, task))
         ctx.stored_attempts, ctx.stored_errors = 0, []
-    return ctx
 
 
 def _record_high(home: str, record_high: bool | None, fired) -> bool | None:

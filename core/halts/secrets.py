@@ -262,8 +262,9 @@ def scan(text: str) -> list[tuple[int, int, str]]:
     global _LAST_SCAN
     if not isinstance(text, str) or not text:
         return []
-    if _LAST_SCAN is not None and _LAST_SCAN[0] is text:
-        return list(_LAST_SCAN[1])
+    last = _LAST_SCAN  # one read: leashd's threads replace it between two reads of the global
+    if last is not None and (last[0] is text or last[0] == text):
+        return list(last[1])
     findings = _scan(text)
     _LAST_SCAN = (text, findings)
     return list(findings)
