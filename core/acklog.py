@@ -199,7 +199,7 @@ class AckLog:
             if record is None:
                 result.unreadable_lines += 1
                 continue
-            if _matches(record, session=session, event=event, since=since, source=source):
+            if matches(record, session=session, event=event, since=since, source=source):
                 result.entries.append(record)
         return result
 
@@ -246,7 +246,7 @@ class AckLog:
                     record = _parse(raw)
                     if record is None:
                         continue
-                    if _matches(record, session=session, event=event, since=since, source=source):
+                    if matches(record, session=session, event=event, since=since, source=source):
                         yield record
             else:
                 time.sleep(poll_seconds)
@@ -261,7 +261,7 @@ class AckLog:
         if report.ok:
             stored = self.head.read()
             for what, mark in (("acklog.head", stored), ("the anchor", anchor)):
-                problem = _against(mark, report, what)
+                problem = against(mark, report, what)
                 if problem and mark:  # (a problem always names a mark)
                     report.ok, report.problem = False, problem
                     report.first_broken_line = min(report.lines + 1, int(mark.get("seq", 0) or 0))
@@ -284,7 +284,7 @@ class AckLog:
         prev, seq = GENESIS_HASH, None
         for number, raw in enumerate(body.split(b"\n"), 1):
             report.lines = number
-            problem = _check_line(raw, prev, seq)
+            problem = check_line(raw, prev, seq)
             if problem:
                 report.ok = False
                 report.first_broken_line = number
@@ -296,7 +296,7 @@ class AckLog:
         return report
 
 
-def _against(mark: JSONObject | None, report: "ChainReport", what: str) -> str:
+def against(mark: JSONObject | None, report: "ChainReport", what: str) -> str:
     """Why the verified log does not hold the line ``mark`` names ("" when it does)."""
     if not mark or not isinstance(mark.get("seq"), int) or mark["seq"] <= 0:
         return ""
@@ -318,7 +318,7 @@ def _parse(raw: bytes) -> JSONObject | None:
     return record if isinstance(record, dict) else None
 
 
-def _check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
+def check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
     record = _parse(raw)
     if record is None:
         return "not a JSON object"
@@ -337,7 +337,7 @@ def _check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
     return ""
 
 
-def _matches(record: JSONObject, *, session, event, since, source) -> bool:
+def matches(record: JSONObject, *, session, event, since, source) -> bool:
     if session is not None and record.get("session_id") != session:
         return False
     if event is not None and record.get("event") != event:

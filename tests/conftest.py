@@ -232,3 +232,17 @@ def daemon(home):
     running = start_daemon(home, line_deadline=0.5)
     yield running
     running.close()
+
+
+# ---------------------------------------------------------------- PostgreSQL
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throwaway PostgreSQL server for this test worker (``postgres_support``),
+    stopped and removed at the end; each test takes a schema of its own."""
+    from .postgres_support import Cluster, binaries
+
+    if binaries() is None:
+        pytest.skip("PostgreSQL is not installed (initdb/pg_ctl); .ci/run installs it")
+    cluster = Cluster()
+    yield cluster
+    cluster.stop()

@@ -86,3 +86,10 @@ def test_the_console_follows_changes_through_the_backend_only():
     watching = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "console").rglob("*.py")
                       if "watchfiles" in {top(n) for n in imported_names(p)})
     assert watching == []
+
+
+def test_psycopg_only_in_the_postgresql_store():
+    drivers = {"psycopg", "psycopg_pool"}
+    users = sorted(str(p.relative_to(ROOT)) for folder in ("core", "console")
+                   for p in (ROOT / folder).rglob("*.py") if drivers & {top(n) for n in imported_names(p)})
+    assert users == ["core/store/pg.py"]

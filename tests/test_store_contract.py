@@ -38,29 +38,69 @@ def second_backend(backend, home):
 
 
 # ------------------------------------------------------------------ ack log
-def test_appended_lines_chain_and_verify(backend):
-    first = backend.acklog.append("stop_ack", source="ops", session_id="s1", reason="r", now=NOW)
-    second = backend.acklog.append("resume", source="ops", session_id="s1", now=NOW + 1)
+# The ack log is held by every backend's store, the PostgreSQL one included.
+ACKLOG_STORES = ["file", "postgres"]
+
+
+@pytest.fixture(params=ACKLOG_STORES)
+def acklog_store(request, home):
+    if request.param == "file":
+        from leash.core.store.files import FileBackend
+
+        yield FileBackend(home).acklog
+        return
+    from leash.core.store.pg import PgAckLog
+
+    cluster = request.getfixturevalue("postgres_cluster")
+    store = PgAckLog(cluster.url(cluster.fresh_schema()))
+    yield store
+    store.close()
+
+
+def rewrite_first_line(store, old: str, new: str) -> None:
+    """What someone with write access to the store's medium could do."""
+    if hasattr(store, "conn"):  # PostgreSQL
+        with store.conn.transaction():
+            store.conn.execute("UPDATE acklog SET line = replace(line, %s, %s) WHERE seq = 1", (old, new))
+        return
+    path = store.log.path
+    with open(path) as handle:
+        text = handle.read()
+    with open(path, "w") as handle:
+        handle.write(text.replace(old, new, 1))
+
+
+def test_appended_lines_chain_and_verify(acklog_store):
+    first = acklog_store.append("stop_ack", source="ops", session_id="s1", reason="r", now=NOW)
+    second = acklog_store.append("resume", source="ops", session_id="s1", now=NOW + 1)
     assert isinstance(first, LogLine) and (first.seq, second.seq) == (1, 2)
     assert second.prev == first.hash
-    assert [line.event for line in backend.acklog.read()] == ["stop_ack", "resume"]
-    assert [line.seq for line in backend.acklog.tail(1)] == [2]
-    assert [line.event for line in backend.acklog.read(event="resume")] == ["resume"]
-    assert list(backend.acklog.follow(stop_after=0.05)) == backend.acklog.read()
-    assert backend.acklog.verify().ok
+    assert [line.event for line in acklog_store.read()] == ["stop_ack", "resume"]
+    assert [line.seq for line in acklog_store.tail(1)] == [2]
+    assert [line.event for line in acklog_store.read(event="resume")] == ["resume"]
+    assert [line.event for line in acklog_store.read(session="s2")] == []
+    assert list(acklog_store.follow(stop_after=0.05)) == acklog_store.read()
+    assert acklog_store.verify().ok
+    assert acklog_store.verify(anchor={"seq": 2, "hash": second.hash}).ok
+    assert not acklog_store.verify(anchor={"seq": 3, "hash": "0" * 64}).ok  # a line the log does not hold
 
 
-def test_verify_names_a_rewritten_line(backend):
-    backend.acklog.append("stop_ack", source="ops", session_id="s1", reason="first", now=NOW)
-    backend.acklog.append("resume", source="ops", session_id="s1", now=NOW + 1)
-    if backend.name == "file":
-        path = os.path.join(backend.home, "stop_ack_log.jsonl")
-        with open(path) as handle:
-            text = handle.read()
-        with open(path, "w") as handle:
-            handle.write(text.replace('"first"', '"other"'))
-    report = backend.acklog.verify()
+def test_verify_names_a_rewritten_line(acklog_store):
+    acklog_store.append("stop_ack", source="ops", session_id="s1", reason="first", now=NOW)
+    acklog_store.append("resume", source="ops", session_id="s1", now=NOW + 1)
+    rewrite_first_line(acklog_store, '"first"', '"other"')
+    report = acklog_store.verify()
     assert not report.ok and report.first_broken_line == 1
+
+
+def test_appended_lines_are_masked_and_events_checked(acklog_store):
+    line = acklog_store.append("stop_ack", source="ops", session_id="s1", now=NOW,
+                               reason="token AKIAZ7Q3R5T2W8Y4U6PL leaked")
+    assert "AKIAZ7Q3R5T2W8Y4U6PL" not in line.reason
+    with pytest.raises(ValueError):
+        acklog_store.append("no_such_event", source="ops", session_id="s1", now=NOW)
+    with pytest.raises(ValueError):
+        acklog_store.append("stop_ack", source="ops", session_id="s1", now=NOW, seq=7)
 
 
 # ------------------------------------------------------------------ stops
