@@ -104,7 +104,29 @@ def test_appended_lines_are_masked_and_events_checked(acklog_store):
 
 
 # ------------------------------------------------------------------ stops
-def test_stop_and_resume(backend, second_backend):
+# Stops are held by every backend's store, the PostgreSQL one included.
+@pytest.fixture(params=["file", "postgres"])
+def stops_clients(request, home):
+    """Two clients of one stop store (as two processes or hosts would be)."""
+    if request.param == "file":
+        from leash.core.store.files import FileBackend
+
+        yield FileBackend(home), FileBackend(home)
+        return
+    from types import SimpleNamespace
+
+    from leash.core.store.pg import PgAckLog, PgStops
+
+    cluster = request.getfixturevalue("postgres_cluster")
+    url = cluster.url(cluster.fresh_schema())
+    logs = [PgAckLog(url), PgAckLog(url)]
+    yield tuple(SimpleNamespace(acklog=log, stops=PgStops(log), name="postgres") for log in logs)
+    for log in logs:
+        log.close()
+
+
+def test_stop_and_resume(stops_clients):
+    backend, second_backend = stops_clients
     record = backend.stops.stop("s1", source="ops", reason="look", now=NOW)
     assert isinstance(record, StopRecord) and (record.key, record.source, record.reason) == ("s1", "ops", "look")
     assert list(second_backend.stops.stopped()) == ["s1"]
@@ -118,7 +140,8 @@ def test_stop_and_resume(backend, second_backend):
     assert [line.event for line in backend.acklog.read()] == ["stop_ack", "resume"]
 
 
-def test_fleet_stop_and_resume(backend):
+def test_fleet_stop_and_resume(stops_clients):
+    backend, _ = stops_clients
     assert backend.stops.fleet() is None
     backend.stops.stop("s1", source="ops", now=NOW)
     backend.stops.stop_fleet(source="ops", reason="all", now=NOW)

@@ -1,7 +1,7 @@
 """The PostgreSQL side of the storage seam: one database shared by every host.
 
 This module holds what every PostgreSQL store stands on (connections, the
-versioned schema) and the ack log, ``PgAckLog``. Its lines are the file log's
+versioned schema), the ack log (``PgAckLog``) and the stops (``PgStops``). Its lines are the file log's
 lines, byte for byte: the same JSON, the same hash chain (``core.acklog``), so
 ``verify`` means the same thing on either backend and a home can be copied
 line for line. The chain is extended under a transaction-scoped advisory
@@ -42,6 +42,13 @@ MIGRATIONS = (
     );
     CREATE INDEX acklog_session ON acklog (session_id, seq);
     CREATE INDEX acklog_event ON acklog (event, seq);
+    """,
+    """
+    CREATE TABLE stop_state (
+        id       integer PRIMARY KEY CHECK (id = 1),
+        state    text    NOT NULL,
+        head_seq bigint  NOT NULL
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -85,6 +92,20 @@ def migrate(conn) -> int:
     return SCHEMA_VERSION
 
 
+def chain(conn, record: dict) -> None:
+    """Append ``record`` (its head keys and extras set) as the log's next line,
+    inside the caller's transaction: the chain lock is held until it ends, so
+    whatever the transaction also writes commits with the line or not at all."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
+    tip = conn.execute("SELECT seq, line FROM acklog ORDER BY seq DESC LIMIT 1").fetchone()
+    record["seq"] = tip[0] + 1 if tip else 1
+    record["prev"] = json.loads(tip[1])["hash"] if tip else GENESIS_HASH
+    record["hash"] = chain_hash(record["prev"], record)
+    conn.execute("INSERT INTO acklog (seq, ts, event, session_id, source, line) VALUES (%s, %s, %s, %s, %s, %s)",
+                 (record["seq"], record["timestamp"], record["event"], record["session_id"], record["source"],
+                  json.dumps(record, ensure_ascii=True)))
+
+
 class PgAckLog:
     """``AckLogStore`` over the ``acklog`` table."""
 
@@ -110,15 +131,7 @@ class PgAckLog:
         record.update({key: mask_deep(value) for key, value in extra.items()})
         try:
             with self.conn.transaction():
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
-                tip = self.conn.execute("SELECT seq, line FROM acklog ORDER BY seq DESC LIMIT 1").fetchone()
-                record["seq"] = tip[0] + 1 if tip else 1
-                record["prev"] = json.loads(tip[1])["hash"] if tip else GENESIS_HASH
-                record["hash"] = chain_hash(record["prev"], record)
-                self.conn.execute("INSERT INTO acklog (seq, ts, event, session_id, source, line) "
-                                  "VALUES (%s, %s, %s, %s, %s, %s)",
-                                  (record["seq"], record["timestamp"], event, record["session_id"],
-                                   record["source"], json.dumps(record, ensure_ascii=True)))
+                chain(self.conn, record)
         except _errors() as exc:
             raise StoreOffline(f"PostgreSQL store: the line was not appended: {_said(exc)}") from None
         return LogLine.of(record)
@@ -205,3 +218,120 @@ def _errors():
 def _said(exc: Exception) -> str:
     """One line about a database error (psycopg's messages never carry the password)."""
     return " ".join(str(exc).split())[:300] or exc.__class__.__name__
+
+
+class PgStops:
+    """``StopStore`` on PostgreSQL: the stop state is the fold of the log's stop
+    lines (``core.stop.apply_stop_line``, the file registry's own rule), kept
+    in ``stop_state`` and written in the transaction that appends the line, so
+    the two never disagree. A stop filed here binds no tmux session id (that
+    comes with hosts: a tmux session lives on one host's server)."""
+
+    def __init__(self, log: PgAckLog):
+        self.log = log
+        self.conn = log.conn
+
+    def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
+             **extra: object):
+        from leash.core.stop import _require_name
+
+        _require_name(session_id, "session id")
+        line = self._write("stop_ack", session_id, source=source, reason=reason, now=now,
+                           extra={k: v for k, v in extra.items() if v not in (None, "")})
+        return self.current().sessions.get(session_id) or self._said(line, session_id)
+
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None):
+        from leash.core.stop import NotStopped
+
+        def check(state: dict) -> None:
+            if session_id not in state["sessions"]:
+                raise NotStopped(f"session {session_id!r} is not stopped")
+
+        held = self.current().sessions.get(session_id)
+        self._write("resume", session_id, source=source, reason=reason, now=now, check=check)
+        return held
+
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None):
+        from leash.core.acklog import FLEET
+
+        self._write("fleet_stop", FLEET, source=source, reason=reason, now=now)
+        return self.current().fleet
+
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None):
+        from leash.core.acklog import FLEET
+        from leash.core.stop import NotStopped
+
+        def check(state: dict) -> None:
+            if state["fleet"] is None:
+                raise NotStopped("the fleet is not stopped")
+
+        held = self.current().fleet
+        self._write("fleet_resume", FLEET, source=source, reason=reason, now=now, check=check)
+        return held
+
+    def stopped(self, *, now: float | None = None) -> dict:
+        return dict(self.current(now=now).sessions)
+
+    def fleet(self, *, now: float | None = None):
+        return self.current(now=now).fleet
+
+    def covering(self, names: list[str], *, tmux_session_id: str = ""):
+        state = self.current()
+        for name in names:
+            if name in state.sessions:
+                return "session", name
+        if tmux_session_id and tmux_session_id in state.by_tmux_id:
+            return "session", state.by_tmux_id[tmux_session_id]
+        return ("fleet", None) if state.fleet is not None else None
+
+    def current(self, *, now: float | None = None):
+        from leash.core.acklog import FLEET
+        from leash.core.stop import _index_stops
+        from leash.core.store.records import StopRecord, StopState
+
+        indexed = _index_stops(self._state(lock=False))
+        return StopState({key: StopRecord.of(record, key=key) for key, record in sorted(indexed["sessions"].items())},
+                         StopRecord.of(indexed["fleet"], key=FLEET), dict(indexed["by_tmux_id"]))
+
+    # ------------------------------------------------------------ inside
+    def _state(self, *, lock: bool) -> dict:
+        from leash.core.stop import empty_stops
+
+        query = "SELECT state FROM stop_state WHERE id = 1" + (" FOR UPDATE" if lock else "")
+        try:
+            row = self.conn.execute(query).fetchone()
+        except _errors() as exc:
+            from leash.core.stop import StopStateUnreadable
+
+            raise StopStateUnreadable(f"PostgreSQL store: {_said(exc)}") from None
+        return json.loads(row[0]) if row else empty_stops()
+
+    def _write(self, event: str, session_id: str, *, source: str, reason: str, now: float | None,
+               extra: dict | None = None, check=None) -> dict:
+        from leash.core.halts.secrets import mask, mask_deep
+        from leash.core.stop import apply_stop_line
+
+        record: dict = {"timestamp": iso(now_seconds(now)), "event": event, "source": mask(str(source)),
+                        "session_id": str(session_id), "reason": mask(str(reason))}
+        record.update({key: mask_deep(value) for key, value in (extra or {}).items()})
+        try:
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))  # one writer at a time
+                state = self._state(lock=True)
+                if check is not None:
+                    check(state)
+                chain(self.conn, record)
+                apply_stop_line(state, record)
+                self.conn.execute("INSERT INTO stop_state (id, state, head_seq) VALUES (1, %s, %s) ON CONFLICT (id) "
+                                  "DO UPDATE SET state = EXCLUDED.state, head_seq = EXCLUDED.head_seq",
+                                  (json.dumps(state), record["seq"]))
+        except _errors() as exc:
+            raise StoreOffline(f"PostgreSQL store: nothing was written: {_said(exc)}") from None
+        return record
+
+    @staticmethod
+    def _said(line: dict, key: str):
+        from leash.core.store.records import StopRecord
+
+        return StopRecord.of({"stopped_at": line["timestamp"], "source": line["source"], "reason": line["reason"]},
+                             key=key)

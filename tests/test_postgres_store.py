@@ -1,7 +1,8 @@
-"""The ack log on PostgreSQL (a real server, ``postgres_cluster``): appends
+"""The stores on PostgreSQL (a real server, ``postgres_cluster``): appends
 from many connections at once make one chain; its lines are the file log's
-lines; the schema is versioned; an unreachable server is one line without the
-password. The behaviours every ack log keeps are in test_store_contract.py."""
+lines; stops written from many connections are the fold of the log; the schema
+is versioned; an unreachable server is one line without the password. The
+behaviours every backend keeps are in test_store_contract.py."""
 from __future__ import annotations
 
 import os
@@ -93,3 +94,37 @@ def test_follow_from_now_yields_only_new_lines(url):
         assert [line.event for line in store.follow(from_start=True, stop_after=0.01)] == ["stop_ack", "resume"]
     finally:
         store.close()
+
+
+def test_stops_from_many_connections_are_the_fold_of_the_log(url):
+    """Stops and resumes from four connections at once: the stored stop state
+    is exactly what replaying the log gives (the file backend's own rule)."""
+    from leash.core.stop import apply_stop_line, empty_stops
+    from leash.core.store.pg import PgStops
+
+    logs = [PgAckLog(url) for _ in range(4)]
+    try:
+        def work(n):
+            stops = PgStops(logs[n])
+            for i in range(10):
+                stops.stop(f"s{n}-{i}", source=f"host{n}", reason="hold", now=NOW + i)
+                if i % 3 == 0:
+                    stops.resume(f"s{n}-{i}", source=f"host{n}", now=NOW + i)
+            if n == 0:
+                stops.stop_fleet(source="host0", reason="all", now=NOW + 20)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        replayed = empty_stops()
+        for line in logs[0].read():
+            apply_stop_line(replayed, line.as_dict())
+        state = PgStops(logs[1]).current()
+        assert sorted(state.sessions) == sorted(replayed["sessions"]) and len(state.sessions) == 4 * 6
+        assert state.fleet is not None and state.fleet.reason == "all"
+        assert logs[2].verify().ok
+    finally:
+        for log in logs:
+            log.close()
