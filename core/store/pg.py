@@ -92,6 +92,17 @@ def migrate(conn) -> int:
     return SCHEMA_VERSION
 
 
+def new_line(event: str, *, source: str, session_id: str, reason: str, now: float | None, extra: dict) -> dict:
+    """A log line's head and extras, masked (no line holds a secret, whoever
+    wrote its text); ``chain`` adds its place in the chain."""
+    from leash.core.halts.secrets import mask, mask_deep
+
+    record: dict = {"timestamp": iso(now_seconds(now)), "event": event, "source": mask(str(source)),
+                    "session_id": str(session_id), "reason": mask(str(reason))}
+    record.update({key: mask_deep(value) for key, value in extra.items()})
+    return record
+
+
 def chain(conn, record: dict) -> None:
     """Append ``record`` (its head keys and extras set) as the log's next line,
     inside the caller's transaction: the chain lock is held until it ends, so
@@ -124,11 +135,7 @@ class PgAckLog:
         clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
-        from leash.core.halts.secrets import mask, mask_deep  # no line holds a secret, whoever wrote its text
-
-        record: dict = {"timestamp": iso(now_seconds(now)), "event": event, "source": mask(str(source)),
-                        "session_id": str(session_id), "reason": mask(str(reason))}
-        record.update({key: mask_deep(value) for key, value in extra.items()})
+        record = new_line(event, source=source, session_id=session_id, reason=reason, now=now, extra=extra)
         try:
             with self.conn.transaction():
                 chain(self.conn, record)
@@ -308,12 +315,9 @@ class PgStops:
 
     def _write(self, event: str, session_id: str, *, source: str, reason: str, now: float | None,
                extra: dict | None = None, check=None) -> dict:
-        from leash.core.halts.secrets import mask, mask_deep
         from leash.core.stop import apply_stop_line
 
-        record: dict = {"timestamp": iso(now_seconds(now)), "event": event, "source": mask(str(source)),
-                        "session_id": str(session_id), "reason": mask(str(reason))}
-        record.update({key: mask_deep(value) for key, value in (extra or {}).items()})
+        record = new_line(event, source=source, session_id=session_id, reason=reason, now=now, extra=extra or {})
         try:
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))  # one writer at a time
