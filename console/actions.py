@@ -462,14 +462,14 @@ def cmd_kennel(protocol, args) -> int:
 
 # ------------------------------------------------------------------ console
 def cmd_console(protocol, args) -> int:
-    from leash.console import remote
     from leash.console.app import LeashApp
     from leash.console.keymap import KeymapError
+    from leash.core.daemon.client import answers, operator_socket
     from leash.core.tmux import Tmux
 
     backend = _backend(protocol)
-    path, _ = remote.operator_socket(protocol.home)
-    if path is not None and remote.answers(path):
+    path, _ = operator_socket(protocol.home)
+    if path is not None and answers(path):
         # With a daemon, every read and key goes through it (as the operator the
         # kernel says you are), its stream keeps the view live and its kennel
         # works the queue (the console sees its heartbeat and runs none).

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import sys
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_VERDICT = 0, 1, 2, 3
-
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -35,8 +33,9 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
     daemon's home as ``peer_source``; elsewhere a command that acts on state goes
     to a running daemon's operator socket (``console.remote``)."""
     from leash.console import actions, remote
-    from leash.console.errors import UsageError
+    from leash.console.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
     from leash.console.parser import build_parser
+    from leash.core.daemon.client import DaemonUnreachable, operator_socket
 
     try:
         args = build_parser().parse_args(argv)
@@ -53,7 +52,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
             if args.command in actions.ACTING:
                 args.source = peer_source  # who the kernel says is asking, never the client's claim
         elif args.command not in remote.LOCAL_COMMANDS:
-            path, required = remote.operator_socket(getattr(args, "home", None))
+            path, required = operator_socket(getattr(args, "home", None))
             if path is not None:
                 code = remote.forward(argv, path, required=required)
                 if code is not None:
@@ -62,7 +61,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
     except UsageError as exc:
         _say_error(str(exc))
         return EXIT_USAGE
-    except (actions.Refused, remote.DaemonUnreachable) as exc:
+    except (actions.Refused, DaemonUnreachable) as exc:
         _say_error(str(exc))
         return EXIT_REFUSED
     except KeyboardInterrupt:

@@ -3,9 +3,8 @@
 Client side (``forward``): when a daemon runs for the home, a subcommand that
 acts on state is sent to it as ``{"verb": "cli", "argv": [...]}`` and its
 output streamed back line by line (``{"out": text}``, ``{"err": text}``, then
-``{"exit": code}``): the same output and exit code as run here. The socket is
-``LEASH_OPERATOR_SOCKET``, else ``[daemon] operator_socket`` of the home's
-``config.toml``, else ``<home>/run/operator.sock``.
+``{"exit": code}``): the same output and exit code as run here. Where the
+socket is, is ``core.daemon.client.operator_socket``'s to say.
 
 The daemon side (running a forwarded subcommand) is ``console.served``.
 
@@ -18,40 +17,16 @@ directly. A connection cut mid-answer is an error (exit 1).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sys
 
-# The console's live updates over the daemon's subscribe stream (one definition, in the core).
-from leash.core.store.remote import subscribed_changes as live_changes  # noqa: F401
+from leash.core.daemon.client import DaemonUnreachable
 from leash.core.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
 
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
 LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion"})
-
-
-class DaemonUnreachable(Exception):
-    pass
-
-
-def operator_socket(home: str | None) -> tuple[str | None, bool]:
-    """(path, required): the operator socket to use (None: act on the home)."""
-    from leash.core.config import ConfigError, load_config
-    from leash.core.home import resolve_home
-    from leash.core.wellknown import OPERATOR_SOCKET_NAME, RUN_DIR
-
-    explicit = os.environ.get(SOCKET_ENV)
-    if explicit:
-        return explicit, True
-    resolved = resolve_home(home)
-    try:
-        configured = load_config(resolved)["daemon"]["operator_socket"]
-    except (ConfigError, OSError):
-        configured = ""
-    path = configured or os.path.join(resolved, RUN_DIR, OPERATOR_SOCKET_NAME)
-    return (path, False) if os.path.exists(path) else (None, False)
 
 
 def forward(argv: list[str], path: str, *, required: bool) -> int | None:
@@ -83,20 +58,3 @@ def forward(argv: list[str], path: str, *, required: bool) -> int | None:
             elif "error" in reply:
                 raise DaemonUnreachable(f"leash daemon: {reply['error']}")
     raise DaemonUnreachable("leash daemon closed the connection before the command finished")
-
-
-def answers(path: str, *, timeout: float = 2.0) -> bool:
-    """True when a daemon answers ``ping`` on the operator socket at ``path``."""
-    from leash.core.thinhook import connect
-
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(timeout)
-            connect(conn, path)
-            conn.sendall(b'{"verb": "ping"}\n')
-            with conn.makefile("rb") as replies:
-                return bool(json.loads(replies.readline() or b"{}").get("ok"))
-    except (OSError, ValueError):
-        return False
-
-

@@ -56,9 +56,6 @@ def _route_output() -> None:
             sys.stderr = ThreadRoutedStream(sys.stderr, "err", _routes)
 
 
-EXIT_USAGE = 2
-
-
 def cli_verb(dispatch):
     """The operator socket's ``cli`` verb, running subcommands with ``dispatch``."""
     def verb(request: dict, *, source: str, send, home: str) -> None:
@@ -77,6 +74,8 @@ def run_for_peer(dispatch, request: dict, *, source: str, send, home: str) -> No
     try:
         code = dispatch(argv, daemon_home=home, peer_source=source)
     except SystemExit as exc:  # --help and --version exit from argparse
+        from leash.console.errors import EXIT_USAGE
+
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     finally:
         _routes.send = None

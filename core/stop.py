@@ -80,7 +80,7 @@ def apply_stop_line(state: JSONObject, line: JSONObject, now: float | None = Non
         state["fleet"] = None
 
 
-def _index_stops(state: JSONObject) -> JSONObject:
+def index_stops(state: JSONObject) -> JSONObject:
     """The stops plus an index by tmux session id, so a stop filed by a name
     keeps holding the session after it is renamed."""
     by_tmux_id: dict[str, str] = {}
@@ -91,7 +91,19 @@ def _index_stops(state: JSONObject) -> JSONObject:
     return {"sessions": state["sessions"], "fleet": state["fleet"], "by_tmux_id": by_tmux_id}
 
 
-def _require_name(value: str, what: str) -> None:
+def covering_stop(stops: JSONObject, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
+    """Which stop of the indexed stop state ``stops`` holds a session known by
+    ``names``: ("session", name), ("fleet", None), or None. Resuming that one
+    is what frees it. Every backend's stop store answers with this rule."""
+    for name in names:
+        if name in stops["sessions"]:
+            return "session", name
+    if tmux_session_id and tmux_session_id in stops["by_tmux_id"]:
+        return "session", stops["by_tmux_id"][tmux_session_id]
+    return ("fleet", None) if stops["fleet"] else None
+
+
+def require_name(value: str, what: str) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"a {what} must be a non-empty string")
 
@@ -102,7 +114,7 @@ class StopRegistry:
         self.path = os.path.join(self.home, STOPS_NAME)
         self.acklog = acklog or AckLog(self.home)
         self.state = LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", validate=validate_stops,
-                                   apply=apply_stop_line, empty=empty_stops, transform=_index_stops,
+                                   apply=apply_stop_line, empty=empty_stops, transform=index_stops,
                                    what="stop state", error=StopStateUnreadable)
 
     def snapshot(self, *, now: float | None = None) -> JSONObject:
@@ -116,19 +128,11 @@ class StopRegistry:
         return self.state.load_for_write(now=now)
 
     def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
-        """Which stop holds a session known by ``names``: ("session", name),
-        ("fleet", None), or None. Resuming that one is what frees it."""
-        stops = self.snapshot()
-        for name in names:
-            if name in stops["sessions"]:
-                return "session", name
-        if tmux_session_id and tmux_session_id in stops["by_tmux_id"]:
-            return "session", stops["by_tmux_id"][tmux_session_id]
-        return ("fleet", None) if stops["fleet"] else None
+        return covering_stop(self.snapshot(), names, tmux_session_id=tmux_session_id)
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
              **extra: object) -> JSONObject:
-        _require_name(session_id, "session id")
+        require_name(session_id, "session id")
         moment = now_seconds(now)
         if "tmux_session_id" not in extra:
             extra["tmux_session_id"] = SessionRegistry(self.home, self.acklog).bind_tmux_name(session_id)

@@ -272,7 +272,7 @@ async def test_the_console_goes_live_over_a_daemons_subscribe_stream(home):
     """With leashd running, the console follows its ``subscribe`` stream (no
     watcher on the home): a stop made by another process through the daemon
     reaches the sessions panel."""
-    from leash.console.remote import live_changes
+    from leash.core.store.remote import subscribed_changes as live_changes
 
     from .daemon_support import sockets, start_daemon
 

@@ -21,8 +21,8 @@ class ChangeFeed:
     """The backend's change stream, fanned out to every subscriber's queue,
     in its own thread from the daemon's start."""
 
-    def __init__(self, home: str, *, say=None):
-        self.home = home
+    def __init__(self, backend, *, say=None):
+        self.backend = backend
         self.say = say or (lambda *args, **kwargs: None)
         self.inboxes: list[queue.Queue] = []
         self.mutex = threading.Lock()
@@ -55,10 +55,8 @@ class ChangeFeed:
     def _run(self) -> None:
         import asyncio
 
-        from leash.core.store.files import backend_for
-
         async def pump():
-            async for change in backend_for(self.home).changes(stop_event=self.halt):
+            async for change in self.backend.changes(stop_event=self.halt):
                 self._publish(change)
 
         while not self.halt.is_set():

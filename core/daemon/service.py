@@ -83,13 +83,12 @@ class Daemon:
         self.listeners: list[socket.socket] = []
         self.threads: list[threading.Thread] = []
         self.kennel: Kennel | None = None
-        self.feed = ChangeFeed(self.home, say=self.say)
+        from leash.core.daemon.storeverb import StoreVerb
         from leash.core.store.files import FileBackend
 
         # One backend for the daemon's life: its caches and connections stay warm.
         self.backend = FileBackend(self.home, keep_connections=True)
-        from leash.core.daemon.storeverb import StoreVerb
-
+        self.feed = ChangeFeed(self.backend, say=self.say)
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
         self.session_owners: dict[str, int] = {}  # session id -> the uid whose hook first named it
@@ -311,9 +310,7 @@ class Daemon:
         return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
 
     def _append_refusal(self, *, source: str, reason: str, now: float, **extra) -> None:
-        from leash.core.acklog import AckLog
-
-        AckLog(self.home).append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
+        self.backend.acklog.append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
 
     # ------------------------------------------------------------ verbs
     def _hook(self, request: dict, peer: Peer) -> dict:

@@ -99,8 +99,7 @@ class FileStops:
         cached = self._current
         if cached is not None and cached[0] is stored:  # the registry's cache: the file has not changed
             return cached[1]
-        state = StopState({key: StopRecord.of(record, key=key) for key, record in sorted(stored["sessions"].items())},
-                          StopRecord.of(stored["fleet"], key=FLEET), dict(stored.get("by_tmux_id") or {}))
+        state = StopState.of(stored)
         self._current = (stored, state)
         return state
 

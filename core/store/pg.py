@@ -240,12 +240,12 @@ class PgStops:
 
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
              **extra: object):
-        from leash.core.stop import _require_name
+        from leash.core.stop import require_name
 
-        _require_name(session_id, "session id")
-        line = self._write("stop_ack", session_id, source=source, reason=reason, now=now,
-                           extra={k: v for k, v in extra.items() if v not in (None, "")})
-        return self.current().sessions.get(session_id) or self._said(line, session_id)
+        require_name(session_id, "session id")
+        self._write("stop_ack", session_id, source=source, reason=reason, now=now,
+                    extra={k: v for k, v in extra.items() if v not in (None, "")})
+        return self.current().sessions[session_id]
 
     def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None):
         from leash.core.stop import NotStopped
@@ -283,22 +283,15 @@ class PgStops:
         return self.current(now=now).fleet
 
     def covering(self, names: list[str], *, tmux_session_id: str = ""):
-        state = self.current()
-        for name in names:
-            if name in state.sessions:
-                return "session", name
-        if tmux_session_id and tmux_session_id in state.by_tmux_id:
-            return "session", state.by_tmux_id[tmux_session_id]
-        return ("fleet", None) if state.fleet is not None else None
+        from leash.core.stop import covering_stop, index_stops
+
+        return covering_stop(index_stops(self._state(lock=False)), names, tmux_session_id=tmux_session_id)
 
     def current(self, *, now: float | None = None):
-        from leash.core.acklog import FLEET
-        from leash.core.stop import _index_stops
-        from leash.core.store.records import StopRecord, StopState
+        from leash.core.stop import index_stops
+        from leash.core.store.records import StopState
 
-        indexed = _index_stops(self._state(lock=False))
-        return StopState({key: StopRecord.of(record, key=key) for key, record in sorted(indexed["sessions"].items())},
-                         StopRecord.of(indexed["fleet"], key=FLEET), dict(indexed["by_tmux_id"]))
+        return StopState.of(index_stops(self._state(lock=False)))
 
     # ------------------------------------------------------------ inside
     def _state(self, *, lock: bool) -> dict:
@@ -332,10 +325,3 @@ class PgStops:
         except _errors() as exc:
             raise StoreOffline(f"PostgreSQL store: nothing was written: {_said(exc)}") from None
         return record
-
-    @staticmethod
-    def _said(line: dict, key: str):
-        from leash.core.store.records import StopRecord
-
-        return StopRecord.of({"stopped_at": line["timestamp"], "source": line["source"], "reason": line["reason"]},
-                             key=key)

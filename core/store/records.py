@@ -162,5 +162,13 @@ class StopState:
         self.fleet = fleet
         self.by_tmux_id = by_tmux_id or {}
 
+    @classmethod
+    def of(cls, indexed: dict) -> "StopState":
+        """The state of an indexed stored stop state (``core.stop.index_stops``)."""
+        from leash.core.acklog import FLEET
+
+        return cls({key: StopRecord.of(record, key=key) for key, record in sorted(indexed["sessions"].items())},
+                   StopRecord.of(indexed["fleet"], key=FLEET), dict(indexed.get("by_tmux_id") or {}))
+
     def __repr__(self) -> str:
         return f"StopState(sessions={self.sessions!r}, fleet={self.fleet!r}, by_tmux_id={self.by_tmux_id!r})"

@@ -168,24 +168,13 @@ class RemoteBackend:
         message = reply.get("error", "no result")
         raise raised(message) if raised is not None else RemoteStoreError(message)
 
-    def _exchange(self, request: dict) -> dict:
-        from leash.core.thinhook import connect
+    def _exchange(self, message: dict) -> dict:
+        from leash.core.daemon.client import DaemonUnreachable, request
 
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.settimeout(self.timeout)
-                connect(conn, self.path)
-                conn.sendall(json.dumps(request).encode() + b"\n")
-                with conn.makefile("rb") as replies:
-                    line = replies.readline()
-        except OSError as exc:
-            raise RemoteStoreError(f"leash daemon not reachable at {self.path} ({exc})") from None
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            raise RemoteStoreError("leash daemon closed the connection without a reply") from None
-        if not isinstance(reply, dict):
-            raise RemoteStoreError("a reply that is not a JSON object")
+            reply = request(self.path, message, timeout=self.timeout)
+        except DaemonUnreachable as exc:
+            raise RemoteStoreError(str(exc)) from None
         if "error" in reply and "raised" not in reply and "result" not in reply:
             raise RemoteStoreError(f"leash daemon: {reply['error']}")
         return reply
