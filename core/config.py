@@ -43,6 +43,9 @@ DEFAULTS: JSONObject = {
     # may), the host's name ("" = the machine's hostname), and the sockets' modes.
     "daemon": {"agent_socket": "", "operator_socket": "", "operators": [], "host": "", "agent_socket_mode": "0600",
                "kennel": True},
+    # The shared store: "" = this home's files. A password never sits in the
+    # url: it comes from PGPASSWORD, PGPASSFILE or password_file.
+    "store": {"url": "", "password_file": "", "offline_grace_s": 10, "offline": "closed"},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -60,6 +63,8 @@ _SCHEMA: dict[str, dict[str, object]] = {
     "sessions": {"forget_after_days": ("positive number",)},
     "daemon": {"agent_socket": ("str",), "operator_socket": ("str",), "operators": ("list[str]",), "host": ("str",),
                "agent_socket_mode": ("file mode",), "kennel": ("bool",)},
+    "store": {"url": ("store url",), "password_file": ("str",), "offline_grace_s": ("non-negative number",),
+              "offline": ("offline policy",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).
@@ -78,7 +83,13 @@ class ConfigError(Exception):
 _KIND_SAID = {  # kinds whose rule reads better in words than by name
     "hours": HOURS_RULE,
     "file mode": 'a file mode in octal such as "0600" or "0666"',
+    "store url": ('"" or a postgresql:// url without a password (the password comes from PGPASSWORD, '
+                  'PGPASSFILE or [store] password_file)'),
+    "offline policy": '"closed" or "last-known"',
 }
+
+
+_NEVER_ECHOED = {"store url"}  # it may hold a password: an error never repeats it
 
 
 def _check(kind: str, value: object) -> bool:
@@ -97,6 +108,10 @@ def _check(kind: str, value: object) -> bool:
         return hours_problem(value) is None
     if kind == "non-negative number":
         return number is not None and number >= 0
+    if kind == "store url":
+        return isinstance(value, str) and (value == "" or store_url_problem(value) is None)
+    if kind == "offline policy":
+        return value in ("closed", "last-known")
     if kind == "file mode":
         return isinstance(value, str) and re.fullmatch(r"0?[0-7]{3}", value) is not None
     if kind == "list[str]":
@@ -104,6 +119,22 @@ def _check(kind: str, value: object) -> bool:
     if kind == "list[positive number]":
         return isinstance(value, list) and bool(value) and all(_check("positive number", v) for v in value)
     raise AssertionError(kind)
+
+
+def store_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot name the shared store, or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        return "is not a url"
+    if parts.scheme not in ("postgresql", "postgres"):
+        return "is not a postgresql:// url"
+    if parts.password is not None or "password=" in parts.query:
+        return "holds a password (give it in PGPASSWORD, PGPASSFILE or [store] password_file)"
+    return None
 
 
 def _line_of(text: str, table: str, key: str) -> int:
@@ -168,7 +199,8 @@ def _validate_entries(path, text, table, entries, schema, merged_into):
             raise _bad(path, text, table, key, "unknown setting")
         (kind,) = schema[key]
         if not _check(kind, value):
-            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}, got {value!r}")
+            said = "" if kind in _NEVER_ECHOED else f", got {value!r}"
+            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}{said}")
         merged_into[key] = value
 
 

@@ -30,7 +30,7 @@ from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.hours import MAX_HOURS, hours_problem  # noqa: F401 (MAX_HOURS: kept importable here)
 from leash.core.loghead import HANDS_OFF_STORE
 from leash.core.logstate import LogBackedJSON
-from leash.core.statefile import JSONObject, StateCorrupt, locked
+from leash.core.statefile import JSONObject, StateCorrupt
 
 REGISTRY_NAME = "hands_off_registry.json"
 PATH_PREFIX = "path:"
@@ -108,16 +108,22 @@ def _index_paths(data: JSONObject):
     return indexed, paths, by_tmux_id
 
 
+# How the locks are folded from the log, for whichever store keeps them.
+LOCK_FOLD: dict = {"validate": validate_registry, "apply": apply_lock_line, "empty": dict, "transform": _index_paths,
+             "what": "hands-off locks", "error": HandsOffUnreadable}
+
+
 class HandsOffRegistry:
     """Locks on entities, stored in one home."""
 
-    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
+    def __init__(self, home: str | os.PathLike, acklog=None, *, state=None, sessions=None):
+        """Over ``hands_off_registry.json`` by default, or the ``state`` (and
+        ``sessions``) another backend keeps the locks in."""
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, REGISTRY_NAME)
-        self.acklog = acklog or AckLog(self.home)
-        self.state = LogBackedJSON(self.path, HANDS_OFF_STORE, self.acklog, head_key=HEAD_KEY,
-                                   validate=validate_registry, apply=apply_lock_line, empty=dict,
-                                   transform=_index_paths, what="hands-off locks", error=HandsOffUnreadable)
+        self.acklog = acklog if acklog is not None else AckLog(self.home)
+        self.state = state or LogBackedJSON(self.path, HANDS_OFF_STORE, self.acklog, head_key=HEAD_KEY, **LOCK_FOLD)
+        self._sessions = sessions
 
     # ------------------------------------------------------------ reading
     def _snapshot(self, now: float | None = None):
@@ -180,9 +186,6 @@ class HandsOffRegistry:
         return None
 
     # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> JSONObject:
-        return self.state.load_for_write(now=now)
-
     @staticmethod
     def _prune(data: JSONObject, moment: float) -> list[str]:
         gone = [e for e, (expires, _) in _index(data).items() if expires <= moment]
@@ -211,11 +214,12 @@ class HandsOffRegistry:
         moment = now_seconds(now)
         expires = moment + hours * 3600
         if tmux_session_id is None and not entity.startswith(PATH_PREFIX):
-            from leash.core.sessions import SessionRegistry
+            if self._sessions is None:
+                from leash.core.sessions import SessionRegistry
 
-            tmux_session_id = SessionRegistry(self.home, self.acklog).bind_tmux_name(entity)
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+                self._sessions = SessionRegistry(self.home, self.acklog)
+            tmux_session_id = self._sessions.bind_tmux_name(entity)
+        with self.state.writing(now=now) as data:
             self._prune(data, moment)
             kept_longer = False
             current = _index({entity: data[entity]}).get(entity) if entity in data else None
@@ -233,8 +237,7 @@ class HandsOffRegistry:
     def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         """Remove an active lock; raises NotLocked when there is none."""
         moment = now_seconds(now)
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+        with self.state.writing(now=now) as data:
             self._prune(data, moment)
             entry = data.get(entity)
             if entry is None:
@@ -246,8 +249,7 @@ class HandsOffRegistry:
     def prune(self, *, now: float | None = None) -> list[str]:
         """Drop expired locks from the file (readers ignore them anyway)."""
         moment = now_seconds(now)
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+        with self.state.writing(now=now) as data:
             gone = self._prune(data, moment)
             if gone:
                 self.state.rewrite(data)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from leash.core.loghead import STORE_OF_EVENT, HeadMismatch, mark
 from leash.core.statefile import CachedJSON, StateCorrupt, locked, quarantine, read_json, write_json
@@ -108,6 +109,18 @@ class LogBackedJSON:
             raise StateUnreadable(f"{exc} — run `leash log verify` and `leash doctor`") from None
 
     # ------------------------------------------------------------ writing
+    def holding(self):
+        """Hold the file's lock: the writes inside are one writer's (a full stop holds two)."""
+        return locked(self.path)
+
+    @contextmanager
+    def writing(self, *, now: float | None = None):
+        """``with state.writing(now=) as data:`` the current state, under the
+        file's lock, for ``record``/``rewrite`` (the shape every backend's
+        log-backed state offers)."""
+        with locked(self.path):
+            yield self.load_for_write(now=now)
+
     def load_for_write(self, *, now: float | None = None) -> dict:
         """The current state as a mutable dict; call it holding ``locked(self.path)``."""
         try:

@@ -100,13 +100,13 @@ def _server_may_run(socket: str | None) -> bool:
     return os.path.exists(socket)
 
 
-class SessionRegistry:
-    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
-        self.home = os.fspath(home)
-        self.path = os.path.join(self.home, SESSIONS_NAME)
-        self.acklog = acklog or AckLog(self.home)
-        self.store = SelfHealingJSON(self.path, self.acklog, lambda data: data)
-        self._forget_after: float | None = None
+class FileSessionRows:
+    """The registry's records in ``sessions.json`` (quarantined and started
+    empty when it does not parse)."""
+
+    def __init__(self, path: str, acklog: AckLog):
+        self.path = path
+        self.store = SelfHealingJSON(path, acklog, lambda data: data)
 
     def all(self, *, now: float | None = None) -> dict[str, JSONObject]:
         data = self.store.snapshot({}, now=now)
@@ -115,6 +115,39 @@ class SessionRegistry:
     def get(self, session_id: str, *, now: float | None = None) -> JSONObject | None:
         record = self.store.snapshot({}, now=now).get(session_id)
         return record if isinstance(record, dict) else None
+
+    def update(self, session_id: str, change, *, horizon: float, now: float | None = None) -> JSONObject | None:
+        """``change(record or None)`` -> the new record, or None to leave it;
+        records last seen before ``horizon`` are dropped with any write."""
+        with locked(self.path):
+            data = self.store.load_for_write(now=now)
+            for stale in [k for k, v in data.items() if _last_seen(v) < horizon]:
+                del data[stale]
+            record = data.get(session_id)
+            changed = change(dict(record) if isinstance(record, dict) else None)
+            if changed is None:
+                return record if isinstance(record, dict) else None
+            data[session_id] = changed
+            write_json(self.path, data)
+            return changed
+
+
+class SessionRegistry:
+    """The sessions over ``sessions.json`` by default, or the ``rows`` another
+    backend keeps them in (``all``/``get``/``update`` as ``FileSessionRows``)."""
+
+    def __init__(self, home: str | os.PathLike, acklog=None, *, rows=None):
+        self.home = os.fspath(home)
+        self.path = os.path.join(self.home, SESSIONS_NAME)
+        self.acklog = acklog if acklog is not None else AckLog(self.home)
+        self.rows = rows or FileSessionRows(self.path, self.acklog)
+        self._forget_after: float | None = None
+
+    def all(self, *, now: float | None = None) -> dict[str, JSONObject]:
+        return self.rows.all(now=now)
+
+    def get(self, session_id: str, *, now: float | None = None) -> JSONObject | None:
+        return self.rows.get(session_id, now=now)
 
     def observe(
         self,
@@ -138,11 +171,9 @@ class SessionRegistry:
             stale = True
         if not changed and not stale:
             return known
-        with locked(self.path):
-            data = self._load_for_write(now=now)
-            record = data.get(session_id)
-            if not isinstance(record, dict):
-                record = data[session_id] = {}
+
+        def seen(record: JSONObject | None) -> JSONObject:
+            record = record or {}
             for key in _FIELDS:
                 record.setdefault(key, "")
             record.update(wanted)
@@ -151,8 +182,9 @@ class SessionRegistry:
                 record["last_tool"] = tool
             if status is not None:
                 record["status"] = status
-            write_json(self.path, data)
-            return dict(record)
+            return record
+
+        return dict(self.rows.update(session_id, seen, horizon=self._horizon(moment), now=now) or {})
 
     def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
         """The sessions this one was resumed or forked from, nearest first: a
@@ -175,25 +207,24 @@ class SessionRegistry:
         return max(others)[1] if others else ""
 
     def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None:
-        with locked(self.path):
-            data = self._load_for_write(now=now)
-            record = data.get(session_id)
-            if not isinstance(record, dict):
-                record = data[session_id] = {k: "" for k in _FIELDS}
-                record["last_seen"] = iso(now_seconds(now))
-            if record.get("entity") != entity:
-                record["entity"] = entity
-                write_json(self.path, data)
+        moment = now_seconds(now)
 
-    def _load_for_write(self, *, now: float | None) -> JSONObject:
-        """The registry for a write, without the sessions unseen for
-        ``[sessions] forget_after_days``: the file stays as small as the live
+        def named(record: JSONObject | None) -> JSONObject | None:
+            if record is None:
+                record = {k: "" for k in _FIELDS}
+                record["last_seen"] = iso(moment)
+            elif record.get("entity") == entity:
+                return None
+            record["entity"] = entity
+            return record
+
+        self.rows.update(session_id, named, horizon=self._horizon(moment), now=now)
+
+    def _horizon(self, moment: float) -> float:
+        """Sessions unseen since this moment are dropped at a write
+        (``[sessions] forget_after_days``): the store stays as small as the live
         fleet, so a hook's read does not grow with every session ever seen."""
-        data = self.store.load_for_write(now=now)
-        horizon = now_seconds(now) - self.forget_after_days() * 86400
-        for session_id in [k for k, v in data.items() if _last_seen(v) < horizon]:
-            del data[session_id]
-        return data
+        return moment - self.forget_after_days() * 86400
 
     def forget_after_days(self) -> float:
         if self._forget_after is None:

@@ -28,7 +28,7 @@ from leash.core.clock import now_seconds
 from leash.core.loghead import STOPS_STORE
 from leash.core.logstate import LogBackedJSON
 from leash.core.sessions import SessionRegistry
-from leash.core.statefile import JSONObject, StateCorrupt, locked
+from leash.core.statefile import JSONObject, StateCorrupt
 
 STOPS_NAME = "stops.json"
 
@@ -108,24 +108,31 @@ def require_name(value: str, what: str) -> None:
         raise ValueError(f"a {what} must be a non-empty string")
 
 
+# How the stop state is folded from the log, for whichever store keeps it.
+STOP_FOLD: dict = {"validate": validate_stops, "apply": apply_stop_line, "empty": empty_stops, "transform": index_stops,
+             "what": "stop state", "error": StopStateUnreadable}
+
+
 class StopRegistry:
-    def __init__(self, home: str | os.PathLike, acklog: AckLog | None = None):
+    """The stops over a log-backed state: ``stops.json`` by default, or the
+    ``state`` (and ``sessions``) another backend keeps them in."""
+
+    def __init__(self, home: str | os.PathLike, acklog=None, *, state=None, sessions=None):
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, STOPS_NAME)
-        self.acklog = acklog or AckLog(self.home)
-        self.state = LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", validate=validate_stops,
-                                   apply=apply_stop_line, empty=empty_stops, transform=index_stops,
-                                   what="stop state", error=StopStateUnreadable)
+        self.acklog = acklog if acklog is not None else AckLog(self.home)
+        self.state = state or LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", **STOP_FOLD)
+        self._sessions = sessions
+
+    def sessions(self) -> SessionRegistry:
+        if self._sessions is None:
+            self._sessions = SessionRegistry(self.home, self.acklog)
+        return self._sessions
 
     def snapshot(self, *, now: float | None = None) -> JSONObject:
         """Current stops (``sessions``, ``fleet``, ``by_tmux_id``); raises
         StopStateUnreadable when neither the file nor the log can say."""
         return self.state.snapshot(now=now)
-
-    # ------------------------------------------------------------ writing
-    def _load_for_write(self, *, now: float | None) -> JSONObject:
-        """Current stops under the lock; a bad file is rebuilt from the log."""
-        return self.state.load_for_write(now=now)
 
     def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
         return covering_stop(self.snapshot(), names, tmux_session_id=tmux_session_id)
@@ -135,16 +142,14 @@ class StopRegistry:
         require_name(session_id, "session id")
         moment = now_seconds(now)
         if "tmux_session_id" not in extra:
-            extra["tmux_session_id"] = SessionRegistry(self.home, self.acklog).bind_tmux_name(session_id)
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+            extra["tmux_session_id"] = self.sessions().bind_tmux_name(session_id)
+        with self.state.writing(now=now) as data:
             self.state.record(data, "stop_ack", source=source, session_id=session_id, reason=reason, now=moment,
                               **{k: v for k, v in extra.items() if v not in (None, "")})
         return data["sessions"][session_id]
 
     def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+        with self.state.writing(now=now) as data:
             record = data["sessions"].get(session_id)
             if record is None:
                 raise NotStopped(f"session {session_id!r} is not stopped")
@@ -153,15 +158,13 @@ class StopRegistry:
 
     def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         moment = now_seconds(now)
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+        with self.state.writing(now=now) as data:
             self.state.record(data, "fleet_stop", source=source, session_id=FLEET, reason=reason, now=moment)
         return data["fleet"]
 
     def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
         """Lift the fleet stop; sessions stopped one by one stay stopped."""
-        with locked(self.path):
-            data = self._load_for_write(now=now)
+        with self.state.writing(now=now) as data:
             record = data["fleet"]
             if record is None:
                 raise NotStopped("the fleet is not stopped")

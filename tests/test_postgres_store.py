@@ -11,7 +11,8 @@ import threading
 import pytest
 
 from leash.core.acklog import AckLog
-from leash.core.store.pg import SCHEMA_VERSION, PgAckLog, StoreOffline, connect, migrate, schema_version
+from leash.core.store.pg import SCHEMA_VERSION, StoreOffline, connect, migrate, schema_version
+from leash.core.store.pgacklog import PgAckLog
 
 NOW = 1_900_000_000.0
 
@@ -51,7 +52,7 @@ def test_its_lines_are_the_file_logs_lines(url, home):
     try:
         store.append("stop_ack", source="ops", session_id="s1", reason="hold", now=NOW, entity="ezra")
         store.append("resume", source="ops", session_id="s1", now=NOW + 1)
-        raw = [row[0] for row in store.conn.execute("SELECT line FROM acklog ORDER BY seq").fetchall()]
+        raw = [row[0] for row in store.db.rows("SELECT line FROM acklog ORDER BY seq")]
     finally:
         store.close()
     home.mkdir(mode=0o700, parents=True)
@@ -96,16 +97,16 @@ def test_follow_from_now_yields_only_new_lines(url):
         store.close()
 
 
-def test_stops_from_many_connections_are_the_fold_of_the_log(url):
-    """Stops and resumes from four connections at once: the stored stop state
-    is exactly what replaying the log gives (the file backend's own rule)."""
+def test_stops_from_many_connections_are_the_fold_of_the_log(url, home):
+    """Stops and resumes from four backends (four hosts) at once: the stored
+    stop state is exactly what replaying the log gives (the file backend's own rule)."""
     from leash.core.stop import apply_stop_line, empty_stops
-    from leash.core.store.pg import PgStops
+    from leash.core.store.postgres import PostgresBackend
 
-    logs = [PgAckLog(url) for _ in range(4)]
+    backends = [PostgresBackend(url, home=home, host=f"host{n}") for n in range(4)]
     try:
         def work(n):
-            stops = PgStops(logs[n])
+            stops = backends[n].stops
             for i in range(10):
                 stops.stop(f"s{n}-{i}", source=f"host{n}", reason="hold", now=NOW + i)
                 if i % 3 == 0:
@@ -119,12 +120,75 @@ def test_stops_from_many_connections_are_the_fold_of_the_log(url):
         for thread in threads:
             thread.join(timeout=60)
         replayed = empty_stops()
-        for line in logs[0].read():
+        for line in backends[0].acklog.read():
             apply_stop_line(replayed, line.as_dict())
-        state = PgStops(logs[1]).current()
+        state = backends[1].stops.current()
         assert sorted(state.sessions) == sorted(replayed["sessions"]) and len(state.sessions) == 4 * 6
         assert state.fleet is not None and state.fleet.reason == "all"
-        assert logs[2].verify().ok
+        assert backends[2].acklog.verify().ok
     finally:
-        for log in logs:
-            log.close()
+        for backend in backends:
+            backend.close()
+
+
+def test_one_backend_shared_by_threads_keeps_each_transaction_whole(url, home):
+    """leashd's threads share one backend: full stops from eight threads at
+    once each leave their stop and their lock, and nothing else."""
+    from leash.core.store.postgres import PostgresBackend
+
+    backend = PostgresBackend(url, home=home, host="h1")
+    try:
+        def work(n):
+            for i in range(5):
+                with backend.transaction(now=NOW + i) as step:
+                    step.full_stop(f"s{n}-{i}", f"e{n}-{i}", hours=1, source="ops", reason="hold")
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(backend.stops.stopped(now=NOW)) == 40
+        assert len(backend.locks.active(now=NOW)) == 40
+        assert backend.sessions.get("s3-4").entity == "e3-4"
+        assert backend.acklog.verify().ok
+    finally:
+        backend.close()
+
+
+def test_a_session_record_round_trips_and_is_forgotten_after_its_days(url, home):
+    from leash.core.store.postgres import PostgresBackend
+
+    backend = PostgresBackend(url, home=home, host="h1")
+    try:
+        backend.sessions.observe("s1", now=NOW, tmux_session="agent-1", cwd="/w", tool="Bash")
+        got = backend.sessions.get("s1", now=NOW)
+        assert (got.tmux_session, got.cwd, got.last_tool) == ("agent-1", "/w", "Bash")
+        backend.sessions.registry.rows._pruned_at = 0.0  # the next write may prune
+        backend.sessions.observe("s2", now=NOW + 8 * 86400)
+        assert sorted(backend.sessions.all(now=NOW + 8 * 86400)) == ["s2"]
+    finally:
+        backend.close()
+
+
+def test_store_selection_by_environment_and_config(url, home, tmp_path):
+    from leash.core.config import ConfigError
+    from leash.core.store.select import StoreSelectionError, backend_for
+
+    home.mkdir(mode=0o700, parents=True)
+    assert backend_for(home, environ={}).name == "file"
+    chosen = backend_for(home, environ={"LEASH_STORE_URL": url, "LEASH_HOST": "web1"})
+    try:
+        assert (chosen.name, chosen.host) == ("postgres", "web1")
+    finally:
+        chosen.close()
+    (home / "config.toml").write_text('[store]\nurl = "postgresql://leash:hunter2@db/leash"\n')
+    with pytest.raises(ConfigError) as caught:
+        backend_for(home, environ={})
+    assert "hunter2" not in str(caught.value) and "password" in str(caught.value)
+    secret = tmp_path / "pw"
+    secret.write_text("pw\n")
+    secret.chmod(0o644)
+    (home / "config.toml").write_text(f'[store]\nurl = "{url}"\npassword_file = "{secret}"\n')
+    with pytest.raises(StoreSelectionError, match="chmod 600"):
+        backend_for(home, environ={})

@@ -61,7 +61,9 @@ class FileAckLog:
         return self.log.verify(anchor=anchor)
 
 
-class FileStops:
+class RegistryStops:
+    """``StopStore`` over a ``StopRegistry`` (whichever store keeps its state)."""
+
     def __init__(self, registry: StopRegistry):
         self.registry = registry
         self._current: tuple[JSONObject, StopState] | None = None
@@ -104,7 +106,9 @@ class FileStops:
         return state
 
 
-class FileLocks:
+class RegistryLocks:
+    """``LockStore`` over a ``HandsOffRegistry``."""
+
     def __init__(self, registry: HandsOffRegistry):
         self.registry = registry
 
@@ -140,7 +144,9 @@ class FileLocks:
         return self.registry.has_path_locks(now=now)
 
 
-class FileSessions:
+class RegistrySessions:
+    """``SessionStore`` over a ``SessionRegistry``."""
+
     def __init__(self, registry: SessionRegistry):
         self.registry = registry
 
@@ -197,9 +203,9 @@ class FileBackend:
 
     def _hold(self, log: AckLog, stops: StopRegistry, locks: HandsOffRegistry, sessions: SessionRegistry) -> None:
         self.acklog = FileAckLog(log)
-        self.stops = FileStops(stops)
-        self.locks = FileLocks(locks)
-        self.sessions = FileSessions(sessions)
+        self.stops = RegistryStops(stops)
+        self.locks = RegistryLocks(locks)
+        self.sessions = RegistrySessions(sessions)
 
     def __getattr__(self, name: str):
         # The halt, warrant, breaker, reply and kennel stores are built on first use:

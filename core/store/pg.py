@@ -34,6 +34,7 @@ NOTIFY_CHANNEL = "leash"
 POOL_SIZE = 8  # leashd's threads share these; a thread waits for one rather than opening more
 POOL_WAIT_SECONDS = 10.0
 CONNECT_TIMEOUT_SECONDS = 5
+LISTEN_WAKE_SECONDS = 0.5  # how often a listener looks at its stop event
 
 # Each entry is one schema version, applied in order; never edit one that has
 # been applied somewhere: add the next.
@@ -95,14 +96,16 @@ def said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or exc.__class__.__name__
 
 
-def connect(url: str):
+def connect(url: str, password: str | None = None):
     """A connection to ``url``; StoreOffline otherwise. Autocommit: every write
     is an explicit ``transaction()`` block, and a read outside one leaves no
-    transaction open behind it."""
+    transaction open behind it. ``password`` None: libpq's own sources
+    (PGPASSWORD, PGPASSFILE)."""
     import psycopg
 
+    secret: dict = {} if password is None else {"password": password}
     try:
-        return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, autocommit=True)
+        return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, autocommit=True, **secret)
     except psycopg.Error as exc:
         raise StoreOffline(f"PostgreSQL store unreachable: {said(exc)}") from None
 
@@ -132,8 +135,10 @@ def migrate(conn) -> int:
 class Database:
     """One PostgreSQL store's connections (see the module's docstring)."""
 
-    def __init__(self, url: str, *, size: int = POOL_SIZE, migrate_schema: bool = True):
+    def __init__(self, url: str, *, password: str | None = None, size: int = POOL_SIZE,
+                 migrate_schema: bool = True):
         self.url = url
+        self._password = password
         self._idle: list = []
         self._idle_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(size)
@@ -184,6 +189,30 @@ class Database:
             except errors() as exc:
                 raise StoreOffline(f"PostgreSQL store: {said(exc)}") from None
 
+    def listen(self, *, stop=None, wake_seconds: float = LISTEN_WAKE_SECONDS):
+        """Change notices (``{"store", "key"}``) on a connection of their own,
+        as they are committed; ``None`` first, after every (re)connect, meaning
+        "re-read everything" (notices sent while not listening are not
+        replayed). Ends when ``stop`` (an ``Event``) is set; raises
+        ``StoreOffline`` when the connection is lost."""
+        conn = connect(self.url, self._password)
+        try:
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            yield None
+            while stop is None or not stop.is_set():
+                for notice in conn.notifies(timeout=wake_seconds):
+                    try:
+                        payload = json.loads(notice.payload)
+                    except ValueError:
+                        payload = None
+                    yield payload if isinstance(payload, dict) else None
+                    if stop is not None and stop.is_set():
+                        return
+        except errors() as exc:
+            raise StoreOffline(f"PostgreSQL store: listening stopped: {said(exc)}") from None
+        finally:
+            conn.close()
+
     def close(self) -> None:
         with self._idle_lock:
             idle, self._idle = self._idle, []
@@ -196,7 +225,7 @@ class Database:
                 conn = self._idle.pop()
                 if not conn.closed and not conn.broken:
                     return conn
-        return connect(self.url)
+        return connect(self.url, self._password)
 
     def _give_back(self, conn) -> None:
         import psycopg

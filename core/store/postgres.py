@@ -1,25 +1,36 @@
 """``PostgresBackend``: every store of the seam in one PostgreSQL database shared by all hosts.
 
-The ack log, stops, locks and sessions live in ``pgacklog`` and ``pgstate``;
-the halt, warrant, breaker, reply and kennel stores register their makers in
+The ack log, stops, locks and sessions live in ``pgacklog`` and ``pgstate``
+(the stop, lock and session registries of ``core`` over database rows); the
+halt, warrant, breaker, reply and kennel stores register their makers in
 ``PG_STORES`` and are built on first use. Each store takes the one
 ``Database`` (a pool), the ack log (so a write and its line are one
 transaction), this host's home (its ``config.toml``) and this host's name.
+``changes()`` is LISTEN on the store's channel.
 
 Failure: a database that cannot be reached raises ``StoreOffline`` when the
 backend is opened; afterwards each store raises what its protocol names (the
 stop and lock readers raise their "unreadable" errors, so the gate fails
-closed).
+closed). A change stream whose connection is lost says "re-read everything"
+(a ``Change`` without a key for every store) once it is back.
 """
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 
-from leash.core.store.pg import Database
+from leash.core.store.files import RegistryLocks, RegistrySessions, RegistryStops
+from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
+from leash.core.store.pgstate import registries
+from leash.core.store.records import Change
 
-# store name -> maker(db, log, home, host); filled in by each store's module below.
+# store name -> maker(db, log, home, host), for the stores built on first use.
 PG_STORES: dict = {}
+EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels")
+RELISTEN_SECONDS = 2.0
+STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name
 
 
 class PostgresBackend:
@@ -27,19 +38,80 @@ class PostgresBackend:
 
     name = "postgres"
 
-    def __init__(self, url: str, *, home: str | os.PathLike, host: str):
+    def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None):
         from leash.core.home import ensure_home
 
         self.home = ensure_home(home)
         self.host = host
-        self.db = Database(url)
+        self.url = url
+        self.db = Database(url, password=password)
         self.acklog = PgAckLog(self.db)
+        stops, locks, sessions = registries(self.acklog, self.home)
+        self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
         maker = PG_STORES.get(name)
         if maker is None:
             raise AttributeError(name)
         return self.__dict__.setdefault(name, maker(self.db, self.acklog, self.home, self.host))
+
+    def transaction(self, *, now: float | None = None):
+        from leash.core.store.transaction import transaction
+
+        return transaction(self.stops.registry, self.locks.registry, self.sessions.registry, now=now)
+
+    async def changes(self, *, debounce_ms: int = 150, stop_event=None):
+        """Each store that changed, once per debounced burst, from LISTEN."""
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue = asyncio.Queue()
+        halt = stop_event if stop_event is not None else threading.Event()
+        thread = threading.Thread(target=self._listen, args=(loop, inbox, halt), name="pg-changes", daemon=True)
+        thread.start()
+        try:
+            while not halt.is_set():
+                try:
+                    first = await asyncio.wait_for(inbox.get(), timeout=0.5)
+                except asyncio.TimeoutError:
+                    continue
+                burst = [first]
+                await asyncio.sleep(debounce_ms / 1000)
+                while not inbox.empty():
+                    burst.append(inbox.get_nowait())
+                seen: list[Change] = []
+                for change in burst:
+                    if change not in seen:
+                        seen.append(change)
+                for change in seen:
+                    yield change
+        finally:
+            if stop_event is None:
+                halt.set()
+
+    def _listen(self, loop, inbox: asyncio.Queue, halt) -> None:
+        connected_before = False
+        while not halt.is_set():
+            try:
+                for notice in self.db.listen(stop=halt):
+                    if notice is None:
+                        if connected_before:  # notices missed while away: everything is re-read
+                            for store in EVERY_STORE:
+                                loop.call_soon_threadsafe(inbox.put_nowait, Change(store))
+                        connected_before = True
+                        continue
+                    store = str(notice.get("store", ""))
+                    change = Change(STORE_OF_NOTICE.get(store, store), str(notice.get("key") or "") or None)
+                    loop.call_soon_threadsafe(inbox.put_nowait, change)
+            except StoreOffline:
+                halt.wait(RELISTEN_SECONDS)
+            except RuntimeError:  # the loop closed under us: nobody is listening any more
+                return
+
+    def examine(self, *, repair: bool = False, now: float | None = None):
+        from leash.core.store.pgcheck import examine
+
+        return examine(self, repair=repair, now=now)
 
     def close(self) -> None:
         self.db.close()

@@ -1,5 +1,7 @@
 """A full stop in one step: a stop, a hands-off lock and the session's entity,
-queued under ``with transaction(...) as step:`` and written together at its end.
+queued under ``with transaction(...) as step:`` and written together at its end,
+over either backend's registries (each state's ``holding()``: the files' locks, or
+one database transaction).
 
 Each write is checked as it is queued (a bad name or hours raises there, before
 anything is written). At the end of the block, under the stop and lock files'
@@ -17,7 +19,6 @@ from __future__ import annotations
 from leash.core.clock import now_seconds
 from leash.core.handsoff import PATH_PREFIX, validate_entity
 from leash.core.hours import hours_problem
-from leash.core.statefile import locked
 
 UNDO_SOURCE = "leash"
 MAX_UNDO_REASON = 500
@@ -58,7 +59,7 @@ class Step:
             self.set_entity(session_id, entity)
 
     def apply(self) -> list[dict]:
-        with locked(self.stops.path), locked(self.locks.path):
+        with self.stops.state.holding(), self.locks.state.holding():
             stopped_before = set(self.stops.snapshot(now=self.now)["sessions"])
             locked_before = set(self.locks.active(now=self.now))
             done: list[tuple[str, str]] = []

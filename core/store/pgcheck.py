@@ -1,0 +1,113 @@
+"""The PostgreSQL backend's ``examine`` (``leash doctor``'s look at the shared store).
+
+It reports the connection (the server, never the password), the schema
+version against this leash's, the LISTEN channel (a notice sent on it comes
+back), the ack log's chain, and each log-backed state (stops, locks) against
+the replay of the log; ``repair`` applies missing migrations and stores the
+replay in place of a state that differs from it (logged as ``state_rebuilt``).
+
+Failure: a server that cannot be reached is one ``fail`` finding and nothing
+else is examined; nothing here raises.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Iterator
+
+from leash.core.finding import Finding
+from leash.core.store.pg import NOTIFY_CHANNEL, SCHEMA_VERSION, StoreOffline, migrate, notify, schema_version
+
+LISTEN_CHECK_SECONDS = 5.0
+
+
+def examine(backend, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+    db = backend.db
+    try:
+        with db.session() as conn:
+            server = conn.info.parameter_status("server_version") or "?"
+            version = schema_version(conn)
+            if version < SCHEMA_VERSION and repair:
+                migrate(conn)
+                yield Finding("fixed", "store", f"schema migrated from version {version} to {SCHEMA_VERSION}")
+                version = SCHEMA_VERSION
+    except (StoreOffline, *_driver_errors()) as exc:
+        yield Finding("fail", "store", f"PostgreSQL unreachable: {' '.join(str(exc).split())[:300]}")
+        return
+    yield Finding("ok", "store", f"PostgreSQL {server} at {_where(db.url)}")
+    if version == SCHEMA_VERSION:
+        yield Finding("ok", "store", f"schema version {version}")
+    else:
+        yield Finding("fail", "store", f"schema version {version}, this leash needs {SCHEMA_VERSION} "
+                                       "— run `leash doctor --repair` (or start `leash daemon`)")
+    yield _listen_finding(db)
+    report = backend.acklog.verify()
+    yield (Finding("ok", "acklog", f"chain verified ({report.lines} lines)") if report.ok else
+           Finding("fail", "acklog", f"chain broken at line {report.first_broken_line}: {report.problem}"))
+    for registry in (backend.stops.registry, backend.locks.registry):
+        yield from _examine_state(registry.state, repair=repair, now=now)
+
+
+def _examine_state(state, *, repair: bool, now: float | None) -> Iterator[Finding]:
+    try:
+        stored = state.snapshot(now=now)
+        replayed, _ = state.replay(now=now)
+    except Exception as exc:  # any failure is the finding: doctor must not die of the store it examines
+        yield Finding("fail", state.store, f"{state.what} unreadable: {exc}")
+        return
+    if stored == state.transform(replayed):
+        yield Finding("ok", state.store, f"{state.what} agree with the ack log")
+    elif repair:
+        state.rebuild("differs from the ack log", now=now)
+        yield Finding("fixed", state.store, f"{state.what} rebuilt from the ack log")
+    else:
+        yield Finding("fail", state.store, f"{state.what} differ from the ack log — run `leash doctor --repair`")
+
+
+def _listen_finding(db) -> Finding:
+    """A notice sent on the channel comes back to a listener (what leashd's mirror and the console rely on)."""
+    heard = threading.Event()
+    stop = threading.Event()
+
+    def listen() -> None:
+        try:
+            for notice in db.listen(stop=stop, wake_seconds=0.1):
+                if notice is None:
+                    ready.set()
+                elif notice.get("store") == "doctor":
+                    heard.set()
+                    return
+        except StoreOffline:
+            ready.set()
+
+    ready = threading.Event()
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    ready.wait(LISTEN_CHECK_SECONDS)
+    try:
+        with db.session() as conn:
+            notify(conn, "doctor")
+    except StoreOffline as exc:
+        stop.set()
+        return Finding("fail", "store", f"LISTEN {NOTIFY_CHANNEL}: {exc}")
+    heard.wait(LISTEN_CHECK_SECONDS)
+    stop.set()
+    thread.join(LISTEN_CHECK_SECONDS)
+    if heard.is_set():
+        return Finding("ok", "store", f"LISTEN {NOTIFY_CHANNEL}: a notice came back")
+    return Finding("fail", "store", f"LISTEN {NOTIFY_CHANNEL}: no notice came back within "
+                                   f"{LISTEN_CHECK_SECONDS:.0f} s (leashd's mirror would go stale)")
+
+
+def _where(url: str) -> str:
+    """The server part of ``url`` without user or password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or "local socket"
+    return f"{host}{':' + str(parts.port) if parts.port else ''}{parts.path or ''}"
+
+
+def _driver_errors() -> tuple:
+    from leash.core.store.pg import errors
+
+    return errors()

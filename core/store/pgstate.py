@@ -1,0 +1,178 @@
+"""The stops, the hands-off locks and the sessions on PostgreSQL.
+
+The stop and lock registries (``core.stop``, ``core.handsoff``) run here
+unchanged: ``PgLogState`` is the database's twin of ``core.logstate``'s
+``LogBackedJSON``. Each state is the fold of its store's ack-log lines (the
+registry's own ``apply``), kept as one ``log_state`` row with the seq of the
+last line it reflects, and every write appends its line and writes the row in
+one transaction, holding the chain lock: the two never disagree, and writers on
+every host queue behind one another. The sessions are one row each
+(``PgSessionRows``, the shape of ``core.sessions.FileSessionRows``).
+
+Failure: a state that cannot be read raises the registry's own "unreadable"
+error (``StopStateUnreadable``, ``HandsOffUnreadable``), so the gate fails
+closed; a row whose content no longer has its shape is rebuilt from the log
+(``state_rebuilt`` is logged), as a damaged file is. A failed write leaves
+neither its line nor its row.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+from leash.core.clock import parse_iso
+from leash.core.loghead import HANDS_OFF_STORE, STOPS_STORE, STORE_OF_EVENT
+from leash.core.statefile import StateCorrupt
+from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
+from leash.core.store.pgacklog import PgAckLog
+
+PRUNE_EVERY_SECONDS = 60.0  # forgotten sessions are deleted at most this often per process
+
+
+class PgLogState:
+    """One log-backed state in the ``log_state`` table (see the module's docstring)."""
+
+    def __init__(self, log: PgAckLog, store: str, *, validate, apply, empty, transform=lambda state: state,
+                 what: str = "state", error: type[Exception] = StoreOffline):
+        self.log, self.db, self.store = log, log.db, store
+        self.validate, self.apply, self.empty, self.transform = validate, apply, empty, transform
+        self.what, self.error = what, error
+        self._cached: tuple[object, object] | None = None
+
+    # ------------------------------------------------------------ reading
+    def snapshot(self, *, now: float | None = None):
+        """The transformed state; ``error`` when it cannot be read."""
+        try:
+            rows = self.db.rows("SELECT state, head_seq FROM log_state WHERE store = %s", (self.store,))
+        except StoreOffline as exc:
+            raise self.error(f"{self.what} unreadable ({exc}) — run `leash doctor`") from None
+        if not rows:
+            return self.transform(self.empty())
+        stored, _ = rows[0]
+        cached = self._cached
+        if cached is not None and cached[0] == stored:  # the same content: its transform is reused
+            return cached[1]
+        try:
+            value = self.transform(self.validate(stored))
+        except StateCorrupt as exc:
+            return self.transform(self.rebuild(f"unreadable: {exc.detail}", now=now))
+        self._cached = (stored, value)
+        return value
+
+    # ------------------------------------------------------------ writing
+    @contextmanager
+    def holding(self):
+        """One transaction holding the chain lock: every writer on every host waits for it."""
+        with self.db.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
+            yield conn
+
+    @contextmanager
+    def writing(self, *, now: float | None = None):
+        """``with state.writing(now=) as data:`` the current state as a mutable
+        dict, for ``record``/``rewrite`` in the same transaction."""
+        with self.holding() as conn:
+            row = conn.execute("SELECT state FROM log_state WHERE store = %s FOR UPDATE", (self.store,)).fetchone()
+            try:
+                data = self.validate(row[0]) if row else self.empty()
+            except StateCorrupt as exc:
+                data = self.rebuild(f"unreadable: {exc.detail}", now=now)
+            yield data
+
+    def record(self, state: dict, event: str, *, now: float | None = None, **fields) -> dict:
+        """Append one line of this store, fold it into ``state`` and store it: one transaction."""
+        with self.holding() as conn:
+            line = self.log.append_line(event, now=now, **fields)
+            self.apply(state, line, now)
+            self._store(conn, state, line["seq"])
+            notify(conn, self.store, str(line.get("entity") or line.get("session_id") or ""))
+        return line
+
+    def rewrite(self, state: dict) -> None:
+        """Store ``state`` reflecting the same line as before (pruning expired locks)."""
+        with self.holding() as conn:
+            row = conn.execute("SELECT head_seq FROM log_state WHERE store = %s", (self.store,)).fetchone()
+            self._store(conn, state, row[0] if row else 0)
+
+    def replay(self, *, now: float | None = None) -> tuple[dict, int]:
+        """(the state the log gives, the seq of its last line of this store)."""
+        state, head = self.empty(), 0
+        events = [event for event, store in STORE_OF_EVENT.items() if store == self.store]
+        for line in self.log.lines_after(0):
+            if line.get("event") in events:
+                self.apply(state, line, now)
+                head = line["seq"]
+        return state, head
+
+    def rebuild(self, problem: str, *, now: float | None = None) -> dict:
+        """Store the replay of the log in place of a row that lost its shape, and say so in the log."""
+        with self.holding() as conn:
+            state, head = self.replay(now=now)
+            self._store(conn, state, head)
+            self.log.append_line("state_rebuilt", source="leash", session_id="", now=now, file=self.store,
+                                 moved_to="", reason=f"{self.store} state {problem}; rebuilt from the ack log")
+        return state
+
+    def _store(self, conn, state: dict, head: int) -> None:
+        conn.execute("INSERT INTO log_state (store, state, head_seq) VALUES (%s, %s, %s) ON CONFLICT (store) "
+                     "DO UPDATE SET state = EXCLUDED.state, head_seq = EXCLUDED.head_seq",
+                     (self.store, as_json(state), head))
+        self._cached = None
+
+
+class PgSessionRows:
+    """The session registry's records, one row each (``FileSessionRows``'s shape)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self._pruned_at = 0.0
+
+    def all(self, *, now: float | None = None) -> dict[str, dict]:
+        return {sid: record for sid, record in self.db.rows("SELECT session_id, record FROM sessions "
+                                                            "ORDER BY session_id")}
+
+    def get(self, session_id: str, *, now: float | None = None) -> dict | None:
+        rows = self.db.rows("SELECT record FROM sessions WHERE session_id = %s", (session_id,))
+        return rows[0][0] if rows else None
+
+    def update(self, session_id: str, change, *, horizon: float, now: float | None = None) -> dict | None:
+        with self.db.transaction() as conn:
+            self._prune(conn, horizon)
+            row = conn.execute("SELECT record FROM sessions WHERE session_id = %s FOR UPDATE",
+                               (session_id,)).fetchone()
+            changed = change(dict(row[0]) if row else None)
+            if changed is None:
+                return row[0] if row else None
+            conn.execute("INSERT INTO sessions (session_id, record, last_seen) VALUES (%s, %s, to_timestamp(%s)) "
+                         "ON CONFLICT (session_id) DO UPDATE SET record = EXCLUDED.record, "
+                         "last_seen = EXCLUDED.last_seen",
+                         (session_id, as_json(changed), _seen(changed)))
+            notify(conn, "sessions", session_id)
+        return changed
+
+    def _prune(self, conn, horizon: float) -> None:
+        if time.monotonic() - self._pruned_at < PRUNE_EVERY_SECONDS:
+            return
+        self._pruned_at = time.monotonic()
+        conn.execute("DELETE FROM sessions WHERE last_seen < to_timestamp(%s)", (horizon,))
+
+
+def _seen(record: dict) -> float:
+    """When a record was last seen; one without a readable time counts as now
+    (``core.sessions``: it is not ours to forget before we understand it)."""
+    try:
+        return parse_iso(record.get("last_seen", ""))
+    except (ValueError, AttributeError, TypeError):
+        return time.time()
+
+
+def registries(log: PgAckLog, home: str):
+    """The stop, lock and session registries of ``core`` over this database."""
+    from leash.core.handsoff import LOCK_FOLD, HandsOffRegistry
+    from leash.core.sessions import SessionRegistry
+    from leash.core.stop import STOP_FOLD, StopRegistry
+
+    sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db))
+    stops = StopRegistry(home, log, state=PgLogState(log, STOPS_STORE, **STOP_FOLD), sessions=sessions)
+    locks = HandsOffRegistry(home, log, state=PgLogState(log, HANDS_OFF_STORE, **LOCK_FOLD), sessions=sessions)
+    return stops, locks, sessions

@@ -1,0 +1,89 @@
+"""Which backend a home uses: the shared PostgreSQL store or the home's own files.
+
+``LEASH_STORE_URL``, else ``[store] url`` of the home's ``config.toml``,
+names the shared store; without either, the file backend as always. The
+password never sits in the url (``config.toml`` refuses one): libpq takes it
+from ``PGPASSWORD`` or ``PGPASSFILE``, or leash reads ``[store]
+password_file``, which must be readable by its owner only. This host's name is
+``LEASH_HOST``, else ``[daemon] host``, else the machine's hostname.
+
+Failure: a bad url, an unreadable password file or an unreachable server
+raises ``StoreSelectionError`` / ``StoreOffline`` with one line that never
+holds the password; nothing falls back to the files (that would be another
+store, with other stops).
+"""
+from __future__ import annotations
+
+import os
+import socket
+
+STORE_URL_VARIABLE = "LEASH_STORE_URL"
+HOST_VARIABLE = "LEASH_HOST"
+PASSWORD_FILE_MODE_MASK = 0o077  # group or others may not read the password file
+
+
+class StoreSelectionError(Exception):
+    """The shared store is named but cannot be used as named."""
+
+
+def _config(home: str) -> dict:
+    if not os.path.exists(os.path.join(home, "config.toml")):
+        from leash.core.config import DEFAULTS
+
+        return DEFAULTS
+    from leash.core.config import load_config
+
+    return load_config(home)
+
+
+def store_url(home: str, environ=None) -> str:
+    """The shared store's url for ``home`` ("" for the files)."""
+    environ = os.environ if environ is None else environ
+    named = environ.get(STORE_URL_VARIABLE, "")
+    if named:
+        from leash.core.config import store_url_problem
+
+        problem = store_url_problem(named)
+        if problem and not problem.startswith("holds a password"):  # the environment may hold one
+            raise StoreSelectionError(f"{STORE_URL_VARIABLE} {problem}")
+        return named
+    return _config(home)["store"]["url"]
+
+
+def host_name(home: str, environ=None) -> str:
+    environ = os.environ if environ is None else environ
+    return environ.get(HOST_VARIABLE) or _config(home)["daemon"]["host"] or socket.gethostname()
+
+
+def password(home: str) -> str | None:
+    """The password from ``[store] password_file`` (None: libpq's own sources)."""
+    path = _config(home)["store"]["password_file"]
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            if os.fstat(fd).st_mode & PASSWORD_FILE_MODE_MASK:
+                raise StoreSelectionError(f"[store] password_file {path} may be read by others: chmod 600 it")
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreSelectionError(f"[store] password_file {path}: {exc.strerror}") from None
+    return raw.decode("utf-8", "replace").strip("\r\n")
+
+
+def backend_for(home=None, *, environ=None):
+    """The backend of ``home``: ``PostgresBackend`` when a shared store is
+    named, else ``FileBackend``."""
+    from leash.core.home import resolve_home
+
+    where = os.fspath(resolve_home(home))
+    url = store_url(where, environ)
+    if not url:
+        from leash.core.store.files import FileBackend
+
+        return FileBackend(home)
+    from leash.core.store.postgres import PostgresBackend
+
+    return PostgresBackend(url, home=where, host=host_name(where, environ), password=password(where))
