@@ -31,6 +31,8 @@ def run(args) -> int:
     from leash.core.protocol import StopProtocol
     from leash.core.source import default_source
     from leash.core.stop import NotStopped
+    from leash.core.store.pg import StoreOffline
+    from leash.core.store.select import StoreSelectionError
 
     try:
         protocol = StopProtocol(getattr(args, "home", None))
@@ -48,7 +50,7 @@ def run(args) -> int:
         args.source = default_source()
     try:
         return COMMANDS[args.command](protocol, args)
-    except (NotStopped, NotLocked) as exc:
+    except (NotStopped, NotLocked, StoreOffline, StoreSelectionError) as exc:
         raise Refused(str(exc)) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -81,10 +83,12 @@ def _ago(stamp: str, moment: float) -> str:
 
 
 def _backend(protocol):
-    """The stores a subcommand reads and writes, over the registries ``protocol`` already holds."""
-    from leash.core.store.files import FileBackend
+    """The stores a subcommand reads and writes: the shared store when the home
+    names one (``[store] url``, ``LEASH_STORE_URL``), else the home's files over
+    the registries ``protocol`` already holds. One per command."""
+    from leash.core.status import backend_of
 
-    return FileBackend.sharing(protocol)
+    return backend_of(protocol)
 
 
 # ------------------------------------------------------------------ stop/resume

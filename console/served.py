@@ -89,6 +89,8 @@ def run_daemon(args, dispatch) -> int:
     from leash.core.config import ConfigError
     from leash.core.daemon.service import Daemon, DaemonRunning
     from leash.core.home import UnsafeHome
+    from leash.core.store.pg import StoreOffline
+    from leash.core.store.select import StoreSelectionError
 
     try:
         daemon = Daemon(getattr(args, "home", None), operator_verbs={"cli": cli_verb(dispatch)},
@@ -96,7 +98,7 @@ def run_daemon(args, dispatch) -> int:
         daemon.start()
     except (UnsafeHome, ConfigError) as exc:
         raise UsageError(str(exc)) from None
-    except DaemonRunning as exc:
+    except (DaemonRunning, StoreOffline, StoreSelectionError) as exc:
         raise Refused(str(exc)) from None
     daemon.serve_forever()
     return 0

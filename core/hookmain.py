@@ -39,9 +39,44 @@ def run_hook_command(argv: list[str]) -> int | None:
     try:
         return thinhook.run(event, home=home)
     except thinhook.NoDaemon as none:
+        if shared_store_named(home):
+            import sys
+
+            from leash.core.hookio import emit, failed_closed
+
+            out, err, code = failed_closed(event, "leash: this home uses the shared store and no `leash daemon` "
+                                                  "answers here: hooks judge only through it; start it")
+            return emit(out, err, code, stdout=sys.stdout, stderr=sys.stderr)
         from leash.core.hooks import run
 
         return run(event, home=home, raw=none.raw, input_error=none.input_error)
+
+
+def shared_store_named(home: str | None) -> bool:
+    """Whether the home's stores are in the shared database (hooks never talk
+    to it: without leashd they cannot judge). A config that cannot be read but
+    has a ``[store]`` table counts as naming it (fail closed)."""
+    import os
+
+    if os.environ.get("LEASH_STORE_URL"):
+        return True
+    from leash.core.home import resolve_home
+
+    path = os.path.join(resolve_home(home), "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    if b"[store]" not in text:
+        return False
+    from leash.core.config import ConfigError
+    from leash.core.store.select import store_url
+
+    try:
+        return bool(store_url(resolve_home(home), {}))
+    except ConfigError:
+        return True
 
 
 def main(argv: list[str]) -> int:

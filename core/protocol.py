@@ -32,6 +32,7 @@ class StopProtocol:
         self.hands_off_registry = HandsOffRegistry(self.home, self.acklog)
         self.sessions = SessionRegistry(self.home, self.acklog)
         self._gate: Gate | None = None
+        self.backend: object = None  # the stores a command reads (``core.status.backend_of``), chosen once
 
     @property
     def gate(self):

@@ -24,9 +24,14 @@ def backend_of(owner=None, backend=None):
     if backend is not None:
         return backend
     from leash.core.protocol import StopProtocol
-    from leash.core.store.files import FileBackend, backend_for
+    from leash.core.store.files import FileBackend
+    from leash.core.store.select import backend_for, store_url
 
-    return FileBackend.sharing(owner) if isinstance(owner, StopProtocol) else backend_for(owner)
+    if not isinstance(owner, StopProtocol):
+        return backend_for(owner)
+    if getattr(owner, "backend", None) is None:  # one per command, shared by whatever it reads
+        owner.backend = backend_for(owner.home) if store_url(owner.home) else FileBackend.sharing(owner)
+    return owner.backend
 
 
 def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_limit: int = 10_000,

@@ -73,7 +73,9 @@ class Daemon:
                               or os.path.join(run_dir, OPERATOR_SOCKET_NAME))
         self.want_kennel = self.config["kennel"] if kennel is None else kennel
         self.policy = OperatorPolicy(list(self.config["operators"]))
-        self.host = self.config["host"] or os.environ.get("LEASH_HOST") or socket.gethostname()
+        from leash.core.store.select import host_name
+
+        self.host = host_name(self.home)
         self.operator_verbs = {"ping": self._ping, "subscribe": self._subscribe, **(operator_verbs or {})}
         self.log_stream = log or sys.stderr
         self.line_deadline = line_deadline
@@ -84,10 +86,11 @@ class Daemon:
         self.threads: list[threading.Thread] = []
         self.kennel: Kennel | None = None
         from leash.core.daemon.storeverb import StoreVerb
-        from leash.core.store.files import FileBackend
+        from leash.core.store.select import daemon_backend
 
-        # One backend for the daemon's life: its caches and connections stay warm.
-        self.backend = FileBackend(self.home, keep_connections=True)
+        # One backend for the daemon's life: its caches and connections stay warm
+        # (with the shared store: its pool, and the mirror hooks are answered from).
+        self.backend = daemon_backend(self.home, say=self.say)
         self.feed = ChangeFeed(self.backend, say=self.say)
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
@@ -155,6 +158,8 @@ class Daemon:
             self._kennel_thread.join(timeout=30)
         for thread in self.threads:
             thread.join(timeout=5)
+        if hasattr(self.backend, "close"):
+            self.backend.close()
         if self._lock_fd is not None:
             release_hold(self._lock_fd)
             self._lock_fd = None
@@ -174,7 +179,7 @@ class Daemon:
 
         from leash.core.warrants.kennel import Kennel
 
-        kennel = self.kennel = Kennel(self.home, handle_signals=False)
+        kennel = self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
         self._kennel_thread = threading.Thread(target=lambda: asyncio.run(kennel.run()), name="kennel", daemon=True)
         self._kennel_thread.start()
 

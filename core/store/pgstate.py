@@ -27,21 +27,47 @@ from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, not
 from leash.core.store.pgacklog import PgAckLog
 
 PRUNE_EVERY_SECONDS = 60.0  # forgotten sessions are deleted at most this often per process
+MIRRORED_SESSIONS = 100_000  # records a mirror keeps before it starts over
 
 
 class PgLogState:
     """One log-backed state in the ``log_state`` table (see the module's docstring)."""
 
     def __init__(self, log: PgAckLog, store: str, *, validate, apply, empty, transform=lambda state: state,
-                 what: str = "state", error: type[Exception] = StoreOffline):
+                 what: str = "state", error: type[Exception] = StoreOffline, mirror=None):
         self.log, self.db, self.store = log, log.db, store
         self.validate, self.apply, self.empty, self.transform = validate, apply, empty, transform
         self.what, self.error = what, error
+        self.mirror = mirror
         self._cached: tuple[object, object] | None = None
+        self._mirrored: tuple[tuple[int, int], object] | None = None  # (stamp, value) kept by the mirror
 
     # ------------------------------------------------------------ reading
     def snapshot(self, *, now: float | None = None):
-        """The transformed state; ``error`` when it cannot be read."""
+        """The transformed state; ``error`` when it cannot be read. With a
+        mirror, memory answers while it is current (and, offline, as the
+        offline policy allows)."""
+        if self.mirror is None:
+            return self._read(now=now)
+        from leash.core.store.pgmirror import Offline
+
+        held = self._mirrored
+        if held is not None and self.mirror.current(self.store, held[0]):
+            return held[1]
+        if not self.mirror.reachable():
+            try:
+                if held is None:
+                    raise Offline("the shared store is unreachable and has not been read since leashd started")
+                self.mirror.answer_offline(self.what)
+            except Offline as exc:
+                raise self.error(f"{self.what} unreadable: {exc}") from None
+            return held[1]
+        stamp = self.mirror.stamp(self.store)
+        value = self._read(now=now)
+        self._mirrored = (stamp, value)
+        return value
+
+    def _read(self, *, now: float | None = None):
         try:
             rows = self.db.rows("SELECT state, head_seq FROM log_state WHERE store = %s", (self.store,))
         except StoreOffline as exc:
@@ -117,23 +143,66 @@ class PgLogState:
         conn.execute("INSERT INTO log_state (store, state, head_seq) VALUES (%s, %s, %s) ON CONFLICT (store) "
                      "DO UPDATE SET state = EXCLUDED.state, head_seq = EXCLUDED.head_seq",
                      (self.store, as_json(state), head))
-        self._cached = None
+        self._cached = self._mirrored = None
 
 
 class PgSessionRows:
     """The session registry's records, one row each (``FileSessionRows``'s shape)."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, *, mirror=None):
         self.db = db
+        self.mirror = mirror
         self._pruned_at = 0.0
+        self._rows: dict[str, tuple[tuple[int, int], dict | None]] = {}  # session -> (stamp, record)
+        self._all: tuple[tuple[int, int], dict] | None = None
 
     def all(self, *, now: float | None = None) -> dict[str, dict]:
-        return {sid: record for sid, record in self.db.rows("SELECT session_id, record FROM sessions "
-                                                            "ORDER BY session_id")}
+        held = self._all
+        if held is not None and self._current(held[0]):
+            return dict(held[1])
+        if self._offline():
+            return dict(held[1]) if held is not None else {}
+        stamp = self._stamp()
+        found = {sid: record for sid, record in self.db.rows("SELECT session_id, record FROM sessions "
+                                                             "ORDER BY session_id")}
+        if self.mirror is not None:
+            self._all = (stamp, found)
+        return dict(found)
 
     def get(self, session_id: str, *, now: float | None = None) -> dict | None:
+        held = self._rows.get(session_id)
+        if held is not None and self._current(held[0], session_id):
+            return held[1]
+        if self._offline():
+            return held[1] if held is not None else None
+        stamp = self._stamp()
         rows = self.db.rows("SELECT record FROM sessions WHERE session_id = %s", (session_id,))
-        return rows[0][0] if rows else None
+        record = rows[0][0] if rows else None
+        if self.mirror is not None:
+            if len(self._rows) >= MIRRORED_SESSIONS:
+                self._rows.clear()
+            self._rows[session_id] = (stamp, record)
+        return record
+
+    def _current(self, stamp: tuple[int, int], key: str | None = None) -> bool:
+        return self.mirror is not None and self.mirror.current("sessions", stamp, key)
+
+    def _stamp(self) -> tuple[int, int]:
+        return self.mirror.stamp("sessions") if self.mirror is not None else (0, 0)
+
+    def _offline(self) -> bool:
+        """Whether to answer from memory: the mirror's listener is down and the
+        offline policy allows it (a session unknown then is a session never
+        seen). Raises ``StoreOffline`` when it does not (the stops raise too)."""
+        if self.mirror is None or self.mirror.reachable():
+            return False
+        from leash.core.store.pgmirror import Offline
+
+        try:
+            self.mirror.answer_offline("the sessions")
+        except Offline as exc:
+            raise StoreOffline(str(exc)) from None
+        return True
 
     def update(self, session_id: str, change, *, horizon: float, now: float | None = None) -> dict | None:
         with self.db.transaction() as conn:
@@ -148,6 +217,8 @@ class PgSessionRows:
                          "last_seen = EXCLUDED.last_seen",
                          (session_id, as_json(changed), _seen(changed)))
             notify(conn, "sessions", session_id)
+        self._rows.pop(session_id, None)
+        self._all = None
         return changed
 
     def _prune(self, conn, horizon: float) -> None:
@@ -166,13 +237,16 @@ def _seen(record: dict) -> float:
         return time.time()
 
 
-def registries(log: PgAckLog, home: str):
-    """The stop, lock and session registries of ``core`` over this database."""
+def registries(log: PgAckLog, home: str, *, mirror=None):
+    """The stop, lock and session registries of ``core`` over this database
+    (read from ``mirror``'s memory while it is current, in leashd)."""
     from leash.core.handsoff import LOCK_FOLD, HandsOffRegistry
     from leash.core.sessions import SessionRegistry
     from leash.core.stop import STOP_FOLD, StopRegistry
 
-    sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db))
-    stops = StopRegistry(home, log, state=PgLogState(log, STOPS_STORE, **STOP_FOLD), sessions=sessions)
-    locks = HandsOffRegistry(home, log, state=PgLogState(log, HANDS_OFF_STORE, **LOCK_FOLD), sessions=sessions)
+    sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db, mirror=mirror))
+    stops = StopRegistry(home, log, state=PgLogState(log, STOPS_STORE, mirror=mirror, **STOP_FOLD),
+                         sessions=sessions)
+    locks = HandsOffRegistry(home, log, state=PgLogState(log, HANDS_OFF_STORE, mirror=mirror, **LOCK_FOLD),
+                             sessions=sessions)
     return stops, locks, sessions

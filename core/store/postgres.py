@@ -38,7 +38,10 @@ class PostgresBackend:
 
     name = "postgres"
 
-    def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None):
+    def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None,
+                 mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed", say=None):
+        """``mirrored`` (leashd): stops, locks and sessions are answered from
+        memory kept current by LISTEN, under the ``offline`` policy."""
         from leash.core.home import ensure_home
 
         self.home = ensure_home(home)
@@ -46,7 +49,15 @@ class PostgresBackend:
         self.url = url
         self.db = Database(url, password=password)
         self.acklog = PgAckLog(self.db)
-        stops, locks, sessions = registries(self.acklog, self.home)
+        self.mirror = None
+        if mirrored:
+            from leash.core.store.pgmirror import Mirror
+
+            self.mirror = Mirror(self.db, grace_seconds=offline_grace_s, policy=offline, say=say)
+            if not self.mirror.start():
+                self.close()
+                raise StoreOffline("PostgreSQL store: LISTEN could not start")
+        stops, locks, sessions = registries(self.acklog, self.home, mirror=self.mirror)
         self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
     def __getattr__(self, name: str):
@@ -114,4 +125,6 @@ class PostgresBackend:
         return examine(self, repair=repair, now=now)
 
     def close(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
         self.db.close()

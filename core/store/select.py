@@ -73,6 +73,22 @@ def password(home: str) -> str | None:
     return raw.decode("utf-8", "replace").strip("\r\n")
 
 
+def daemon_backend(home: str, *, say=None):
+    """leashd's backend for its life: the files with their connections kept,
+    or the shared store with its mirror listening (one line and an exit when
+    the database cannot be reached at the start)."""
+    url = store_url(home)
+    if not url:
+        from leash.core.store.files import FileBackend
+
+        return FileBackend(home, keep_connections=True)
+    from leash.core.store.postgres import PostgresBackend
+
+    store = _config(home)["store"]
+    return PostgresBackend(url, home=home, host=host_name(home), password=password(home), mirrored=True,
+                           offline_grace_s=store["offline_grace_s"], offline=store["offline"], say=say)
+
+
 def backend_for(home=None, *, environ=None):
     """The backend of ``home``: ``PostgresBackend`` when a shared store is
     named, else ``FileBackend``."""

@@ -1,0 +1,134 @@
+"""leashd's mirror of the shared store: what a hook's check reads, kept in memory.
+
+Hooks never talk to the database; each host's leashd answers them, and reads
+the stops, the locks and the sessions from memory rather than from the
+database on every call. ``Mirror`` listens on the store's channel (its own
+connection) and keeps a generation per store (and per session): a notice
+bumps it, and a cached value read at an older generation is read again. After
+every (re)connect every generation is bumped, since notices sent while nobody
+listened are not replayed: a full re-read.
+
+Failure (``[store] offline``): while the listener is down, nothing is read
+from the database (a hook does not wait on a dead server's connect timeout);
+for ``offline_grace_s`` the last values read are answered, then ``"closed"``
+(the default) makes every read raise, so the gate denies every tool call
+saying why, and ``"last-known"`` keeps answering the last values. A value
+never read cannot be answered from memory at all: it raises.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from leash.core.store.pg import StoreOffline
+
+RELISTEN_SECONDS = 1.0
+OFFLINE_CLOSED = "closed"
+OFFLINE_LAST_KNOWN = "last-known"
+MAX_KEYED_GENERATIONS = 100_000  # past this many keys, every key starts over (one full re-read)
+
+
+class Offline(Exception):
+    """The shared store is unreachable and the offline policy says not to answer from memory."""
+
+
+class Mirror:
+    """Generations of the shared store's contents, kept by LISTEN (see the module's docstring)."""
+
+    def __init__(self, db, *, grace_seconds: float = 10.0, policy: str = OFFLINE_CLOSED, clock=time.monotonic,
+                 say=None):
+        self.db, self.grace_seconds, self.policy, self.clock = db, grace_seconds, policy, clock
+        self.say = say or (lambda *args, **kwargs: None)
+        self.listening = False
+        self.epoch = 0  # bumped at every (re)connect and loss: everything cached before is stale
+        self.generations: dict[str, int] = {}
+        self.keyed: dict[tuple[str, str], int] = {}
+        self.lost_at: float | None = None
+        self.mutex = threading.Lock()
+        self.connected = threading.Event()
+        self.halt = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.listeners: list = []  # callables given each notice (the daemon's change feed)
+
+    def start(self, *, wait_seconds: float = 5.0) -> bool:
+        """Start listening; whether the first connection was made within ``wait_seconds``."""
+        self.thread = threading.Thread(target=self._run, name="pg-mirror", daemon=True)
+        self.thread.start()
+        return self.connected.wait(wait_seconds)
+
+    def stop(self) -> None:
+        self.halt.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+    # ------------------------------------------------------------ readers
+    def stamp(self, store: str) -> tuple[int, int]:
+        with self.mutex:
+            return self.epoch, self.generations.get(store, 0)
+
+    def current(self, store: str, stamp: tuple[int, int], key: str | None = None) -> bool:
+        """Whether a value read at ``stamp`` is still what the database holds."""
+        with self.mutex:
+            if not self.listening or stamp[0] != self.epoch:
+                return False
+            if key is not None:
+                return self.keyed.get((store, key), 0) <= stamp[1]
+            return self.generations.get(store, 0) == stamp[1]
+
+    def reachable(self) -> bool:
+        """Whether a read may go to the database now (the listener is up)."""
+        return self.listening
+
+    def answer_offline(self, what: str) -> None:
+        """Return when the last value read may be answered while offline; raise ``Offline`` otherwise."""
+        lost = self.lost_at
+        down = 0.0 if lost is None else self.clock() - lost
+        if self.policy == OFFLINE_LAST_KNOWN or down < self.grace_seconds:
+            return
+        raise Offline(f"the shared store has been unreachable for {down:.0f} s ([store] offline = \"closed\"): "
+                      f"{what} cannot be established")
+
+    # ------------------------------------------------------------ listening
+    def _run(self) -> None:
+        while not self.halt.is_set():
+            try:
+                for notice in self.db.listen(stop=self.halt):
+                    if notice is None:
+                        self._connected()
+                    else:
+                        self._bump(str(notice.get("store", "")), str(notice.get("key") or ""))
+                    for listener in list(self.listeners):
+                        listener(notice)
+            except StoreOffline as exc:
+                self._lost(str(exc))
+            if not self.halt.is_set():
+                self.halt.wait(RELISTEN_SECONDS)
+
+    def _connected(self) -> None:
+        with self.mutex:
+            self.listening, self.lost_at = True, None
+            self.epoch += 1
+            self.keyed.clear()
+        if self.connected.is_set():
+            self.say("store_back")
+        self.connected.set()
+
+    def _lost(self, problem: str) -> None:
+        with self.mutex:
+            was = self.listening
+            self.listening = False
+            self.epoch += 1
+            if self.lost_at is None:
+                self.lost_at = self.clock()
+        if was:
+            self.say("store_lost", problem=problem)
+
+    def _bump(self, store: str, key: str) -> None:
+        with self.mutex:
+            generation = self.generations.get(store, 0) + 1
+            self.generations[store] = generation
+            if key:
+                if len(self.keyed) >= MAX_KEYED_GENERATIONS:
+                    self.keyed.clear()
+                    self.epoch += 1
+                self.keyed[(store, key)] = generation
