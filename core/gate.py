@@ -85,6 +85,9 @@ class Gate:
         tmux_name = record.get("tmux_session")
         if tmux_name and tmux_name != session_id:
             names.append(tmux_name)
+            host = getattr(self.sessions, "host", "")
+            if host and tmux_name.startswith(host + "/"):  # a bare name means that name on every host
+                names.append(tmux_name[len(host) + 1:])
         if record.get("parent"):  # resumed or forked: a stop on an ancestor holds it too
             record = {**record, "lineage": self.sessions.lineage(session_id, now=now)}
             names.extend(n for n in record["lineage"] if n not in names)

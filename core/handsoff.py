@@ -30,6 +30,7 @@ from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.hours import MAX_HOURS, hours_problem  # noqa: F401 (MAX_HOURS: kept importable here)
 from leash.core.loghead import HANDS_OFF_STORE
 from leash.core.logstate import LogBackedJSON
+from leash.core.sessions import BOUND_KEYS, bound_tmux_ids
 from leash.core.statefile import JSONObject, StateCorrupt
 
 REGISTRY_NAME = "hands_off_registry.json"
@@ -37,7 +38,7 @@ PATH_PREFIX = "path:"
 DEFAULT_HOURS = 24
 HEAD_KEY = "@head"  # where the registry records the ack-log line it reflects
 # Keys of a lock's log line kept in its record besides the seed's five.
-_BOUND_KEYS = ("tmux_session_id",)
+_BOUND_KEYS = BOUND_KEYS
 
 
 class HandsOffError(Exception):
@@ -102,8 +103,7 @@ def _index_paths(data: JSONObject):
                 paths.append((entity, entity[len(PATH_PREFIX):], None))  # it guards nothing, doctor names it
     by_tmux_id: dict[str, str] = {}
     for entity, (_, entry) in indexed.items():
-        bound = entry.get("tmux_session_id")
-        if isinstance(bound, str) and bound:
+        for bound in bound_tmux_ids(entry):
             by_tmux_id.setdefault(bound, entity)
     return indexed, paths, by_tmux_id
 
@@ -213,19 +213,25 @@ class HandsOffRegistry:
             raise ValueError(f"hours {problem}")
         moment = now_seconds(now)
         expires = moment + hours * 3600
+        bound_ids: list[str] = []
         if tmux_session_id is None and not entity.startswith(PATH_PREFIX):
             if self._sessions is None:
                 from leash.core.sessions import SessionRegistry
 
                 self._sessions = SessionRegistry(self.home, self.acklog)
-            tmux_session_id = self._sessions.bind_tmux_name(entity)
+            if self._sessions.host:  # a shared store: every host's session by that name
+                bound_ids = self._sessions.bind_tmux_names(entity)
+            else:
+                tmux_session_id = self._sessions.bind_tmux_name(entity)
         with self.state.writing(now=now) as data:
             self._prune(data, moment)
             kept_longer = False
             current = _index({entity: data[entity]}).get(entity) if entity in data else None
             if current is not None and current[0] > expires:
                 expires, kept_longer = current[0], True
-            extra = {"tmux_session_id": tmux_session_id} if tmux_session_id else {}
+            extra: dict = {"tmux_session_id": tmux_session_id} if tmux_session_id else {}
+            if bound_ids:
+                extra["tmux_session_ids"] = bound_ids
             self.state.record(data, "hands_off", source=source, session_id=session_id or "", reason=reason,
                               now=moment, entity=entity, expires_at=iso(expires) if math.isfinite(expires)
                               else data[entity].get("expires_at"), **extra)

@@ -73,16 +73,17 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
     tool_input = payload.get("tool_input")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    pane = env.get("TMUX_PANE", "")
+    registry = gate.sessions
+    local_pane = env.get("TMUX_PANE", "")
+    pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
     warning = ""
     try:
-        registry = gate.sessions
         known = registry.get(session_id, now=now) or {}
         same_pane = known.get("tmux_pane") == pane
         tmux_id = known.get("tmux_session_id", "") if same_pane else ""
         tmux_name = known.get("tmux_session", "") if same_pane else ""
         if pane and not tmux_id:
-            tmux_id, tmux_name = tmux_identity_of_pane(pane, env=dict(env))
+            tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
         agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
         registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
                          tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent)

@@ -56,13 +56,14 @@ def _register(gate, payload: dict, env, *, now=None, status: str | None = None, 
     from leash.core.sessions import tmux_identity_of_pane
 
     session_id = payload["session_id"]
-    pane = env.get("TMUX_PANE", "")
+    local_pane = env.get("TMUX_PANE", "")
+    pane = gate.sessions.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
     known = gate.sessions.get(session_id, now=now) or {}
     tmux_id, tmux_name = "", ""
     if pane and known.get("tmux_pane") == pane and known.get("tmux_session_id"):
         tmux_id, tmux_name = known["tmux_session_id"], known.get("tmux_session", "")
     elif pane:
-        tmux_id, tmux_name = tmux_identity_of_pane(pane, env=dict(env))
+        tmux_id, tmux_name = map(gate.sessions.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
     return gate.sessions.observe(
         session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
         entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
@@ -121,7 +122,8 @@ def _parent_of(gate, payload: dict, env, *, now=None) -> str:
     if found:
         return found
     if payload.get("source") == "resume":
-        return gate.sessions.predecessor_in_pane(session_id, env.get("TMUX_PANE", ""), now=now)
+        pane = gate.sessions.hosted(env.get("TMUX_PANE", ""))
+        return gate.sessions.predecessor_in_pane(session_id, pane, now=now)
     return ""
 
 

@@ -90,6 +90,20 @@ def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None =
     return ""
 
 
+BOUND_KEYS = ("tmux_session_id", "tmux_session_ids")  # a stop's or lock's tmux session ids
+
+
+def bound_tmux_ids(record: dict) -> list[str]:
+    """The tmux session ids a stop or lock record was bound to when filed: one
+    (``tmux_session_id``) in a home of one host; in the shared store, every
+    host's session by that name (``tmux_session_ids``, each ``HOST/$N``)."""
+    found = [record.get("tmux_session_id")]
+    listed = record.get("tmux_session_ids")
+    if isinstance(listed, list):
+        found.extend(listed)
+    return [bound for bound in found if isinstance(bound, str) and bound]
+
+
 def _server_may_run(socket: str | None) -> bool:
     """False when the server's socket file is not there: no tmux process to ask."""
     if socket is None and os.environ.get("TMUX"):
@@ -136,8 +150,11 @@ class SessionRegistry:
     """The sessions over ``sessions.json`` by default, or the ``rows`` another
     backend keeps them in (``all``/``get``/``update`` as ``FileSessionRows``)."""
 
-    def __init__(self, home: str | os.PathLike, acklog=None, *, rows=None):
+    def __init__(self, home: str | os.PathLike, acklog=None, *, rows=None, host: str = ""):
+        """``host``: this host's name when the store is shared by many hosts
+        (tmux names, ids and panes are then kept as ``HOST/NAME``)."""
         self.home = os.fspath(home)
+        self.host = host
         self.path = os.path.join(self.home, SESSIONS_NAME)
         self.acklog = acklog if acklog is not None else AckLog(self.home)
         self.rows = rows or FileSessionRows(self.path, self.acklog)
@@ -237,6 +254,30 @@ class SessionRegistry:
                 except (ConfigError, KeyError):
                     pass
         return self._forget_after
+
+    def hosted(self, value: str) -> str:
+        """A tmux session name, id or pane as this store keeps it: ``HOST/value``
+        in a store shared by many hosts, ``value`` in a home of one."""
+        return f"{self.host}/{value}" if self.host and value else value
+
+    def bind_tmux_names(self, name: str) -> list[str]:
+        """In a shared store, the tmux session ids (``HOST/$N``) a stop or lock
+        filed under ``name`` binds to, so a rename on any host escapes nothing:
+        ``HOST/NAME``'s, or for a bare name (every host) each host's session of
+        that name the hooks have seen, and this host's own now."""
+        known = self.all()
+        if name in known:  # an agent's session id: it names one agent, not a tmux session
+            return []
+        host, _, bare = name.rpartition("/")
+        found = {record["tmux_session_id"] for record in known.values()
+                 if isinstance(record.get("tmux_session_id"), str) and record["tmux_session_id"]
+                 and (record.get("tmux_session") == name
+                      or (not host and str(record.get("tmux_session", "")).partition("/")[2] == name))}
+        if not host or host == self.host:
+            here = tmux_session_id_for(bare, home=self.home, known={})
+            if here:
+                found.add(self.hosted(here))
+        return sorted(found)
 
     def bind_tmux_name(self, name: str) -> str:
         """The tmux session id a stop or lock filed under ``name`` binds to:

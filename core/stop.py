@@ -27,7 +27,7 @@ from leash.core.acklog import FLEET, AckLog
 from leash.core.clock import now_seconds
 from leash.core.loghead import STOPS_STORE
 from leash.core.logstate import LogBackedJSON
-from leash.core.sessions import SessionRegistry
+from leash.core.sessions import BOUND_KEYS, SessionRegistry, bound_tmux_ids
 from leash.core.statefile import JSONObject, StateCorrupt
 
 STOPS_NAME = "stops.json"
@@ -50,7 +50,7 @@ def empty_stops() -> JSONObject:
 
 
 # Keys of a stop's log line that are kept in its record besides the seed's three.
-_BOUND_KEYS = ("tmux_session_id",)
+_BOUND_KEYS = BOUND_KEYS
 
 
 def validate_stops(data: JSONObject) -> JSONObject:
@@ -85,8 +85,7 @@ def index_stops(state: JSONObject) -> JSONObject:
     keeps holding the session after it is renamed."""
     by_tmux_id: dict[str, str] = {}
     for name, record in state["sessions"].items():
-        bound = record.get("tmux_session_id")
-        if isinstance(bound, str) and bound:
+        for bound in bound_tmux_ids(record):
             by_tmux_id.setdefault(bound, name)
     return {"sessions": state["sessions"], "fleet": state["fleet"], "by_tmux_id": by_tmux_id}
 
@@ -141,7 +140,9 @@ class StopRegistry:
              **extra: object) -> JSONObject:
         require_name(session_id, "session id")
         moment = now_seconds(now)
-        if "tmux_session_id" not in extra:
+        if self.sessions().host:  # a shared store: every host's session by that name
+            extra.setdefault("tmux_session_ids", self.sessions().bind_tmux_names(session_id) or None)
+        elif "tmux_session_id" not in extra:
             extra["tmux_session_id"] = self.sessions().bind_tmux_name(session_id)
         with self.state.writing(now=now) as data:
             self.state.record(data, "stop_ack", source=source, session_id=session_id, reason=reason, now=moment,

@@ -149,6 +149,8 @@ class RegistrySessions:
 
     def __init__(self, registry: SessionRegistry):
         self.registry = registry
+        self.host = registry.host  # "" in a home of one host
+        self.hosted = registry.hosted
 
     def observe(self, session_id: str, *, now: float | None = None, **fields) -> None:
         self.registry.observe(session_id, now=now, **fields)

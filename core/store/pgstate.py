@@ -237,14 +237,14 @@ def _seen(record: dict) -> float:
         return time.time()
 
 
-def registries(log: PgAckLog, home: str, *, mirror=None):
+def registries(log: PgAckLog, home: str, *, host: str, mirror=None):
     """The stop, lock and session registries of ``core`` over this database
     (read from ``mirror``'s memory while it is current, in leashd)."""
     from leash.core.handsoff import LOCK_FOLD, HandsOffRegistry
     from leash.core.sessions import SessionRegistry
     from leash.core.stop import STOP_FOLD, StopRegistry
 
-    sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db, mirror=mirror))
+    sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db, mirror=mirror), host=host)
     stops = StopRegistry(home, log, state=PgLogState(log, STOPS_STORE, mirror=mirror, **STOP_FOLD),
                          sessions=sessions)
     locks = HandsOffRegistry(home, log, state=PgLogState(log, HANDS_OFF_STORE, mirror=mirror, **LOCK_FOLD),

@@ -57,7 +57,7 @@ class PostgresBackend:
             if not self.mirror.start():
                 self.close()
                 raise StoreOffline("PostgreSQL store: LISTEN could not start")
-        stops, locks, sessions = registries(self.acklog, self.home, mirror=self.mirror)
+        stops, locks, sessions = registries(self.acklog, self.home, host=host, mirror=self.mirror)
         self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
     def __getattr__(self, name: str):

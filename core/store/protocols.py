@@ -95,6 +95,11 @@ class LockStore(Protocol):
 
 
 class SessionStore(Protocol):
+    host: str  # this host's name in a store shared by many hosts; "" in a home of one
+
+    def hosted(self, value: str) -> str:
+        """A tmux session name, id or pane as the store keeps it (``HOST/value`` when shared)."""
+
     def observe(self, session_id: str, *, now: float | None = None, **fields: object) -> None: ...
 
     def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None: ...
