@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import threading
 
 CONFIG_CACHE_SECONDS = 60
+TIMEOUT_REASON = "no acknowledgement before escalate_after_minutes; escalated, session paused"
 
 
 _config_cache: dict[str, tuple[float, dict[str, dict]]] = {}
@@ -99,8 +100,7 @@ def sweep_timeouts(connection, home: str, *, now: float) -> int:
         for session in {r["session_id"] for r in rows}:
             _refresh_state(connection, session, stamp)
         for row in rows:
-            _log(connection, home, "halt_timeout", row, source="leash", now=now,
-                 reason="no acknowledgement before escalate_after_minutes; escalated, session paused")
+            _log(connection, home, "halt_timeout", row, source="leash", now=now, reason=TIMEOUT_REASON)
     return len(rows)
 
 

@@ -11,7 +11,10 @@ states, which findings are auto-recorded, what needs caution) are
 ``core.halts.rules``; the store access (opening with housekeeping, the timeout
 sweep, the condition config, shared reads) is ``core.halts.access``; what the
 hooks record as evidence (files read, attempts) is ``core.halts.evidence``.
-Their public names stay importable from here.
+Their public names stay importable from here. What a store does around its
+rows (a new halt's values and log lines, which findings become halts, which
+acknowledgement is refused, the seed's answers, input checks) are plain
+functions here that every backend's halt store calls.
 
 Rules applied here:
 * session states as ``core.halts.rules`` derives them;
@@ -136,44 +139,59 @@ def _validate_record(data: dict) -> None:
         raise HaltInputError("attempt_count must be a whole number >= 0")
 
 
-def _insert(connection, home: str, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> dict:
-    """Insert one halt inside an open write transaction, with its ack-log
-    lines (``halt_recorded``, and ``halt_escalate`` when it escalates at once)."""
-    stamp = iso(now)
+def new_halt(data: dict, config: dict[str, dict], *, now: float, auto: bool) -> dict:
+    """A validated halt about to be stored, as every backend stores it: its
+    column values (texts masked, ``context`` a masked dict, ``escalate_at`` in
+    seconds or None) and ``escalate``, whether it escalates at once."""
     condition = config.get(data.get("condition_name") or "", {})
     minutes = condition.get("escalate_after_minutes")
     escalate = bool(data.get("auto_escalate")) or bool(condition.get("auto_escalate"))
-    halt_id = new_id()
-    description = mask(data["description"])[:MAX_DESCRIPTION]
-    context = json.dumps(mask_deep(data["context"])) if data.get("context") is not None else None
+    return {"id": new_id(), "session_id": data["session_token"],
+            "task_id": mask(data["task_id"]) if data.get("task_id") else None, "halt_type": data["halt_type"],
+            "severity": data["severity"], "description": mask(data["description"])[:MAX_DESCRIPTION],
+            "context": mask_deep(data["context"]) if data.get("context") is not None else None,
+            "resolution": "escalated" if escalate else None, "attempt_count": data.get("attempt_count"),
+            "previous_error": mask(data["previous_error"]) if data.get("previous_error") else None,
+            "condition_name": data.get("condition_name"), "auto_recorded": auto, "escalate": escalate,
+            "escalate_at": now + minutes * 60 if minutes is not None and not escalate else None}
+
+
+def recorded_lines(halt: dict, data: dict) -> list[tuple[str, str, str, dict]]:
+    """(event, source, reason, extra keys) of the ack-log lines that record ``halt``:
+    ``halt_recorded``, and ``halt_escalate`` when it escalates at once."""
+    auto, escalate = halt["auto_recorded"], halt["escalate"]
+    escalate_at = iso(halt["escalate_at"]) if halt["escalate_at"] is not None else None
+    lines = [("halt_recorded", "leash" if auto else "agent",
+              f"{data['severity']} {data.get('condition_name') or data['halt_type']} halt recorded",
+              ledger.recorded_line_fields(data, description=halt["description"], escalate=escalate,
+                                          escalate_at=escalate_at, auto=auto))]
+    if escalate:
+        lines.append(("halt_escalate", "leash", "auto_escalate: escalated on record, session paused", {}))
+    return lines
+
+
+def recorded_answer(halt: dict, stamp: str) -> dict:
+    """The seed's ``RecordHaltOutput`` for a stored halt."""
+    return {"halt_id": halt["id"], "recorded_at": stamp, "requires_acknowledgment": halt["severity"] != "low",
+            "escalation_triggered": halt["escalate"] or halt["severity"] == "critical"}
+
+
+def _insert(connection, home: str, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> dict:
+    """Insert one halt inside an open write transaction, with its ack-log lines."""
+    stamp = iso(now)
+    halt = new_halt(data, config, now=now, auto=auto)
     connection.execute(
         "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context, triggered_at,"
         " acknowledged, resolution, attempt_count, previous_error, created_at, updated_at, condition_name,"
         " escalate_at, auto_recorded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (halt_id, data["session_token"], mask(data["task_id"]) if data.get("task_id") else None, data["halt_type"],
-         data["severity"], description,
-         context, stamp, "escalated" if escalate else None, data.get("attempt_count"),
-         mask(data["previous_error"]) if data.get("previous_error") else None, stamp, stamp,
-         data.get("condition_name"), iso(now + minutes * 60) if minutes is not None and not escalate else None,
-         1 if auto else 0))
+        (halt["id"], halt["session_id"], halt["task_id"], halt["halt_type"], halt["severity"], halt["description"],
+         json.dumps(halt["context"]) if halt["context"] is not None else None, stamp, halt["resolution"],
+         halt["attempt_count"], halt["previous_error"], stamp, stamp, halt["condition_name"],
+         iso(halt["escalate_at"]) if halt["escalate_at"] is not None else None, 1 if auto else 0))
     _refresh_state(connection, data["session_token"], stamp)
-    row = {"id": halt_id, "session_id": data["session_token"], "severity": data["severity"],
-           "condition_name": data.get("condition_name"), "halt_type": data["halt_type"]}
-    escalate_at = iso(now + minutes * 60) if minutes is not None and not escalate else None
-    _log(connection, home, "halt_recorded", row, source="leash" if auto else "agent", now=now,
-         reason=f"{data['severity']} {data.get('condition_name') or data['halt_type']} halt recorded",
-         **ledger.recorded_line_fields(data, description=description, escalate=escalate,
-                                       escalate_at=escalate_at, auto=auto))
-    if escalate:
-        _log(connection, home, "halt_escalate", row, source="leash", now=now,
-             reason="auto_escalate: escalated on record, session paused")
-    output = {
-        "halt_id": halt_id,
-        "recorded_at": stamp,
-        "requires_acknowledgment": data["severity"] != "low",
-        "escalation_triggered": escalate or data["severity"] == "critical",
-    }
-    return output
+    for event, source, reason, extra in recorded_lines(halt, data):
+        _log(connection, home, event, halt, source=source, now=now, reason=reason, **extra)
+    return recorded_answer(halt, stamp)
 
 
 def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
@@ -192,7 +210,8 @@ def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
 
 
 # ------------------------------------------------------------------ check
-def _fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
+def fail_safe(home: str, data: object, problem: str, *, now: float) -> dict:
+    """The seed's fail-safe answer (halt, critical), the check noted in ``halts_unavailable.jsonl``."""
     from leash.core.statefile import append_line
 
     line = json.dumps({"at": iso(now), "problem": mask(problem),
@@ -226,9 +245,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
         config = load_config(connection, home) if connection else default_config()
         _add_attempts(connection, ctx, data, moment)
         fired = engine.evaluate(ctx, config)
-        should_halt = any(engine.halts(f.severity) for f in fired)
-        to_record = to_auto_record(fired, record_high=_record_high(home, record_high, fired)) \
-            if should_halt and record else []
+        should_halt, to_record = halts_to_record(fired, home=home, record=record, record_high=record_high)
         recorded: dict[str, str] = {}
         if to_record:
             if connection is None:
@@ -238,13 +255,13 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     except HaltInputError:
         raise
     except HaltStoreUnavailable as exc:
-        return _fail_safe(home, data, f"database unavailable ({exc})", now=moment)
+        return fail_safe(home, data, f"database unavailable ({exc})", now=moment)
     except Exception as exc:  # the seed: a failed check halts
-        return _fail_safe(home, data, f"{exc.__class__.__name__}: {exc}", now=moment)
+        return fail_safe(home, data, f"{exc.__class__.__name__}: {exc}", now=moment)
     finally:
         if owned and connection is not None:
             connection.close()
-    return _check_answer(fired, recorded, should_halt=should_halt, attempt_number=ctx.attempt_number)
+    return check_answer(fired, recorded, should_halt=should_halt, attempt_number=ctx.attempt_number)
 
 
 def _add_attempts(connection, ctx: CheckContext, data: dict, moment: float) -> None:
@@ -260,6 +277,14 @@ def _add_attempts(connection, ctx: CheckContext, data: dict, moment: float) -> N
             connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
                                " WHERE session_id = ? AND task_id = ?", (iso(moment), ctx.session_id, task))
         ctx.stored_attempts, ctx.stored_errors = 0, []
+
+
+def halts_to_record(fired, *, home: str, record: bool, record_high: bool | None) -> tuple[bool, list]:
+    """(should the call halt, the findings recorded as halts when ``record``)."""
+    should_halt = any(engine.halts(f.severity) for f in fired)
+    if not (should_halt and record):
+        return should_halt, []
+    return should_halt, to_auto_record(fired, record_high=_record_high(home, record_high, fired))
 
 
 def _record_high(home: str, record_high: bool | None, fired) -> bool | None:
@@ -291,18 +316,21 @@ def _record_findings(connection, home: str, ctx: CheckContext, to_record, config
     recorded = {}
     with write(connection):
         for f in to_record:
-            output = _insert(connection, home, {
-                "session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": f.halt_type,
-                "severity": f.severity, "condition_name": f.name,
-                "description": f.finding.description[:MAX_DESCRIPTION], "context": _halt_context(f, ctx),
-                "attempt_count": max(ctx.attempt_number or 0, ctx.stored_attempts) or None,
-                "previous_error": ctx.all_errors[-1] if ctx.all_errors else None,
-            }, config, now=now, auto=True)
+            output = _insert(connection, home, finding_halt(f, ctx), config, now=now, auto=True)
             recorded[f.name] = output["halt_id"]
     return recorded
 
 
-def _check_answer(fired, recorded: dict, *, should_halt: bool, attempt_number) -> dict:
+def finding_halt(fired, ctx: CheckContext) -> dict:
+    """The ``record_halt`` input that records a finding of a check as a halt."""
+    return {"session_token": ctx.session_id, "task_id": ctx.task_id, "halt_type": fired.halt_type,
+            "severity": fired.severity, "condition_name": fired.name,
+            "description": fired.finding.description[:MAX_DESCRIPTION], "context": _halt_context(fired, ctx),
+            "attempt_count": max(ctx.attempt_number or 0, ctx.stored_attempts) or None,
+            "previous_error": ctx.all_errors[-1] if ctx.all_errors else None}
+
+
+def check_answer(fired, recorded: dict, *, should_halt: bool, attempt_number) -> dict:
     """The seed's answer to a check, every text masked."""
     reasons = [{"halt_type": f.halt_type, "condition_name": f.name, "severity": f.severity,
                 "description": mask(f.finding.description), "auto_recorded": f.name in recorded,
@@ -325,8 +353,8 @@ def _annotations(fired) -> dict[str, list[str]]:
 
 
 # ------------------------------------------------------------------ acknowledge
-def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source: str | None = None) -> dict:
-    """The seed's ``guardrail_acknowledge_halt``."""
+def acknowledge_request(data: dict) -> tuple[str, str, str, str | None]:
+    """(halt id, session, resolution, notes) of a valid ``AcknowledgeHaltInput``; HaltInputError otherwise."""
     if not isinstance(data, dict):
         raise HaltInputError("input must be a JSON object")
     halt_id, session = data.get("halt_id"), data.get("session_token")
@@ -340,6 +368,44 @@ def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source:
     notes = data.get("resolution_notes")
     if notes is not None and not isinstance(notes, str):
         raise HaltInputError("resolution_notes must be a string")
+    return halt_id, session, resolution, notes
+
+
+def refuse_acknowledgement(row, data: dict) -> None:
+    """HaltRefused when the stored halt ``row`` (None: none) may not take the
+    acknowledgement ``data`` asks for."""
+    halt_id, session, resolution = data["halt_id"], data["session_token"], data["resolution"]
+    if row is None:
+        raise HaltRefused(f"no halt {halt_id}")
+    if row["session_id"] != session:
+        raise HaltRefused(f"halt {halt_id} does not belong to session {session}")
+    if row["resolution"] in ("resolved", "dismissed"):
+        raise HaltRefused(f"halt {halt_id} was already {row['resolution']} at {row['acknowledged_at']}")
+    if row["resolution"] in ("escalated", "timeout") and resolution == "escalated":
+        raise HaltRefused(f"halt {halt_id} is already escalated; resolve or dismiss it")
+    if resolution == "dismissed" and dismissal_needs_caution(row["severity"]) \
+            and data.get("continue_with_caution") is not True:
+        raise HaltRefused(f"halt {halt_id} is critical: dismissing it needs continue_with_caution")
+
+
+def acknowledged_answer(row, *, resolution: str, stamp: str, state: str, remaining: int) -> dict:
+    """The seed's ``AcknowledgeHaltOutput``, with its warnings."""
+    output = {"confirmed": True, "halt_id": row["id"], "acknowledged_at": stamp,
+              "session_can_resume": state == "active"}
+    warnings = []
+    if resolution == "dismissed":
+        warnings.append(f"Dismissed a {row['severity']} halt ({row['condition_name'] or row['halt_type']}): "
+                        "proceed with caution.")
+    if state != "active":
+        warnings.append(f"Session {row['session_id']} is still {state}: {remaining} unacknowledged halts remain.")
+    if warnings:
+        output["warnings"] = warnings
+    return output
+
+
+def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source: str | None = None) -> dict:
+    """The seed's ``guardrail_acknowledge_halt``."""
+    halt_id, session, resolution, notes = acknowledge_request(data)
     moment = now_seconds(now)
     home = _home(home)
     who = data.get("acknowledged_by") or _source(source)
@@ -347,17 +413,7 @@ def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source:
     try:
         with write(connection):
             row = connection.execute("SELECT * FROM halt_events WHERE id = ?", (halt_id,)).fetchone()
-            if row is None:
-                raise HaltRefused(f"no halt {halt_id}")
-            if row["session_id"] != session:
-                raise HaltRefused(f"halt {halt_id} does not belong to session {session}")
-            if row["resolution"] in ("resolved", "dismissed"):
-                raise HaltRefused(f"halt {halt_id} was already {row['resolution']} at {row['acknowledged_at']}")
-            if row["resolution"] in ("escalated", "timeout") and resolution == "escalated":
-                raise HaltRefused(f"halt {halt_id} is already escalated; resolve or dismiss it")
-            if resolution == "dismissed" and dismissal_needs_caution(row["severity"]) \
-                    and data.get("continue_with_caution") is not True:
-                raise HaltRefused(f"halt {halt_id} is critical: dismissing it needs continue_with_caution")
+            refuse_acknowledgement(row, data)
             stamp = iso(moment)
             connection.execute(
                 "UPDATE halt_events SET acknowledged = 1, acknowledged_at = ?, acknowledged_by = ?, resolution = ?,"
@@ -370,20 +426,12 @@ def acknowledge_halt(data: dict, *, home=None, now: float | None = None, source:
             _log(connection, home, _LOG_EVENT[resolution], row, source=who, reason=notes or resolution, now=moment)
     finally:
         connection.close()
-    output = {"confirmed": True, "halt_id": halt_id, "acknowledged_at": stamp, "session_can_resume": state == "active"}
-    warnings = []
-    if resolution == "dismissed":
-        warnings.append(f"Dismissed a {row['severity']} halt ({row['condition_name'] or row['halt_type']}): "
-                        "proceed with caution.")
-    if state != "active":
-        warnings.append(f"Session {row['session_id']} is still {state}: {remaining} unacknowledged halts remain.")
-    if warnings:
-        output["warnings"] = warnings
-    return output
+    return acknowledged_answer(row, resolution=resolution, stamp=stamp, state=state, remaining=remaining)
 
 
 # ------------------------------------------------------------------ list
-def _event(row) -> dict:
+def halt_event(row) -> dict:
+    """The seed's ``HaltEvent`` (and the session, task and condition) of a stored row."""
     event = {"halt_id": row["id"], "halt_type": row["halt_type"], "severity": row["severity"],
              "description": row["description"], "triggered_at": row["triggered_at"],
              "acknowledged": bool(row["acknowledged"])}
@@ -396,10 +444,8 @@ def _event(row) -> dict:
     return event
 
 
-def get_session_halts(data: dict, *, home=None, now: float | None = None, connection=None) -> dict:
-    """The seed's ``guardrail_get_session_halts``. ``session_token`` may be
-    omitted for every session; ``pending: true`` lists what waits on a human
-    (unacknowledged, escalated or timed out)."""
+def listing_request(data: dict) -> tuple[str | None, int, int]:
+    """(session or None, limit, offset) of a valid ``GetSessionHaltsInput``; HaltInputError otherwise."""
     if not isinstance(data, dict):
         raise HaltInputError("input must be a JSON object")
     session = data.get("session_token")
@@ -413,6 +459,14 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None, connec
         raise HaltInputError(f"halt_type must be one of {', '.join(HALT_TYPES)}")
     if data.get("severity") is not None and data["severity"] not in SEVERITIES:
         raise HaltInputError(f"severity must be one of {', '.join(SEVERITIES)}")
+    return session, limit, offset
+
+
+def get_session_halts(data: dict, *, home=None, now: float | None = None, connection=None) -> dict:
+    """The seed's ``guardrail_get_session_halts``. ``session_token`` may be
+    omitted for every session; ``pending: true`` lists what waits on a human
+    (unacknowledged, escalated or timed out)."""
+    session, limit, offset = listing_request(data)
     moment = now_seconds(now)
     home = resolve_home(home)
     owned = connection is None
@@ -445,30 +499,47 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None, connec
     finally:
         if owned:
             connection.close()
-    return {"total_count": total, "halts": [_event(r) for r in rows], "unacknowledged_count": unacknowledged}
+    return {"total_count": total, "halts": [halt_event(r) for r in rows], "unacknowledged_count": unacknowledged}
 
 
 # ------------------------------------------------------------------ config
-def update_halt_config(data: dict, *, home=None, now: float | None = None) -> dict:
-    """The seed's ``guardrail_update_halt_config``: previous and current values."""
+_CONFIG_CHECKS = {
+    "enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
+    "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
+    "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)}
+CONFIG_KEYS = tuple(_CONFIG_CHECKS)  # the settings of a condition a caller may change
+
+
+def config_request(data: dict) -> dict:
+    """The settings a valid ``UpdateHaltConfigInput`` changes (checked before
+    anything is stored); HaltInputError otherwise."""
     if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
         raise HaltInputError("condition_name is required")
     from leash.core.halts import thresholds
 
-    checks = {"enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
-              "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
-              "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
-                                                                and v >= 0)}
-    for key, ok in checks.items():
+    for key, ok in _CONFIG_CHECKS.items():
         if key in data and not ok(data[key]):
             raise HaltInputError(f"invalid {key}: {data[key]!r}")
-    unknown = set(data) - set(checks) - {"condition_name"}
+    unknown = set(data) - set(CONFIG_KEYS) - {"condition_name"}
     if unknown:
         raise HaltInputError(f"unknown settings: {', '.join(sorted(unknown))}")
     if "threshold" in data and data["condition_name"] in {c[0] for c in DEFAULT_CONDITIONS} | set(thresholds.SPECS):
         thresholds.validate(data["condition_name"], data["threshold"])  # before anything is stored
     if "escalate_after_minutes" in data:
         thresholds.validate_escalate_after(data["escalate_after_minutes"])
+    return {k: v for k, v in data.items() if k in CONFIG_KEYS}
+
+
+def config_answer(previous: dict, changes: dict) -> tuple[dict, dict]:
+    """(the condition's config after ``changes``, the seed's ``UpdateHaltConfigOutput``)."""
+    current = {**previous, **changes}
+    return current, {"updated": current != previous, "previous_values": {k: previous[k] for k in CONFIG_KEYS},
+                     "current_values": {k: current[k] for k in CONFIG_KEYS}}
+
+
+def update_halt_config(data: dict, *, home=None, now: float | None = None) -> dict:
+    """The seed's ``guardrail_update_halt_config``: previous and current values."""
+    changes = config_request(data)
     moment = now_seconds(now)
     home = _home(home)
     connection = _open(home, moment)
@@ -478,11 +549,8 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
                                      (data["condition_name"],)).fetchone()
             if row is None:
                 raise HaltRefused(f"no condition {data['condition_name']!r} (leash halts config lists them)")
-            previous = _row_config(row)
-            current = dict(previous)
-            current.update({k: v for k, v in data.items() if k in checks})
-            changed = current != previous
-            if changed:
+            current, answer = config_answer(_row_config(row), changes)
+            if answer["updated"]:
                 connection.execute(
                     "UPDATE halt_conditions_config SET enabled = ?, severity = ?, threshold = ?, auto_escalate = ?,"
                     " escalate_after_minutes = ?, updated_at = ? WHERE condition_name = ?",
@@ -492,9 +560,7 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
     finally:
         connection.close()
     _config_cache.pop(home, None)
-    keys = [k for k in checks]
-    return {"updated": changed, "previous_values": {k: previous[k] for k in keys},
-            "current_values": {k: current[k] for k in keys}}
+    return answer
 
 
 def stored_config_problems(*, home=None, repair: bool = False, now: float | None = None) -> list[str]:

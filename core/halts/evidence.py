@@ -17,6 +17,7 @@ from leash.core.halts.store import exists, open_store, write
 from leash.core.home import ensure_home, resolve_home
 
 RECENT_ERRORS_KEPT = 5
+ERROR_KEPT_CHARS = 2000  # the end of an error: where the message that matters usually is
 
 
 def _stored_attempts(connection, session_id: str, task_id: str) -> tuple[int, list[str]]:
@@ -59,11 +60,7 @@ def record_attempt(home, session_id: str, task_id: str, *, error: str | None, no
     connection = open_store(ensure_home(home), now_iso=stamp)
     try:
         with write(connection):
-            count, errors = _stored_attempts(connection, session_id, task_id)
-            if error is None:
-                count, errors = 0, []
-            else:
-                count, errors = count + 1, (errors + [mask(error)[-2000:]])[-RECENT_ERRORS_KEPT:]
+            count, errors = next_attempts(*_stored_attempts(connection, session_id, task_id), error=error)
             connection.execute(
                 "INSERT INTO attempts (session_id, task_id, count, last_error, recent_errors, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, task_id) DO UPDATE SET count = excluded.count,"
@@ -73,6 +70,14 @@ def record_attempt(home, session_id: str, task_id: str, *, error: str | None, no
         return count
     finally:
         connection.close()
+
+
+def next_attempts(count: int, errors: list[str], *, error: str | None) -> tuple[int, list[str]]:
+    """The task's failures in a row and its recent errors after an attempt:
+    a failure (``error``) counts and keeps the error (masked), a success resets."""
+    if error is None:
+        return 0, []
+    return count + 1, (errors + [mask(error)[-ERROR_KEPT_CHARS:]])[-RECENT_ERRORS_KEPT:]
 
 
 def stored_attempts(home, session_id: str, task_id: str) -> tuple[int, list[str]]:

@@ -37,10 +37,14 @@ def append(connection, home: str, event: str, row, *, source: str, reason: str, 
     from leash.core.acklog import AckLog
 
     line = AckLog(home).append(event, source=source, session_id=row["session_id"], reason=reason, now=now,
-                               halt_id=row["id"], severity=row["severity"],
-                               condition=row["condition_name"] or row["halt_type"], **extra)
+                               **line_fields(row), **extra)
     set_head(connection, mark(line))
     return line
+
+
+def line_fields(row) -> dict:
+    """The keys every halt line carries about its halt (``row``: a stored halt)."""
+    return {"halt_id": row["id"], "severity": row["severity"], "condition": row["condition_name"] or row["halt_type"]}
 
 
 def set_head(connection, head: dict | None) -> None:
