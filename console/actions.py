@@ -525,6 +525,28 @@ def cmd_install(protocol, args) -> int:
     return 0
 
 
+def cmd_store(protocol, args) -> int:
+    from leash.core.config import store_url_problem
+    from leash.core.home import resolve_home
+    from leash.core.store.copy import CopyRefused, copy_home
+    from leash.core.store.select import host_name, password
+
+    problem = store_url_problem(args.target)
+    if problem is not None and not problem.startswith("holds a password"):  # given on a command line: allowed
+        from leash.console.errors import UsageError
+
+        raise UsageError(f"--to {problem}")
+    source = resolve_home(args.source)
+    try:
+        report = copy_home(source, args.target, password=password(source), host=host_name(source))
+    except CopyRefused as exc:
+        raise Refused(str(exc)) from None
+    for line in report.said():
+        _out(line)
+    _out(f"copied {source} into the shared store: set [store] url (or LEASH_STORE_URL) to use it")
+    return 0
+
+
 def cmd_hook(protocol, args) -> int:
     from leash.core.hooks import run as run_hook
 
@@ -536,5 +558,6 @@ COMMANDS = {
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
+    "store": cmd_store,
 }
 ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

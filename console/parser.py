@@ -133,6 +133,13 @@ def build_parser():
     p.add_argument("--socket", metavar="PATH", help="pin leashd's agent socket in each hook command "
                                                     "(LEASH_SOCKET=PATH): an unreachable daemon then denies")
 
+    p = sub.add_parser("store", parents=[common], help="the shared store: 'leash store copy' moves a home into it")
+    store = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=Parser, required=True)
+    q = store.add_parser("copy", parents=[common], help="copy a home's stores into an empty PostgreSQL store")
+    q.add_argument("--from", dest="source", required=True, metavar="FILEHOME", help="the home to copy")
+    q.add_argument("--to", dest="target", required=True, metavar="URL",
+                   help="postgresql://... (the password from PGPASSWORD, PGPASSFILE or [store] password_file)")
+
     p = sub.add_parser("daemon", parents=[common],
                        help="leashd: the control daemon of this home (agent and operator sockets, the kennel)")
     p.add_argument("--no-kennel", action="store_true", help="run no kennel in the daemon ([daemon] kennel = false)")

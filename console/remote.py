@@ -26,7 +26,8 @@ from leash.core.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
-LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion"})
+LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion",
+                            "store"})
 
 
 def forward(argv: list[str], path: str, *, required: bool) -> int | None:

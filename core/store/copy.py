@@ -1,0 +1,111 @@
+"""``leash store copy``: a home's stores into the shared PostgreSQL store.
+
+A single-host operator moves to the shared store by copying the home once,
+with no agent running against it. The ack log's lines are copied as they are
+(the same bytes: the chain is the same chain), the stops and locks are stored
+as the replay of those lines, the sessions row by row, and each other store
+that knows how (``copy_from`` on its PostgreSQL class) copies its own
+records. Everything is one transaction, and the copy's chain is verified
+after it, against the home's head.
+
+Failure: a home whose log does not verify, or a database that already holds
+a log, is refused with one line and nothing is written (the copy would not be
+the home, or would mix two histories). A store whose PostgreSQL class cannot
+copy is named in the report, never silently dropped.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+
+class CopyRefused(Exception):
+    """The copy cannot be made as asked; nothing was written."""
+
+
+@dataclass
+class CopyReport:
+    lines: int = 0
+    head: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    not_copied: list[str] = field(default_factory=list)
+
+    def said(self) -> list[str]:
+        done = [f"ack log: {self.lines} lines copied, chain verified (head {self.head})"]
+        done += [f"{store}: {count} copied" for store, count in self.counts.items()]
+        done += [f"{store}: not copied (this leash cannot copy it to PostgreSQL)" for store in self.not_copied]
+        return done
+
+
+def copy_home(source: str, url: str, *, password: str | None = None, host: str = "") -> CopyReport:
+    from leash.core.acklog import ACK_LOG_NAME
+    from leash.core.store.files import FileBackend
+    from leash.core.store.postgres import PG_STORES, PostgresBackend
+
+    if not os.path.isfile(os.path.join(source, ACK_LOG_NAME)):
+        raise CopyRefused(f"{source} holds no ack log: nothing to copy")
+    home = FileBackend(source)
+    checked = home.acklog.verify()
+    if not checked.ok:
+        raise CopyRefused(f"{source}: its ack log does not verify ({checked.problem}); run `leash doctor` there first")
+    target = PostgresBackend(url, home=source, host=host, password=password)
+    report = CopyReport()
+    try:
+        with target.db.transaction() as conn:
+            if target.acklog.head_seq():
+                raise CopyRefused("the shared store already holds an ack log: a copy would mix two histories")
+            report.lines = _copy_lines(conn, home.acklog.log.path)
+            for registry in (target.stops.registry, target.locks.registry):
+                state, head = registry.state.replay()
+                registry.state._store(conn, state, head)
+            report.counts["stops"] = len(target.stops.registry.snapshot()["sessions"])
+            report.counts["locks"] = len(target.locks.registry.state.snapshot()[0])
+            report.counts["sessions"] = _copy_sessions(conn, home)
+            for name in PG_STORES:
+                store = getattr(target, name)
+                if hasattr(store, "copy_from"):
+                    report.counts[name] = store.copy_from(home, conn=conn)
+                else:
+                    report.not_copied.append(name)
+        copied = target.acklog.verify()
+        if not copied.ok or _head(copied) != _head(checked):
+            raise CopyRefused(f"the copy's chain does not match the home's ({copied.problem or 'another head'}); "
+                              "the shared store holds it as copied: inspect it with `leash log verify`")
+        seq, digest = _head(copied)
+        report.head = f"line {seq}, {digest[:12]}"
+    finally:
+        target.close()
+    return report
+
+
+def _copy_lines(conn, path: str) -> int:
+    from leash.core.statefile import read_state_bytes
+
+    data = read_state_bytes(path) or b""  # never through a symbolic link
+    body = data[:data.rfind(b"\n") + 1]  # a torn tail is not part of the chain (verify said so)
+    count = 0
+    for raw in body.splitlines():
+        text = raw.decode("ascii")
+        line = json.loads(text)
+        conn.execute("INSERT INTO acklog (seq, ts, event, session_id, source, line) VALUES (%s, %s, %s, %s, %s, %s)",
+                     (line["seq"], line["timestamp"], line["event"], line.get("session_id", ""),
+                      line.get("source", ""), text))
+        count += 1
+    return count
+
+
+def _head(report) -> tuple[int, str]:
+    last = max(report.hashes, default=0)
+    return last, report.hashes.get(last, "")
+
+
+def _copy_sessions(conn, home) -> int:
+    from leash.core.store.pg import as_json
+    from leash.core.store.pgstate import _seen
+
+    records = home.sessions.registry.all()
+    for session_id, record in records.items():
+        conn.execute("INSERT INTO sessions (session_id, record, last_seen) VALUES (%s, %s, to_timestamp(%s))",
+                     (session_id, as_json(record), _seen(record)))
+    return len(records)
