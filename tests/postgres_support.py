@@ -41,7 +41,7 @@ class Cluster:
         self.data = os.path.join(self.root, "data")
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "leash", "-E", "UTF8", "--no-sync",
                   "--no-instructions")
-        options = (f"-k {self.root} -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
+        options = self.options = (f"-k {self.root} -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
                    "-c full_page_writes=off -c max_connections=60")
         self._run("pg_ctl", "-D", self.data, "-o", options, "-l", os.path.join(self.root, "log"), "-w", "start")
 
@@ -56,6 +56,14 @@ class Cluster:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {schema}")
         return schema
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (the database goes away, as in an
+        outage; a fast shutdown, since this server's commits are not synchronous)."""
+        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._run("pg_ctl", "-D", self.data, "-o", self.options, "-l", os.path.join(self.root, "log"), "-w", "start")
 
     def stop(self) -> None:
         try:

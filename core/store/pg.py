@@ -182,12 +182,27 @@ class Database:
                 raise StoreOffline(f"PostgreSQL store: nothing was written: {said(exc)}") from None
 
     def rows(self, query: str, params: tuple = ()) -> list[tuple]:
-        """The rows of one read (its own implicit transaction unless inside one)."""
-        with self.session() as conn:
-            try:
-                return conn.execute(query, params).fetchall()
-            except errors() as exc:
-                raise StoreOffline(f"PostgreSQL store: {said(exc)}") from None
+        """The rows of one read (its own implicit transaction unless inside
+        one). A read outside a transaction whose kept connection turns out dead
+        (the server restarted) is tried once more on a new one: reading twice
+        changes nothing."""
+        nested = getattr(self._local, "conn", None) is not None
+        for attempt in (1, 2):
+            with self.session() as conn:
+                try:
+                    return conn.execute(query, params).fetchall()
+                except errors() as exc:
+                    if nested or attempt == 2 or not conn.broken:
+                        raise StoreOffline(f"PostgreSQL store: {said(exc)}") from None
+        raise AssertionError("unreachable")
+
+    def discard_idle(self) -> None:
+        """Close the kept connections (the server went away: they are dead
+        even if nothing has noticed yet)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
     def listen(self, *, stop=None, wake_seconds: float = LISTEN_WAKE_SECONDS):
         """Change notices (``{"store", "key"}``) on a connection of their own,
@@ -214,10 +229,7 @@ class Database:
             conn.close()
 
     def close(self) -> None:
-        with self._idle_lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self.discard_idle()
 
     def _take(self):
         with self._idle_lock:

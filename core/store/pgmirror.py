@@ -105,6 +105,8 @@ class Mirror:
                 self.halt.wait(RELISTEN_SECONDS)
 
     def _connected(self) -> None:
+        if self.connected.is_set():  # back after a loss: the pool's connections may be dead
+            self.db.discard_idle()
         with self.mutex:
             self.listening, self.lost_at = True, None
             self.epoch += 1
@@ -120,6 +122,7 @@ class Mirror:
             self.epoch += 1
             if self.lost_at is None:
                 self.lost_at = self.clock()
+        self.db.discard_idle()
         if was:
             self.say("store_lost", problem=problem)
 
