@@ -76,6 +76,84 @@ MIGRATIONS = (
     );
     CREATE INDEX sessions_last_seen ON sessions (last_seen);
     """,
+    # The halt store (core.store.pghalts): the seed's halt_events and
+    # halt_conditions_config with its enum types and indexes (partial ones
+    # included), and leash's own tables as halts.db has them.
+    """
+    CREATE TYPE halt_type AS ENUM ('code_safety', 'scope', 'environment', 'execution', 'security', 'uncertainty');
+    CREATE TYPE severity_level AS ENUM ('low', 'medium', 'high', 'critical');
+    CREATE TYPE halt_resolution AS ENUM ('resolved', 'escalated', 'dismissed', 'timeout');
+    CREATE TYPE halt_session_state AS ENUM ('active', 'halted', 'paused');
+    CREATE TABLE halt_events (
+        id               uuid            PRIMARY KEY DEFAULT gen_random_uuid(),
+        session_id       text            NOT NULL,
+        task_id          text,
+        halt_type        halt_type       NOT NULL,
+        severity         severity_level  NOT NULL,
+        description      text            NOT NULL CHECK (length(description) BETWEEN 1 AND 4000),
+        context          jsonb,
+        triggered_at     timestamptz     NOT NULL DEFAULT now(),
+        acknowledged     boolean         NOT NULL DEFAULT false,
+        acknowledged_at  timestamptz,
+        acknowledged_by  text,
+        resolution       halt_resolution,
+        resolution_notes text,
+        attempt_count    integer         CHECK (attempt_count >= 0),
+        previous_error   text,
+        created_at       timestamptz     NOT NULL DEFAULT now(),
+        updated_at       timestamptz     NOT NULL DEFAULT now(),
+        condition_name   text,
+        escalate_at      timestamptz,
+        auto_recorded    boolean         NOT NULL DEFAULT false
+    );
+    CREATE INDEX idx_halt_events_session ON halt_events (session_id);
+    CREATE INDEX idx_halt_events_task ON halt_events (task_id);
+    CREATE INDEX idx_halt_events_type ON halt_events (halt_type);
+    CREATE INDEX idx_halt_events_severity ON halt_events (severity);
+    CREATE INDEX idx_halt_events_triggered ON halt_events (triggered_at);
+    CREATE INDEX idx_halt_events_acknowledged ON halt_events (acknowledged) WHERE acknowledged = false;
+    CREATE INDEX idx_halt_events_session_unack ON halt_events (session_id, acknowledged) WHERE acknowledged = false;
+    CREATE INDEX idx_halt_events_session_type ON halt_events (session_id, halt_type);
+    CREATE INDEX idx_halt_events_escalate ON halt_events (escalate_at)
+        WHERE acknowledged = false AND resolution IS NULL AND escalate_at IS NOT NULL;
+    CREATE INDEX idx_halt_events_session_escalated ON halt_events (session_id)
+        WHERE resolution IN ('escalated', 'timeout');
+    CREATE TABLE halt_events_archive (LIKE halt_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS, PRIMARY KEY (id));
+    CREATE INDEX idx_halt_events_archive_session ON halt_events_archive (session_id);
+    CREATE TABLE halt_conditions_config (
+        id                     uuid           PRIMARY KEY DEFAULT gen_random_uuid(),
+        condition_name         text           NOT NULL UNIQUE,
+        halt_type              halt_type      NOT NULL,
+        enabled                boolean        NOT NULL DEFAULT true,
+        severity               severity_level NOT NULL,
+        threshold              jsonb,
+        auto_escalate          boolean        NOT NULL DEFAULT false,
+        escalate_after_minutes integer        CHECK (escalate_after_minutes >= 0),
+        created_at             timestamptz    NOT NULL DEFAULT now(),
+        updated_at             timestamptz    NOT NULL DEFAULT now()
+    );
+    CREATE TABLE session_states (
+        session_id text               PRIMARY KEY,
+        state      halt_session_state NOT NULL,
+        updated_at timestamptz        NOT NULL
+    );
+    CREATE TABLE attempts (
+        session_id    text        NOT NULL,
+        task_id       text        NOT NULL,
+        count         integer     NOT NULL DEFAULT 0 CHECK (count >= 0),
+        last_error    text,
+        recent_errors jsonb       NOT NULL DEFAULT '[]',
+        updated_at    timestamptz NOT NULL,
+        PRIMARY KEY (session_id, task_id)
+    );
+    CREATE TABLE files_read (
+        session_id text        NOT NULL,
+        path       text        NOT NULL,
+        read_at    timestamptz NOT NULL,
+        PRIMARY KEY (session_id, path)
+    );
+    CREATE TABLE tracked_sessions (session_id text PRIMARY KEY, since timestamptz NOT NULL);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

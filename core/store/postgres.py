@@ -26,8 +26,16 @@ from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgstate import registries
 from leash.core.store.records import Change
 
+
+def _halts(db, log, home, host):
+    """The halt store (imported when first used: it loads the halt engine's rules)."""
+    from leash.core.store.pghalts import PgHalts
+
+    return PgHalts(db, log, home, host)
+
+
 # store name -> maker(db, log, home, host), for the stores built on first use.
-PG_STORES: dict = {}
+PG_STORES: dict = {"halts": _halts}
 EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels")
 RELISTEN_SECONDS = 2.0
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name

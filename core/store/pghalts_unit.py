@@ -1,0 +1,220 @@
+"""Reading the halt store on PostgreSQL: a unit of work whose reads see one
+state, and the rows turned into the shapes the file backend hands out.
+
+A unit holds one pooled connection; its reads run in one ``REPEATABLE READ,
+READ ONLY`` transaction (a snapshot), begun at the first read. A check that
+records ends the snapshot, writes in a transaction of its own (read committed,
+so the ack log's chain is extended from its true tip) and the next read begins
+a new snapshot that sees the write. Inside a transaction the caller already
+holds, the unit reads and writes in that transaction instead.
+
+Rows come back as the file backend's ``halts.db`` rows: ids as text, times as
+ISO-8601 UTC strings (``core.clock.iso``).
+
+Failure: a database error while reading raises ``HaltStoreUnavailable`` (one
+line, never the password); a check whose store fails answers the seed's
+fail-safe halt instead (``PgHalts.check_in``).
+"""
+from __future__ import annotations
+
+import uuid
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timezone
+
+from leash.core.clock import iso
+from leash.core.halts.conditions.registry import BLOCKING_SEVERITIES
+from leash.core.halts.store import SEVERITIES, HaltStoreUnavailable
+from leash.core.store.pg import StoreOffline, errors, said
+from leash.core.store.records import HaltRecord
+
+# A session's state from its halts (``core.halts.rules.state_of``): paused while
+# one is escalated or timed out, halted while a blocking one is unanswered.
+STATE_SQL = ("SELECT CASE WHEN bool_or(resolution IN ('escalated', 'timeout')) THEN 'paused'"
+             " WHEN bool_or(acknowledged = false AND resolution IS NULL AND severity::text = ANY(%s)) THEN 'halted'"
+             " ELSE 'active' END FROM halt_events WHERE session_id = %s")
+BLOCKING = list(BLOCKING_SEVERITIES)
+
+
+def at(seconds: float) -> datetime:
+    """A timestamptz parameter for unix seconds."""
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+@contextmanager
+def reachable():
+    """The store's failures as ``HaltStoreUnavailable`` (the gate then fails closed)."""
+    try:
+        yield
+    except StoreOffline as exc:
+        raise HaltStoreUnavailable(str(exc)) from None
+    except errors() as exc:
+        raise HaltStoreUnavailable(f"PostgreSQL halt store: {said(exc)}") from None
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return iso(value.timestamp())
+    return value
+
+
+def dicts(cursor) -> list[dict]:
+    """A cursor's rows as dicts, ids as text and times as ISO strings."""
+    names = [column.name for column in cursor.description]
+    return [{name: _plain(value) for name, value in zip(names, row, strict=True)}
+            for row in cursor.fetchall()]
+
+
+def one(cursor) -> dict | None:
+    rows = dicts(cursor)
+    return rows[0] if rows else None
+
+
+def as_uuid(text: str) -> str | None:
+    """``text`` as a stored halt id could be, or None when it cannot be one."""
+    try:
+        return str(uuid.UUID(text)) if len(text) == 36 else None
+    except ValueError:
+        return None
+
+
+def state_of(conn, session_id: str) -> str:
+    return str(conn.execute(STATE_SQL, (BLOCKING, session_id)).fetchone()[0])
+
+
+def listing(conn, data: dict, session: str | None, limit: int, offset: int) -> dict:
+    """The seed's ``GetSessionHaltsOutput`` (``core.halts.api.get_session_halts``'s query)."""
+    from leash.core.halts.api import halt_event
+
+    scope, params = ["true"], []
+    if session is not None:
+        scope.append("session_id = %s")
+        params.append(session)
+    filters, fparams = list(scope), list(params)
+    if data.get("pending"):
+        filters.append("(acknowledged = false OR resolution = 'escalated')")
+    elif not data.get("include_acknowledged"):
+        filters.append("acknowledged = false")
+    for key in ("halt_type", "severity"):
+        if data.get(key):
+            filters.append(f"{key}::text = %s")
+            fparams.append(data[key])
+    where = " AND ".join(filters)
+    total = conn.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
+    rows = dicts(conn.execute(f"SELECT * FROM halt_events WHERE {where} ORDER BY severity DESC, triggered_at, id"
+                              " LIMIT %s OFFSET %s", fparams + [limit, offset]))
+    unacknowledged = conn.execute(f"SELECT count(*) FROM halt_events WHERE {' AND '.join(scope)}"
+                                  " AND acknowledged = false", params).fetchone()[0]
+    return {"total_count": total, "halts": [halt_event(r) for r in rows], "unacknowledged_count": unacknowledged}
+
+
+class PgHaltUnit:
+    """``HaltUnit`` on PostgreSQL (see the module's docstring)."""
+
+    def __init__(self, halts, conn, now: float, *, owns_snapshot: bool):
+        self.halts, self.now = halts, now
+        self._conn = conn
+        self._owns_snapshot = owns_snapshot
+        self._snapshot: ExitStack | None = None
+
+    # ------------------------------------------------------------ the snapshot
+    def reads(self):
+        """The connection, inside this unit's snapshot (begun here when none is open)."""
+        if not self._owns_snapshot or self._snapshot is not None:
+            return self._conn
+        stack = ExitStack()
+        conn = stack.enter_context(self.halts.db.transaction())
+        self._snapshot = stack
+        try:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        except BaseException:
+            self.settle()
+            raise
+        return conn
+
+    def settle(self, *exc_info) -> None:
+        """End the snapshot (before a write, and at the end of the unit)."""
+        stack, self._snapshot = self._snapshot, None
+        if stack is not None:
+            stack.__exit__(*(exc_info or (None, None, None)))
+
+    # ------------------------------------------------------------ HaltUnit
+    def state(self, session_id: str) -> str:
+        with reachable():
+            return state_of(self.reads(), session_id)
+
+    def states(self) -> dict[str, str]:
+        with reachable():
+            rows = self.reads().execute("SELECT session_id, state::text FROM session_states"
+                                        " WHERE state <> 'active' ORDER BY session_id").fetchall()
+        return {session: state for session, state in rows}
+
+    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
+        query = {"pending": True, "limit": limit, **({"session_token": session_id} if session_id else {})}
+        return [HaltRecord.of(h) for h in self.listing(query)["halts"]]
+
+    def listing(self, query: dict) -> dict:
+        from leash.core.halts.api import listing_request
+
+        session, limit, offset = listing_request(query)
+        with reachable():
+            return listing(self.reads(), query, session, limit, offset)
+
+    def pending_counts(self) -> dict[str, int]:
+        counts = {severity: 0 for severity in SEVERITIES}
+        with reachable():
+            for severity, count in self.reads().execute(
+                    "SELECT severity::text, count(*) FROM halt_events WHERE acknowledged = false"
+                    " OR resolution = 'escalated' GROUP BY severity").fetchall():
+                counts[severity] = count
+        return counts
+
+    def files_read(self, session_id: str) -> list[str] | None:
+        with reachable():
+            conn = self.reads()
+            if conn.execute("SELECT 1 FROM tracked_sessions WHERE session_id = %s", (session_id,)).fetchone() is None:
+                return None
+            return [path for (path,) in conn.execute("SELECT path FROM files_read WHERE session_id = %s"
+                                                     " ORDER BY path", (session_id,)).fetchall()]
+
+    def stored_attempts(self, session_id: str, task_id: str) -> tuple[int, list[str]]:
+        with reachable():
+            row = self.reads().execute("SELECT count, recent_errors FROM attempts WHERE session_id = %s"
+                                       " AND task_id = %s", (session_id, task_id)).fetchone()
+        return (row[0], list(row[1])) if row else (0, [])
+
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
+        from leash.core.halts.context import CheckContext
+
+        return self.halts.check_in(self, CheckContext(data), data, record=record, record_high=record_high)
+
+
+class UnitScope:
+    """``with PgHalts.unit(now=) as unit:`` one connection for the unit, the
+    store's housekeeping first (timeouts swept, old halts archived)."""
+
+    def __init__(self, halts, now: float):
+        self.halts, self.now = halts, now
+        self.unit: PgHaltUnit | None = None
+        self._held = ExitStack()
+
+    def __enter__(self) -> PgHaltUnit:
+        try:
+            with reachable():
+                conn = self._held.enter_context(self.halts.db.session())
+                self.halts.housekeep(now=self.now)
+                idle = conn.info.transaction_status.name == "IDLE"
+                self.unit = PgHaltUnit(self.halts, conn, self.now, owns_snapshot=idle)
+        except BaseException:
+            self._held.close()
+            raise
+        return self.unit
+
+    def __exit__(self, *exc_info) -> None:
+        with reachable():
+            try:
+                if self.unit is not None:
+                    self.unit.settle(*exc_info)
+            finally:
+                self._held.__exit__(*exc_info)
