@@ -296,6 +296,37 @@ def test_the_same_lines_as_the_file_backend(host, tmp_path):
     assert pg_lines == file_lines and [line["event"] for line in pg_lines] == \
         ["halt_recorded", "halt_escalate", "halt_dismiss"]
 
+    def listed(halts):
+        answer = halts.listing({"include_acknowledged": True}, now=NOW + 3)
+        return {**answer, "halts": [{k: v for k, v in h.items() if k != "halt_id"} for h in answer["halts"]]}
+
+    assert listed(host.halts) == listed(files) and listed(files)["total_count"] == 1
+    pg_found, file_found = (halts.find(halts.listing({"include_acknowledged": True}, now=NOW + 3)["halts"][0]
+                                       ["halt_id"]) for halts in (host.halts, files))
+    assert set(pg_found) == set(file_found)
+    assert {k: v for k, v in pg_found.items() if k not in ("id", "context")} == \
+        {k: v for k, v in file_found.items() if k not in ("id", "context")}
+
+
+def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):
+    old = NOW - 100 * 86_400
+    early = Host(url, home)
+    try:
+        halt_id = early.halts.record({"session_token": "s1", "halt_type": "scope", "severity": "high",
+                                      "description": "old"}, now=old)["halt_id"]
+        early.halts.acknowledge(halt_id, "s1", "resolved", source="ops", now=old + 1)
+        pending = _halt(early.halts, "high", session="s2")
+    finally:
+        early.close()
+    later = Host(url, home)  # another process, a hundred days on
+    try:
+        with later.halts.unit(now=NOW) as unit:
+            assert [h.halt_id for h in unit.pending()] == [pending]
+        assert later.halts.listing({"include_acknowledged": True}, now=NOW)["total_count"] == 1
+        assert later.db.rows("SELECT id::text FROM halt_events_archive") == [(halt_id,)]
+    finally:
+        later.close()
+
 
 def test_an_unreachable_server_fails_closed_in_one_line(tmp_path, home):
     db = Database(f"postgresql://leash:s3cret-pw@/postgres?host={tmp_path}", migrate_schema=False)

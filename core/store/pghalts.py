@@ -107,20 +107,10 @@ class PgHalts:
         moment = now_seconds(now)
         ctx = CheckContext(data)  # validated before the store is touched
         try:
-            scope = self.unit(now=moment)
-            unit = scope.__enter__()
-        except HaltStoreUnavailable as exc:
+            with self.unit(now=moment) as unit:
+                return self.check_in(unit, ctx, data, record=record, record_high=record_high)
+        except HaltStoreUnavailable as exc:  # opening or closing the unit (check_in answers its own failures)
             return fail_safe(self.home, data, f"database unavailable ({exc})", now=moment)
-        try:
-            answer = self.check_in(unit, ctx, data, record=record, record_high=record_high)
-        except BaseException as exc:
-            scope.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        try:
-            scope.__exit__(None, None, None)
-        except HaltStoreUnavailable:
-            pass  # the answer stands: whatever it recorded was committed before
-        return answer
 
     def check_in(self, unit, ctx: CheckContext, data: dict, *, record: bool, record_high: bool | None) -> dict:
         """The seed's check inside ``unit``: its reads in the unit's snapshot,
