@@ -243,7 +243,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
             self._explain(row)
 
     def _tmux_id(self, row: dict) -> str:
-        return next((s.get("id", "") for s in self.tmux_sessions if s["name"] == row.get("tmux_session")), "")
+        local = row.get("local_tmux") or row.get("tmux_session")
+        found = next((s.get("id", "") for s in self.tmux_sessions if s["name"] == local), "")
+        return f"{row['host']}/{found}" if found and row.get("host") else found
 
     @work(thread=True, exclusive=True, group="why")
     def _explain(self, row: dict) -> None:
@@ -420,7 +422,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         if not row.get("in_tmux") or self.tmux is None:
             self.notify(f"{row['name']} has no tmux pane to peek at.", severity="warning")
             return
-        self.push_screen(PeekScreen(row["tmux_session"], self.tmux.capture))
+        self.push_screen(PeekScreen(row.get("local_tmux") or row["tmux_session"], self.tmux.capture))
 
     @on(PanelTable.RowSelected)
     def _row_selected(self, event: PanelTable.RowSelected) -> None:

@@ -74,7 +74,11 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     moment = now_seconds(now)
     raw = _snapshot(backend, unit, moment, max_rows, halt_problem)
     rule = _SessionStates(backend.home, raw, _stops_or_none_held(backend), unit.states() if unit is not None else {})
-    every_session = _session_rows(rule, raw["sessions"], tmux_sessions or [], moment)
+    host = raw["host"] if getattr(backend.sessions, "host", "") else ""
+    rule.shared = bool(host)
+    every_session = _session_rows(rule, raw["sessions"], _hosted(tmux_sessions or [], host), moment)
+    for row in every_session if host else ():
+        row["host"] = _row_host(row, host)
     sessions = every_session[:max_rows]
     warrants = _warrant_rows(raw["warrants"], rule.attempts, moment)
     lock_rows = _lock_rows(raw["hands_off"], moment)
@@ -93,6 +97,25 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
             "finished_warrants": _finished_warrants(backend), "locks": lock_rows, "loops": loops,
             "acklog": _ack_rows(backend, ack_tail),
             "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]}
+
+
+def _hosted(tmux_sessions: list[dict], host: str) -> list[dict]:
+    """This host's tmux sessions as a shared store names them (``HOST/NAME``, ``HOST/$N``)."""
+    if not host:
+        return tmux_sessions
+    return [{**tmux, "name": f"{host}/{tmux['name']}", "id": f"{host}/{tmux['id']}" if tmux.get("id") else "",
+             "local_name": tmux["name"]} for tmux in tmux_sessions]
+
+
+def _row_host(row: dict, here: str) -> str:
+    """The host a session row is on: its ``HOST/`` prefix; this host's for a
+    local tmux session; "" for a stop filed by a bare name (every host)."""
+    if row.get("in_tmux"):
+        return here
+    for value in (row.get("tmux_session"), row.get("pane"), row.get("name")):
+        if isinstance(value, str) and "/" in value:
+            return value.partition("/")[0]
+    return here if row["key"].startswith("agent:") else ""
 
 
 def _snapshot(backend, unit, moment: float, max_rows: int, halt_problem: str | None) -> dict:
@@ -125,12 +148,17 @@ class _SessionStates:
         self.raw, self.stops, self.halt_states = raw, stops, halt_states
         self.fleet_stop = raw["fleet_stopped"][0] if raw["fleet_stopped"] else None
         self.locks = {lock["entity"]: lock for lock in raw["hands_off"]}
-        self.locks_by_tmux_id = {lock["tmux_session_id"]: lock for lock in raw["hands_off"]
-                                 if lock.get("tmux_session_id")}
+        from leash.core.sessions import bound_tmux_ids
+
+        self.locks_by_tmux_id = {bound: lock for lock in raw["hands_off"] for bound in bound_tmux_ids(lock)}
+        self.shared = False  # a shared store: a bare name stops or locks that name on every host
         self.live_warrants = {w["target"]: w for w in raw["warrants"]}
         self.attempts = configured_attempts(home) if raw["warrants"] else None
 
     def state_of(self, names: list[str], entities: list[str], tmux_id: str = "") -> tuple[str, str]:
+        if self.shared:  # as the gate reads them: HOST/NAME answers to NAME too
+            names = names + [name.partition("/")[2] for name in names if "/" in name]
+            entities = entities + [name.partition("/")[2] for name in entities if "/" in name]
         return (self._stopped(names, tmux_id) or self._halted(names) or self._under_warrant(names)
                 or self._hands_off(entities, tmux_id) or ("running", ""))
 
@@ -208,6 +236,7 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
     age = _age(latest.get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment))
     return {
         "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
+        "local_tmux": tmux.get("local_name", tmux["name"]),  # what this host's tmux calls it
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
     }
