@@ -315,11 +315,12 @@ def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):
         halt_id = early.halts.record({"session_token": "s1", "halt_type": "scope", "severity": "high",
                                       "description": "old"}, now=old)["halt_id"]
         early.halts.acknowledge(halt_id, "s1", "resolved", source="ops", now=old + 1)
-        pending = _halt(early.halts, "high", session="s2")
     finally:
         early.close()
     later = Host(url, home)  # another process, a hundred days on
     try:
+        assert later.db.rows("SELECT count(*) FROM halt_events") == [(1,)]
+        pending = _halt(later.halts, "high", session="s2")
         with later.halts.unit(now=NOW) as unit:
             assert [h.halt_id for h in unit.pending()] == [pending]
         assert later.halts.listing({"include_acknowledged": True}, now=NOW)["total_count"] == 1

@@ -159,6 +159,7 @@ class PgHalts:
         _validate_record(data)
         moment = now_seconds(now)
         with reachable():
+            self.housekeep(now=moment)
             config = self._config()
             with self._writing() as conn:
                 return self._insert(conn, data, config, now=moment, auto=False)
