@@ -155,7 +155,7 @@ class Gate:
         """Rule 5: every path the call reaches (its real path too, after
         symbolic links), a written directory with everything under it."""
         for target in call.targets:
-            for path, base in _path_variants(target.path, where):
+            for path, base in _path_variants(target.path, where, call.real):
                 found = self.locks.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
                 if found is not None:
                     shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) \
@@ -284,14 +284,15 @@ def shell_summary(tool: str | None, tool_input: object) -> str:
     return f"{tool}: {', '.join(edited_files(tool, tool_input))}"
 
 
-def _path_variants(path: str, where: str | None) -> list[tuple[str, str | None]]:
-    """The path as written and, when a symbolic link is on the way, its real path."""
+def _path_variants(path: str, where: str | None, real=os.path.realpath) -> list[tuple[str, str | None]]:
+    """The path as written and, when a symbolic link is on the way, its real
+    path (``real``: the call's own ``ToolCall.real``, each path resolved once)."""
     variants = [(path, where)]
     if len(path) > PATH_MAX:  # no file has such a name; realpath would walk every part of it
         return variants
-    real = os.path.realpath(path)
-    if real != path:
-        variants.append((real, os.path.realpath(where) if where else where))
+    resolved = real(path)
+    if resolved != path:
+        variants.append((resolved, real(where) if where else where))
     return variants
 
 

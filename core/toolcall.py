@@ -98,7 +98,8 @@ class ToolCall:
     """One tool call as every rule reads it (plain slots: the hook path does
     not pay for ``dataclasses``)."""
 
-    __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env")
+    __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env",
+                 "_real_paths")
 
     def __init__(self, tool: str | None, cwd: str | None):
         self.tool, self.cwd = tool, cwd
@@ -109,6 +110,15 @@ class ToolCall:
         self.lines: list[str] = []
         self.reading: Reading | None = None
         self.env: Mapping[str, str] = {}
+        self._real_paths: dict[str, str] = {}
+
+    def real(self, path: str) -> str:
+        """``os.path.realpath(path)``, resolved once per call: the path locks and
+        the tampering rule ask about the same paths within one check."""
+        found = self._real_paths.get(path)
+        if found is None:
+            found = self._real_paths[path] = os.path.realpath(path)
+        return found
 
     def __repr__(self) -> str:
         return f"ToolCall({self.tool!r}, cwd={self.cwd!r}, {len(self.commands)} commands, {len(self.targets)} paths)"

@@ -15,7 +15,7 @@ import json
 import time
 
 from leash.core.clock import iso, now_seconds
-from leash.core.halts import ledger
+from leash.core.halts import kept, ledger
 from leash.core.halts.rules import refresh_state as _refresh_state
 from leash.core.halts.rules import state_of as _state_of
 from leash.core.halts.secrets import mask
@@ -152,7 +152,7 @@ def session_state(home, session_id: str, *, now: float | None = None, connection
             return session_state(home, session_id, now=now, connection=db) if db is not None else "active"
     try:
         # From the halts themselves, never from the derived session_states table.
-        return _state_of(connection, session_id)
+        return kept.answer(connection, ("state", session_id), lambda: _state_of(connection, session_id))
     except Exception as exc:
         raise HaltStoreUnavailable(str(exc)) from None
 
@@ -173,12 +173,31 @@ def session_states(connection) -> dict[str, str]:
                                                    " WHERE state != 'active'")}
 
 
-_readers: dict[str, tuple] = {}  # home -> (connection, its lock, the file's identity when opened)
+_readers: dict[str, tuple] = {}  # home -> (connection, its lock, the file's identity when opened, its kept view)
 _readers_guard = _thread.allocate_lock()  # (not threading: off the hook path's imports)
 
 
 def _identity(stat_result) -> tuple[int, int]:
     return stat_result.st_dev, stat_result.st_ino
+
+
+def _housekeep(connection, home: str, *, now: float) -> None:
+    """In step with the ack log, then the timeout sweep: what every reader of a
+    kept connection does first, asking the database only what its view
+    (``core.halts.kept``) cannot answer. The log's head is read every time."""
+    if kept.answer(connection, ("recorded_head",), lambda: ledger.recorded_head(connection)) \
+            != ledger.log_head(home):  # edited since: the log's truth first
+        ledger.rebuild(connection, home, now=now, problem="is out of step with the ack log")
+    due = kept.answer(connection, ("first_due",), lambda: first_due(connection))
+    if due is not None and due <= iso(now):
+        sweep_timeouts(connection, home, now=now)
+
+
+def first_due(connection) -> str | None:
+    """The earliest deadline of an unacknowledged halt (what ``sweep_timeouts`` looks for)."""
+    row = connection.execute("SELECT min(escalate_at) FROM halt_events WHERE acknowledged = 0"
+                             " AND resolution IS NULL AND escalate_at IS NOT NULL").fetchone()
+    return row[0] if row else None
 
 
 class reading:
@@ -198,31 +217,36 @@ class reading:
 
         from leash.core.halts.store import db_path
 
-        if not exists(self.home) and ledger.log_head(self.home) is None:
+        try:
+            found = os.stat(db_path(self.home))
+        except FileNotFoundError:
+            found = None
+        if found is None and ledger.log_head(self.home) is None:
             return None  # no halt ever: nothing to read (and no file to create)
         with _readers_guard:
             entry = _readers.get(self.home)
-            try:
-                identity = _identity(os.stat(db_path(self.home)))
-            except FileNotFoundError:
-                identity = None  # deleted: opened again (and rebuilt from the log) below
+            identity = _identity(found) if found is not None else None  # None: deleted, opened again below
             if entry is None or entry[2] != identity:
                 if entry is not None:  # replaced or deleted under the kept connection: never read a ghost
+                    kept.unregister(entry[0])
                     entry[0].close()
                 connection = open_store(self.home, create=True, now_iso=iso(self.now))
-                entry = (connection, threading.Lock(), _identity(os.stat(db_path(self.home))))
+                found = os.stat(db_path(self.home))
+                entry = (connection, threading.Lock(), _identity(found), kept.register(connection))
                 _readers[self.home] = entry
-        connection, self.lock, _ = entry
+        connection, self.lock, _, view = entry
         self.lock.acquire()
         try:
-            if not ledger.in_step(connection, self.home):  # edited since: the log's truth first
-                ledger.rebuild(connection, self.home, now=self.now, problem="is out of step with the ack log")
-            sweep_timeouts(connection, self.home, now=self.now)
+            view.revalidate(kept.identity_of(found))
+            _housekeep(connection, self.home, now=self.now)
         except Exception as exc:
+            view.forget()
             self.lock.release()
             self.lock = None
             with _readers_guard:
-                _readers.pop(self.home, None)
+                if _readers.get(self.home) is entry:
+                    kept.unregister(entry[0])
+                    _readers.pop(self.home, None)
             raise HaltStoreUnavailable(str(exc)) from None
         return connection
 

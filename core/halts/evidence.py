@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from leash.core.clock import iso, now_seconds
+from leash.core.halts import kept
 from leash.core.halts.access import connected
 from leash.core.halts.secrets import mask
 from leash.core.halts.store import exists, open_store, write
@@ -21,9 +22,13 @@ ERROR_KEPT_CHARS = 2000  # the end of an error: where the message that matters u
 
 
 def _stored_attempts(connection, session_id: str, task_id: str) -> tuple[int, list[str]]:
-    row = connection.execute("SELECT count, recent_errors FROM attempts WHERE session_id = ? AND task_id = ?",
-                             (session_id, task_id)).fetchone()
-    return (row["count"], json.loads(row["recent_errors"])) if row else (0, [])
+    def read() -> tuple[int, tuple[str, ...]]:
+        row = connection.execute("SELECT count, recent_errors FROM attempts WHERE session_id = ? AND task_id = ?",
+                                 (session_id, task_id)).fetchone()
+        return (row["count"], tuple(json.loads(row["recent_errors"]))) if row else (0, ())
+
+    count, errors = kept.answer(connection, ("attempts", session_id, task_id), read)
+    return count, list(errors)
 
 
 def record_files_read(home, session_id: str, paths: list[str], *, now: float | None = None) -> None:
@@ -48,9 +53,15 @@ def files_read(home, session_id: str, *, connection=None) -> list[str] | None:
     if connection is None:
         with connected(home) as db:
             return files_read(home, session_id, connection=db) if db is not None else None
-    if connection.execute("SELECT 1 FROM tracked_sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
-        return None
-    return [r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?", (session_id,))]
+    def read() -> tuple[str, ...] | None:
+        if connection.execute("SELECT 1 FROM tracked_sessions WHERE session_id = ?",
+                              (session_id,)).fetchone() is None:
+            return None
+        return tuple(r[0] for r in connection.execute("SELECT path FROM files_read WHERE session_id = ?",
+                                                       (session_id,)))
+
+    paths = kept.answer(connection, ("files_read", session_id), read)
+    return None if paths is None else list(paths)
 
 
 def record_attempt(home, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:

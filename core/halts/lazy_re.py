@@ -20,8 +20,31 @@ class lazy:
         self.flags = flags
         self._compiled: re.Pattern[str] | None = None
 
-    def __getattr__(self, name: str):
+    def compiled(self) -> re.Pattern[str]:
         compiled = self._compiled
         if compiled is None:
             compiled = self._compiled = re.compile(self.pattern, self.flags)
-        return getattr(compiled, name)
+        return compiled
+
+    # The methods the rules call, defined here: an attribute found on the class
+    # costs a lookup, one that falls through to ``__getattr__`` a raised miss first.
+    def search(self, *args):
+        return (self._compiled or self.compiled()).search(*args)
+
+    def match(self, *args):
+        return (self._compiled or self.compiled()).match(*args)
+
+    def finditer(self, *args):
+        return (self._compiled or self.compiled()).finditer(*args)
+
+    def findall(self, *args):
+        return (self._compiled or self.compiled()).findall(*args)
+
+    def split(self, *args):
+        return (self._compiled or self.compiled()).split(*args)
+
+    def sub(self, *args):
+        return (self._compiled or self.compiled()).sub(*args)
+
+    def __getattr__(self, name: str):
+        return getattr(self.compiled(), name)

@@ -14,8 +14,14 @@ from leash.core.halts.conditions.registry import REGISTRY, SEVERITY_RANK, Condit
 __all__ = ["REGISTRY", "SEVERITY_RANK", "Condition", "Finding", "condition", "load_all"]
 
 
+_loaded = False
+
+
 def load_all() -> dict[str, Condition]:
     """Import every rule module once; returns the registry."""
+    global _loaded
+    if _loaded:  # (every check asks: seven import statements each time cost more than some rules)
+        return REGISTRY
     from leash.core.halts.conditions import (  # noqa: F401
         code_safety,
         environment,
@@ -26,4 +32,5 @@ def load_all() -> dict[str, Condition]:
         uncertainty,
     )
 
+    _loaded = True
     return REGISTRY

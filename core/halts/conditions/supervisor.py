@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 
 from leash.core.halts.conditions.registry import Finding, condition
 from leash.core.halts.lazy_re import lazy
@@ -96,7 +97,7 @@ def operator_action(words: list[str], dynamic: list[bool], stdin_args: bool) -> 
     return None
 
 
-def _tmux_action(command, home: str, env: dict) -> str | None:
+def _tmux_action(command, home: str, env: Mapping[str, str]) -> str | None:
     argv = command.argv
     sockets = {os.path.realpath(os.path.join(home, "tmux.sock"))}
     if env.get("LEASH_TMUX_SOCKET"):
@@ -186,19 +187,22 @@ def _edit_disables_hooks(edit: dict) -> bool:
 
 
 def _path_findings(ctx, call, home: str) -> list[str]:
-    real_home = os.path.realpath(home)
     leash_runs = {id(c) for c in call.commands if leash_words(c) is not None}
     found: list[str] = []
-    paths = [(t.path, t.subtree, t.command) for t in call.may_write if id(t.command) not in leash_runs]
-    paths += [(ctx.norm(p), False, None) for p in ctx.files_to_change + ctx.new_files]
+    # Each (path, subtree, written by a command) once: the same file is often the
+    # call's target, a file to change and a new file, and its findings are the same.
+    paths = dict.fromkeys([(t.path, t.subtree, t.command is not None) for t in call.may_write
+                           if id(t.command) not in leash_runs]
+                          + [(ctx.norm(p), False, False) for p in ctx.files_to_change + ctx.new_files])
+    real_home = call.real(home) if paths else home
     settings_held = None
-    for path, subtree, command in paths:
-        real_path = real(path)
+    for path, subtree, by_command in paths:
+        real_path = call.real(path) if len(path) <= PATH_MAX else os.path.normpath(path)
         if _under(real_path, real_home) or _under(path, home):
             found.append(f"writes {path} inside leash's home")
         elif subtree and (_under(real_home, real_path) or _under(home, path)):
             found.append(f"reaches {path}, which holds leash's home")
-        elif command is not None and (is_settings_file(path) or is_settings_file(real_path)):
+        elif by_command and (is_settings_file(path) or is_settings_file(real_path)):
             found.append(f"writes Claude Code settings {path}")
         elif subtree:
             if settings_held is None:
@@ -211,9 +215,8 @@ def _path_findings(ctx, call, home: str) -> list[str]:
     return found
 
 
-def _command_findings(call, threshold, home: str, env: dict) -> list[str]:
+def _command_findings(call, threshold, home: str, env: Mapping[str, str]) -> list[str]:
     names = tuple(threshold.get("supervisor_names") or DEFAULT_SUPERVISOR_NAMES)
-    kennel_pid = _kennel_pid(home)
     found: list[str] = []
     for command in call.commands:
         if not command.argv:
@@ -233,7 +236,7 @@ def _command_findings(call, threshold, home: str, env: dict) -> list[str]:
             if action:
                 found.append(f"runs {action}")
         elif command.program in _KILLERS:
-            action = _signal_action(command, names, home, kennel_pid)
+            action = _signal_action(command, names, home, _kennel_pid(home) if command.program == "kill" else None)
             if action:
                 found.append(f"signals leash: {action}")
     return found
@@ -267,7 +270,7 @@ def supervisor_tampering(ctx, threshold):
     cannot be cleared. Only a human can lift the halt."""
     call = ctx.tool_call()
     home = ctx.home()
-    env = call.env or dict(os.environ)
+    env = call.env or os.environ  # (read only for tmux commands, which only a shell command has)
     found = _path_findings(ctx, call, home) + _command_findings(call, threshold, home, env)
     if call.incomplete:
         found.append(f"the command could not be read to its end ({call.incomplete}), so tampering "
