@@ -65,7 +65,7 @@ def state_path(name: str = DEFAULT_NAME, home=None) -> str:
     return os.path.join(resolve_home(home), check_name(name), STATE_NAME)
 
 
-def _parse_boots(data: object) -> list[float]:
+def parse_boots(data: object) -> list[float]:
     boots = data.get("boots", []) if isinstance(data, dict) else None
     if not isinstance(boots, list):
         raise StateCorrupt(STATE_NAME, '"boots" is not a list')
@@ -75,11 +75,11 @@ def _parse_boots(data: object) -> list[float]:
 def _load_boots(path: str, *, now: float | None = None) -> list[float]:
     """Stored boots; on corruption: quarantine, warn once, fail open with []."""
     try:
-        return _parse_boots(read_json(path, {"boots": []}))
+        return parse_boots(read_json(path, {"boots": []}))
     except StateCorrupt as exc:
         with locked(path):
             try:
-                return _parse_boots(read_json(path, {"boots": []}))
+                return parse_boots(read_json(path, {"boots": []}))
             except StateCorrupt:
                 moved = quarantine(path, now=now)
         logger.warning("restart-loop state %s unreadable (%s); moved to %s; breaker reads as not tripped",
@@ -116,7 +116,7 @@ def loop_size(boots: list[float], window_seconds: float, max_gap_seconds: float,
     return max(in_window(boots, window_seconds, moment), chain_length(boots, max_gap_seconds, moment))
 
 
-def _kept(boots: list[float], window_seconds: float, max_gap_seconds: float, moment: float) -> list[float]:
+def kept_boots(boots: list[float], window_seconds: float, max_gap_seconds: float, moment: float) -> list[float]:
     """What a record stores: boots still in the window or the chain, newest 50."""
     counted = boots_counted(boots, moment)
     cutoff = moment - max(1, window_seconds)
@@ -142,7 +142,7 @@ def record_restart_interrupted_boot(
     try:
         private_dir(os.path.dirname(path))
         with locked(path):
-            boots = _kept(_load_boots(path, now=moment) + [moment], window_seconds, max_gap_seconds, moment)
+            boots = kept_boots(_load_boots(path, now=moment) + [moment], window_seconds, max_gap_seconds, moment)
             write_json(path, {"boots": boots})
         return boots
     except OSError as exc:

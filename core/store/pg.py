@@ -154,6 +154,54 @@ MIGRATIONS = (
     );
     CREATE TABLE tracked_sessions (session_id text PRIMARY KEY, since timestamptz NOT NULL);
     """,
+    # Death warrants with their dogs' states and leases (core.store.pgwarrants),
+    # each host's kennel heartbeat, restart-loop breakers and the reply ledger
+    # (core.store.pgsmall).
+    """
+    CREATE TABLE warrants (
+        id           uuid             PRIMARY KEY,
+        seq          bigint           GENERATED ALWAYS AS IDENTITY,
+        target       text             NOT NULL,
+        target_id    text,
+        host         text             NOT NULL,
+        name         text             NOT NULL,
+        reason       text             NOT NULL,
+        requester    text             NOT NULL,
+        filed_at     timestamptz      NOT NULL,
+        record       jsonb            NOT NULL,
+        state        jsonb,
+        status       text             NOT NULL CHECK (status IN ('pending', 'active', 'completed')),
+        claimed_by   text,
+        lease_until  timestamptz,
+        pardon       jsonb,
+        outcome      text,
+        completed_at timestamptz
+    );
+    CREATE INDEX warrants_waiting ON warrants (host, filed_at, seq) WHERE status = 'pending';
+    CREATE INDEX warrants_working ON warrants (host, filed_at, seq) WHERE status = 'active';
+    CREATE INDEX warrants_live_name ON warrants (host, name) WHERE status <> 'completed';
+    CREATE INDEX warrants_order ON warrants (filed_at, seq);
+    CREATE TABLE kennels (
+        host         text        PRIMARY KEY,
+        record       jsonb       NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        stopped      boolean     NOT NULL
+    );
+    CREATE TABLE breakers (
+        host  text  NOT NULL,
+        name  text  NOT NULL,
+        boots jsonb NOT NULL,
+        PRIMARY KEY (host, name)
+    );
+    CREATE TABLE replies (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        channel     text   NOT NULL,
+        key         text   NOT NULL,
+        direction   text   NOT NULL CHECK (direction IN ('in', 'out')),
+        recorded_at double precision NOT NULL
+    );
+    CREATE INDEX replies_conversation ON replies (channel, key, id DESC);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

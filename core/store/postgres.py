@@ -34,8 +34,25 @@ def _halts(db, log, home, host):
     return PgHalts(db, log, home, host)
 
 
+def _warrants(db, log, home, host):
+    from leash.core.store.pgwarrants import PgWarrants
+
+    return PgWarrants(db, log, home, host)
+
+
+def _small(name: str):
+    """The maker of a ``pgsmall`` store (imported when first used)."""
+    def make(db, log, home, host):
+        from leash.core.store import pgsmall
+
+        return getattr(pgsmall, name)(db, log, home, host)
+
+    return make
+
+
 # store name -> maker(db, log, home, host), for the stores built on first use.
-PG_STORES: dict = {"halts": _halts}
+PG_STORES: dict = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
+                   "replies": _small("PgReplies"), "kennels": _small("PgKennels")}
 EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels")
 RELISTEN_SECONDS = 2.0
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name

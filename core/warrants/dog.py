@@ -360,6 +360,14 @@ def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | 
            note: str = "") -> dict:
     """Seal the dog's state with its outcome and epitaph, then ``complete`` it.
     Call it holding the warrant's claim."""
+    seal(state, outcome, now=now, timeouts=timeouts, by=by, note=note)
+    write_json(queue.active_path(state["id"]), state)
+    return complete(queue, state, now=now)
+
+
+def seal(state: dict, outcome: str, *, now: float, timeouts, by: str | None = None, note: str = "") -> dict:
+    """The dog's state with its outcome, epitaph and the source and reason its
+    log lines will carry (every backend's claim seals this way)."""
     stamp = iso(now)
     from leash.core.halts.secrets import mask
 
@@ -372,8 +380,7 @@ def finish(queue, state: dict, outcome: str, *, now: float, timeouts, by: str | 
                  log_source=by or "kennel", log_reason=note or reasons.get(outcome, outcome))
     if by:
         state["pardoned_by"] = by
-    write_json(queue.active_path(state["id"]), state)
-    return complete(queue, state, now=now)
+    return state
 
 
 def complete(queue, state: dict, *, now: float, resumed: bool = False) -> dict:
@@ -382,13 +389,7 @@ def complete(queue, state: dict, *, now: float, resumed: bool = False) -> dict:
     already in the ack log are not written twice."""
     warrant = state["warrant"]
     if not (resumed and _already_logged(queue, warrant.get("id"))):
-        event = OUTCOME_EVENT.get(state["outcome"])
-        if event:
-            queue.acklog.append(event, source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
-                                reason=state.get("log_reason", ""), now=now, warrant_id=warrant.get("id"),
-                                attempt=state.get("attempt"))
-        queue.acklog.append("epitaph", source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
-                            reason=state["epitaph"], now=now, warrant_id=warrant.get("id"), outcome=state["outcome"])
+        log_outcome(queue.acklog, state, now=now)
     started = parse_iso(state["started_at"]) if state.get("started_at") else now
     write_json(os.path.join(queue.active_dir, f"{state['id']}.done"), {
         "dog_id": state["id"], "warrant_id": warrant.get("id"), "target": warrant.get("target"),
@@ -401,6 +402,18 @@ def complete(queue, state: dict, *, now: float, resumed: bool = False) -> dict:
     except FileNotFoundError:
         pass
     return state
+
+
+def log_outcome(acklog, state: dict, *, now: float) -> None:
+    """A sealed state's ack-log lines: its outcome's event (when it has one), then its epitaph."""
+    warrant = state["warrant"]
+    event = OUTCOME_EVENT.get(state["outcome"])
+    if event:
+        acklog.append(event, source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
+                      reason=state.get("log_reason", ""), now=now, warrant_id=warrant.get("id"),
+                      attempt=state.get("attempt"))
+    acklog.append("epitaph", source=state.get("log_source", "kennel"), session_id=warrant.get("target", ""),
+                  reason=state["epitaph"], now=now, warrant_id=warrant.get("id"), outcome=state["outcome"])
 
 
 def _already_logged(queue, warrant_id: str | None) -> bool:
