@@ -222,6 +222,29 @@ def test_two_hosts_record_and_acknowledge_at_once(url, home):
             host.close()
 
 
+def test_every_halt_write_tells_listeners_its_session(host):
+    stop = threading.Event()
+    deadline = threading.Timer(20, stop.set)  # never hangs: the listener ends by then whatever arrives
+    deadline.start()
+    notices = host.db.listen(stop=stop, wake_seconds=0.1)
+    try:
+        assert next(notices) is None  # listening from here on
+        halt_id = _halt(host.halts, "high", session="s1")
+        host.halts.acknowledge(halt_id, "s1", "resolved", source="ops", now=NOW + 1)
+        host.halts.configure({"condition_name": "three_strikes", "enabled": False}, now=NOW + 2)
+        seen = []
+        for notice in notices:
+            if notice and notice.get("store") == "halts":
+                seen.append(notice["key"])
+            if len(seen) == 3:
+                stop.set()
+        assert seen == ["s1", "s1", ""]
+    finally:
+        deadline.cancel()
+        stop.set()
+        notices.close()  # its connection too
+
+
 def test_ids_are_uuids_generated_by_leash(host):
     halt_id = _halt(host.halts, "high")
     assert uuid.UUID(halt_id).version == 4 and str(uuid.UUID(halt_id)) == halt_id
