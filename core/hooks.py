@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 
 
 def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
-                 input_error: HookInputError | None = None, backend=None) -> tuple[str, str, int]:
-    """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw`` stdin."""
+                 input_error: HookInputError | None = None, backend=None,
+                 parsed: dict | None = None) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw``
+    stdin (``parsed``: its JSON object, when the caller has parsed it already)."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
     from leash.core.sessions import tmux_identity_of_pane
@@ -58,7 +60,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     try:
         if input_error is not None:
             raise input_error
-        payload = parse_payload(raw)
+        payload = parse_payload(raw) if parsed is None else _with_session(parsed)
     except HookInputError as exc:
         if isinstance(exc, HookInputTooLarge):
             reason = f"leash: {exc}: denied unread (a tool call leash cannot read is not allowed)"
@@ -93,6 +95,14 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     if verdict.allow:
         return "", warning, 0
     return deny_output(verdict.reason) + "\n", warning, 0
+
+
+def _with_session(payload: dict) -> dict:
+    """``parse_payload``'s check of an object parsed elsewhere."""
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        raise HookInputError("hook input has no session_id")
+    return payload
 
 
 def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
@@ -133,10 +143,11 @@ def _lifecycle_handlers(event: str) -> dict:
 
 
 def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInputError | None = None,
-           now: float | None = None, backend=None) -> tuple[str, str, int]:
+           now: float | None = None, backend=None, parsed: dict | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook EVENT`` for stdin ``raw``:
     what the in-process hook prints and what leashd replies to a thin client
-    (which keeps one ``backend`` for every call). Never raises."""
+    (which keeps one ``backend`` for every call; ``parsed``: ``raw``'s JSON
+    object when leashd has parsed it already). Never raises."""
     def stop_hook(raw, **kwargs):
         from leash.core.replyguard import stop_hook as reply_guard
 
@@ -148,7 +159,8 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         # Exit 1, never 2: Claude Code reads 2 as "block" on most events.
         return "", f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n", 1
     try:
-        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend)
+        extra = {"parsed": parsed} if parsed is not None and event == "pre-tool-use" else {}
+        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend, **extra)
     except UnsafeHome as exc:
         message = f"leash: {exc}"
         if event != "pre-tool-use":

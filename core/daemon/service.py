@@ -51,6 +51,16 @@ SHARED_OPERATOR_SOCKET_MODE = 0o666
 SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
 
 
+def _parsed(payload: str) -> object:
+    """The hook payload's JSON (None when it is not JSON)."""
+    import json
+
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
 class DaemonRunning(Exception):
     """Another daemon holds this home."""
 
@@ -290,19 +300,16 @@ class Daemon:
         except OSError as exc:
             self.say("refusal-not-logged", problem=exc.strerror)
 
-    def _not_the_owner(self, payload: str, peer: Peer) -> str:
+    def _not_the_owner(self, payload: object, peer: Peer) -> str:
         """Why ``peer`` may not speak for the payload's session ("" when it may).
 
         A session belongs to the uid whose hook first named it, for this
         daemon's life: another user's agent can neither judge its calls nor
         write its evidence (files read, attempts), nor end or register it. (A
         restarted daemon learns the owners again from the next calls.)"""
-        import json
-
-        try:
-            session_id = json.loads(payload).get("session_id")
-        except (ValueError, AttributeError):
+        if not isinstance(payload, dict):
             return ""  # unreadable input: the hook says what is wrong with it
+        session_id = payload.get("session_id")
         if not isinstance(session_id, str) or not session_id:
             return ""
         with self._owners_mutex:
@@ -325,7 +332,8 @@ class Daemon:
         event, payload = request.get("event"), request.get("payload", "")
         if not isinstance(event, str) or not isinstance(payload, str):
             return {"error": "a hook request needs a string event and payload"}
-        intruder = self._not_the_owner(payload, peer)
+        parsed = _parsed(payload)
+        intruder = self._not_the_owner(parsed, peer)
         if intruder:
             self._log_refusal(peer, where="agent", verb="hook", reason=intruder)
             out, err, code = failed_closed(event, f"leash: {intruder}; this call is refused")
@@ -340,10 +348,17 @@ class Daemon:
         elif isinstance(problem, str):
             input_error = HookInputError(problem)
         try:
-            raw = payload.encode("utf-8", "surrogateescape")  # the client's undecodable bytes, back as they were
+            raw = payload.encode("utf-8")
         except UnicodeEncodeError:
-            raw = payload.encode("utf-8", "surrogatepass")  # not JSON any more: the hook says so
-        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error, backend=self.backend)
+            parsed = None  # the hook reads the bytes themselves: what it makes of them is its to say
+            try:
+                raw = payload.encode("utf-8", "surrogateescape")  # the client's undecodable bytes, back as they were
+            except UnicodeEncodeError:
+                raw = payload.encode("utf-8", "surrogatepass")  # not JSON any more: the hook says so
+        # Valid UTF-8 whose text parsed as an object: the hook's own json.loads of
+        # ``raw`` would give the same object, so it is handed over, not parsed twice.
+        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error, backend=self.backend,
+                                parsed=parsed if isinstance(parsed, dict) else None)
         return {"stdout": out, "stderr": err, "code": code}
 
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:

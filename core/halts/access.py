@@ -69,6 +69,17 @@ def default_config() -> dict[str, dict]:
             for name, halt_type, severity, threshold in DEFAULT_CONDITIONS}
 
 
+_DEFAULTS_READ: list[dict[str, dict]] = []
+
+
+def default_config_read() -> dict[str, dict]:
+    """The default config for the engine to read (never to change): built once
+    per process, as the constant table it comes from."""
+    if not _DEFAULTS_READ:
+        _DEFAULTS_READ.append(default_config())
+    return _DEFAULTS_READ[0]
+
+
 def load_config(connection, home: str) -> dict[str, dict]:
     """Condition config, cached in memory for 60 s (the seed's refresh)."""
     cached = _config_cache.get(home)

@@ -48,6 +48,7 @@ from leash.core.halts.access import (  # noqa: F401
     _row_config,
     connected,
     default_config,
+    default_config_read,
     find_halt,
     load_config,
     pending_counts,
@@ -242,7 +243,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     try:
         if owned:
             connection = _open(home, moment) if exists(home) else None
-        config = load_config(connection, home) if connection else default_config()
+        config = load_config(connection, home) if connection else default_config_read()
         _add_attempts(connection, ctx, data, moment)
         fired = engine.evaluate(ctx, config)
         should_halt, to_record = halts_to_record(fired, home=home, record=record, record_high=record_high)
