@@ -1,0 +1,412 @@
+"""Warrants, kennel heartbeats, breakers and the reply ledger on a real
+PostgreSQL server (``postgres_cluster``): the store contract's behaviours on
+these stores, then what only a shared store has — hosts (a warrant for
+``HOST/NAME`` is that host's), claims under ``SKIP LOCKED`` from many
+connections at once, leases that lapse into orphans and renewals that keep
+them, change notices, the fail-open policies when the server cannot be
+reached, and a kennel working its host's warrants end to end over real tmux."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from leash.core.clock import iso
+from leash.core.store.pg import Database, StoreOffline
+from leash.core.store.pgacklog import PgAckLog
+from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
+from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
+from leash.core.store.records import WarrantRecord
+from leash.core.warrants import WarrantError
+
+NOW = 1_900_000_000.0
+OWNER = {"pid": 1, "host": "test"}
+
+
+@pytest.fixture(autouse=True)
+def private_tmux(monkeypatch, tmp_path):
+    """Targets are bound on this test's own tmux socket (no server there unless a test starts one)."""
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmp_path / "tmux.sock"))
+
+
+@pytest.fixture
+def url(postgres_cluster):
+    return postgres_cluster.url(postgres_cluster.fresh_schema())
+
+
+@pytest.fixture
+def open_stores(url, home):
+    """``open_stores(host)``: one client of the shared store (its own pool), as a host's leashd holds it."""
+    made = []
+
+    def open_for(host: str = "h1"):
+        db = Database(url)
+        made.append(db)
+        log = PgAckLog(db)
+        made_here = {name: kind(db, log, str(home), host) for name, kind in
+                     (("warrants", PgWarrants), ("breakers", PgBreakers), ("replies", PgReplies),
+                      ("kennels", PgKennels))}
+        return SimpleNamespace(db=db, acklog=log, **made_here)
+
+    yield open_for
+    for db in made:
+        db.close()
+
+
+@pytest.fixture
+def h1(open_stores):
+    return open_stores("h1")
+
+
+@pytest.fixture
+def h1_again(open_stores):
+    """Another worker on host h1 (another process's pool)."""
+    return open_stores("h1")
+
+
+def events(stores, **query) -> list[str]:
+    return [line.event for line in stores.acklog.read(**query)]
+
+
+# ------------------------------------------------------------------ the contract's behaviours
+def test_warrant_claim_renew_release_complete(h1, h1_again):
+    warrant, filed = h1.warrants.file("agent-9", reason="wedged", now=NOW)
+    assert filed and isinstance(warrant, WarrantRecord) and warrant.target == "agent-9"
+    again, filed_again = h1.warrants.file("agent-9", reason="again", now=NOW)
+    assert not filed_again and again.id == warrant.id
+    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
+    assert claim.warrant.id == warrant.id and claim.renew(now=NOW + 1)
+    assert h1_again.warrants.claim_next(owner=OWNER, now=NOW) is None
+    assert h1_again.warrants.claim_orphans(owner=OWNER, now=NOW) == []  # held: not an orphan
+    claim.release()
+    claim.release()  # harmless
+    assert not claim.renew(now=NOW + 2)
+    orphans = h1_again.warrants.claim_orphans(owner=OWNER, now=NOW + 3)
+    assert [o.warrant.id for o in orphans] == [warrant.id]
+    done = orphans[0].complete("pardoned", by="ops", note="it answered", now=NOW + 4)
+    assert done["outcome"] == "pardoned" and not orphans[0].held
+    assert h1.warrants.active() == [] and [c["id"] for c in h1.warrants.completed()] == [warrant.id]
+    assert events(h1, event="epitaph") == ["epitaph"]
+    assert events(h1) == ["warrant_filed", "warrant_pardoned", "epitaph"]
+
+
+def test_two_claimers_never_share_a_warrant(h1, h1_again):
+    filed = {h1.warrants.file(f"agent-{n}", reason="wedged", now=NOW + n)[0].id for n in range(8)}
+    taken: dict[str, list] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def drain(name, stores):
+        start.wait()
+        while (claim := stores.warrants.claim_next(owner=OWNER, now=NOW + 10)) is not None:
+            taken[name].append(claim)
+
+    threads = [threading.Thread(target=drain, args=pair) for pair in (("a", h1), ("b", h1_again))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(c.warrant.id for claims in taken.values() for c in claims) == sorted(filed)
+
+
+def test_warrants_found_listed_and_pardoned(h1):
+    first, _ = h1.warrants.file("agent-1", reason="wedged", now=NOW)
+    second, _ = h1.warrants.file("agent-2", reason="wedged", now=NOW + 1)
+    assert h1.warrants.find(first.id) == ("pending", first.as_dict())
+    assert h1.warrants.find(first.id[:-6]) == ("pending", first.as_dict())  # an unambiguous prefix
+    assert h1.warrants.find(first.id[:8]) is None  # the filing time both ids begin with: ambiguous
+    assert h1.warrants.find(first.id[:3]) is None  # too short to name one
+    assert h1.warrants.live_for("agent-2")["id"] == second.id and h1.warrants.live_for("agent-3") is None
+    assert h1.warrants.live_for("h1/agent-2")["id"] == second.id  # this host's name, written out
+    outcome, record = h1.warrants.pardon(first.id, source="ops", reason="it answered", now=NOW + 2)
+    assert outcome == "pardoned" and record["outcome"] == "pardoned" and record["pardoned_by"] == "ops"
+    assert h1.warrants.find(first.id)[0] == "completed"
+    listing = h1.warrants.listing()
+    assert [w["id"] for w in listing["pending"]] == [second.id]
+    assert [d["id"] for d in listing["completed"]] == [first.id] and listing["active"] == []
+    assert listing["quarantined"] == [] and listing["unreadable"] == []
+    with pytest.raises(WarrantError):
+        h1.warrants.pardon(first.id, source="ops", now=NOW + 3)
+    with pytest.raises(WarrantError):
+        h1.warrants.pardon("no-such-warrant", source="ops", now=NOW + 3)
+    assert "warrant_pardoned" in events(h1)
+
+
+def test_a_claim_saves_its_state_and_hears_a_pardon(h1, h1_again):
+    warrant, _ = h1.warrants.file("agent-5", reason="wedged", now=NOW)
+    assert h1.warrants.has_pending()
+    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
+    assert not h1.warrants.has_pending() and claim.pardon_request() is None
+    claim.state.update(state="interrogating", attempt=2)
+    claim.save()
+    assert [(d["state"], d["attempt"]) for d in h1_again.warrants.active()] == [("interrogating", 2)]
+    assert h1_again.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + 1)[0] == "requested"
+    assert claim.pardon_request()["source"] == "ops"
+    done = claim.complete("pardoned", by="ops", note="mine", now=NOW + 2, timeouts=(1, 2, 3))
+    assert done["outcome"] == "pardoned" and h1.warrants.active() == []
+    h1.warrants.tidy()
+    assert [c["id"] for c in h1.warrants.completed()] == [warrant.id]
+
+
+def test_a_claim_sealed_by_a_dead_worker_completes_once(h1, h1_again):
+    warrant, _ = h1.warrants.file("agent-6", reason="wedged", now=NOW)
+    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
+    claim.state.update(state="complete", outcome="already_dead", epitaph="EPITAPH: agent-6", completed_at=iso(NOW))
+    claim.save()
+    h1.acklog.append("epitaph", source="kennel", session_id="agent-6", reason="EPITAPH: agent-6", now=NOW,
+                     warrant_id=warrant.id, outcome="already_dead")
+    claim.release()  # the worker dies here
+    (orphan,) = h1_again.warrants.claim_orphans(owner=OWNER, now=NOW + 1)
+    assert orphan.complete("already_dead", now=NOW + 2)["outcome"] == "already_dead"
+    assert [c["id"] for c in h1.warrants.completed()] == [warrant.id]
+    assert events(h1, event="epitaph") == ["epitaph"]
+
+
+def test_breaker_trips_and_resets(h1):
+    for n in range(3):
+        h1.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
+    assert h1.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
+    assert not h1.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 120)
+    assert h1.breakers.names() == ["gw"]
+    described = h1.breakers.describe("gw", config={"loop": {"gw": {"max_restarts": 3}}}, now=NOW + 3)
+    assert described.tripped and described.in_loop == 3 and described.boots == [NOW, NOW + 1, NOW + 2]
+    assert h1.breakers.reset("gw", source="ops", reason="false alarm", now=NOW + 4)
+    assert not h1.breakers.reset("gw", source="ops", now=NOW + 5)  # nothing left to reset: no second line
+    assert not h1.breakers.tripped("gw", max_restarts=1, window_seconds=60, now=NOW + 4)
+    assert events(h1) == ["loop_reset"] and h1.breakers.names() == []
+    with pytest.raises(ValueError):
+        h1.breakers.record_boot("../stops.json", window_seconds=60, now=NOW)
+
+
+def test_breaker_checked_and_recorded_in_one_call(h1):
+    verdicts = [h1.breakers.check_and_record("gw", max_restarts=3, window_seconds=60, source="ops", now=NOW + n)
+                for n in range(3)]
+    assert verdicts == [False, False, True]
+    (line,) = h1.acklog.read(event="loop_tripped")
+    assert (line.source, line.extra["name"], line.extra["boots"]) == ("ops", "gw", 3)
+
+
+def test_breakers_are_each_hosts_own(open_stores):
+    web, db = open_stores("web"), open_stores("db")
+    for n in range(3):
+        web.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
+    assert web.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
+    assert not db.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3) and db.breakers.names() == []
+
+
+def test_replies_pending_until_answered(h1, open_stores):
+    assert not h1.replies.pending("chat", "thread-1")
+    h1.replies.record("chat", "thread-1", "in", now=NOW)
+    assert h1.replies.pending("chat", "thread-1")
+    assert open_stores("web").replies.pending("chat", "thread-1")  # a conversation is the channel's, not a host's
+    h1.replies.record("chat", "thread-1", "out", now=NOW + 1)
+    assert not h1.replies.pending("chat", "thread-1")
+    with pytest.raises(ValueError):
+        h1.replies.record("chat", "thread-1", "sideways", now=NOW)
+    with pytest.raises(ValueError):
+        h1.replies.record("chat", " ", "in", now=NOW)
+
+
+def test_kennel_alive_while_its_heartbeat_is_fresh(h1, open_stores):
+    assert h1.kennels.alive(now=NOW) is None
+    beat = h1.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, working=["b", "a"],
+                           now=NOW)
+    assert beat.heartbeat_at == iso(NOW) and beat.working == ["a", "b"]
+    assert h1.kennels.alive(now=NOW + 1).dogs == 2
+    assert open_stores("web").kennels.alive(now=NOW + 1) is None  # another host's kennel is not this host's
+    assert h1.kennels.alive(now=NOW + 60) is None  # stale
+    h1.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, stopped=True, now=NOW + 61)
+    assert h1.kennels.alive(now=NOW + 61) is None  # stopped cleanly
+
+
+def test_a_kennel_on_a_gone_pid_is_judged_by_its_heartbeat_alone(h1):
+    """No signal is sent: a pid that does not exist here may be another host's."""
+    h1.kennels.beat(pid=2**22 + 17, host="h1", started_at=iso(NOW), dogs=1, now=NOW)
+    assert h1.kennels.alive(now=NOW + 1).pid == 2**22 + 17
+
+
+# ------------------------------------------------------------------ hosts, leases, many workers
+def test_a_warrant_for_another_host_is_claimed_only_by_that_hosts_store(h1, open_stores):
+    c = open_stores("c")
+    warrant, filed = h1.warrants.file("c/agent-1", reason="wedged", now=NOW)
+    assert filed and warrant.extra["host"] == "c" and "target_id" not in warrant.as_dict()  # bound where it runs
+    mine, _ = h1.warrants.file("agent-1", reason="wedged", now=NOW + 1)  # h1's own agent-1: another session
+    assert mine.id != warrant.id and h1.warrants.file("h1/agent-1", reason="x", now=NOW + 2)[0].id == mine.id
+    assert c.warrants.file("agent-1", reason="again", now=NOW + 3)[0].id == warrant.id  # c's agent-1: live already
+    assert c.warrants.has_pending() and h1.warrants.has_pending()
+    claim = h1.warrants.claim_next(owner=OWNER, now=NOW + 4)
+    assert claim.warrant.id == mine.id and h1.warrants.claim_next(owner=OWNER, now=NOW + 4) is None
+    theirs = c.warrants.claim_next(owner=OWNER, now=NOW + 4)
+    assert theirs.warrant.id == warrant.id and theirs.warrant.target == "c/agent-1"
+    assert theirs.warrant.target_id is None  # no tmux session agent-1 on this test's host "c": already dead
+    claim.release()
+    theirs.release()
+    assert [o.warrant.id for o in h1.warrants.claim_orphans(owner=OWNER, now=NOW + 5)] == [mine.id]
+    assert [o.warrant.id for o in c.warrants.claim_orphans(owner=OWNER, now=NOW + 5)] == [warrant.id]
+    assert sorted(w["id"] for w in h1.warrants.active()) == sorted([warrant.id, mine.id])  # listings show every host
+
+
+def test_four_workers_claiming_at_once_never_share_a_warrant(open_stores):
+    workers = [open_stores("h1") for _ in range(4)]
+    filed = {workers[0].warrants.file(f"agent-{n}", reason="wedged", now=NOW + n)[0].id for n in range(24)}
+    taken: list[list] = [[] for _ in workers]
+    start = threading.Barrier(len(workers))
+
+    def drain(n):
+        start.wait()
+        while (claim := workers[n].warrants.claim_next(owner={"pid": n}, now=NOW + 30)) is not None:
+            taken[n].append(claim.warrant.id)
+
+    threads = [threading.Thread(target=drain, args=(n,)) for n in range(len(workers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    ids = [warrant_id for claims in taken for warrant_id in claims]
+    assert len(ids) == len(set(ids)) == len(filed) and set(ids) == filed
+    assert not workers[0].warrants.has_pending() and len(workers[0].warrants.active()) == len(filed)
+
+
+def test_a_lapsed_lease_makes_an_orphan_another_worker_resumes(h1, h1_again):
+    warrant, _ = h1.warrants.file("agent-7", reason="wedged", now=NOW)
+    stalled = h1.warrants.claim_next(owner={"pid": 1}, now=NOW)
+    stalled.state.update(state="interrogating", attempt=2, next_timeout=iso(NOW + 120))
+    stalled.save()
+    assert h1_again.warrants.claim_orphans(owner={"pid": 2}, now=NOW + LEASE_SECONDS - 1) == []
+    (resumed,) = h1_again.warrants.claim_orphans(owner={"pid": 2}, now=NOW + LEASE_SECONDS + 1)
+    assert (resumed.state["state"], resumed.state["attempt"], resumed.state["next_timeout"]) == (
+        "interrogating", 2, iso(NOW + 120))
+    assert resumed.state["kennel"] == {"pid": 2}
+    # the stalled worker has lost it: it cannot renew, save or complete it
+    assert not stalled.renew(now=NOW + LEASE_SECONDS + 2)
+    with pytest.raises(WarrantError):
+        stalled.save()
+    with pytest.raises(WarrantError):
+        stalled.complete("executed", now=NOW + LEASE_SECONDS + 2, timeouts=(1, 2, 3))
+    assert resumed.renew(now=NOW + LEASE_SECONDS + 3)
+    assert resumed.complete("pardoned", by="ops", now=NOW + LEASE_SECONDS + 4)["outcome"] == "pardoned"
+    assert events(h1) == ["warrant_filed", "warrant_pardoned", "epitaph"]
+
+
+def test_a_renewed_lease_keeps_the_warrant(h1, h1_again):
+    h1.warrants.file("agent-8", reason="wedged", now=NOW)
+    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
+    for beat in range(1, 4):
+        assert claim.renew(now=NOW + beat * LEASE_SECONDS * 0.9)
+    last_renewal = NOW + 3 * LEASE_SECONDS * 0.9
+    assert h1_again.warrants.claim_orphans(owner=OWNER, now=last_renewal + LEASE_SECONDS - 1) == []
+    assert len(h1_again.warrants.claim_orphans(owner=OWNER, now=last_renewal + LEASE_SECONDS + 1)) == 1
+
+
+def test_an_idle_active_warrant_is_pardoned_at_once(h1, h1_again):
+    """Its worker's lease lapsed: no one would hear a request, so the pardoner closes it."""
+    warrant, _ = h1.warrants.file("agent-4", reason="wedged", now=NOW)
+    h1.warrants.claim_next(owner=OWNER, now=NOW)
+    outcome, record = h1_again.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + LEASE_SECONDS + 1)
+    assert outcome == "pardoned" and record["outcome"] == "pardoned"
+    assert h1.warrants.find(warrant.id)[0] == "completed" and h1.warrants.claim_orphans(owner=OWNER, now=NOW + 99) == []
+
+
+def test_ids_sort_in_filing_order(h1):
+    ids = [h1.warrants.file(f"agent-{n}", reason="wedged", now=NOW + n / 100)[0].id for n in range(5)]
+    assert sorted(ids) == ids == [w.id for w in h1.warrants.pending()]
+    assert [c.warrant.id for c in iter(lambda: h1.warrants.claim_next(owner=OWNER, now=NOW + 1), None)] == ids
+
+
+def test_bad_targets_are_refused(h1):
+    for bad in ("", "c/", "/agent-1", "agent\x1b[2J", "x" * 200):
+        with pytest.raises(ValueError):
+            h1.warrants.file(bad, reason="wedged", now=NOW)
+    with pytest.raises(ValueError):
+        h1.warrants.file("agent-1", reason=" ", now=NOW)
+    assert h1.warrants.listing()["pending"] == [] and events(h1) == []
+
+
+def test_writes_tell_listeners(h1):
+    stop = threading.Event()
+    notices = h1.db.listen(stop=stop, wake_seconds=0.1)
+    assert next(notices) is None  # listening from here on
+    warrant, _ = h1.warrants.file("agent-1", reason="wedged", now=NOW)
+    h1.breakers.record_boot("gw", window_seconds=60, now=NOW)
+    h1.replies.record("chat", "t", "in", now=NOW)
+    h1.kennels.beat(pid=1, host="h1", started_at=iso(NOW), dogs=1, now=NOW)
+    wanted = {("warrants", warrant.id), ("breakers", "gw"), ("kennels", "h1")}
+    seen: set = set()
+    give_up = threading.Timer(10, stop.set)  # the listener ends when it is set, notices or not
+    give_up.start()
+    try:
+        for notice in notices:
+            if notice is not None:
+                seen.add((notice["store"], notice["key"]))
+            if wanted <= seen and "replies" in {store for store, _ in seen}:
+                stop.set()
+    finally:
+        give_up.cancel()
+    assert wanted <= seen and "replies" in {store for store, _ in seen}
+
+
+# ------------------------------------------------------------------ an unreachable server
+def test_an_unreachable_server_fails_as_the_file_backend_does(tmp_path, home):
+    db = Database(f"postgresql://leash@/leash?host={tmp_path}", migrate_schema=False)
+    log = PgAckLog(db)
+    warrants, breakers = PgWarrants(db, log, str(home), "h1"), PgBreakers(db, log, str(home), "h1")
+    kennels, replies = PgKennels(db, log, str(home), "h1"), PgReplies(db, log, str(home), "h1")
+    assert not breakers.tripped("gw", max_restarts=1, window_seconds=60, now=NOW)  # fail open
+    assert breakers.record_boot("gw", window_seconds=60, now=NOW) == [NOW]  # best effort
+    assert not breakers.check_and_record("gw", max_restarts=3, window_seconds=60, now=NOW)
+    assert kennels.alive(now=NOW) is None
+    for call in (warrants.has_pending, warrants.listing, lambda: warrants.file("a", reason="r", now=NOW),
+                 lambda: warrants.claim_next(owner=OWNER, now=NOW), lambda: replies.pending("chat", "t"),
+                 lambda: kennels.beat(pid=1, host="h1", started_at=iso(NOW), dogs=1, now=NOW)):
+        with pytest.raises(StoreOffline):
+            call()
+    db.close()
+
+
+# ------------------------------------------------------------------ a kennel over the shared store
+@pytest.fixture
+def tmux(tmux_socket, monkeypatch, home):
+    from leash.core.tmux import Tmux
+
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
+    server = Tmux(str(tmux_socket))
+    yield server
+    server.kill_server()
+
+
+def test_a_kennel_works_its_hosts_warrants_on_the_shared_store(url, home, tmux, tmp_path, open_stores):
+    """Host c's kennel executes a silent session and pardons an answering one,
+    both filed from host h1; h1's own warrant is left to h1."""
+    from leash.core.store.postgres import PostgresBackend
+    from leash.core.warrants.kennel import Kennel
+
+    answering = tmp_path / "answering.py"
+    answering.write_text("import sys\nprint('ready', flush=True)\nfor line in sys.stdin:\n"
+                         "    if 'HEALTH CHECK' in line:\n        print('ALIVE', flush=True)\n")
+    tmux.new_session("mute", "echo ready; exec cat > /dev/null")
+    tmux.new_session("good", f"{sys.executable} {answering}")
+    deadline = time.monotonic() + 10
+    while not all(any("ready" in line for line in tmux.capture(n)) for n in ("mute", "good")):
+        assert time.monotonic() < deadline, "the panes did not start"
+        time.sleep(0.02)
+    h1 = open_stores("h1")
+    mute, _ = h1.warrants.file("c/mute", reason="no output", requester="deacon")
+    good, _ = h1.warrants.file("c/good", reason="no output", requester="deacon")
+    left, _ = h1.warrants.file("mute", reason="h1's own", requester="deacon")
+    backend = PostgresBackend(url, home=home, host="c")
+    try:
+        kennel = Kennel(backend=backend, tmux=tmux, timeouts=[0.3, 0.3, 0.3], poll_seconds=0.05, until_idle=True,
+                        handle_signals=False)
+        done = {state["warrant"]["id"]: state for state in asyncio.run(kennel.run())}
+    finally:
+        backend.close()
+    assert (done[mute.id]["outcome"], done[mute.id]["attempt"]) == ("executed", 3) and not tmux.has_session("mute")
+    assert done[good.id]["outcome"] == "pardoned" and tmux.has_session("good")
+    assert set(done) == {mute.id, good.id} and h1.warrants.find(left.id)[0] == "pending"
+    assert [c["id"] for c in h1.warrants.completed()] == [mute.id, good.id]
+    assert events(h1, event="epitaph") == ["epitaph", "epitaph"] and h1.acklog.verify().ok
+    assert h1.kennels.alive() is None  # c's kennel stopped cleanly, and it was never h1's
