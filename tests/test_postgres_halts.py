@@ -296,6 +296,22 @@ def test_a_units_reads_see_one_state(url, home, host):
         other.close()
 
 
+def test_a_write_by_another_store_inside_a_unit_starts_from_the_committed_state(url, home, host):
+    """A unit's snapshot is open on this thread's connection; another host
+    appends meanwhile; a write on this thread (the ack log here) still extends
+    the chain from its true tip, and the unit's next read sees the new state."""
+    other = Host(url, home, "h2")
+    try:
+        with host.halts.unit(now=NOW) as unit:
+            assert unit.state("s1") == "active"  # the snapshot is open from here
+            _halt(other.halts, "high")
+            line = host.acklog.append("stop_ack", source="ops", session_id="s1", now=NOW)
+            assert line.seq == 2 and unit.state("s1") == "halted"
+        assert host.acklog.verify().ok
+    finally:
+        other.close()
+
+
 def test_the_same_lines_as_the_file_backend(host, tmp_path):
     """Recording, escalating and dismissing a halt logs the same events with
     the same keys and values on either backend (ids and times aside)."""

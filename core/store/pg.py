@@ -292,6 +292,7 @@ class Database:
             yield conn
         finally:
             self._local.conn = None
+            self._local.settle = None
             if conn is not None:
                 self._give_back(conn)
             self._slots.release()
@@ -301,11 +302,22 @@ class Database:
         """A transaction on this thread's connection (a savepoint when nested);
         a database error in it is ``StoreOffline`` and leaves nothing written."""
         with self.session() as conn:
+            settle = getattr(self._local, "settle", None)
+            if settle is not None:
+                self._local.settle = None
+                settle()
             try:
                 with conn.transaction():
                     yield conn
             except errors() as exc:
                 raise StoreOffline(f"PostgreSQL store: nothing was written: {said(exc)}") from None
+
+    def before_next_write(self, settle) -> None:
+        """``settle()`` runs once, before this thread's next ``transaction()``
+        begins (None: no longer). A reader holding a read-only snapshot on the
+        thread's connection (``pghalts_unit``) ends it there, so whatever store
+        writes next starts from the committed state, never inside the snapshot."""
+        self._local.settle = settle
 
     def rows(self, query: str, params: tuple = ()) -> list[tuple]:
         """The rows of one read (its own implicit transaction unless inside

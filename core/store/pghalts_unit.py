@@ -1,12 +1,15 @@
 """Reading the halt store on PostgreSQL: a unit of work whose reads see one
 state, and the rows turned into the shapes the file backend hands out.
 
-A unit holds one pooled connection; its reads run in one ``REPEATABLE READ,
-READ ONLY`` transaction (a snapshot), begun at the first read. A check that
-records ends the snapshot, writes in a transaction of its own (read committed,
-so the ack log's chain is extended from its true tip) and the next read begins
-a new snapshot that sees the write. Inside a transaction the caller already
-holds, the unit reads and writes in that transaction instead.
+A unit holds this thread's pooled connection; its reads run in one
+``REPEATABLE READ, READ ONLY`` transaction (a snapshot), begun at the first
+read, and so do the reads of any other store this thread makes meanwhile (a
+view of the fleet sees one state). Any write on the thread (the unit's check
+recording a halt, another store's write) ends the snapshot first
+(``Database.before_next_write``) and runs in a transaction of its own (read
+committed, so the ack log's chain is extended from its true tip); the next
+read begins a new snapshot that sees it. Inside a transaction the caller
+already holds, the unit reads and writes in that transaction instead.
 
 Rows come back as the file backend's ``halts.db`` rows: ids as text, times as
 ISO-8601 UTC strings (``core.clock.iso``).
@@ -131,12 +134,14 @@ class PgHaltUnit:
         except BaseException:
             self.settle()
             raise
+        self.halts.db.before_next_write(self.settle)  # any store's write on this thread ends it first
         return conn
 
     def settle(self, *exc_info) -> None:
         """End the snapshot (before a write, and at the end of the unit)."""
         stack, self._snapshot = self._snapshot, None
         if stack is not None:
+            self.halts.db.before_next_write(None)
             stack.__exit__(*(exc_info or (None, None, None)))
 
     # ------------------------------------------------------------ HaltUnit
