@@ -410,3 +410,31 @@ def test_a_kennel_works_its_hosts_warrants_on_the_shared_store(url, home, tmux, 
     assert [c["id"] for c in h1.warrants.completed()] == [mute.id, good.id]
     assert events(h1, event="epitaph") == ["epitaph", "epitaph"] and h1.acklog.verify().ok
     assert h1.kennels.alive() is None  # c's kennel stopped cleanly, and it was never h1's
+
+
+@pytest.mark.parametrize("protection", ["an agent inside it", "a lock bound to it before a rename"])
+def test_a_hands_off_target_survives_on_the_shared_store(url, home, tmux, protection):
+    """The shared store keeps this host's tmux names and ids as HOST/NAME: the
+    kennel's hands-off check must see them so, or it kills what is locked."""
+    from leash.core.store.postgres import PostgresBackend
+    from leash.core.warrants.kennel import Kennel
+
+    tmux.new_session("mute", "echo ready; exec cat > /dev/null")
+    backend = PostgresBackend(url, home=home, host="c")
+    try:
+        bound = tmux.resolve("mute")["id"]
+        if protection == "an agent inside it":
+            backend.sessions.observe("agent-s1", tmux_session="c/mute", tmux_session_id=f"c/{bound}", entity="ezra")
+            backend.locks.lock("ezra", hours=1, source="ops")
+            target = "mute"
+        else:
+            backend.locks.lock("mute", hours=1, source="ops")
+            tmux.server.cmd("rename-session", "-t", bound, "renamed")
+            target = "renamed"
+        warrant, _ = backend.warrants.file(target, reason="no output", requester="deacon")
+        kennel = Kennel(backend=backend, tmux=tmux, timeouts=[0.1, 0.1, 0.1], poll_seconds=0.05, until_idle=True,
+                        handle_signals=False)
+        (done,) = asyncio.run(kennel.run())
+    finally:
+        backend.close()
+    assert done["outcome"] == "blocked_hands_off" and tmux.has_session(bound)

@@ -64,6 +64,11 @@ def hands_off_check(home=None, *, backend=None):
     backend = _backend(home, backend)
 
     def check(names, *, tmux_session_id: str | None = None, now: float | None = None) -> str | None:
+        host = getattr(backend.sessions, "host", "")
+        if host:  # a shared store keeps this host's tmux names and ids as HOST/NAME
+            names = list(names) + [backend.sessions.hosted(n) for n in names if not n.startswith(host + "/")]
+            if tmux_session_id and not tmux_session_id.startswith(host + "/"):
+                tmux_session_id = backend.sessions.hosted(tmux_session_id)
         inside = [{**record.as_dict(), "session_id": session_id}
                   for session_id, record in backend.sessions.all(now=now).items()
                   if record.get("tmux_session") in names or (
