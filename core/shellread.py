@@ -122,12 +122,13 @@ class SimpleCommand:
 class Reading:
     """The result of reading one or more command lines."""
 
-    __slots__ = ("commands", "unseen", "incomplete")
+    __slots__ = ("commands", "unseen", "incomplete", "listed_files")
 
     def __init__(self):
         self.commands: list[SimpleCommand] = []
         self.unseen: list[str] = []
         self.incomplete: str | None = None
+        self.listed_files = False  # a glob was matched against the file system
 
     def pipelines(self) -> list[list[SimpleCommand]]:
         """Commands grouped by pipeline, in order (nested pipelines included)."""
@@ -257,6 +258,7 @@ class _Reader:
 
     def glob(self, pattern: str, cwd: str | None, overflow: list[str]) -> list[str]:
         """Paths matching ``pattern`` (escapes kept) under ``cwd``, sorted."""
+        self.reading.listed_files = True
         absolute = pattern.startswith("/")
         base_dir = "/" if absolute else (cwd or "")
         if not base_dir:

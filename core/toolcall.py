@@ -175,10 +175,43 @@ def read_commands(commands: list[str], *, cwd: str | None = None, env: Mapping[s
     return call
 
 
-def _read_commands(call: ToolCall, lines: list[str], env: Mapping[str, str], home: str | None) -> None:
+# The shell reader's readings kept by what they were read from (a daemon judges
+# the same commands again and again). Only readings that depend on nothing else
+# are kept: one that matched a glob against the file system is read every time.
+READINGS_KEPT = 256
+READING_KEPT_CHARS = 16 * 1024  # longer commands are read every time: memory stays bounded
+_readings: dict = {}
+
+
+def _reading_key(lines: list[str], cwd: str | None, env: Mapping[str, str], home: str | None):
+    if sum(len(line) for line in lines) > READING_KEPT_CHARS:
+        return None
+    # ``~`` and ``$HOME`` fall back to this process's own HOME when the call's environment has none.
+    own_home = None if "HOME" in env else os.environ.get("HOME")
+    return tuple(lines), cwd, home, own_home, frozenset(env.items())
+
+
+def read_shell_kept(lines: list[str], *, cwd: str | None, env: Mapping[str, str], home: str | None):
+    """``core.shellread.read_shell``, or the same reading of the same text,
+    place, environment and home read before (never mutated by its readers)."""
     from leash.core.shellread import read_shell
 
-    reading = read_shell(lines, cwd=call.cwd, env=env, home=home)
+    try:
+        key = _reading_key(lines, cwd, env, home)
+    except TypeError:  # an environment value that cannot be a key: nothing kept
+        key = None
+    reading = _readings.get(key) if key is not None else None
+    if reading is None:
+        reading = read_shell(lines, cwd=cwd, env=env, home=home)
+        if key is not None and not reading.listed_files:
+            if len(_readings) >= READINGS_KEPT:
+                _readings.clear()
+            _readings[key] = reading
+    return reading
+
+
+def _read_commands(call: ToolCall, lines: list[str], env: Mapping[str, str], home: str | None) -> None:
+    reading = read_shell_kept(lines, cwd=call.cwd, env=env, home=home)
     call.reading, call.lines, call.env = reading, list(lines), env
     call.commands = reading.commands
     call.unseen, call.incomplete = list(reading.unseen), reading.incomplete
