@@ -438,3 +438,26 @@ def test_a_hands_off_target_survives_on_the_shared_store(url, home, tmux, protec
     finally:
         backend.close()
     assert done["outcome"] == "blocked_hands_off" and tmux.has_session(bound)
+
+
+def test_a_kennel_until_idle_does_not_wait_for_another_hosts_dogs(url, home, tmux, open_stores):
+    from leash.core.store.postgres import PostgresBackend
+    from leash.core.warrants.kennel import Kennel
+
+    web = open_stores("web")
+    web.warrants.file("web/agent-1", reason="wedged")
+    assert web.warrants.claim_next(owner=OWNER) is not None  # web's dog is working it
+    backend = PostgresBackend(url, home=home, host="c")
+    try:
+        kennel = Kennel(backend=backend, tmux=tmux, timeouts=[0.1], poll_seconds=0.05, until_idle=True,
+                        handle_signals=False)
+        give_up = threading.Timer(8, kennel.request_stop)
+        give_up.start()
+        started = time.monotonic()
+        try:
+            assert asyncio.run(kennel.run()) == []
+        finally:
+            give_up.cancel()
+        assert time.monotonic() - started < 5, "c's kennel waited for web's dog"
+    finally:
+        backend.close()

@@ -287,7 +287,11 @@ class Kennel:
             self._loop.call_soon_threadsafe(self._stop_event.set)
 
     def _orphans(self) -> bool:
-        return any(s.get("id") not in self.working for s in self.warrants.active())
+        """Whether an active dog this kennel may resume is not working here
+        (in a shared store only this host's: another host's dogs are its own)."""
+        host = getattr(self.warrants, "host", None)
+        return any(s.get("id") not in self.working and (host is None or (s.get("warrant") or {}).get("host") == host)
+                   for s in self.warrants.active())
 
 
 def run_kennel(home=None, **options) -> list[dict]:
