@@ -34,13 +34,11 @@ _BOMB_NAME = lazy(r"[\w:]{1,64}\Z")
 def destroyed_targets(ctx) -> list[str]:
     """Commands that wipe a filesystem, a disk or a whole tree."""
     found = []
-    homes = {os.path.expanduser("~"), ctx.tool_call().env.get("HOME") or "/"}
     for command in ctx.simple_commands():
         argv, program = command.argv, command.program
-        flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
-        if program == "rm" and ("r" in flags.lower() or "--recursive" in argv) and \
+        if program == "rm" and _recursive_rm(argv) and \
                 (any(a in _ROOTISH for a in command.written[1:] + argv[1:]) or "--no-preserve-root" in argv
-                 or any(os.path.normpath(a) in homes for a in argv[1:] if a.startswith("/"))):
+                 or any(os.path.normpath(a) in _homes(ctx) for a in argv[1:] if a.startswith("/"))):
             found.append(" ".join(argv))
         elif program.startswith("mkfs") or program in ("wipefs", "mke2fs", "mkswap", "fdisk", "sfdisk", "parted"):
             found.append(" ".join(argv))
@@ -51,6 +49,16 @@ def destroyed_targets(ctx) -> list[str]:
         elif any(op in (">", ">|") and _DEVICE.match(target) for op, target in command.redirects):
             found.append(" ".join(argv) + " > device")
     return found
+
+
+def _recursive_rm(argv: list[str]) -> bool:
+    flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
+    return "r" in flags.lower() or "--recursive" in argv
+
+
+def _homes(ctx) -> set[str]:
+    """The home directories an ``rm -r`` must not reach (asked only of such a command)."""
+    return {os.path.expanduser("~"), ctx.tool_call().env.get("HOME") or "/"}
 
 
 def force_pushes_to_shared_branch(ctx) -> list[str]:

@@ -186,8 +186,11 @@ def unauthorized_production(ctx, threshold):
     if ctx.production_approved:
         return None
     in_production = bool(PRODUCTION_TAGS.search(f" {ctx.environment} ")) if ctx.environment else False
+    mentions = production_mentions(ctx)
+    if not in_production and not mentions:
+        return None  # (nothing below can fire: which commands change things is not asked)
     changing_commands = [" ".join(c.argv)[:200] for c in ctx.simple_commands() if not read_only_command(c)]
-    mentioned = [c for c in production_mentions(ctx) if c in changing_commands]
+    mentioned = [c for c in mentions if c in changing_commands]
     if in_production and (ctx.files_to_change or changing_commands):
         what = ", ".join(ctx.files_to_change + changing_commands)
         return Finding(f"Production change without approval in environment {ctx.environment!r}: {what}")
