@@ -87,3 +87,18 @@ def reply_pending(home: str, channel: str, key: str) -> bool:
     finally:
         connection.close()
     return row is not None and row[0] == "in"
+
+
+def messages(home: str) -> list[tuple[str, str, str, float]]:
+    """Every recorded direction, oldest first: (channel, key, direction, recorded_at)."""
+    connection = _connect(home, create=False)
+    if connection is None:
+        return []
+    try:
+        return connection.execute("SELECT channel, key, direction, recorded_at FROM messages ORDER BY id").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    finally:
+        connection.close()

@@ -461,3 +461,41 @@ def test_a_kennel_until_idle_does_not_wait_for_another_hosts_dogs(url, home, tmu
         assert time.monotonic() - started < 5, "c's kennel waited for web's dog"
     finally:
         backend.close()
+
+
+# ------------------------------------------------------------------ a home copied in
+def test_a_home_copied_brings_its_warrants_breakers_and_replies(home, url):
+    from leash.core.store.copy import copy_home
+    from leash.core.store.files import FileBackend
+    from leash.core.store.postgres import PostgresBackend
+
+    source = FileBackend(home)
+    finished, _ = source.warrants.file("agent-1", reason="old", now=NOW)
+    source.warrants.pardon(finished.id, source="ops", now=NOW + 1)
+    working, _ = source.warrants.file("agent-2", reason="wedged", now=NOW + 2)
+    waiting, _ = source.warrants.file("agent-3", reason="wedged", now=NOW + 3)
+    claim = source.warrants.claim_next(owner=OWNER, now=NOW + 4)
+    claim.state.update(state="interrogating", attempt=2)
+    claim.save()
+    assert source.warrants.pardon(working.id, source="ops", reason="mine", now=NOW + 5)[0] == "requested"
+    claim.release()  # its kennel died
+    for n in range(2):
+        source.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
+    source.replies.record("chat", "t1", "in", now=NOW)
+    report = copy_home(str(home), url, host="h1")
+    assert {name: report.counts[name] for name in ("warrants", "breakers", "replies", "kennels")} == {
+        "warrants": 3, "breakers": 1, "replies": 1, "kennels": 0}
+    copied = PostgresBackend(url, home=home, host="h1")
+    try:
+        assert copied.warrants.find(finished.id) == ("completed", {**source.warrants.find(finished.id)[1],
+                                                                   "warrant": {**finished.as_dict(), "host": "h1"}})
+        assert [w.id for w in copied.warrants.pending()] == [waiting.id]
+        assert copied.warrants.file("agent-3", reason="again", now=NOW + 6)[0].id == waiting.id  # still live
+        (orphan,) = copied.warrants.claim_orphans(owner=OWNER, now=NOW + 6)  # this host's kennel resumes it
+        assert (orphan.id, orphan.state["attempt"], orphan.pardon_request()["reason"]) == (working.id, 2, "mine")
+        assert orphan.complete("pardoned", by="ops", note="mine", now=NOW + 7)["outcome"] == "pardoned"
+        assert copied.breakers.describe("gw", now=NOW + 2).in_loop == 2
+        assert copied.replies.pending("chat", "t1")
+        assert copied.acklog.verify().ok
+    finally:
+        copied.close()

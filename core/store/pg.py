@@ -159,7 +159,7 @@ MIGRATIONS = (
     # (core.store.pgsmall).
     """
     CREATE TABLE warrants (
-        id           uuid             PRIMARY KEY,
+        id           text             PRIMARY KEY,
         seq          bigint           GENERATED ALWAYS AS IDENTITY,
         target       text             NOT NULL,
         target_id    text,

@@ -76,6 +76,10 @@ class PgKennels:
             return None
         return HeartbeatRecord.of(record) if fresh else None
 
+    def copy_from(self, home, *, conn) -> int:
+        """Nothing: a heartbeat says a kennel runs now, and a home is copied with none running."""
+        return 0
+
 
 # ---------------------------------------------------------------- breakers
 def parsed_boots(name: str, boots: object) -> list[float]:
@@ -168,6 +172,14 @@ class PgBreakers:
         return [name for (name,) in self.db.rows("SELECT name FROM breakers WHERE host = %s ORDER BY name",
                                                  (self.host,))]
 
+    def copy_from(self, home, *, conn) -> int:
+        """A home's breakers, as this host's, with the boots they keep."""
+        names = home.breakers.names()
+        for name in names:
+            conn.execute("INSERT INTO breakers (host, name, boots) VALUES (%s, %s, %s)",
+                         (self.host, name, as_json(home.breakers.describe(name).boots)))
+        return len(names)
+
     def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
         moment = now_seconds(now)
         limits = loopguard.thresholds(config or {}, name)
@@ -197,6 +209,15 @@ class PgReplies:
                                      "VALUES (%s, %s, %s, %s) RETURNING id", (channel, key, direction, now)).fetchone()
             notify(conn, "replies", str(row_id))
         return int(row_id)
+
+    def copy_from(self, home, *, conn) -> int:
+        """A home's reply ledger, every direction in the order it was recorded."""
+        from leash.core.replyledger import messages
+
+        rows = messages(home.home)
+        for row in rows:
+            conn.execute("INSERT INTO replies (channel, key, direction, recorded_at) VALUES (%s, %s, %s, %s)", row)
+        return len(rows)
 
     def pending(self, channel: str, key: str) -> bool:
         rows = self.db.rows("SELECT direction FROM replies WHERE channel = %s AND key = %s ORDER BY id DESC LIMIT 1",

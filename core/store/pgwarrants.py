@@ -6,7 +6,8 @@ backend's keys plus ``host``), its status (``pending``, ``active``,
 claim that holds it (``claimed_by``, one token per claim object) and the
 claim's lease (``lease_until``). Ids are UUIDs whose leading bits are the
 filing time (the UUIDv7 layout), so they sort in filing order as the file
-backend's ids do; ``find`` takes an id or an unambiguous prefix of six
+backend's ids do; a home's warrants copied in keep their ``w-`` ids (the ack
+log names them). ``find`` takes an id or an unambiguous prefix of six
 characters or more.
 
 Hosts: a target ``HOST/NAME`` belongs to host HOST, a bare one to the filing
@@ -46,7 +47,7 @@ LEASE_SECONDS = 30.0  # a claim not renewed for this long is an orphan another w
 FILING_LOCK = 0x6C65617368_10  # pg_advisory_xact_lock key: one live warrant per target
 PREFIX_MIN_LENGTH = 6  # the shortest id prefix ``find`` accepts
 HOST_SEPARATOR = "/"
-COLUMNS = "id::text, status, record, state"
+COLUMNS = "id, status, record, state"
 FILING_ORDER = "filed_at, seq"
 
 
@@ -117,7 +118,7 @@ class PgWarrants:
             if live is not None:
                 return WarrantRecord.of(live), False
             conn.execute("INSERT INTO warrants (id, target, target_id, host, name, reason, requester, filed_at, "
-                         "record, status) VALUES (%s::uuid, %s, %s, %s, %s, %s, %s, to_timestamp(%s), %s, 'pending')",
+                         "record, status) VALUES (%s, %s, %s, %s, %s, %s, %s, to_timestamp(%s), %s, 'pending')",
                          (warrant["id"], target, warrant.get("target_id"), host, name, reason, requester, moment,
                           as_json(warrant)))
             self.log.append("warrant_filed", source=requester, session_id=target, reason=reason, now=moment,
@@ -163,9 +164,9 @@ class PgWarrants:
         """("pending" | "active" | "completed", record) for an id or an unambiguous prefix."""
         if not isinstance(warrant_id, str) or not warrant_id:
             return None
-        wanted = warrant_id.lower()
-        rows = self.db.rows(f"SELECT {COLUMNS} FROM warrants WHERE id::text = %s OR (%s AND id::text LIKE %s) "
-                            "ORDER BY id::text = %s DESC LIMIT 2",
+        wanted = warrant_id
+        rows = self.db.rows(f"SELECT {COLUMNS} FROM warrants WHERE id = %s OR (%s AND id LIKE %s) "
+                            "ORDER BY id = %s DESC LIMIT 2",
                             (wanted, len(wanted) >= PREFIX_MIN_LENGTH, like_prefix(wanted), wanted))
         if not rows or (rows[0][0] != wanted and len(rows) > 1):
             return None
@@ -191,7 +192,7 @@ class PgWarrants:
         moment = now_seconds(now)
         token = uuid.uuid4().hex
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT id::text, name, record FROM warrants WHERE status = 'pending' AND host = %s "
+            row = conn.execute("SELECT id, name, record FROM warrants WHERE status = 'pending' AND host = %s "
                                f"ORDER BY {FILING_ORDER} LIMIT 1 FOR UPDATE SKIP LOCKED", (self.host,)).fetchone()
             if row is None:
                 return None
@@ -202,7 +203,7 @@ class PgWarrants:
             state = {"id": warrant_id, "warrant": warrant, "state": "received", "attempt": 0,
                      "started_at": iso(moment), "last_message_at": None, "next_timeout": None, "kennel": owner}
             conn.execute("UPDATE warrants SET status = 'active', record = %s, target_id = %s, state = %s, "
-                         "claimed_by = %s, lease_until = to_timestamp(%s) WHERE id = %s::uuid",
+                         "claimed_by = %s, lease_until = to_timestamp(%s) WHERE id = %s",
                          (as_json(warrant), warrant["target_id"], as_json(state), token, moment + LEASE_SECONDS,
                           warrant_id))
             notify(conn, "warrants", warrant_id)
@@ -216,8 +217,8 @@ class PgWarrants:
         claims = []
         with self.db.transaction() as conn:
             rows = conn.execute(
-                "SELECT id::text, state FROM warrants WHERE status = 'active' AND host = %s "
-                "AND (claimed_by IS NULL OR lease_until <= to_timestamp(%s)) AND NOT id::text = ANY(%s::text[]) "
+                "SELECT id, state FROM warrants WHERE status = 'active' AND host = %s "
+                "AND (claimed_by IS NULL OR lease_until <= to_timestamp(%s)) AND NOT id = ANY(%s::text[]) "
                 f"ORDER BY {FILING_ORDER} LIMIT %s FOR UPDATE SKIP LOCKED",
                 (self.host, moment, sorted(skip), limit)).fetchall()
             for warrant_id, state in rows:
@@ -226,7 +227,7 @@ class PgWarrants:
                 token = uuid.uuid4().hex
                 state["kennel"] = owner
                 conn.execute("UPDATE warrants SET state = %s, claimed_by = %s, lease_until = to_timestamp(%s) "
-                             "WHERE id = %s::uuid", (as_json(state), token, moment + LEASE_SECONDS, warrant_id))
+                             "WHERE id = %s", (as_json(state), token, moment + LEASE_SECONDS, warrant_id))
                 notify(conn, "warrants", warrant_id)
                 claims.append(PgClaim(self, state, token))
         return claims
@@ -249,12 +250,12 @@ class PgWarrants:
         with self.db.transaction() as conn:
             status, warrant, state, held = conn.execute(
                 "SELECT status, record, state, claimed_by IS NOT NULL AND lease_until > to_timestamp(%s) "
-                "FROM warrants WHERE id = %s::uuid FOR UPDATE", (moment, warrant_id)).fetchone()
+                "FROM warrants WHERE id = %s FOR UPDATE", (moment, warrant_id)).fetchone()
             if status == "completed":
                 raise WarrantError(f"warrant {warrant_id} finished meanwhile ({(state or {}).get('outcome')})")
             if status == "active" and held:
                 request = {"source": source, "reason": reason, "at": iso(moment)}
-                conn.execute("UPDATE warrants SET pardon = %s WHERE id = %s::uuid", (as_json(request), warrant_id))
+                conn.execute("UPDATE warrants SET pardon = %s WHERE id = %s", (as_json(request), warrant_id))
                 notify(conn, "warrants", warrant_id)
                 return "requested", state
             if status == "pending":
@@ -262,6 +263,44 @@ class PgWarrants:
                          "started_at": iso(moment), "last_message_at": None, "next_timeout": None}
             done = self.close(conn, state, "pardoned", now=moment, timeouts=DEFAULT_TIMEOUTS, by=source, note=reason)
         return "pardoned", done
+
+    def copy_from(self, home, *, conn) -> int:
+        """A home's warrants (``leash store copy``) with their ids, dog states,
+        outcomes and pardon requests; an active one is unclaimed, so this
+        host's kennel resumes it. Records the home cannot work are left there."""
+        from leash.core.warrants.records import warrant_problem
+
+        copied = 0
+        for status, records in (("pending", [w.as_dict() for w in home.warrants.pending()]),
+                                ("active", home.warrants.active()), ("completed", home.warrants.completed())):
+            for record in records:
+                name = f"{record.get('id')}.json"
+                if (warrant_problem if status == "pending" else dog_problem)(record, name):
+                    continue
+                state = None if status == "pending" else record
+                request = home.warrants.queue.pardon_request(record["id"]) if status == "active" else None
+                self._copy(conn, status, record if state is None else state["warrant"], state, request)
+                copied += 1
+        return copied
+
+    def _copy(self, conn, status: str, warrant: dict, state: dict | None, request: dict | None) -> None:
+        from leash.core.clock import parse_iso
+
+        host, name = self.placed(warrant["target"])
+        warrant = {**warrant, "host": host}
+        if state is not None:
+            state = {**state, "warrant": warrant}
+        try:
+            filed = parse_iso(warrant.get("filed_at"))
+        except ValueError:
+            filed = 0.0  # ordered first: its filing time is lost, not the warrant
+        conn.execute("INSERT INTO warrants (id, target, target_id, host, name, reason, requester, filed_at, record, "
+                     "state, status, pardon, outcome) VALUES (%s, %s, %s, %s, %s, %s, %s, to_timestamp(%s), %s, %s, "
+                     "%s, %s, %s)",
+                     (warrant["id"], warrant["target"], warrant.get("target_id"), host, name,
+                      str(warrant.get("reason", "")), str(warrant.get("requester", DEFAULT_REQUESTER)), filed,
+                      as_json(warrant), None if state is None else as_json(state), status,
+                      None if request is None else as_json(request), (state or {}).get("outcome")))
 
     # ------------------------------------------------------------ finishing
     def close(self, conn, state: dict, outcome: str, *, now: float, timeouts=(), by: str | None = None,
@@ -278,7 +317,7 @@ class PgWarrants:
             log_outcome(self.log, state, now=now)
         conn.execute("UPDATE warrants SET status = 'completed', state = %s, outcome = %s, "
                      "completed_at = to_timestamp(%s), claimed_by = NULL, lease_until = NULL, pardon = NULL "
-                     "WHERE id = %s::uuid", (as_json(state), state["outcome"], now, warrant_id))
+                     "WHERE id = %s", (as_json(state), state["outcome"], now, warrant_id))
         notify(conn, "warrants", warrant_id)
         return state
 
@@ -308,7 +347,7 @@ class PgClaim:
     def _held_write(self, sql: str, params: tuple) -> bool:
         """Run an update of this claim's row while it holds it; whether it did."""
         with self.store.db.transaction() as conn:
-            done = conn.execute(sql + " WHERE id = %s::uuid AND claimed_by = %s AND status = 'active'",
+            done = conn.execute(sql + " WHERE id = %s AND claimed_by = %s AND status = 'active'",
                                 (*params, self.id, self._token)).rowcount == 1
             if done:
                 notify(conn, "warrants", self.id)
@@ -340,7 +379,7 @@ class PgClaim:
             raise WarrantError(f"warrant {self.id} is no longer held by this worker")
 
     def pardon_request(self) -> dict | None:
-        rows = self.store.db.rows("SELECT pardon FROM warrants WHERE id = %s::uuid", (self.id,))
+        rows = self.store.db.rows("SELECT pardon FROM warrants WHERE id = %s", (self.id,))
         request = rows[0][0] if rows else None
         return request if isinstance(request, dict) else None
 
@@ -352,7 +391,7 @@ class PgClaim:
         moment = now_seconds(now)
         try:
             with self.store.db.transaction() as conn:
-                row = conn.execute("SELECT claimed_by, status FROM warrants WHERE id = %s::uuid FOR UPDATE",
+                row = conn.execute("SELECT claimed_by, status FROM warrants WHERE id = %s FOR UPDATE",
                                    (self.id,)).fetchone()
                 if row is None or tuple(row) != (self._token, "active"):
                     raise WarrantError(f"warrant {self.id} is no longer held by this worker")
