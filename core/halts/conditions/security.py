@@ -122,7 +122,9 @@ def privilege_escalation(ctx, threshold):
 
 def _downloads_run_as_root(call) -> list[str]:
     """A download piped into a shell run as root, or fed to one from ``$(...)``/``<(...)``."""
-    found = []
+    found: list[str] = []
+    if not any(w in _AS_ROOT for c in call.commands for w in c.via):
+        return found  # (no shell runs as root)
     downloads = {c.within for c in call.commands if c.program in _DOWNLOADERS and c.within}
     for pipeline in call.pipelines():
         for index, command in enumerate(pipeline):
@@ -188,7 +190,9 @@ def data_exposure(ctx, threshold):
 def _dumps_sent(call) -> list[str]:
     """A database dump or the environment piped into a network command, or
     handed to one through ``$(...)`` (``curl -d "$(env)" host``)."""
-    found = []
+    found: list[str] = []
+    if not any(c.program in _DUMPERS for c in call.commands):
+        return found  # (both ways below start from a dump)
     dumped = {c.within for c in call.commands if c.program in _DUMPERS and c.within}
     for pipeline in call.pipelines():
         programs = [c.program for c in pipeline]
