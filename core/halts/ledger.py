@@ -59,11 +59,16 @@ def recorded_head(connection) -> dict | None:
         return None
 
 
+_logs: dict = {}  # home -> its AckLog: the object only names files, so one serves every read
+
+
 def log_head(home: str) -> dict | None:
     """The halts store's last line as ``acklog.head`` says (HeadMismatch when the log was cut)."""
-    from leash.core.acklog import AckLog
+    log = _logs.get(home)
+    if log is None:
+        from leash.core.acklog import AckLog
 
-    log = AckLog(home)
+        log = _logs[home] = AckLog(home)
     return log.head.store_head(HALTS_STORE, log)
 
 

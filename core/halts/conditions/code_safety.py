@@ -241,8 +241,11 @@ def unknown_dependencies(ctx, threshold):
     read = {ctx.norm(p) for p in ctx.files_read}
     root = ctx.cwd or os.getcwd()
     unknown: list[str] = []
+    created = {ctx.norm(p) for p in ctx.new_files}
     for target in ctx.files_to_change:
         path = ctx.norm(target)
+        if path in created:
+            continue  # a file the change creates imports nothing yet
         for dependency in local_dependencies(path, root):
             if dependency not in read and dependency not in unknown:
                 unknown.append(dependency)
