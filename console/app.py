@@ -86,7 +86,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         from leash.core.config import load_config
         from leash.core.home import ensure_home
         from leash.core.source import default_source
-        from leash.core.store.files import backend_for
+        from leash.core.store.select import backend_for
 
         super().__init__()
         self.home = ensure_home(home)

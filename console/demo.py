@@ -42,7 +42,7 @@ DEMO_SESSIONS = (
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
     """Write a small, believable fleet into ``home`` (deterministic for a fixed ``now``)."""
-    from leash.core.store.files import backend_for
+    from leash.core.store.select import backend_for
 
     backend = backend_for(home)
     for tmux_name, _, session_id, entity in DEMO_SESSIONS:
@@ -65,7 +65,7 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
 
 
 def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
-    from leash.core.store.files import backend_for
+    from leash.core.store.select import backend_for
 
     warrant, _ = backend_for(home).warrants.file(target, reason="no output for 40 minutes", requester="ops@demo",
                                                  now=now)

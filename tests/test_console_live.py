@@ -55,8 +55,9 @@ async def test_each_change_of_a_given_stream_reads_the_view_again(home):
     elsewhere shows when the stream says the stops changed."""
     import asyncio
 
-    from leash.core.store.files import FileBackend, backend_for
+    from leash.core.store.files import FileBackend
     from leash.core.store.records import Change
+    from leash.core.store.select import backend_for
 
     arrived: asyncio.Queue = asyncio.Queue()
     closed = []

@@ -19,10 +19,6 @@ from .test_rename import rename, start
 @pytest.fixture
 def hosts(postgres_cluster, tmp_path, home):
     """Hosts a and c: (backend, tmux socket) each, on one database."""
-    from leash.core.store.postgres import PG_STORES
-
-    if "halts" not in PG_STORES:
-        pytest.skip("not yet on PostgreSQL: halts")
     url = postgres_cluster.url(postgres_cluster.fresh_schema())
     made = {}
     for name in ("a", "c"):
@@ -79,7 +75,7 @@ def test_a_bare_name_stop_holds_after_a_rename_on_any_host(hosts):
 
 
 def test_a_bare_name_lock_covers_every_host(hosts):
-    (a, socket_a), (c, socket_c) = hosts["a"], hosts["c"]
+    a, (c, socket_c) = hosts["a"][0], hosts["c"]
     pane_c = start(socket_c, "agent-3")
     assert hook(c, socket_c, pane_c, "s-c") == ""
     a.locks.lock("agent-3", hours=1, source="ops", reason="hands off")

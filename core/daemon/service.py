@@ -363,7 +363,8 @@ class Daemon:
 
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:
         send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,
-              "kennel": self.kennel is not None})
+              "kennel": self.kennel is not None, "store": self.backend.name,
+              "shared_host": getattr(self.backend.sessions, "host", "")})
 
     def _subscribe(self, request: dict, *, source: str, send, home: str) -> None:
         """Stream ``{"change": {"store", "key"}}`` lines until the client goes."""

@@ -1,7 +1,9 @@
 """The storage seam: every store behind a protocol (``leash.core.store.protocols``),
 typed records (``leash.core.store.records``), the full stop's one-step write
-(``leash.core.store.transaction``) and the embedded file backend
-(``leash.core.store.files.FileBackend``, ``backend_for(home)``).
+(``leash.core.store.transaction``), the embedded file backend
+(``leash.core.store.files.FileBackend``), the shared PostgreSQL one
+(``leash.core.store.postgres.PostgresBackend``) and which a home uses
+(``leash.core.store.select.backend_for(home)``).
 
 Importing this package imports no backend: the hook path pays only for what it
 calls.

@@ -172,14 +172,6 @@ class RegistrySessions:
         return self.registry.predecessor_in_pane(session_id, pane, now=now)
 
 
-def backend_for(home: str | os.PathLike | None = None):
-    """The backend of ``home``: the shared store it names, else its files
-    (``leash.core.store.select``)."""
-    from leash.core.store.select import backend_for as selected
-
-    return selected(home)
-
-
 class FileBackend:
     """The embedded backend: one home's files and SQLite databases."""
 

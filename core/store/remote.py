@@ -156,8 +156,11 @@ class RemoteBackend:
         self.timeout = timeout
         reply = self._exchange({"verb": "ping"})
         self.home = reply.get("home", "")
+        self.host = str(reply.get("host", ""))
         for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels"):
             setattr(self, store, RemoteStore(self, store))
+        # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
+        self.sessions.host = str(reply.get("shared_host") or "")
 
     def call(self, store: str, method: str, args: tuple, kwargs: dict):
         reply = self._exchange({"verb": "store", "store": store, "method": method, "args": encode(list(args)),

@@ -44,7 +44,7 @@ ORPHAN_SCAN_SECONDS = 1.0
 
 
 def _backend(home, backend):
-    from leash.core.store.files import backend_for
+    from leash.core.store.select import backend_for
 
     return backend if backend is not None else backend_for(home)
 

@@ -1,0 +1,224 @@
+"""The shared PostgreSQL store: stops across hosts, leashd's time per hook on
+it, and a fleet of 1,000 sessions on 10 hosts.
+
+A throwaway PostgreSQL (initdb/pg_ctl in a temporary directory, a Unix socket,
+pg_stat_statements loaded) serves every part.
+
+1. Stop propagation: two leashd processes, hosts a and c, on one database;
+   `leash stop` through a's operator socket, then c's hook (its agent socket,
+   as the thin client asks) until it denies; p50/p99 over 200 stops (target:
+   p99 under 100 ms on loopback).
+2. leashd's own time per hook on the shared store (a decoded request to its
+   reply: Bash, Edit, Read), as bench/daemon.py measures it on files. The
+   whole-process hook time is bench/hook_latency.py's (`--store postgres`).
+3. A fleet: 1,000 sessions on 10 hosts (10 mirrored backends in this
+   process), each session 2 tool calls a second for `--seconds`: calls
+   answered per second, database CPU and statements per call
+   (pg_stat_statements), then the console's first paint and a change made on
+   another host to the screen on that fleet.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# bench/ holds scripts named like standard modules (secrets.py): not on the path first.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+from tests.postgres_support import Cluster  # noqa: E402  (the throwaway server the tests use)
+
+STOPS = 200
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def start_daemon(home: str, env: dict) -> subprocess.Popen:
+    from leash.core.daemon.client import DaemonUnreachable, request
+
+    proc = subprocess.Popen([sys.executable, "-m", "leash.console.cli", "daemon", "--no-kennel"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if request(os.path.join(home, "run", "operator.sock"), {"verb": "ping"}, timeout=2).get("ok"):
+                return proc
+        except DaemonUnreachable:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("leash daemon did not come up")
+
+
+def cli(operator: str, *argv: str) -> int:
+    import socket
+
+    from leash.core.daemon.client import request  # noqa: F401  (same socket helpers)
+    from leash.core.thinhook import connect
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        connect(conn, operator)
+        conn.sendall(json.dumps({"verb": "cli", "argv": list(argv), "tty": False}).encode() + b"\n")
+        with conn.makefile("rb") as replies:
+            for line in replies:
+                reply = json.loads(line)
+                if "exit" in reply:
+                    return int(reply["exit"])
+    raise SystemExit("the daemon closed the connection")
+
+
+def denies(agent: str, request: bytes) -> bool:
+    from leash.core.thinhook import ask
+
+    reply = ask(agent, request)
+    return '"deny"' in reply.get("stdout", "")
+
+
+def propagation(cluster: Cluster, root: str) -> None:
+    from leash.core.thinhook import hook_request
+
+    url = cluster.url(cluster.fresh_schema())
+    homes, procs = {}, []
+    try:
+        for host in ("a", "c"):
+            home = homes[host] = os.path.join(root, f"home-{host}")
+            os.makedirs(home, mode=0o700)
+            env = dict(os.environ, LEASH_HOME=home, LEASH_STORE_URL=url, LEASH_HOST=host)
+            env.pop("LEASH_OPERATOR_SOCKET", None)
+            procs.append(start_daemon(home, env))
+        operator = os.path.join(homes["a"], "run", "operator.sock")
+        agent = os.path.join(homes["c"], "run", "agent.sock")
+        payload = json.dumps({"session_id": "claude-c", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                              "tool_input": {"command": "ls"}, "cwd": "/"}).encode()
+        request = hook_request("pre-tool-use", payload, None, env={})
+        assert not denies(agent, request), "c's hook denies before any stop"
+        delays, polls = [], 0
+        for n in range(STOPS):
+            assert cli(operator, "stop", "claude-c", "--reason", f"bench {n}") == 0
+            started = time.perf_counter()
+            while not denies(agent, request):
+                polls += 1
+                if time.perf_counter() - started > 10:
+                    raise SystemExit("c never denied")
+            delays.append(time.perf_counter() - started)
+            assert cli(operator, "resume", "claude-c") == 0
+            deadline = time.perf_counter() + 10
+            while denies(agent, request):
+                if time.perf_counter() > deadline:
+                    raise SystemExit("c never allowed again")
+        print(f"stop on host a -> hook on host c denies: p50 {statistics.median(delays) * 1000:5.1f} ms, "
+              f"p99 {percentile(delays, 0.99) * 1000:5.1f} ms, max {max(delays) * 1000:5.1f} ms "
+              f"({STOPS} stops; target p99 under 100 ms)")
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def daemon_side(cluster: Cluster, root: str) -> None:
+    sys.path.append(str(ROOT / "bench"))
+    import daemon as file_bench  # the same cases as on files
+
+    from leash.core.daemon.peers import Peer
+    from leash.core.daemon.service import Daemon
+    from leash.core.thinhook import forwarded_env
+
+    url = cluster.url(cluster.fresh_schema())
+    home = os.path.join(root, "home-side")
+    os.makedirs(home, mode=0o700)
+    os.environ["LEASH_STORE_URL"], os.environ["LEASH_HOST"] = url, "a"
+    try:
+        from leash.core.store.select import backend_for
+
+        seeding = backend_for(home)
+        seeding.stops.stop("someone-else", source="bench", reason="bench")
+        seeding.close()
+        daemon = Daemon(home, kennel=False, log=open(os.devnull, "w"))
+        daemon.start()
+        me = Peer(os.getpid(), os.getuid(), os.getgid())
+        try:
+            for label, call in file_bench.CASES.items():
+                payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
+                request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
+                           "env": forwarded_env(os.environ)}
+                for _ in range(100):
+                    daemon._hook(request, me)
+                times = []
+                for _ in range(1000):
+                    start = time.perf_counter()
+                    daemon._hook(request, me)
+                    times.append(time.perf_counter() - start)
+                print(f"daemon-side on PostgreSQL {label:<4} median {statistics.median(times) * 1e6:5.0f} us, "
+                      f"p99 {percentile(times, 0.99) * 1e6:6.0f} us (1,000 calls)")
+        finally:
+            daemon.close()
+    finally:
+        os.environ.pop("LEASH_STORE_URL", None)
+        os.environ.pop("LEASH_HOST", None)
+
+
+def hook_process(cluster: Cluster, root: str) -> None:
+    """The hook `leash install` wires, as a whole process, with leashd on the
+    shared store, against `python -c pass` (hook_latency.py's measure)."""
+    sys.path.append(str(ROOT / "bench"))
+    import hook_latency
+
+    url = cluster.url(cluster.fresh_schema())
+    hook_latency.PYTHON = hook_latency.installed_from_wheel(os.path.join(root, "wheel"))
+    hook_latency.TARGET = 1.5
+    home = os.path.join(root, "home-hook")
+    os.makedirs(home, mode=0o700)
+    env = dict(os.environ, LEASH_HOME=home, LEASH_STORE_URL=url, LEASH_HOST="a")
+    env.pop("TMUX_PANE", None)
+    proc = hook_latency.start_daemon(env, home)
+    try:
+        hook = hook_latency.installed_hook() + ["hook", "pre-tool-use"]
+        for label, call in (("Bash", {"tool_name": "Bash", "tool_input": {"command": "ls src/ | grep -c py"}}),
+                            ("Edit", {"tool_name": "Edit", "tool_input": {"file_path": "app.py", "old_string": "a",
+                                                                          "new_string": "b"}}),
+                            ("Read", {"tool_name": "Read", "tool_input": {"file_path": "app.py"}})):
+            payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root,
+                                  **call}).encode()
+            hook_latency.measure(f"PostgreSQL, leashd, {label}", hook, payload, env)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def fleet(cluster: Cluster, root: str, *, seconds: float) -> None:
+    raise SystemExit("fleet: not measured yet")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="propagation,daemon,hook,fleet", help="propagation,daemon,hook,fleet")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    cluster = Cluster()
+    try:
+        with tempfile.TemporaryDirectory(prefix="leash-bench-") as root:
+            if "propagation" in parts:
+                propagation(cluster, root)
+            if "daemon" in parts:
+                daemon_side(cluster, root)
+            if "hook" in parts:
+                hook_process(cluster, root)
+            if "fleet" in parts:
+                fleet(cluster, root, seconds=args.seconds)
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
