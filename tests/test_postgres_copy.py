@@ -24,6 +24,8 @@ def filled_home(home) -> FileBackend:
     backend.stops.resume("agent-2", source="ops", now=NOW + 2)
     backend.locks.lock("ezra", hours=80_000, source="ops", reason="hands off", now=NOW + 3)
     backend.sessions.observe("claude-1", now=NOW + 4, tmux_session="agent-1", cwd="/w")
+    backend.halts.record({"session_token": "claude-1", "halt_type": "security", "severity": "high",
+                          "description": "a secret in the diff"}, now=NOW + 5)
     return backend
 
 
@@ -31,7 +33,8 @@ def test_a_home_copied_keeps_its_chain_stops_locks_and_sessions(cli, home, url):
     source = filled_home(home)
     result = cli("store", "copy", "--from", str(home), "--to", url)
     assert result.code == 0, result.err
-    assert "4 lines copied, chain verified" in result.out and "stops: 1 copied" in result.out
+    assert "lines copied, chain verified" in result.out and "stops: 1 copied" in result.out
+    assert "halts: 1 copied" in result.out
     copied = PostgresBackend(url, home=home, host="h1")
     try:
         assert [line.as_dict() for line in copied.acklog.read()] == [line.as_dict() for line in source.acklog.read()]
@@ -39,8 +42,12 @@ def test_a_home_copied_keeps_its_chain_stops_locks_and_sessions(cli, home, url):
         assert list(copied.stops.stopped()) == ["agent-1"]
         assert list(copied.locks.active(now=NOW + 10)) == ["ezra"]
         assert copied.sessions.get("claude-1").tmux_session == "agent-1"
+        halt = source.halts.listing({"session_token": "claude-1"})["halts"][0]
+        assert copied.halts.find(halt["halt_id"])["description"] == "a secret in the diff"
+        assert copied.halts.state("claude-1") == source.halts.state("claude-1")
+        lines = copied.acklog.verify().lines
         copied.stops.resume("agent-1", source="ops", now=NOW + 20)  # the chain goes on from the copy
-        assert copied.acklog.verify().ok and copied.acklog.verify().lines == 5
+        assert copied.acklog.verify().ok and copied.acklog.verify().lines == lines + 1
     finally:
         copied.close()
 

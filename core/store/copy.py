@@ -3,10 +3,12 @@
 A single-host operator moves to the shared store by copying the home once,
 with no agent running against it. The ack log's lines are copied as they are
 (the same bytes: the chain is the same chain), the stops and locks are stored
-as the replay of those lines, the sessions row by row, and each other store
-that knows how (``copy_from`` on its PostgreSQL class) copies its own
-records. Everything is one transaction, and the copy's chain is verified
-after it, against the home's head.
+as the replay of those lines, the sessions row by row, halts.db table by table
+(its text ids, times and JSON become uuid, timestamptz and jsonb), and each
+other store by its class's ``copy_from`` (kennel heartbeats copy nothing: they
+say which kennel is alive now, and a kennel beats again when it starts).
+Everything is one transaction, and the copy's chain is verified after it,
+against the home's head.
 
 Failure: a home whose log does not verify, or a database that already holds
 a log, is refused with one line and nothing is written (the copy would not be
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class CopyRefused(Exception):
@@ -56,15 +59,17 @@ def copy_home(source: str, url: str, *, password: str | None = None, host: str =
             if target.acklog.head_seq():
                 raise CopyRefused("the shared store already holds an ack log: a copy would mix two histories")
             report.lines = _copy_lines(conn, home.acklog.log.path)
-            for registry in (target.stops.registry, target.locks.registry):
-                state, head = registry.state.replay()
-                registry.state._store(conn, state, head)
+            states: list[Any] = [target.stops.registry.state, target.locks.registry.state]  # PgLogState's
+            for state in states:
+                state.adopt_log()
             report.counts["stops"] = len(target.stops.registry.snapshot()["sessions"])
             report.counts["locks"] = len(target.locks.registry.state.snapshot()[0])
             report.counts["sessions"] = _copy_sessions(conn, home)
             for name in PG_STORES:
                 store = getattr(target, name)
-                if hasattr(store, "copy_from"):
+                if name in COPIERS:
+                    report.counts[name] = COPIERS[name](conn, home, target)
+                elif hasattr(store, "copy_from"):
                     report.counts[name] = store.copy_from(home, conn=conn)
                 else:
                     report.not_copied.append(name)
@@ -109,3 +114,45 @@ def _copy_sessions(conn, home) -> int:
         conn.execute("INSERT INTO sessions (session_id, record, last_seen) VALUES (%s, %s, to_timestamp(%s))",
                      (session_id, as_json(record), _seen(record)))
     return len(records)
+
+
+HALT_TABLES = ("halt_events", "halt_events_archive", "halt_conditions_config", "session_states", "attempts",
+               "files_read", "tracked_sessions")
+
+
+def _copy_halts(conn, home, target) -> int:
+    """halts.db's rows into the tables of the same names and columns; the
+    number of halt events copied."""
+    import sqlite3
+
+    path = os.path.join(home.home, "halts.db")
+    if not os.path.exists(path):
+        return 0
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        for table in HALT_TABLES:
+            types = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                      "WHERE table_name = %s AND table_schema = current_schema()",
+                                      (table,)).fetchall())
+            cursor = source.execute(f"SELECT * FROM {table}")  # noqa: S608 - the names are ours
+            columns = [column[0] for column in cursor.description if column[0] in types]
+            if table == "halt_conditions_config":  # the home's configuration replaces the defaults
+                conn.execute("DELETE FROM halt_conditions_config")
+            insert = (f"INSERT INTO {table} ({', '.join(columns)}) "
+                      f"VALUES ({', '.join(['%s'] * len(columns))})")
+            for row in cursor:
+                values = dict(zip([c[0] for c in cursor.description], row, strict=True))
+                conn.execute(insert, [_as_column(values[name], types[name]) for name in columns])
+        return conn.execute("SELECT count(*) FROM halt_events").fetchone()[0]
+    finally:
+        source.close()
+
+
+def _as_column(value, data_type: str):
+    """A halts.db value as its PostgreSQL column takes it (text casts itself)."""
+    if value is not None and data_type == "boolean":
+        return bool(value)
+    return value
+
+
+COPIERS = {"halts": _copy_halts}  # the stores whose own class has no copy_from

@@ -130,6 +130,14 @@ class PgLogState:
                 head = line["seq"]
         return state, head
 
+    def adopt_log(self, *, now: float | None = None) -> dict:
+        """Store the replay of the log as this state, logging nothing (a copied
+        log's own state: nothing was rebuilt)."""
+        with self.holding() as conn:
+            state, head = self.replay(now=now)
+            self._store(conn, state, head)
+        return state
+
     def rebuild(self, problem: str, *, now: float | None = None) -> dict:
         """Store the replay of the log in place of a row that lost its shape, and say so in the log."""
         with self.holding() as conn:

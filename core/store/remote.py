@@ -160,7 +160,9 @@ class RemoteBackend:
         for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels"):
             setattr(self, store, RemoteStore(self, store))
         # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
-        self.sessions.host = str(reply.get("shared_host") or "")
+        self.shared_host = str(reply.get("shared_host") or "")
+        for store in (self.__dict__["sessions"],):
+            store.host = self.shared_host
 
     def call(self, store: str, method: str, args: tuple, kwargs: dict):
         reply = self._exchange({"verb": "store", "store": store, "method": method, "args": encode(list(args)),
@@ -194,6 +196,8 @@ class RemoteBackend:
 
 
 class RemoteStore:
+    host = ""  # the sessions store's: the daemon's own answer (see RemoteBackend)
+
     def __init__(self, backend: RemoteBackend, store: str):
         self._backend, self._store = backend, store
 
