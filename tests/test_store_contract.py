@@ -16,8 +16,6 @@ from leash.core.store.records import Change, LockRecord, LogLine, StopRecord, Wa
 
 BACKENDS = ["file", "postgres"]
 NOW = 1_900_000_000.0
-# Stores a PostgreSQL backend builds on first use, and the words a test uses them by.
-LAZY_STORES = ("halts", "warrants", "breakers", "replies", "kennels")
 
 
 def make_backend(kind: str, home, *, url: str | None = None):
@@ -37,22 +35,10 @@ def backend(request, home):
     if request.param == "file":
         yield make_backend("file", home)
         return
-    _skip_stores_not_yet_on_postgres(request)
     cluster = request.getfixturevalue("postgres_cluster")
     made = make_backend("postgres", home, url=cluster.url(cluster.fresh_schema()))
     yield made
     made.close()
-
-
-def _skip_stores_not_yet_on_postgres(request) -> None:
-    import inspect
-
-    from leash.core.store.postgres import PG_STORES
-
-    source = inspect.getsource(request.function)
-    missing = [name for name in LAZY_STORES if f".{name}" in source and name not in PG_STORES]
-    if missing:
-        pytest.skip(f"not yet on PostgreSQL: {', '.join(missing)}")
 
 
 @pytest.fixture
