@@ -499,3 +499,20 @@ def test_a_home_copied_brings_its_warrants_breakers_and_replies(home, url):
         assert copied.acklog.verify().ok
     finally:
         copied.close()
+
+
+def test_a_worker_of_this_machine_that_is_gone_leaves_an_orphan_at_once(h1, h1_again):
+    """A kennel restarted on the same machine resumes its dead predecessor's
+    dogs without waiting out the lease; a live worker's claim is left alone."""
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    h1.warrants.file("agent-9", reason="wedged", now=NOW)
+    h1.warrants.file("agent-10", reason="wedged", now=NOW)
+    dead = h1.warrants.claim_next(owner={"pid": gone.pid, "host": socket.gethostname()}, now=NOW)
+    alive = h1.warrants.claim_next(owner={"pid": os.getppid(), "host": socket.gethostname()}, now=NOW)
+    assert dead is not None and alive is not None
+    taken = h1_again.warrants.claim_orphans(owner={"pid": 2, "host": socket.gethostname()}, now=NOW + 1)
+    assert [claim.warrant.target for claim in taken] == ["agent-9"]

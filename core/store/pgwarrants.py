@@ -212,17 +212,20 @@ class PgWarrants:
     def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
                       now: float | None = None) -> list[PgClaim]:
         """Up to ``limit`` active warrants of this host that no live claim holds
-        (released, or the lease lapsed), each resumed from its saved state."""
+        (released, the lease lapsed, or its worker was a process of this machine
+        that is gone), each resumed from its saved state."""
         moment = now_seconds(now)
-        claims = []
+        claims: list[PgClaim] = []
         with self.db.transaction() as conn:
             rows = conn.execute(
-                "SELECT id, state FROM warrants WHERE status = 'active' AND host = %s "
-                "AND (claimed_by IS NULL OR lease_until <= to_timestamp(%s)) AND NOT id = ANY(%s::text[]) "
-                f"ORDER BY {FILING_ORDER} LIMIT %s FOR UPDATE SKIP LOCKED",
-                (self.host, moment, sorted(skip), limit)).fetchall()
-            for warrant_id, state in rows:
-                if dog_problem(state, f"{warrant_id}.json"):
+                "SELECT id, state, claimed_by IS NULL OR lease_until <= to_timestamp(%s) FROM warrants "
+                "WHERE status = 'active' AND host = %s AND NOT id = ANY(%s::text[]) "
+                f"ORDER BY {FILING_ORDER} FOR UPDATE SKIP LOCKED",
+                (moment, self.host, sorted(skip))).fetchall()
+            for warrant_id, state, lapsed in rows:
+                if limit is not None and len(claims) >= limit:
+                    break
+                if not (lapsed or _worker_gone(state)) or dog_problem(state, f"{warrant_id}.json"):
                     continue
                 token = uuid.uuid4().hex
                 state["kennel"] = owner
@@ -325,6 +328,28 @@ class PgWarrants:
     def _epitaph_logged(conn, warrant_id: str) -> bool:
         return conn.execute("SELECT EXISTS (SELECT 1 FROM acklog WHERE event = 'epitaph' "
                             "AND (line::jsonb) ->> 'warrant_id' = %s)", (warrant_id,)).fetchone()[0]
+
+
+def _worker_gone(state: dict) -> bool:
+    """Whether the claim's worker was a process of this machine that no longer
+    runs (a kennel restarted here resumes its dogs at once, not after the
+    lease); a worker elsewhere is judged by its lease alone."""
+    import os
+    import socket
+
+    worker = state.get("kennel") if isinstance(state, dict) else None
+    if not isinstance(worker, dict) or worker.get("host") != socket.gethostname():
+        return False
+    pid = worker.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, as another user
+        return False
+    return False
 
 
 class PgClaim:
