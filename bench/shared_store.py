@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -195,8 +196,128 @@ def hook_process(cluster: Cluster, root: str) -> None:
         proc.wait(timeout=30)
 
 
+FLEET_HOSTS = 10
+SESSIONS_PER_HOST = 100
+CALLS_PER_SESSION_PER_SECOND = 2.0
+FLEET_WORKERS = 8  # threads answering the hosts' hooks, as leashd's connection threads would
+
+
+def postgres_cpu_seconds(cluster: Cluster) -> float:
+    """utime + stime of the server's processes (the postmaster and its children)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    with open(os.path.join(cluster.data, "postmaster.pid")) as handle:
+        postmaster = int(handle.readline())
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(entry) == postmaster or int(fields[1]) == postmaster:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def statements(url: str) -> int:
+    from leash.core.store.pg import connect
+
+    with connect(url) as conn:
+        return int(conn.execute("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements").fetchone()[0])
+
+
 def fleet(cluster: Cluster, root: str, *, seconds: float) -> None:
-    raise SystemExit("fleet: not measured yet")
+    """1,000 sessions on 10 hosts, 2 tool calls a second each (as many as this
+    machine answers), then the console on that fleet."""
+    from leash.core.hooks import pre_tool_use
+    from leash.core.store.pg import connect
+    from leash.core.store.postgres import PostgresBackend
+
+    url = cluster.url()
+    with connect(url) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    backends = []
+    for n in range(FLEET_HOSTS):
+        home = os.path.join(root, f"fleet-{n}")
+        os.makedirs(home, mode=0o700)
+        backends.append(PostgresBackend(url, home=home, host=f"h{n}", mirrored=True))
+    calls = [(backend, json.dumps({"session_id": f"h{n}-s{i}", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                   "tool_input": {"command": f"ls src/{i}"}, "cwd": "/"}).encode())
+             for n, backend in enumerate(backends) for i in range(SESSIONS_PER_HOST)]
+    for backend, payload in calls:  # every session registered, as its first hook does
+        pre_tool_use(payload, home=backend.home, backend=backend, env={})
+    backends[0].stops.stop("somewhere-else", source="bench", reason="bench")
+    wanted_rate = len(calls) * CALLS_PER_SESSION_PER_SECOND
+    answered, latencies, mutex = [0], [], threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def worker(k: int) -> None:
+        mine, n = [], k
+        interval = FLEET_WORKERS / wanted_rate
+        next_at = time.monotonic()
+        while time.monotonic() < deadline:
+            backend, payload = calls[n % len(calls)]
+            start = time.perf_counter()
+            pre_tool_use(payload, home=backend.home, backend=backend, env={})
+            mine.append(time.perf_counter() - start)
+            n += FLEET_WORKERS
+            next_at += interval
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        with mutex:
+            answered[0] += len(mine)
+            latencies.extend(mine)
+
+    cpu_before, statements_before, started = postgres_cpu_seconds(cluster), statements(url), time.monotonic()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(FLEET_WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    cpu = postgres_cpu_seconds(cluster) - cpu_before
+    queries = statements(url) - statements_before
+    print(f"fleet: {len(calls)} sessions on {FLEET_HOSTS} hosts, {CALLS_PER_SESSION_PER_SECOND:g} calls/s each "
+          f"wanted ({wanted_rate:.0f}/s): {answered[0] / elapsed:6.1f} calls/s answered on {os.cpu_count()} cores, "
+          f"p50 {statistics.median(latencies) * 1000:5.2f} ms, p99 {percentile(latencies, 0.99) * 1000:5.2f} ms")
+    print(f"fleet: database CPU {cpu / elapsed * 100:5.1f} % of a core, {cpu / answered[0] * 1e6:6.0f} us and "
+          f"{queries / answered[0]:4.1f} statements per call ({queries} statements, pg_stat_statements)")
+    import asyncio
+
+    first, change = asyncio.run(console_on_fleet(backends, root))
+    print(f"console on that fleet: first paint {first * 1000:6.0f} ms, a stop on another host to the screen "
+          f"{change * 1000:6.0f} ms (targets: under 1 s, under 300 ms)")
+    for backend in backends:
+        backend.close()
+
+
+async def console_on_fleet(backends: list, root: str) -> tuple[float, float]:
+    import asyncio
+
+    from leash.console.app import LeashApp
+    from leash.core.store.postgres import PostgresBackend
+
+    own = PostgresBackend(backends[0].url, home=backends[0].home, host="h0")
+    started = time.perf_counter()
+    app = LeashApp(own.home, backend=own, run_kennel=False, watch=True, list_tmux=lambda: [], source="bench@h0")
+    try:
+        async with app.run_test(size=(160, 45)):
+            while not app.view_data:
+                await asyncio.sleep(0.002)
+            first = time.perf_counter() - started
+            await asyncio.sleep(1.0)  # the live view is listening
+            target = "h0-s5"  # a session the first screenful shows (the view holds 300 rows per list)
+            filed = time.perf_counter()
+            await asyncio.to_thread(backends[7].stops.stop, target, source="bench@h7", reason="bench")
+            while not any(row["name"] == target and row["state"] == "stopped"
+                          for row in app.view_data["sessions"]):
+                await asyncio.sleep(0.002)
+            return first, time.perf_counter() - filed
+    finally:
+        own.close()
 
 
 def main() -> None:
@@ -205,7 +326,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    cluster = Cluster()
+    sys.stdout.reconfigure(line_buffering=True)
+    cluster = Cluster(settings="-c shared_preload_libraries=pg_stat_statements -c max_connections=200")
     try:
         with tempfile.TemporaryDirectory(prefix="leash-bench-") as root:
             if "propagation" in parts:

@@ -28,7 +28,9 @@ def binaries() -> str | None:
 
 
 class Cluster:
-    def __init__(self):
+    def __init__(self, *, settings: str = ""):
+        """``settings``: more ``-c name=value`` server options (a bench loads
+        pg_stat_statements)."""
         self.bin = binaries()
         if self.bin is None:
             raise RuntimeError("PostgreSQL is not installed (initdb, pg_ctl)")
@@ -42,7 +44,7 @@ class Cluster:
         self._run("initdb", "-D", self.data, "-A", "trust", "-U", "leash", "-E", "UTF8", "--no-sync",
                   "--no-instructions")
         options = self.options = (f"-k {self.root} -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-                   "-c full_page_writes=off -c max_connections=60")
+                   "-c full_page_writes=off -c max_connections=60 " + settings)
         self._run("pg_ctl", "-D", self.data, "-o", options, "-l", os.path.join(self.root, "log"), "-w", "start")
 
     def url(self, schema: str | None = None) -> str:
