@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(PY) bench/kennel.py
 	$(PY) bench/console.py
 	$(PY) bench/daemon.py
+	$(PY) bench/shared_store.py
 
 demo: $(STAMP)
 	$(VENV)/bin/leash demo
