@@ -219,6 +219,8 @@ def _session_rows(rule: _SessionStates, agents: list[dict], tmux_sessions: list[
     and stops filed for sessions nothing has shown yet."""
     by_tmux, loose = _agents_by_tmux(agents, tmux_sessions)
     rows = [_tmux_row(rule, tmux, by_tmux.get(tmux["name"], []), moment) for tmux in tmux_sessions]
+    elsewhere, loose = _other_hosts_tmux(loose) if rule.shared else ({}, loose)
+    rows += [_elsewhere_row(rule, name, members, moment) for name, members in sorted(elsewhere.items())]
     rows += [_agent_row(rule, agent, moment) for agent in loose]
     rows += _unseen_stop_rows(rule.stops, rows, {s["id"] for s in tmux_sessions if s.get("id")}, moment)
     rows.sort(key=lambda s: s["name"])
@@ -240,6 +242,30 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
     }
+
+
+def _other_hosts_tmux(loose: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """In a shared store, the agents of other hosts' tmux sessions (``HOST/NAME``),
+    by session, and the agents in none."""
+    grouped: dict[str, list[dict]] = {}
+    rest = []
+    for agent in loose:
+        name = agent.get("tmux_session") or ""
+        if "/" in name:
+            grouped.setdefault(name, []).append(agent)
+        else:
+            rest.append(agent)
+    return grouped, rest
+
+
+def _elsewhere_row(rule: _SessionStates, name: str, agents: list[dict], moment: float) -> dict:
+    """Another host's tmux session, known from its agents' hooks (this host's
+    tmux cannot show it: no pane to peek at here)."""
+    latest = max(agents, key=lambda a: a.get("last_seen", ""))
+    tmux = {"name": name, "id": latest.get("tmux_session_id") or "", "created": moment, "panes": []}
+    row = _tmux_row(rule, tmux, agents, moment)
+    row.update(key=f"elsewhere:{name}", in_tmux=False, local_tmux="")
+    return row
 
 
 def _agent_row(rule: _SessionStates, agent: dict, moment: float) -> dict:

@@ -113,6 +113,40 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
             return app.export_screenshot(title="leash")
 
 
+async def render_shared(scene) -> str:
+    """The console of host web1 on a shared PostgreSQL store holding two hosts' fleet."""
+    from leash.console.app import LeashApp
+    from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX
+    from tests.postgres_support import Cluster
+    from tests.test_postgres_console import seed_shared_fleet
+
+    cluster = Cluster()
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            backends = seed_shared_fleet(cluster.url(), Path(root))
+            try:
+                web1 = backends["web1"]
+                app = LeashApp(web1.home, backend=web1, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False,
+                               watch=False, clock=lambda: CONSOLE_NOW, source="ops@web1")
+                async with app.run_test(size=SIZE) as pilot:
+                    await scene(pilot)
+                    return app.export_screenshot(title="leash")
+            finally:
+                for backend in backends.values():
+                    backend.close()
+    finally:
+        cluster.stop()
+
+
+async def scene_hosts_filtered(pilot):
+    await _settle(pilot)
+    await pilot.press("1", "slash", *"host:web2")
+    await _settle(pilot)
+
+
+SHARED_SCENES = {"console-hosts": scene_main, "console-hosts-filtered": scene_hosts_filtered}
+
+
 def to_png(svg: str, target: Path, width: int = 1600) -> None:
     import cairosvg
 
@@ -127,6 +161,11 @@ def main() -> None:
         svg = asyncio.run(render(name, scene, size, long_halt))
         (OUT / f"{name}.svg").write_text(svg)
         to_png(svg, OUT / f"{name}.png", width=max(800, size[0] * 10))
+        print(f"screenshots/{name}.png")
+    for name, scene in SHARED_SCENES.items():
+        svg = asyncio.run(render_shared(scene))
+        (OUT / f"{name}.svg").write_text(svg)
+        to_png(svg, OUT / f"{name}.png", width=max(800, SIZE[0] * 10))
         print(f"screenshots/{name}.png")
 
 

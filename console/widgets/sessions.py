@@ -19,26 +19,33 @@ class SessionsPanel(Panel):
     HOST_FILTER = "host:"  # ``/host:web1`` shows that host's sessions only
 
     def show(self, rows: list[dict], now: float) -> None:
-        if self.COLUMNS[-1][0] == "host" or not any("host" in row for row in rows):
+        if self._hosts_shown() or not any("host" in row for row in rows):
             super().show(rows, now)
             return
-        # A shared store's fleet: the sessions of many hosts, so a column says whose.
-        self.COLUMNS = (*self.COLUMNS, self.HOST_COLUMN)
-        self.table.clear()
-        self.table.add_column(self.HOST_COLUMN[1], key=self.HOST_COLUMN[0], width=self.HOST_COLUMN[2])
+        # A shared store's fleet: the sessions of many hosts, so a column (after
+        # the name) says whose. The table is laid out again with it.
+        self.COLUMNS = (self.COLUMNS[0], self.HOST_COLUMN, *self.COLUMNS[1:])
+        table = self.table
+        table.clear(columns=True)
+        for key, label, width in self.COLUMNS:
+            table.add_column(label, key=key, width=width)
         self._shown, self._literals = {}, {}
         super().show(rows, now)
 
+    def _hosts_shown(self) -> bool:
+        return len(self.COLUMNS) > 1 and self.COLUMNS[1][0] == "host"
+
     def cells(self, row: dict, now: float) -> tuple:
         name = row["name"] + ("" if row.get("in_tmux") else " ·")
-        cells = (name, Text(row["state"], style=STATE_STYLE.get(row["state"], "")), row.get("detail") or "",
-                 row.get("last_tool") or "", duration(row.get("age")))
-        return (*cells, row.get("host") or "every host") if len(self.COLUMNS) > len(cells) else cells
+        rest = (Text(row["state"], style=STATE_STYLE.get(row["state"], "")), row.get("detail") or "",
+                row.get("last_tool") or "", duration(row.get("age")))
+        if self._hosts_shown():
+            return (name, row.get("host") or "every", *rest)
+        return (name, *rest)
 
     def _matches(self, cells: tuple) -> bool:
         wanted = self.filter_text.strip()
-        if wanted.lower().startswith(self.HOST_FILTER) and len(cells) == len(self.COLUMNS) and \
-                self.COLUMNS[-1][0] == "host":
+        if wanted.lower().startswith(self.HOST_FILTER) and self._hosts_shown():
             host = wanted[len(self.HOST_FILTER):].strip().lower()
-            return str(cells[-1]).lower() in (host, "every host")
+            return str(cells[1]).lower() in (host, "every")
         return super()._matches(cells)
