@@ -44,20 +44,40 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
     if not safe:
         yield Finding("fail", "state", "not examined: leash uses no state in an unsafe home")
         return
-    if backend is None:
-        from leash.core.status import backend_of
-
-        backend = backend_of(protocol if isinstance(protocol, StopProtocol) else str(home))
     try:
         load_config(home)
         yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
     except ConfigError as exc:
         yield Finding("fail", "config.toml", str(exc))
-    yield from backend.examine(repair=repair, now=now)
+    if backend is None:
+        backend = yield from _shared_store(str(home), repair)
+    if backend is None:
+        from leash.core.status import backend_of
+
+        backend = backend_of(protocol if isinstance(protocol, StopProtocol) else str(home))
+    if backend is not False:
+        yield from backend.examine(repair=repair, now=now)
     from leash.core.install import doctor_findings
 
     for level, subject, message in doctor_findings():
         yield Finding(level, subject, message)
+
+
+def _shared_store(home: str, repair: bool):
+    """The shared store the home names, opened to be looked at as it is; None
+    for a home of files; False when it cannot be opened (said as a finding)."""
+    from leash.core.store.pg import StoreOffline
+    from leash.core.store.select import StoreSelectionError, backend_for, store_url
+
+    try:
+        if not store_url(home):
+            return None
+        return backend_for(home, schema="as-is")  # examine reports the schema, and upgrades it with repair
+    except ConfigError:
+        return None  # said above; the files are what can be examined
+    except (StoreOffline, StoreSelectionError) as exc:
+        yield Finding("fail", "store", str(exc))
+        return False
 
 
 def _check_home(home: Path, repair: bool, now: float | None = None) -> Iterator[Finding]:

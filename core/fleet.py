@@ -262,7 +262,7 @@ def _elsewhere_row(rule: _SessionStates, name: str, agents: list[dict], moment: 
     """Another host's tmux session, known from its agents' hooks (this host's
     tmux cannot show it: no pane to peek at here)."""
     latest = max(agents, key=lambda a: a.get("last_seen", ""))
-    tmux = {"name": name, "id": latest.get("tmux_session_id") or "", "created": moment, "panes": []}
+    tmux: dict = {"name": name, "id": latest.get("tmux_session_id") or "", "created": moment, "panes": []}
     row = _tmux_row(rule, tmux, agents, moment)
     row.update(key=f"elsewhere:{name}", in_tmux=False, local_tmux="")
     return row

@@ -192,3 +192,47 @@ def test_store_selection_by_environment_and_config(url, home, tmp_path):
     (home / "config.toml").write_text(f'[store]\nurl = "{url}"\npassword_file = "{secret}"\n')
     with pytest.raises(StoreSelectionError, match="chmod 600"):
         backend_for(home, environ={})
+
+
+def older_schema(url: str) -> int:
+    """A database at the schema version before this leash's, as an older leash left it."""
+    from leash.core.store.pg import MIGRATIONS
+
+    conn = connect(url)
+    try:
+        with conn.transaction():
+            for number, migration in enumerate(MIGRATIONS[:-1], 1):
+                conn.execute(migration)
+                conn.execute("INSERT INTO leash_meta (key, value) VALUES ('schema_version', %s) "
+                             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(number),))
+    finally:
+        conn.close()
+    return len(MIGRATIONS) - 1
+
+
+def test_only_leashd_and_doctor_repair_upgrade_an_older_schema(url, home, cli, monkeypatch):
+    from leash.core.store.postgres import PostgresBackend
+
+    older = older_schema(url)
+    with pytest.raises(StoreOffline, match="leash doctor --repair"):
+        PostgresBackend(url, home=home, host="h1")  # any command: refused, nothing changed
+    monkeypatch.setenv("LEASH_STORE_URL", url)
+    looked = cli("doctor")
+    assert looked.code == 3 and f"schema version {older}, this leash needs {SCHEMA_VERSION}" in looked.out
+    assert cli("stop", "s1").code == 1
+    mended = cli("doctor", "--repair")
+    assert f"schema migrated from version {older} to {SCHEMA_VERSION}" in mended.out
+    assert cli("stop", "s1").code == 0
+    assert f"schema version {SCHEMA_VERSION}" in cli("doctor").out
+
+
+def test_leashd_upgrades_an_older_schema(url, home):
+    from leash.core.store.postgres import PostgresBackend
+
+    older_schema(url)
+    backend = PostgresBackend(url, home=home, host="h1", schema="upgrade")  # what leash daemon opens
+    try:
+        with backend.db.session() as conn:
+            assert schema_version(conn) == SCHEMA_VERSION
+    finally:
+        backend.close()

@@ -244,13 +244,19 @@ def schema_version(conn) -> int:
     return int(found[0]) if found else 0
 
 
-def migrate(conn) -> int:
-    """Bring the schema to ``SCHEMA_VERSION``; the version it is at after."""
+def migrate(conn, *, upgrade: bool = True) -> int:
+    """Bring the schema to ``SCHEMA_VERSION``; the version it is at after.
+    Without ``upgrade`` only an empty database gets the schema: one at an older
+    version is refused (``leash daemon`` and ``leash doctor --repair`` upgrade
+    it, so no other command changes the schema under a running fleet)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         version = schema_version(conn)
         if version > SCHEMA_VERSION:
             raise StoreOffline(f"the database's schema is version {version}; this leash knows {SCHEMA_VERSION}")
+        if 0 < version < SCHEMA_VERSION and not upgrade:
+            raise StoreOffline(f"the database's schema is version {version}, this leash needs {SCHEMA_VERSION}: "
+                               "run `leash doctor --repair` or start `leash daemon` to upgrade it")
         for number in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute(MIGRATIONS[number - 1])
             conn.execute("INSERT INTO leash_meta (key, value) VALUES ('schema_version', %s) "
@@ -262,7 +268,9 @@ class Database:
     """One PostgreSQL store's connections (see the module's docstring)."""
 
     def __init__(self, url: str, *, password: str | None = None, size: int = POOL_SIZE,
-                 migrate_schema: bool = True):
+                 migrate_schema: bool = True, upgrade: bool = False):
+        """``migrate_schema``: create the schema in an empty database (and with
+        ``upgrade``, bring an older one up to date); refuse one it cannot use."""
         self.url = url
         self._password = password
         self._idle: list = []
@@ -272,7 +280,7 @@ class Database:
         if migrate_schema:
             with self.session() as conn:
                 try:
-                    migrate(conn)
+                    migrate(conn, upgrade=upgrade)
                 except errors() as exc:
                     raise StoreOffline(f"PostgreSQL store: the schema cannot be applied: {said(exc)}") from None
 

@@ -27,7 +27,7 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
             server = conn.info.parameter_status("server_version") or "?"
             version = schema_version(conn)
             if version < SCHEMA_VERSION and repair:
-                migrate(conn)
+                migrate(conn, upgrade=True)
                 yield Finding("fixed", "store", f"schema migrated from version {version} to {SCHEMA_VERSION}")
                 version = SCHEMA_VERSION
     except (StoreOffline, *_driver_errors()) as exc:
@@ -39,6 +39,7 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
     else:
         yield Finding("fail", "store", f"schema version {version}, this leash needs {SCHEMA_VERSION} "
                                        "— run `leash doctor --repair` (or start `leash daemon`)")
+        return  # the stores cannot be read against a schema this leash does not know
     yield _listen_finding(db)
     report = backend.acklog.verify()
     yield (Finding("ok", "acklog", f"chain verified ({report.lines} lines)") if report.ok else

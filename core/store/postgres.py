@@ -64,15 +64,18 @@ class PostgresBackend:
     name = "postgres"
 
     def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None,
-                 mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed", say=None):
+                 mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed", say=None,
+                 schema: str = "create"):
         """``mirrored`` (leashd): stops, locks and sessions are answered from
-        memory kept current by LISTEN, under the ``offline`` policy."""
+        memory kept current by LISTEN, under the ``offline`` policy.
+        ``schema``: "create" (an empty database gets it; an older one is
+        refused), "upgrade" (leashd, doctor --repair) or "as-is" (doctor looks)."""
         from leash.core.home import ensure_home
 
         self.home = ensure_home(home)
         self.host = host
         self.url = url
-        self.db = Database(url, password=password)
+        self.db = Database(url, password=password, migrate_schema=schema != "as-is", upgrade=schema == "upgrade")
         self.acklog = PgAckLog(self.db)
         self.mirror = None
         if mirrored:

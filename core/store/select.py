@@ -86,12 +86,13 @@ def daemon_backend(home: str, *, say=None):
 
     store = _config(home)["store"]
     return PostgresBackend(url, home=home, host=host_name(home), password=password(home), mirrored=True,
-                           offline_grace_s=store["offline_grace_s"], offline=store["offline"], say=say)
+                           offline_grace_s=store["offline_grace_s"], offline=store["offline"], say=say,
+                           schema="upgrade")
 
 
-def backend_for(home=None, *, environ=None):
+def backend_for(home=None, *, environ=None, schema: str = "create"):
     """The backend of ``home``: ``PostgresBackend`` when a shared store is
-    named, else ``FileBackend``."""
+    named (``schema`` as ``PostgresBackend`` takes it), else ``FileBackend``."""
     from leash.core.home import resolve_home
 
     where = os.fspath(resolve_home(home))
@@ -102,4 +103,5 @@ def backend_for(home=None, *, environ=None):
         return FileBackend(home)
     from leash.core.store.postgres import PostgresBackend
 
-    return PostgresBackend(url, home=where, host=host_name(where, environ), password=password(where))
+    return PostgresBackend(url, home=where, host=host_name(where, environ), password=password(where),
+                           schema=schema)
