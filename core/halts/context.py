@@ -119,6 +119,15 @@ class CheckContext:
 
         given = data.get("_tool_call")
         self._call = given if isinstance(given, ToolCall) else None
+        self._derived: dict = {}
+
+    def derived(self, key: tuple, compute):
+        """``compute()``, once per check: what several rules read from the same input."""
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = compute()
+            return value
 
     # ----------------------------------------------------------- derived
     def norm(self, path: str) -> str:

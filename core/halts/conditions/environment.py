@@ -45,15 +45,22 @@ def environment_of(text: str) -> set[str]:
     return {_TAG_OF[w] for w in _DELIMITERS.split(lowered) if w in _TAG_OF}
 
 
-def short_words(ctx, *, written: bool = False):
-    """(command, its short words) for every command, within WORD_CHARS_READ."""
+def short_words(ctx, *, written: bool = False) -> list:
+    """(command, its short words) for every command, within WORD_CHARS_READ
+    (read once per check: three rules ask)."""
+    return ctx.derived(("short_words", written), lambda: _short_words(ctx, written))
+
+
+def _short_words(ctx, written: bool) -> list:
+    found = []
     budget = WORD_CHARS_READ
     for command in ctx.simple_commands():
         words = [w for w in (command.written if written else command.argv[1:]) if len(w) <= MAX_TAGGED_WORD]
-        budget -= sum(len(w) + 1 for w in words)
+        budget -= len(words) + sum(map(len, words))
         if budget < 0:
-            return
-        yield command, words
+            break
+        found.append((command, words))
+    return found
 
 
 def declared_environment(ctx) -> str | None:
@@ -61,12 +68,16 @@ def declared_environment(ctx) -> str | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
+_TEST_RUNNERS = frozenset({"pytest", "tox", "nox", "jest", "vitest", "mocha", "go", "cargo", "npm", "make"})
+_CODE_FILES = (".py", ".js", ".ts")
+
+
 def command_environments(ctx) -> dict[str, list[str]]:
     """Environment -> commands that name it (program names and test runners aside)."""
     found: dict[str, list[str]] = {}
     for command, words in short_words(ctx):
-        words = [w for w in words if not w.startswith("tests/") and not w.endswith((".py", ".js", ".ts"))]
-        if command.program in ("pytest", "tox", "nox", "jest", "vitest", "mocha", "go", "cargo", "npm", "make"):
+        words = [w for w in words if not w.startswith("tests/") and not w.endswith(_CODE_FILES)]
+        if command.program in _TEST_RUNNERS:
             words = [w for w in words if "=" in w or "@" in w or ":" in w]  # "npm test" is not an environment
         for env in environment_of(" ".join(words)):
             found.setdefault(env, []).append(" ".join(command.argv))
