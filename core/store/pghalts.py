@@ -68,6 +68,7 @@ from leash.core.store.pghalts_unit import UnitScope, as_uuid, at, dicts, one, re
 
 CONFIG_CACHE_SECONDS = 60  # the seed: condition config cached in memory, refreshed every 60 s
 FIND_PREFIX_MIN = 6  # an id prefix shorter than this never names a halt
+SWEEP_EVERY_SECONDS = 1.0  # deadlines are minutes apart: a hook looks for timed-out halts at most this often
 ARCHIVE_KEY = "halts_last_archive_at"  # in leash_meta
 _ORDER = {name: place for place, (name, *_) in enumerate(DEFAULT_CONDITIONS)}
 _ID_PREFIX = re.compile(r"[0-9a-f-]+")
@@ -81,6 +82,7 @@ class PgHalts:
         self._config_cache: tuple[float, dict[str, dict]] | None = None
         self._defaults_stored = False
         self._archived_at: float | None = None
+        self._swept_at: float | None = None
 
     # ------------------------------------------------------------ units
     def unit(self, *, now: float | None = None) -> UnitScope:
@@ -315,10 +317,12 @@ class PgHalts:
         the default condition rows stored, once per process."""
         self._store_defaults(now)
         self._archive(now)
-        self._sweep_timeouts(now)
+        if self._swept_at is None or not 0 <= now - self._swept_at < SWEEP_EVERY_SECONDS:
+            self._sweep_timeouts(now)
 
     def _sweep_timeouts(self, now: float) -> int:
         """Unacknowledged halts past ``escalate_at`` become ``timeout`` (escalated), each with its line."""
+        self._swept_at = now
         due = ("acknowledged = false AND resolution IS NULL AND escalate_at IS NOT NULL AND escalate_at <= %s")
         if not self.db.rows(f"SELECT 1 FROM halt_events WHERE {due} LIMIT 1", (at(now),)):
             return 0
