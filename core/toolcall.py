@@ -99,7 +99,7 @@ class ToolCall:
     not pay for ``dataclasses``)."""
 
     __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env",
-                 "_real_paths")
+                 "reading_kept", "_real_paths")
 
     def __init__(self, tool: str | None, cwd: str | None):
         self.tool, self.cwd = tool, cwd
@@ -109,6 +109,7 @@ class ToolCall:
         self.incomplete: str | None = None
         self.lines: list[str] = []
         self.reading: Reading | None = None
+        self.reading_kept = False  # the reading is the one kept for its inputs (``read_shell_kept``)
         self.env: Mapping[str, str] = {}
         self._real_paths: dict[str, str] = {}
 
@@ -191,9 +192,11 @@ def _reading_key(lines: list[str], cwd: str | None, env: Mapping[str, str], home
     return tuple(lines), cwd, home, own_home, frozenset(env.items())
 
 
-def read_shell_kept(lines: list[str], *, cwd: str | None, env: Mapping[str, str], home: str | None):
-    """``core.shellread.read_shell``, or the same reading of the same text,
-    place, environment and home read before (never mutated by its readers)."""
+def read_shell_kept(lines: list[str], *, cwd: str | None, env: Mapping[str, str],
+                    home: str | None) -> tuple[Reading, bool]:
+    """(``core.shellread.read_shell``'s reading, or the same reading of the same
+    text, place, environment and home read before — never mutated by its
+    readers; whether it is that kept one)."""
     from leash.core.shellread import read_shell
 
     try:
@@ -201,17 +204,19 @@ def read_shell_kept(lines: list[str], *, cwd: str | None, env: Mapping[str, str]
     except TypeError:  # an environment value that cannot be a key: nothing kept
         key = None
     reading = _readings.get(key) if key is not None else None
-    if reading is None:
-        reading = read_shell(lines, cwd=cwd, env=env, home=home)
-        if key is not None and not reading.listed_files:
-            if len(_readings) >= READINGS_KEPT:
-                _readings.clear()
-            _readings[key] = reading
-    return reading
+    if reading is not None:
+        return reading, True
+    reading = read_shell(lines, cwd=cwd, env=env, home=home)
+    if key is None or reading.listed_files:
+        return reading, False
+    if len(_readings) >= READINGS_KEPT:
+        _readings.clear()
+    _readings[key] = reading
+    return reading, True
 
 
 def _read_commands(call: ToolCall, lines: list[str], env: Mapping[str, str], home: str | None) -> None:
-    reading = read_shell_kept(lines, cwd=call.cwd, env=env, home=home)
+    reading, call.reading_kept = read_shell_kept(lines, cwd=call.cwd, env=env, home=home)
     call.reading, call.lines, call.env = reading, list(lines), env
     call.commands = reading.commands
     call.unseen, call.incomplete = list(reading.unseen), reading.incomplete

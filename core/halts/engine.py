@@ -20,17 +20,56 @@ class Fired:
         self.name, self.halt_type, self.severity, self.finding = name, halt_type, severity, finding
 
 
+# Findings of the pure rules (``Condition.pure``) kept for calls judged again: by
+# the call's own inputs and the very config object the thresholds came from.
+FINDINGS_KEPT = 512
+KEPT_INPUT_CHARS = 64 * 1024  # larger calls are judged afresh: memory stays bounded
+_findings: dict = {}
+_MISSING = object()
+
+
+def call_key(ctx) -> tuple | None:
+    """Everything a pure rule reads of one call, or None when that cannot be
+    pinned down (a command read afresh, e.g. a glob matched against the files)."""
+    call = ctx.tool_call()
+    if call.reading is not None and not call.reading_kept:
+        return None
+    edits = tuple((e["file"], e["old"], e["new"]) for e in ctx.edits)
+    if sum(map(len, ctx.commands)) + sum(len(e[1]) + len(e[2]) for e in edits) > KEPT_INPUT_CHARS:
+        return None
+    proposed = ctx.proposed_changes
+    return (call.reading, tuple(ctx.commands), edits, ctx.cwd, ctx.environment, tuple(ctx.target_files),
+            ctx.production_approved,
+            (tuple(proposed["files_to_modify"]), proposed.get("has_tests"), proposed.get("has_rollback_plan"))
+            if proposed is not None else None)
+
+
+def _pure_finding(condition, ctx, key: tuple, config: dict, threshold: dict):
+    kept = _findings.get((condition.name, key), _MISSING)
+    if kept is not _MISSING and kept[0] is config:  # (the thresholds it was found with)
+        return kept[1]
+    finding = condition.rule(ctx, threshold)
+    if len(_findings) >= FINDINGS_KEPT:
+        _findings.clear()
+    _findings[(condition.name, key)] = (config, finding)
+    return finding
+
+
 def evaluate(ctx, config: dict[str, dict]) -> list[Fired]:
     """Rules in registry order; ``config`` maps condition name -> its row
-    (``enabled``, ``severity``, ``threshold``, ``halt_type``)."""
+    (``enabled``, ``severity``, ``threshold``, ``halt_type``). A pure rule's
+    finding for the same call under the same config is reused."""
     fired: list[Fired] = []
+    key = call_key(ctx)
     for name, condition in load_all().items():
         row = config.get(name, {})
         if not row.get("enabled", True):
             continue
         severity = row.get("severity") or condition.severity
         try:
-            finding = condition.rule(ctx, row.get("threshold") or {})
+            threshold = row.get("threshold") or {}
+            finding = _pure_finding(condition, ctx, key, config, threshold) if condition.pure and key is not None \
+                else condition.rule(ctx, threshold)
         except Exception as exc:  # fail safe: a broken rule halts rather than waves through
             fired.append(Fired(name, condition.halt_type, "critical",
                                Finding(f"Halt check failed: {name}: {exc.__class__.__name__}: {exc}")))

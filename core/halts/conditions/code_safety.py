@@ -126,7 +126,7 @@ def modifying_unread_code(ctx, threshold):
                    annotations={"files_not_read": unread})
 
 
-@condition("breaking_changes", "code_safety", "high")
+@condition("breaking_changes", "code_safety", "high", pure=True)
 def breaking_changes(ctx, threshold):
     """Fires when (a) an edit removes or renames a public definition — a Python
     ``def``/``class`` without a leading underscore, a JS/TS ``export``, a Go

@@ -31,10 +31,15 @@ class Finding:
 
 
 class Condition:
-    __slots__ = ("name", "halt_type", "severity", "rule")
+    """``pure``: the rule reads only the call itself (its commands as the shell
+    reader read them, its edits, the context's declared fields) and its
+    threshold — no file, clock or environment — so its finding for the same
+    call may be reused (``core.halts.engine``)."""
 
-    def __init__(self, name: str, halt_type: str, severity: str, rule: Callable):
-        self.name, self.halt_type, self.severity, self.rule = name, halt_type, severity, rule
+    __slots__ = ("name", "halt_type", "severity", "rule", "pure")
+
+    def __init__(self, name: str, halt_type: str, severity: str, rule: Callable, pure: bool = False):
+        self.name, self.halt_type, self.severity, self.rule, self.pure = name, halt_type, severity, rule, pure
 
     @property
     def doc(self) -> str:
@@ -44,8 +49,8 @@ class Condition:
 REGISTRY: dict[str, Condition] = {}
 
 
-def condition(name: str, halt_type: str, severity: str):
+def condition(name: str, halt_type: str, severity: str, *, pure: bool = False):
     def register(rule: Callable) -> Callable:
-        REGISTRY[name] = Condition(name, halt_type, severity, rule)
+        REGISTRY[name] = Condition(name, halt_type, severity, rule, pure)
         return rule
     return register

@@ -176,7 +176,7 @@ def _verb_after_global_options(words: list[str]) -> str:
     return ""
 
 
-@condition("unauthorized_production", "scope", "critical")
+@condition("unauthorized_production", "scope", "critical", pure=True)
 def unauthorized_production(ctx, threshold):
     """Fires when the change targets production without approval: the
     ``environment`` is prod/production/live, or a command names a production

@@ -60,7 +60,7 @@ def _is_system_path(path: str) -> bool:
     return any(clean == p or clean.startswith(p.rstrip("/") + "/") for p in SYSTEM_PATHS if p != "/") or clean == "/"
 
 
-@condition("secrets_exposure", "security", "critical")
+@condition("secrets_exposure", "security", "critical", pure=True)
 def secrets_exposure(ctx, threshold):
     """Fires when a command, or the new text of an edit, contains a secret from
     the curated patterns (``core/halts/secrets.py``): AWS keys, GitHub, GitLab,
@@ -77,7 +77,7 @@ def secrets_exposure(ctx, threshold):
     return Finding(f"Credentials would be exposed in commands or changes: {', '.join(kinds)}")
 
 
-@condition("privilege_escalation", "security", "critical")
+@condition("privilege_escalation", "security", "critical", pure=True)
 def privilege_escalation(ctx, threshold):
     """Fires when a command would run with more power than the agent has: it
     runs behind sudo/doas/pkexec/runuser or is su, visudo, setcap, passwd,
@@ -149,7 +149,7 @@ def _remote_target(argv: list[str]) -> bool:
     return False
 
 
-@condition("data_exposure", "security", "high")
+@condition("data_exposure", "security", "high", pure=True)
 def data_exposure(ctx, threshold):
     """Fires when a command risks exposing sensitive data: it reads, copies or
     encodes a sensitive file (SSH/TLS private keys, ``.env`` files,
@@ -204,7 +204,7 @@ def _dumps_sent(call) -> list[str]:
     return found
 
 
-@condition("unknown_commands", "security", "medium")
+@condition("unknown_commands", "security", "medium", pure=True)
 def unknown_commands(ctx, threshold):
     """Fires when a command runs a program that is not on the list of
     programs with well-known effects (``KNOWN_PROGRAMS`` in
