@@ -122,15 +122,19 @@ class Gate:
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
               cwd: str | None = None, now: float | None = None, env: Mapping[str, str] | None = None) -> Verdict:
         reader = CallReader(self.home, tool, tool_input, env)
-        verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader)
+        known = self.names(session_id, now=now)  # read once for every rule of this check
+        verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader,
+                                             known=known)
         if verdict.allow:
-            verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env, reader=reader)
+            verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env, reader=reader,
+                                       lineage=known[1].get("lineage", []))
         return verdict
 
     def check_stops_and_locks(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
                               cwd: str | None = None, now: float | None = None,
-                              reader: "CallReader | None" = None) -> Verdict:
-        names, record = self.names(session_id, now=now)
+                              reader: "CallReader | None" = None,
+                              known: tuple[list[str], dict[str, Any]] | None = None) -> Verdict:
+        names, record = known if known is not None else self.names(session_id, now=now)
         tmux_session_id = record.get("tmux_session_id") or ""
         stopped = self._stop_verdict(names, tmux_session_id, now=now, lineage=tuple(record.get("lineage", ())))
         if stopped is not None:
@@ -170,9 +174,10 @@ class Gate:
 
     def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
                     now: float | None = None, env: Mapping[str, str] | None = None,
-                    reader: "CallReader | None" = None) -> Verdict:
-        """Rules 6 and 7. Imports the halt engine only when there is something
-        for it to do, so the common hook call stays light."""
+                    reader: "CallReader | None" = None, lineage: list[str] | None = None) -> Verdict:
+        """Rules 6 and 7 (``lineage``: the session's ancestors, when the caller
+        has read them already). Imports the halt engine only when there is
+        something for it to do, so the common hook call stays light."""
         reader = reader or CallReader(self.home, tool, tool_input, env)
         from leash.core.halts.store import HaltStoreUnavailable
         from leash.core.loghead import HeadMismatch
@@ -180,7 +185,7 @@ class Gate:
         try:  # a unit over no database at all when there is no halts.db and no halt line in the log
             with self.backend.halts.unit(now=now) as unit:
                 return self._check_held(session_id, tool, tool_input, unit, cwd=cwd, now=now, env=env,
-                                        reader=reader)
+                                        reader=reader, lineage=lineage)
         except HeadMismatch as exc:
             return Verdict(False, f"leash: halt state unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
@@ -188,9 +193,11 @@ class Gate:
             return Verdict(False, f"leash: halt store unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
 
-    def _check_held(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader) -> Verdict:
+    def _check_held(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader, lineage=None) -> Verdict:
         state = unit.state(session_id)
-        for ancestor in self.sessions.lineage(session_id, now=now) if state != "paused" else ():
+        if state != "paused" and lineage is None:
+            lineage = self.sessions.lineage(session_id, now=now)
+        for ancestor in lineage if state != "paused" else ():
             held = unit.state(ancestor)  # a fork keeps its halts
             state = held if held == "paused" or (held == "halted" and state == "active") else state
         if state == "paused":
