@@ -3,7 +3,8 @@
 1. Daemon-side check: a daemon runs in this process on a fresh home (a stop on
    another session; then also a path lock and 20 halts recorded); the time from
    a decoded `hook` request to its reply, 2,000 times, for a Bash call, an Edit
-   and a Read (targets: median under 200 us, p99 under 2 ms).
+   and a Read (targets: median under 200 us, p99 under 2 ms). ``--daemon-side``
+   prints only this part.
 2. Throughput: 16 clients, each running the hook command `leash install`
    writes as a process, back to back, for 30 s (`--seconds`), with a daemon
    running and without one: calls per second and p50/p99 whole-process latency.
@@ -141,9 +142,11 @@ def throughput(seconds: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each throughput run")
+    parser.add_argument("--daemon-side", action="store_true", help="only the daemon-side check (part 1)")
     args = parser.parse_args()
     daemon_side()
-    throughput(args.seconds)
+    if not args.daemon_side:
+        throughput(args.seconds)
 
 
 if __name__ == "__main__":
