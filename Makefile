@@ -26,7 +26,7 @@ lint: $(STAMP)
 	sed 's#^$(MYPY_PATH)/leash/##' .cache/mypy.out; exit $$status
 
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n 4
+	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
 
 # The real Claude Code CLI against a loopback stand-in for the API (npm registry needed once).
 e2e: $(STAMP)
