@@ -150,11 +150,19 @@ class StopRegistry:
         return data["sessions"][session_id]
 
     def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:
+        """Lift the stop on ``session_id``; in a shared store a bare name means
+        that name on every host: its own stop and each ``HOST/NAME`` one (a line
+        each)."""
         with self.state.writing(now=now) as data:
-            record = data["sessions"].get(session_id)
-            if record is None:
+            names = [session_id] if session_id in data["sessions"] else []
+            if self._sessions is not None and self._sessions.host and "/" not in session_id:
+                names += sorted(name for name in data["sessions"] if name.rpartition("/")[2] == session_id
+                                and name != session_id and "/" in name)
+            if not names:
                 raise NotStopped(f"session {session_id!r} is not stopped")
-            self.state.record(data, "resume", source=source, session_id=session_id, reason=reason, now=now)
+            record = data["sessions"][names[0]]
+            for name in names:
+                self.state.record(data, "resume", source=source, session_id=name, reason=reason, now=now)
         return record
 
     def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> JSONObject:

@@ -81,3 +81,16 @@ def test_a_bare_name_lock_covers_every_host(hosts):
     a.locks.lock("agent-3", hours=1, source="ops", reason="hands off")
     rename(socket_c, "agent-3", "other")
     assert "hands-off" in hook(c, socket_c, pane_c, "s-c")
+
+
+def test_a_bare_name_resume_lifts_that_name_on_every_host(hosts):
+    a = hosts["a"][0]
+    for name in ("a/agent-4", "c/agent-4", "agent-4", "c/agent-44"):
+        a.stops.stop(name, source="ops", reason="hold")
+    assert a.stops.resume("agent-4", source="ops").key == "agent-4"
+    assert list(a.stops.stopped()) == ["c/agent-44"]
+    resumed = [line.session_id for line in a.acklog.read(event="resume")]
+    assert sorted(resumed) == ["a/agent-4", "agent-4", "c/agent-4"]
+    a.stops.stop("c/agent-5", source="ops")
+    a.stops.resume("agent-5", source="ops")  # only a qualified stop by that name: lifted too
+    assert "c/agent-5" not in a.stops.stopped()
