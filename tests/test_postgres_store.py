@@ -236,3 +236,17 @@ def test_leashd_upgrades_an_older_schema(url, home):
             assert schema_version(conn) == SCHEMA_VERSION
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("statement", ["UPDATE acklog SET source = 'someone else'", "DELETE FROM acklog",
+                                       "TRUNCATE acklog"])
+def test_the_database_refuses_to_change_or_remove_log_lines(url, statement):
+    store = PgAckLog(url)
+    try:
+        store.append("stop_ack", source="ops", session_id="s1", now=NOW)
+        with pytest.raises(StoreOffline, match="append-only"):
+            with store.db.transaction() as conn:
+                conn.execute(statement)
+        assert [line.source for line in store.read()] == ["ops"] and store.verify().ok
+    finally:
+        store.close()

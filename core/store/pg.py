@@ -202,6 +202,17 @@ MIGRATIONS = (
     );
     CREATE INDEX replies_conversation ON replies (channel, key, id DESC);
     """,
+    # The ack log is append-only in the database too: an UPDATE, DELETE or
+    # TRUNCATE of its rows is refused (only the table's owner can switch this
+    # off, and `leash log verify` still finds what that owner changed).
+    """
+    CREATE FUNCTION leash_acklog_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'the ack log is append-only: % refused', TG_OP;
+    END $$;
+    CREATE TRIGGER acklog_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON acklog
+        FOR EACH STATEMENT EXECUTE FUNCTION leash_acklog_append_only();
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
