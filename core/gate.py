@@ -77,9 +77,10 @@ class Gate:
                 self._config = DEFAULTS
         return self._config
 
-    def names(self, session_id: str, *, now: float | None = None) -> tuple[list[str], dict[str, Any]]:
-        """The names a session answers to (id, tmux session) and its record."""
-        known = self.sessions.get(session_id, now=now)
+    def names(self, session_id: str, *, now: float | None = None, session=None) -> tuple[list[str], dict[str, Any]]:
+        """The names a session answers to (id, tmux session) and its record
+        (``session``: the record the caller has just read or written)."""
+        known = session if session is not None else self.sessions.get(session_id, now=now)
         record = known.as_dict() if known is not None else {}
         names = [session_id]
         tmux_name = record.get("tmux_session")
@@ -120,9 +121,11 @@ class Gate:
         return None
 
     def check(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
-              cwd: str | None = None, now: float | None = None, env: Mapping[str, str] | None = None) -> Verdict:
+              cwd: str | None = None, now: float | None = None, env: Mapping[str, str] | None = None,
+              session=None) -> Verdict:
+        """``session``: the session's record as the caller has just read or written it."""
         reader = CallReader(self.home, tool, tool_input, env)
-        known = self.names(session_id, now=now)  # read once for every rule of this check
+        known = self.names(session_id, now=now, session=session)  # read once for every rule of this check
         verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader,
                                              known=known)
         if verdict.allow:
@@ -141,26 +144,29 @@ class Gate:
             return stopped
         entities = protecting_entities(names, [record])
         try:
-            found = self.locks.covering(entities, tmux_session_id=tmux_session_id, now=now)
+            # One reading of the locks answers the whole check (names, then every path).
+            locks = self.locks.view(now=now) if hasattr(self.locks, "view") else self.locks
+            found = locks.covering(entities, tmux_session_id=tmux_session_id, now=now)
             if found is not None:
                 return Verdict(False, _locked(found.entity, found), "hands_off")
-            if not self.locks.has_path_locks(now=now):
+            if not locks.has_path_locks(now=now):
                 return ALLOW
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
         where = cwd or record.get("cwd") or None
         call = (reader or CallReader(self.home, tool, tool_input, None)).read(where)
         try:
-            return self._path_lock_verdict(call, where, now=now)
+            return self._path_lock_verdict(call, where, now=now, locks=locks)
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
 
-    def _path_lock_verdict(self, call, where: str | None, *, now: float | None) -> Verdict:
+    def _path_lock_verdict(self, call, where: str | None, *, now: float | None, locks=None) -> Verdict:
         """Rule 5: every path the call reaches (its real path too, after
         symbolic links), a written directory with everything under it."""
+        locks = locks if locks is not None else self.locks
         for target in call.targets:
             for path, base in _path_variants(target.path, where, call.real):
-                found = self.locks.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
+                found = locks.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
                 if found is not None:
                     shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) \
                         else target.path

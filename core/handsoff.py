@@ -129,6 +129,15 @@ class HandsOffRegistry:
     def _snapshot(self, now: float | None = None):
         return self.state.snapshot(now=now)
 
+    def pinned(self, *, now: float | None = None) -> "HandsOffRegistry":
+        """This registry with its locks read once, now: every read of the copy
+        answers from that one reading (a check asks several questions of one
+        state). HandsOffUnreadable here, as any read would raise it."""
+        copy = _PinnedLocks.__new__(_PinnedLocks)
+        copy.__dict__.update(self.__dict__)
+        copy.reading = self._snapshot(now)
+        return copy
+
     def active(self, *, now: float | None = None) -> dict[str, JSONObject]:
         """Every lock that has not expired, by entity."""
         moment = now_seconds(now)
@@ -261,6 +270,15 @@ class HandsOffRegistry:
                 self.state.rewrite(data)
         return gone
 
+
+
+class _PinnedLocks(HandsOffRegistry):
+    """``HandsOffRegistry.pinned``'s copy: reads answer from one reading; writes go to the store as ever."""
+
+    reading: object
+
+    def _snapshot(self, now: float | None = None):
+        return self.reading
 
 
 def validate_entity(entity: str) -> None:

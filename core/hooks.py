@@ -79,6 +79,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     local_pane = env.get("TMUX_PANE", "")
     pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
     warning = ""
+    seen = None
     try:
         known = registry.get(session_id, now=now) or {}
         same_pane = known.get("tmux_pane") == pane
@@ -87,11 +88,12 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
         if pane and not tmux_id:
             tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
         agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
-        registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
-                         tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent)
+        seen = registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
+                                tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
+                                known=known.as_dict() if known else {})
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
-    verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env)
+    verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env, session=seen)
     if verdict.allow:
         return "", warning, 0
     return deny_output(verdict.reason) + "\n", warning, 0

@@ -173,12 +173,15 @@ class SessionRegistry:
         now: float | None = None,
         tool: str | None = None,
         status: str | None = None,
+        known: JSONObject | None = None,
         **fields: str | None,
     ) -> JSONObject:
         """Record that the session is alive; writes only when it must.
-        ``status`` None leaves the status as it is, "" clears it."""
+        ``status`` None leaves the status as it is, "" clears it. ``known``:
+        the record the caller has just read (else it is read here). Returns
+        the record as stored now."""
         moment = now_seconds(now)
-        known = self.get(session_id, now=now) or {}
+        known = known if known is not None else (self.get(session_id, now=now) or {})
         wanted = {k: v for k, v in fields.items() if k in _FIELDS and v}
         changed = any(known.get(k) != v for k, v in wanted.items())
         changed = changed or (status is not None and known.get("status", "") != status)

@@ -143,6 +143,10 @@ class RegistryLocks:
     def has_path_locks(self, *, now: float | None = None) -> bool:
         return self.registry.has_path_locks(now=now)
 
+    def view(self, *, now: float | None = None) -> "RegistryLocks":
+        """These locks read once: the view's every read answers from that reading."""
+        return RegistryLocks(self.registry.pinned(now=now))
+
 
 class RegistrySessions:
     """``SessionStore`` over a ``SessionRegistry``."""
@@ -152,8 +156,9 @@ class RegistrySessions:
         self.host = registry.host  # "" in a home of one host
         self.hosted = registry.hosted
 
-    def observe(self, session_id: str, *, now: float | None = None, **fields) -> None:
-        self.registry.observe(session_id, now=now, **fields)
+    def observe(self, session_id: str, *, now: float | None = None, **fields) -> SessionRecord | None:
+        """The session seen (``known=``: its record as just read, a dict); its record as stored now."""
+        return SessionRecord.of(self.registry.observe(session_id, now=now, **fields), session_id=session_id)
 
     def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None:
         return SessionRecord.of(self.registry.get(session_id, now=now), session_id=session_id)
