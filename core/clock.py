@@ -38,10 +38,25 @@ def iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", fields) + f".{micro:06d}Z"
 
 
+_PARSED: dict[str, float] = {}  # leashd reads the same few stamps on every call (a session's last_seen)
+_PARSED_KEPT = 4096
+
+
 def parse_iso(text: object) -> float:
     """Unix seconds for an ISO-8601 timestamp; zone-less means UTC."""
     if not isinstance(text, str):
         raise ValueError(f"not a timestamp: {text!r}")
+    known = _PARSED.get(text)
+    if known is not None:
+        return known
+    seconds = _parse_iso(text)
+    if len(_PARSED) >= _PARSED_KEPT:
+        _PARSED.clear()
+    _PARSED[text] = seconds
+    return seconds
+
+
+def _parse_iso(text: str) -> float:
     text = text.strip()
     if not (text[:4].isascii() and text[:4].isdigit()):
         raise ValueError(f"not a timestamp: {text!r}")
