@@ -1,5 +1,6 @@
-"""The halt store on PostgreSQL (a real server, ``postgres_cluster``): the
-halt behaviours every backend keeps, then what only a shared database shows:
+"""The halt store on PostgreSQL (a real server, ``postgres_cluster``); the
+halt behaviours every backend keeps run in test_store_contract.py. Here: three
+strikes and timeouts stored, then what only a shared database shows:
 two hosts recording and acknowledging at once, the seed's real types (uuid
 ids, jsonb context, enum types, its partial indexes), a unit's reads in one
 snapshot, the same ack-log lines as the file backend, and an unreachable
@@ -56,96 +57,7 @@ def _unread_edit(session: str) -> dict:
             "proposed_changes": {"files_to_modify": ["src/auth.js"]}}
 
 
-# ------------------------------------------------------------------ what every backend keeps
-def test_halt_lifecycle(host):
-    halts = host.halts
-    assert halts.state("s1", now=NOW) == "active"
-    high = _halt(halts, "high")
-    critical = _halt(halts, "critical")
-    with halts.unit(now=NOW) as unit:
-        assert unit.state("s1") == "halted" and unit.states() == {"s1": "halted"}
-        assert {h.halt_id for h in unit.pending()} == {high, critical}
-        assert unit.pending_counts()["critical"] == 1
-    halts.acknowledge(high, "s1", "resolved", source="ops", now=NOW + 1)
-    with pytest.raises(HaltRefused, match="continue_with_caution"):
-        halts.acknowledge(critical, "s1", "dismissed", now=NOW + 2)
-    with pytest.raises(HaltRefused, match="does not belong"):
-        halts.acknowledge(high, "other-session", "resolved", now=NOW + 2)
-    with pytest.raises(HaltRefused, match="already resolved"):
-        halts.acknowledge(high, "s1", "resolved", now=NOW + 2)
-    with pytest.raises(HaltRefused, match="no halt"):
-        halts.acknowledge("not-a-halt", "s1", "resolved", now=NOW + 2)
-    result = halts.acknowledge(critical, "s1", "dismissed", caution=True, notes="checked", now=NOW + 3)
-    assert result["session_can_resume"] and result["warnings"]
-    assert halts.state("s1", now=NOW + 4) == "active"
-    with halts.unit(now=NOW + 4) as unit:
-        assert unit.pending() == [] and unit.states() == {}
-    events = [line.event for line in host.acklog.read()]
-    assert events.count("halt_recorded") == 2 and "halt_ack" in events and "halt_dismiss" in events
-    assert host.acklog.verify().ok
-
-
-def test_halts_listed_checked_found_and_configured(host):
-    halts = host.halts
-    high = _halt(halts, "high")
-    listed = halts.listing({"session_token": "s1", "pending": True}, now=NOW)
-    assert [h["halt_id"] for h in listed["halts"]] == [high] and listed["unacknowledged_count"] == 1
-    assert halts.listing({"session_token": "nobody"}, now=NOW)["total_count"] == 0
-    assert halts.find(high)["session_id"] == "s1" and halts.find(high[:8])["id"] == high
-    assert halts.find("0" * 36) is None and halts.find(high[:5]) is None
-    verdict = halts.check(_unread_edit("s2"), now=NOW)
-    assert verdict["should_halt"] and any(r.get("halt_id") for r in verdict["halt_reasons"])
-    assert halts.state("s2", now=NOW) == "halted"
-    unrecorded = halts.check(_unread_edit("s3"), record=False, now=NOW)
-    assert unrecorded["should_halt"] and halts.state("s3", now=NOW) == "active"
-    rows = {row["condition_name"]: row for row in halts.config()}
-    assert "three_strikes" in rows and rows["three_strikes"]["threshold"] == {"max_attempts": 3}
-    changed = halts.configure({"condition_name": "three_strikes", "enabled": False}, now=NOW)
-    assert changed["current_values"]["enabled"] is False and changed["updated"]
-    assert not {row["condition_name"]: row for row in halts.config()}["three_strikes"]["enabled"]
-    with pytest.raises(HaltRefused, match="no condition"):
-        halts.configure({"condition_name": "no_such_rule", "enabled": False}, now=NOW)
-
-
-def test_a_kept_halt_reader_sees_new_halts(host):
-    halts = host.halts
-    with halts.reading(now=NOW) as unit:
-        assert unit.states() == {} and unit.pending() == []
-    high = _halt(halts, "high")
-    for _ in range(2):  # a reader kept between units still sees what is written meanwhile
-        with halts.reading(now=NOW) as unit:
-            assert unit.state("s1") == "halted" and [h.halt_id for h in unit.pending(limit=5)] == [high]
-            assert unit.pending_counts()["high"] == 1
-        halts.acknowledge(high, "s1", "resolved", source="ops", now=NOW + 1)
-        high = _halt(halts, "high")
-
-
-def test_a_halt_unit_checks_and_reads_evidence_in_one_state(host):
-    halts = host.halts
-    with halts.unit(now=NOW) as unit:
-        assert unit.files_read("s4") is None  # never reported: no evidence either way
-        quiet = unit.check({"session_token": "s4", "current_context": {"target_files": []}})
-        assert not quiet["should_halt"]
-    _halt(halts, "low", session="s9")
-    with halts.unit(now=NOW) as unit:
-        assert unit.state("s4") == "active"  # a snapshot is open before the check records
-        verdict = unit.check(_unread_edit("s4"))
-        assert verdict["should_halt"] and unit.state("s4") == "halted"
-        assert unit.check(_unread_edit("s5"), record=False)["should_halt"] and unit.state("s5") == "active"
-
-
-def test_reads_and_attempts_are_evidence_the_halt_unit_sees(host):
-    halts = host.halts
-    halts.record_reads("s6", ["/src/app.py", "/src/app.py"], now=NOW)
-    assert halts.record_attempt("s6", "make test", error="exit 1", now=NOW) == 1
-    assert halts.record_attempt("s6", "make test", error="exit 1", now=NOW + 1) == 2
-    with halts.unit(now=NOW + 2) as unit:
-        assert unit.stored_attempts("s6", "make test") == (2, ["exit 1", "exit 1"])
-    assert halts.record_attempt("s6", "make test", error=None, now=NOW + 2) == 0  # a success resets
-    with halts.unit(now=NOW + 3) as unit:
-        assert unit.files_read("s6") == ["/src/app.py"]
-
-
+# ------------------------------------------------------------------ beyond the store contract (which runs here too)
 def test_three_failures_stored_by_the_hooks_halt_the_fourth_try(host):
     halts = host.halts
     for second in range(3):

@@ -1,7 +1,7 @@
 """Warrants, kennel heartbeats, breakers and the reply ledger on a real
-PostgreSQL server (``postgres_cluster``): the store contract's behaviours on
-these stores, then what only a shared store has — hosts (a warrant for
-``HOST/NAME`` is that host's), claims under ``SKIP LOCKED`` from many
+PostgreSQL server (``postgres_cluster``). The store contract's behaviours run
+on these stores in test_store_contract.py; here is what only a shared store
+has: hosts (a warrant for ``HOST/NAME`` is that host's), claims under ``SKIP LOCKED`` from many
 connections at once, leases that lapse into orphans and renewals that keep
 them, change notices, the fail-open policies when the server cannot be
 reached, and a kennel working its host's warrants end to end over real tmux."""
@@ -21,7 +21,6 @@ from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
-from leash.core.store.records import WarrantRecord
 from leash.core.warrants import WarrantError
 
 NOW = 1_900_000_000.0
@@ -73,154 +72,13 @@ def events(stores, **query) -> list[str]:
     return [line.event for line in stores.acklog.read(**query)]
 
 
-# ------------------------------------------------------------------ the contract's behaviours
-def test_warrant_claim_renew_release_complete(h1, h1_again):
-    warrant, filed = h1.warrants.file("agent-9", reason="wedged", now=NOW)
-    assert filed and isinstance(warrant, WarrantRecord) and warrant.target == "agent-9"
-    again, filed_again = h1.warrants.file("agent-9", reason="again", now=NOW)
-    assert not filed_again and again.id == warrant.id
-    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
-    assert claim.warrant.id == warrant.id and claim.renew(now=NOW + 1)
-    assert h1_again.warrants.claim_next(owner=OWNER, now=NOW) is None
-    assert h1_again.warrants.claim_orphans(owner=OWNER, now=NOW) == []  # held: not an orphan
-    claim.release()
-    claim.release()  # harmless
-    assert not claim.renew(now=NOW + 2)
-    orphans = h1_again.warrants.claim_orphans(owner=OWNER, now=NOW + 3)
-    assert [o.warrant.id for o in orphans] == [warrant.id]
-    done = orphans[0].complete("pardoned", by="ops", note="it answered", now=NOW + 4)
-    assert done["outcome"] == "pardoned" and not orphans[0].held
-    assert h1.warrants.active() == [] and [c["id"] for c in h1.warrants.completed()] == [warrant.id]
-    assert events(h1, event="epitaph") == ["epitaph"]
-    assert events(h1) == ["warrant_filed", "warrant_pardoned", "epitaph"]
-
-
-def test_two_claimers_never_share_a_warrant(h1, h1_again):
-    filed = {h1.warrants.file(f"agent-{n}", reason="wedged", now=NOW + n)[0].id for n in range(8)}
-    taken: dict[str, list] = {"a": [], "b": []}
-    start = threading.Barrier(2)
-
-    def drain(name, stores):
-        start.wait()
-        while (claim := stores.warrants.claim_next(owner=OWNER, now=NOW + 10)) is not None:
-            taken[name].append(claim)
-
-    threads = [threading.Thread(target=drain, args=pair) for pair in (("a", h1), ("b", h1_again))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert sorted(c.warrant.id for claims in taken.values() for c in claims) == sorted(filed)
-
-
-def test_warrants_found_listed_and_pardoned(h1):
-    first, _ = h1.warrants.file("agent-1", reason="wedged", now=NOW)
-    second, _ = h1.warrants.file("agent-2", reason="wedged", now=NOW + 1)
-    assert h1.warrants.find(first.id) == ("pending", first.as_dict())
-    assert h1.warrants.find(first.id[:-6]) == ("pending", first.as_dict())  # an unambiguous prefix
-    assert h1.warrants.find(first.id[:8]) is None  # the filing time both ids begin with: ambiguous
-    assert h1.warrants.find(first.id[:3]) is None  # too short to name one
-    assert h1.warrants.live_for("agent-2")["id"] == second.id and h1.warrants.live_for("agent-3") is None
-    assert h1.warrants.live_for("h1/agent-2")["id"] == second.id  # this host's name, written out
-    outcome, record = h1.warrants.pardon(first.id, source="ops", reason="it answered", now=NOW + 2)
-    assert outcome == "pardoned" and record["outcome"] == "pardoned" and record["pardoned_by"] == "ops"
-    assert h1.warrants.find(first.id)[0] == "completed"
-    listing = h1.warrants.listing()
-    assert [w["id"] for w in listing["pending"]] == [second.id]
-    assert [d["id"] for d in listing["completed"]] == [first.id] and listing["active"] == []
-    assert listing["quarantined"] == [] and listing["unreadable"] == []
-    with pytest.raises(WarrantError):
-        h1.warrants.pardon(first.id, source="ops", now=NOW + 3)
-    with pytest.raises(WarrantError):
-        h1.warrants.pardon("no-such-warrant", source="ops", now=NOW + 3)
-    assert "warrant_pardoned" in events(h1)
-
-
-def test_a_claim_saves_its_state_and_hears_a_pardon(h1, h1_again):
-    warrant, _ = h1.warrants.file("agent-5", reason="wedged", now=NOW)
-    assert h1.warrants.has_pending()
-    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
-    assert not h1.warrants.has_pending() and claim.pardon_request() is None
-    claim.state.update(state="interrogating", attempt=2)
-    claim.save()
-    assert [(d["state"], d["attempt"]) for d in h1_again.warrants.active()] == [("interrogating", 2)]
-    assert h1_again.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + 1)[0] == "requested"
-    assert claim.pardon_request()["source"] == "ops"
-    done = claim.complete("pardoned", by="ops", note="mine", now=NOW + 2, timeouts=(1, 2, 3))
-    assert done["outcome"] == "pardoned" and h1.warrants.active() == []
-    h1.warrants.tidy()
-    assert [c["id"] for c in h1.warrants.completed()] == [warrant.id]
-
-
-def test_a_claim_sealed_by_a_dead_worker_completes_once(h1, h1_again):
-    warrant, _ = h1.warrants.file("agent-6", reason="wedged", now=NOW)
-    claim = h1.warrants.claim_next(owner=OWNER, now=NOW)
-    claim.state.update(state="complete", outcome="already_dead", epitaph="EPITAPH: agent-6", completed_at=iso(NOW))
-    claim.save()
-    h1.acklog.append("epitaph", source="kennel", session_id="agent-6", reason="EPITAPH: agent-6", now=NOW,
-                     warrant_id=warrant.id, outcome="already_dead")
-    claim.release()  # the worker dies here
-    (orphan,) = h1_again.warrants.claim_orphans(owner=OWNER, now=NOW + 1)
-    assert orphan.complete("already_dead", now=NOW + 2)["outcome"] == "already_dead"
-    assert [c["id"] for c in h1.warrants.completed()] == [warrant.id]
-    assert events(h1, event="epitaph") == ["epitaph"]
-
-
-def test_breaker_trips_and_resets(h1):
-    for n in range(3):
-        h1.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
-    assert h1.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
-    assert not h1.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 120)
-    assert h1.breakers.names() == ["gw"]
-    described = h1.breakers.describe("gw", config={"loop": {"gw": {"max_restarts": 3}}}, now=NOW + 3)
-    assert described.tripped and described.in_loop == 3 and described.boots == [NOW, NOW + 1, NOW + 2]
-    assert h1.breakers.reset("gw", source="ops", reason="false alarm", now=NOW + 4)
-    assert not h1.breakers.reset("gw", source="ops", now=NOW + 5)  # nothing left to reset: no second line
-    assert not h1.breakers.tripped("gw", max_restarts=1, window_seconds=60, now=NOW + 4)
-    assert events(h1) == ["loop_reset"] and h1.breakers.names() == []
-    with pytest.raises(ValueError):
-        h1.breakers.record_boot("../stops.json", window_seconds=60, now=NOW)
-
-
-def test_breaker_checked_and_recorded_in_one_call(h1):
-    verdicts = [h1.breakers.check_and_record("gw", max_restarts=3, window_seconds=60, source="ops", now=NOW + n)
-                for n in range(3)]
-    assert verdicts == [False, False, True]
-    (line,) = h1.acklog.read(event="loop_tripped")
-    assert (line.source, line.extra["name"], line.extra["boots"]) == ("ops", "gw", 3)
-
-
+# ------------------------------------------------------------------ beyond the store contract (which runs here too)
 def test_breakers_are_each_hosts_own(open_stores):
     web, db = open_stores("web"), open_stores("db")
     for n in range(3):
         web.breakers.record_boot("gw", window_seconds=60, now=NOW + n)
     assert web.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
     assert not db.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3) and db.breakers.names() == []
-
-
-def test_replies_pending_until_answered(h1, open_stores):
-    assert not h1.replies.pending("chat", "thread-1")
-    h1.replies.record("chat", "thread-1", "in", now=NOW)
-    assert h1.replies.pending("chat", "thread-1")
-    assert open_stores("web").replies.pending("chat", "thread-1")  # a conversation is the channel's, not a host's
-    h1.replies.record("chat", "thread-1", "out", now=NOW + 1)
-    assert not h1.replies.pending("chat", "thread-1")
-    with pytest.raises(ValueError):
-        h1.replies.record("chat", "thread-1", "sideways", now=NOW)
-    with pytest.raises(ValueError):
-        h1.replies.record("chat", " ", "in", now=NOW)
-
-
-def test_kennel_alive_while_its_heartbeat_is_fresh(h1, open_stores):
-    assert h1.kennels.alive(now=NOW) is None
-    beat = h1.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, working=["b", "a"],
-                           now=NOW)
-    assert beat.heartbeat_at == iso(NOW) and beat.working == ["a", "b"]
-    assert h1.kennels.alive(now=NOW + 1).dogs == 2
-    assert open_stores("web").kennels.alive(now=NOW + 1) is None  # another host's kennel is not this host's
-    assert h1.kennels.alive(now=NOW + 60) is None  # stale
-    h1.kennels.beat(pid=os.getpid(), host="elsewhere", started_at=iso(NOW), dogs=2, stopped=True, now=NOW + 61)
-    assert h1.kennels.alive(now=NOW + 61) is None  # stopped cleanly
 
 
 def test_a_kennel_on_a_gone_pid_is_judged_by_its_heartbeat_alone(h1):
