@@ -81,7 +81,8 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     warning = ""
     seen = None
     try:
-        known = registry.get(session_id, now=now) or {}
+        stored = registry.get(session_id, now=now)
+        known = stored.as_dict() if stored is not None else {}
         same_pane = known.get("tmux_pane") == pane
         tmux_id = known.get("tmux_session_id", "") if same_pane else ""
         tmux_name = known.get("tmux_session", "") if same_pane else ""
@@ -90,7 +91,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
         agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
         seen = registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
                                 tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
-                                known=known.as_dict() if known else {})
+                                known=known)
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env, session=seen)

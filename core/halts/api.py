@@ -354,6 +354,17 @@ def _annotations(fired) -> dict[str, list[str]]:
 
 
 # ------------------------------------------------------------------ acknowledge
+def acknowledge_input(halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
+                      caution: bool = False) -> dict[str, object]:
+    """The seed's ``AcknowledgeHaltInput`` for a halt store's ``acknowledge`` arguments."""
+    data: dict[str, object] = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
+    if notes is not None:
+        data["resolution_notes"] = notes
+    if caution:
+        data["continue_with_caution"] = True
+    return data
+
+
 def acknowledge_request(data: dict) -> tuple[str, str, str, str | None]:
     """(halt id, session, resolution, notes) of a valid ``AcknowledgeHaltInput``; HaltInputError otherwise."""
     if not isinstance(data, dict):
@@ -463,6 +474,27 @@ def listing_request(data: dict) -> tuple[str | None, int, int]:
     return session, limit, offset
 
 
+def listing_filters(data: dict, session: str | None, *, mark: str, false: str,
+                    as_text: str) -> tuple[tuple[str, list], tuple[str, list]]:
+    """The WHERE clauses of a listing, in the dialect named by ``mark`` (the
+    parameter mark), ``false`` and ``as_text`` (an enum column's cast):
+    ((the session's scope, its parameters), (the filters, their parameters))."""
+    scope, params = ["1 = 1"], []
+    if session is not None:
+        scope.append(f"session_id = {mark}")
+        params.append(session)
+    filters, fparams = list(scope), list(params)
+    if data.get("pending"):
+        filters.append(f"(acknowledged = {false} OR resolution = 'escalated')")
+    elif not data.get("include_acknowledged"):
+        filters.append(f"acknowledged = {false}")
+    for key in ("halt_type", "severity"):
+        if data.get(key):
+            filters.append(f"{key}{as_text} = {mark}")
+            fparams.append(data[key])
+    return (" AND ".join(scope), params), (" AND ".join(filters), fparams)
+
+
 def get_session_halts(data: dict, *, home=None, now: float | None = None, connection=None) -> dict:
     """The seed's ``guardrail_get_session_halts``. ``session_token`` may be
     omitted for every session; ``pending: true`` lists what waits on a human
@@ -476,27 +508,14 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None, connec
             return {"total_count": 0, "halts": [], "unacknowledged_count": 0}
         connection = _open(home, moment)
     try:
-        scope, params = ["1 = 1"], []
-        if session is not None:
-            scope.append("session_id = ?")
-            params.append(session)
-        filters, fparams = list(scope), list(params)
-        if data.get("pending"):
-            filters.append("(acknowledged = 0 OR resolution = 'escalated')")
-        elif not data.get("include_acknowledged"):
-            filters.append("acknowledged = 0")
-        for key in ("halt_type", "severity"):
-            if data.get(key):
-                filters.append(f"{key} = ?")
-                fparams.append(data[key])
-        where = " AND ".join(filters)
+        (scope, params), (where, fparams) = listing_filters(data, session, mark="?", false="0", as_text="")
         total = connection.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
         rows = connection.execute(
             f"SELECT * FROM halt_events WHERE {where} ORDER BY CASE severity WHEN 'critical' THEN 0"
             " WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, triggered_at, id LIMIT ? OFFSET ?",
             fparams + [limit, offset]).fetchall()
         unacknowledged = connection.execute(
-            f"SELECT count(*) FROM halt_events WHERE {' AND '.join(scope)} AND acknowledged = 0", params).fetchone()[0]
+            f"SELECT count(*) FROM halt_events WHERE {scope} AND acknowledged = 0", params).fetchone()[0]
     finally:
         if owned:
             connection.close()

@@ -104,13 +104,9 @@ class FileHalts:
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
                     caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
-        from leash.core.halts.api import acknowledge_halt
+        from leash.core.halts.api import acknowledge_halt, acknowledge_input
 
-        data: dict[str, object] = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
-        if notes is not None:
-            data["resolution_notes"] = notes
-        if caution:
-            data["continue_with_caution"] = True
+        data = acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
         return acknowledge_halt(data, home=self.home, now=now, source=source)
 
     def state(self, session_id: str, *, now: float | None = None) -> str:

@@ -38,6 +38,7 @@ from leash.core.halts.access import TIMEOUT_REASON, _row_config
 from leash.core.halts.api import (
     _LOG_EVENT,
     _validate_record,
+    acknowledge_input,
     acknowledge_request,
     acknowledged_answer,
     check_answer,
@@ -187,11 +188,7 @@ class PgHalts:
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
                     caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
-        data: dict[str, object] = {"halt_id": halt_id, "session_token": session_id, "resolution": resolution}
-        if notes is not None:
-            data["resolution_notes"] = notes
-        if caution:
-            data["continue_with_caution"] = True
+        data = acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
         halt_id, session_id, resolution, notes = acknowledge_request(data)
         moment = now_seconds(now)
         who = source or _default_source()

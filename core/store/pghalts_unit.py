@@ -88,27 +88,14 @@ def state_of(conn, session_id: str) -> str:
 
 def listing(conn, data: dict, session: str | None, limit: int, offset: int) -> dict:
     """The seed's ``GetSessionHaltsOutput`` (``core.halts.api.get_session_halts``'s query)."""
-    from leash.core.halts.api import halt_event
+    from leash.core.halts.api import halt_event, listing_filters
 
-    scope, params = ["true"], []
-    if session is not None:
-        scope.append("session_id = %s")
-        params.append(session)
-    filters, fparams = list(scope), list(params)
-    if data.get("pending"):
-        filters.append("(acknowledged = false OR resolution = 'escalated')")
-    elif not data.get("include_acknowledged"):
-        filters.append("acknowledged = false")
-    for key in ("halt_type", "severity"):
-        if data.get(key):
-            filters.append(f"{key}::text = %s")
-            fparams.append(data[key])
-    where = " AND ".join(filters)
+    (scope, params), (where, fparams) = listing_filters(data, session, mark="%s", false="false", as_text="::text")
     total = conn.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
     rows = dicts(conn.execute(f"SELECT * FROM halt_events WHERE {where} ORDER BY severity DESC, triggered_at, id"
                               " LIMIT %s OFFSET %s", fparams + [limit, offset]))
-    unacknowledged = conn.execute(f"SELECT count(*) FROM halt_events WHERE {' AND '.join(scope)}"
-                                  " AND acknowledged = false", params).fetchone()[0]
+    unacknowledged = conn.execute(f"SELECT count(*) FROM halt_events WHERE {scope} AND acknowledged = false",
+                                  params).fetchone()[0]
     return {"total_count": total, "halts": [halt_event(r) for r in rows], "unacknowledged_count": unacknowledged}
 
 

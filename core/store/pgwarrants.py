@@ -241,15 +241,11 @@ class PgWarrants:
         """("pardoned" | "requested", record): a pending warrant, or an active one
         no live claim holds, is closed at once; a worked one asks its worker."""
         from leash.core.warrants.dog import DEFAULT_TIMEOUTS
+        from leash.core.warrants.queue import pardonable
 
         moment = now_seconds(now)
-        found = self.find(warrant_id)
-        if found is None:
-            raise WarrantError(f"no warrant {warrant_id}")
-        kind, record = found
+        kind, record = pardonable(self.find(warrant_id), warrant_id)
         warrant_id = record["id"]
-        if kind == "completed":
-            raise WarrantError(f"warrant {warrant_id} is finished ({record.get('outcome')})")
         with self.db.transaction() as conn:
             status, warrant, state, held = conn.execute(
                 "SELECT status, record, state, claimed_by IS NOT NULL AND lease_until > to_timestamp(%s) "

@@ -62,6 +62,18 @@ COMPLETED_DIR = os.path.join("dogs", "completed")
 DEFAULT_REQUESTER = "operator"
 
 
+def pardonable(found: tuple[str, dict] | None, named: str) -> tuple[str, dict]:
+    """``find``'s answer for a warrant a pardon can still reach ("pending" or
+    "active", record); WarrantError for an unknown or finished one (every
+    backend's rule)."""
+    if found is None:
+        raise WarrantError(f"no warrant {named}")
+    kind, record = found
+    if kind == "completed":
+        raise WarrantError(f"warrant {record['id']} is finished ({record.get('outcome')})")
+    return kind, record
+
+
 class WarrantError(Exception):
     """A warrant operation the state does not allow (unknown id, finished)."""
 
@@ -377,13 +389,8 @@ class WarrantQueue:
         from leash.core.warrants.dog import finish_without_dog
 
         moment = now_seconds(now)
-        found = self.find(warrant_id)
-        if found is None:
-            raise WarrantError(f"no warrant {warrant_id}")
-        kind, record = found
+        kind, record = pardonable(self.find(warrant_id), warrant_id)
         warrant_id = record["id"]
-        if kind == "completed":
-            raise WarrantError(f"warrant {warrant_id} is finished ({record.get('outcome')})")
         if kind == "pending":
             with locked(self.lock_path):
                 if not os.path.exists(self.pending_path(warrant_id)):
