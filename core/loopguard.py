@@ -171,6 +171,19 @@ def is_restart_loop_tripped(
     return loop_size(boots, window_seconds, max_gap_seconds, moment) >= max_restarts
 
 
+def loop_tripped(name: str, boots: list[float], *, max_restarts: int, window_seconds: float,
+                 max_gap_seconds: float, moment: float) -> bool:
+    """Whether ``boots`` trip breaker ``name`` (said as a warning when they do): every backend's verdict."""
+    size = loop_size(boots, window_seconds, max_gap_seconds, moment)
+    tripped = max_restarts > 0 and size >= max_restarts
+    if tripped:
+        logger.warning("restart-loop breaker %r TRIPPED: %d restart-interrupted boots (threshold %d, window %gs%s); "
+                       "skip auto-resume. If this is a false positive: leash loop reset %s",
+                       name, size, max_restarts, window_seconds,
+                       f", max gap {max_gap_seconds:g}s" if max_gap_seconds > 0 else "", name)
+    return tripped
+
+
 def check_and_record(
     max_restarts: int = DEFAULT_MAX_RESTARTS,
     window_seconds: float = DEFAULT_WINDOW_SECONDS,
@@ -187,13 +200,10 @@ def check_and_record(
     moment = now_seconds(now)
     boots = record_restart_interrupted_boot(window_seconds, now=moment, name=name, home=home,
                                             max_gap_seconds=max_gap_seconds)
-    size = loop_size(boots, window_seconds, max_gap_seconds, moment)
-    tripped = max_restarts > 0 and size >= max_restarts
+    tripped = loop_tripped(name, boots, max_restarts=max_restarts, window_seconds=window_seconds,
+                           max_gap_seconds=max_gap_seconds, moment=moment)
     if tripped:
-        logger.warning("restart-loop breaker %r TRIPPED: %d restart-interrupted boots (threshold %d, window %gs%s); "
-                       "skip auto-resume. If this is a false positive: leash loop reset %s",
-                       name, size, max_restarts, window_seconds,
-                       f", max gap {max_gap_seconds:g}s" if max_gap_seconds > 0 else "", name)
+        size = loop_size(boots, window_seconds, max_gap_seconds, moment)
         try:
             from leash.core.acklog import AckLog
 

@@ -23,6 +23,10 @@ from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
 from leash.core.warrants import WarrantError
 
+from .test_warrants import tmux
+
+__all__ = ["tmux"]  # the fixture (a Tmux on this test's private server), used by name
+
 NOW = 1_900_000_000.0
 OWNER = {"pid": 1, "host": "test"}
 
@@ -226,14 +230,6 @@ def test_an_unreachable_server_fails_as_the_file_backend_does(tmp_path, home):
 
 
 # ------------------------------------------------------------------ a kennel over the shared store
-@pytest.fixture
-def tmux(tmux_socket, monkeypatch, home):
-    from leash.core.tmux import Tmux
-
-    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
-    server = Tmux(str(tmux_socket))
-    yield server
-    server.kill_server()
 
 
 def test_a_kennel_works_its_hosts_warrants_on_the_shared_store(url, home, tmux, tmp_path, open_stores):

@@ -149,14 +149,8 @@ class PgBreakers:
         moment = now_seconds(now)
         boots = self._record(name, window_seconds=window_seconds, max_gap_seconds=max_gap_seconds, moment=moment,
                              trip_at=max(0, max_restarts), source=source)
-        size = loopguard.loop_size(boots, window_seconds, max_gap_seconds, moment)
-        tripped = max_restarts > 0 and size >= max_restarts
-        if tripped:
-            logger.warning("restart-loop breaker %r TRIPPED: %d restart-interrupted boots (threshold %d, "
-                           "window %gs%s); skip auto-resume. If this is a false positive: leash loop reset %s",
-                           name, size, max_restarts, window_seconds,
-                           f", max gap {max_gap_seconds:g}s" if max_gap_seconds > 0 else "", name)
-        return tripped
+        return loopguard.loop_tripped(name, boots, max_restarts=max_restarts, window_seconds=window_seconds,
+                                      max_gap_seconds=max_gap_seconds, moment=moment)
 
     def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool:
         """Forget the boots and log ``loop_reset``; False when there were none."""
