@@ -1,0 +1,189 @@
+"""The shared store's schema: one entry per version, applied in order by
+``core.store.pg.migrate`` (under an advisory lock, recorded in
+``leash_meta.schema_version``).
+
+Failure: none here; a database whose version is newer than ``SCHEMA_VERSION``
+is refused by ``migrate``, and an older one is upgraded only by ``leash
+daemon`` and ``leash doctor --repair``.
+"""
+from __future__ import annotations
+
+# Each entry is one schema version, applied in order; never edit one that has
+# been applied somewhere: add the next.
+MIGRATIONS = (
+    """
+    CREATE TABLE leash_meta (key text PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE acklog (
+        seq        bigint PRIMARY KEY,
+        ts         text   NOT NULL,
+        event      text   NOT NULL,
+        session_id text   NOT NULL,
+        source     text   NOT NULL,
+        line       text   NOT NULL
+    );
+    CREATE INDEX acklog_session ON acklog (session_id, seq);
+    CREATE INDEX acklog_event ON acklog (event, seq);
+    """,
+    """
+    CREATE TABLE stop_state (
+        id       integer PRIMARY KEY CHECK (id = 1),
+        state    text    NOT NULL,
+        head_seq bigint  NOT NULL
+    );
+    """,
+    # Every log-backed state (stops, locks) in one table, keyed by its store;
+    # the sessions registry as one row per session.
+    """
+    CREATE TABLE log_state (
+        store    text   PRIMARY KEY,
+        state    jsonb  NOT NULL,
+        head_seq bigint NOT NULL
+    );
+    INSERT INTO log_state (store, state, head_seq) SELECT 'stops', state::jsonb, head_seq FROM stop_state;
+    DROP TABLE stop_state;
+    CREATE TABLE sessions (
+        session_id text        PRIMARY KEY,
+        record     jsonb       NOT NULL,
+        last_seen  timestamptz NOT NULL
+    );
+    CREATE INDEX sessions_last_seen ON sessions (last_seen);
+    """,
+    # The halt store (core.store.pghalts): the seed's halt_events and
+    # halt_conditions_config with its enum types and indexes (partial ones
+    # included), and leash's own tables as halts.db has them.
+    """
+    CREATE TYPE halt_type AS ENUM ('code_safety', 'scope', 'environment', 'execution', 'security', 'uncertainty');
+    CREATE TYPE severity_level AS ENUM ('low', 'medium', 'high', 'critical');
+    CREATE TYPE halt_resolution AS ENUM ('resolved', 'escalated', 'dismissed', 'timeout');
+    CREATE TYPE halt_session_state AS ENUM ('active', 'halted', 'paused');
+    CREATE TABLE halt_events (
+        id               uuid            PRIMARY KEY DEFAULT gen_random_uuid(),
+        session_id       text            NOT NULL,
+        task_id          text,
+        halt_type        halt_type       NOT NULL,
+        severity         severity_level  NOT NULL,
+        description      text            NOT NULL CHECK (length(description) BETWEEN 1 AND 4000),
+        context          jsonb,
+        triggered_at     timestamptz     NOT NULL DEFAULT now(),
+        acknowledged     boolean         NOT NULL DEFAULT false,
+        acknowledged_at  timestamptz,
+        acknowledged_by  text,
+        resolution       halt_resolution,
+        resolution_notes text,
+        attempt_count    integer         CHECK (attempt_count >= 0),
+        previous_error   text,
+        created_at       timestamptz     NOT NULL DEFAULT now(),
+        updated_at       timestamptz     NOT NULL DEFAULT now(),
+        condition_name   text,
+        escalate_at      timestamptz,
+        auto_recorded    boolean         NOT NULL DEFAULT false
+    );
+    CREATE INDEX idx_halt_events_session ON halt_events (session_id);
+    CREATE INDEX idx_halt_events_task ON halt_events (task_id);
+    CREATE INDEX idx_halt_events_type ON halt_events (halt_type);
+    CREATE INDEX idx_halt_events_severity ON halt_events (severity);
+    CREATE INDEX idx_halt_events_triggered ON halt_events (triggered_at);
+    CREATE INDEX idx_halt_events_acknowledged ON halt_events (acknowledged) WHERE acknowledged = false;
+    CREATE INDEX idx_halt_events_session_unack ON halt_events (session_id, acknowledged) WHERE acknowledged = false;
+    CREATE INDEX idx_halt_events_session_type ON halt_events (session_id, halt_type);
+    CREATE INDEX idx_halt_events_escalate ON halt_events (escalate_at)
+        WHERE acknowledged = false AND resolution IS NULL AND escalate_at IS NOT NULL;
+    CREATE INDEX idx_halt_events_session_escalated ON halt_events (session_id)
+        WHERE resolution IN ('escalated', 'timeout');
+    CREATE TABLE halt_events_archive (LIKE halt_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS, PRIMARY KEY (id));
+    CREATE INDEX idx_halt_events_archive_session ON halt_events_archive (session_id);
+    CREATE TABLE halt_conditions_config (
+        id                     uuid           PRIMARY KEY DEFAULT gen_random_uuid(),
+        condition_name         text           NOT NULL UNIQUE,
+        halt_type              halt_type      NOT NULL,
+        enabled                boolean        NOT NULL DEFAULT true,
+        severity               severity_level NOT NULL,
+        threshold              jsonb,
+        auto_escalate          boolean        NOT NULL DEFAULT false,
+        escalate_after_minutes integer        CHECK (escalate_after_minutes >= 0),
+        created_at             timestamptz    NOT NULL DEFAULT now(),
+        updated_at             timestamptz    NOT NULL DEFAULT now()
+    );
+    CREATE TABLE session_states (
+        session_id text               PRIMARY KEY,
+        state      halt_session_state NOT NULL,
+        updated_at timestamptz        NOT NULL
+    );
+    CREATE TABLE attempts (
+        session_id    text        NOT NULL,
+        task_id       text        NOT NULL,
+        count         integer     NOT NULL DEFAULT 0 CHECK (count >= 0),
+        last_error    text,
+        recent_errors jsonb       NOT NULL DEFAULT '[]',
+        updated_at    timestamptz NOT NULL,
+        PRIMARY KEY (session_id, task_id)
+    );
+    CREATE TABLE files_read (
+        session_id text        NOT NULL,
+        path       text        NOT NULL,
+        read_at    timestamptz NOT NULL,
+        PRIMARY KEY (session_id, path)
+    );
+    CREATE TABLE tracked_sessions (session_id text PRIMARY KEY, since timestamptz NOT NULL);
+    """,
+    # Death warrants with their dogs' states and leases (core.store.pgwarrants),
+    # each host's kennel heartbeat, restart-loop breakers and the reply ledger
+    # (core.store.pgsmall).
+    """
+    CREATE TABLE warrants (
+        id           text             PRIMARY KEY,
+        seq          bigint           GENERATED ALWAYS AS IDENTITY,
+        target       text             NOT NULL,
+        target_id    text,
+        host         text             NOT NULL,
+        name         text             NOT NULL,
+        reason       text             NOT NULL,
+        requester    text             NOT NULL,
+        filed_at     timestamptz      NOT NULL,
+        record       jsonb            NOT NULL,
+        state        jsonb,
+        status       text             NOT NULL CHECK (status IN ('pending', 'active', 'completed')),
+        claimed_by   text,
+        lease_until  timestamptz,
+        pardon       jsonb,
+        outcome      text,
+        completed_at timestamptz
+    );
+    CREATE INDEX warrants_waiting ON warrants (host, filed_at, seq) WHERE status = 'pending';
+    CREATE INDEX warrants_working ON warrants (host, filed_at, seq) WHERE status = 'active';
+    CREATE INDEX warrants_live_name ON warrants (host, name) WHERE status <> 'completed';
+    CREATE INDEX warrants_order ON warrants (filed_at, seq);
+    CREATE TABLE kennels (
+        host         text        PRIMARY KEY,
+        record       jsonb       NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        stopped      boolean     NOT NULL
+    );
+    CREATE TABLE breakers (
+        host  text  NOT NULL,
+        name  text  NOT NULL,
+        boots jsonb NOT NULL,
+        PRIMARY KEY (host, name)
+    );
+    CREATE TABLE replies (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        channel     text   NOT NULL,
+        key         text   NOT NULL,
+        direction   text   NOT NULL CHECK (direction IN ('in', 'out')),
+        recorded_at double precision NOT NULL
+    );
+    CREATE INDEX replies_conversation ON replies (channel, key, id DESC);
+    """,
+    # The ack log is append-only in the database too: an UPDATE, DELETE or
+    # TRUNCATE of its rows is refused (only the table's owner can switch this
+    # off, and `leash log verify` still finds what that owner changed).
+    """
+    CREATE FUNCTION leash_acklog_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'the ack log is append-only: % refused', TG_OP;
+    END $$;
+    CREATE TRIGGER acklog_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON acklog
+        FOR EACH STATEMENT EXECUTE FUNCTION leash_acklog_append_only();
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
