@@ -159,6 +159,21 @@ class Database:
         writes next starts from the committed state, never inside the snapshot."""
         self._local.settle = settle
 
+    @contextmanager
+    def snapshot(self):
+        """A ``REPEATABLE READ, READ ONLY`` transaction on this thread's
+        connection, begun by one statement (several reads that see one state)."""
+        import psycopg
+
+        with self.session() as conn:
+            conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+            try:
+                with self.transaction() as held:
+                    yield held
+            finally:
+                if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                    conn.isolation_level, conn.read_only = None, None
+
     def rows(self, query: str, params: tuple = ()) -> list[tuple]:
         """The rows of one read (its own implicit transaction unless inside
         one). A read outside a transaction whose kept connection turns out dead

@@ -114,13 +114,8 @@ class PgHaltUnit:
         if not self._owns_snapshot or self._snapshot is not None:
             return self._conn
         stack = ExitStack()
-        conn = stack.enter_context(self.halts.db.transaction())
+        conn = stack.enter_context(self.halts.db.snapshot())
         self._snapshot = stack
-        try:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        except BaseException:
-            self.settle()
-            raise
         self.halts.db.before_next_write(self.settle)  # any store's write on this thread ends it first
         return conn
 
