@@ -242,10 +242,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         if panel == "sessions" and row and fresh is None:
             self._explain(row)
 
-    def _tmux_id(self, row: dict) -> str:
-        local = row.get("local_tmux") or row.get("tmux_session")
-        found = next((s.get("id", "") for s in self.tmux_sessions if s["name"] == local), "")
-        return f"{row['host']}/{found}" if found and row.get("host") else found
+    @staticmethod
+    def _tmux_id(row: dict) -> str:
+        return row.get("tmux_session_id") or ""
 
     @work(thread=True, exclusive=True, group="why")
     def _explain(self, row: dict) -> None:

@@ -77,8 +77,12 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     host = raw["host"] if getattr(backend.sessions, "host", "") else ""
     rule.shared = bool(host)
     every_session = _session_rows(rule, raw["sessions"], _hosted(tmux_sessions or [], host), moment)
-    for row in every_session if host else ():
-        row["host"] = _row_host(row, host)
+    if host:
+        from leash.core.sessions import host_of
+
+        seen_on = {record["session_id"]: host_of(record) for record in raw["sessions"]}
+        for row in every_session:
+            row["host"] = _row_host(row, host, seen_on)
     sessions = every_session[:max_rows]
     warrants = _warrant_rows(raw["warrants"], rule.attempts, moment)
     lock_rows = _lock_rows(raw["hands_off"], moment)
@@ -107,15 +111,15 @@ def _hosted(tmux_sessions: list[dict], host: str) -> list[dict]:
              "local_name": tmux["name"]} for tmux in tmux_sessions]
 
 
-def _row_host(row: dict, here: str) -> str:
-    """The host a session row is on: its ``HOST/`` prefix; this host's for a
-    local tmux session; "" for a stop filed by a bare name (every host)."""
+def _row_host(row: dict, here: str, seen_on: dict[str, str]) -> str:
+    """The host a session row is on: this host's for a local tmux session; the
+    host its agents' hooks ran on (``seen_on``: ``core.sessions.host_of`` of
+    each session); a stop's ``HOST/``; "" for a stop filed by a bare name
+    (every host)."""
     if row.get("in_tmux"):
         return here
-    for value in (row.get("tmux_session"), row.get("pane"), row.get("name")):
-        if isinstance(value, str) and "/" in value:
-            return value.partition("/")[0]
-    return here if row["key"].startswith("agent:") else ""
+    found = next((seen_on[agent] for agent in row["agents"] if seen_on.get(agent)), "")
+    return found or (row["name"].partition("/")[0] if "/" in row["name"] else "")
 
 
 def _snapshot(backend, unit, moment: float, max_rows: int, halt_problem: str | None) -> dict:
@@ -239,6 +243,7 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
     return {
         "key": f"tmux:{tmux['name']}", "name": tmux["name"], "tmux_session": tmux["name"],
         "local_tmux": tmux.get("local_name", tmux["name"]),  # what this host's tmux calls it
+        "tmux_session_id": tmux.get("id", ""),  # as the store names it (HOST/$N in a shared one)
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
     }

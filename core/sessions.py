@@ -33,7 +33,7 @@ SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
 _FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "agent",
-           "wired")
+           "wired", "host")
 # What Claude Code last said a session is doing; "" when it is working.
 STATUS_WAITING_INPUT = "waiting for input"
 STATUS_WAITING_PERMISSION = "waiting for permission"
@@ -135,7 +135,7 @@ class FileSessionRows:
         records last seen before ``horizon`` are dropped with any write."""
         with locked(self.path):
             data = self.store.load_for_write(now=now)
-            for stale in [k for k, v in data.items() if _last_seen(v) < horizon]:
+            for stale in [k for k, v in data.items() if last_seen_of(v) < horizon]:
                 del data[stale]
             record = data.get(session_id)
             changed = change(dict(record) if isinstance(record, dict) else None)
@@ -183,6 +183,8 @@ class SessionRegistry:
         moment = now_seconds(now)
         known = known if known is not None else (self.get(session_id, now=now) or {})
         wanted = {k: v for k, v in fields.items() if k in _FIELDS and v}
+        if self.host:  # a shared store: the host whose hook saw it
+            wanted["host"] = self.host
         changed = any(known.get(k) != v for k, v in wanted.items())
         changed = changed or (status is not None and known.get("status", "") != status)
         try:
@@ -291,9 +293,21 @@ class SessionRegistry:
         return tmux_session_id_for(name, home=self.home, known=known)
 
 
-def _last_seen(record: JSONValue) -> float:
-    """When a record was last seen; a record without a readable time counts as
-    seen now (it is not ours to forget before we understand it)."""
+def host_of(record: dict) -> str:
+    """The host a session of a shared store runs on: the one whose hook saw it
+    last, else the ``HOST/`` of its tmux pane or session; "" when neither says."""
+    if isinstance(record.get("host"), str) and record["host"]:
+        return record["host"]
+    for key in ("tmux_pane", "tmux_session"):
+        value = record.get(key)
+        if isinstance(value, str) and "/" in value:
+            return value.partition("/")[0]
+    return ""
+
+
+def last_seen_of(record: JSONValue) -> float:
+    """When a record was last seen; a record without a readable time is never
+    too old to keep (it is not ours to forget before we understand it)."""
     try:
         return parse_iso(record.get("last_seen", ""))
     except (ValueError, AttributeError, TypeError):

@@ -65,13 +65,15 @@ def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_lim
     config = _config(backend)
     for name in backend.breakers.names():
         result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())
+    from leash.core.sessions import host_of
+
     here = host_of_backend(backend)
     result["host"] = here
     shared = bool(getattr(backend.sessions, "host", ""))
     for session_id, record in backend.sessions.all(now=now).items():
         fields = record.as_dict()
         result["sessions"].append({"session_id": session_id, **fields,
-                                   "host": session_host(fields) if shared else here})
+                                   "host": host_of(fields) if shared else here})
     return result
 
 
@@ -89,16 +91,6 @@ def host_of_backend(backend) -> str:
         import socket
 
         return socket.gethostname()
-
-
-def session_host(record: dict) -> str:
-    """The host a session of the shared store runs on: its ``HOST/`` prefix
-    (tmux pane or session); "" for a session no tmux pane reported."""
-    for key in ("tmux_pane", "tmux_session"):
-        value = record.get(key)
-        if isinstance(value, str) and "/" in value:
-            return value.partition("/")[0]
-    return ""
 
 
 def _pending_halts(result: dict, backend, unit, connection, limit: int, now: float | None) -> None:

@@ -45,8 +45,10 @@ def test_sessions_are_registered_as_host_slash_name(hosts):
     pane = start(socket, "agent-1")
     assert hook(backend, socket, pane, "claude-a1") == ""
     record = hosts["c"][0].sessions.get("claude-a1")  # seen from the other host
-    assert (record.tmux_session, record.tmux_pane) == ("a/agent-1", f"a/{pane}")
+    assert (record.tmux_session, record.tmux_pane, record.host) == ("a/agent-1", f"a/{pane}", "a")
     assert record.tmux_session_id.startswith("a/$")
+    assert hook(backend, socket, "", "claude-a2") == ""  # no tmux pane at all: still a's
+    assert hosts["c"][0].sessions.get("claude-a2").host == "a"
 
 
 def test_a_bare_name_stops_that_name_on_every_host_a_qualified_one_on_its_host(hosts):

@@ -106,13 +106,13 @@ def _head(report) -> tuple[int, str]:
 
 
 def _copy_sessions(conn, home) -> int:
+    from leash.core.sessions import last_seen_of
     from leash.core.store.pg import as_json
-    from leash.core.store.pgstate import _seen
 
     records = home.sessions.registry.all()
     for session_id, record in records.items():
         conn.execute("INSERT INTO sessions (session_id, record, last_seen) VALUES (%s, %s, to_timestamp(%s))",
-                     (session_id, as_json(record), _seen(record)))
+                     (session_id, as_json(record), last_seen_of(record)))
     return len(records)
 
 

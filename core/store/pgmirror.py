@@ -48,7 +48,6 @@ class Mirror:
         self.connected = threading.Event()
         self.halt = threading.Event()
         self.thread: threading.Thread | None = None
-        self.listeners: list = []  # callables given each notice (the daemon's change feed)
 
     def start(self, *, wait_seconds: float = 5.0) -> bool:
         """Start listening; whether the first connection was made within ``wait_seconds``."""
@@ -97,8 +96,6 @@ class Mirror:
                         self._connected()
                     else:
                         self._bump(str(notice.get("store", "")), str(notice.get("key") or ""))
-                    for listener in list(self.listeners):
-                        listener(notice)
             except StoreOffline as exc:
                 self._lost(str(exc))
             if not self.halt.is_set():

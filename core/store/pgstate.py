@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from leash.core.clock import parse_iso
 from leash.core.loghead import HANDS_OFF_STORE, STOPS_STORE, STORE_OF_EVENT
+from leash.core.sessions import last_seen_of
 from leash.core.statefile import StateCorrupt
 from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
@@ -223,7 +223,7 @@ class PgSessionRows:
             conn.execute("INSERT INTO sessions (session_id, record, last_seen) VALUES (%s, %s, to_timestamp(%s)) "
                          "ON CONFLICT (session_id) DO UPDATE SET record = EXCLUDED.record, "
                          "last_seen = EXCLUDED.last_seen",
-                         (session_id, as_json(changed), _seen(changed)))
+                         (session_id, as_json(changed), last_seen_of(changed)))
             notify(conn, "sessions", session_id)
         self._rows.pop(session_id, None)
         self._all = None
@@ -234,15 +234,6 @@ class PgSessionRows:
             return
         self._pruned_at = time.monotonic()
         conn.execute("DELETE FROM sessions WHERE last_seen < to_timestamp(%s)", (horizon,))
-
-
-def _seen(record: dict) -> float:
-    """When a record was last seen; one without a readable time counts as now
-    (``core.sessions``: it is not ours to forget before we understand it)."""
-    try:
-        return parse_iso(record.get("last_seen", ""))
-    except (ValueError, AttributeError, TypeError):
-        return time.time()
 
 
 def registries(log: PgAckLog, home: str, *, host: str, mirror=None):

@@ -150,6 +150,7 @@ async def subscribed_changes(path: str):
 # ------------------------------------------------------------------ the client
 class RemoteBackend:
     name = "remote"
+    sessions: "RemoteStore"  # one RemoteStore per store, set in __init__
 
     def __init__(self, operator_socket: str, *, timeout: float = 30.0):
         self.path = operator_socket
@@ -160,9 +161,7 @@ class RemoteBackend:
         for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels"):
             setattr(self, store, RemoteStore(self, store))
         # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
-        self.shared_host = str(reply.get("shared_host") or "")
-        for store in (self.__dict__["sessions"],):
-            store.host = self.shared_host
+        self.sessions.host = str(reply.get("shared_host") or "")
 
     def call(self, store: str, method: str, args: tuple, kwargs: dict):
         reply = self._exchange({"verb": "store", "store": store, "method": method, "args": encode(list(args)),

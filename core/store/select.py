@@ -27,13 +27,9 @@ class StoreSelectionError(Exception):
 
 
 def _config(home: str) -> dict:
-    if not os.path.exists(os.path.join(home, "config.toml")):
-        from leash.core.config import DEFAULTS
-
-        return DEFAULTS
     from leash.core.config import load_config
 
-    return load_config(home)
+    return load_config(home)  # the defaults when the home has no config.toml
 
 
 def store_url(home: str, environ=None) -> str:
