@@ -36,6 +36,7 @@ POOL_SIZE = 8  # leashd's threads share these; a thread waits for one rather tha
 POOL_WAIT_SECONDS = 10.0
 CONNECT_TIMEOUT_SECONDS = 5
 LISTEN_WAKE_SECONDS = 0.5  # how often a listener looks at its stop event
+RELISTEN_SECONDS = 1.0  # a lost listener connects again after this
 
 
 class StoreOffline(Exception):
@@ -220,6 +221,18 @@ class Database:
             raise StoreOffline(f"PostgreSQL store: listening stopped: {said(exc)}") from None
         finally:
             conn.close()
+
+    def notices(self, *, stop, on_lost=None, retry_seconds: float = RELISTEN_SECONDS):
+        """``listen`` for as long as ``stop`` is not set, connecting again after
+        a loss (``on_lost(StoreOffline)`` is told of it): ``None`` after every
+        (re)connect, "re-read everything", then each notice."""
+        while not stop.is_set():
+            try:
+                yield from self.listen(stop=stop)
+            except StoreOffline as exc:
+                if on_lost is not None:
+                    on_lost(exc)
+            stop.wait(retry_seconds)
 
     def close(self) -> None:
         self.discard_idle()

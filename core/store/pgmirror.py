@@ -20,9 +20,6 @@ from __future__ import annotations
 import threading
 import time
 
-from leash.core.store.pg import StoreOffline
-
-RELISTEN_SECONDS = 1.0
 OFFLINE_CLOSED = "closed"
 OFFLINE_LAST_KNOWN = "last-known"
 MAX_KEYED_GENERATIONS = 100_000  # past this many keys, every key starts over (one full re-read)
@@ -89,17 +86,11 @@ class Mirror:
 
     # ------------------------------------------------------------ listening
     def _run(self) -> None:
-        while not self.halt.is_set():
-            try:
-                for notice in self.db.listen(stop=self.halt):
-                    if notice is None:
-                        self._connected()
-                    else:
-                        self._bump(str(notice.get("store", "")), str(notice.get("key") or ""))
-            except StoreOffline as exc:
-                self._lost(str(exc))
-            if not self.halt.is_set():
-                self.halt.wait(RELISTEN_SECONDS)
+        for notice in self.db.notices(stop=self.halt, on_lost=lambda exc: self._lost(str(exc))):
+            if notice is None:
+                self._connected()
+            else:
+                self._bump(str(notice.get("store", "")), str(notice.get("key") or ""))
 
     def _connected(self) -> None:
         if self.connected.is_set():  # back after a loss: the pool's connections may be dead

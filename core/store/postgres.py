@@ -54,7 +54,6 @@ def _small(name: str):
 PG_STORES: dict = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
                    "replies": _small("PgReplies"), "kennels": _small("PgKennels")}
 EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels")
-RELISTEN_SECONDS = 2.0
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name
 
 
@@ -130,22 +129,19 @@ class PostgresBackend:
 
     def _listen(self, loop, inbox: asyncio.Queue, halt) -> None:
         connected_before = False
-        while not halt.is_set():
-            try:
-                for notice in self.db.listen(stop=halt):
-                    if notice is None:
-                        if connected_before:  # notices missed while away: everything is re-read
-                            for store in EVERY_STORE:
-                                loop.call_soon_threadsafe(inbox.put_nowait, Change(store))
-                        connected_before = True
-                        continue
-                    store = str(notice.get("store", ""))
-                    change = Change(STORE_OF_NOTICE.get(store, store), str(notice.get("key") or "") or None)
-                    loop.call_soon_threadsafe(inbox.put_nowait, change)
-            except StoreOffline:
-                halt.wait(RELISTEN_SECONDS)
-            except RuntimeError:  # the loop closed under us: nobody is listening any more
-                return
+        try:
+            for notice in self.db.notices(stop=halt):
+                if notice is None:
+                    if connected_before:  # notices missed while away: everything is re-read
+                        for store in EVERY_STORE:
+                            loop.call_soon_threadsafe(inbox.put_nowait, Change(store))
+                    connected_before = True
+                    continue
+                store = str(notice.get("store", ""))
+                change = Change(STORE_OF_NOTICE.get(store, store), str(notice.get("key") or "") or None)
+                loop.call_soon_threadsafe(inbox.put_nowait, change)
+        except RuntimeError:  # the loop closed under us: nobody is listening any more
+            return
 
     def examine(self, *, repair: bool = False, now: float | None = None):
         from leash.core.store.pgcheck import examine
