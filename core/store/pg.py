@@ -223,16 +223,21 @@ class Database:
             conn.close()
 
     def notices(self, *, stop, on_lost=None, retry_seconds: float = RELISTEN_SECONDS):
-        """``listen`` for as long as ``stop`` is not set, connecting again after
-        a loss (``on_lost(StoreOffline)`` is told of it): ``None`` after every
-        (re)connect, "re-read everything", then each notice."""
+        """``listen`` for as long as ``stop`` (anything with ``is_set()``) is
+        not set, connecting again after a loss (``on_lost(StoreOffline)`` is
+        told of it): ``None`` after every (re)connect, "re-read everything",
+        then each notice."""
+        import time
+
         while not stop.is_set():
             try:
                 yield from self.listen(stop=stop)
             except StoreOffline as exc:
                 if on_lost is not None:
                     on_lost(exc)
-            stop.wait(retry_seconds)
+                resume_at = time.monotonic() + retry_seconds
+                while not stop.is_set() and time.monotonic() < resume_at:
+                    time.sleep(LISTEN_WAKE_SECONDS / 5)
 
     def close(self) -> None:
         self.discard_idle()
