@@ -34,7 +34,7 @@ FLEET = "*"  # the session_id of fleet-wide actions
 EVENTS = (
     "stop_ack", "resume", "fleet_stop", "fleet_resume", "hands_off", "release",
     "halt_ack", "halt_dismiss", "halt_escalate", "halt_timeout",
-    "warrant_filed", "warrant_pardoned", "warrant_executed", "warrant_blocked",
+    "warrant_filed", "warrant_pardoned", "warrant_executed", "warrant_blocked", "warrant_undelivered",
     "epitaph", "loop_tripped", "loop_reset", "state_quarantined",
     "state_rebuilt", "halt_recorded", "tamper_blocked", "daemon_refused",
 )

@@ -50,6 +50,13 @@ LISTING_FIELDS = ("session_id", "session_name", "session_created", "session_atta
                   "pane_id", "pane_active", "pane_pid", "pane_current_command")
 LISTING_FORMAT = FIELD_SEPARATOR.join(f"#{{{field}}}" for field in LISTING_FIELDS)
 FLAG_PREFIX = "-"  # tmux reads an argument that starts so as flags, even after send-keys -l
+# The keys leash ever sends by name (never text: a key name typed by an agent
+# would be a key). Enter submits, C-a/C-e/C-u/C-y edit a readline-like line,
+# BSpace takes back what the dog typed, Escape interrupts Claude Code's turn.
+KEY_NAMES = frozenset({"Enter", "C-a", "C-e", "C-u", "C-y", "BSpace", "Escape"})
+# The command comes last again, as in the listing.
+VIEW_FIELDS = ("pane_pid", "cursor_x", "cursor_y", "pane_width", "pane_height", "pane_current_command")
+VIEW_FORMAT = FIELD_SEPARATOR.join(f"#{{{field}}}" for field in VIEW_FIELDS)
 
 
 class TmuxError(Exception):
@@ -230,6 +237,14 @@ class Tmux:
             raise TmuxError(f"can't find pane: {pane.pane_id}")
         return _without_blank_tail(out)[-lines:]
 
+    def recent(self, name: str, lines: int) -> list[str]:
+        """The last ``lines`` rows of the pane ``name`` shows, history included,
+        wrapped rows joined, in one tmux command (a session or pane id needs
+        no lookup); without the blank rows below the cursor."""
+        target = self._pane_target(name)
+        out = _checked(self.server.cmd("capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, lines)}"))
+        return _without_blank_tail(out)[-lines:]
+
     def read_since(self, name: str, position: int, *, history: int) -> tuple[dict[str, int], list[str]]:
         """(``marks`` now, what the active pane shows from absolute line
         ``position`` on), in one tmux command while the pane's history is still
@@ -248,24 +263,62 @@ class Tmux:
             _checked(self.server.cmd("capture-pane", "-p", "-J", "-t", target, "-S", str(start))))
 
     def send_message(self, name: str, text: str) -> None:
-        """Type ``text`` into the active pane (literally: ``send-keys -l``) and
-        press Enter as a key of its own. The caller makes ``text`` one printable
-        line: typed literally, a newline is still Enter and a control character
-        still a control key."""
+        """Type ``text`` into the active pane (literally: ``send-keys -l``), then
+        press Enter as an event of its own: an interactive agent reads a burst of
+        text with its Enter as a paste and keeps the Enter as a newline. The
+        caller makes ``text`` one printable line: typed literally, a newline is
+        still Enter and a control character still a control key. (A warrant's
+        check goes through ``core.warrants.speech``, which also confirms it.)"""
+        self.type_text(name, text)
+        self.send_keys(name, "Enter")
+
+    def type_text(self, name: str, text: str) -> None:
+        """``text`` typed literally into the pane ``name`` shows, no Enter."""
         if text.startswith(FLAG_PREFIX):
             raise TmuxError(f"a message cannot begin with {FLAG_PREFIX!r}: tmux reads it as flags")
-        self._pane(name).send_keys(text, enter=True, literal=True)
+        _checked(self.server.cmd("send-keys", "-t", self._pane_target(name), "-l", text))
 
-    def interrogate(self, name: str, text: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
-        """Note where the pane is, keep its last ``tail`` lines, then send
-        ``text`` — in one tmux command (each command is a process to start, and
-        a kennel sends many; libtmux's objects run one command a process).
-        Returns (``marks`` as before sending, the tail)."""
+    def send_keys(self, name: str, *keys: str, repeat: int = 1) -> None:
+        """Named keys (``KEY_NAMES`` only: Enter, C-u, Escape...) into the pane
+        ``name`` shows, each ``repeat`` times. Never text: text is ``type_text``."""
+        unknown = [key for key in keys if key not in KEY_NAMES]
+        if unknown or not keys:
+            raise TmuxError(f"not a key leash sends: {unknown or 'none'}")
+        args = ["send-keys", "-t", self._pane_target(name)] + (["-N", str(repeat)] if repeat > 1 else [])
+        _checked(self.server.cmd(*args, *keys))
+
+    def view(self, name: str) -> dict:
+        """What the pane ``name`` shows now, in one tmux command: ``command``
+        (the program in the foreground), ``pid`` (the pane's first process),
+        ``cursor`` (x, y), ``width``, ``height`` and ``rows``: the visible rows
+        as they are drawn (not joined, so ``rows[y]`` is the cursor's row)."""
+        target = self._pane_target(name)
+        out = _checked(self.server.cmd("display-message", "-p", "-t", target, VIEW_FORMAT, ";",
+                                       "capture-pane", "-p", "-t", target))
+        values = out[0].split(FIELD_SEPARATOR, len(VIEW_FIELDS) - 1) if out else []
+        if len(values) != len(VIEW_FIELDS):
+            raise TmuxError(f"tmux did not describe the pane {target}")
+        row = dict(zip(VIEW_FIELDS, values, strict=True))
+        height = _number(row["pane_height"])
+        rows = out[1:1 + height] + [""] * max(0, height - len(out[1:]))
+        return {"command": row["pane_current_command"], "pid": _number(row["pane_pid"]),
+                "cursor": (_number(row["cursor_x"]), _number(row["cursor_y"])),
+                "width": _number(row["pane_width"]), "height": height, "rows": rows}
+
+    def mark(self, name: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
+        """Where the pane is (``marks``) and its last ``tail`` lines, in one tmux
+        command (each command is a process to start, and a kennel sends many):
+        taken just before a message is sent, so what comes after can be found."""
         target = self._pane_target(name)
         out = _checked(self.server.cmd("display-message", "-p", "-t", target, MARKS_FORMAT, ";",
-                                       "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}", ";",
-                                       "send-keys", "-t", target, "-l", text, ";", "send-keys", "-t", target, "Enter"))
+                                       "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}"))
         return _parse_marks(out[:1]), _without_blank_tail(out[1:])
+
+    def interrogate(self, name: str, text: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
+        """``mark`` then ``send_message``: (``marks`` as before sending, the tail)."""
+        marks, lines = self.mark(name, tail=tail)
+        self.send_message(name, text)
+        return marks, lines
 
 
 def is_tmux_id(text: str) -> bool:

@@ -36,6 +36,7 @@ from leash.core.warrants.dog import FINAL_SCREEN_LINES, Dog
 from leash.core.warrants.epitaph import health_check
 from leash.core.warrants.kennel import hands_off_check
 from leash.core.warrants.queue import WarrantError, WarrantQueue
+from leash.core.warrants.speech import Delivery
 
 TARGET = "agent-7"
 REQUESTER = "deacon"
@@ -106,11 +107,11 @@ class FakeTmux:
         self.calls["capture"] += 1
         return list(self._pane(name)[-lines:])
 
-    def interrogate(self, name: str, text: str, *, tail: int = 60):
-        marks = self.marks(name)
-        lines = self.capture(name, tail)
-        self.send_message(name, text)
-        return marks, lines
+    def mark(self, name: str, *, tail: int = 60):
+        return self.marks(name), self.capture(name, tail)
+
+    def recent(self, name: str, lines: int) -> list[str]:
+        return self.capture(name, lines)
 
     def send_message(self, name: str, text: str) -> None:
         self.calls["send_message"] += 1
@@ -131,6 +132,18 @@ class FakeTmux:
     def vanish(self, name: str) -> None:
         if name in self.sessions:
             self.graveyard[name] = self.sessions.pop(name)
+
+
+class LineSpeaker:
+    """Delivers every check as one line: this fake's panes have no input line
+    to confirm (``core.warrants.speech`` is tested on real panes)."""
+
+    def __init__(self, tmux: FakeTmux):
+        self.tmux = tmux
+
+    def deliver(self, target: str, message: str) -> Delivery:
+        self.tmux.send_message(target, message)
+        return Delivery(True, "shell", "fake", enters=1)
 
 
 class RecordingDog(Dog):
@@ -195,7 +208,8 @@ class DogMachine(RuleBasedStateMachine):
         self._claim_next()
 
     def _new_dog(self, state: dict) -> None:
-        self.dog = RecordingDog(self.queue, state, tmux=self.tmux, timeouts=self.timeouts, poll_seconds=self.poll,
+        self.dog = RecordingDog(self.queue, state, tmux=self.tmux, speaker=LineSpeaker(self.tmux),
+                                timeouts=self.timeouts, poll_seconds=self.poll,
                                 pardon_on_activity=self.activity, hands_off=hands_off_check(self.home),
                                 written=self.written)
 
@@ -273,7 +287,7 @@ class DogMachine(RuleBasedStateMachine):
             if self.attempt > before_attempt:  # a new gate opened: one more message, in gastown's words
                 assert self._messages() == before_messages + 1
                 sent = health_check(TARGET, self.timeouts[self.attempt - 1], state["warrant"]["reason"], REQUESTER,
-                                    self.attempt, 3).splitlines()
+                                    self.attempt, 3, warrant_id=state["warrant"]["id"]).splitlines()
                 if self.tmux.echo:
                     assert self.tmux.lines(TARGET)[-len(sent):] == sent
         self.last_state = state
@@ -305,7 +319,7 @@ class DogMachine(RuleBasedStateMachine):
             self.busy = True
         elif self.attempt > 0:
             message = health_check(TARGET, self.timeouts[self.attempt - 1], self.last_state["warrant"]["reason"],
-                                   REQUESTER, self.attempt, 3)
+                                   REQUESTER, self.attempt, 3, warrant_id=self.last_state["warrant"]["id"])
             self.tmux.show(TARGET, ([message] + message.split(" -- ")[1:])[pick])  # the line, or a piece of it
 
     @precondition(lambda self: self.phase != "complete")
@@ -495,7 +509,7 @@ def test_an_earlier_answer_in_the_scrollback_never_counts():
     queue.file(TARGET, reason="stuck", requester=REQUESTER, now=seconds(START_US))
     state, fd = queue.claim_next(owner={"pid": 1, "host": "model"}, now=seconds(START_US))
     try:
-        dog = Dog(queue, state, tmux=tmux, timeouts=[60, 120, 240], poll_seconds=1.0)
+        dog = Dog(queue, state, tmux=tmux, speaker=LineSpeaker(tmux), timeouts=[60, 120, 240], poll_seconds=1.0)
         now = seconds(START_US)
         while dog.tick(now) is not None:
             now += 1.0

@@ -46,6 +46,7 @@ import os
 from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.statefile import write_json
 from leash.core.warrants.epitaph import answered, epitaph, health_check
+from leash.core.warrants.speech import Speaker, after_echo, without_input_box
 
 FINAL_SCREEN_LINES = 200
 # When tmux trims a pane's history (at history-limit it drops a tenth of it at
@@ -54,13 +55,19 @@ FINAL_SCREEN_LINES = 200
 # showed just before: its last non-empty lines at send time. A trim can only
 # have happened once the history came within a tenth of its limit.
 ANCHOR_SCAN_LINES = 3000
+# An interactive agent redraws its screen in place: its answer appears above the
+# row the cursor was on when the check was sent. The dog first reads what
+# follows the check's own echo among the pane's last rows (the screen and a
+# little history); only when no whole echo is there does it fall back to
+# reading from the position recorded at send time.
+ECHO_SCAN_LINES = 400
 BEFORE_TAIL_LINES = 12
 TRIM_ZONE = 0.9
 DEFAULT_TIMEOUTS = (60.0, 120.0, 240.0)
 HANDS_OFF_ATTEMPTS = 3
 MAX_STEP_ERRORS = 5
 OUTCOME_EVENT = {"pardoned": "warrant_pardoned", "executed": "warrant_executed",
-                 "blocked_hands_off": "warrant_blocked"}
+                 "blocked_hands_off": "warrant_blocked", "undelivered": "warrant_undelivered"}
 
 
 class TargetGone(Exception):
@@ -70,12 +77,14 @@ class TargetGone(Exception):
 class Dog:
     def __init__(self, claim, state: dict | None = None, *, tmux, timeouts=DEFAULT_TIMEOUTS,
                  poll_seconds: float = 1.0, pardon_on_activity: bool = False, hands_off=None,
-                 defer_finish: bool = False):
+                 defer_finish: bool = False, speaker=None):
         if state is not None:  # (queue, state): a file queue whose claim the caller holds
             claim = _HeldByCaller(claim, state)
         self.claim = claim
         self.state = claim.state
         self.tmux = tmux
+        # speaker.deliver(target, text) -> Delivery: how the check reaches the pane (core.warrants.speech)
+        self.speaker = speaker if speaker is not None else Speaker(tmux)
         self.timeouts = [float(t) for t in timeouts]
         self.poll_seconds = poll_seconds
         self.pardon_on_activity = pardon_on_activity
@@ -111,7 +120,7 @@ class Dog:
         w = self.state["warrant"]
         attempt = self.state["attempt"]
         return health_check(self.target, self.timeouts[attempt - 1], w.get("reason", ""),
-                            w.get("requester", ""), attempt, len(self.timeouts))
+                            w.get("requester", ""), attempt, len(self.timeouts), warrant_id=w.get("id", ""))
 
     # ------------------------------------------------------------ steps
     def tick(self, now: float | None = None) -> float | None:
@@ -179,21 +188,37 @@ class Dog:
     def _interrogate(self, attempt: int, moment: float) -> float:
         self.state["attempt"] = attempt
         self.state["attempts"] = len(self.timeouts)  # shown as attempt n/N
-        marks, tail = self.tmux.interrogate(self.address, self._message(), tail=60)
+        address = self.address
+        if address is None:  # bound to no session: nothing to speak to
+            raise TargetGone()
+        marks, tail = self.tmux.mark(address, tail=60)
         size, limit = marks["history"], marks["limit"]
         self.state["baseline"] = marks["position"]
         self.state["history_seen"] = self._history_seen = size
         # Digests, not text: the pane may show secrets, and only equality is needed.
         self.state["before_tail"] = [line_digest(line) for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
         self.state["trimmed"] = bool(limit) and size >= TRIM_ZONE * limit
+        delivery = self.speaker.deliver(address, self._message()).as_dict()
+        self.state["delivery"] = delivery
+        if not delivery["delivered"]:
+            self.state.setdefault("undelivered", []).append({"attempt": attempt, "why": delivery["why"]})
         timeout = self.timeouts[attempt - 1]
         self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
                           timeout_seconds=timeout)
         self._save()
         return min(self.poll_seconds, timeout)
 
+    def _delivered(self) -> bool:
+        """Whether this attempt's check reached the pane (a state from before
+        deliveries were confirmed counts as delivered, as it was then)."""
+        return (self.state.get("delivery") or {}).get("delivered", True)
+
     def _answer(self) -> str | None:
         """"alive"/"activity"/None; raises TargetGone when the session has ended."""
+        if not self._delivered():
+            if not self._alive():
+                raise TargetGone()
+            return None  # nothing was asked: there is nothing to hear
         try:
             lines = self._since_message()
         except Exception:
@@ -203,7 +228,11 @@ class Dog:
         return answered(lines, self._message(), pardon_on_activity=self.pardon_on_activity)
 
     def _since_message(self) -> list[str]:
-        """What the pane showed from the message on."""
+        """What the pane showed after the message: after its echo on the
+        screen, else from the position recorded when it was sent."""
+        after = after_echo(self.tmux.recent(self.address, ECHO_SCAN_LINES), self._message())
+        if after is not None:
+            return without_input_box(after)
         if not self.state.get("trimmed"):
             marks, since = self.tmux.read_since(self.address, int(self.state.get("baseline") or 0),
                                                 history=self._history_seen)
@@ -243,6 +272,10 @@ class Dog:
             self._save()
         if self.state["attempt"] < len(self.timeouts):
             return self._interrogate(self.state["attempt"] + 1, moment)
+        if not self._delivered():
+            # The last check never reached the agent: silence proves nothing, so nothing is killed.
+            self._finish("undelivered", moment)
+            return None
         self.state["state"] = "executing"
         self._save()
         return self._execute(moment)
@@ -375,7 +408,9 @@ def seal(state: dict, outcome: str, *, now: float, timeouts, by: str | None = No
     reasons = {"pardoned": "operator pardon" if by else f"responded at attempt {state.get('attempt')}",
                "executed": "no answer after every attempt",
                "blocked_hands_off": f"target is hands-off ({state.get('blocked_by', '')}); not killed — "
-                                    "an operator must decide"}
+                                    "an operator must decide",
+               "undelivered": "the health check could not be delivered to the pane "
+                              f"({(state.get('delivery') or {}).get('why', '')}); not killed — an operator must look"}
     state.update(state="complete", outcome=outcome, epitaph=text, completed_at=stamp,
                  log_source=by or "kennel", log_reason=note or reasons.get(outcome, outcome))
     if by:

@@ -30,21 +30,26 @@ from __future__ import annotations
 import re
 
 ALIVE_ALONE = re.compile(r"^\W*ALIVE\W*$")
-MESSAGE_FIELD_LIMITS = {"target": 128, "reason": 200, "requester": 80}
+MESSAGE_FIELD_LIMITS = {"target": 128, "reason": 200, "requester": 80, "warrant": 64}
 FIELD_PUNCTUATION = frozenset(" -_.,:/@+=%#")
 FIELD_REPLACEMENT = "_"
 LINE_JOIN = " -- "
 CUT_MARK = "..."
 
 
-def health_check(target: str, timeout: float, reason: str, requester: str, attempt: int, attempts: int) -> str:
-    """The seed's health check as one line a shell cannot run (module docstring)."""
-    target, reason, requester = (message_field(value, MESSAGE_FIELD_LIMITS[name]) for name, value in
-                                 (("target", target), ("reason", reason), ("requester", requester)))
+def health_check(target: str, timeout: float, reason: str, requester: str, attempt: int, attempts: int,
+                 warrant_id: str = "") -> str:
+    """The seed's health check as one line a shell cannot run (module
+    docstring). With ``warrant_id`` the line names its warrant, so the echo of
+    this warrant's check is never confused with an earlier warrant's check
+    still on the screen (and the answer that followed it)."""
+    target, reason, requester, warrant = (
+        message_field(value, MESSAGE_FIELD_LIMITS[name]) for name, value in
+        (("target", target), ("reason", reason), ("requester", requester), ("warrant", warrant_id)))
     return LINE_JOIN.join([
         f"[DOG] HEALTH CHECK: Session {target}, respond ALIVE within {timeout:g}s or face termination.",
         f"Warrant reason: {reason}",
-        f"Filed by: {requester}",
+        f"Filed by: {requester}"] + ([f"Warrant: {warrant}"] if warrant else []) + [
         f"Attempt: {attempt}/{attempts}"])
 
 
@@ -115,6 +120,9 @@ def epitaph(outcome: str, state: dict, *, at: str, timeouts: list[float], by: st
         return head + f"Attempts: {len(timeouts)} ({parts} = {sum(timeouts):g}s total)\nExecuted at: {at}"
     if outcome == "already_dead":
         return head + "Note: Target session not found at warrant processing"
+    if outcome == "undelivered":
+        why = (state.get("delivery") or {}).get("why", "")
+        return head + f"Note: The health check could not be delivered ({why}); not killed\nGiven up at: {at}"
     if outcome == "blocked_hands_off":
         return head + f"Note: Target is hands-off ({state.get('blocked_by', '')}); not killed\nBlocked at: {at}"
     if state.get("error"):
