@@ -100,9 +100,10 @@ def cmd_stop(protocol, args) -> int:
             raise UsageError("stop --all takes no SESSION or --entity")
         if not args.reason.strip():
             raise UsageError("stop --all needs --reason (every agent will read it)")
-        record = _backend(protocol).stops.stop_fleet(source=args.source, reason=args.reason)
+        backend = _backend(protocol)
+        record = backend.stops.stop_fleet(source=args.source, reason=args.reason)
         _out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
-        return 0
+        return _interrupt(protocol, backend, args, None) if args.interrupt else 0
     if not args.session:
         raise UsageError("stop needs a SESSION (or --all)")
     if args.hours is not None and not args.entity:
@@ -112,11 +113,35 @@ def cmd_stop(protocol, args) -> int:
         hours = args.hours if args.hours is not None else protocol.default_hours()
         with backend.transaction() as step:  # the stop and the lock: both or neither
             step.full_stop(args.session, args.entity, hours=hours, source=args.source, reason=args.reason)
-        _, lock = step.results
+        record, lock = step.results
         _out(f"stopped {args.session} and locked {args.entity} hands-off until {lock['expires_at']}")
-        return 0
-    record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
-    _out(f"stopped {args.session} (since {record['stopped_at']})")
+    else:
+        record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
+        _out(f"stopped {args.session} (since {record['stopped_at']})")
+    return _interrupt(protocol, backend, args, record) if args.interrupt else 0
+
+
+def _interrupt(protocol, backend, args, stop) -> int:
+    """After the stop is filed: cancel the call in flight (``core.interrupt``);
+    Refused (exit 1, the stop still filed) when nothing could be interrupted."""
+    from leash.core.interrupt import interrupt, interrupt_fleet
+    from leash.core.sessions import bound_tmux_ids
+
+    if stop is None:
+        report = interrupt_fleet(backend=backend, source=args.source, reason=args.reason, home=protocol.home)
+    else:  # by the name given, and by the tmux session it was bound to when filed (a rename escapes nothing)
+        names = [args.session] + bound_tmux_ids(stop)
+        report = interrupt(names, backend=backend, source=args.source, reason=args.reason, home=protocol.home)
+    for line in report.done:
+        running = f" while it ran {line['tool']}" if line.get("tool") else ""
+        running += f": {line['input']}" if line.get("input") else ""
+        _out(f"interrupted {line['session_id']} ({line['method']} to {line['target']}){running}")
+    if not report.ok:
+        raise Refused(report.failure("the fleet" if stop is None else args.session))
+    for refusal in report.refused:
+        _out(f"not interrupted: {refusal}")
+    if report.quiet:
+        _out(f"{len(report.quiet)} sessions had no call in flight (idle, ended or waiting for input): left alone")
     return 0
 
 
@@ -510,19 +535,44 @@ def cmd_install(protocol, args) -> int:
 
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if args.check:
-        findings = install.check(project=args.project)
+        findings = install.check(project=args.project) + _on_failure_findings(install, args.project)
         for level, subject, message in findings:
             _out(f"{level:<5} {subject}: {message}")
         return 3 if any(level == "fail" for level, _, _ in findings) else 0
+    from leash.core import claudeversion
+
+    version = claudeversion.installed_version() if not args.uninstall else None
+    on_failure = claudeversion.supports_on_failure(version)
     try:
-        changed = install.install(path, uninstall=args.uninstall, socket=args.socket)
+        changed = install.install(path, uninstall=args.uninstall, socket=args.socket, on_failure=on_failure)
     except install.SettingsError as exc:
         raise Refused(str(exc)) from None
     except PermissionError as exc:
         raise Refused(f"{path}: {exc.strerror} (managed settings need root)") from None
     verb = "removed leash's hooks from" if args.uninstall else "wired leash's hooks into"
     _out(f"{verb} {path}" if changed else f"{path} already as wanted; nothing changed")
+    if not args.uninstall:
+        how = ('onFailure "block" and `|| exit 2`' if on_failure else
+               "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
+        _out(f"Claude Code {claudeversion.shown(version)}: a gating hook that cannot run blocks through {how}")
     return 0
+
+
+def _on_failure_findings(install, project: str | None) -> list[tuple[str, str, str]]:
+    """A warning when the installed Claude Code knows ``onFailure`` and a
+    gating leash hook does not use it (``leash install`` adds it)."""
+    from leash.core import claudeversion
+
+    version = claudeversion.installed_version()
+    if not claudeversion.supports_on_failure(version):
+        return []
+    lacking = sorted({event for event, hook in install.wired_hooks(project=project)
+                      if install.VERBS_BY_EVENT[event].fail_closed
+                      and hook.get("onFailure") != install.ON_FAILURE_BLOCK})
+    if not lacking:
+        return []
+    return [("warn", "onFailure", f"Claude Code {claudeversion.shown(version)} supports onFailure \"block\" but "
+                                  f"{', '.join(lacking)} lack it (run leash install again)")]
 
 
 def cmd_store(protocol, args) -> int:

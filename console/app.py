@@ -67,6 +67,7 @@ WATCH_DEBOUNCE_MS = 150
 UNSHOWN_STORES = frozenset({"kennels"})  # a kennel's heartbeat (each second) changes nothing a panel shows
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
+ALERTED_OUTCOMES = frozenset({"executed", "undelivered"})  # a warrant's end an operator must hear of
 WIDE_COLUMNS = 120  # from this width on, the grid of six panels; below it, one panel and a tab strip
 PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
 
@@ -277,9 +278,11 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.show_detail()
 
     def _notify_changes(self, data: dict) -> None:
+        """Alert on what an operator must hear of at once: a new critical halt, a
+        warrant executed or undelivered, a tripped breaker."""
         current = {
             "critical": {h["halt_id"] for h in data["halts"] if h["severity"] == "critical"},
-            "executed": {w["id"] for w in data["finished_warrants"] if w.get("outcome") == "executed"},
+            "executed": {w["id"] for w in data["finished_warrants"] if w.get("outcome") in ALERTED_OUTCOMES},
             "tripped": {loop["name"] for loop in data["loops"] if loop.get("tripped")},
         }
         if self._seen is not None:
@@ -290,8 +293,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
                     self._alert(f"Critical halt: {halt.get('condition_name') or halt['halt_type']} on "
                                 f"{halt['session_id']}", halt["description"][:120])
             for warrant in data["finished_warrants"]:
-                if warrant["id"] in new_executed:
-                    self._alert(f"Warrant executed: {warrant['warrant']['target']}", "no answer after 3 attempts")
+                if warrant["id"] in new_executed:  # the core's own words for the outcome
+                    self._alert(f"Warrant {warrant['outcome']}: {warrant['warrant']['target']}",
+                                str(warrant.get("log_reason") or warrant["outcome"])[:120])
             for name in current["tripped"] - self._seen["tripped"]:
                 self._alert(f"Restart-loop breaker tripped: {name}", "auto-resume is skipped")
         self._seen = current

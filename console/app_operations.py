@@ -39,7 +39,8 @@ class OperationKeys:
             return
         screen = ConfirmScreen(operation.title, operation.body, text_label=operation.text_label,
                                extra_label=operation.extra_label, extra_value=operation.extra_value,
-                               caution=operation.caution, confirm_label=operation.confirm_label)
+                               caution=operation.caution, confirm_label=operation.confirm_label,
+                               option_label=operation.option_label, option_key=operation.option_key)
 
         def done(confirmed) -> None:
             if confirmed is not None:

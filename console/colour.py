@@ -17,7 +17,9 @@ STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "
           "alarm": "1;37;41"}
 RESET = "\x1b[0m"
 STATE_STYLE = {"stopped": "red", "halted": "yellow", "paused": "magenta", "under warrant": "red",
-               "hands-off": "cyan", "running": "green"}
+               "hands-off": "cyan", "running": "green", "working": "green", "thinking": "green", "idle": "dim",
+               "waiting for input": "cyan", "waiting for permission": "yellow", "waiting for approval": "yellow",
+               "ended": "dim", "gone": "dim"}
 
 
 def enabled(stream=None) -> bool:

@@ -19,6 +19,9 @@ from leash.core.text import printable
 
 NAME_LIMIT = 80  # characters of a name in a modal's title or a message
 DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
+INTERRUPT_KEY = "i"
+INTERRUPT_LABEL = "Also interrupt the call in flight (i)"
+INTERRUPT_NOTE = "Interrupt: Escape in its tmux pane, or SIGINT if headless."
 
 
 def shown(value: object, limit: int | None = NAME_LIMIT) -> str:
@@ -34,6 +37,8 @@ class Operation(NamedTuple):
     extra_value: str = ""
     caution: bool = False
     confirm_label: str = "Confirm"
+    option_label: str | None = None  # the action's own check box, ``Confirmed.option``
+    option_key: str = ""
 
 
 class Refusal(Exception):
@@ -72,17 +77,41 @@ class Operations:
         name = row["name"]
 
         def run(c):
-            self.backend.stops.stop(name, source=self.source, reason=c.text)
-            return f"stopped {shown(name)}"
-        return Operation(f"Stop {shown(name)}?", f"Every tool call of {shown(name)} is refused until it is resumed.",
-                         run, confirm_label="Stop")
+            record = self.backend.stops.stop(name, source=self.source, reason=c.text)
+            if not c.option:
+                return f"stopped {shown(name)}"
+            from leash.core.interrupt import interrupt
+            from leash.core.sessions import bound_tmux_ids
+
+            names = [name] + list(row.get("agents", [])) + bound_tmux_ids(record)
+            report = interrupt(names, backend=self.backend, source=self.source, reason=c.text, home=self.home)
+            return self._interrupted(report, shown(name))
+        return Operation(f"Stop {shown(name)}?", f"Every tool call of {shown(name)} is refused until it is resumed.\n"
+                         f"{INTERRUPT_NOTE}", run, confirm_label="Stop", option_label=INTERRUPT_LABEL,
+                         option_key=INTERRUPT_KEY)
 
     def fleet_stop(self) -> Operation:
         def run(c):
-            self.backend.stops.stop_fleet(source=self.source, reason=c.text or "fleet stop from the console")
-            return "fleet stopped"
+            reason = c.text or "fleet stop from the console"
+            self.backend.stops.stop_fleet(source=self.source, reason=reason)
+            if not c.option:
+                return "fleet stopped"
+            from leash.core.interrupt import interrupt_fleet
+
+            report = interrupt_fleet(backend=self.backend, source=self.source, reason=reason, home=self.home)
+            return self._interrupted(report, "the fleet")
         return Operation("Stop the whole fleet?", "Every agent's next tool call is refused until the fleet "
-                         "is resumed.", run, confirm_label="Stop all")
+                         f"is resumed.\n{INTERRUPT_NOTE}", run, confirm_label="Stop all",
+                         option_label=INTERRUPT_LABEL, option_key=INTERRUPT_KEY)
+
+    @staticmethod
+    def _interrupted(report, what: str) -> str:
+        """The message of a stop that interrupted (``core.interrupt``); a Refusal
+        naming why when nothing could be (the stop stays filed)."""
+        if not report.ok:
+            raise Refusal(shown(report.failure(what), DESCRIPTION_LIMIT))
+        targets = ", ".join(f"{shown(line['session_id'])} ({line['method']})" for line in report.done)
+        return f"{what} stopped; interrupted {targets}"
 
     def resume(self, row: dict) -> Operation:
         names = [row["name"]] + row.get("agents", [])

@@ -49,6 +49,8 @@ def build_parser():
     p.add_argument("--reason", default="", help="why; shown to the agent and kept in the ack log")
     p.add_argument("--entity", help="also lock this entity hands-off (full stop)")
     p.add_argument("--hours", type=_hours, help="length of the --entity lock (default 24)")
+    p.add_argument("--interrupt", action="store_true",
+                   help="also cancel the call in flight: Escape in its tmux pane, or SIGINT to a headless Claude Code")
 
     p = sub.add_parser("resume", parents=[acting], help="lift a session's stop (or --all: the fleet stop)")
     p.add_argument("session", nargs="?")

@@ -37,6 +37,7 @@ EVENTS = (
     "warrant_filed", "warrant_pardoned", "warrant_executed", "warrant_blocked", "warrant_undelivered",
     "epitaph", "loop_tripped", "loop_reset", "state_quarantined",
     "state_rebuilt", "halt_recorded", "tamper_blocked", "daemon_refused",
+    "interrupt",  # a stop that also cancelled the call in flight (core.interrupt)
 )
 HEAD_KEYS = ("timestamp", "event", "source", "session_id", "reason")
 CHAIN_KEYS = ("seq", "prev", "hash")

@@ -23,7 +23,9 @@ CONFIG_NAME = "config.toml"
 _NUMBER = (int, float)
 
 DEFAULTS: JSONObject = {
-    "gate": {"read_only_tools": ["Read"]},  # Claude Code's current tools; Bash that only looks passes too
+    # read_only_tools: Claude Code's current tools (Bash that only looks passes too);
+    # end_turn_on_halt: a session held by a halt ends its turn as a stopped one does.
+    "gate": {"read_only_tools": ["Read"], "end_turn_on_halt": True},
     "halts": {"record_high": True},
     "hands_off": {"default_hours": 24},
     "warrants": {
@@ -49,7 +51,7 @@ DEFAULTS: JSONObject = {
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
-    "gate": {"read_only_tools": ("list[str]",)},
+    "gate": {"read_only_tools": ("list[str]",), "end_turn_on_halt": ("bool",)},
     "halts": {"record_high": ("bool",)},
     "hands_off": {"default_hours": ("hours",)},
     "warrants": {

@@ -26,17 +26,42 @@ RECENT_FINISHED = 20
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
-def _with_status(state: str, detail: str, agent: dict | None) -> tuple[str, str]:
-    """A running session shows what Claude Code last said it is doing
-    ("waiting for input", "waiting for permission", "ended"); the subagent
-    that made its last call is named in the detail."""
+# Which sessions need a human, most urgent first: they sort before the rest
+# (then by name). A stop is the operator's own doing, so it needs no one.
+NEEDS_HUMAN = ("waiting for approval", "waiting for permission", "paused", "halted", "waiting for input")
+STATE_GONE = "gone"  # its tmux session is gone
+STATE_RUNNING = "running"  # held by nothing, and its hooks have not said what it does
+
+
+def _with_status(state: str, detail: str, agent: dict | None, moment: float | None = None) -> tuple[str, str]:
+    """A session held by nothing shows what its hooks last said it is doing
+    (working, thinking, idle, waiting for input or permission, ended); a
+    working one names its tool and for how long in the detail; the subagent
+    that made its last call is named too."""
     if not agent:
         return state, detail
-    if state == "running" and agent.get("status"):
+    if state == STATE_RUNNING and agent.get("status"):
         state = agent["status"]
+        if state == "working" and agent.get("last_tool") and not detail:
+            since = _age(agent.get("status_since"), moment) if moment is not None else None
+            detail = agent["last_tool"] + (f" for {_duration(since)}" if since is not None else "")
     if agent.get("agent"):
         detail = f"{detail}; subagent {agent['agent']}" if detail else f"subagent {agent['agent']}"
     return state, detail
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
+
+
+def attention_order(row: dict) -> tuple[int, str]:
+    """Sessions that need a human first (in ``NEEDS_HUMAN``'s order), then by name."""
+    state = row.get("state", "")
+    return (NEEDS_HUMAN.index(state) if state in NEEDS_HUMAN else len(NEEDS_HUMAN), row.get("name", ""))
 
 
 def _age(stamp: str | None, moment: float) -> float | None:
@@ -225,9 +250,10 @@ def _session_rows(rule: _SessionStates, agents: list[dict], tmux_sessions: list[
     rows = [_tmux_row(rule, tmux, by_tmux.get(tmux["name"], []), moment) for tmux in tmux_sessions]
     elsewhere, loose = _other_hosts_tmux(loose) if rule.shared else ({}, loose)
     rows += [_elsewhere_row(rule, name, members, moment) for name, members in sorted(elsewhere.items())]
-    rows += [_agent_row(rule, agent, moment) for agent in loose]
+    listed = bool(tmux_sessions)  # with no tmux listing, nothing can be said gone
+    rows += [_agent_row(rule, agent, moment, gone=listed and _left_its_pane(agent)) for agent in loose]
     rows += _unseen_stop_rows(rule.stops, rows, {s["id"] for s in tmux_sessions if s.get("id")}, moment)
-    rows.sort(key=lambda s: s["name"])
+    rows.sort(key=attention_order)
     return rows
 
 
@@ -237,7 +263,7 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
     names = [tmux["name"]] + [a["session_id"] for a in agents]
     state, detail = rule.state_of(names, protecting_entities([tmux["name"]], agents), tmux.get("id", ""))
     latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
-    state, detail = _with_status(state, detail, latest)
+    state, detail = _with_status(state, detail, latest, moment)
     pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
     age = _age(latest.get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment))
     return {
@@ -247,6 +273,13 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
     }
+
+
+def _left_its_pane(agent: dict) -> bool:
+    """An agent seen in a tmux session of this host that tmux no longer lists
+    (the caller passes only agents in no listed session)."""
+    name = agent.get("tmux_session") or ""
+    return bool(name) and "/" not in name and agent.get("status") != "ended"
 
 
 def _other_hosts_tmux(loose: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
@@ -273,11 +306,13 @@ def _elsewhere_row(rule: _SessionStates, name: str, agents: list[dict], moment: 
     return row
 
 
-def _agent_row(rule: _SessionStates, agent: dict, moment: float) -> dict:
+def _agent_row(rule: _SessionStates, agent: dict, moment: float, *, gone: bool = False) -> dict:
     from leash.core.identity import protecting_entities
 
     names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
-    state, detail = _with_status(*rule.state_of(names, protecting_entities(names, [agent])), agent)
+    state, detail = _with_status(*rule.state_of(names, protecting_entities(names, [agent])), agent, moment)
+    if state not in ("ended", *NEEDS_HUMAN) and gone:  # its pane's session is no longer there
+        state = STATE_GONE
     return {
         "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
         "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
@@ -312,6 +347,8 @@ def _warrant_rows(live: list[dict], attempts: int | None, moment: float) -> list
     rows = []
     for w in live:
         row = {"key": f"warrant:{w['id']}", **w, "attempt_label": attempt_label(w, attempts)}
+        if (w.get("delivery") or {}).get("delivered") is False:  # this attempt's check never reached the agent
+            row["state"] = "undelivered"
         if w.get("state") == "interrogating" and w.get("next_timeout") and w.get("last_message_at"):
             total = max(0.001, parse_iso(w["next_timeout"]) - parse_iso(w["last_message_at"]))
             remaining = max(0.0, parse_iso(w["next_timeout"]) - moment)

@@ -130,7 +130,7 @@ class Gate:
                                              known=known)
         if verdict.allow:
             verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env, reader=reader,
-                                       lineage=known[1].get("lineage", []))
+                                       lineage=known[1].get("lineage", []), record=known[1])
         return verdict
 
     def check_stops_and_locks(self, session_id: str, tool: str | None = None, tool_input: object = None, *,
@@ -180,10 +180,12 @@ class Gate:
 
     def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
                     now: float | None = None, env: Mapping[str, str] | None = None,
-                    reader: "CallReader | None" = None, lineage: list[str] | None = None) -> Verdict:
-        """Rules 6 and 7 (``lineage``: the session's ancestors, when the caller
-        has read them already). Imports the halt engine only when there is
-        something for it to do, so the common hook call stays light."""
+                    reader: "CallReader | None" = None, lineage: list[str] | None = None,
+                    record: dict | None = None) -> Verdict:
+        """Rules 6 and 7 (``lineage``: the session's ancestors, ``record``: its
+        record, when the caller has read them already). Imports the halt engine
+        only when there is something for it to do, so the common hook call
+        stays light."""
         reader = reader or CallReader(self.home, tool, tool_input, env)
         from leash.core.halts.store import HaltStoreUnavailable
         from leash.core.loghead import HeadMismatch
@@ -191,7 +193,7 @@ class Gate:
         try:  # a unit over no database at all when there is no halts.db and no halt line in the log
             with self.backend.halts.unit(now=now) as unit:
                 return self._check_held(session_id, tool, tool_input, unit, cwd=cwd, now=now, env=env,
-                                        reader=reader, lineage=lineage)
+                                        reader=reader, lineage=lineage, record=record)
         except HeadMismatch as exc:
             return Verdict(False, f"leash: halt state unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
@@ -199,7 +201,8 @@ class Gate:
             return Verdict(False, f"leash: halt store unreadable ({exc}) — every tool call is held; "
                                   "run `leash doctor`", "halts_unreadable")
 
-    def _check_held(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader, lineage=None) -> Verdict:
+    def _check_held(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader, lineage=None,
+                    record=None) -> Verdict:
         state = unit.state(session_id)
         if state != "paused" and lineage is None:
             lineage = self.sessions.lineage(session_id, now=now)
@@ -215,7 +218,7 @@ class Gate:
                                   f"(leash halts list --session {session_id}); only read-only tools and commands "
                                   "that only look (ls, cat, grep, git status ...) may run meanwhile.", "session_halted")
         return self._check_conditions(session_id, tool, tool_input, unit, cwd=cwd, now=now, env=env,
-                                      reader=reader)
+                                      reader=reader, lineage=lineage, record=record)
 
     def _only_looks(self, tool: str | None, reader: "CallReader", cwd: str | None) -> bool:
         """A read-only tool, or a Bash command that only looks (``core.readonly``)."""
@@ -227,12 +230,14 @@ class Gate:
 
         return is_read_only_call(reader.read(cwd))
 
-    def _check_conditions(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader) -> Verdict:
+    def _check_conditions(self, session_id, tool, tool_input, unit, *, cwd, now, env, reader, lineage=None,
+                          record=None) -> Verdict:
         if tool is None:
             return ALLOW
         from leash.core.halts.hookcontext import check_input
 
-        files_read = unit.files_read(session_id) if tool in ("Edit", "Write", "MultiEdit", "NotebookEdit") else None
+        files_read = self._files_read(session_id, unit, lineage or (), record, cwd=cwd, now=now) \
+            if tool in ("Edit", "Write", "MultiEdit", "NotebookEdit") else None
         data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
                            files_read=files_read, call=reader.read(cwd), home=self.home)
         if data is None:
@@ -251,6 +256,37 @@ class Gate:
             self._tamper_blocked(session_id, tool, tool_input, now=now)
             tail += " Only a human can lift this stop; do not try to work around it."
         return Verdict(False, f"leash: halt — {said}. {result['recommended_action']}{tail}", "halt_condition")
+
+    def _files_read(self, session_id: str, unit, lineage, record: dict | None, *, cwd: str | None,
+                    now: float | None) -> list[str] | None:
+        """The files the session has read, with its ancestors' (a fork's
+        conversation holds what they read). None — no evidence either way —
+        when no PostToolUse hook of theirs has reported and leash cannot tell
+        that the session's reads are reported from its first call on."""
+        found = None
+        for reader_id in (session_id, *lineage):
+            reads = unit.files_read(reader_id)
+            if reads is not None:
+                found = (found or []) + reads
+        if found is None and self._reads_reported(session_id, record or {}, cwd, now=now):
+            return []  # its PostToolUse reports every read, and none has come yet
+        return found
+
+    def _reads_reported(self, session_id: str, record: dict, cwd: str | None, *, now: float | None) -> bool:
+        """True when the settings for the session's directory wire leash's
+        PostToolUse hook: as SessionStart recorded them (``wired``), else as
+        they are now, judged once and kept on the record (a session whose
+        SessionStart came under another id, or was not wired)."""
+        from leash.core.install import WIRED_READS, wiring
+
+        wired = record.get("wired") or ""
+        if not wired:
+            wired = wiring(project=record.get("cwd") or cwd)
+            try:
+                self.sessions.observe(session_id, now=now, wired=wired)
+            except OSError:
+                pass  # judged again at the next such call
+        return WIRED_READS in str(wired).split()
 
     def _tamper_blocked(self, session_id: str, tool: str | None, tool_input: object, *, now: float | None) -> None:
         """The ack log's ``tamper_blocked`` line: who tried what (masked, escaped)."""

@@ -52,7 +52,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     stdin (``parsed``: its JSON object, when the caller has parsed it already)."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
-    from leash.core.sessions import tmux_identity_of_pane
+    from leash.core.sessions import STATUS_WORKING, tmux_identity_of_pane
 
     env = os.environ if env is None else env
     home = ensure_home(home)
@@ -89,15 +89,38 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
         if pane and not tmux_id:
             tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
         agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
-        seen = registry.observe(session_id, now=now, tool=tool, status="", tmux_pane=pane, tmux_session=tmux_name,
+        transcript = payload.get("transcript_path")
+        transcript = transcript if isinstance(transcript, str) else ""
+        seen = registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=pane,
+                                tmux_session=tmux_name,
                                 tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
-                                known=known)
+                                transcript_path=transcript, known=known,
+                                agent_process=_agent_process(env, known),
+                                **_lineage(registry, session_id, transcript, known, env, now=now))
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env, session=seen)
     if verdict.allow:
         return "", warning, 0
     return deny_output(verdict.reason) + "\n", warning, 0
+
+
+def _agent_process(env, known: dict) -> dict | None:
+    """The Claude Code process that ran this call (``core.agentproc``), kept so
+    ``leash stop --interrupt`` can reach a headless session."""
+    from leash.core.agentproc import hook_agent
+
+    return hook_agent(env, known.get("agent_process"))
+
+
+def _lineage(registry, session_id: str, transcript: str, known: dict, env, *, now: float | None) -> dict:
+    """Which session this one continues, until that is settled (``core.lineage``):
+    a fork's first call is held by a stop or halt on its parent."""
+    if known.get("parent") or known.get("parent_by"):
+        return {}  # settled: the common call imports nothing more
+    from leash.core.lineage import settle
+
+    return settle(registry, session_id, transcript, known, env, now=now)
 
 
 def _with_session(payload: dict) -> dict:
@@ -133,7 +156,18 @@ def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now
     backend.halts.record_reads(session_id, known, now=now)
     if task is not None:
         backend.halts.record_attempt(session_id, task, error=error, now=now)
-    return "", "", 0
+    from leash.core.sessions import STATUS_THINKING  # between tools within a turn
+
+    return "", _note_status(backend, session_id, STATUS_THINKING, now=now), 0
+
+
+def _note_status(backend, session_id: str, status: str, *, now: float | None = None) -> str:
+    """Record what the session is doing now (best effort: a warning, never a block)."""
+    try:
+        backend.sessions.observe(session_id, now=now, status=status)
+    except OSError as exc:
+        return f"leash: could not record session ({exc.strerror})\n"
+    return ""
 
 
 def _lifecycle_handlers(event: str) -> dict:

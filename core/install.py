@@ -40,6 +40,7 @@ MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests p
 # is leash, not Claude Code's timeout (which lets the call run), that ends it.
 HOOK_TIMEOUT_SECONDS = 30
 OWN_DEADLINE_SECONDS = 25
+ON_FAILURE_BLOCK = "block"  # onFailure's value: a hook that cannot run blocks (Claude Code 2.1.295+)
 
 
 # event: Claude Code's name; verb: leash hook VERB; fail_closed: wrapped so that
@@ -62,6 +63,7 @@ HOOKS = (
     HookSpec("ConfigChange", "config-change", True, False),
 )
 VERBS = {spec.verb: spec for spec in HOOKS}
+VERBS_BY_EVENT = {spec.event: spec for spec in HOOKS}
 
 
 class SettingsError(Exception):
@@ -128,14 +130,26 @@ def read_settings(path: str) -> dict:
     return data
 
 
-def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None) -> dict:
+def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
+               on_failure: bool = False) -> dict[str, Any]:
+    """One hook as the settings hold it. ``on_failure``: the installed Claude
+    Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
+    cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
+    entry: dict[str, Any] = {"type": "command", "command": hook_command(leash, spec, socket=socket),
+                             "timeout": HOOK_TIMEOUT_SECONDS}
+    if on_failure and spec.fail_closed:
+        entry["onFailure"] = ON_FAILURE_BLOCK
+    return entry
+
+
+def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
+           on_failure: bool = False) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
         for spec in HOOKS:
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": hook_command(leash, spec, socket=socket),
-                                                "timeout": HOOK_TIMEOUT_SECONDS}]}
+            group: dict[str, Any] = {"hooks": [hook_entry(leash, spec, socket=socket, on_failure=on_failure)]}
             if spec.matcher:
                 group = {"matcher": "*", **group}
             hooks.setdefault(spec.event, []).append(group)
@@ -170,12 +184,12 @@ def _require_lists(path: str, settings: dict) -> None:
 
 
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
-            socket: str | None = None) -> bool:
+            socket: str | None = None, on_failure: bool = False) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
-    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket)
+    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure)
     if wanted == current:
         return False
     from leash.core.statefile import write_bytes_atomic
@@ -196,6 +210,22 @@ def settings_layers(*, project: str | None = None) -> list[str]:
     base = os.path.abspath(project or ".")
     return [settings_path(managed=True), os.path.join(base, ".claude", "settings.local.json"),
             os.path.join(base, ".claude", "settings.json"), settings_path(user=True)]
+
+
+def wired_hooks(*, project: str | None = None) -> list[tuple[str, dict]]:
+    """(event, hook) for every leash hook in the settings layers for ``project``."""
+    found = []
+    for path in settings_layers(project=project):
+        try:
+            data = read_settings(path)
+        except SettingsError:
+            continue
+        for event, groups in (data.get("hooks") or {}).items():
+            for group in groups if isinstance(groups, list) else []:
+                for hook in (group.get("hooks") if isinstance(group, dict) else None) or []:
+                    if is_leash_hook(hook) and event in VERBS_BY_EVENT:
+                        found.append((event, hook))
+    return found
 
 
 def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
@@ -258,6 +288,22 @@ def _program_of(command: str) -> tuple[str, str]:
 def is_wired(*, project: str | None = None) -> bool:
     """True when some settings layer for ``project`` wires leash's PreToolUse hook."""
     return not any(level == "fail" and subject == "PreToolUse" for level, subject, _ in check(project=project))
+
+
+# The words of a session record's ``wired``: what the settings for its
+# directory wired when leash first judged them.
+WIRED_GATE = "settings"  # leash's PreToolUse hook: its calls are judged
+WIRED_READS = "reads"  # leash's PostToolUse hook: every file it reads is reported
+WIRED_NOTHING = "none"
+
+
+def wiring(*, project: str | None = None) -> str:
+    """``WIRED_GATE`` and ``WIRED_READS`` (space-separated) for the hooks the
+    settings for ``project`` wire without a fault, or ``WIRED_NOTHING``."""
+    failing = {subject for level, subject, _ in check(project=project) if level == "fail"}
+    words = [word for event, word in (("PreToolUse", WIRED_GATE), ("PostToolUse", WIRED_READS))
+             if event not in failing]
+    return " ".join(words) or WIRED_NOTHING
 
 
 def disabling_change(path: str, *, project: str | None = None, was_wired: bool = False) -> str:

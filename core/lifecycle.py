@@ -3,9 +3,12 @@
 Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
 
 * ``session-start``: registers the session before its first tool call (pane,
-  cwd, transcript path). A session resumed into the pane of another
-  (``--resume X --fork-session`` gets a new id) records that one as its
-  ``parent``; the gate holds a session whose ancestor is stopped or halted.
+  cwd, transcript path, and what the settings wire: ``wired``). A fork
+  (``--resume X --fork-session`` gets a new id) records X as its ``parent``
+  (``core.lineage``; the prompt and tool hooks settle it too, since Claude
+  Code 2.1.197 sends SessionStart under X's id); a session resumed into the
+  pane of another records that one. The gate holds a session whose ancestor
+  is stopped or halted.
 * ``session-end``: the session is marked ``ended``.
 * ``notification``: ``idle_prompt`` / ``permission_prompt`` make the session
   "waiting for input" / "waiting for permission"; its next prompt or tool call
@@ -13,7 +16,8 @@ Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
 * ``user-prompt-submit``: a stopped or paused session's prompt is blocked with
   the reason; a hands-off entity's prompt gets ``additionalContext``.
 * ``post-tool-batch``: while the whole session is held (a stop, the fleet
-  stop, a hands-off lock on the session, a paused session) the turn ends:
+  stop, a hands-off lock on the session, a paused session — and, unless
+  ``[gate] end_turn_on_halt = false``, a halted one) the turn ends:
   ``{"continue": false, "stopReason": ...}``, so the model does not argue with
   the deny.
 * ``permission-request``: a held session's permission dialog is denied.
@@ -30,10 +34,18 @@ from __future__ import annotations
 import json
 import os
 
+from leash.core.sessions import (
+    STATUS_IDLE,
+    STATUS_THINKING,
+    STATUS_WAITING_INPUT,
+    STATUS_WAITING_PERMISSION,
+)
+
 # Verdict rules that hold the whole session (a path lock holds one file only).
 SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop", "hands_off", "locks_unreadable",
                                 "session_paused", "halts_unreadable"})
-TRANSCRIPT_SCAN_BYTES = 65536
+# A halted session may still run read-only tools, so a halt holds only its turn.
+HALTED_RULES = frozenset({"session_halted"})
 
 
 def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend=None):
@@ -51,8 +63,8 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend=N
         return gate, None, exc
 
 
-def _register(gate, payload: dict, env, *, now=None, status: str | None = None, parent: str = "",
-              wired: str = "") -> dict:
+def _register(gate, payload: dict, env, *, now=None, status: str | None = None, wired: str = "") -> dict:
+    """Record the session (and, until it is settled, which session it continues)."""
     from leash.core.sessions import tmux_identity_of_pane
 
     session_id = payload["session_id"]
@@ -67,7 +79,8 @@ def _register(gate, payload: dict, env, *, now=None, status: str | None = None, 
     return gate.sessions.observe(
         session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
         entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
-        transcript_path=_text(payload, "transcript_path"), parent=parent, wired=wired)
+        transcript_path=_text(payload, "transcript_path"), wired=wired,
+        **_parent_of(gate, payload, env, known, now=now))
 
 
 def _text(payload: dict, key: str) -> str:
@@ -75,13 +88,13 @@ def _text(payload: dict, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _session_hold(gate, session_id: str, *, now=None, env=None):
-    """The verdict that holds the whole session now, or None."""
+def _session_hold(gate, session_id: str, *, now=None, env=None, rules=SESSION_WIDE_RULES):
+    """The verdict that holds the whole session now (by one of ``rules``), or None."""
     verdict = gate.check_stops_and_locks(session_id, now=now)
-    if not verdict.allow and verdict.rule in SESSION_WIDE_RULES:
+    if not verdict.allow and verdict.rule in rules:
         return verdict
     verdict = gate.check_halts(session_id, None, None, now=now, env=env)
-    if not verdict.allow and verdict.rule in SESSION_WIDE_RULES:
+    if not verdict.allow and verdict.rule in rules:
         return verdict
     return None
 
@@ -101,12 +114,15 @@ def session_start(raw: bytes, *, home, env=None, now=None, input_error=None, bac
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     session_id = payload["session_id"]
-    parent = _parent_of(gate, payload, env, now=now)
-    from leash.core.install import is_wired
+    from leash.core.install import wiring
 
-    # Remembered so that a later settings change that unwires leash is seen as one.
-    wired = "settings" if is_wired(project=_text(payload, "cwd") or None) else ""
-    _register(gate, payload, env, now=now, status="", parent=parent, wired=wired)
+    # Remembered so that a later settings change that unwires leash is seen as
+    # one, and so that the gate knows whether this session's reads are reported.
+    wired = wiring(project=_text(payload, "cwd") or None)
+    # A session that starts (or is resumed or cleared) waits for its prompt; a
+    # compaction happens inside a turn, so it changes nothing of what it does.
+    status = None if payload.get("source") == "compact" else STATUS_IDLE
+    _register(gate, payload, env, now=now, status=status, wired=wired)
     held = _session_hold(gate, session_id, now=now, env=env)
     if held is None:
         return "", "", 0
@@ -114,38 +130,20 @@ def session_start(raw: bytes, *, home, env=None, now=None, input_error=None, bac
     return json.dumps(context) + "\n", "", 0
 
 
-def _parent_of(gate, payload: dict, env, *, now=None) -> str:
-    """The session this one continues: named in its transcript, or the one
-    that last ran in the same tmux pane when Claude Code says it resumed."""
+def _parent_of(gate, payload: dict, env, known, *, now=None) -> dict[str, str]:
+    """The lineage fields to record: the session this one continues, named on
+    Claude Code's command line or sharing its transcript's messages
+    (``core.lineage``), else the one that last ran in the same tmux pane when
+    Claude Code says it resumed; {} when there is nothing new to record."""
+    from leash.core.lineage import BY_PANE, settle, settled
+
     session_id = payload["session_id"]
-    found = _transcript_parent(_text(payload, "transcript_path"), session_id)
-    if found:
+    found = settle(gate.sessions, session_id, _text(payload, "transcript_path"), known, env, now=now)
+    if found.get("parent") or settled(known) or payload.get("source") != "resume":
         return found
-    if payload.get("source") == "resume":
-        pane = gate.sessions.hosted(env.get("TMUX_PANE", ""))
-        return gate.sessions.predecessor_in_pane(session_id, pane, now=now)
-    return ""
-
-
-def _transcript_parent(path: str, session_id: str) -> str:
-    """The first other ``sessionId`` in the head of a transcript (a fork copies
-    its parent's messages, ids included); "" when there is none."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(TRANSCRIPT_SCAN_BYTES)
-    except OSError:
-        return ""
-    for raw in head.split(b"\n")[:-1]:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        other = line.get("sessionId") if isinstance(line, dict) else None
-        if isinstance(other, str) and other and other != session_id:
-            return other
-    return ""
+    pane = gate.sessions.hosted(env.get("TMUX_PANE", ""))
+    predecessor = gate.sessions.predecessor_in_pane(session_id, pane, now=now)
+    return {"parent": predecessor, "parent_by": BY_PANE} if predecessor else found
 
 
 def session_end(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
@@ -159,7 +157,7 @@ def session_end(raw: bytes, *, home, env=None, now=None, input_error=None, backe
     return "", "", 0
 
 
-NOTIFICATION_STATUS = {"idle_prompt": "waiting for input", "permission_prompt": "waiting for permission"}
+NOTIFICATION_STATUS = {"idle_prompt": STATUS_WAITING_INPUT, "permission_prompt": STATUS_WAITING_PERMISSION}
 
 
 def notification(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
@@ -179,7 +177,7 @@ def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None
     if problem is not None:
         return _unreadable_input(gate, problem)
     session_id = payload["session_id"]
-    _register(gate, payload, env, now=now, status="")
+    _register(gate, payload, env, now=now, status=STATUS_THINKING)
     held = _session_hold(gate, session_id, now=now, env=env)
     if held is not None and held.rule != "hands_off":
         return json.dumps({"decision": "block", "reason": held.reason}) + "\n", "", 0
@@ -194,7 +192,10 @@ def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None, b
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return _unreadable_input(gate, problem)
-    held = _session_hold(gate, payload["session_id"], now=now, env=env)
+    # A halt at a blocking severity ends the turn too ([gate] end_turn_on_halt):
+    # the model should not go on proposing calls a human must first look at.
+    rules = SESSION_WIDE_RULES | HALTED_RULES if gate.config()["gate"]["end_turn_on_halt"] else SESSION_WIDE_RULES
+    held = _session_hold(gate, payload["session_id"], now=now, env=env, rules=rules)
     if held is None:
         return "", "", 0
     return json.dumps({"continue": False, "stopReason": held.reason}) + "\n", "", 0
@@ -208,7 +209,8 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
     verdict = gate.check(payload["session_id"], tool, payload.get("tool_input"), cwd=_text(payload, "cwd") or None,
                          now=now, env=env)
-    if verdict.allow:
+    if verdict.allow:  # Claude Code shows its dialog: the session waits for a human
+        _register(gate, payload, env, now=now, status=STATUS_WAITING_PERMISSION)
         return "", "", 0
     decision = {"behavior": "deny", "message": verdict.reason}
     reply = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
@@ -222,11 +224,11 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None, bac
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
-    from leash.core.install import disabling_change
+    from leash.core.install import WIRED_GATE, disabling_change
 
     record = gate.sessions.get(payload["session_id"], now=now) or {}
     problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None,
-                               was_wired=bool(record.get("wired")))
+                               was_wired=WIRED_GATE in str(record.get("wired") or "").split())
     if not problem:
         return "", "", 0
     reason = (f"leash: this settings change would switch leash's hooks off ({problem}); blocked and recorded as "

@@ -92,8 +92,22 @@ def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=No
     return json.dumps({"decision": "block", "reason": reminder(channel, key, hint)}) + "\n", ""
 
 
+def _note_idle(backend, payload: dict, *, now: float | None = None) -> str:
+    """Record that the session's turn ended (best effort: never holds the stop)."""
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        return ""
+    from leash.core.sessions import STATUS_IDLE
+
+    try:
+        backend.sessions.observe(session_id, now=now, status=STATUS_IDLE)
+    except Exception as exc:  # noqa: BLE001 - the reply guard fails open, and so does its bookkeeping
+        return f"leash: could not record session ({exc.__class__.__name__})\n"
+    return ""
+
+
 def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_error: Exception | None = None,
-              backend=None, **_ignored) -> tuple[str, str, int]:
+              backend=None, now: float | None = None, **_ignored) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook stop``: fail open on anything."""
     from leash.core.home import ensure_home
 
@@ -104,7 +118,14 @@ def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_e
         from leash.core.hookio import parse_payload
 
         payload = parse_payload(raw, need_session=False)
-        out, err = decide(payload, home=ensure_home(home), env=env, backend=backend)
+        home = ensure_home(home)
+        if backend is None:
+            from leash.core.store.files import FileBackend
+
+            backend = FileBackend(home)
+        out, err = decide(payload, home=home, env=env, backend=backend)
+        if not out:  # the turn ends here: the session is idle until its next prompt
+            err += _note_idle(backend, payload, now=now)
         return out, err, 0
     except Exception as exc:
         return "", f"leash: reply guard skipped ({exc.__class__.__name__}: {exc}); stop allowed\n", 0

@@ -6,6 +6,11 @@ The pre-tool-use hook registers its session on every call, but writes the file
 only when something changed or ``last_seen`` is older than ``REFRESH_SECONDS``,
 so the common path is a read, not an fsync.
 
+``agent_process`` is the Claude Code process that ran the session's hooks
+(``core.agentproc``: ``{"pid", "started", "uid", "headless", "tmux_socket"}``),
+found from the hook's process tree; it changes only when another process
+takes the session on, and it is how ``leash stop --interrupt`` reaches it.
+
 The tmux session name is how an operator who sees ``agent-3`` in tmux can stop
 the Claude session running inside it: the hook resolves ``$TMUX_PANE`` to its
 session's id (``$N``) and name once (a ``tmux display-message`` call) and keeps
@@ -32,12 +37,21 @@ from leash.core.statefile import JSONObject, JSONValue, locked, write_json
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
-_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "agent",
-           "wired", "host")
-# What Claude Code last said a session is doing; "" when it is working.
+_FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "parent_by",
+           "agent", "wired", "host", "agent_process")
+# What a session is doing, as its hooks last said (DESIGN "Session states"):
+# PreToolUse to PostToolUse it is working (a tool in flight, since
+# ``status_since``); a prompt taken or a call done, it is thinking; its turn
+# ended (Stop), it is idle; Claude Code's notifications say when it waits.
+STATUS_WORKING = "working"
+STATUS_THINKING = "thinking"
+STATUS_IDLE = "idle"
 STATUS_WAITING_INPUT = "waiting for input"
 STATUS_WAITING_PERMISSION = "waiting for permission"
+STATUS_WAITING_APPROVAL = "waiting for approval"
 STATUS_ENDED = "ended"
+AGENT_STATUSES = (STATUS_WORKING, STATUS_THINKING, STATUS_IDLE, STATUS_WAITING_INPUT, STATUS_WAITING_PERMISSION,
+                  STATUS_WAITING_APPROVAL, STATUS_ENDED)
 MAX_LINEAGE = 16
 _SEPARATOR = "\x1f"
 DEFAULT_FORGET_AFTER_DAYS = 7
@@ -177,7 +191,8 @@ class SessionRegistry:
         **fields: str | None,
     ) -> JSONObject:
         """Record that the session is alive; writes only when it must.
-        ``status`` None leaves the status as it is, "" clears it. ``known``:
+        ``status`` None leaves the status as it is (one of ``AGENT_STATUSES``;
+        ``status_since`` says since when). ``known``:
         the record the caller has just read (else it is read here). Returns
         the record as stored now."""
         moment = now_seconds(now)
@@ -186,7 +201,9 @@ class SessionRegistry:
         if self.host:  # a shared store: the host whose hook saw it
             wanted["host"] = self.host
         changed = any(known.get(k) != v for k, v in wanted.items())
-        changed = changed or (status is not None and known.get("status", "") != status)
+        new_status = status is not None and known.get("status", "") != status
+        # The newest tool is worth a write: "last tool" must never lag behind the agent.
+        changed = changed or new_status or bool(tool and known.get("last_tool") != tool)
         try:
             stale = moment - parse_iso(known.get("last_seen", "")) >= REFRESH_SECONDS
         except ValueError:
@@ -203,6 +220,8 @@ class SessionRegistry:
             if tool:
                 record["last_tool"] = tool
             if status is not None:
+                if record.get("status", "") != status or not record.get("status_since"):
+                    record["status_since"] = iso(moment)
                 record["status"] = status
             return record
 

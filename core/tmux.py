@@ -320,6 +320,13 @@ class Tmux:
         self.send_message(name, text)
         return marks, lines
 
+    def press(self, pane: str, key: str) -> None:
+        """Press ``key``, a tmux key name (``Escape``), once in pane ``pane`` (a
+        ``%N`` id): a key event of its own, nothing typed before or after it."""
+        if not (is_tmux_id(pane) and pane.startswith(PANE_ID_PREFIX)):
+            raise TmuxError(f"not a pane id: {pane!r}")
+        _checked(self.server.cmd("send-keys", "-t", pane, key))
+
 
 def is_tmux_id(text: str) -> bool:
     """``$N`` (a session id) or ``%N`` (a pane id)."""

@@ -14,3 +14,8 @@ OPERATOR_SOCKET_ENV = "LEASH_OPERATOR_SOCKET"
 RUN_DIR = "run"
 AGENT_SOCKET_NAME = "agent.sock"
 OPERATOR_SOCKET_NAME = "operator.sock"
+
+# The hook process's pid when leashd judges a hook for it (set by leashd from
+# SO_PEERCRED over whatever the client sent): whose Claude Code ran the hook.
+# The in-process hook is that process itself.
+HOOK_PID_ENV = "LEASH_HOOK_PID"

@@ -54,15 +54,19 @@ def test_session_end_and_notifications_set_the_status(home):
     hook(home, "notification", payload("Notification", notification_type="idle_prompt"))
     assert sessions.get(SESSION)["status"] == "waiting for input"
     hook(home, "user-prompt-submit", payload("UserPromptSubmit"))
-    assert sessions.get(SESSION)["status"] == ""
+    assert sessions.get(SESSION)["status"] == "thinking"
     hook(home, "session-end", payload("SessionEnd"))
     assert sessions.get(SESSION)["status"] == "ended"
 
 
 def test_a_forked_session_is_held_by_a_stop_on_its_parent(home, tmp_path):
     parent, child = "parent-session", "forked-session"
+    message = {"type": "user", "uuid": "00000000-0000-4000-8000-0000000000c1", "message": {}}
+    # A fork's transcript begins with copies of its parent's messages, uuids kept, sessionId rewritten.
+    (tmp_path / f"{parent}.jsonl").write_text(json.dumps({**message, "sessionId": parent}) + "\n")
     transcript = tmp_path / f"{child}.jsonl"
-    transcript.write_text(json.dumps({"type": "user", "sessionId": parent, "message": {}}) + "\n")
+    transcript.write_text(json.dumps({**message, "sessionId": child}) + "\n")
+    StopProtocol(home).sessions.observe(parent, transcript_path=str(tmp_path / f"{parent}.jsonl"))
     StopProtocol(home).acknowledge_stop("ops", parent, "explicit halt")
     code, out, _ = hook(home, "session-start", payload("SessionStart", session_id=child, source="resume",
                                                         transcript_path=str(transcript)))
@@ -253,7 +257,7 @@ def test_the_console_view_shows_waiting_ended_and_subagents(home):
     assert row["state"] == "waiting for input"
     hook(home, "pre-tool-use", payload("PreToolUse", agent_id="a1", agent_type="Explore"))
     [row] = [r for r in view(home, tmux_sessions=[])["sessions"] if r["name"] == SESSION]
-    assert row["state"] == "running" and "subagent Explore" in row["detail"]
+    assert row["state"] == "working" and "subagent Explore" in row["detail"]
     hook(home, "session-end", payload("SessionEnd"))
     [row] = [r for r in view(home, tmux_sessions=[])["sessions"] if r["name"] == SESSION]
     assert row["state"] == "ended"

@@ -209,3 +209,31 @@ def test_a_dialog_is_never_killed_on_silence(home, tmux, tmp_path):
              .splitlines()]
     assert [line["event"] for line in lines if line["event"].startswith("warrant_")] == \
         ["warrant_filed", "warrant_undelivered"]
+
+
+def test_a_program_that_rewraps_the_check_is_not_an_answer():
+    """A program prints the check again, word-wrapped to a narrow pane: one of
+    its rows reads ALIVE alone. Every whole echo is taken out, however it was
+    wrapped."""
+    import textwrap
+
+    from leash.core.warrants.epitaph import ALIVE_ALONE, answered
+
+    lone = 0
+    for width in range(8, 16):
+        pieces = textwrap.wrap(CHECK, width)
+        lone += any(ALIVE_ALONE.match(piece.strip()) for piece in pieces)
+        rows = ["$ " + CHECK] + pieces + ["$ "]
+        after = after_echo(rows, CHECK)
+        assert after is not None and answered(after, CHECK) is None, width
+        assert answered(after_echo(rows + ["ALIVE"], CHECK), CHECK) == "alive"
+    assert lone  # the wrapping does leave ALIVE alone on a row
+
+
+def test_a_pane_that_rewraps_the_check_at_eleven_columns_is_not_pardoned(home, tmux, tmp_path):
+    tmux.new_session("agent-1", "exec fold -s -w 11", width=120)
+    wait_for(lambda: tmux.view("agent-1")["command"] == "fold", what="fold")
+    WarrantQueue(home).file("agent-1", reason="stuck", requester="ops@test")
+    done = run_until_idle(home, tmux, timeouts=[0.4, 0.4, 0.4])["agent-1"]
+    assert done["outcome"] == "executed", done.get("epitaph")
+    assert any(row.strip() == "ALIVE" for row in done["final_screen"].splitlines())  # the trap was there

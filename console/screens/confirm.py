@@ -5,7 +5,9 @@ first, so a stray Enter cancels. Enter in a text field moves to the next
 field and never confirms, so a typed note cannot confirm by accident (the
 dialog says so). A reason or note can be typed; an extra
 field (hours, an entity) and a "continue with caution" check box appear when
-the action needs them. The result is a ``Confirmed`` or None (cancelled).
+the action needs them, and so does an option of the action's own (a stop's
+"also interrupt the call in flight"), a check box its key (``i``) ticks while
+no text field has focus. The result is a ``Confirmed`` or None (cancelled).
 
 The title and body name agent things (sessions, halt descriptions): they are
 shown as plain text, never parsed as markup, each line's control characters
@@ -35,6 +37,7 @@ class Confirmed(NamedTuple):
     text: str = ""
     extra: str = ""
     caution: bool = False
+    option: bool = False  # the action's own check box, ticked
 
 
 class ConfirmScreen(ModalScreen[Confirmed | None]):
@@ -46,8 +49,10 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
 
     def __init__(self, title: str, body: str, *, text_label: str | None = "Reason (optional)",
                  extra_label: str | None = None, extra_value: str = "", caution: bool = False,
-                 confirm_label: str = "Confirm"):
+                 confirm_label: str = "Confirm", option_label: str | None = None, option_key: str = ""):
         super().__init__()
+        self.option_label = option_label
+        self.option_key = option_key
         self.title_text = title
         self.body = body
         self.text_label = text_label
@@ -68,6 +73,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                 yield Input(id="confirm-text")
             if self.caution:
                 yield Checkbox("Continue with caution (I accept the risk)", id="confirm-caution")
+            if self.option_label:
+                yield Checkbox(self.option_label, id="confirm-option")
             if self.text_label or self.extra_label:
                 yield Label("Enter moves to the next field; y or the Confirm button confirms.", id="confirm-hint")
             with Horizontal(id="confirm-buttons"):
@@ -87,10 +94,17 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
             self.notify("A critical halt is dismissed only with 'continue with caution' ticked.",
                         severity="warning")
             return
-        self.dismiss(Confirmed(self._value("#confirm-text"), self._value("#confirm-extra"), caution))
+        option = bool(self.query("#confirm-option")) and self.query_one("#confirm-option", Checkbox).value
+        self.dismiss(Confirmed(self._value("#confirm-text"), self._value("#confirm-extra"), caution, option))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def on_key(self, event) -> None:
+        """The option's key ticks its box (a text field with focus keeps its letters)."""
+        if self.option_label and self.option_key and event.key == self.option_key:
+            self.query_one("#confirm-option", Checkbox).toggle()
+            event.stop()
 
     @on(Button.Pressed, "#confirm-ok")
     def _ok(self) -> None:

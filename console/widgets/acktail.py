@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from leash.console.widgets.panel import Panel
 
-EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "fleet_resume": "green"}
+EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "fleet_resume": "green",
+               "interrupt": "bold red"}
 
 
 class AckTailPanel(Panel):

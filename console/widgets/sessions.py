@@ -4,16 +4,21 @@ from __future__ import annotations
 from rich.text import Text
 
 from leash.console.widgets.panel import Panel, duration
+from leash.core.sessions import AGENT_STATUSES
 
 STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow", "paused": "bold magenta",
-               "under warrant": "bold red", "hands-off": "cyan"}
+               "under warrant": "bold red", "hands-off": "cyan", "working": "green", "thinking": "green",
+               "idle": "dim", "waiting for input": "bold cyan", "waiting for permission": "bold yellow",
+               "waiting for approval": "bold yellow", "ended": "dim", "gone": "dim"}
+# The State column is as wide as the longest state: a state is never cut.
+STATE_WIDTH = max(len(state) for state in (*STATE_STYLE, *AGENT_STATUSES))
 
 
 class SessionsPanel(Panel):
     PANEL = "sessions"
     TITLE = "Sessions"
-    COLUMNS = (("name", "Session", 18), ("state", "State", 13), ("detail", "Why", 18), ("tool", "Last tool", 9),
-               ("age", "Age", 6))
+    COLUMNS = (("name", "Session", 18), ("state", "State", STATE_WIDTH), ("detail", "Why", 18),
+               ("tool", "Last tool", 9), ("age", "Age", 6))
 
     HOST_COLUMN = ("host", "Host", 8)
     HOST_FILTER = "host:"  # ``/host:web1`` shows that host's sessions only

@@ -341,6 +341,9 @@ class Daemon:
         given_env = request.get("env")
         env = {k: v for k, v in given_env.items() if isinstance(k, str) and isinstance(v, str)} \
             if isinstance(given_env, dict) else {}
+        from leash.core.wellknown import HOOK_PID_ENV
+
+        env[HOOK_PID_ENV] = str(peer.pid)  # the kernel's word, not the client's: whose Claude Code ran the hook
         problem = request.get("input_error")
         input_error: HookInputError | None = None
         if problem == "too_large":

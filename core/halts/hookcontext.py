@@ -7,8 +7,10 @@
 * Edit / Write / MultiEdit / NotebookEdit -> the file to change: an existing
   file goes to ``target_files``, a new one to ``new_files``; the replaced and
   written text go to ``edits`` (for breaking changes and secrets);
-* ``files_read``: what the session's PostToolUse hook has reported. Sessions
-  without that hook have no record: they get ``reads_unknown`` and
+* ``files_read``: what the session's PostToolUse hook has reported (the gate
+  adds its ancestors' reads, and gives an empty list to a session whose
+  settings wire leash's PostToolUse hook before any report has come). Sessions
+  leash cannot see the reads of have no record: they get ``reads_unknown`` and
   ``modifying_unread_code`` stays quiet for them — absence of evidence is not
   evidence of an unread file (scope and production rules still see the files);
 * the agent's environment may add ``LEASH_ENVIRONMENT`` (dev/test/prod),

@@ -248,26 +248,45 @@ def _echo_from(lines: list[str], start: int, offset: int, sent: str) -> tuple[in
     return None
 
 
+def _echo_at(lines: list[str], start: int, sent: str) -> tuple[int, str] | None:
+    """An echo of the check beginning on row ``start`` (see ``_echo_from``)."""
+    row = _compact(lines[start])
+    offset = row.find(sent[:ECHO_HEAD_CHARS])
+    while offset >= 0:
+        found = _echo_from(lines, start, offset, sent)
+        if found is not None:
+            return found
+        offset = row.find(sent[:ECHO_HEAD_CHARS], offset + 1)
+    return None
+
+
 def after_echo(lines: list[str], message: str) -> list[str] | None:
     """The rows after the first whole echo of ``message`` in ``lines`` (what
-    its last row holds after it first, compacted); None when no whole echo is
-    there (scrolled away, or never shown). The first, because a check names
-    its warrant and attempt: every echo of it is this check's, and an answer
+    its last row holds after it first, compacted), with every later whole echo
+    taken out too (a program's copy of it, re-wrapped or not: a piece of it
+    reading ``ALIVE`` is no answer); None when no whole echo is there
+    (scrolled away, or never shown). The first, because a check names its
+    warrant and attempt: every echo of it is this check's, and an answer
     counts even when the screen shows the check again below it."""
     sent = _compact(message)
     if not sent:
         return None
-    head = sent[:ECHO_HEAD_CHARS]
-    for start, line in enumerate(lines):
-        row = _compact(line)
-        offset = row.find(head)
-        while offset >= 0:
-            found = _echo_from(lines, start, offset, sent)
-            if found is not None:
-                end, rest = found
-                return ([rest] if rest else []) + lines[end:]
-            offset = row.find(head, offset + 1)
-    return None
+    first = next((start for start in range(len(lines)) if _echo_at(lines, start, sent) is not None), None)
+    if first is None:
+        return None
+    kept: list[str] = []
+    index = first
+    while index < len(lines):
+        found = _echo_at(lines, index, sent)
+        if found is None:
+            kept.append(lines[index])
+            index += 1
+            continue
+        end, rest = found
+        if rest:
+            kept.append(rest)
+        index = end
+    return kept
 
 
 def without_input_box(lines: list[str], *, min_rule_chars: int = MIN_RULE_CHARS) -> list[str]:

@@ -92,7 +92,8 @@ def test_the_stop_hook_blocks_once_while_a_reply_is_pending(agent):
     requests = agent.standin.model_requests
     assert len(requests) == 2  # blocked once, then stop_hook_active lets it end
     feedback = json.dumps(requests[1].body["messages"][-1])
-    assert "Stop hook feedback" in feedback
+    # 2.1.197 says "Stop hook feedback", 2.1.332 "Stop hook blocking error": either way the reason follows.
+    assert "Stop hook feedback" in feedback or "Stop hook blocking error" in feedback
     assert "A reply on chat to alice is still pending" in feedback
 
 
@@ -133,20 +134,22 @@ def test_a_stopped_sessions_new_prompt_never_reaches_the_model(agent):
 
 
 def test_disabling_all_hooks_mid_session_is_blocked(agent):
+    """The settings change is refused and recorded as a critical halt, so the
+    turn ends there (a blocking halt ends the turn as a stop does): the next
+    scripted call is never even proposed, and the session stays halted."""
     local = agent.project / ".claude" / "settings.local.json"
 
     def switch_hooks_off() -> None:  # an edit leash's PreToolUse never sees
         local.write_text(json.dumps({"disableAllHooks": True}))
 
-    def stop_the_fleet() -> None:
-        agent.leash("stop", "--all", "--reason", "maintenance window 42")
-
     # The first tool call gives Claude Code's settings watcher time to notice.
-    agent.run("create the marker", [[bash("sleep 3")], [bash("touch marker")], [text("done")]],
-              before={0: switch_hooks_off, 1: stop_the_fleet})
+    run = agent.run("create the marker", [[bash("sleep 3")], [bash("touch marker")], [text("done")]],
+                    before={0: switch_hooks_off})
 
     assert not agent.marker.exists()
-    assert "maintenance window 42" in agent.tool_results()[-1]
+    halts = json.loads(agent.leash("halts", "list", "--json").stdout)
+    assert any(h["condition_name"] == "supervisor_tampering" for h in halts["halts"]), halts
+    assert run.json().get("terminal_reason") == "hook_stopped"
 
 
 def test_with_leashd_the_hooks_go_through_its_agent_socket(agent):
