@@ -73,7 +73,7 @@ def users():
 
 class Deployment:
     """/tmp/leash-sep-*/: home/ (0700, the daemon's), run/ (0755, the sockets),
-    lib/leash -> the source, one writable HOME per user."""
+    lib/leash: a copy of the source, one writable HOME per user."""
 
     def __init__(self, agent: User, operator: User):
         self.root = Path(tempfile.mkdtemp(prefix="leash-sep-"))
@@ -85,9 +85,16 @@ class Deployment:
         lib.mkdir(parents=True)
         os.chmod(self.root / "lib", 0o755)
         os.chmod(lib, 0o755)
-        (lib / "core").symlink_to(ROOT / "core")
-        (lib / "console").symlink_to(ROOT / "console")
+        # A copy, not a link: the checkout may sit in a directory other users
+        # cannot enter (root's home is 0700), and the agent must run the hook entry.
+        for package in ("core", "console"):
+            shutil.copytree(ROOT / package, lib / package, ignore=shutil.ignore_patterns("__pycache__"))
+        for folder, dirs, files in os.walk(lib):
+            os.chmod(folder, 0o755)
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o644)
         self.lib = str(self.root / "lib")
+        self.hook_entry = str(lib / "core" / "hookentry.py")
         self.agent, self.operator = agent, operator
         for user in (agent, operator):
             own = self.root / f"home-{user.name}"
@@ -114,7 +121,7 @@ class Deployment:
 
     def hook(self, session: str, *, env: dict | None = None, command: str = "git status", user: User | None = None):
         payload = dict(BASH, session_id=session, tool_input={"command": command})
-        done = self.as_user(user or self.agent, [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py"), "hook",
+        done = self.as_user(user or self.agent, [OTHERS_PYTHON, "-P", self.hook_entry, "hook",
                                          "pre-tool-use"], stdin=json.dumps(payload).encode(),
                             env={"LEASH_SOCKET": self.agent_socket, **(env or {})})
         return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] if done.stdout.strip() else \
@@ -225,7 +232,7 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} timeout -k 2 25 ") and "|| exit 2" in command
     # the same wiring with an interpreter the agent may run (this test's own is in root's home)
     runnable = deployment.root / "managed" / "runnable.json"
-    install(str(runnable), [OTHERS_PYTHON, "-P", str(ROOT / "core" / "hookentry.py")], socket=deployment.agent_socket)
+    install(str(runnable), [OTHERS_PYTHON, "-P", deployment.hook_entry], socket=deployment.agent_socket)
     (pre_tool_use,) = [spec for spec in HOOKS if spec.event == "PreToolUse"]
     (wired,) = [hook["command"] for group in json.loads(runnable.read_text())["hooks"]["PreToolUse"]
                 for hook in group["hooks"]]
