@@ -174,7 +174,9 @@ def test_the_ruleset_is_gitleaks_default_with_at_least_150_rules():
 
     assert len(gitleaks_rules.RULES) >= 150
     assert gitleaks_rules.GITLEAKS_VERSION.startswith("v8.")
-    assert rule_count() == len(gitleaks_rules.RULES) + 4
+    from leash.core.halts.secrets import HAND_RULES
+
+    assert rule_count() == len(gitleaks_rules.RULES) + len(HAND_RULES) == len(gitleaks_rules.RULES) + 7
     assert all(keywords and keywords == tuple(k.lower() for k in keywords)
                for _, _, _, _, keywords, *_ in gitleaks_rules.RULES)
 

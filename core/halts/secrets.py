@@ -3,8 +3,9 @@
 The rules are gitleaks' default ruleset, generated as data into
 ``core/halts/gitleaks_rules.py`` by ``contrib/gitleaks/generate.py``, plus a
 small hand table of what gitleaks lacks (``PGPASSWORD=``, ``password=``-style
-assignments, credentials in URLs, AWS key ids outside base32, private key
-blocks of any length). A finding
+assignments, ``--password VALUE`` options, credentials in URLs, AWS key ids
+outside base32, Twilio ``AC…:token`` pairs, OpenAI project keys without
+gitleaks' marker, private key blocks of any length). A finding
 follows gitleaks: the rule's regex matches, its secret (the secret group, else
 the first non-empty group) is above the rule's entropy, and no allowlist
 (gitleaks' global one, the rule's own, leash's placeholders such as
@@ -65,6 +66,15 @@ HAND_RULES: tuple[tuple, ...] = (
      (("secret", (r".+EXAMPLE$",), ()),), 0),
     ("url-credentials", "A password inside a URL (scheme://user:password@host).",
      r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{1,200}:([^\s@/'\"]{1,200})@", 1, ("://",), 0.0, (), 0),
+    ("password-option", "A password, secret or token given to a command-line option (--password VALUE).",
+     r"(?i:--(?:password|passwd|pass|secret|token|api-key|apikey|access-token|auth-token|client-secret)"
+     r"(?:=|\s+)([\"']?)(?![-$<*{%])([^\s\"'&;|]{4,200})\1)", 2,
+     ("--pass", "--secret", "--token", "--api", "--access", "--auth", "--client"), 0.0, (), 0),
+    ("twilio-account-credentials", "A Twilio account SID with its auth token (AC...:token).",
+     r"\b(AC[0-9a-fA-F]{32}):([0-9a-fA-F]{32})\b", 2, ("ac",), 2.5, (), 0),
+    ("openai-project-key", "An OpenAI project, service-account or admin key of any length (gitleaks wants its marker).",
+     r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,300})", 1, ("sk-proj-", "sk-svcacct-", "sk-admin-"), 3.0, (),
+     0),
 )
 PLACEHOLDER = lazy(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
                    re.IGNORECASE)
