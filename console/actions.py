@@ -118,7 +118,22 @@ def cmd_stop(protocol, args) -> int:
     else:
         record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
         _out(f"stopped {args.session} (since {record['stopped_at']})")
+    _warn_if_nothing_answers(backend, args.session, record)
     return _interrupt(protocol, backend, args, record) if args.interrupt else 0
+
+
+def _warn_if_nothing_answers(backend, name: str, stop) -> None:
+    """One line on stderr (the stop stays filed, exit 0) when no session the
+    hooks have seen and no tmux session answers to ``name``, or it only looks
+    like a known name (``core.nameguard``)."""
+    from leash.core.nameguard import known_names, warning_for
+    from leash.core.sessions import bound_tmux_ids
+
+    if bound_tmux_ids(stop):  # a tmux session of that name runs now
+        return
+    warning = warning_for(name, known_names(backend.sessions.all()))
+    if warning:
+        sys.stderr.write(f"leash: {printable(warning)}\n")
 
 
 def _interrupt(protocol, backend, args, stop) -> int:

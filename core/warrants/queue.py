@@ -57,8 +57,9 @@ from leash.core.warrants.records import (
 )
 
 WARRANTS_DIR = "warrants"
-ACTIVE_DIR = os.path.join("dogs", "active")
-COMPLETED_DIR = os.path.join("dogs", "completed")
+DOGS_DIR = "dogs"
+ACTIVE_DIR = os.path.join(DOGS_DIR, "active")
+COMPLETED_DIR = os.path.join(DOGS_DIR, "completed")
 DEFAULT_REQUESTER = "operator"
 
 
@@ -94,8 +95,21 @@ class WarrantQueue:
     def ensure_dirs(self) -> None:
         from leash.core.home import private_dir
 
+        self.refuse_links()
         for directory in (self.pending_dir, self.active_dir, self.completed_dir):
             private_dir(directory)
+
+    def linked_dirs(self) -> list[str]:
+        """The queue's directories (and ``dogs/``) that are symbolic links:
+        followed, they would put warrants and dog states outside the home."""
+        dogs = os.path.dirname(self.active_dir)
+        return [d for d in (self.pending_dir, dogs, self.active_dir, self.completed_dir) if os.path.islink(d)]
+
+    def refuse_links(self) -> None:
+        linked = self.linked_dirs()
+        if linked:
+            raise WarrantError(f"{self._relative(linked[0])} is a symbolic link (to {os.readlink(linked[0])}): "
+                               "leash keeps warrants inside its home only; remove the link (leash doctor)")
 
     # ------------------------------------------------------------ paths
     def pending_path(self, warrant_id: str) -> str:
@@ -117,6 +131,9 @@ class WarrantQueue:
     @staticmethod
     def _read_dir(directory: str, newest: int | None = None) -> list[dict]:
         found = []
+        if os.path.islink(directory) or (os.path.basename(os.path.dirname(directory)) == DOGS_DIR
+                                         and os.path.islink(os.path.dirname(directory))):
+            return []  # never read from outside the home (refused at every write)
         try:
             names = sorted(n for n in os.listdir(directory) if is_record(n))
         except FileNotFoundError:

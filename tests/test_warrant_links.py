@@ -1,0 +1,32 @@
+"""``warrants/`` (or ``dogs/``) made a symbolic link out of the home: a warrant
+is never written there, and nothing is read from there."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from leash.core.protocol import StopProtocol
+from leash.core.warrants import WarrantError, WarrantQueue
+
+
+@pytest.mark.parametrize("linked", ["warrants", "dogs"])
+def test_a_linked_queue_directory_is_refused(home, tmp_path, cli, linked):
+    StopProtocol(home)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, home / linked)
+    with pytest.raises(WarrantError, match="symbolic link"):
+        WarrantQueue(home).file("agent-1", reason="r", requester="ops")
+    result = cli("warrant", "file", "agent-1", "--reason", "r")
+    assert result.code == 1 and "symbolic link" in result.err
+    assert list(outside.rglob("*.json")) == []
+
+
+def test_warrants_placed_outside_are_never_read(home, tmp_path):
+    StopProtocol(home)
+    queue = WarrantQueue(home)
+    queue.file("agent-1", reason="r", requester="ops")
+    os.rename(home / "warrants", tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", home / "warrants")
+    assert queue.pending() == []
