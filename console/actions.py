@@ -612,6 +612,31 @@ def cmd_store(protocol, args) -> int:
     return 0
 
 
+def cmd_setup(protocol, args) -> int:
+    """``leash setup separated``: each step a line; exit 1 when an agent user cannot run the hook."""
+    import os
+
+    from leash.core import separated
+
+    try:
+        if args.undo:
+            for line in separated.undo():
+                _out(line)
+            return 0
+        operators = args.operators if args.operators is not None else \
+            [name for name in (os.environ.get("SUDO_USER", ""),) if name and name != "root"]
+        plan = separated.Plan(user=args.user, home=args.state_home, run_dir=args.run_dir, operators=operators,
+                              agent_users=args.agent_users)
+        done, problems = separated.setup(plan)
+    except separated.SetupError as exc:
+        raise Refused(str(exc)) from None
+    for line in done:
+        _out(line)
+    for line in problems:
+        sys.stderr.write(f"leash: {printable(line)}\n")
+    return 1 if problems else 0
+
+
 def cmd_hook(protocol, args) -> int:
     from leash.core.hooks import run as run_hook
 
@@ -623,6 +648,6 @@ COMMANDS = {
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
-    "store": cmd_store,
+    "store": cmd_store, "setup": cmd_setup,
 }
 ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

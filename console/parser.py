@@ -142,6 +142,20 @@ def build_parser():
     q.add_argument("--to", dest="target", required=True, metavar="URL",
                    help="postgresql://... (the password from PGPASSWORD, PGPASSFILE or [store] password_file)")
 
+    p = sub.add_parser("setup", parents=[common], help="'leash setup separated': the separated profile on this host")
+    setup = p.add_subparsers(dest="setup_command", metavar="PROFILE", parser_class=Parser, required=True)
+    q = setup.add_parser("separated", parents=[common],
+                         help="a leash user owning the home, leashd's unit, managed hooks pinned to its agent socket")
+    q.add_argument("--agent-user", dest="agent_users", action="append", default=[], metavar="U",
+                   help="a user agents run as: checked that it can run leash's hook (repeatable)")
+    q.add_argument("--operator", dest="operators", action="append", default=None, metavar="NAME",
+                   help="a user or group allowed on the operator socket (repeatable; default: the sudo user)")
+    q.add_argument("--user", default="leash", help="the user leashd runs as (made when missing; default leash)")
+    q.add_argument("--state-home", default="/var/lib/leash", metavar="DIR",
+                   help="leashd's state home (default /var/lib/leash)")
+    q.add_argument("--run-dir", default="/run/leash", metavar="DIR", help="where the sockets go (default /run/leash)")
+    q.add_argument("--undo", action="store_true", help="remove what setup made (the state home is kept)")
+
     p = sub.add_parser("daemon", parents=[common],
                        help="leashd: the control daemon of this home (agent and operator sockets, the kennel)")
     p.add_argument("--no-kennel", action="store_true", help="run no kennel in the daemon ([daemon] kennel = false)")

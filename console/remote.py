@@ -27,7 +27,7 @@ from leash.core.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
 LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion",
-                            "store"})
+                            "store", "setup"})
 
 
 def forward(argv: list[str], path: str, *, required: bool) -> int | None:
