@@ -89,7 +89,7 @@ class Deployment:
         # cannot enter (root's home is 0700), and the agent must run the hook entry.
         for package in ("core", "console"):
             shutil.copytree(ROOT / package, lib / package, ignore=shutil.ignore_patterns("__pycache__"))
-        for folder, dirs, files in os.walk(lib):
+        for folder, _, files in os.walk(lib):
             os.chmod(folder, 0o755)
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o644)
