@@ -28,9 +28,15 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
 
-# The real Claude Code CLI against a loopback stand-in for the API (npm registry needed once).
+# The real Claude Code CLI against a loopback stand-in for the API, once per
+# version (each installed once into .cache/claude-code/<version>; ``latest`` is
+# asked of the npm registry every run). Every version runs; any failing fails it.
+CLAUDE_VERSIONS ?= 2.1.197 latest
 e2e: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests/e2e -n 2
+	@status=0; for version in $(CLAUDE_VERSIONS); do \
+		echo "e2e: Claude Code $$version"; \
+		LEASH_E2E_CLAUDE_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider tests/e2e -n 2 || status=1; \
+	done; exit $$status
 
 # Real hook payloads of every event into tests/fixtures/claude_code/.
 e2e-capture: $(STAMP)

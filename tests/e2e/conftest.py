@@ -1,6 +1,7 @@
-"""Fixtures of the end-to-end suite: the real Claude Code CLI (installed once
-into ``.cache/claude-code``), a loopback stand-in for the Messages API per test,
-and a project wired with leash's hooks on the test's own ``LEASH_HOME``.
+"""Fixtures of the end-to-end suite: the real Claude Code CLI (the version
+``LEASH_E2E_CLAUDE_VERSION`` names, installed once into
+``.cache/claude-code/<version>``), a loopback stand-in for the Messages API per
+test, and a project wired with leash's hooks on the test's own ``LEASH_HOME``.
 
 When Claude Code cannot be installed (no npm, no registry) every test here is
 skipped with one line saying why."""

@@ -1,14 +1,21 @@
 """Running the real Claude Code CLI headless against the loopback stand-in.
 
-``ensure_claude()`` installs the npm package ``@anthropic-ai/claude-code`` (a
-pinned version, ``LEASH_E2E_CLAUDE_VERSION`` overrides) into ``.cache/claude-code``
-inside the repository once, and says in one line why it cannot when npm or its
-registry is out of reach. ``run_claude()`` starts ``claude -p`` in a process
-group of its own with a private HOME, config and temp directory, and kills the
-whole group when it overruns or when it is done (a hook or tool may have left
-a child behind). ``wire()`` writes leash's hooks into a project's
-``.claude/settings.json``: through ``leash install --project`` when that exists,
-else the same wiring written here.
+``ensure_claude()`` installs the npm package ``@anthropic-ai/claude-code`` (the
+pinned version; ``LEASH_E2E_CLAUDE_VERSION`` names another, or ``latest``,
+which ``npm view`` resolves to a number) into ``.cache/claude-code/<version>``
+inside the repository once, each version in a folder of its own, and says in
+one line why it cannot when npm or its registry is out of reach.
+``run_claude()`` starts ``claude -p`` in a process group of its own with a
+private HOME, config and temp directory, and kills the whole group when it
+overruns or when it is done (a hook or tool may have left a child behind).
+``wire()`` writes leash's hooks into a project's ``.claude/settings.json``:
+through ``leash install --project`` when that exists, else the same wiring
+written here.
+
+The package's postinstall copies the platform's native binary to
+``bin/claude.exe``; where npm does not run install scripts that copy is a stub,
+so ``_candidates`` looks first for the native binary itself, in the platform
+package (``node_modules/@anthropic-ai/claude-code-linux-x64/claude``).
 """
 from __future__ import annotations
 
@@ -20,12 +27,14 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache" / "claude-code"
+CACHE = ROOT / ".cache" / "claude-code"  # one folder per version below it
 PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSION = "2.1.197"
+VERSION_ENV = "LEASH_E2E_CLAUDE_VERSION"
 LEASH = str(Path(sys.executable).with_name("leash"))
 NPM_TIMEOUT_SECONDS = 300
 RUN_TIMEOUT_SECONDS = 90
@@ -44,31 +53,68 @@ class ClaudeUnavailable(Exception):
 
 
 def wanted_version() -> str:
-    return os.environ.get("LEASH_E2E_CLAUDE_VERSION", PINNED_VERSION)
+    """The version asked for, as given: a number or ``latest``."""
+    return os.environ.get(VERSION_ENV, PINNED_VERSION).strip() or PINNED_VERSION
 
 
-def _candidates() -> list[list[str]]:
-    package = CACHE / "node_modules" / "@anthropic-ai"
+@cache
+def resolved_version(wanted: str) -> str:
+    """``wanted`` as a version number: ``latest`` (any dist-tag) is asked of the
+    npm registry, once a process."""
+    if wanted[:1].isdigit():
+        return wanted
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ClaudeUnavailable(f"npm is not installed, so {PACKAGE}@{wanted} cannot be resolved")
+    try:
+        done = subprocess.run([npm, "view", f"{PACKAGE}@{wanted}", "version", "--fetch-retries=1",
+                               "--fetch-timeout=30000"], capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise ClaudeUnavailable(f"npm view {PACKAGE}@{wanted} took over {NPM_TIMEOUT_SECONDS} s "
+                                "(is the npm registry reachable?)") from None
+    words = done.stdout.split()
+    if done.returncode != 0 or not words:
+        raise ClaudeUnavailable(f"npm view {PACKAGE}@{wanted} failed (is the npm registry reachable?): "
+                                f"{npm_error(done.stderr)}")
+    return words[-1].strip("'\"")  # several versions match a range: the newest is last
+
+
+def cache_dir(version: str) -> Path:
+    """Where ``version`` (a number) is installed: an npm prefix of its own."""
+    return CACHE / version
+
+
+def _candidates(folder: Path) -> list[list[str]]:
+    """The ways to run the installed Claude Code, best first. The platform's
+    native binary comes first: it is there whether or not the postinstall ran,
+    and it is named ``claude``, as tmux shows an operator's agent
+    (``pane_current_command``); the postinstall's copy is ``claude.exe``."""
+    package = folder / "node_modules" / "@anthropic-ai"
     native = sorted(package.glob("claude-code-*/claude"))
-    return ([[str(package / "claude-code" / "bin" / "claude.exe")]] + [[str(path)] for path in native]
+    return ([[str(path)] for path in native] + [[str(package / "claude-code" / "bin" / "claude.exe")]]
             + [["node", str(package / "claude-code" / "cli-wrapper.cjs")]])
 
 
-def _version_of(argv: list[str]) -> str | None:
+def _version_of(argv: list[str], folder: Path) -> str | None:
     try:
         done = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60,
-                              env=dict(os.environ, DISABLE_AUTOUPDATER="1"), cwd=CACHE)
+                              env=dict(os.environ, DISABLE_AUTOUPDATER="1"), cwd=folder)
     except (OSError, subprocess.TimeoutExpired):
         return None
     words = done.stdout.split()
     return words[0] if done.returncode == 0 and words else None
 
 
-def installed() -> tuple[list[str], str] | None:
-    for argv in _candidates():
-        version = _version_of(argv) if Path(argv[-1]).exists() else None
-        if version:
-            return argv, version
+def installed(version: str | None = None) -> tuple[list[str], str] | None:
+    """(argv, version) of the Claude Code installed for ``version`` (default:
+    the one wanted, resolved), or None."""
+    folder = cache_dir(version or resolved_version(wanted_version()))
+    if not folder.is_dir():
+        return None
+    for argv in _candidates(folder):
+        found = _version_of(argv, folder) if Path(argv[-1]).exists() else None
+        if found:
+            return argv, found
     return None
 
 
@@ -84,25 +130,33 @@ def ensure_claude() -> tuple[list[str], str]:
 
 
 def _ensure_claude() -> tuple[list[str], str]:
-    found = installed()
-    if found and found[1] == wanted_version():
+    version = resolved_version(wanted_version())
+    found = installed(version)
+    if found and found[1] == version:
         return found
     npm = shutil.which("npm")
     if npm is None:
         raise ClaudeUnavailable("npm is not installed, so Claude Code cannot be installed")
-    spec = f"{PACKAGE}@{wanted_version()}"
+    folder = cache_dir(version)
+    fresh = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = f"{PACKAGE}@{version}"
     try:
-        done = subprocess.run([npm, "install", "--prefix", str(CACHE), spec, "--no-audit", "--no-fund",
+        done = subprocess.run([npm, "install", "--prefix", str(folder), spec, "--no-audit", "--no-fund",
                                "--fetch-retries=1", "--fetch-timeout=30000"],
-                              capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=CACHE)
+                              capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=folder)
     except subprocess.TimeoutExpired:
-        raise ClaudeUnavailable(f"npm install {spec} took over {NPM_TIMEOUT_SECONDS} s "
-                                "(is the npm registry reachable?)") from None
-    if done.returncode != 0:
+        done = None
+    if done is None or done.returncode != 0:
+        if fresh:  # no empty folder left to look like an installed version
+            shutil.rmtree(folder, ignore_errors=True)
+        if done is None:
+            raise ClaudeUnavailable(f"npm install {spec} took over {NPM_TIMEOUT_SECONDS} s "
+                                    "(is the npm registry reachable?)")
         raise ClaudeUnavailable(f"npm install {spec} failed (is the npm registry reachable?): {npm_error(done.stderr)}")
-    found = installed()
+    found = installed(version)
     if found is None:
-        raise ClaudeUnavailable(f"{spec} installed into {CACHE} but no claude binary runs")
+        raise ClaudeUnavailable(f"{spec} installed into {folder} but no claude binary runs")
     return found
 
 
@@ -219,8 +273,13 @@ def wire(project: Path, *, env: dict[str, str] | None = None) -> dict:
     path = settings_file(project)
     path.parent.mkdir(parents=True, exist_ok=True)
     if os.environ.get("LEASH_E2E_WIRING") != "fallback" and has_install():
+        # The Claude Code under test decides what leash install writes (onFailure from 2.1.295 on).
+        found = installed()
+        environment = dict(env if env is not None else os.environ)
+        if found is not None and len(found[0]) == 1:
+            environment["LEASH_CLAUDE"] = found[0][0]
         done = subprocess.run([LEASH, "install", "--project", str(project)], capture_output=True, text=True,
-                              timeout=60, env=env)
+                              timeout=60, env=environment)
         if done.returncode != 0:
             raise AssertionError(f"leash install --project failed: {done.stderr.strip()}")
     else:

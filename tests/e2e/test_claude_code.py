@@ -182,3 +182,17 @@ def test_with_leashd_the_hooks_go_through_its_agent_socket(agent):
     judged = [line for line in log.splitlines() if " hook " in line]
     assert any("hook_event=pre-tool-use" in line for line in judged), log
     assert any("operator verb=cli" in line for line in log.splitlines())
+
+
+def test_install_writes_on_failure_where_this_claude_code_has_it(agent):
+    """``leash install`` asked the Claude Code under test for its version:
+    2.1.295 and later get ``onFailure: "block"`` on the gating hooks, older
+    ones only the ``|| exit 2`` form (they might refuse a key they do not know)."""
+    from .harness import installed
+
+    _, version = installed()
+    settings = json.loads((agent.project / ".claude" / "settings.json").read_text())
+    (hook,) = [h for g in settings["hooks"]["PreToolUse"] for h in g["hooks"]]
+    has_it = tuple(int(p) for p in version.split(".")) >= (2, 1, 295)
+    assert ("onFailure" in hook) == has_it, (version, hook)
+    assert hook["command"].split(" # ")[0].endswith("|| exit 2")
