@@ -51,6 +51,8 @@ bench: $(STAMP)
 	$(PY) bench/console.py
 	$(PY) bench/daemon.py
 	$(PY) bench/shared_store.py
+	$(PY) bench/interrupt.py
+	$(PY) bench/warrant_delivery.py
 
 demo: $(STAMP)
 	$(VENV)/bin/leash demo

@@ -83,7 +83,7 @@ def bench_version(version: str, runs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--versions", nargs="+", default=[harness.PINNED_VERSION, harness.NEWEST])
+    parser.add_argument("--versions", nargs="+", default=[harness.PINNED_VERSION, "latest"])
     args = parser.parse_args()
     for version in args.versions:
         bench_version(version, args.runs)
