@@ -38,6 +38,8 @@ DEMO_SESSIONS = (
     ("agent-silent", None, "claude-2b91", "nova"),
     ("agent-chatty", "chatty", "claude-c044", "orion"),
 )
+# What each demo agent's hooks last said it was doing (its held state, if any, shows first).
+DEMO_STATUS = {"claude-7f3a": "working", "claude-2b91": "waiting for permission", "claude-c044": "thinking"}
 
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
@@ -47,7 +49,7 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
     backend = backend_for(home)
     for tmux_name, _, session_id, entity in DEMO_SESSIONS:
         backend.sessions.observe(session_id, now=now - 40, tool="Bash", tmux_session=tmux_name, tmux_pane="%0",
-                                 entity=entity, cwd=f"/work/{entity}")
+                                 entity=entity, cwd=f"/work/{entity}", status=DEMO_STATUS[session_id])
     backend.halts.record({"session_token": "claude-2b91", "halt_type": "security", "severity": "critical",
                           "condition_name": "secrets_exposure",
                           "description": "Credentials would be exposed in commands or changes: github_token",
