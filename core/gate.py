@@ -9,8 +9,13 @@ reason, in this order (the first rule that denies wins):
 4. the session's entity (its id, tmux session or registered entity) is hands-off;
 5. a path the call reaches matches a ``path:`` hands-off lock: the call is
    read once (``core.toolcall``, through the shell reader) and a written
-   directory covers everything under it; a command too large to read to its
-   end is denied while path locks are in force;
+   directory covers everything under it. A relative pattern is matched from
+   the project (``core.project``: ``CLAUDE_PROJECT_DIR``, else the git work
+   tree of the cwd, else the cwd), so ``cd`` changes nothing. While path
+   locks are in force, a written path the reader cannot resolve (a command's
+   output, an unknown variable) and a command too large to read to its end
+   are denied: neither can be cleared. What read-only tools (Read, Grep)
+   read is not held by path locks;
 6. the session's halt state: ``paused`` denies everything, ``halted`` denies
    all but the read-only tools (``[gate] read_only_tools``); an unreadable
    halts.db denies (fail safe);
@@ -28,6 +33,7 @@ import os
 
 from leash.core.handsoff import HandsOffUnreadable
 from leash.core.identity import protecting_entities
+from leash.core.project import project_root
 from leash.core.stop import StopStateUnreadable
 
 TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
@@ -154,24 +160,31 @@ class Gate:
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
         where = cwd or record.get("cwd") or None
-        call = (reader or CallReader(self.home, tool, tool_input, None)).read(where)
+        reader = reader or CallReader(self.home, tool, tool_input, None)
+        call = reader.read(where)
         try:
-            return self._path_lock_verdict(call, where, now=now, locks=locks)
+            return self._path_lock_verdict(call, where, now=now, locks=locks, anchor=project_root(where, reader.env))
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
 
-    def _path_lock_verdict(self, call, where: str | None, *, now: float | None, locks=None) -> Verdict:
+    def _path_lock_verdict(self, call, where: str | None, *, now: float | None, locks=None,
+                           anchor: str | None = None) -> Verdict:
         """Rule 5: every path the call reaches (its real path too, after
-        symbolic links), a written directory with everything under it."""
+        symbolic links), a written directory with everything under it;
+        relative patterns matched from ``anchor`` (the project)."""
         locks = locks if locks is not None else self.locks
         for target in call.targets:
-            for path, base in _path_variants(target.path, where, call.real):
+            if target.command is None and target.role == "read":
+                continue  # what a read-only tool reads: path locks hold changes, not looks
+            for path, base in _path_variants(target.path, anchor or where, call.real):
                 found = locks.lock_for_path(path, cwd=base, now=now, subtree=target.subtree)
                 if found is not None:
-                    shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) \
-                        else target.path
-                    shown += " (and everything under it)" if target.subtree else ""
-                    return Verdict(False, _locked(found.entity, found, path=shown), "path_lock")
+                    return Verdict(False, _locked(found.entity, found, path=_shown(target, where)), "path_lock")
+        unresolved = next((t for t in call.targets if t.computed and t.role == "write"), None)
+        if unresolved is not None:
+            return Verdict(False, f"leash: this command writes a path leash cannot resolve "
+                                  f"({_unresolved(unresolved, where)}), and it cannot be "
+                                  "checked against the path locks in force; name the file literally.", "path_lock")
         if call.incomplete:
             return Verdict(False, f"leash: this command cannot be checked against the path locks in force "
                                   f"({call.incomplete}); split it into smaller commands.", "path_lock")
@@ -325,12 +338,12 @@ class CallReader:
 
 
 def shell_summary(tool: str | None, tool_input: object) -> str:
-    from leash.core.toolcall import edited_files, shell_command
+    from leash.core.toolcall import input_paths, shell_command
 
     command = shell_command(tool, tool_input)
     if command is not None:
         return f"Bash: {command[:TAMPER_SUMMARY_CHARS * 2]}"
-    return f"{tool}: {', '.join(edited_files(tool, tool_input))}"
+    return f"{tool}: {', '.join(path for path, _, _ in input_paths(tool, tool_input, None))}"
 
 
 def _path_variants(path: str, where: str | None, real=os.path.realpath) -> list[tuple[str, str | None]]:
@@ -343,6 +356,21 @@ def _path_variants(path: str, where: str | None, real=os.path.realpath) -> list[
     if resolved != path:
         variants.append((resolved, real(where) if where else where))
     return variants
+
+
+def _shown(target, where: str | None) -> str:
+    shown = os.path.relpath(target.path, where) if where and target.path.startswith(where) else target.path
+    return shown + (" (and everything under it)" if target.subtree else "")
+
+
+UNRESOLVED_SHOWN = 80
+
+
+def _unresolved(target, where: str | None) -> str:
+    """The unresolved word as the command wrote it, escaped and cut (it is the agent's text)."""
+    from leash.core.text import printable
+
+    return printable(_shown(target, where), limit=UNRESOLVED_SHOWN)
 
 
 def _said(what: str, record) -> str:

@@ -5,12 +5,17 @@ is a character class, and a pattern ending in ``/**`` also covers the directory
 itself (so ``rm -rf src/auth`` is caught by ``path:src/auth/**``).
 
 A relative pattern is matched against the file's path relative to the
-session's working directory; an absolute pattern against the absolute path.
+directory it is anchored at — the ``cwd`` argument of these functions, which
+the gate gives as the session's project (``core.project.project_root``:
+``CLAUDE_PROJECT_DIR``, else the git work tree, else the working directory),
+so ``cd src`` does not move a lock; an absolute pattern against the absolute
+path.
 
 ``subtree_may_match(pattern, directory, cwd)`` answers whether anything under
 a directory could match (``rm -rf src`` reaches ``path:src/auth/**``): every
 part of the directory matches the pattern's leading parts, or the pattern
-reaches ``**`` first; a directory above the cwd holds every relative match.
+reaches ``**`` first; a directory above the anchor holds every relative
+match. A pattern that does not compile is refused at filing (``check_glob``).
 """
 from __future__ import annotations
 

@@ -206,6 +206,8 @@ def _files_denied(backend, entity: str, cwds: list[str], moment: float) -> tuple
     """Files under the session's working directories that ``entity`` covers
     (the gate's ``lock_for_path``), at most ``MAX_FILES_SHOWN``; and whether
     there are more (or the walk stopped early)."""
+    from leash.core.project import project_root
+
     files: list[str] = []
     looked = 0
     for cwd in cwds:
@@ -218,7 +220,9 @@ def _files_denied(backend, entity: str, cwds: list[str], moment: float) -> tuple
                 if looked > MAX_WALK_ENTRIES:
                     return files, True
                 path = os.path.join(directory, name.rstrip("/"))
-                found = backend.locks.lock_for_path(path, cwd=cwd, now=moment, subtree=name.endswith("/"))
+                # Anchored as the gate anchors them: at the project holding the directory.
+                found = backend.locks.lock_for_path(path, cwd=project_root(cwd, {}) or cwd, now=moment,
+                                                    subtree=name.endswith("/"))
                 if found is not None and found.entity == entity:
                     if len(files) == MAX_FILES_SHOWN:
                         return files, True

@@ -62,6 +62,7 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("LEASH_ENTITY", raising=False)
     monkeypatch.delenv("LEASH_SOCKET", raising=False)
     monkeypatch.delenv("LEASH_OPERATOR_SOCKET", raising=False)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)  # path locks are anchored at it when set
     return path
 
 

@@ -191,4 +191,6 @@ def test_code_literals_that_look_like_paths_are_reached(tree):
 def test_edit_tools_write_their_file(tree):
     call = read_tool_call("Edit", {"file_path": "notes.md"}, cwd=str(tree))
     assert [(t.path, t.role) for t in call.targets] == [(str(tree / "notes.md"), "write")]
-    assert read_tool_call("Read", {"file_path": "notes.md"}, cwd=str(tree)).targets == []
+    read = read_tool_call("Read", {"file_path": "notes.md"}, cwd=str(tree)).targets
+    assert [(t.path, t.role) for t in read] == [(str(tree / "notes.md"), "read")]
+    assert read_tool_call("Glob", {"pattern": "**/*.py", "path": "src"}, cwd=str(tree)).targets == []

@@ -21,6 +21,10 @@ KENNEL_PID = "4194300"  # never signalled: commands are only judged
 
 @pytest.fixture
 def scene(home, tmp_path):
+    return build_scene(home, tmp_path)
+
+
+def build_scene(home, tmp_path) -> dict:
     """The home at $HOME/leash-home; session "other" stopped, "ezra" locked,
     a project with leash's hooks in .claude/settings.json."""
     protocol = StopProtocol(home)

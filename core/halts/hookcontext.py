@@ -16,9 +16,11 @@
 * the agent's environment may add ``LEASH_ENVIRONMENT`` (dev/test/prod),
   ``LEASH_SCOPE`` (the scope boundary globs) and ``LEASH_PRODUCTION_APPROVED=1``.
 
-Read-only and other tools give None: there is nothing for the conditions to
-check. ``outcome`` reads a PostToolUse payload: what was read, and whether a
-command failed.
+Read, Grep and any other tool that names paths (an MCP tool) give only the
+``operation`` and the call itself: the tampering rule judges what they read
+or write (a serve token, leash's installed code). Tools that name no path
+give None: there is nothing for the conditions to check. ``outcome`` reads
+a PostToolUse payload: what was read, and whether a command failed.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
 MAX_WRITE_COMPARE = 256 * 1024
 ERROR_TEXT_KEPT = 2000
 TASK_TEXT_READ = 4096  # a task key is 300 characters; masking more of a huge command buys nothing
+OPERATION_PATHS = 5
+EXIT_CODE_KEYS = ("exit_code", "exitCode", "returnCode", "return_code")
 
 
 def task_of(command: str) -> str:
@@ -82,61 +86,94 @@ def check_input(session_id: str, tool: str | None, tool_input: object, *, cwd: s
     data: dict = {"session_token": session_id, "current_context": context}
     if call is not None:
         data["_tool_call"] = call
+    if not _described(data, tool, tool_input, cwd, files_read, call):
+        return None
+    _declared(context, env)
+    return data
+
+
+def _described(data: dict, tool: str | None, tool_input: dict, cwd: str | None, files_read: list[str] | None,
+               call) -> bool:
+    """Fill in what the tool does (False: nothing for the conditions to check)."""
+    context = data["current_context"]
     command = shell_command(tool, tool_input)
     if command is not None:
         context["operation"] = f"Bash: {command[:200]}"
         context["commands"] = [command]
         data["task_id"] = task_of(command)
-    elif tool in FILE_EDITING_TOOLS:
-        paths = [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
-        if not paths:
-            return None
-        existing = [p for p in paths if os.path.exists(p)]
-        context["operation"] = f"{tool}: {', '.join(paths)}"
-        context["target_files"] = paths
-        context["new_files"] = [p for p in paths if p not in existing]
-        if files_read is None:
-            context["reads_unknown"] = True
-        else:
-            context["files_read"] = files_read
-        context["edits"] = [e for p in paths for e in _edits(tool, tool_input, p)]
+        return True
+    if tool in FILE_EDITING_TOOLS:
+        return _edit_described(context, tool, tool_input, cwd, files_read)
+    if call is not None and call.targets:  # a read, an MCP tool: only the paths it names
+        context["operation"] = f"{tool}: {', '.join(t.path for t in call.targets[:OPERATION_PATHS])}"[:200]
+        return True
+    return False
+
+
+def _edit_described(context: dict, tool: str, tool_input: dict, cwd: str | None,
+                    files_read: list[str] | None) -> bool:
+    paths = [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+    if not paths:
+        return False
+    existing = [p for p in paths if os.path.exists(p)]
+    context["operation"] = f"{tool}: {', '.join(paths)}"
+    context["target_files"] = paths
+    context["new_files"] = [p for p in paths if p not in existing]
+    if files_read is None:
+        context["reads_unknown"] = True
     else:
-        return None
+        context["files_read"] = files_read
+    context["edits"] = [e for p in paths for e in _edits(tool, tool_input, p)]
+    return True
+
+
+def _declared(context: dict, env: Mapping[str, str]) -> None:
+    """What the agent's environment declares: its environment, scope, production approval."""
     if env.get("LEASH_ENVIRONMENT"):
         context["environment"] = env["LEASH_ENVIRONMENT"]
     if env.get("LEASH_SCOPE"):
         context["scope_boundary"] = env["LEASH_SCOPE"]
     if env.get("LEASH_PRODUCTION_APPROVED", "").strip().lower() in ("1", "true", "yes"):
         context["production_approved"] = True
-    return data
+
+
+def _failed(payload: dict, response: object) -> bool:
+    failed = payload.get("hook_event_name") == "PostToolUseFailure" or bool(payload.get("error"))
+    if isinstance(response, dict):
+        code = next((response[k] for k in EXIT_CODE_KEYS if k in response), None)
+        failed = failed or response.get("is_error") is True or (isinstance(code, int) and code != 0)
+    return failed
+
+
+def _known(tool: object, tool_input: dict, cwd: str | None) -> list[str]:
+    """The files a successful call shows the session: what it read or wrote."""
+    known: list[str] = []
+    if tool in READ_TOOLS and isinstance(tool_input.get(READ_TOOLS[tool]), str):
+        known.append(_absolute(tool_input[READ_TOOLS[tool]], cwd))
+    if tool in FILE_EDITING_TOOLS:
+        known += [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+    return known
+
+
+def _error(payload: dict, response: object) -> str:
+    error = payload.get("error") if isinstance(payload.get("error"), str) else ""
+    if not error and isinstance(response, dict):
+        error = str(response.get("stderr") or response.get("stdout") or "")
+    return (error or "command failed").strip()[-ERROR_TEXT_KEPT:]
 
 
 def outcome(payload: dict) -> tuple[list[str], str | None, str | None]:
     """(files now known to the session, task of a command, its error or None)."""
+    if payload.get("is_interrupt") is True:
+        return [], None, None  # the user stopped it: not a failure, and nothing was read
     tool = payload.get("tool_name")
     given = payload.get("tool_input")
     tool_input = given if isinstance(given, dict) else {}
     response = payload.get("tool_response")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    failed = payload.get("hook_event_name") == "PostToolUseFailure" or bool(payload.get("error"))
-    if payload.get("is_interrupt") is True:
-        return [], None, None  # the user stopped it: not a failure, and nothing was read
-    if isinstance(response, dict):
-        code = next((response[k] for k in ("exit_code", "exitCode", "returnCode", "return_code") if k in response),
-                    None)
-        failed = failed or response.get("is_error") is True or (isinstance(code, int) and code != 0)
-    known: list[str] = []
-    if tool in READ_TOOLS and isinstance(tool_input.get(READ_TOOLS[tool]), str) and not failed:
-        known.append(_absolute(tool_input[READ_TOOLS[tool]], cwd))
-    if tool in FILE_EDITING_TOOLS and not failed:
-        known += [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+    failed = _failed(payload, response)
+    known = [] if failed else _known(tool, tool_input, cwd)
     command = shell_command(tool, tool_input)
     if command is None:
         return known, None, None
-    error = None
-    if failed:
-        error = payload.get("error") if isinstance(payload.get("error"), str) else ""
-        if not error and isinstance(response, dict):
-            error = str(response.get("stderr") or response.get("stdout") or "")
-        error = (error or "command failed").strip()[-ERROR_TEXT_KEPT:]
-    return known, task_of(command), error
+    return known, task_of(command), _error(payload, response) if failed else None

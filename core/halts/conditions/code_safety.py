@@ -31,24 +31,37 @@ MAX_BOMB_CANDIDATES = 10_000
 _BOMB_NAME = lazy(r"[\w:]{1,64}\Z")
 
 
+_DISK_PROGRAMS = frozenset({"wipefs", "mke2fs", "mkswap", "fdisk", "sfdisk", "parted"})
+
+
+def _wipes_tree(ctx, command) -> bool:
+    argv = command.argv
+    return _recursive_rm(argv) and (any(a in _ROOTISH for a in command.written[1:] + argv[1:])
+                                    or "--no-preserve-root" in argv
+                                    or any(os.path.normpath(a) in _homes(ctx) for a in argv[1:] if a.startswith("/")))
+
+
+def _writes_device(argv: list[str], program: str) -> bool:
+    if program == "dd":
+        return any(a.startswith("of=") and _DEVICE.match(a[3:]) for a in argv[1:])
+    return program == "shred" and any(_DEVICE.match(a) for a in argv[1:])
+
+
+def _destroys(ctx, command) -> str | None:
+    """What one command wipes (a tree, a filesystem, a disk), shown, or None."""
+    argv, program = command.argv, command.program
+    if program == "rm" and _wipes_tree(ctx, command):
+        return " ".join(argv)
+    if program.startswith("mkfs") or program in _DISK_PROGRAMS or _writes_device(argv, program):
+        return " ".join(argv)
+    if any(op in (">", ">|") and _DEVICE.match(target) for op, target in command.redirects):
+        return " ".join(argv) + " > device"
+    return None
+
+
 def destroyed_targets(ctx) -> list[str]:
     """Commands that wipe a filesystem, a disk or a whole tree."""
-    found = []
-    for command in ctx.simple_commands():
-        argv, program = command.argv, command.program
-        if program == "rm" and _recursive_rm(argv) and \
-                (any(a in _ROOTISH for a in command.written[1:] + argv[1:]) or "--no-preserve-root" in argv
-                 or any(os.path.normpath(a) in _homes(ctx) for a in argv[1:] if a.startswith("/"))):
-            found.append(" ".join(argv))
-        elif program.startswith("mkfs") or program in ("wipefs", "mke2fs", "mkswap", "fdisk", "sfdisk", "parted"):
-            found.append(" ".join(argv))
-        elif program == "dd" and any(a.startswith("of=") and _DEVICE.match(a[3:]) for a in argv[1:]):
-            found.append(" ".join(argv))
-        elif program == "shred" and any(_DEVICE.match(a) for a in argv[1:]):
-            found.append(" ".join(argv))
-        elif any(op in (">", ">|") and _DEVICE.match(target) for op, target in command.redirects):
-            found.append(" ".join(argv) + " > device")
-    return found
+    return [f for command in ctx.simple_commands() if (f := _destroys(ctx, command))]
 
 
 def _recursive_rm(argv: list[str]) -> bool:
@@ -184,50 +197,74 @@ _PY_IMPORT = lazy(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w*, ()]+
 # "from '<spec>'" ends every static import and re-export; each alternative starts at a keyword and
 # stops at the first quote, so the scan stays linear.
 _JS_IMPORT = lazy(r"""(?:\bfrom|\bimport\s*\(?|\brequire\s*\()[ \t]*['"](\.{1,2}/[^'"\n]+)['"]""")
+_JS_SOURCES = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")
+MAX_SOURCE_READ = 512_000  # a file's imports are at its top: a huge file is read this far
 _JS_EXTENSIONS = ("", ".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", "/index.js", "/index.ts", "/index.tsx")
+
+
+def _existing(candidates) -> list[str]:
+    return [c for c in candidates if os.path.isfile(c)]
+
+
+def _relative_import(relative: str, names: str, here: str) -> tuple[list[str], list[str]]:
+    """(files, modules) a ``from .x import a, b`` (or ``from x import a``) names."""
+    dots = len(relative) - len(relative.lstrip("."))
+    rest = relative.lstrip(".")
+    names_list = [n.strip().split(" as ")[0] for n in names.strip("() ").split(",") if n.strip()]
+    if not dots:
+        return [], [rest] + [f"{rest}.{n}" for n in names_list if n != "*"]
+    base = here
+    for _ in range(dots - 1):
+        base = os.path.dirname(base)
+    prefix = os.path.join(base, *rest.split(".")) if rest else base
+    candidates = [prefix + ".py", os.path.join(prefix, "__init__.py")]
+    candidates += [os.path.join(prefix, n + ".py") for n in names_list if n != "*"]
+    return _existing(candidates), []
+
+
+def _module_files(module: str, root: str, here: str) -> list[str]:
+    parts = module.split(".")
+    return _existing(candidate for base in (root, here)
+                     for candidate in (os.path.join(base, *parts) + ".py", os.path.join(base, *parts, "__init__.py")))
+
+
+def _python_dependencies(source: str, root: str, here: str) -> list[str]:
+    found: list[str] = []
+    for relative, names, plain in _PY_IMPORT.findall(source):
+        if plain:
+            modules = [m.strip().split(" as ")[0] for m in plain.split(",")]
+        else:
+            files, modules = _relative_import(relative, names, here)
+            found += files
+        for module in modules:
+            found += _module_files(module, root, here)
+    return found
+
+
+def _js_dependencies(source: str, here: str) -> list[str]:
+    found: list[str] = []
+    for spec in _JS_IMPORT.findall(source):
+        candidate = next((c for ext in _JS_EXTENSIONS
+                          if os.path.isfile(c := os.path.normpath(os.path.join(here, spec + ext)))), None)
+        if candidate is not None:
+            found.append(candidate)
+    return found
 
 
 def local_dependencies(path: str, root: str) -> list[str]:
     """Project files a Python or JS/TS file imports (only those that exist)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            source = handle.read(512_000)
+            source = handle.read(MAX_SOURCE_READ)
     except OSError:
         return []
     here = os.path.dirname(path)
-    found: list[str] = []
     if path.endswith(".py"):
-        for relative, names, plain in _PY_IMPORT.findall(source):
-            modules = []
-            if plain:
-                modules = [m.strip().split(" as ")[0] for m in plain.split(",")]
-            elif relative:
-                dots = len(relative) - len(relative.lstrip("."))
-                base = here
-                for _ in range(max(0, dots - 1)):
-                    base = os.path.dirname(base)
-                rest = relative.lstrip(".")
-                names_list = [n.strip().split(" as ")[0] for n in names.strip("() ").split(",") if n.strip()]
-                if dots:
-                    prefix = os.path.join(base, *rest.split(".")) if rest else base
-                    candidates = [prefix + ".py", os.path.join(prefix, "__init__.py")]
-                    candidates += [os.path.join(prefix, n + ".py") for n in names_list if n != "*"]
-                    found += [c for c in candidates if os.path.isfile(c)]
-                    continue
-                modules = [rest] + [f"{rest}.{n}" for n in names_list if n != "*"]
-            for module in modules:
-                parts = module.split(".")
-                for base in (root, here):
-                    for candidate in (os.path.join(base, *parts) + ".py", os.path.join(base, *parts, "__init__.py")):
-                        if os.path.isfile(candidate):
-                            found.append(candidate)
-    elif path.endswith((".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")):
-        for spec in _JS_IMPORT.findall(source):
-            for ext in _JS_EXTENSIONS:
-                candidate = os.path.normpath(os.path.join(here, spec + ext))
-                if os.path.isfile(candidate):
-                    found.append(candidate)
-                    break
+        found = _python_dependencies(source, root, here)
+    elif path.endswith(_JS_SOURCES):
+        found = _js_dependencies(source, here)
+    else:
+        found = []
     return sorted({os.path.normpath(f) for f in found if os.path.normpath(f) != os.path.normpath(path)})
 
 

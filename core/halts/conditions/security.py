@@ -77,6 +77,43 @@ def secrets_exposure(ctx, threshold):
     return Finding(f"Credentials would be exposed in commands or changes: {', '.join(kinds)}")
 
 
+def _chmod_elevates(argv: list[str]) -> bool:
+    modes = [a for a in argv[1:] if not a.startswith("-")]
+    mode, paths = (modes[0], modes[1:]) if modes else ("", [])
+    return bool(_SETUID.match(mode)) or (bool(_WORLD_WRITABLE.match(mode)) and any(_is_system_path(p) for p in paths))
+
+
+def _chown_to_root(argv: list[str]) -> bool:
+    owner = next((a for a in argv[1:] if not a.startswith("-")), "")
+    return owner.split(":")[0] in ("root", "0") or owner in (":root", ":0")
+
+
+def _privileged_container(argv: list[str]) -> bool:
+    if not any(a in argv for a in ("run", "create", "exec")):
+        return False
+    joined = " ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)
+    return ("--privileged" in argv or re.search(r"--cap-add[= ](?:ALL|SYS_ADMIN)", joined) is not None
+            or re.search(r"--(?:pid|userns)[= ]host", joined) is not None
+            or re.search(r"(?:-v|--volume)[= ](?:/:|/var/run/docker\.sock)", joined) is not None)
+
+
+_ELEVATING = {"chmod": _chmod_elevates, "chown": _chown_to_root, "chgrp": _chown_to_root,
+              "docker": _privileged_container, "podman": _privileged_container}
+
+
+def _elevation(command) -> str | None:
+    """Why one command runs with more power than the agent has, or None."""
+    argv, program = command.argv, command.program
+    line = " ".join(argv)[:MAX_SHOWN]
+    elevated = [w for w in command.via if w in _AS_ROOT]
+    if elevated:
+        return f"{elevated[0]} {line}"
+    if program in _PRIVILEGE_PROGRAMS or program == "sudo":
+        return line
+    judge = _ELEVATING.get(program)
+    return line if judge is not None and len(argv) > 1 and judge(argv) else None
+
+
 @condition("privilege_escalation", "security", "critical", pure=True)
 def privilege_escalation(ctx, threshold):
     """Fires when a command would run with more power than the agent has: it
@@ -88,32 +125,7 @@ def privilege_escalation(ctx, threshold):
     the docker socket); pipes a download into a shell run as root (curl ... |
     sudo sh, sudo bash -c "$(curl ...)"). Acting on leash itself is
     ``supervisor_tampering``'s."""
-    found: list[str] = []
-    for command in ctx.simple_commands():
-        argv, program = command.argv, command.program
-        line = " ".join(argv)[:MAX_SHOWN]
-        elevated = [w for w in command.via if w in _AS_ROOT]
-        if elevated:
-            found.append(f"{elevated[0]} {line}")
-        elif program in _PRIVILEGE_PROGRAMS or (program == "sudo"):
-            found.append(line)
-        elif program == "chmod":
-            modes = [a for a in argv[1:] if not a.startswith("-")]
-            mode, paths = (modes[0], modes[1:]) if modes else ("", [])
-            if _SETUID.match(mode):
-                found.append(line)
-            elif _WORLD_WRITABLE.match(mode) and any(_is_system_path(p) for p in paths):
-                found.append(line)
-        elif program in ("chown", "chgrp") and len(argv) > 1:
-            owner = next((a for a in argv[1:] if not a.startswith("-")), "")
-            if owner.split(":")[0] in ("root", "0") or owner in (":root", ":0"):
-                found.append(line)
-        elif program in ("docker", "podman") and any(a in argv for a in ("run", "create", "exec")):
-            joined = " ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)
-            if ("--privileged" in argv or re.search(r"--cap-add[= ](?:ALL|SYS_ADMIN)", joined)
-                    or re.search(r"--(?:pid|userns)[= ]host", joined)
-                    or re.search(r"(?:-v|--volume)[= ](?:/:|/var/run/docker\.sock)", joined)):
-                found.append(line)
+    found = [f for command in ctx.simple_commands() if (f := _elevation(command))]
     found += _downloads_run_as_root(ctx.tool_call())
     if not found:
         return None
@@ -138,6 +150,9 @@ def _downloads_run_as_root(call) -> list[str]:
     return found
 
 
+_STORAGE_CLIS = frozenset({"aws", "gsutil", "gcloud", "az", "s3cmd", "rclone"})
+
+
 def _remote_target(argv: list[str]) -> bool:
     for word in argv[1:]:
         if word.startswith("-"):
@@ -147,6 +162,41 @@ def _remote_target(argv: list[str]) -> bool:
         if re.match(r"^[a-z]+://", word) and not _LOOPBACK.search(word):
             return True
     return False
+
+
+def _reads_sensitive(command) -> bool:
+    argv = command.argv
+    files = [a for a in argv[1:] if not a.startswith("-") and len(a) <= MAX_PATH_CHARS] + \
+        [t for op, t in command.redirects if "<" in op and len(t) <= MAX_PATH_CHARS]
+    return (command.program in _READERS or bool(command.redirects)) and \
+        any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files)
+
+
+def _uploads(command) -> str | None:
+    argv, program = command.argv, command.program
+    if program == "curl":
+        sends = any(a in ("-T", "--upload-file") for a in argv) or \
+            any(a.startswith("@") or "=@" in a or a.startswith("-d@") for a in argv[1:])
+        return "upload" if sends and _remote_target(argv) else None
+    if program in ("scp", "rsync", "sftp") and _remote_target(argv):
+        local = [a for a in argv[1:] if not a.startswith("-") and ":" not in a]
+        return "copy to a remote host" if local and _remote_target([program, argv[-1]]) else None
+    return None
+
+
+def _exposures(command) -> list[str]:
+    """How one command risks exposing sensitive data (see ``data_exposure``)."""
+    argv, program = command.argv, command.program
+    line = " ".join(argv)[:MAX_SHOWN]
+    if _reads_sensitive(command):
+        return [f"sensitive file: {line}"]
+    found = []
+    upload = _uploads(command)
+    if upload:
+        found.append(f"{upload}: {line}")
+    if program in _STORAGE_CLIS and _PUBLIC_ACL.search(" ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)):
+        found.append(f"public access: {line}")
+    return found
 
 
 @condition("data_exposure", "security", "high", pure=True)
@@ -159,28 +209,7 @@ def data_exposure(ctx, threshold):
     database dump or the environment (``pg_dump``, ``mysqldump``, ``env``,
     ``printenv``) into a network command; or it makes storage public
     (``public-read`` ACLs, ``allUsers``)."""
-    found: list[str] = []
-    for command in ctx.simple_commands():
-        argv, program = command.argv, command.program
-        line = " ".join(argv)[:MAX_SHOWN]
-        files = [a for a in argv[1:] if not a.startswith("-") and len(a) <= MAX_PATH_CHARS] + \
-            [t for op, t in command.redirects if "<" in op and len(t) <= MAX_PATH_CHARS]
-        if (program in _READERS or command.redirects) and files and \
-                any(_SENSITIVE_FILES.search(f.lstrip("@")) for f in files):
-            found.append(f"sensitive file: {line}")
-            continue
-        if program == "curl":
-            uploads = any(a in ("-T", "--upload-file") for a in argv) or \
-                any(a.startswith("@") or "=@" in a or a.startswith("-d@") for a in argv[1:])
-            if uploads and _remote_target(argv):
-                found.append(f"upload: {line}")
-        elif program in ("scp", "rsync", "sftp") and _remote_target(argv):
-            local = [a for a in argv[1:] if not a.startswith("-") and ":" not in a]
-            if local and _remote_target([program, argv[-1]]):
-                found.append(f"copy to a remote host: {line}")
-        if program in ("aws", "gsutil", "gcloud", "az", "s3cmd", "rclone") and \
-                _PUBLIC_ACL.search(" ".join(a for a in argv if len(a) <= MAX_PATH_CHARS)):
-            found.append(f"public access: {line}")
+    found = [f for command in ctx.simple_commands() for f in _exposures(command)]
     found += _dumps_sent(ctx.tool_call())
     if not found:
         return None
