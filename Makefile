@@ -46,13 +46,15 @@ bench: $(STAMP)
 	$(PY) bench/hook_latency.py
 	$(PY) bench/gate_check.py
 	$(PY) bench/halts.py
-	$(PY) bench/secrets.py
+	$(PY) bench/secret_rules.py
 	$(PY) bench/kennel.py
 	$(PY) bench/console.py
 	$(PY) bench/daemon.py
 	$(PY) bench/shared_store.py
 	$(PY) bench/interrupt.py
 	$(PY) bench/warrant_delivery.py
+	$(PY) bench/notify.py
+	$(PY) bench/policy_audit.py
 
 demo: $(STAMP)
 	$(VENV)/bin/leash demo

@@ -295,7 +295,7 @@ def cmd_completion(protocol, args) -> int:
 # ------------------------------------------------------------------ log
 def format_line(record: dict[str, Any]) -> str:
     extra = {k: v for k, v in record.items()
-             if k not in ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")}
+             if k not in ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash", "mac")}
     extras = "".join(f"  {k}={v}" for k, v in extra.items())
     reason = record.get("reason") or "-"
     return (f"{record.get('seq', '?'):>5}  {record.get('timestamp', '?')}  {record.get('event', '?'):<17} "
@@ -313,15 +313,18 @@ def cmd_log(protocol, args) -> int:
             notes.append(f"torn tail of {report.torn_bytes} bytes skipped")
         if report.torn_file_bytes:
             notes.append(f"{report.torn_file_bytes} bytes in {ACK_LOG_NAME}.torn")
+        if getattr(report, "macs", ""):
+            notes.append(report.macs)
         note = f" ({'; '.join(notes)})" if notes else ""
         if args.json:
             _out_json({"ok": report.ok, "lines": report.lines, "first_broken_line": report.first_broken_line,
-                       "problem": report.problem, "torn_bytes": report.torn_bytes})
+                       "problem": report.problem, "torn_bytes": report.torn_bytes,
+                       "macs": getattr(report, "macs", "")})
         elif report.ok:
             _out(f"ok: {report.lines} lines, hash chain intact{note}")
         else:
-            broken = f"leash: chain broken at line {report.first_broken_line}: {report.problem}{note}"
-            sys.stderr.write(printable(broken) + "\n")
+            where = f"chain broken at line {report.first_broken_line}: " if report.first_broken_line else ""
+            sys.stderr.write(printable(f"leash: {where}{report.problem}{note}") + "\n")
         return 0 if report.ok else 3
     filters = dict(session=args.session, event=args.event, since=args.since, source=args.source)
     show = _out_json if args.json else (lambda r: _out(format_line(r)))
@@ -546,11 +549,15 @@ def cmd_serve(protocol, args) -> int:
 
 
 def cmd_install(protocol, args) -> int:
-    from leash.core import install
+    from leash.core import install, wiring
 
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if args.check:
-        findings = install.check(project=args.project) + _on_failure_findings(install, args.project)
+        findings = (install.check(project=args.project) + wiring.check_findings(project=args.project,
+                                                                                 home=protocol.home)
+                    + _on_failure_findings(install, args.project))
+        if any(level == "fail" for level, _, _ in findings):  # "wired with timeouts" is not all right then
+            findings = [finding for finding in findings if finding[0] != "ok"]
         for level, subject, message in findings:
             _out(f"{level:<5} {subject}: {message}")
         return 3 if any(level == "fail" for level, _, _ in findings) else 0
@@ -558,18 +565,33 @@ def cmd_install(protocol, args) -> int:
 
     version = claudeversion.installed_version() if not args.uninstall else None
     on_failure = claudeversion.supports_on_failure(version)
+    daemon_uid = install.daemon_uid_of(args.socket) if args.socket else None
+    runner = install.hook_runner()
+    # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
-        changed = install.install(path, uninstall=args.uninstall, socket=args.socket, on_failure=on_failure)
-    except install.SettingsError as exc:
+        previous = wiring.write_record(protocol.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
+                                       on_failure=on_failure, uninstall=args.uninstall)
+    except OSError as exc:
+        raise Refused(f"cannot record the wiring in {wiring.record_path(protocol.home)}: {exc.strerror}; "
+                      "nothing changed") from None
+    try:
+        changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
+                                  on_failure=on_failure, daemon_uid=daemon_uid)
+    except (install.SettingsError, PermissionError) as exc:
+        wiring.restore_record(protocol.home, previous)
+        if isinstance(exc, PermissionError):
+            raise Refused(f"{path}: {exc.strerror} (managed settings need root)") from None
         raise Refused(str(exc)) from None
-    except PermissionError as exc:
-        raise Refused(f"{path}: {exc.strerror} (managed settings need root)") from None
     verb = "removed leash's hooks from" if args.uninstall else "wired leash's hooks into"
     _out(f"{verb} {path}" if changed else f"{path} already as wanted; nothing changed")
     if not args.uninstall:
         how = ('onFailure "block" and `|| exit 2`' if on_failure else
                "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
         _out(f"Claude Code {claudeversion.shown(version)}: a gating hook that cannot run blocks through {how}")
+        if args.socket:
+            _out(f"leashd's user pinned: uid {daemon_uid} (the owner of {args.socket})" if daemon_uid is not None
+                 else "leashd runs as this user: each hook checks that the home's daemon holds its lock")
+        _out(f"recorded in {wiring.record_path(protocol.home)}: `leash install --check` compares with it")
     return 0
 
 
@@ -637,6 +659,20 @@ def cmd_setup(protocol, args) -> int:
     return 1 if problems else 0
 
 
+# ------------------------------------------------------------------ notify
+def cmd_notify(protocol, args) -> int:
+    """``leash notify test``: each route's answer to a test message; exit 1 when any failed."""
+    from leash.core.notify.runner import probe
+    from leash.core.store.select import host_name
+
+    results = probe(protocol.home, number=args.route, host=host_name(protocol.home))
+    if not results:
+        raise Refused("config.toml has no [[notify.route]] table: nothing to test")
+    for route, problem in results:
+        _out(f"route {route.number} ({route.label}): {'ok' if problem is None else f'failed: {problem}'}")
+    return 1 if any(problem is not None for _, problem in results) else 0
+
+
 def cmd_hook(protocol, args) -> int:
     from leash.core.hooks import run as run_hook
 
@@ -648,6 +684,6 @@ COMMANDS = {
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
-    "store": cmd_store, "setup": cmd_setup,
+    "store": cmd_store, "setup": cmd_setup, "notify": cmd_notify,
 }
 ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}

@@ -142,6 +142,12 @@ def build_parser():
     q.add_argument("--to", dest="target", required=True, metavar="URL",
                    help="postgresql://... (the password from PGPASSWORD, PGPASSFILE or [store] password_file)")
 
+    p = sub.add_parser("notify", parents=[common], help="notifications from leashd: 'leash notify test'")
+    notify = p.add_subparsers(dest="notify_command", metavar="ACTION", parser_class=Parser, required=True)
+    q = notify.add_parser("test", parents=[common],
+                          help="send a test message through each [[notify.route]]; exit 1 when any failed")
+    q.add_argument("--route", type=_whole, metavar="N", help="only route N (1-based, in config.toml's order)")
+
     p = sub.add_parser("setup", parents=[common], help="'leash setup separated': the separated profile on this host")
     setup = p.add_subparsers(dest="setup_command", metavar="PROFILE", parser_class=Parser, required=True)
     q = setup.add_parser("separated", parents=[common],

@@ -8,9 +8,16 @@ line without ``hash``; the first line's ``prev`` is 64 zeros. Changing, removing
 or reordering any line breaks the chain from that line on, and ``verify`` names
 the first line that breaks.
 
+A process that can read the home's MAC key (``core.logkey``; in the separated
+profile only leashd) adds ``mac`` after ``hash``: HMAC-SHA256 of the hash,
+outside the hashed part (``core.logverify`` says why), so a line added by
+anyone without the key is named by ``verify``.
+
 Failure: appends go through ``core.statefile.append_line`` (lock, torn-tail
 repair, one write, fsync). Readers skip a torn tail and count it, and skip lines
-that do not parse; nothing in the log is ever rewritten.
+that do not parse; nothing in the log is ever rewritten. ``verify`` fails on a
+log its head (``acklog.head``), a state file or an anchor says was longer or
+other, and on a missing head beside a log that has lines.
 """
 from __future__ import annotations
 
@@ -21,6 +28,16 @@ from collections.abc import Iterator
 
 from leash.core.clock import iso, now_seconds, parse_iso
 from leash.core.home import private_dir
+from leash.core.logverify import (  # noqa: F401 - canonical, chain_hash: named here too
+    CHAIN_KEYS,
+    GENESIS_HASH,
+    HEAD_KEYS,
+    MAC_KEY,
+    ChainReport,
+    against,
+    canonical,
+    chain_hash,
+)
 from leash.core.statefile import TORN_SUFFIX, JSONObject, append_line, last_lines, locked, open_state, read_state_bytes
 
 TYPE_CHECKING = False  # for the type checker only: the head is imported when first used
@@ -28,7 +45,6 @@ if TYPE_CHECKING:
     from leash.core.loghead import AckHead
 
 ACK_LOG_NAME = "stop_ack_log.jsonl"
-GENESIS_HASH = "0" * 64
 FLEET = "*"  # the session_id of fleet-wide actions
 
 EVENTS = (
@@ -38,21 +54,13 @@ EVENTS = (
     "epitaph", "loop_tripped", "loop_reset", "state_quarantined",
     "state_rebuilt", "halt_recorded", "tamper_blocked", "daemon_refused",
     "interrupt",  # a stop that also cancelled the call in flight (core.interrupt)
+    "operator_refused",  # an operator request from below an agent's process (core.daemon.agents)
 )
-HEAD_KEYS = ("timestamp", "event", "source", "session_id", "reason")
-CHAIN_KEYS = ("seq", "prev", "hash")
+RESERVED_KEYS = HEAD_KEYS + CHAIN_KEYS + (MAC_KEY,)  # no extra key of a line may take these names
+# State files that record the last line they reflect: (file, the key it is under).
+STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"))
 # How far back an append looks for the last intact line before scanning it all.
 _TAIL_LOOKBACK = 64
-
-
-def canonical(record: JSONObject) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
-def chain_hash(prev: str, record_without_hash: JSONObject) -> str:
-    import hashlib  # not needed by readers, so kept off the hook's import path
-
-    return hashlib.sha256(prev.encode("ascii") + canonical(record_without_hash)).hexdigest()
 
 
 class LogRead:
@@ -64,23 +72,6 @@ class LogRead:
         self.unreadable_lines = 0  # complete lines that are not JSON objects
 
 
-class ChainReport:
-    """The outcome of walking the hash chain."""
-
-    def __init__(self, ok: bool = True, lines: int = 0):
-        self.ok = ok
-        self.lines = lines
-        self.first_broken_line: int | None = None
-        self.problem = ""
-        self.torn_bytes = 0
-        self.torn_file_bytes = 0
-        self.hashes: dict[int, str] = {}  # seq -> hash of every intact line
-
-    def __repr__(self) -> str:
-        return (f"ChainReport(ok={self.ok}, lines={self.lines}, first_broken_line={self.first_broken_line}, "
-                f"problem={self.problem!r}, torn_bytes={self.torn_bytes})")
-
-
 class AckLog:
     """The ack log of one state home."""
 
@@ -89,6 +80,7 @@ class AckLog:
         self.path = os.path.join(self.home, ACK_LOG_NAME)
         self._head: AckHead | None = None
         self._anchor: list[str] | None = None
+        self._key_path: str | None = None
 
     # ------------------------------------------------------------ writing
     def append(
@@ -104,7 +96,7 @@ class AckLog:
         """Append one action; returns the stored line as a dict."""
         if event not in EVENTS:
             raise ValueError(f"unknown ack-log event {event!r}")
-        clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
+        clash = set(extra) & set(RESERVED_KEYS)
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
         from leash.core.halts.secrets import mask, mask_deep  # no line holds a secret, whoever wrote its text
@@ -112,6 +104,7 @@ class AckLog:
         source, reason, extra = mask(str(source)), mask(str(reason)), {k: mask_deep(v) for k, v in extra.items()}
         stamp = iso(now_seconds(now))
         stored: JSONObject = {}
+        key = self.mac_key()[0]
 
         def make_line() -> bytes:
             prev, seq = self._chain_tip()
@@ -126,6 +119,8 @@ class AckLog:
             record["seq"] = seq
             record["prev"] = prev
             record["hash"] = chain_hash(prev, record)
+            if key is not None:
+                record[MAC_KEY] = key.sign(record["hash"])
             stored.update(record)
             return json.dumps(record, ensure_ascii=True).encode("ascii")
 
@@ -148,6 +143,15 @@ class AckLog:
             self._head = head_of(self.home)
         return self._head
 
+    def mac_key(self):
+        """(the home's MAC key or None, why there is none) (``core.logkey``;
+        its file named once, its content read again only when it changes)."""
+        from leash.core import logkey
+
+        if self._key_path is None:
+            self._key_path = logkey.configured_path(self.home)
+        return logkey.load(self._key_path)
+
     def _anchor_command(self) -> list[str]:
         """``[acklog] anchor_command`` (read once; empty when unset or unreadable)."""
         if self._anchor is None:
@@ -160,6 +164,11 @@ class AckLog:
                 except ConfigError:
                     pass
         return self._anchor
+
+    def next_seq(self) -> int:
+        """The seq the next line will have."""
+        with locked(self.path):
+            return self._chain_tip()[1]
 
     def _chain_tip(self) -> tuple[str, int]:
         """(hash, next seq) of the last intact line; genesis for an empty log."""
@@ -254,61 +263,66 @@ class AckLog:
 
     # ------------------------------------------------------------ verifying
     def verify(self, *, anchor: JSONObject | None = None) -> ChainReport:
-        """Walk the chain; the first line whose seq, prev or hash is wrong breaks
-        it. Then hold the log against ``acklog.head`` and against ``anchor``
-        (a ``{"seq", "hash"}`` kept elsewhere): a log that lacks the line they
-        name was cut or deleted, one whose line differs was rewritten."""
+        """Walk the chain (``core.logverify``: seq, prev, hash, repeated keys,
+        and the macs when the key is readable); the first line that is wrong
+        breaks it. Then hold the log against ``acklog.head``, the state files'
+        heads and ``anchor`` (a ``{"seq", "hash"}`` kept elsewhere): a log that
+        lacks the line they name was cut or deleted, one whose line differs was
+        rewritten; a head missing beside a log that has lines was deleted."""
         report = self._verify_chain()
-        if report.ok:
-            stored = self.head.read()
-            for what, mark in (("acklog.head", stored), ("the anchor", anchor)):
-                problem = against(mark, report, what)
-                if problem and mark:  # (a problem always names a mark)
-                    report.ok, report.problem = False, problem
-                    report.first_broken_line = min(report.lines + 1, int(mark.get("seq", 0) or 0))
-                    break
+        if not report.ok:
+            return report
+        stored = self.head.read()
+        for what, mark in (("acklog.head", stored), ("the anchor", anchor), *self._state_marks()):
+            problem = against(mark, report, what)
+            if problem and mark:  # (a problem always names a mark)
+                report.fail(min(report.lines + 1, int(mark.get("seq", 0) or 0)), problem)
+                return report
+        if stored is None and report.hashes:
+            report.fail(None, f"acklog.head is missing beside a log of {len(report.hashes)} lines (deleted?): "
+                              "nothing holds the log to its length (leash doctor --repair writes it again "
+                              "from the log as it is)")
         return report
 
+    def _state_marks(self) -> list[tuple[str, JSONObject | None]]:
+        """The last line each state file says it reflects."""
+        from leash.core.statefile import StateCorrupt, read_json
+
+        marks: list[tuple[str, JSONObject | None]] = []
+        for name, head_key in STATE_MARKS:
+            try:
+                raw = read_json(os.path.join(self.home, name), None)
+            except (StateCorrupt, OSError):
+                continue  # an unreadable state file is the readers' and doctor's business
+            found = raw.get(head_key) if isinstance(raw, dict) else None
+            marks.append((name, found if isinstance(found, dict) else None))
+        return marks
+
+    def chain_problem(self) -> str:
+        """Why the log cannot be replayed into a state ("" when it can): a
+        chain that does not verify, or a line whose mac is wrong or missing."""
+        report = self._verify_chain()
+        return "" if report.ok else f"line {report.first_broken_line} of the ack log: {report.problem}"
+
     def _verify_chain(self) -> ChainReport:
-        report = ChainReport(ok=True, lines=0)
+        from leash.core.logverify import ChainWalker
+
+        walker = ChainWalker(*self.mac_key())
+        report = walker.report
         try:
             report.torn_file_bytes = os.stat(self.path + TORN_SUFFIX).st_size
         except FileNotFoundError:
             pass
         data = _read_all(self.path)
         if data is None:
-            return report
+            return walker.finish()
         body, _, tail = data.rpartition(b"\n")
         report.torn_bytes = len(tail)
-        if not data.endswith(b"\n") and not body:
-            return report
-        prev, seq = GENESIS_HASH, None
-        for number, raw in enumerate(body.split(b"\n"), 1):
-            report.lines = number
-            problem = check_line(raw, prev, seq)
-            if problem:
-                report.ok = False
-                report.first_broken_line = number
-                report.problem = problem
-                return report
-            record = json.loads(raw)
-            prev, seq = record["hash"], record["seq"] + 1
-            report.hashes[record["seq"]] = record["hash"]
-        return report
-
-
-def against(mark: JSONObject | None, report: "ChainReport", what: str) -> str:
-    """Why the verified log does not hold the line ``mark`` names ("" when it does)."""
-    if not mark or not isinstance(mark.get("seq"), int) or mark["seq"] <= 0:
-        return ""
-    seq = mark["seq"]
-    if not report.hashes:
-        return f"the log is empty or gone but {what} names line {seq} (deleted)"
-    if seq not in report.hashes:
-        return f"the log ends at line {max(report.hashes)} but {what} names line {seq} (cut)"
-    if report.hashes[seq] != mark.get("hash"):
-        return f"line {seq} is not the line {what} names (the log was rewritten and re-chained)"
-    return ""
+        if data.endswith(b"\n") or body:
+            for raw in body.split(b"\n"):
+                if not walker.feed(raw):
+                    return report
+        return walker.finish()
 
 
 def _parse(raw: bytes) -> JSONObject | None:
@@ -317,25 +331,6 @@ def _parse(raw: bytes) -> JSONObject | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
-
-
-def check_line(raw: bytes, prev: str, expected_seq: int | None) -> str:
-    record = _parse(raw)
-    if record is None:
-        return "not a JSON object"
-    missing = [k for k in HEAD_KEYS + CHAIN_KEYS if k not in record]
-    if missing:
-        return f"missing keys {', '.join(missing)}"
-    if not isinstance(record["seq"], int) or isinstance(record["seq"], bool):
-        return "seq is not an integer"
-    if expected_seq is not None and record["seq"] != expected_seq:
-        return f"seq {record['seq']} where {expected_seq} was expected (line removed or reordered)"
-    if record["prev"] != prev:
-        return "prev does not match the hash of the line before (line removed or reordered)"
-    claimed = record.pop("hash")
-    if chain_hash(prev, record) != claimed:
-        return "hash does not match the line's content (line changed)"
-    return ""
 
 
 def matches(record: JSONObject, *, session, event, since, source) -> bool:

@@ -6,7 +6,8 @@ wrong type raises ``ConfigError`` whose message is one line naming the file,
 the line and the key, so the CLI can print it as it is.
 
 Tables whose names are chosen by the operator (``[loop.NAME]``,
-``[reply_guard.channels.NAME]``) are validated against a per-entry schema.
+``[reply_guard.channels.NAME]``) are validated against a per-entry schema,
+and so are the ``[[notify.route]]`` tables (with what each route's kind needs).
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ DEFAULTS: JSONObject = {
     "reply_guard": {"channels": {}},
     "tmux": {"socket": ""},
     "console": {"keys": {}},
-    "acklog": {"anchor_command": []},
+    # mac_key_file: the key whose macs prove a line was written by leashd ("" = <home>/run/log.key).
+    "acklog": {"anchor_command": [], "mac_key_file": ""},
     "sessions": {"forget_after_days": 7},
     # leashd: sockets ("" = <home>/run/agent.sock, operator.sock), who may use
     # the operator socket (user and group names; the daemon's own user always
@@ -46,8 +48,11 @@ DEFAULTS: JSONObject = {
     "daemon": {"agent_socket": "", "operator_socket": "", "operators": [], "host": "", "agent_socket_mode": "0600",
                "kennel": True},
     # The shared store: "" = this home's files. A password never sits in the
-    # url: it comes from PGPASSWORD, PGPASSFILE or password_file.
-    "store": {"url": "", "password_file": "", "offline_grace_s": 10, "offline": "closed"},
+    # url: it comes from PGPASSWORD, PGPASSFILE or password_file. owner_url: the
+    # schema's owner (migrations, store copy, doctor --repair); "" = url's role.
+    "store": {"url": "", "owner_url": "", "password_file": "", "offline_grace_s": 10, "offline": "closed"},
+    # Notifications from leashd (core.notify); "route" holds the [[notify.route]] tables (see [notify] below).
+    "notify": {"waiting_after_s": 120, "remind_after_s": 600, "route": []},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -61,12 +66,14 @@ _SCHEMA: dict[str, dict[str, object]] = {
         "pardon_on_activity": ("bool",),
     },
     "tmux": {"socket": ("str",)},
-    "acklog": {"anchor_command": ("list[str]",)},
+    "acklog": {"anchor_command": ("list[str]",), "mac_key_file": ("str",)},
     "sessions": {"forget_after_days": ("positive number",)},
     "daemon": {"agent_socket": ("str",), "operator_socket": ("str",), "operators": ("list[str]",), "host": ("str",),
                "agent_socket_mode": ("file mode",), "kennel": ("bool",)},
-    "store": {"url": ("store url",), "password_file": ("str",), "offline_grace_s": ("non-negative number",),
+    "store": {"url": ("store url",), "owner_url": ("store url",), "password_file": ("str",),
+              "offline_grace_s": ("non-negative number",),
               "offline": ("offline policy",)},
+    "notify": {"waiting_after_s": ("positive number",), "remind_after_s": ("positive number",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).
@@ -259,6 +266,90 @@ def load_config(home) -> JSONObject:
                     if not isinstance(binding, str) or not binding:
                         raise _bad(path, text, "console.keys", action, "must be a key name string")
                     merged["console"]["keys"][action] = binding
+        elif section == "notify":
+            _validate_notify(path, text, body, merged["notify"])
         else:
             _validate_entries(path, text, section, body, _SCHEMA[section], merged[section])
     return merged
+
+
+# ---------------------------------------------------------------- [notify]
+# The [[notify.route]] tables: each entry's keys and defaults, then what its kind needs.
+SEVERITY_ORDER = ("low", "medium", "high", "critical")  # core.halts.store.SEVERITIES, lowest first
+NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline")
+ROUTE_KINDS = ("webhook", "ntfy", "slack", "command", "desktop")
+ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list[str]", "min_severity": "str",
+               "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str"}
+ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": ""}
+
+
+def _validate_notify(path: str, text: str, body: dict, merged: dict) -> None:
+    routes = body.get("route", [])
+    _validate_entries(path, text, "notify", {k: v for k, v in body.items() if k != "route"}, _SCHEMA["notify"],
+                      merged)
+    if not isinstance(routes, list):
+        raise _bad(path, text, "notify", "route", "must be [[notify.route]] tables")
+    merged["route"] = [_notify_route(path, text, number, entry) for number, entry in enumerate(routes, 1)]
+
+
+def _notify_route(path: str, text: str, number: int, entry: object) -> dict:
+    def bad(key: str, problem: str) -> ConfigError:
+        line = _route_line(text, number, key)
+        return ConfigError(f"{path}{f':{line}' if line else ''}: key 'notify.route[{number}].{key}': {problem}")
+
+    if not isinstance(entry, dict):
+        raise bad("", "must be a table")
+    route = dict(ROUTE_DEFAULTS, argv=[], events=list(NOTIFY_EVENTS))
+    for key, value in entry.items():
+        if key not in ROUTE_ENTRY:
+            raise bad(key, "unknown setting")
+        if not _check(ROUTE_ENTRY[key], value):
+            said = "" if key == "url" else f", got {value!r}"  # a url may hold a token: never repeated
+            raise bad(key, f"must be {ROUTE_ENTRY[key]}{said}")
+        route[key] = value
+    key, problem = _route_problem(route)
+    if problem:
+        raise bad(key, problem)
+    return route
+
+
+def _route_problem(route: dict) -> tuple[str, str]:
+    """(key, why) when a route's keys do not fit its kind; ("", "") when they do."""
+    from urllib.parse import urlsplit
+
+    kind = route.get("kind")
+    if kind not in ROUTE_KINDS:
+        return "kind", f"must be one of {', '.join(ROUTE_KINDS)}"
+    if kind in ("webhook", "ntfy", "slack"):
+        try:
+            parts = urlsplit(route["url"])
+            parts.port  # noqa: B018 - a port that is not a number raises here
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            return "url", f"a {kind} route needs an http:// or https:// url"
+    if kind == "command" and not route["argv"]:
+        return "argv", 'a command route needs argv = ["program", "{title}", "{body}", ...]'
+    unknown = [name for name in route["events"] if name not in NOTIFY_EVENTS]
+    if unknown:
+        return "events", f"unknown event {unknown[0]!r} (known: {', '.join(NOTIFY_EVENTS)})"
+    if route["min_severity"] not in SEVERITY_ORDER:
+        return "min_severity", f"must be one of {', '.join(SEVERITY_ORDER)}"
+    return "", ""
+
+
+def _route_line(text: str, number: int, key: str) -> int:
+    """The line of ``key`` in the ``number``-th ``[[notify.route]]`` table (its header when not set there)."""
+    seen, header = 0, 0
+    for line_number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            if seen == number:
+                break
+            if stripped.replace(" ", "").startswith("[[notify.route]]"):
+                seen += 1
+                header = line_number if seen == number else header
+            continue
+        if seen == number and key and re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line):
+            return line_number
+    return header

@@ -57,6 +57,9 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
         backend = backend_of(protocol if isinstance(protocol, StopProtocol) else str(home))
     if backend is not False:
         yield from backend.examine(repair=repair, now=now)
+    from leash.core.notify.state import findings as notify_findings
+
+    yield from notify_findings(str(home), backend=backend, now=now)  # the routes' health, who sends
     from leash.core.install import doctor_findings
 
     for level, subject, message in doctor_findings():

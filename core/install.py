@@ -11,10 +11,14 @@ interpreter of the ``leash`` that installed it, both by absolute path.
 
 Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
 (PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
-the command is ``timeout -k 2 N PYTHON -P ENTRY hook EVENT || exit 2``, so a missing binary
+the command is ``/usr/bin/timeout -k 2 N PYTHON -P ENTRY hook EVENT || exit 2``, so a missing binary
 (exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
 124) blocks the call instead of letting it through. The other events fail open
-(a broken reply guard must never trap an agent in its turn).
+(a broken reply guard must never trap an agent in its turn). Every program in
+a command is named by its absolute path (``timeout`` as found in ``/usr/bin``
+or ``/bin``, never through ``PATH``, which a settings file's ``env`` can set).
+``core.wiring`` compares what the settings hold with this, for ConfigChange
+and ``leash install --check``.
 
 Failure: a settings file that is not a JSON object is never rewritten; the
 caller gets ``SettingsError`` with one line. Writes are atomic (temp file and
@@ -27,6 +31,7 @@ import os
 import shlex
 from collections import namedtuple
 
+from leash.core.thinhook import DAEMON_UID_ENV
 from leash.core.wellknown import AGENT_SOCKET_ENV
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
@@ -41,6 +46,8 @@ MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests p
 HOOK_TIMEOUT_SECONDS = 30
 OWN_DEADLINE_SECONDS = 25
 ON_FAILURE_BLOCK = "block"  # onFailure's value: a hook that cannot run blocks (Claude Code 2.1.295+)
+# Where ``timeout`` is looked for: the system's folders, not the caller's PATH.
+TIMEOUT_SEARCH_PATH = "/usr/bin:/bin"
 
 
 # event: Claude Code's name; verb: leash hook VERB; fail_closed: wrapped so that
@@ -78,20 +85,47 @@ def settings_path(*, project: str | None = None, user: bool = False, managed: bo
     return os.path.join(os.path.abspath(project or "."), ".claude", "settings.json")
 
 
-def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None) -> str:
+def timeout_program() -> str:
+    """``timeout`` by its absolute path (``timeout`` alone when the system has
+    none there: ``leash install --check`` then names the hook as stale)."""
+    import shutil
+
+    return shutil.which("timeout", path=TIMEOUT_SEARCH_PATH) or "timeout"
+
+
+def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
+                 daemon_uid: int | None = None, timeout: str | None = None) -> str:
     """``leash`` is a program (the path of a ``leash``) or the words that run
     leash's hook entry (``hook_runner()``). ``socket`` pins the daemon's agent
     socket in the command itself (``LEASH_SOCKET=...``), where the agent's
-    environment cannot take it away: an unreachable daemon then denies."""
+    environment cannot take it away: an unreachable daemon then denies;
+    ``daemon_uid`` pins the user leashd runs as (``LEASH_DAEMON_UID``), whose
+    socket the hook believes. ``timeout``: the program's path
+    (``timeout_program()`` when not given)."""
     words = [leash] if isinstance(leash, str) else list(leash)
     run = f"{shlex.join(words)} hook {spec.verb}"
     if spec.fail_closed:
-        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run}"
+        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {OWN_DEADLINE_SECONDS} {run}"
+    if socket and daemon_uid is not None:
+        run = f"{DAEMON_UID_ENV}={int(daemon_uid)} {run}"
     if socket:
         run = f"{AGENT_SOCKET_ENV}={shlex.quote(socket)} {run}"
     if spec.fail_closed:
         run = f"{run} || exit 2"
     return f"{run} {MARK}"
+
+
+def daemon_uid_of(socket: str) -> int | None:
+    """The user leashd runs as, for a hook pinned to its ``socket``: the
+    socket's owner, or its folder's before it exists; None when neither is
+    there or it is this user (the hook proves its own user's daemon otherwise)."""
+    for path in (socket, os.path.dirname(socket)):
+        try:
+            owner = os.stat(path).st_uid
+        except OSError:
+            continue
+        return None if owner == os.geteuid() else owner
+    return None
 
 
 def is_leash_hook(hook: object) -> bool:
@@ -131,28 +165,34 @@ def read_settings(path: str) -> dict:
 
 
 def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
-               on_failure: bool = False) -> dict[str, Any]:
+               on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None) -> dict[str, Any]:
     """One hook as the settings hold it. ``on_failure``: the installed Claude
     Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
     cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
-    entry: dict[str, Any] = {"type": "command", "command": hook_command(leash, spec, socket=socket),
-                             "timeout": HOOK_TIMEOUT_SECONDS}
+    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout)
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
     if on_failure and spec.fail_closed:
         entry["onFailure"] = ON_FAILURE_BLOCK
     return entry
 
 
+def hook_group(spec: HookSpec, entry: dict[str, Any]) -> dict[str, Any]:
+    """The matcher group ``install`` puts a hook in: every tool for the events
+    that filter by tool name, no matcher for the others."""
+    return {"matcher": "*", "hooks": [entry]} if spec.matcher else {"hooks": [entry]}
+
+
 def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
-           on_failure: bool = False) -> dict:
+           on_failure: bool = False, daemon_uid: int | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
+        timeout = timeout_program()
         for spec in HOOKS:
-            group: dict[str, Any] = {"hooks": [hook_entry(leash, spec, socket=socket, on_failure=on_failure)]}
-            if spec.matcher:
-                group = {"matcher": "*", **group}
-            hooks.setdefault(spec.event, []).append(group)
+            entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
+                               timeout=timeout)
+            hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
     hooks = {event: groups for event, groups in hooks.items() if groups}
     if hooks:
         result["hooks"] = hooks
@@ -184,12 +224,13 @@ def _require_lists(path: str, settings: dict) -> None:
 
 
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
-            socket: str | None = None, on_failure: bool = False) -> bool:
+            socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
-    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure)
+    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure,
+                    daemon_uid=daemon_uid)
     if wanted == current:
         return False
     from leash.core.statefile import write_bytes_atomic
@@ -275,7 +316,7 @@ def _program_of(command: str) -> tuple[str, str]:
         return "", ""
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
         words = words[1:]  # VAR=value before the program
-    if words[:1] == ["timeout"]:
+    if words and os.path.basename(words[0]) == "timeout":
         words = words[1:]
         while words and (words[0].startswith("-") or words[0].replace(".", "", 1).isdigit()):
             words = words[1:]

@@ -21,8 +21,9 @@ Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
   ``{"continue": false, "stopReason": ...}``, so the model does not argue with
   the deny.
 * ``permission-request``: a held session's permission dialog is denied.
-* ``config-change``: a settings change that disables or removes leash's hooks
-  is blocked (exit 2) and recorded as a ``supervisor_tampering`` halt.
+* ``config-change``: a settings change that disables, removes or alters
+  leash's hooks, or sets an ``env`` name the hook reads, is blocked (exit 2)
+  and recorded as a ``supervisor_tampering`` halt (``core.wiring``).
 
 Failure: input that cannot be read blocks only where the gate's policy fails
 closed (the stop state cannot be read, the fleet is stopped); everything else
@@ -218,34 +219,42 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
 
 
 def config_change(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
-    """Block a settings change that switches leash's hooks off: Claude Code
-    reads exit 2 on ConfigChange as "do not apply"."""
+    """Block a settings change that switches leash's hooks off or changes
+    them: Claude Code reads exit 2 on ConfigChange as "do not apply". The
+    changed file's leash hooks must be what ``leash install`` wrote, to the
+    byte, and its ``env`` may not set a name the hook reads (``core.wiring``)."""
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     from leash.core.install import WIRED_GATE, disabling_change
+    from leash.core.wiring import changed_file_problem
 
     record = gate.sessions.get(payload["session_id"], now=now) or {}
-    problem = disabling_change(_text(payload, "file_path"), project=_text(payload, "cwd") or None,
+    path = _text(payload, "file_path")
+    problem = disabling_change(path, project=_text(payload, "cwd") or None,
                                was_wired=WIRED_GATE in str(record.get("wired") or "").split())
+    if not problem and path:
+        problem = changed_file_problem(path, home=gate.home)
     if not problem:
         return "", "", 0
-    reason = (f"leash: this settings change would switch leash's hooks off ({problem}); blocked and recorded as "
-              "supervisor_tampering. Only a human can lift the halt.")
+    reason = (f"leash: this settings change would switch leash's hooks off or change them ({problem}); blocked "
+              "and recorded as supervisor_tampering. Only a human can lift the halt.")
     _record_tampering(gate, payload, problem, now=now)
     return "", reason + "\n", 2
 
 
 def _record_tampering(gate, payload: dict, problem: str, *, now=None) -> None:
-    from leash.core.halts.api import record_halt
+    """The ``tamper_blocked`` line and the critical halt, both in the gate's
+    own backend: on a shared store the halt must be where every leashd's gate
+    reads halts, never in this host's files."""
     from leash.core.text import printable
 
     session_id = payload["session_id"]
     summary = printable(f"ConfigChange {_text(payload, 'file_path')}: {problem}", limit=300)
     gate.backend.acklog.append("tamper_blocked", source="leash", session_id=session_id, reason=summary, now=now)
-    record_halt({"session_token": session_id, "halt_type": "security", "severity": "critical",
-                 "condition_name": "supervisor_tampering", "description": summary}, home=gate.home, now=now)
+    gate.backend.halts.record({"session_token": session_id, "halt_type": "security", "severity": "critical",
+                               "condition_name": "supervisor_tampering", "description": summary}, now=now)
 
 
 HANDLERS = {

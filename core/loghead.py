@@ -18,10 +18,15 @@ older copy, or written without a log line) rebuilds it by replaying the log.
 by the operator) to find a truncated, deleted or re-chained log.
 
 Failure: the head is written after every append, under the ack log's lock, by
-atomic replace. A head that is missing or does not parse is recomputed from the
-log (one full read), so deleting it hides nothing that the log still holds; a
-head that names lines the log does not have is a fact ``HeadMismatch`` reports
-and every reader of a store fails closed on.
+atomic replace, durably (a crash leaves the old head or the new one, and a log
+one line past its head is the only trace a writer that died between the two
+leaves: the head is recomputed then, when the log still holds the line the old
+head named). A head that names lines the log does not have, a head that is
+missing or unreadable beside a log that has lines (deleted: recomputing it
+would accept whatever the log now is), and a log that grew without holding its
+head's line any more are facts ``HeadMismatch`` reports and every reader of a
+store fails closed on; ``leash doctor --repair`` writes the head again from the
+log, saying so.
 """
 from __future__ import annotations
 
@@ -45,6 +50,10 @@ STORE_OF_EVENT = {
 
 class HeadMismatch(Exception):
     """The head names a line the log does not hold: the log was cut or rewritten."""
+
+
+class HeadMissing(HeadMismatch):
+    """The head is gone (or unreadable) beside a log that has lines."""
 
 
 def mark(line: JSONObject) -> JSONObject:
@@ -89,23 +98,27 @@ class AckHead:
             return None
 
     def advance(self, line: JSONObject, acklog) -> None:
-        """Record ``line`` as ``acklog``'s last; call it holding the log's lock."""
+        """Record ``line`` as ``acklog``'s last; call it holding the log's lock.
+        A head that is gone beside older lines stays gone: writing it again
+        here would accept whatever the log was made into (doctor says so)."""
         head = self.read()
+        if head is None and line["seq"] > 1:
+            return
         if head is None or head.get("seq") != line["seq"] - 1:
             head = scan(acklog, before=line["seq"])
         stores = dict(head.get("stores", {}))
         store = STORE_OF_EVENT.get(line.get("event", ""))
         if store is not None:
             stores[store] = mark(line)
-        # Not fsynced: a head a crash leaves stale or empty is recomputed from the log.
         write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(acklog.path),
-                               "stores": stores}, durable=False)
+                               "stores": stores})
         self._cache.forget()
 
     def current(self, acklog) -> JSONObject | None:
         """The head, checked against the log's size and recomputed when the
-        log grew without it; None for a home with no log and no head. Raises
-        HeadMismatch when the log is shorter than its head or gone."""
+        log grew without it (holding the old head's line); None for a home with
+        no log lines and no head. Raises HeadMismatch when the log is shorter
+        than its head, gone, rewritten, or its head is missing beside lines."""
         head, size = self.read(), _size(acklog.path)
         if (head is None and size is None) or (head is not None and head.get("size") == size):
             return head
@@ -114,14 +127,23 @@ class AckHead:
             head, size = self.read(), _size(acklog.path)
             if head is not None and head.get("size") == size:
                 return head
-            if head is not None and head.get("seq", 0) > 0:
+            if head is None:
+                _refuse_headless(acklog)
+                return None
+            if head.get("seq", 0) > 0:
                 if size is None:
                     raise HeadMismatch(f"the ack log is gone but its head names line {head['seq']}")
                 if size < head.get("size", 0):
                     raise HeadMismatch(f"the ack log is shorter than its head (line {head['seq']}): it was cut")
             if size is None:
                 return None
-            return self.rewrite_from_log(acklog)
+            grown = scan(acklog)
+            if head.get("seq", 0) > 0 and mark(head) not in grown.pop("marks"):
+                raise HeadMismatch(f"the ack log grew but no longer holds the line its head names (line "
+                                   f"{head['seq']}): it was rewritten")
+            write_json(self.path, grown)
+            self._cache.forget()
+            return grown
 
     def store_head(self, store: str, acklog) -> JSONObject | None:
         """The last line of ``store``; None when the store has no line."""
@@ -130,12 +152,21 @@ class AckHead:
         return {"seq": found.get("seq"), "hash": found.get("hash")} if isinstance(found, dict) else None
 
     def rewrite_from_log(self, acklog) -> JSONObject:
-        """Replace the head with the one the log itself gives (a log that grew
-        without it; ``doctor --repair`` after a cut the operator accepts)."""
+        """Replace the head with the one the log itself gives (``doctor
+        --repair``: a head that was missing, or a cut the operator accepts)."""
         head = scan(acklog)
+        head.pop("marks")
         write_json(self.path, head)
         self._cache.forget()
         return head
+
+
+def _refuse_headless(acklog) -> None:
+    """A log without its head: fine while it holds no line, tampering once it does."""
+    lines = sum(1 for line in acklog.read().entries if isinstance(line.get("seq"), int))
+    if lines:
+        raise HeadMissing(f"acklog.head is missing or unreadable beside a log of {lines} lines (deleted?): the "
+                          "ack log cannot be held to its length — leash doctor")
 
 
 def _size(path: str) -> int | None:
@@ -147,17 +178,22 @@ def _size(path: str) -> int | None:
 
 def scan(log, *, before: int | None = None) -> JSONObject:
     """The head computed by reading the whole of ``log`` (an ``AckLog``; the
-    lines with seq < ``before``)."""
+    lines with seq < ``before``); without ``before``, with the ``marks`` of
+    every line read (for the caller to look one up and drop)."""
     head: JSONObject = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
+    marks = []
     for line in log.read().entries:
         if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):
             continue
         if before is not None and line["seq"] >= before:
             continue
+        marks.append(mark(line))
         head["seq"], head["hash"] = line["seq"], line["hash"]
         store = STORE_OF_EVENT.get(line.get("event", ""))
         if store is not None:
             head["stores"][store] = mark(line)
+    if before is None:
+        head["marks"] = marks
     return head
 
 

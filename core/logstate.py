@@ -14,10 +14,13 @@ its log line, the two disagree and the file is rebuilt by replaying the log
 So ``rm stops.json`` or ``echo {} > hands_off_registry.json`` lifts nothing.
 
 Failure: when the log itself no longer holds the lines the head names (cut,
-deleted or rewritten), the state cannot be established and ``StateUnreadable``
-is raised: the gate denies every tool call and the kennel kills nothing until
-an operator runs ``leash doctor``. An edit that keeps the recorded head is not
-seen here; ``leash doctor`` compares every store with the replay of the log.
+deleted or rewritten), when the file names a line the log does not hold (the
+log was emptied or cut, its head deleted with it), or when the log does not
+verify (a broken chain, a repeated key, a line whose mac is wrong or missing),
+nothing is rebuilt from it: ``StateUnreadable`` is raised, the gate denies
+every tool call and the kennel kills nothing until an operator runs ``leash
+doctor``. An edit that keeps the recorded head is not seen here; ``leash
+doctor`` compares every store with the replay of the log.
 """
 from __future__ import annotations
 
@@ -196,13 +199,15 @@ class LogBackedJSON:
             if os.path.lexists(self.path) and not os.path.exists(self.acklog.path):
                 raise StateUnreadable(f"{self.name} {problem} and the ack log it was written from is missing "
                                       "— run `leash doctor`")
-            state, head, behind = self.replay(now=now, find=self._recorded_head())
+            recorded = self._recorded_head()
+            state, head, behind = self.replay(now=now, find=recorded)
             expected = self._expected_head()
             if head != expected:
                 raise StateUnreadable(
                     f"{self.name} cannot be rebuilt: the ack log does not hold the line its head names "
                     f"(expected {_short(expected)}, the log ends this store at {_short(head)}) — "
                     "run `leash log verify` and `leash doctor`")
+            self._refuse_unheld(recorded, behind)
             moved = quarantine(self.path, now=now) if os.path.lexists(self.path) and (force or not behind) else None
             self._write(state, head)
             self.acklog.append(
@@ -212,6 +217,19 @@ class LogBackedJSON:
                 now=now, file=self.name, moved_to=os.path.basename(moved) if moved else "",
             )
         return state
+
+    def _refuse_unheld(self, recorded: object, held: bool) -> None:
+        """Raise when the log cannot be trusted to rebuild this file: the file
+        names a line of this store the log does not hold (the log lost it), or
+        the log does not verify."""
+        if isinstance(recorded, dict) and isinstance(recorded.get("seq"), int) and recorded["seq"] > 0 and not held:
+            raise StateUnreadable(f"{self.name} names line {recorded['seq']}, which the ack log does not hold: the "
+                                  "ack log is shorter than its head or was rewritten — run `leash log verify` and "
+                                  "`leash doctor`")
+        problem = self.acklog.chain_problem()
+        if problem:
+            raise StateUnreadable(f"{self.name} cannot be rebuilt from a log that does not verify ({problem}) — "
+                                  "run `leash log verify` and `leash doctor`")
 
     def _recorded_head(self) -> object:
         """The head the file on disk records (None when it has none or does not parse)."""

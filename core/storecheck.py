@@ -18,7 +18,7 @@ from typing import Iterator
 
 from leash.core.clock import now_seconds, parse_iso
 from leash.core.finding import Finding
-from leash.core.loghead import HeadMismatch
+from leash.core.loghead import HeadMismatch, HeadMissing
 from leash.core.logstate import LogBackedJSON, StateUnreadable
 from leash.core.statefile import StateCorrupt, locked, read_json
 
@@ -50,6 +50,17 @@ def _check_expired(registry, repair: bool, now: float | None) -> Iterator[Findin
 def _check_head(acklog, repair: bool) -> Iterator[Finding]:
     try:
         head = acklog.head.current(acklog)
+    except HeadMissing as exc:
+        if not repair:
+            yield Finding("fail", "acklog.head", f"{exc}; every reader of a stop or lock fails closed (leash doctor "
+                                                 "--repair writes it again from the log as it is)")
+            return
+        with locked(acklog.path):
+            head = acklog.head.rewrite_from_log(acklog)
+        yield Finding("fixed", "acklog.head", f"was missing; written again from the log as it is now (line "
+                                              f"{head.get('seq')}): lines cut or added before this are accepted "
+                                              "with it (leash log verify checks the chain and the macs)")
+        return
     except HeadMismatch as exc:
         yield Finding("fail", "acklog.head", f"{exc}; every reader of a stop or lock fails closed "
                                              "(leash log verify shows what is missing)")

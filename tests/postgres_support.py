@@ -59,6 +59,23 @@ class Cluster:
             conn.execute(f"CREATE SCHEMA {schema}")
         return schema
 
+    def role_url(self, role: str, schema: str) -> str:
+        return f"postgresql://{role}@/postgres?host={self.root}&options=-csearch_path%3D{schema}"
+
+    def two_roles(self) -> tuple[str, str]:
+        """(the runtime role's url, the owner role's url) over a fresh schema
+        the owner owns: two login roles of their own (roles are the server's,
+        so each call makes new ones)."""
+        import psycopg
+
+        tag = secrets.token_hex(6)
+        schema, owner, runtime = f"t_{tag}", f"owner_{tag}", f"runtime_{tag}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {owner} LOGIN")
+            conn.execute(f"CREATE ROLE {runtime} LOGIN")
+            conn.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {owner}")
+        return self.role_url(runtime, schema), self.role_url(owner, schema)
+
     def pause(self) -> None:
         """Stop the server, keeping its data (the database goes away, as in an
         outage; a fast shutdown, since this server's commits are not synchronous)."""

@@ -140,7 +140,7 @@ def project(tmp_path, monkeypatch):
     directory.mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
     monkeypatch.setenv("LEASH_CLAUDE_MANAGED_SETTINGS", str(tmp_path / "managed.json"))
-    install(str(directory / ".claude" / "settings.json"), "/usr/bin/true")
+    install(str(directory / ".claude" / "settings.json"))  # what `leash install` writes: this leash's hook entry
     return directory
 
 

@@ -20,18 +20,17 @@ import pytest
 from leash.core.acklog import AckLog
 from leash.core.clock import parse_iso
 from leash.core.gate import Gate
-from leash.core.halts import (
-    HaltInputError,
-    HaltRefused,
-    HaltStoreUnavailable,
+from leash.core.halts import HaltInputError, HaltRefused, HaltStoreUnavailable
+from leash.core.halts.api import (  # the file backend's own functions, over one home's halts.db
     acknowledge_halt,
     check_halt_conditions,
     get_session_halts,
+    record_attempt,
     record_halt,
     session_state,
+    stored_attempts,
     update_halt_config,
 )
-from leash.core.halts.api import record_attempt, stored_attempts
 from leash.core.halts.store import MIGRATIONS, archive_old_events, open_store
 
 from .conftest import ROOT

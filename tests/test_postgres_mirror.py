@@ -30,7 +30,10 @@ def url(postgres_cluster):
     return postgres_cluster.url(postgres_cluster.fresh_schema())
 
 
-def test_reads_come_from_memory_until_a_notice_says_otherwise(url, home, tmp_path):
+def test_reads_come_from_memory_until_a_notice_says_otherwise(url, home, tmp_path, monkeypatch):
+    from leash.core.store import pgmirror
+
+    monkeypatch.setattr(pgmirror, "MARK_CHECK_SECONDS", 3600)  # its check of writes without a notice: not here
     mirrored = PostgresBackend(url, home=home, host="a", mirrored=True)
     other = PostgresBackend(url, home=tmp_path / "other", host="c")
     try:

@@ -57,6 +57,8 @@ def test_its_lines_are_the_file_logs_lines(url, home):
         store.close()
     home.mkdir(mode=0o700, parents=True)
     (home / "stop_ack_log.jsonl").write_text("".join(line + "\n" for line in raw))
+    assert "acklog.head is missing" in AckLog(home).verify().problem  # a log without its head is not trusted
+    AckLog(home).head.rewrite_from_log(AckLog(home))  # what leash doctor --repair does, saying so
     report = AckLog(home).verify()
     assert report.ok and report.lines == 2
     assert [line["event"] for line in AckLog(home).read().entries] == ["stop_ack", "resume"]

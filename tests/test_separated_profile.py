@@ -219,7 +219,7 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     """``leash install --managed --socket``: root's settings file, each hook
     pinned to the daemon's agent socket in its command. The agent can neither
     change the file nor point the hook elsewhere through its environment."""
-    from leash.core.install import HOOKS, install
+    from leash.core.install import HOOKS, install, timeout_program
 
     managed = deployment.root / "managed" / "managed-settings.json"
     managed.parent.mkdir(mode=0o755)
@@ -229,7 +229,8 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     assert done.returncode == 0, done.stderr
     settings = json.loads(managed.read_text())
     (command,) = [hook["command"] for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"]]
-    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} timeout -k 2 25 ") and "|| exit 2" in command
+    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} {timeout_program()} -k 2 25 ") \
+        and "|| exit 2" in command  # the daemon is root here: no LEASH_DAEMON_UID to pin
     # the same wiring with an interpreter the agent may run (this test's own is in root's home)
     runnable = deployment.root / "managed" / "runnable.json"
     install(str(runnable), [OTHERS_PYTHON, "-P", deployment.hook_entry], socket=deployment.agent_socket)

@@ -14,11 +14,13 @@ from leash.core.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.stop import NotStopped
 from leash.core.store.records import Change, LockRecord, LogLine, StopRecord, WarrantRecord
 
-BACKENDS = ["file", "postgres"]
+# postgres-roles: the schema's owner and leash's runtime role are two roles ([store] owner_url),
+# so every store works with the runtime role's grants alone.
+BACKENDS = ["file", "postgres", "postgres-roles"]
 NOW = 1_900_000_000.0
 
 
-def make_backend(kind: str, home, *, url: str | None = None):
+def make_backend(kind: str, home, *, url: str | None = None, owner_url: str = ""):
     if kind == "file":
         from leash.core.store.files import FileBackend
 
@@ -26,7 +28,7 @@ def make_backend(kind: str, home, *, url: str | None = None):
     if kind == "postgres":
         from leash.core.store.postgres import PostgresBackend
 
-        return PostgresBackend(url, home=home, host="h1")
+        return PostgresBackend(url, home=home, host="h1", owner_url=owner_url)
     raise ValueError(kind)
 
 
@@ -36,7 +38,11 @@ def backend(request, home):
         yield make_backend("file", home)
         return
     cluster = request.getfixturevalue("postgres_cluster")
-    made = make_backend("postgres", home, url=cluster.url(cluster.fresh_schema()))
+    if request.param == "postgres-roles":
+        runtime, owner = cluster.two_roles()
+        made = make_backend("postgres", home, url=runtime, owner_url=owner)
+    else:
+        made = make_backend("postgres", home, url=cluster.url(cluster.fresh_schema()))
     yield made
     made.close()
 
@@ -59,7 +65,7 @@ def acklog_store(backend):
 def rewrite_first_line(store, old: str, new: str) -> None:
     """What someone with write access to the store's medium could do."""
     if hasattr(store, "db"):  # PostgreSQL: the table's owner, who alone can lift its append-only trigger
-        with store.db.transaction() as conn:
+        with store.db.owner_session() as conn, conn.transaction():
             conn.execute("ALTER TABLE acklog DISABLE TRIGGER acklog_append_only")
             conn.execute("UPDATE acklog SET line = replace(line, %s, %s) WHERE seq = 1", (old, new))
         return
@@ -315,7 +321,7 @@ def test_a_write_failing_while_applied_undoes_the_stop(backend):
     else:  # the locks' row cannot be written
         from leash.core.store.pg import StoreOffline
 
-        with backend.db.transaction() as conn:
+        with backend.db.owner_session() as conn, conn.transaction():  # the table's owner may alter it
             conn.execute("ALTER TABLE log_state ADD CONSTRAINT no_locks CHECK (store <> 'hands_off')")
         failure = StoreOffline
     with pytest.raises(failure):

@@ -104,6 +104,7 @@ OPERATOR_VERBS = [
     "leash kennel",
     "leash daemon",
     "leash install --uninstall",
+    "leash install --project .",  # rewires, and re-records what --check compares with
     "leash store copy --from a --to b",
     "uv run leash resume other",
     "cmd=resume; leash $cmd other",
@@ -125,7 +126,8 @@ TMUX_AND_SIGNALS = [
 ]
 ALLOWED = [
     "leash status", "leash log --session other", "leash why other", "leash halts list", "leash --version",
-    "leash halts config", "cat {home}/stops.json", "ls ~/leash-home", "tmux ls", "tmux capture-pane -p",
+    "leash halts config", "leash install --check", "cat {home}/stops.json", "ls ~/leash-home", "tmux ls",
+    "tmux capture-pane -p",
     "kill 12345", "pkill -f my-dev-server", "git status", "echo leash resume other",
 ]
 

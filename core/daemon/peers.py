@@ -21,6 +21,7 @@ import struct
 import threading
 
 REFUSAL_LOG_INTERVAL_SECONDS = 60.0
+REFUSALS_KEPT = 10_000  # refusal keys remembered for the interval
 _UCRED = struct.Struct("3i")
 
 
@@ -97,13 +98,16 @@ class RefusalLog:
         self.last: dict[tuple, float] = {}
         self.mutex = threading.Lock()
 
-    def refused(self, peer: Peer, source: str, reason: str, *, where: str, verb: str, now: float) -> bool:
-        """True when this refusal was written (False: one like it was, lately)."""
-        key = (peer.uid, where, verb)
+    def refused(self, peer: Peer, source: str, reason: str, *, where: str, verb: str, now: float, **extra) -> bool:
+        """True when this refusal was written (False: one like it was, lately).
+        ``extra`` goes on the line; its ``agent_pid`` tells refusals apart."""
+        key = (peer.uid, where, verb, extra.get("agent_pid"))
         with self.mutex:
             if now - self.last.get(key, float("-inf")) < self.interval:
                 return False
+            if len(self.last) > REFUSALS_KEPT:  # bounded: a knocking loop cannot grow this either
+                self.last.clear()
             self.last[key] = now
         self.append(source=source, reason=reason, socket=where, verb=verb, peer_uid=peer.uid, peer_pid=peer.pid,
-                    now=now)
+                    now=now, **extra)
         return True

@@ -4,14 +4,18 @@ One daemon per home: it holds ``<home>/run/leashd.lock`` (flock) for its whole
 life, so a second one refuses to start with one line. Its sockets are created
 fresh at start (a socket file left by a killed daemon is stale: the lock says
 no daemon holds it). Each connection gets its own thread; a request line is
-read with a cap and a deadline (``core.daemon.wire``).
+read with a cap and a deadline (``core.daemon.wire``) and holds no serving
+slot while it is read (``core.daemon.listener``): stalled clients cost only
+their own threads.
 
 * agent socket: ``hook`` only (``core.hooks.answer``, the same code the
   in-process hook runs, with the agent's forwarded environment);
 * operator socket: ``ping``, ``subscribe`` (a stream of ``{"change": ...}``
   lines from the backend's change feed) and the verbs given by the program that
   starts the daemon (the CLI adds ``cli``, its subcommands run here with the
-  peer's user as ``source``).
+  peer's user as ``source``). A peer that runs below an agent process whose
+  hooks the daemon has answered (``core.daemon.agents``) is refused whatever
+  its uid, and an ``operator_refused`` line names it and the agent.
 
 Failure: a malformed, oversized or unfinished request gets one error reply and
 its connection closes; nothing a client sends ends the daemon. A verb that
@@ -23,6 +27,7 @@ stale socket files, which the next one replaces.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import socket
@@ -31,34 +36,34 @@ import threading
 import time
 
 from leash.core.daemon import wire
+from leash.core.daemon.agents import UNTOLD, KnownAgents
 from leash.core.daemon.changefeed import ChangeFeed
+from leash.core.daemon.hookverb import HookVerb
+from leash.core.daemon.listener import Listener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
+from leash.core.thinhook import DAEMON_LOCK_NAME
 from leash.core.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from leash.core.notify.runner import Notifier
     from leash.core.warrants.kennel import Kennel
 
-LOCK_NAME = "leashd.lock"
-# Threads per socket; beyond this, new clients wait in the listen backlog. Each
-# socket has its own count, so agents filling theirs never keep an operator out.
+LOCK_NAME = DAEMON_LOCK_NAME  # the thin hook checks who holds it
+# Requests served at once per socket (a connection waiting for its line holds
+# none); each socket has its own, so agents filling theirs never keep an
+# operator out.
 MAX_CONNECTIONS = 256
-LISTEN_BACKLOG = 128
+# Connections open at once per socket (one thread each); beyond this, new
+# clients wait in the listen backlog.
+MAX_OPEN_CONNECTIONS = 1024
 OPERATOR_SOCKET_MODE = 0o600
 # With [daemon] operators named, other users must be able to connect; who may
 # then act is decided per connection by the peer's credentials, not the mode.
 SHARED_OPERATOR_SOCKET_MODE = 0o666
-SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
-
-
-def _parsed(payload: str) -> object:
-    """The hook payload's JSON (None when it is not JSON)."""
-    import json
-
-    try:
-        return json.loads(payload)
-    except ValueError:
-        return None
+# What an operator_refused line keeps of the refused command line.
+ARGV_WORDS_LOGGED = 20
+ARGV_WORD_LOGGED = 200
 
 
 class DaemonRunning(Exception):
@@ -69,7 +74,7 @@ class Daemon:
     def __init__(self, home=None, *, operator_verbs: dict | None = None, kennel: bool | None = None,
                  agent_socket: str | None = None, operator_socket: str | None = None, log=None,
                  line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time,
-                 max_connections: int = MAX_CONNECTIONS):
+                 max_connections: int = MAX_CONNECTIONS, open_connections: int = MAX_OPEN_CONNECTIONS):
         from leash.core.config import load_config
         from leash.core.home import ensure_home, private_dir
 
@@ -91,10 +96,10 @@ class Daemon:
         self.line_deadline = line_deadline
         self.clock = clock
         self.stopping = threading.Event()
-        self.max_connections = max_connections
-        self.listeners: list[socket.socket] = []
-        self.threads: list[threading.Thread] = []
+        self.max_connections, self.open_connections = max_connections, open_connections
+        self.listeners: list[Listener] = []
         self.kennel: Kennel | None = None
+        self.notifier: Notifier | None = None
         from leash.core.daemon.storeverb import StoreVerb
         from leash.core.store.select import daemon_backend
 
@@ -104,8 +109,9 @@ class Daemon:
         self.feed = ChangeFeed(self.backend, say=self.say)
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
-        self.session_owners: dict[str, int] = {}  # session id -> the uid whose hook first named it
-        self._owners_mutex = threading.Lock()
+        self.agents = KnownAgents()  # the Claude Code processes whose hooks this daemon answered
+        self.agent_refusals = RefusalLog(self._append_operator_refusal)
+        self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal)
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -120,15 +126,20 @@ class Daemon:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._warm()
+        self._learn_recorded_agents()
         agent_mode = int(self.config["agent_socket_mode"], 8)
         operator_mode = SHARED_OPERATOR_SOCKET_MODE if self.policy.names else OPERATOR_SOCKET_MODE
-        self.listeners = [self._listen(self.agent_path, agent_mode, self._serve_agent),
-                          self._listen(self.operator_path, operator_mode, self._serve_operator)]
+        self.listeners = [self._listen(self.agent_path, agent_mode, self._connection_peer(self._serve_agent)),
+                          self._listen(self.operator_path, operator_mode,
+                                       self._connection_peer(self._serve_operator))]
         if self.want_kennel:
             self._start_kennel()
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
+        self._start_notifier()
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
+        for listener in self.listeners:  # clients that connected meanwhile waited in the backlog
+            listener.serve()
 
     def serve_forever(self) -> None:
         """Block until ``stop()`` (or SIGTERM/SIGINT when run from the main thread)."""
@@ -149,25 +160,21 @@ class Daemon:
 
         self.stopping.set()
         for listener in self.listeners:
-            try:
-                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-            except OSError:
-                pass
-            try:
-                listener.close()
-            except OSError:
-                pass
+            listener.close()
         for path in (self.agent_path, self.operator_path):
             try:
                 os.unlink(path)
             except OSError:
                 pass
         self.feed.close()
+        if self.notifier is not None:
+            self.notifier.close()
         if self.kennel is not None:
             self.kennel.request_stop()
             self._kennel_thread.join(timeout=30)
-        for thread in self.threads:
-            thread.join(timeout=5)
+        for listener in self.listeners:
+            if listener.thread is not None:
+                listener.thread.join(timeout=5)
         if hasattr(self.backend, "close"):
             self.backend.close()
         if self._lock_fd is not None:
@@ -193,49 +200,38 @@ class Daemon:
         self._kennel_thread = threading.Thread(target=lambda: asyncio.run(kennel.run()), name="kennel", daemon=True)
         self._kennel_thread.start()
 
-    def _listen(self, path: str, mode: int, serve) -> socket.socket:
-        try:
-            os.unlink(path)  # stale: the lock says no daemon holds it
-        except FileNotFoundError:
-            pass
-        from leash.core.thinhook import unix_address
+    def _start_notifier(self) -> None:
+        """Notifications ([[notify.route]]) in threads of their own, fed by the
+        change feed, off every hook's path; a notifier that cannot start is
+        said and leashd runs on without it."""
+        from leash.core.notify.runner import Notifier
 
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        address, directory_fd = unix_address(path)
-        old_umask = os.umask(0o777 & ~mode)
         try:
-            listener.bind(address)
-        finally:
-            os.umask(old_umask)
-            if directory_fd is not None:
-                os.close(directory_fd)
-        os.chmod(path, mode)
-        listener.listen(LISTEN_BACKLOG)
-        slots = threading.BoundedSemaphore(self.max_connections)
-        thread = threading.Thread(target=self._accept, args=(listener, serve, slots), name=f"accept {path}",
-                                  daemon=True)
-        thread.start()
-        self.threads.append(thread)
+            notifier = Notifier(self.home, self.backend, host=self.host, feed=self.feed, say=self.say)
+            if notifier.start():
+                self.notifier = notifier
+        except Exception as exc:
+            self.say("notify-not-started", problem=f"{exc.__class__.__name__}: {exc}")
+
+    def _learn_recorded_agents(self) -> None:
+        """The agents of the sessions on record that still run: a restarted
+        daemon refuses their processes on the operator socket from the start."""
+        try:
+            records = dict(self.backend.sessions.all())
+        except Exception as exc:  # a store it cannot read now: the agents are learned from their next hooks
+            self.say("agents-not-read", problem=f"{exc.__class__.__name__}: {exc}")
+            return
+        self.agents.learn_recorded(records)
+
+    def _listen(self, path: str, mode: int, serve) -> Listener:
+        listener = Listener(path, mode, serve, open_cap=self.open_connections, serve_cap=self.max_connections,
+                            stopping=self.stopping)
+        listener.start()
         return listener
 
-    def _accept(self, listener: socket.socket, serve, slots: threading.BoundedSemaphore) -> None:
-        while not self.stopping.is_set():
-            slots.acquire()
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                slots.release()
-                return  # the listener was closed
-            threading.Thread(target=self._connection, args=(conn, serve, slots), daemon=True).start()
-
-    def _connection(self, conn: socket.socket, serve, slots: threading.BoundedSemaphore) -> None:
-        try:
-            with conn:
-                serve(conn, peer_of(conn))
-        except OSError:
-            pass  # the client went away
-        finally:
-            slots.release()
+    def _connection_peer(self, serve):
+        """``serve(conn, peer, serving)`` with the peer's credentials read first."""
+        return lambda conn, serving: serve(conn, peer_of(conn), serving)
 
     # ------------------------------------------------------------ sockets
     def _requests(self, conn: socket.socket, *, limit: int):
@@ -253,7 +249,7 @@ class Daemon:
                 if isinstance(exc, (wire.LineTooLong, wire.LineTimeout)):
                     return
 
-    def _serve_agent(self, conn: socket.socket, peer: Peer) -> None:
+    def _serve_agent(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
         for request in self._requests(conn, limit=wire.AGENT_LINE_LIMIT_BYTES):
             verb = request["verb"]
             if verb != "hook":
@@ -261,18 +257,24 @@ class Daemon:
                              reason=f"the agent socket answers only hook, not {verb!r}")
                 return
             started = time.perf_counter()
-            try:
-                reply = self._hook(request, peer)
-            except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
-                reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+            with serving:
+                try:
+                    reply = self._hook(request, peer)
+                except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
+                    reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
             wire.send(conn, reply)
             self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
                      ms=round((time.perf_counter() - started) * 1000, 2))
+            self.hooks.learn_after_reply()
 
-    def _serve_operator(self, conn: socket.socket, peer: Peer) -> None:
+    def _serve_operator(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
         if not self.policy.allows(peer):
             self._refuse(conn, peer, where="operator", verb="*",
                          reason=f"user {peer.user} (uid {peer.uid}) is not an operator of this daemon")
+            return
+        agent = self.agents.agent_above(peer.pid)
+        if agent is not None:
+            self._refuse_agent_process(conn, peer, agent)
             return
         source = peer.source(self.host)
         for request in self._requests(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES):
@@ -282,12 +284,47 @@ class Daemon:
                 wire.send(conn, {"error": f"unknown verb {verb!r} (known: {', '.join(sorted(self.operator_verbs))})"})
                 continue
             self.say("operator", verb=verb, user=peer.user)
-            try:
-                handler(request, source=source, send=lambda reply: wire.send(conn, reply), home=self.home)
-            except OSError:
-                raise
-            except Exception as exc:
-                wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
+            # A stream waits on changes, not on work: it holds no serving slot.
+            with serving if verb != "subscribe" else contextlib.nullcontext():
+                try:
+                    handler(request, source=source, send=lambda reply: wire.send(conn, reply), home=self.home)
+                except OSError:
+                    raise
+                except Exception as exc:
+                    wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
+
+    def _refuse_agent_process(self, conn: socket.socket, peer: Peer, agent: tuple[int, int]) -> None:
+        """One line to a peer that runs below an agent process, and an
+        ``operator_refused`` line in the ack log (its request, read first,
+        says what it tried)."""
+        verb, argv = "*", None
+        try:
+            first = wire.LineReader(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES,
+                                    deadline_seconds=self.line_deadline).next_line()
+            request = wire.parse_request(first) if first is not None else {}
+            verb = request.get("verb", "*")
+            argv = request.get("argv") if isinstance(request.get("argv"), list) else None
+        except wire.BadRequest:
+            pass
+        if agent == UNTOLD:
+            reason = (f"process {peer.pid} cannot be seen in /proc, so leashd cannot tell it from an agent's "
+                      "processes; operator requests come from outside the agents leash supervises")
+            agent_pid = agent_started = None
+        else:
+            agent_pid, agent_started = agent
+            reason = (f"process {peer.pid} runs below Claude Code process {agent_pid}, an agent leash supervises: "
+                      "an agent cannot act as the operator (run leash from your own terminal)")
+        self.say("refused", socket="operator", verb=verb, uid=peer.uid, pid=peer.pid, agent=agent_pid)
+        extra: dict[str, object] = {"agent_pid": agent_pid, "agent_started": agent_started,
+                                    "session_id": self.agents.session_of(agent)}
+        if argv is not None:
+            extra["argv"] = [str(word)[:ARGV_WORD_LOGGED] for word in argv[:ARGV_WORDS_LOGGED]]
+        try:
+            self.agent_refusals.refused(peer, peer.source(self.host), reason, where="operator", verb=str(verb),
+                                        now=self.clock(), **extra)
+        except OSError as exc:
+            self.say("refusal-not-logged", problem=exc.strerror)
+        wire.send(conn, {"error": f"refused: {reason}"})
 
     def _refuse(self, conn: socket.socket, peer: Peer, *, where: str, verb: str, reason: str) -> None:
         self._log_refusal(peer, where=where, verb=verb, reason=reason)
@@ -300,69 +337,17 @@ class Daemon:
         except OSError as exc:
             self.say("refusal-not-logged", problem=exc.strerror)
 
-    def _not_the_owner(self, payload: object, peer: Peer) -> str:
-        """Why ``peer`` may not speak for the payload's session ("" when it may).
-
-        A session belongs to the uid whose hook first named it, for this
-        daemon's life: another user's agent can neither judge its calls nor
-        write its evidence (files read, attempts), nor end or register it. (A
-        restarted daemon learns the owners again from the next calls.)"""
-        if not isinstance(payload, dict):
-            return ""  # unreadable input: the hook says what is wrong with it
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            return ""
-        with self._owners_mutex:
-            owner = self.session_owners.setdefault(session_id, peer.uid)
-            if len(self.session_owners) > SESSION_OWNERS_KEPT:  # bounded: the oldest half is learned again
-                for stale in list(self.session_owners)[:SESSION_OWNERS_KEPT // 2]:
-                    del self.session_owners[stale]
-        if owner == peer.uid:
-            return ""
-        return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
-
     def _append_refusal(self, *, source: str, reason: str, now: float, **extra) -> None:
         self.backend.acklog.append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
 
+    def _append_operator_refusal(self, *, source: str, reason: str, now: float, session_id: str = "",
+                                 **extra) -> None:
+        self.backend.acklog.append("operator_refused", source=source, session_id=session_id, reason=reason, now=now,
+                                   **extra)
+
     # ------------------------------------------------------------ verbs
     def _hook(self, request: dict, peer: Peer) -> dict:
-        from leash.core.hookio import HookInputError, HookInputTooLarge, failed_closed
-        from leash.core.hooks import answer
-
-        event, payload = request.get("event"), request.get("payload", "")
-        if not isinstance(event, str) or not isinstance(payload, str):
-            return {"error": "a hook request needs a string event and payload"}
-        parsed = _parsed(payload)
-        intruder = self._not_the_owner(parsed, peer)
-        if intruder:
-            self._log_refusal(peer, where="agent", verb="hook", reason=intruder)
-            out, err, code = failed_closed(event, f"leash: {intruder}; this call is refused")
-            return {"stdout": out, "stderr": err, "code": code}
-        given_env = request.get("env")
-        env = {k: v for k, v in given_env.items() if isinstance(k, str) and isinstance(v, str)} \
-            if isinstance(given_env, dict) else {}
-        from leash.core.wellknown import HOOK_PID_ENV
-
-        env[HOOK_PID_ENV] = str(peer.pid)  # the kernel's word, not the client's: whose Claude Code ran the hook
-        problem = request.get("input_error")
-        input_error: HookInputError | None = None
-        if problem == "too_large":
-            input_error = HookInputTooLarge()
-        elif isinstance(problem, str):
-            input_error = HookInputError(problem)
-        try:
-            raw = payload.encode("utf-8")
-        except UnicodeEncodeError:
-            parsed = None  # the hook reads the bytes themselves: what it makes of them is its to say
-            try:
-                raw = payload.encode("utf-8", "surrogateescape")  # the client's undecodable bytes, back as they were
-            except UnicodeEncodeError:
-                raw = payload.encode("utf-8", "surrogatepass")  # not JSON any more: the hook says so
-        # Valid UTF-8 whose text parsed as an object: the hook's own json.loads of
-        # ``raw`` would give the same object, so it is handed over, not parsed twice.
-        out, err, code = answer(event, raw, home=self.home, env=env, input_error=input_error, backend=self.backend,
-                                parsed=parsed if isinstance(parsed, dict) else None)
-        return {"stdout": out, "stderr": err, "code": code}
+        return self.hooks.reply(request, peer)
 
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:
         send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,

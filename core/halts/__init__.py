@@ -1,19 +1,16 @@
-"""The halt engine: the seed's "Halt Conditions Design" on SQLite.
+"""The halt engine: the seed's "Halt Conditions Design".
 
-    from leash.core.halts import check_halt_conditions, record_halt, acknowledge_halt, \\
-        get_session_halts, update_halt_config
+Halts are read and written through a backend's halt store, never by a state
+home's path: ``backend.halts.check``, ``record``, ``acknowledge``, ``listing``,
+``configure``, ``record_reads``, ``record_attempt`` (``leash.core.store``),
+so a halt lands where every gate reads halts, the shared store included. This
+package exports only what those stores raise; the functions over one home's
+``halts.db`` (``core.halts.api``) are the file backend's own.
+
+    from leash.core.halts import HaltInputError, HaltRefused, HaltStoreUnavailable
 """
-from leash.core.halts.api import (
-                            HaltRefused,
-                            acknowledge_halt,
-                            check_halt_conditions,
-                            get_session_halts,
-                            record_halt,
-                            session_state,
-                            update_halt_config,
-)
+from leash.core.halts.api import HaltRefused
 from leash.core.halts.context import HaltInputError
 from leash.core.halts.store import HaltStoreUnavailable
 
-__all__ = ["check_halt_conditions", "record_halt", "acknowledge_halt", "get_session_halts", "update_halt_config",
-           "session_state", "HaltInputError", "HaltRefused", "HaltStoreUnavailable"]
+__all__ = ["HaltInputError", "HaltRefused", "HaltStoreUnavailable"]

@@ -87,7 +87,11 @@ def _doctor_action(rest: list[str]) -> str | None:
 
 
 def _install_action(rest: list[str]) -> str | None:
-    return "leash install --uninstall" if "--uninstall" in rest else None
+    """Only ``--check`` (and ``--help``) only looks: any other install rewrites
+    the wiring and the record ``--check`` and ConfigChange compare it with."""
+    if "--uninstall" in rest:
+        return "leash install --uninstall"
+    return None if any(word in ("--check", "--help", "-h") for word in rest) else "leash install (rewiring)"
 
 
 _OPTION_ACTIONS = {"halts": _halts_action, "doctor": _doctor_action, "install": _install_action}

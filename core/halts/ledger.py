@@ -17,7 +17,10 @@ derived ``session_states`` table, so editing that table lifts nothing.
 Failure: an edit that keeps the recorded head (``UPDATE halt_events SET
 acknowledged = 1``) is not seen by readers; ``leash doctor`` compares the
 database with the replay (``differences``) and ``--repair`` restores the log's
-truth. Halts moved to the archive stay there.
+truth. Halts moved to the archive stay there. Nothing is rebuilt from a log
+that does not verify (a broken chain, a repeated key, a wrong or missing mac)
+or that no longer holds the line the database names: ``HeadMismatch``, and
+every reader holds its session.
 """
 from __future__ import annotations
 
@@ -136,6 +139,7 @@ def rebuild(connection, home: str, *, now: float, problem: str, force: bool = Fa
         if head != expected:
             raise HeadMismatch(f"the ack log does not hold the halt line its head names (line "
                                f"{(expected or {}).get('seq')})")
+        _refuse_unheld(connection, home)
         for halt in halts.values():
             changed += _restore(connection, halt, stamp)
         sessions = {h["session_id"] for h in halts.values()}
@@ -145,6 +149,23 @@ def rebuild(connection, home: str, *, now: float, problem: str, force: bool = Fa
                             reason=f"halts.db {problem}; {changed} halts restored from the ack log")
         set_head(connection, head)
     return changed
+
+
+def _refuse_unheld(connection, home: str) -> None:
+    """Raise when the log cannot be trusted to rebuild the database from: it
+    lost the line the database names, or it does not verify."""
+    from leash.core.acklog import AckLog
+
+    log = AckLog(home)
+    recorded = recorded_head(connection)
+    if isinstance(recorded, dict) and isinstance(recorded.get("seq"), int) and recorded["seq"] > 0:
+        held = ({"seq": line.get("seq"), "hash": line.get("hash")} for line in log.read().entries)
+        if recorded not in held:
+            raise HeadMismatch(f"halts.db names line {recorded['seq']}, which the ack log does not hold: the ack "
+                               "log is shorter than its head or was rewritten")
+    problem = log.chain_problem()
+    if problem:
+        raise HeadMismatch(f"halts.db cannot be rebuilt from a log that does not verify ({problem})")
 
 
 def _restore(connection, halt: dict, stamp: str) -> int:

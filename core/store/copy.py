@@ -8,7 +8,10 @@ as the replay of those lines, the sessions row by row, halts.db table by table
 other store by its class's ``copy_from`` (kennel heartbeats copy nothing: they
 say which kennel is alive now, and a kennel beats again when it starts).
 Everything is one transaction, and the copy's chain is verified after it,
-against the home's head.
+against the home's head. The url copied into is the schema owner's
+(``core.store.pgroles``): when the home names another role as its runtime
+one (``LEASH_STORE_URL`` or ``[store] url``), that role is granted what it
+needs in the same transaction.
 
 Failure: a home whose log does not verify, or a database that already holds
 a log, is refused with one line and nothing is written (the copy would not be
@@ -33,9 +36,12 @@ class CopyReport:
     head: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     not_copied: list[str] = field(default_factory=list)
+    granted: str = ""
 
     def said(self) -> list[str]:
         done = [f"ack log: {self.lines} lines copied, chain verified (head {self.head})"]
+        if self.granted:
+            done.append(f"runtime role {self.granted}: granted what it needs (the ack log: insert and select only)")
         done += [f"{store}: {count} copied" for store, count in self.counts.items()]
         done += [f"{store}: not copied (this leash cannot copy it to PostgreSQL)" for store in self.not_copied]
         return done
@@ -73,6 +79,7 @@ def copy_home(source: str, url: str, *, password: str | None = None, host: str =
                     report.counts[name] = store.copy_from(home, conn=conn)
                 else:
                     report.not_copied.append(name)
+            report.granted = _grant_runtime(conn, source, url)
         copied = target.acklog.verify()
         if not copied.ok or _head(copied) != _head(checked):
             raise CopyRefused(f"the copy's chain does not match the home's ({copied.problem or 'another head'}); "
@@ -82,6 +89,26 @@ def copy_home(source: str, url: str, *, password: str | None = None, host: str =
     finally:
         target.close()
     return report
+
+
+def _grant_runtime(conn, source: str, url: str) -> str:
+    """Grant the home's runtime role (its store url's user, when another than
+    ``url``'s) what it needs; the role's name, or ""."""
+    from urllib.parse import urlsplit
+
+    from leash.core.config import ConfigError
+    from leash.core.store.pgroles import grant_runtime
+    from leash.core.store.select import StoreSelectionError, store_url
+
+    try:
+        runtime = store_url(source)
+    except (StoreSelectionError, ConfigError):
+        return ""
+    role = urlsplit(runtime).username if runtime else None
+    if not role or role == urlsplit(url).username:
+        return ""
+    grant_runtime(conn, role)
+    return role
 
 
 def _copy_lines(conn, path: str) -> int:

@@ -131,8 +131,13 @@ def _check_acklog(backend, repair: bool) -> Iterator[Finding]:
                                                 "the next append or repair moves it to .torn)")
     if report.ok:
         yield Finding("ok", ACK_LOG_NAME, f"{report.lines} lines, hash chain intact")
+    elif report.first_broken_line is None:
+        yield Finding("fail", ACK_LOG_NAME, report.problem)
     else:
         yield Finding("fail", ACK_LOG_NAME, f"hash chain broken at line {report.first_broken_line}: {report.problem}")
+    if report.macs:
+        checked = report.macs.startswith("macs checked")
+        yield Finding("ok" if checked else "warn", ACK_LOG_NAME, report.macs)
     if report.torn_file_bytes:
         yield Finding("warn", ACK_LOG_NAME + ".torn",
                       f"{report.torn_file_bytes} bytes of torn tails kept for inspection")

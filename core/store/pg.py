@@ -11,12 +11,17 @@ interleave into one chain whose lines are the file log's lines, byte for byte.
 psycopg is imported here and only here (about 150 ms: hooks never import it;
 they ask leashd). The stores are ``pgacklog``, ``pgstate`` and their siblings.
 
+With an owner's url (``[store] owner_url``; ``core.store.pgroles``) the schema
+is created and migrated on a connection of the owner's, which then grants the
+runtime role what it lacks; the pool's connections are the runtime role's.
+
 Failure: a database that cannot be reached or written raises ``StoreOffline``
 (one line naming the problem, never the password); a write that fails leaves
 nothing, since every write and its log line are one transaction. A connection
 that broke is dropped, never handed out again. ``migrate`` applies the schema
 versions it knows under an advisory lock and refuses a database whose schema is
-newer than this leash.
+newer than this leash. A runtime role that may not change the schema is told
+to give the owner's url.
 """
 from __future__ import annotations
 
@@ -37,6 +42,9 @@ POOL_WAIT_SECONDS = 10.0
 CONNECT_TIMEOUT_SECONDS = 5
 LISTEN_WAKE_SECONDS = 0.5  # how often a listener looks at its stop event
 RELISTEN_SECONDS = 1.0  # a lost listener connects again after this
+# SQLSTATEs of a role that may not create or change the schema: "permission denied", "must be owner",
+# and "no schema has been selected to create in" (no CREATE on any schema of its search path).
+CANNOT_CHANGE_SCHEMA = ("42501", "3F000")
 
 
 class StoreOffline(Exception):
@@ -101,21 +109,62 @@ class Database:
     """One PostgreSQL store's connections (see the module's docstring)."""
 
     def __init__(self, url: str, *, password: str | None = None, size: int = POOL_SIZE,
-                 migrate_schema: bool = True, upgrade: bool = False):
+                 migrate_schema: bool = True, upgrade: bool = False, owner_url: str = "",
+                 owner_password: str | None = None):
         """``migrate_schema``: create the schema in an empty database (and with
-        ``upgrade``, bring an older one up to date); refuse one it cannot use."""
+        ``upgrade``, bring an older one up to date); refuse one it cannot use.
+        ``owner_url``: the schema owner's (None of it when it names ``url``)."""
         self.url = url
         self._password = password
+        self.owner_url = owner_url if owner_url and owner_url != url else ""
+        self._owner_password = owner_password
         self._idle: list = []
         self._idle_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(size)
         self._local = threading.local()
         if migrate_schema:
+            try:
+                self._apply_schema(upgrade)
+            except errors() as exc:
+                hint = ("" if getattr(exc, "sqlstate", "") not in CANNOT_CHANGE_SCHEMA or self.owner_url else
+                        " (this role cannot create or change the schema: give the owner's url in [store] owner_url "
+                        "or LEASH_STORE_OWNER_URL)")
+                raise StoreOffline(f"PostgreSQL store: the schema cannot be applied: {said(exc)}{hint}") from None
+
+    def _apply_schema(self, upgrade: bool) -> None:
+        """The schema at this leash's version, migrated by the owner (by this
+        role when one serves both), and the runtime role granted what it lacks."""
+        from leash.core.store.pgroles import grant_runtime, missing_grants, runtime_user
+
+        with self.session() as conn:
+            if not self.owner_url:
+                migrate(conn, upgrade=upgrade)
+                return
+            role = runtime_user(conn)
+            try:
+                if schema_version(conn) == SCHEMA_VERSION and not missing_grants(conn, role):
+                    return
+            except errors():
+                pass  # the runtime role cannot even look yet: the owner sets it up
+        with self.owner_session() as owner:
+            migrate(owner, upgrade=upgrade)
+            if runtime_user(owner) != role:
+                with owner.transaction():
+                    grant_runtime(owner, role)
+
+    @contextmanager
+    def owner_session(self):
+        """A connection of the schema's owner for the block (its own, closed
+        after), or this thread's pooled one when one role serves both."""
+        if not self.owner_url:
             with self.session() as conn:
-                try:
-                    migrate(conn, upgrade=upgrade)
-                except errors() as exc:
-                    raise StoreOffline(f"PostgreSQL store: the schema cannot be applied: {said(exc)}") from None
+                yield conn
+            return
+        conn = connect(self.owner_url, self._owner_password)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     @contextmanager
     def session(self):
@@ -277,15 +326,22 @@ def new_line(event: str, *, source: str, session_id: str, reason: str, now: floa
     return record
 
 
-def chain(conn, record: dict) -> None:
+def chain(conn, record: dict, *, key=None) -> None:
     """Append ``record`` (its head keys and extras set) as the log's next line,
     inside the caller's transaction: the chain lock is held until it ends, so
-    whatever the transaction also writes commits with the line or not at all."""
+    whatever the transaction also writes commits with the line or not at all.
+    ``key`` (``core.logkey.MacKey``): the line's ``mac``."""
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
     tip = conn.execute("SELECT seq, line FROM acklog ORDER BY seq DESC LIMIT 1").fetchone()
+    named = conn.execute("SELECT max(head_seq) FROM log_state").fetchone()[0] or 0
+    if named > (tip[0] if tip else 0):  # appending would take the lost line's seq and hide the loss
+        raise StoreOffline(f"the ack log is shorter than its head (a state names line {named}, the log ends at "
+                           f"{tip[0] if tip else 0}): nothing is appended — leash doctor")
     record["seq"] = tip[0] + 1 if tip else 1
     record["prev"] = json.loads(tip[1])["hash"] if tip else GENESIS_HASH
     record["hash"] = chain_hash(record["prev"], record)
+    if key is not None:
+        record["mac"] = key.sign(record["hash"])
     conn.execute("INSERT INTO acklog (seq, ts, event, session_id, source, line) VALUES (%s, %s, %s, %s, %s, %s)",
                  (record["seq"], record["timestamp"], record["event"], record["session_id"], record["source"],
                   json.dumps(record, ensure_ascii=True)))

@@ -5,6 +5,11 @@ JSON, same hash chain, ``core.acklog``), so ``verify`` means the same on
 either backend and a home's log can be copied line for line. Appends from
 every host extend one chain under ``pg.CHAIN_LOCK``.
 
+With the home's MAC key readable (``core.logkey``: leashd's), every line
+carries ``mac`` as the file log's do, and ``verify`` checks them. ``verify``
+also holds the log against each log-backed state's ``head_seq`` (the last line
+its row reflects): a log that lacks that line lost rows.
+
 Failure: a server that cannot be reached raises ``StoreOffline``; an append
 that fails leaves no line. A row whose text does not parse is counted as
 unreadable by ``read`` and breaks ``verify`` at its place.
@@ -13,7 +18,8 @@ from __future__ import annotations
 
 import json
 
-from leash.core.acklog import CHAIN_KEYS, EVENTS, GENESIS_HASH, HEAD_KEYS, ChainReport, check_line, matches
+from leash.core.acklog import EVENTS, RESERVED_KEYS, matches
+from leash.core.logverify import ChainReport, ChainWalker, against
 from leash.core.store.pg import Database, chain, new_line
 from leash.core.store.records import LogLine, LogLines
 
@@ -25,8 +31,22 @@ def database(target: Database | str) -> Database:
 class PgAckLog:
     """``AckLogStore`` over the ``acklog`` table."""
 
-    def __init__(self, db: Database | str):
+    def __init__(self, db: Database | str, *, home: str | None = None):
+        """``home``: whose MAC key signs and checks the lines (none: no macs)."""
         self.db = database(db)
+        self._key_path: str | None = None
+        if home is not None:
+            from leash.core.logkey import configured_path
+
+            self._key_path = configured_path(home)
+
+    def mac_key(self):
+        """(the MAC key or None, why there is none) (``core.logkey``)."""
+        if self._key_path is None:
+            return None, ""
+        from leash.core.logkey import load
+
+        return load(self._key_path)
 
     def close(self) -> None:
         self.db.close()
@@ -41,12 +61,13 @@ class PgAckLog:
         """``append`` as the line's dict (what the log-backed states fold)."""
         if event not in EVENTS:
             raise ValueError(f"unknown ack-log event {event!r}")
-        clash = set(extra) & set(HEAD_KEYS + CHAIN_KEYS)
+        clash = set(extra) & set(RESERVED_KEYS)
         if clash:
             raise ValueError(f"reserved ack-log keys: {sorted(clash)}")
         record = new_line(event, source=source, session_id=session_id, reason=reason, now=now, extra=extra)
+        key = self.mac_key()[0]
         with self.db.transaction() as conn:
-            chain(conn, record)
+            chain(conn, record, key=key)
         return record
 
     def read(self, *, session: str | None = None, event: str | None = None, since: float | None = None,
@@ -89,26 +110,34 @@ class PgAckLog:
             time.sleep(poll_seconds)
 
     def verify(self, *, anchor: dict | None = None) -> ChainReport:
-        """The chain from its first line: a line whose seq, prev or hash is wrong
-        breaks it; ``anchor`` (``{"seq", "hash"}`` kept elsewhere) must name a line
-        the log holds."""
-        from leash.core.acklog import against
-
-        report = ChainReport(ok=True, lines=0)
-        prev, seq = GENESIS_HASH, None
-        for number, (raw,) in enumerate(self.db.rows("SELECT line FROM acklog ORDER BY seq"), 1):
-            report.lines = number
-            problem = check_line(raw.encode(), prev, seq)
-            if problem:
-                report.ok, report.first_broken_line, report.problem = False, number, problem
-                return report
-            record = json.loads(raw)
-            prev, seq = record["hash"], record["seq"] + 1
-            report.hashes[record["seq"]] = record["hash"]
-        problem = against(anchor, report, "the anchor")
-        if problem:
-            report.ok, report.problem = False, problem
+        """The chain from its first line (``core.logverify``: seq, prev, hash,
+        repeated keys, macs when the key is readable); then ``anchor``
+        (``{"seq", "hash"}`` kept elsewhere) and each log-backed state's head
+        must name a line the log holds."""
+        report = self._walk()
+        if not report.ok:
+            return report
+        marks = [("the anchor", anchor)]
+        marks += [(f"the {store} state", {"seq": seq}) for store, seq in
+                  self.db.rows("SELECT store, head_seq FROM log_state ORDER BY store")]
+        for what, mark in marks:
+            problem = against(mark, report, what)
+            if problem and mark:
+                report.fail(min(report.lines + 1, int(mark.get("seq") or 0)), problem)
+                break
         return report
+
+    def chain_problem(self) -> str:
+        """Why the log cannot be replayed into a state ("" when it can)."""
+        report = self._walk()
+        return "" if report.ok else f"line {report.first_broken_line} of the ack log: {report.problem}"
+
+    def _walk(self) -> ChainReport:
+        walker = ChainWalker(*self.mac_key())
+        for (raw,) in self.db.rows("SELECT line FROM acklog ORDER BY seq"):
+            if not walker.feed(raw.encode()):
+                return walker.report
+        return walker.finish()
 
     def _lines(self, query: str, params: tuple) -> list[dict | None]:
         lines: list[dict | None] = []

@@ -1,13 +1,19 @@
 """The PostgreSQL backend's ``examine`` (``leash doctor``'s look at the shared store).
 
 It reports the connection (the server, never the password), the schema
-version against this leash's, the LISTEN channel (a notice sent on it comes
-back), the ack log's chain, and each log-backed state (stops, locks) against
-the replay of the log; ``repair`` applies missing migrations and stores the
-replay in place of a state that differs from it (logged as ``state_rebuilt``).
+version against this leash's, the roles (``core.store.pgroles``: the log's
+trigger, who could alter or rewrite the log, what the runtime role lacks), the
+LISTEN channel (a notice sent on it comes back), the ack log's chain and macs,
+and each log-backed state (stops, locks) against the replay of the log.
+``repair`` applies missing migrations and grants as the owner, switches the
+trigger on again, and stores the replay in place of a state that differs from
+it (logged as ``state_rebuilt``, and announced: every leashd's mirror reads it
+again).
 
 Failure: a server that cannot be reached is one ``fail`` finding and nothing
-else is examined; nothing here raises.
+else is examined; nothing here raises. Nothing is rebuilt from a log that
+does not verify, that lost the line a state names, or that holds lines of a
+store its state never applied (inserted past leash): those stay failures.
 """
 from __future__ import annotations
 
@@ -26,10 +32,11 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
         with db.session() as conn:
             server = conn.info.parameter_status("server_version") or "?"
             version = schema_version(conn)
-            if version < SCHEMA_VERSION and repair:
-                migrate(conn, upgrade=True)
-                yield Finding("fixed", "store", f"schema migrated from version {version} to {SCHEMA_VERSION}")
-                version = SCHEMA_VERSION
+        if version < SCHEMA_VERSION and repair:
+            with db.owner_session() as owner:
+                migrate(owner, upgrade=True)
+            yield Finding("fixed", "store", f"schema migrated from version {version} to {SCHEMA_VERSION}")
+            version = SCHEMA_VERSION
     except (StoreOffline, *_driver_errors()) as exc:
         yield Finding("fail", "store", f"PostgreSQL unreachable: {' '.join(str(exc).split())[:300]}")
         return
@@ -40,26 +47,74 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
         yield Finding("fail", "store", f"schema version {version}, this leash needs {SCHEMA_VERSION} "
                                        "— run `leash doctor --repair` (or start `leash daemon`)")
         return  # the stores cannot be read against a schema this leash does not know
+    yield from _roles(backend, repair)
     yield _listen_finding(db)
-    report = backend.acklog.verify()
-    yield (Finding("ok", "acklog", f"chain verified ({report.lines} lines)") if report.ok else
-           Finding("fail", "acklog", f"chain broken at line {report.first_broken_line}: {report.problem}"))
+    yield from _acklog(backend.acklog.verify())
     for registry in (backend.stops.registry, backend.locks.registry):
         yield from _examine_state(registry.state, repair=repair, now=now)
+
+
+def _roles(backend, repair: bool) -> Iterator[Finding]:
+    """The trigger and what the runtime role may do (``core.store.pgroles``);
+    ``repair`` mends them as the owner."""
+    from leash.core.store import pgroles
+
+    db = backend.db
+    try:
+        with db.session() as conn:
+            facts = pgroles.Facts(conn)
+        if repair and facts.mendable(owner=bool(db.owner_url)):
+            yield from _mend_roles(db, facts)
+            with db.session() as conn:
+                facts = pgroles.Facts(conn)
+        yield from pgroles.findings(facts)
+    except (StoreOffline, *_driver_errors()) as exc:
+        yield Finding("fail", "store", f"the roles cannot be checked: {' '.join(str(exc).split())[:300]}")
+
+
+def _mend_roles(db, facts) -> Iterator[Finding]:
+    from leash.core.store.pgroles import mend
+
+    try:
+        with db.owner_session() as owner, owner.transaction():
+            done = mend(owner, facts)
+    except (StoreOffline, *_driver_errors()) as exc:
+        yield Finding("fail", "store", f"could not mend the roles as the owner: {' '.join(str(exc).split())[:300]}")
+        return
+    for message in done:
+        yield Finding("fixed", "store", message)
+
+
+def _acklog(report) -> Iterator[Finding]:
+    if report.ok:
+        yield Finding("ok", "acklog", f"chain verified ({report.lines} lines)")
+    elif report.first_broken_line is None or report.first_broken_line > report.lines:
+        yield Finding("fail", "acklog", report.problem)
+    else:
+        yield Finding("fail", "acklog", f"chain broken at line {report.first_broken_line}: {report.problem}")
+    if report.macs:
+        yield Finding("ok" if report.macs.startswith("macs checked") else "warn", "acklog", report.macs)
 
 
 def _examine_state(state, *, repair: bool, now: float | None) -> Iterator[Finding]:
     try:
         stored = state.snapshot(now=now)
         replayed, _ = state.replay(now=now)
+        distrust = state.distrust()
     except Exception as exc:  # any failure is the finding: doctor must not die of the store it examines
         yield Finding("fail", state.store, f"{state.what} unreadable: {exc}")
         return
+    if distrust and "does not verify" not in distrust:  # the chain's own finding says that one
+        yield Finding("fail", "acklog", distrust)
     if stored == state.transform(replayed):
         yield Finding("ok", state.store, f"{state.what} agree with the ack log")
+    elif distrust:
+        yield Finding("fail", state.store, f"{state.what} differ from the ack log, and are not rebuilt from it: "
+                                           f"{distrust}")
     elif repair:
         state.rebuild("differs from the ack log", now=now)
-        yield Finding("fixed", state.store, f"{state.what} rebuilt from the ack log")
+        yield Finding("fixed", state.store, f"{state.what} rebuilt from the ack log (every leashd reads them "
+                                            "again)")
     else:
         yield Finding("fail", state.store, f"{state.what} differ from the ack log — run `leash doctor --repair`")
 

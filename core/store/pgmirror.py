@@ -8,6 +8,13 @@ bumps it, and a cached value read at an older generation is read again. After
 every (re)connect every generation is bumped, since notices sent while nobody
 listened are not replayed: a full re-read.
 
+A write no notice announced (a leash that did not send one, a hand edit, a
+notice lost) must not leave a mirror answering what the table no longer
+says, while ``leash status`` reads the table: each mirrored log-backed value
+notes the head and the version (``xmin``) of the row it was read from, and
+once every ``MARK_CHECK_SECONDS`` one query compares them with the table's; a
+store whose row moved is read again, as if its notice had come.
+
 Failure (``[store] offline``): while the listener is down, nothing is read
 from the database (a hook does not wait on a dead server's connect timeout);
 for ``offline_grace_s`` the last values read are answered, then ``"closed"``
@@ -23,6 +30,7 @@ import time
 OFFLINE_CLOSED = "closed"
 OFFLINE_LAST_KNOWN = "last-known"
 MAX_KEYED_GENERATIONS = 100_000  # past this many keys, every key starts over (one full re-read)
+MARK_CHECK_SECONDS = 1.0  # how stale a value a write without a notice can leave, at most (one query a second)
 
 
 class Offline(Exception):
@@ -40,22 +48,28 @@ class Mirror:
         self.epoch = 0  # bumped at every (re)connect and loss: everything cached before is stale
         self.generations: dict[str, int] = {}
         self.keyed: dict[tuple[str, str], int] = {}
+        self.marks: dict[str, tuple | None] = {}  # store -> (head_seq, row version) its value was read at
+        self.check_seconds = MARK_CHECK_SECONDS
         self.lost_at: float | None = None
         self.mutex = threading.Lock()
         self.connected = threading.Event()
         self.halt = threading.Event()
         self.thread: threading.Thread | None = None
+        self.checker: threading.Thread | None = None
 
     def start(self, *, wait_seconds: float = 5.0) -> bool:
         """Start listening; whether the first connection was made within ``wait_seconds``."""
         self.thread = threading.Thread(target=self._run, name="pg-mirror", daemon=True)
         self.thread.start()
+        self.checker = threading.Thread(target=self._check_marks, name="pg-mirror-marks", daemon=True)
+        self.checker.start()
         return self.connected.wait(wait_seconds)
 
     def stop(self) -> None:
         self.halt.set()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
+        for thread in (self.thread, self.checker):
+            if thread is not None:
+                thread.join(timeout=5)
 
     # ------------------------------------------------------------ readers
     def stamp(self, store: str) -> tuple[int, int]:
@@ -70,6 +84,11 @@ class Mirror:
             if key is not None:
                 return self.keyed.get((store, key), 0) <= stamp[1]
             return self.generations.get(store, 0) == stamp[1]
+
+    def note(self, store: str, mark: tuple | None) -> None:
+        """The row ``store``'s mirrored value was just read from (None: no row)."""
+        with self.mutex:
+            self.marks[store] = mark
 
     def reachable(self) -> bool:
         """Whether a read may go to the database now (the listener is up)."""
@@ -91,6 +110,25 @@ class Mirror:
                 self._connected()
             else:
                 self._bump(str(notice.get("store", "")), str(notice.get("key") or ""))
+
+    def _check_marks(self) -> None:
+        """Read again every store whose row moved without a notice."""
+        from leash.core.store.pg import StoreOffline
+
+        while not self.halt.wait(self.check_seconds):
+            if not self.listening or not self.marks:
+                continue
+            try:
+                rows = self.db.rows("SELECT store, head_seq, xmin::text FROM log_state")
+            except StoreOffline:
+                continue  # the listener notices a lost server; the offline policy answers meanwhile
+            found = {store: (head, version) for store, head, version in rows}
+            with self.mutex:
+                moved = [store for store, mark in self.marks.items() if found.get(store) != mark]
+                for store in moved:
+                    del self.marks[store]
+            for store in moved:
+                self._bump(store, "")
 
     def _connected(self) -> None:
         if self.connected.is_set():  # back after a loss: the pool's connections may be dead

@@ -6,14 +6,20 @@ unchanged: ``PgLogState`` is the database's twin of ``core.logstate``'s
 registry's own ``apply``), kept as one ``log_state`` row with the seq of the
 last line it reflects, and every write appends its line and writes the row in
 one transaction, holding the chain lock: the two never disagree, and writers on
-every host queue behind one another. The sessions are one row each
-(``PgSessionRows``, the shape of ``core.sessions.FileSessionRows``).
+every host queue behind one another. Every write of a row, a repair's
+included, sends its store's notice, so every leashd's mirror reads it again;
+a mirrored read notes the row's head and version for the mirror's check of
+writes no notice announced (``core.store.pgmirror``). The sessions are one row
+each (``PgSessionRows``, the shape of ``core.sessions.FileSessionRows``).
 
 Failure: a state that cannot be read raises the registry's own "unreadable"
 error (``StopStateUnreadable``, ``HandsOffUnreadable``), so the gate fails
-closed; a row whose content no longer has its shape is rebuilt from the log
-(``state_rebuilt`` is logged), as a damaged file is. A failed write leaves
-neither its line nor its row.
+closed; so does a row whose head names a line the log no longer holds (rows
+of the log were deleted). A row whose content no longer has its shape is
+rebuilt from the log (``state_rebuilt`` is logged), as a damaged file is, but
+never from a log that does not verify, that lost the row's line, or that
+holds lines of the store the row never applied (inserted past leash: forged).
+A failed write leaves neither its line nor its row.
 """
 from __future__ import annotations
 
@@ -26,6 +32,10 @@ from leash.core.statefile import StateCorrupt
 from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 
+# The row, its head, its version (changed by any write of it), the head's line and the line before it.
+READ_STATE = ("SELECT s.state, s.head_seq, s.xmin::text, a.line, p.line FROM log_state s "
+              "LEFT JOIN acklog a ON a.seq = s.head_seq LEFT JOIN acklog p ON p.seq = s.head_seq - 1 "
+              "WHERE s.store = %s")
 PRUNE_EVERY_SECONDS = 60.0  # forgotten sessions are deleted at most this often per process
 MIRRORED_SESSIONS = 100_000  # records a mirror keeps before it starts over
 
@@ -69,12 +79,22 @@ class PgLogState:
 
     def _read(self, *, now: float | None = None):
         try:
-            rows = self.db.rows("SELECT state, head_seq FROM log_state WHERE store = %s", (self.store,))
+            rows = self.db.rows(READ_STATE, (self.store,))
         except StoreOffline as exc:
             raise self.error(f"{self.what} unreadable ({exc}) — run `leash doctor`") from None
         if not rows:
+            self._note(None)
             return self.transform(self.empty())
-        stored, _ = rows[0]
+        stored, head, version, line, before = rows[0]
+        self._note((head, version))
+        if head and line is None:
+            raise self.error(f"{self.what} unreadable: the ack log is shorter than its head (the {self.store} "
+                             f"state names line {head}, which the log does not hold) — run `leash doctor`")
+        unsigned = head and unsigned_line(self.log.mac_key()[0], head, line, before)
+        if unsigned:
+            raise self.error(f"{self.what} unreadable: the {self.store} state names line {head}, which is not "
+                             f"signed with this host's key ({unsigned}: forged, or written by a host without the "
+                             "key) — run `leash log verify` and `leash doctor`")
         cached = self._cached
         if cached is not None and cached[0] == stored:  # the same content: its transform is reused
             return cached[1]
@@ -84,6 +104,10 @@ class PgLogState:
             return self.transform(self.rebuild(f"unreadable: {exc.detail}", now=now))
         self._cached = (stored, value)
         return value
+
+    def _note(self, mark: tuple | None) -> None:
+        if self.mirror is not None:
+            self.mirror.note(self.store, mark)
 
     # ------------------------------------------------------------ writing
     @contextmanager
@@ -110,8 +134,7 @@ class PgLogState:
         with self.holding() as conn:
             line = self.log.append_line(event, now=now, **fields)
             self.apply(state, line, now)
-            self._store(conn, state, line["seq"])
-            notify(conn, self.store, str(line.get("entity") or line.get("session_id") or ""))
+            self._store(conn, state, line["seq"], key=str(line.get("entity") or line.get("session_id") or ""))
         return line
 
     def rewrite(self, state: dict) -> None:
@@ -139,19 +162,72 @@ class PgLogState:
         return state
 
     def rebuild(self, problem: str, *, now: float | None = None) -> dict:
-        """Store the replay of the log in place of a row that lost its shape, and say so in the log."""
+        """Store the replay of the log in place of a row that lost its shape or
+        differs from it (``doctor --repair``), and say so in the log; ``error``
+        when the log cannot be trusted to say (``distrust``)."""
         with self.holding() as conn:
+            refused = self.distrust()
+            if refused:
+                raise self.error(f"{self.what} not rebuilt from the ack log: {refused} — run `leash log verify`")
             state, head = self.replay(now=now)
             self._store(conn, state, head)
             self.log.append_line("state_rebuilt", source="leash", session_id="", now=now, file=self.store,
                                  moved_to="", reason=f"{self.store} state {problem}; rebuilt from the ack log")
         return state
 
-    def _store(self, conn, state: dict, head: int) -> None:
+    def distrust(self) -> str:
+        """Why the log cannot be replayed into this state ("" when it can): it
+        does not verify, it lost the line the row names, or it holds lines of
+        this store after the row's head, which leash never writes (a line and
+        its row are one transaction): lines inserted past leash."""
+        problem = self.log.chain_problem()
+        if problem:
+            return f"the ack log does not verify ({problem})"
+        rows = self.db.rows("SELECT head_seq FROM log_state WHERE store = %s", (self.store,))
+        head = rows[0][0] if rows else 0
+        events = [event for event, store in STORE_OF_EVENT.items() if store == self.store]
+        if head and not self.db.rows("SELECT 1 FROM acklog WHERE seq = %s AND event = ANY(%s)", (head, events)):
+            return f"the {self.store} state names line {head}, which the ack log does not hold (rows deleted)"
+        later = self.db.rows("SELECT seq, event, session_id FROM acklog WHERE seq > %s AND event = ANY(%s) "
+                             "ORDER BY seq LIMIT 1", (head, events))
+        if later:
+            seq, event, session = later[0]
+            return (f"line {seq} ({event} {session}) is a {self.store} line the {self.store} state never applied: "
+                    "not written by leash (inserted into the table: forged?)")
+        return ""
+
+    def _store(self, conn, state: dict, head: int, *, key: str = "") -> None:
+        """The row, and its notice: every leashd's mirror reads it again."""
         conn.execute("INSERT INTO log_state (store, state, head_seq) VALUES (%s, %s, %s) ON CONFLICT (store) "
                      "DO UPDATE SET state = EXCLUDED.state, head_seq = EXCLUDED.head_seq",
                      (self.store, as_json(state), head))
+        notify(conn, self.store, key)
         self._cached = self._mirrored = None
+
+
+def unsigned_line(key, seq: int, line: str, before: str | None) -> str:
+    """Why line ``seq`` (its text ``line``; ``before``: the line before it) is
+    not one leashd signed ("" when it is, or when there is no key to tell):
+    a wrong mac, or none where the key says every line has one (from its
+    ``since``, or once the line before carries one)."""
+    if key is None:
+        return ""
+    record, previous = _json(line), _json(before)
+    mac = record.get("mac")
+    if mac is not None:
+        return "" if key.verifies(str(record.get("hash", "")), mac) else "its mac is wrong"
+    needed = seq >= key.since if key.since is not None else "mac" in previous
+    return "it has no mac" if needed else ""
+
+
+def _json(text: str | None) -> dict:
+    import json
+
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 class PgSessionRows:

@@ -64,18 +64,21 @@ class PostgresBackend:
 
     def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None,
                  mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed", say=None,
-                 schema: str = "create"):
+                 schema: str = "create", owner_url: str = "", owner_password: str | None = None):
         """``mirrored`` (leashd): stops, locks and sessions are answered from
         memory kept current by LISTEN, under the ``offline`` policy.
         ``schema``: "create" (an empty database gets it; an older one is
-        refused), "upgrade" (leashd, doctor --repair) or "as-is" (doctor looks)."""
+        refused), "upgrade" (leashd, doctor --repair) or "as-is" (doctor looks).
+        ``owner_url``: the schema owner's (``core.store.pgroles``): it migrates
+        and grants; "" when ``url``'s role is both."""
         from leash.core.home import ensure_home
 
         self.home = ensure_home(home)
         self.host = host
         self.url = url
-        self.db = Database(url, password=password, migrate_schema=schema != "as-is", upgrade=schema == "upgrade")
-        self.acklog = PgAckLog(self.db)
+        self.db = Database(url, password=password, migrate_schema=schema != "as-is", upgrade=schema == "upgrade",
+                           owner_url=owner_url, owner_password=owner_password)
+        self.acklog = PgAckLog(self.db, home=self.home)
         self.mirror = None
         if mirrored:
             from leash.core.store.pgmirror import Mirror

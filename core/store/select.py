@@ -6,6 +6,17 @@ password never sits in the url (``config.toml`` refuses one): libpq takes it
 from ``PGPASSWORD`` or ``PGPASSFILE``, or leash reads ``[store]
 password_file``, which must be readable by its owner only. This host's name is
 ``LEASH_HOST``, else ``[daemon] host``, else the machine's hostname.
+``LEASH_STORE_OWNER_URL``, else ``[store] owner_url``, names the schema's
+owner role (``core.store.pgroles``): migrations and grants go through it; its
+password comes from libpq's own sources (``password_file`` is the runtime
+role's, and is used for the owner only when both urls name one user).
+
+leashd's backend (``daemon_backend``) on a home of files also makes the
+home's ack-log MAC key when it is missing (``core.logkey``), so every line it
+appends from then on carries a mac. On the shared store it makes none: every
+host's leashd must sign with one key (a key per host would fail every other
+host's check), so the operator gives it (``[acklog] mac_key_file``, or the
+same ``run/log.key`` on each host).
 
 Failure: a bad url, an unreadable password file or an unreachable server
 raises ``StoreSelectionError`` / ``StoreOffline`` with one line that never
@@ -18,6 +29,7 @@ import os
 import socket
 
 STORE_URL_VARIABLE = "LEASH_STORE_URL"
+OWNER_URL_VARIABLE = "LEASH_STORE_OWNER_URL"
 HOST_VARIABLE = "LEASH_HOST"
 PASSWORD_FILE_MODE_MASK = 0o077  # group or others may not read the password file
 
@@ -44,6 +56,29 @@ def store_url(home: str, environ=None) -> str:
             raise StoreSelectionError(f"{STORE_URL_VARIABLE} {problem}")
         return named
     return _config(home)["store"]["url"]
+
+
+def owner_url(home: str, environ=None) -> str:
+    """The schema owner's url for ``home`` ("": the runtime role owns it too)."""
+    environ = os.environ if environ is None else environ
+    named = environ.get(OWNER_URL_VARIABLE, "")
+    if named:
+        from leash.core.config import store_url_problem
+
+        problem = store_url_problem(named)
+        if problem and not problem.startswith("holds a password"):  # the environment may hold one
+            raise StoreSelectionError(f"{OWNER_URL_VARIABLE} {problem}")
+        return named
+    return _config(home)["store"]["owner_url"]
+
+
+def _owner_options(home: str, url: str, environ=None) -> dict:
+    """``owner_url`` and ``owner_password`` for ``PostgresBackend``."""
+    from urllib.parse import urlsplit
+
+    owner = owner_url(home, environ)
+    same_user = bool(owner) and urlsplit(owner).username == urlsplit(url).username
+    return {"owner_url": owner, "owner_password": password(home) if same_user else None}
 
 
 def host_name(home: str, environ=None) -> str:
@@ -77,13 +112,17 @@ def daemon_backend(home: str, *, say=None):
     if not url:
         from leash.core.store.files import FileBackend
 
-        return FileBackend(home, keep_connections=True)
+        backend = FileBackend(home, keep_connections=True)
+        from leash.core.logkey import ensure_key
+
+        ensure_key(home, next_seq=backend.acklog.log.next_seq())  # `leash doctor` then says "macs checked"
+        return backend
     from leash.core.store.postgres import PostgresBackend
 
     store = _config(home)["store"]
     return PostgresBackend(url, home=home, host=host_name(home), password=password(home), mirrored=True,
                            offline_grace_s=store["offline_grace_s"], offline=store["offline"], say=say,
-                           schema="upgrade")
+                           schema="upgrade", **_owner_options(home, url))
 
 
 def backend_for(home=None, *, environ=None, schema: str = "create"):
@@ -100,4 +139,4 @@ def backend_for(home=None, *, environ=None, schema: str = "create"):
     from leash.core.store.postgres import PostgresBackend
 
     return PostgresBackend(url, home=where, host=host_name(where, environ), password=password(where),
-                           schema=schema)
+                           schema=schema, **_owner_options(where, url, environ))

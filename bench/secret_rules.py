@@ -9,7 +9,7 @@ costs a fresh hook process pays: loading the rule data and building the index.
 Target: the whole check on 1 MiB under 100 ms. CPU time (``process_time``) is
 printed beside wall time, as other work on the machine inflates the latter.
 
-Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/secrets.py``.
+Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/secret_rules.py``.
 """
 from __future__ import annotations
 

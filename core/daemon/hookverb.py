@@ -1,0 +1,143 @@
+"""The agent socket's one verb: ``hook``, answered with the same code the
+in-process hook runs (``core.hooks.answer``).
+
+Before it judges, the request teaches the daemon two things from the peer's
+credentials (``SO_PEERCRED``), never from what the client sent: the Claude
+Code process behind the hook (``core.daemon.agents``: its processes are an
+agent's, never an operator's) and, for a session first named now, the uid it
+belongs to. The forwarded environment gets ``LEASH_HOOK_PID`` from the kernel
+too.
+
+Failure: a request without a string event and payload is an error reply; a
+hook naming another user's session is refused (``refuse`` logs it) and fails
+closed on the gating events; whatever the hook raises is answered by
+``core.hooks.answer`` itself as a hook that could not judge.
+"""
+from __future__ import annotations
+
+import threading
+
+from leash.core.daemon.peers import Peer
+
+SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
+
+
+def _parsed(payload: str) -> object:
+    """The hook payload's JSON (None when it is not JSON)."""
+    import json
+
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
+class SessionOwners:
+    """A session belongs to the uid whose hook first named it, for this
+    daemon's life: another user's agent can neither judge its calls nor write
+    its evidence (files read, attempts), nor end or register it. (A restarted
+    daemon learns the owners again from the next calls.)"""
+
+    def __init__(self) -> None:
+        self.owners: dict[str, int] = {}  # session id -> the uid whose hook first named it
+        self.mutex = threading.Lock()
+
+    def seen(self, session_id: str) -> bool:
+        return session_id in self.owners
+
+    def intruder(self, payload: object, peer: Peer) -> str:
+        """Why ``peer`` may not speak for the payload's session ("" when it may)."""
+        if not isinstance(payload, dict):
+            return ""  # unreadable input: the hook says what is wrong with it
+        session_id = payload.get("session_id")
+        if not isinstance(session_id, str) or not session_id:
+            return ""
+        with self.mutex:
+            owner = self.owners.setdefault(session_id, peer.uid)
+            if len(self.owners) > SESSION_OWNERS_KEPT:  # bounded: the oldest half is learned again
+                for stale in list(self.owners)[:SESSION_OWNERS_KEPT // 2]:
+                    del self.owners[stale]
+        if owner == peer.uid:
+            return ""
+        return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
+
+
+class HookVerb:
+    def __init__(self, home: str, backend, agents, *, refuse):
+        self.home, self.backend, self.agents = home, backend, agents
+        self.refuse = refuse  # refuse(peer, where=, verb=, reason=): logs a refusal
+        self.owners = SessionOwners()
+        self.pending = threading.local()  # the agent to learn once this thread's reply is sent
+
+    def learn_after_reply(self) -> None:
+        """Learn the agent of this thread's last request, if ``reply`` left it
+        for after the answer (walking its ancestry costs ~50 us a call)."""
+        item = getattr(self.pending, "item", None)
+        self.pending.item = None
+        if item is not None:
+            self.agents.learn_from_hook(item[0], item[1], session=item[2])
+
+    def _learn(self, peer: Peer, session: str) -> None:
+        """A session's first call teaches its agent before it is answered (the
+        agent runs nothing before its first answer); later calls, after."""
+        if session and self.owners.seen(session):
+            self.pending.item = (peer.pid, peer.uid, session)
+        else:
+            self.agents.learn_from_hook(peer.pid, peer.uid, session=session)
+
+    def reply(self, request: dict, peer: Peer) -> dict:
+        """The reply line to a ``hook`` request from ``peer``."""
+        from leash.core.hookio import failed_closed
+        from leash.core.hooks import answer
+
+        event, payload = request.get("event"), request.get("payload", "")
+        if not isinstance(event, str) or not isinstance(payload, str):
+            return {"error": "a hook request needs a string event and payload"}
+        parsed = _parsed(payload)
+        session = parsed.get("session_id") if isinstance(parsed, dict) else None
+        # Every hook names its agent: that process and all below it are an agent's, never an operator.
+        self._learn(peer, session if isinstance(session, str) else "")
+        intruder = self.owners.intruder(parsed, peer)
+        if intruder:
+            self.refuse(peer, where="agent", verb="hook", reason=intruder)
+            out, err, code = failed_closed(event, f"leash: {intruder}; this call is refused")
+            return {"stdout": out, "stderr": err, "code": code}
+        raw, parsed = _raw(payload, parsed)
+        # Valid UTF-8 whose text parsed as an object: the hook's own json.loads of
+        # ``raw`` would give the same object, so it is handed over, not parsed twice.
+        out, err, code = answer(event, raw, home=self.home, env=_env(request, peer), input_error=_input_error(request),
+                                backend=self.backend, parsed=parsed if isinstance(parsed, dict) else None)
+        return {"stdout": out, "stderr": err, "code": code}
+
+
+def _env(request: dict, peer: Peer) -> dict[str, str]:
+    """The agent's forwarded environment, with the hook's pid from the kernel."""
+    from leash.core.wellknown import HOOK_PID_ENV
+
+    given = request.get("env")
+    env = {k: v for k, v in given.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(given, dict) else {}
+    env[HOOK_PID_ENV] = str(peer.pid)  # the kernel's word, not the client's: whose Claude Code ran the hook
+    return env
+
+
+def _input_error(request: dict):
+    from leash.core.hookio import HookInputError, HookInputTooLarge
+
+    problem = request.get("input_error")
+    if problem == "too_large":
+        return HookInputTooLarge()
+    return HookInputError(problem) if isinstance(problem, str) else None
+
+
+def _raw(payload: str, parsed: object) -> tuple[bytes, object]:
+    """The payload's bytes as the client read them, and ``parsed`` (None when
+    the bytes were not UTF-8: the hook reads them itself and says what they are)."""
+    try:
+        return payload.encode("utf-8"), parsed
+    except UnicodeEncodeError:
+        pass
+    try:
+        return payload.encode("utf-8", "surrogateescape"), None  # the client's undecodable bytes, back as they were
+    except UnicodeEncodeError:
+        return payload.encode("utf-8", "surrogatepass"), None  # not JSON any more: the hook says so
