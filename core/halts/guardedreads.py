@@ -62,6 +62,8 @@ _PIECES = re.compile(r"[:=,@]")
 _PS_ENVIRONMENT = re.compile(r"^[A-Za-z]*e[A-Za-z]*$")
 PATH_MAX = 4096
 _configs: dict = {}
+GUARDED_KEPT_SECONDS = 1.0
+_guarded: dict = {}
 
 
 def _under(path: str, directory: str) -> bool:
@@ -108,9 +110,30 @@ class Guarded:
         self.names = {os.path.basename(p) for p in list(files) + list(self.real_files)}
 
     @classmethod
-    def of(cls, home: str, env: Mapping[str, str]) -> Guarded:
+    def of(cls, home: str, env: Mapping[str, str], *, clock=None) -> Guarded:
+        """The guarded files, kept ``GUARDED_KEPT_SECONDS`` for the same home,
+        config and environment (resolving them costs a dozen lstat calls; a
+        link made to one is seen within that time, and a read through a link
+        made in the same command is not seen at all — see the README)."""
+        import time
+
         password_file, configured_socket = _config_paths(home)
         user_home = env.get("HOME") or os.path.expanduser("~")
+        key = (home, password_file, configured_socket, user_home,
+               *(source.get(name) or "" for source in (env, os.environ)
+                 for name in ("PGPASSFILE", "LEASH_OPERATOR_SOCKET")))
+        moment = (clock or time.monotonic)()
+        kept = _guarded.get(key)
+        if kept is not None and moment - kept[1] < GUARDED_KEPT_SECONDS:
+            return kept[0]
+        made = cls._made(home, env, password_file, configured_socket, user_home)
+        _guarded.clear()  # one home and environment per process in practice
+        _guarded[key] = (made, moment)
+        return made
+
+    @classmethod
+    def _made(cls, home: str, env: Mapping[str, str], password_file: str, configured_socket: str,
+              user_home: str) -> Guarded:
         found = {os.path.join(home, SERVE_TOKEN_NAME): SERVE_TOKEN,
                  os.path.join(home, RUN_DIR, OPERATOR_SOCKET_NAME): OPERATOR_SOCKET,
                  os.path.join(user_home, PGPASS_NAME): STORE_PASSWORD}

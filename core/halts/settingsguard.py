@@ -208,3 +208,25 @@ def installed(project: str | None, env: Mapping[str, str] | None = None) -> dict
         found[package] = INSTALLED_CODE
     found.update(hook_programs(project))
     return found
+
+
+INSTALLED_KEPT_SECONDS = 1.0
+_places: dict = {}
+
+
+def installed_places(project: str | None, env: Mapping[str, str] | None = None, *,
+                     clock=None) -> list[tuple[str, str, str]]:
+    """``installed`` as (path, real path, what), kept ``INSTALLED_KEPT_SECONDS``
+    per project: resolving them costs dozens of lstat calls on every write,
+    and they change only when leash is installed again (a relinked
+    interpreter is seen within that time)."""
+    import time
+
+    moment = (clock or time.monotonic)()
+    kept = _places.get(project)
+    if kept is not None and moment - kept[1] < INSTALLED_KEPT_SECONDS:
+        return kept[0]
+    places = [(path, os.path.realpath(path), what) for path, what in installed(project, env).items()]
+    _places.clear()  # one project at a time in practice
+    _places[project] = (places, moment)
+    return places

@@ -123,10 +123,10 @@ def _installed_findings(ctx, call, env: Mapping[str, str]) -> list[str]:
     targets = [t for t in call.targets if _may_change_code(t)]
     if not targets:
         return []
-    from leash.core.halts.settingsguard import installed
+    from leash.core.halts.settingsguard import installed_places
     from leash.core.project import project_root
 
-    guarded = [(path, call.real(path), what) for path, what in installed(project_root(ctx.cwd, env), env).items()]
+    guarded = installed_places(project_root(ctx.cwd, env), env)
     found = []
     for target in targets:
         path, real_path = target.path, call.real(target.path) if len(target.path) <= PATH_MAX else target.path
