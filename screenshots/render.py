@@ -58,6 +58,16 @@ async def scene_modal(pilot):
     await pilot.pause()
 
 
+async def scene_stop_interrupt(pilot):
+    """The stop modal with "also interrupt the call in flight" ticked."""
+    await _settle(pilot)
+    await _select(pilot, "sessions", "agent-answers")
+    await pilot.press("s")
+    await pilot.pause()
+    await pilot.press("i")
+    await pilot.pause()
+
+
 async def scene_long_halt(pilot):
     await _settle(pilot)
     await pilot.press("2")
@@ -82,6 +92,7 @@ async def scene_why(pilot):
 # name: (scene, size, whether the fleet has the long halt)
 SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_acklog, SIZE, False),
           "console-help": (scene_help, SIZE, False), "console-dismiss-modal": (scene_modal, SIZE, False),
+          "console-stop-interrupt": (scene_stop_interrupt, SIZE, False),
           "console-80x24-long-halt": (scene_long_halt, (80, 24), True),
           "console-200x50-long-halt": (scene_long_halt, (200, 50), True),
           "console-80x24-zoomed": (scene_zoomed, (80, 24), True),

@@ -10,14 +10,15 @@ STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow
                "under warrant": "bold red", "hands-off": "cyan", "working": "green", "thinking": "green",
                "idle": "dim", "waiting for input": "bold cyan", "waiting for permission": "bold yellow",
                "waiting for approval": "bold yellow", "ended": "dim", "gone": "dim"}
-# The State column is as wide as the longest state: a state is never cut.
+# The longest state there is (the State column sizes itself to the states it
+# shows, so a state is never cut and a short one wastes no width).
 STATE_WIDTH = max(len(state) for state in (*STATE_STYLE, *AGENT_STATUSES))
 
 
 class SessionsPanel(Panel):
     PANEL = "sessions"
     TITLE = "Sessions"
-    COLUMNS = (("name", "Session", 18), ("state", "State", STATE_WIDTH), ("detail", "Why", 18),
+    COLUMNS = (("name", "Session", 18), ("state", "State", None), ("detail", "Why", 18),
                ("tool", "Last tool", 9), ("age", "Age", 6))
 
     HOST_COLUMN = ("host", "Host", 8)
