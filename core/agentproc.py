@@ -54,7 +54,7 @@ STAT_BYTES = 1024  # a stat line is a few hundred bytes
 # that asks again (leashd's caller over a kept connection, a program using the
 # API in-process) is not walked again. A new hook process is a new entry.
 NO_AGENT_KEPT = 1024
-_NO_AGENT: set[tuple[int, int]] = set()
+_NO_AGENT: set[tuple[str, int, int]] = set()
 CMDLINE_BYTES = 32768  # enough for a long ``-p`` prompt and the options after it
 MAX_DEPTH = 64  # no process tree is deeper; a loop in a racing /proc read ends here
 MAX_TREE = 4096  # processes looked at below one pane
@@ -169,7 +169,7 @@ def hook_agent(env, known: object = None) -> dict | None:
     given = env.get(HOOK_PID_ENV, "") if env is not None else ""
     hook_pid = int(given) if given.isdigit() else os.getpid()
     facts = stat_of(hook_pid)
-    caller = (hook_pid, facts[2]) if facts is not None else None
+    caller = (PROC, hook_pid, facts[2]) if facts is not None else None
     if caller is not None and caller in _NO_AGENT:
         return None  # the same process asked before, and no Claude Code ran it
     uid = owner_of(hook_pid)

@@ -13,16 +13,9 @@ from leash.core.stop import StopStateUnreadable
 from leash.core.store.pg import notify
 from leash.core.store.postgres import PostgresBackend
 
+from .waiting import eventually
+
 NOW = 1_900_000_000.0
-
-
-def eventually(check, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 @pytest.fixture

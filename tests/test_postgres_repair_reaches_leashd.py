@@ -17,18 +17,10 @@ from leash.core.store.pg import StoreOffline, notify
 from leash.core.store.postgres import PostgresBackend
 
 from .daemon_support import exchange, hook_request, sockets, start_daemon
+from .waiting import eventually
 
 NOW = 1_900_000_000.0
 NOTHING_STOPPED = '{"sessions": {}, "fleet": null}'
-
-
-def eventually(check, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from leash.core.warrants.epitaph import health_check
 from leash.core.warrants.kennel import Kennel
 from leash.core.warrants.speech import CLAUDE_CODE, SHELL, UNKNOWN, Speaker, after_echo, program_of
 
+from .waiting import wait_for
+
 PASTE_TUI = Path(__file__).with_name("paste_tui.py")
 CHECK = health_check("agent-1", 60, "is it alive", "ops@test", 1, 3, warrant_id="w-0001")
 FAST = [1.5, 1.5, 1.5]
@@ -30,17 +32,6 @@ def tmux(tmux_socket, monkeypatch, home):
     server = Tmux(str(tmux_socket))
     yield server
     server.kill_server()
-
-
-def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def start_tui(tmux: Tmux, tmp_path: Path, name: str, mode: str = "healthy", *, width: int = 120) -> Path:

@@ -38,6 +38,7 @@ from leash.core.warrants.dog import finish
 from leash.core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
 
 from .conftest import ROOT, leash_argv
+from .waiting import wait_for
 
 FAST = [0.3, 0.3, 0.3]
 # The gate closes as soon as the answer is seen, so a long first (or second)
@@ -114,17 +115,6 @@ def tmux(tmux_socket, monkeypatch, home):
     server = Tmux(str(tmux_socket))
     yield server
     server.kill_server()
-
-
-def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 def start_agent(tmux: Tmux, tmp_path, name: str, kind: str = "silent", *, late: int = 1, boot: int = 0,

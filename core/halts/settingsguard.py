@@ -204,7 +204,9 @@ def installed(project: str | None, env: Mapping[str, str] | None = None) -> dict
     found = {core: INSTALLED_CODE, os.path.normpath(sys.executable): HOOK_INTERPRETER}
     if os.path.isdir(os.path.join(package, "console")):
         found[os.path.join(package, "console")] = INSTALLED_CODE
-    if os.path.basename(package) == "leash":  # an installed package, not a source tree
+    # An installed package (site-packages/leash), not a source tree that happens
+    # to be checked out in a folder named leash (whose other files are the agent's work).
+    if os.path.basename(package) == "leash" and not os.path.exists(os.path.join(package, "pyproject.toml")):
         found[package] = INSTALLED_CODE
     found.update(hook_programs(project))
     return found

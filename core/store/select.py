@@ -44,32 +44,29 @@ def _config(home: str) -> dict:
     return load_config(home)  # the defaults when the home has no config.toml
 
 
-def store_url(home: str, environ=None) -> str:
-    """The shared store's url for ``home`` ("" for the files)."""
+def _named_url(home: str, variable: str, key: str, environ=None) -> str:
+    """The url the environment names in ``variable``, else ``[store] key``;
+    a url in the environment may hold a password (never one in config.toml)."""
     environ = os.environ if environ is None else environ
-    named = environ.get(STORE_URL_VARIABLE, "")
+    named = environ.get(variable, "")
     if named:
         from leash.core.config import store_url_problem
 
         problem = store_url_problem(named)
-        if problem and not problem.startswith("holds a password"):  # the environment may hold one
-            raise StoreSelectionError(f"{STORE_URL_VARIABLE} {problem}")
+        if problem and not problem.startswith("holds a password"):
+            raise StoreSelectionError(f"{variable} {problem}")
         return named
-    return _config(home)["store"]["url"]
+    return _config(home)["store"][key]
+
+
+def store_url(home: str, environ=None) -> str:
+    """The shared store's url for ``home`` ("" for the files)."""
+    return _named_url(home, STORE_URL_VARIABLE, "url", environ)
 
 
 def owner_url(home: str, environ=None) -> str:
     """The schema owner's url for ``home`` ("": the runtime role owns it too)."""
-    environ = os.environ if environ is None else environ
-    named = environ.get(OWNER_URL_VARIABLE, "")
-    if named:
-        from leash.core.config import store_url_problem
-
-        problem = store_url_problem(named)
-        if problem and not problem.startswith("holds a password"):  # the environment may hold one
-            raise StoreSelectionError(f"{OWNER_URL_VARIABLE} {problem}")
-        return named
-    return _config(home)["store"]["owner_url"]
+    return _named_url(home, OWNER_URL_VARIABLE, "owner_url", environ)
 
 
 def _owner_options(home: str, url: str, environ=None) -> dict:
