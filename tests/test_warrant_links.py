@@ -30,3 +30,17 @@ def test_warrants_placed_outside_are_never_read(home, tmp_path):
     os.rename(home / "warrants", tmp_path / "elsewhere")
     os.symlink(tmp_path / "elsewhere", home / "warrants")
     assert queue.pending() == []
+
+
+def test_an_ambiguous_id_prefix_says_so(home, cli):
+    """Ids begin with their filing time (``w-20261126T...``): two filed the same
+    day share ``w-YYYYMMDD``, a prefix that names neither alone."""
+    StopProtocol(home)
+    queue = WarrantQueue(home)
+    first, _ = queue.file("agent-1", reason="r", requester="ops")
+    second, _ = queue.file("agent-2", reason="r", requester="ops")
+    prefix = first["id"][:len("w-YYYYMMDD")]
+    assert second["id"].startswith(prefix)
+    result = cli("warrant", "pardon", prefix)
+    assert result.code == 1 and "ambiguous: 2 warrants begin with" in result.err
+    assert cli("warrant", "pardon", first["id"]).code == 0

@@ -619,11 +619,13 @@ def test_warrant_list_and_status_json(home, tmux, tmp_path, cli):
     # The kennel claims one warrant ahead of its free dogs (CLAIM_AHEAD): the
     # second may already be claimed, received but not worked, or still pending.
     ahead = [w for w in listing["active"] if w["id"] == waiting["id"]]
+    # (A claim writes the dog's state before it removes the pending file: for a
+    # moment a listing may show the warrant in both.)
     if listing["pending"]:
-        assert [w["id"] for w in listing["pending"]] == [waiting["id"]] and not ahead
+        assert [w["id"] for w in listing["pending"]] == [waiting["id"]]
         assert set(listing["pending"][0]) == {"id", "target", "target_id", "reason", "requester", "filed_at"}
-    else:
-        assert [w["state"] for w in ahead] == ["received"]
+    assert [w["state"] for w in ahead] in ([], ["received"])
+    assert listing["pending"] or ahead
     (dog,) = [w for w in listing["active"] if w["id"] == working["id"]]
     assert dog["id"] == working["id"] and dog["state"] == "interrogating" and dog["warrant"] == working
     assert listing["completed"] == []

@@ -168,7 +168,11 @@ class PgWarrants:
         rows = self.db.rows(f"SELECT {COLUMNS} FROM warrants WHERE id = %s OR (%s AND id LIKE %s) "
                             "ORDER BY id = %s DESC LIMIT 2",
                             (wanted, len(wanted) >= PREFIX_MIN_LENGTH, like_prefix(wanted), wanted))
-        if not rows or (rows[0][0] != wanted and len(rows) > 1):
+        if rows and rows[0][0] != wanted and len(rows) > 1:
+            from leash.core.warrants.queue import ambiguous
+
+            raise ambiguous(wanted, [row[0] for row in rows])
+        if not rows:
             return None
         _, status, record, state = rows[0]
         return status, entry(status, record, state)

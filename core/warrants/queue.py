@@ -79,6 +79,16 @@ class WarrantError(Exception):
     """A warrant operation the state does not allow (unknown id, finished)."""
 
 
+PREFIX_MIN_LENGTH = 6  # an id prefix shorter than this names no warrant
+SHOWN_AMBIGUOUS = 3
+
+
+def ambiguous(prefix: str, ids: list[str]) -> WarrantError:
+    """The error for a prefix that several warrants' ids begin with (every backend's words)."""
+    shown = ", ".join(sorted(ids)[:SHOWN_AMBIGUOUS]) + (", ..." if len(ids) > SHOWN_AMBIGUOUS else "")
+    return WarrantError(f"ambiguous: {len(ids)} warrants begin with {prefix!r} ({shown}); give more of the id")
+
+
 class WarrantQueue:
     def __init__(self, home, acklog=None, *, tmux=None):
         from leash.core.acklog import AckLog
@@ -167,10 +177,14 @@ class WarrantQueue:
                 rid = record.get("id", "")
                 if rid == warrant_id:
                     return kind, record
+        if len(warrant_id) < PREFIX_MIN_LENGTH:
+            return None
         matches = [(k, r) for k, rs in (("pending", self.pending()), ("active", self.active()),
                                         ("completed", self.completed()))
                    for r in rs if r.get("id", "").startswith(warrant_id)]
-        return matches[0] if len(matches) == 1 and len(warrant_id) >= 6 else None
+        if len(matches) > 1:
+            raise ambiguous(warrant_id, [r.get("id", "") for _, r in matches])
+        return matches[0] if matches else None
 
     def live_for(self, target: str, target_id: str | None = None) -> dict | None:
         """The pending or active warrant for this session: the same id when
