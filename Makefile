@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) bench/warrant_delivery.py
 	$(PY) bench/notify.py
 	$(PY) bench/policy_audit.py
+	$(PY) bench/approvals.py
 
 demo: $(STAMP)
 	$(VENV)/bin/leash demo

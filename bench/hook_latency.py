@@ -194,7 +194,10 @@ def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
     for verb, event in LIFECYCLE.items():
         data = json.loads((fixtures / f"{event}.json").read_text())
         data["session_id"] = "bench-session"
-        measure(f"{event}", installed_hook() + ["hook", verb], json.dumps(data).encode(), env)
+        label = event
+        if verb == "permission-request":  # through leashd a free session's dialog waits for an operator (approvals)
+            data["session_id"], label = "someone-else", f"{event} (stopped)"
+        measure(label, installed_hook() + ["hook", verb], json.dumps(data).encode(), env)
 
 
 def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:

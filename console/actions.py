@@ -404,6 +404,12 @@ def cmd_halts(protocol, args) -> int:
     return run_halts(_backend(protocol), args, Refused)
 
 
+def cmd_approvals(protocol, args) -> int:
+    from leash.console.approvals_cli import run as run_approvals
+
+    return run_approvals(_backend(protocol), args, Refused)
+
+
 # ------------------------------------------------------------------ warrants
 def cmd_warrant(protocol, args) -> int:
     from leash.core.warrants import WarrantError
@@ -567,16 +573,17 @@ def cmd_install(protocol, args) -> int:
     on_failure = claudeversion.supports_on_failure(version)
     daemon_uid = install.daemon_uid_of(args.socket) if args.socket else None
     runner = install.hook_runner()
+    wait = install.approval_wait(protocol.home)  # the approvals' timeout the deadlines must outlast
     # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
         previous = wiring.write_record(protocol.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
-                                       on_failure=on_failure, uninstall=args.uninstall)
+                                       on_failure=on_failure, uninstall=args.uninstall, wait=wait)
     except OSError as exc:
         raise Refused(f"cannot record the wiring in {wiring.record_path(protocol.home)}: {exc.strerror}; "
                       "nothing changed") from None
     try:
         changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
-                                  on_failure=on_failure, daemon_uid=daemon_uid)
+                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait)
     except (install.SettingsError, PermissionError) as exc:
         wiring.restore_record(protocol.home, previous)
         if isinstance(exc, PermissionError):
@@ -684,6 +691,6 @@ COMMANDS = {
     "status": cmd_status, "log": cmd_log, "doctor": cmd_doctor, "hook": cmd_hook, "install": cmd_install,
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
-    "store": cmd_store, "setup": cmd_setup, "notify": cmd_notify,
+    "store": cmd_store, "setup": cmd_setup, "notify": cmd_notify, "approvals": cmd_approvals,
 }
-ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant"}
+ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant", "approvals"}

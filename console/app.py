@@ -1,4 +1,4 @@
-"""The leash console: six live panels and a key for every control action.
+"""The leash console: seven live panels and a key for every control action.
 
 The app holds no policy. Every read and write goes through one ``Backend``
 (``backend=``, default the home's file backend). Reading the view runs in
@@ -16,12 +16,20 @@ When no other kennel is running the console runs one of its own (in a thread
 with its own event loop), so a warrant filed with ``w`` is worked at once.
 
 At any size: below ``WIDE_COLUMNS`` the main screen shows one panel at a time
-at full width under a tab strip (``1``-``6`` and ``tab`` switch), from there
-on the grid; ``z`` zooms the focused panel. The detail line above the footer
-shows the selected row's whole text; for a session, every rule that holds it
-(``core.why``, read in a worker thread). The main screen's keys act only while
-it is on top. SIGTERM and SIGHUP end the app the way ``q`` does, so the
-terminal is restored.
+at full width under a tab strip (``1``-``7`` and ``tab`` switch), from there
+on the grid (the Approvals panel across its top); ``z`` zooms the focused
+panel. The detail line above the footer shows the selected row's whole text;
+for a session, every rule that holds it (``core.why``, read in a worker
+thread); for an approval, the whole command or diff. The main screen's keys
+act only while it is on top. SIGTERM and SIGHUP end the app the way ``q``
+does, so the terminal is restored.
+
+What an operator must hear of at once raises a notification: a new approval
+waiting and a new critical halt also ring the terminal (the bell, and an OSC 9
+desktop notification, ``leash: approval waiting: SESSION TOOL``, its text
+escaped); an executed warrant and a tripped breaker ring the bell. A served
+console (``leash serve``) writes them to the browser's terminal and answers
+approvals ``via`` "serve".
 
 Agent text is data: every widget shows it as plain text, never as markup, and
 with its control characters escaped (``core.text.printable``); notifications
@@ -30,7 +38,7 @@ never parse markup either.
 from __future__ import annotations
 
 import time
-from typing import AsyncIterator
+from typing import AsyncIterator, NamedTuple
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -47,6 +55,7 @@ from leash.console.screens.help import HelpScreen
 from leash.console.screens.peek import PeekScreen
 from leash.console.screens.why import WhyScreen
 from leash.console.widgets.acktail import AckTailPanel
+from leash.console.widgets.approvals import ApprovalsPanel
 from leash.console.widgets.detail import DetailLine, detail_text
 from leash.console.widgets.halts import HaltsPanel
 from leash.console.widgets.locks import LocksPanel
@@ -67,9 +76,46 @@ WATCH_DEBOUNCE_MS = 150
 UNSHOWN_STORES = frozenset({"kennels"})  # a kennel's heartbeat (each second) changes nothing a panel shows
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
+DESKTOP_LIMIT = 160  # characters of an OSC 9 desktop notification's text
+DESKTOP_PREFIX = "leash: "  # never a digit first: OSC 9;<n> means other things to some terminals
 ALERTED_OUTCOMES = frozenset({"executed", "undelivered"})  # a warrant's end an operator must hear of
-WIDE_COLUMNS = 120  # from this width on, the grid of six panels; below it, one panel and a tab strip
-PANEL_CLASSES = (SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
+WIDE_COLUMNS = 120  # from this width on, the grid of seven panels; below it, one panel and a tab strip
+# In the grid's order: the approvals across the top, then two by two (the keys follow ``keymap.PANELS``).
+PANEL_CLASSES = (ApprovalsPanel, SessionsPanel, HaltsPanel, WarrantsPanel, LocksPanel, LoopsPanel, AckTailPanel)
+
+
+class Alert(NamedTuple):
+    title: str
+    message: str
+    desktop: str = ""  # an OSC 9 notification's text too
+    severity: str = "error"
+
+
+def alerts_of(data: dict) -> dict[str, dict[str, Alert]]:
+    """What an operator must hear of when it is new, by kind and id: an approval
+    waiting, a critical halt, a warrant executed or undelivered, a tripped breaker."""
+    approvals = {}
+    for row in data.get("approvals", []):
+        what = f"{row.get('session') or row.get('session_id')} {row.get('tool')}"
+        approvals[row["id"]] = Alert(f"Approval waiting: {what}", str(row.get("summary") or ""),
+                                     f"approval waiting: {what}", "warning")
+    critical = {}
+    for halt in data["halts"]:
+        if halt["severity"] == "critical":
+            what = f"{halt.get('condition_name') or halt['halt_type']} on {halt['session_id']}"
+            critical[halt["halt_id"]] = Alert(f"Critical halt: {what}", halt["description"][:120],
+                                              f"critical halt: {what}")
+    executed = {warrant["id"]: Alert(f"Warrant {warrant['outcome']}: {warrant['warrant']['target']}",
+                                     str(warrant.get("log_reason") or warrant["outcome"])[:120])  # the core's words
+                for warrant in data["finished_warrants"] if warrant.get("outcome") in ALERTED_OUTCOMES}
+    tripped = {loop["name"]: Alert(f"Restart-loop breaker tripped: {loop['name']}", "auto-resume is skipped")
+               for loop in data["loops"] if loop.get("tripped")}
+    return {"approvals": approvals, "critical": critical, "executed": executed, "tripped": tripped}
+
+
+def desktop_notification(text: str) -> str:
+    """An OSC 9 notification of ``text``: one line, controls escaped (none can end it early)."""
+    return f"\x1b]9;{printable(DESKTOP_PREFIX + text, limit=DESKTOP_LIMIT)}\x07"
 
 
 class LeashApp(OperationKeys, EndsOnSignals, App):
@@ -103,7 +149,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.want_watch = watch
         self.clock = clock
         self.source = source or default_source()
-        self.operations = Operations(self.backend, self.source, home=self.home)
+        self.operations = Operations(self.backend, self.source, home=self.home)  # ``via`` set once mounted
         self.view_data: dict = {}
         self.tmux_sessions: list[dict] = []
         self.kennel = None
@@ -136,6 +182,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.operations.via = "serve" if self.is_web else "console"
         self._activate("sessions")
         self.panel("sessions").table.focus()
         if not self.is_headless:
@@ -224,7 +271,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.view_data = data
         self._why_before, self._why = self._why, {}  # shown until the new answer comes, so nothing flickers
         now = self.clock()
-        self.query_one(SummaryBar).show(data["summary"], data["problems"])
+        self.query_one(SummaryBar).show(data["summary"], data["problems"], now)
         for name in PANELS:  # each panel shows the view's list of the same name
             self.panel(name).show(data[name][:MAX_ROWS] if name != "acklog" else data[name][-MAX_ROWS:], now)
         self.show_detail()
@@ -278,27 +325,15 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.show_detail()
 
     def _notify_changes(self, data: dict) -> None:
-        """Alert on what an operator must hear of at once: a new critical halt, a
-        warrant executed or undelivered, a tripped breaker."""
-        current = {
-            "critical": {h["halt_id"] for h in data["halts"] if h["severity"] == "critical"},
-            "executed": {w["id"] for w in data["finished_warrants"] if w.get("outcome") in ALERTED_OUTCOMES},
-            "tripped": {loop["name"] for loop in data["loops"] if loop.get("tripped")},
-        }
+        """Alert on what an operator must hear of at once (``alerts_of``); none
+        for what the first view shows."""
+        current = alerts_of(data)
         if self._seen is not None:
-            new_critical = current["critical"] - self._seen["critical"]
-            new_executed = current["executed"] - self._seen["executed"]
-            for halt in data["halts"]:
-                if halt["halt_id"] in new_critical:
-                    self._alert(f"Critical halt: {halt.get('condition_name') or halt['halt_type']} on "
-                                f"{halt['session_id']}", halt["description"][:120])
-            for warrant in data["finished_warrants"]:
-                if warrant["id"] in new_executed:  # the core's own words for the outcome
-                    self._alert(f"Warrant {warrant['outcome']}: {warrant['warrant']['target']}",
-                                str(warrant.get("log_reason") or warrant["outcome"])[:120])
-            for name in current["tripped"] - self._seen["tripped"]:
-                self._alert(f"Restart-loop breaker tripped: {name}", "auto-resume is skipped")
-        self._seen = current
+            for kind, alerts in current.items():
+                for key, alert in alerts.items():
+                    if key not in self._seen[kind]:
+                        self._alert(alert.title, alert.message, desktop=alert.desktop, severity=alert.severity)
+        self._seen = {kind: set(alerts) for kind, alerts in current.items()}
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
@@ -307,9 +342,18 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         super().notify(printable(message, limit=NOTIFY_LIMIT), title=printable(title, limit=NOTIFY_LIMIT),
                        severity=severity, timeout=timeout, markup=False)
 
-    def _alert(self, title: str, message: str) -> None:
-        self.notify(message, title=title, severity="error", timeout=10)
+    def _alert(self, title: str, message: str, *, desktop: str = "", severity="error") -> None:
+        """A notification and the bell; ``desktop``: an OSC 9 notification's text too."""
+        self.notify(message, title=title, severity=severity, timeout=10)
         self.bell()
+        if desktop:
+            self.write_to_terminal(desktop_notification(desktop))
+
+    def write_to_terminal(self, sequence: str) -> None:
+        """Write ``sequence`` raw to the terminal the app runs in (as ``bell()``
+        does; a served console's goes to the browser's); nothing when headless."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
 
     @work(thread=True, exclusive=True, group="tmux")
     def poll_tmux(self) -> None:
@@ -339,9 +383,13 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
                 await close()
 
     def tick_countdown(self) -> None:
+        """The counting-down cells: a warrant's gate, an approval's time left (and its urgency in the summary)."""
         if self.view_data and not self._dashboard_gone():
-            self.panel("warrants").show(self.view_data["warrants"][:MAX_ROWS], self.clock())
-            if self._last_panel == "warrants":
+            now = self.clock()
+            for name in ("warrants", "approvals"):
+                self.panel(name).show(self.view_data[name][:MAX_ROWS], now)
+            self.query_one(SummaryBar).show(self.view_data["summary"], self.view_data["problems"], now)
+            if self._last_panel in ("warrants", "approvals"):
                 self.show_detail()
 
     def tick_ages(self) -> None:

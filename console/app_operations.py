@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual import work
 
-from leash.console.operations import Refusal
+from leash.console.operations import FOCUS_TEXT, Refusal
 from leash.console.screens.confirm import ConfirmScreen
 
 
@@ -40,7 +40,8 @@ class OperationKeys:
         screen = ConfirmScreen(operation.title, operation.body, text_label=operation.text_label,
                                extra_label=operation.extra_label, extra_value=operation.extra_value,
                                caution=operation.caution, confirm_label=operation.confirm_label,
-                               option_label=operation.option_label, option_key=operation.option_key)
+                               option_label=operation.option_label, option_key=operation.option_key,
+                               focus_text=operation.focus == FOCUS_TEXT)
 
         def done(confirmed) -> None:
             if confirmed is not None:
@@ -56,6 +57,7 @@ class OperationKeys:
             "escalate": lambda: ops.halt(row, "escalated"), "pardon": lambda: ops.pardon(row),
             "warrant": lambda: ops.warrant(row), "hands_off": lambda: ops.hands_off(row or None),
             "release": lambda: ops.release(row), "loop_reset": lambda: ops.loop_reset(row),
+            "allow": lambda: ops.allow(row), "deny": lambda: ops.deny(row),
         }[kind]()
 
     @work(thread=True, group="operation")
@@ -105,3 +107,9 @@ class OperationKeys:
 
     def action_release(self) -> None:
         self._row_action("release", "locks")
+
+    def action_allow(self) -> None:
+        self._row_action("allow", "approvals")
+
+    def action_deny(self) -> None:
+        self._row_action("deny", "approvals")

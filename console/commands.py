@@ -1,8 +1,9 @@
 """Command palette (ctrl+p): every action by name, for every row it applies to.
 
 "Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
-warrant agent-7", "Release ezra", "Reset breaker gateway", "Fleet stop",
-"Open the ack log"... Each runs the same confirmation flow as its key.
+warrant agent-7", "Release ezra", "Reset breaker gateway", "Allow Bash for
+agent-3", "Deny Edit for agent-5", "Fleet stop", "Open the ack log"... Each
+runs the same confirmation flow as its key.
 
 Entry names hold agent text (session ids, halt conditions, breaker names):
 they are shown as plain ``Content`` with control characters escaped, and the
@@ -71,6 +72,10 @@ class LeashCommands(Provider):
             entries.append((f"Reset breaker {printable(row['name'], limit=NAME_LIMIT)}",
                             partial(app.run_operation, "loop_reset", row),
                             "TRIPPED" if row.get("tripped") else ""))
+        for row in view.get("approvals", []):
+            label = printable(f"{row.get('tool')} for {row.get('session')}", limit=NAME_LIMIT)
+            for verb, op in (("Allow", "allow"), ("Deny", "deny")):
+                entries.append((f"{verb} {label}", partial(app.run_operation, op, row), str(row.get("summary") or "")))
         return entries
 
     async def discover(self) -> Hits:

@@ -4,8 +4,9 @@ The fleet: an agent that answers health checks, one that never does (its pane
 only echoes), one that keeps printing, and an agent session seen by the hooks
 in each; a critical and a high halt; a hands-off lock; a warrant in
 interrogation with demo-length timeouts; a restart-loop breaker one boot
-short of tripping. ``seed_fleet`` is also what the snapshot tests and the
-screenshots use (with a fixed clock and no tmux).
+short of tripping; an Edit waiting for an operator's approval. ``seed_fleet``
+is also what the snapshot tests and the screenshots use (with a fixed clock
+and no tmux).
 """
 from __future__ import annotations
 
@@ -39,7 +40,16 @@ DEMO_SESSIONS = (
     ("agent-chatty", "chatty", "claude-c044", "orion"),
 )
 # What each demo agent's hooks last said it was doing (its held state, if any, shows first).
-DEMO_STATUS = {"claude-7f3a": "working", "claude-2b91": "waiting for permission", "claude-c044": "thinking"}
+DEMO_STATUS = {"claude-7f3a": "waiting for approval", "claude-2b91": "waiting for permission",
+               "claude-c044": "thinking"}
+# The call waiting for an answer: an Edit by the one agent nothing holds (a held one's calls are refused at once).
+DEMO_APPROVAL = ("claude-7f3a", "Edit", {
+    "file_path": "/work/ezra/src/billing/invoice.py",
+    "old_string": "def total(lines):\n    return sum(line.amount for line in lines)\n",
+    "new_string": "def total(lines, *, tax_rate=0.0):\n    subtotal = sum(line.amount for line in lines)\n"
+                  "    return round(subtotal * (1 + tax_rate), 2)\n"})
+DEMO_APPROVAL_WAITED = 75  # seconds it has waited
+DEMO_APPROVAL_TIMEOUT = 600
 
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
@@ -64,6 +74,9 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
     backend.stops.stop("claude-legacy", source=source, reason="explicit halt: wrong repository", now=now - 900)
     for t in (now - 50, now - 20):
         backend.breakers.record_boot("gateway", window_seconds=60, now=t)
+    session_id, tool, tool_input = DEMO_APPROVAL
+    backend.approvals.request(session_id, tool, tool_input, timeout_s=DEMO_APPROVAL_TIMEOUT,
+                              now=now - DEMO_APPROVAL_WAITED)
 
 
 def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-PANELS = ("sessions", "halts", "warrants", "locks", "loops", "acklog")
+PANELS = ("sessions", "halts", "warrants", "locks", "loops", "acklog", "approvals")
 PANEL_TITLES = {"sessions": "Sessions", "halts": "Pending halts", "warrants": "Warrants",
-                "locks": "Hands-off locks", "loops": "Loop breakers", "acklog": "Ack log"}
+                "locks": "Hands-off locks", "loops": "Loop breakers", "acklog": "Ack log",
+                "approvals": "Approvals"}
 EVERYWHERE = frozenset(PANELS)
 
 
@@ -30,6 +31,7 @@ ACTIONS: tuple[KeyAction, ...] = (
     KeyAction("focus_panel('locks')", "4", "Locks", EVERYWHERE),
     KeyAction("focus_panel('loops')", "5", "Breakers", EVERYWHERE),
     KeyAction("focus_panel('acklog')", "6", "Ack log", EVERYWHERE),
+    KeyAction("focus_panel('approvals')", "7", "Approvals", EVERYWHERE),
     KeyAction("stop", "s", "Stop", frozenset({"sessions"}), True),
     KeyAction("fleet_stop", "S", "Fleet stop", EVERYWHERE, True),
     KeyAction("resume", "u", "Resume", frozenset({"sessions"}), True),
@@ -40,6 +42,8 @@ ACTIONS: tuple[KeyAction, ...] = (
     KeyAction("warrant", "w", "File warrant", frozenset({"sessions"}), True),
     KeyAction("hands_off", "h", "Hands-off", frozenset({"sessions", "locks"}), True),
     KeyAction("release", "r", "Release", frozenset({"locks"}), True),
+    KeyAction("allow", "y", "Allow", frozenset({"approvals"}), True),
+    KeyAction("deny", "n", "Deny", frozenset({"approvals"}), True),
     KeyAction("peek", "enter", "Peek pane", frozenset({"sessions"})),
     KeyAction("why", "i", "Why held", frozenset({"sessions"})),
     KeyAction("zoom", "z", "Zoom", EVERYWHERE),

@@ -1,11 +1,14 @@
 """What each console key does: the confirmation it asks for and the core call it makes.
 
 An ``Operation`` describes one state change on one row: the modal's title,
-body and fields, and ``run(confirmed)`` — a call into the backend's stores
-(``leash.core.store``) whose result is in the store for every other process
-(the CLI, the hooks, the kennel) at once. The
-console decides nothing here: whether a halt may be dismissed, which stop a
-resume lifts, how long a lock lasts — the core answers all of it.
+body and fields (and which has the focus first), and ``run(confirmed)`` — a
+call into the backend's stores (``leash.core.store``) whose result is in the
+store for every other process (the CLI, the hooks, the kennel) at once. An
+approval's answer names the path it came by (``via``: the console, or
+"serve" in a browser); one that came second is a ``Refusal`` naming who
+answered first. The console decides nothing here: whether a halt may be
+dismissed, which stop a resume lifts, how long a lock lasts — the core
+answers all of it.
 
 Names and descriptions in titles, bodies and messages are agent text: each is
 put in through ``shown`` (one line, control characters escaped), so it can
@@ -22,6 +25,10 @@ DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
 INTERRUPT_KEY = "i"
 INTERRUPT_LABEL = "Also interrupt the call in flight (i)"
 INTERRUPT_NOTE = "Interrupt: Escape in its tmux pane, or SIGINT if headless."
+APPROVAL_BODY_LINES = 6  # lines of an approval's command or diff its modal shows (the detail line has the rest)
+APPROVAL_LINE_LIMIT = 66  # characters of each (the modal is 72 wide)
+FOCUS_CANCEL = "cancel"  # the modal's Cancel button has the focus first: a stray Enter cancels
+FOCUS_TEXT = "text"  # its text field has it first (Enter there only moves on, so this is as safe)
 
 
 def shown(value: object, limit: int | None = NAME_LIMIT) -> str:
@@ -39,6 +46,7 @@ class Operation(NamedTuple):
     confirm_label: str = "Confirm"
     option_label: str | None = None  # the action's own check box, ``Confirmed.option``
     option_key: str = ""
+    focus: str = FOCUS_CANCEL
 
 
 class Refusal(Exception):
@@ -61,10 +69,12 @@ class Operations:
     """Builds the operation for a key press, given the backend and who is
     acting. ``home``: where config.toml is read (default the backend's home)."""
 
-    def __init__(self, backend, source: str, *, home=None):
+    def __init__(self, backend, source: str, *, home=None, via: str = "console"):
+        """``via``: the path an approval's answer names (``console``; ``serve`` in a browser)."""
         self.backend = backend
         self.source = source
         self.home = home if home is not None else backend.home
+        self.via = via
 
     def default_hours(self) -> float:
         """``[hands_off] default_hours`` of config.toml, read at each key press."""
@@ -214,3 +224,40 @@ class Operations:
             return f"reset breaker {shown(row['name'])}"
         return Operation(f"Reset breaker {shown(row['name'])}?", "Its recorded boots are forgotten; the next "
                          "restart-interrupted boot auto-resumes again.", run, confirm_label="Reset")
+
+    # ------------------------------------------------------------ approvals
+    def allow(self, row: dict) -> Operation:
+        def run(c):
+            record = self._answer(row, allow=True, note=c.text)
+            return f"allowed {shown(record.tool)} for {shown(row.get('session'))}"
+        return Operation(f"Allow {shown(row.get('tool'))} for {shown(row.get('session'))}?",
+                         f"{self._approval_body(row)}\n\nThe call runs now.", run,
+                         text_label="Note (optional, for the ack log)", confirm_label="Allow")
+
+    def deny(self, row: dict) -> Operation:
+        def run(c):
+            record = self._answer(row, allow=False, message=c.text)
+            return f"denied {shown(record.tool)} for {shown(row.get('session'))}"
+        return Operation(f"Deny {shown(row.get('tool'))} for {shown(row.get('session'))}?",
+                         f"{self._approval_body(row)}\n\nThe call is refused; the agent reads the message.", run,
+                         text_label="Message to the agent", confirm_label="Deny", focus=FOCUS_TEXT)
+
+    def _answer(self, row: dict, *, allow: bool, message: str = "", note: str = ""):
+        """The store's answer; another's answer first (or an id it does not know) is the operator's to read."""
+        from leash.core.approvals.store import ApprovalClosed, UnknownApproval
+
+        try:
+            return self.backend.approvals.answer(row["id"], allow=allow, by=self.source, via=self.via,
+                                                 message=message, note=note)
+        except (ApprovalClosed, UnknownApproval) as exc:
+            raise Refusal(shown(exc, DESCRIPTION_LIMIT)) from None
+
+    @staticmethod
+    def _approval_body(row: dict) -> str:
+        """Who asks, why it asks (a rule, or Claude Code's own prompt), and the start of the command or diff."""
+        why = f"ask rule {row['rule']}" if row.get("kind") == "ask" and row.get("rule") else "a permission prompt"
+        lines = str(row.get("detail") or row.get("summary") or "").rstrip("\n").split("\n")
+        shown_lines = [shown(line.expandtabs(4), APPROVAL_LINE_LIMIT) for line in lines[:APPROVAL_BODY_LINES]]
+        if len(lines) > APPROVAL_BODY_LINES:
+            shown_lines.append(f"… {len(lines) - APPROVAL_BODY_LINES} more lines")
+        return f"{shown(row.get('session'))} asks ({why}):\n" + "\n".join(shown_lines)

@@ -100,6 +100,10 @@ def build_parser():
 
     add_halts_parsers(sub, common, acting, Parser, _whole)
 
+    from leash.console.approvals_cli import add_parsers as add_approvals_parsers
+
+    add_approvals_parsers(sub, common, acting, Parser)
+
     p = sub.add_parser("warrant", parents=[common], help="death warrants: file, list, pardon")
     warrant = p.add_subparsers(dest="warrant_command", metavar="ACTION", parser_class=Parser, required=True)
     q = warrant.add_parser("file", parents=[acting], help="ask the kennel to interrogate (and maybe kill) a session")

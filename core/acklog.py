@@ -55,10 +55,12 @@ EVENTS = (
     "state_rebuilt", "halt_recorded", "tamper_blocked", "daemon_refused",
     "interrupt",  # a stop that also cancelled the call in flight (core.interrupt)
     "operator_refused",  # an operator request from below an agent's process (core.daemon.agents)
+    # An agent's call waiting for an operator, and how it ended (core.approvals.store).
+    "approval_requested", "approval_allowed", "approval_denied", "approval_timeout", "approval_withdrawn",
 )
 RESERVED_KEYS = HEAD_KEYS + CHAIN_KEYS + (MAC_KEY,)  # no extra key of a line may take these names
 # State files that record the last line they reflect: (file, the key it is under).
-STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"))
+STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"), ("approvals.json", "head"))
 # How far back an append looks for the last intact line before scanning it all.
 _TAIL_LOOKBACK = 64
 

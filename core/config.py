@@ -19,6 +19,7 @@ from leash.core.hours import HOURS_RULE, hours_problem
 from leash.core.statefile import JSONObject
 
 CONFIG_NAME = "config.toml"
+HOST_VARIABLE = "LEASH_HOST"  # this host's name, before [daemon] host
 
 # (type check, description) for each leaf; a tuple of types means any of them.
 _NUMBER = (int, float)
@@ -53,6 +54,10 @@ DEFAULTS: JSONObject = {
     "store": {"url": "", "owner_url": "", "password_file": "", "offline_grace_s": 10, "offline": "closed"},
     # Notifications from leashd (core.notify); "route" holds the [[notify.route]] tables (see [notify] below).
     "notify": {"waiting_after_s": 120, "remind_after_s": 600, "route": []},
+    # Approvals (core.approvals): calls that always need a human ("Bash(git push*)", "path:deploy/**",
+    # "tool:mcp__*"), how long one waits, and what its timeout decides ("ask": PermissionRequest falls
+    # back to Claude Code's own dialog; an ask rule's call is denied).
+    "approvals": {"ask": [], "timeout_s": 300, "on_timeout": "deny"},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -74,6 +79,7 @@ _SCHEMA: dict[str, dict[str, object]] = {
               "offline_grace_s": ("non-negative number",),
               "offline": ("offline policy",)},
     "notify": {"waiting_after_s": ("positive number",), "remind_after_s": ("positive number",)},
+    "approvals": {"ask": ("ask rules",), "timeout_s": ("positive number",), "on_timeout": ("on-timeout policy",)},
 }
 
 # Tables of operator-named entries: section -> (sub-table path, entry schema).
@@ -95,10 +101,21 @@ _KIND_SAID = {  # kinds whose rule reads better in words than by name
     "store url": ('"" or a postgresql:// url without a password (the password comes from PGPASSWORD, '
                   'PGPASSFILE or [store] password_file)'),
     "offline policy": '"closed" or "last-known"',
+    "ask rules": 'a list of "Tool(glob)", "path:glob" or "tool:glob" strings',
+    "on-timeout policy": '"deny" or "ask"',
 }
 
 
 _NEVER_ECHOED = {"store url"}  # it may hold a password: an error never repeats it
+
+
+# Kinds checked by a rule of their own (a kind per line keeps ``_check`` short).
+_SPECIAL_CHECKS = {
+    "store url": lambda value: isinstance(value, str) and (value == "" or store_url_problem(value) is None),
+    "offline policy": lambda value: value in ("closed", "last-known"),
+    "on-timeout policy": lambda value: value in ("deny", "ask"),
+    "ask rules": lambda value: isinstance(value, list) and all(ask_rule_problem(rule) is None for rule in value),
+}
 
 
 def _check(kind: str, value: object) -> bool:
@@ -117,10 +134,9 @@ def _check(kind: str, value: object) -> bool:
         return hours_problem(value) is None
     if kind == "non-negative number":
         return number is not None and number >= 0
-    if kind == "store url":
-        return isinstance(value, str) and (value == "" or store_url_problem(value) is None)
-    if kind == "offline policy":
-        return value in ("closed", "last-known")
+    special = _SPECIAL_CHECKS.get(kind)
+    if special is not None:
+        return special(value)
     if kind == "file mode":
         return isinstance(value, str) and re.fullmatch(r"0?[0-7]{3}", value) is not None
     if kind == "list[str]":
@@ -128,6 +144,25 @@ def _check(kind: str, value: object) -> bool:
     if kind == "list[positive number]":
         return isinstance(value, list) and bool(value) and all(_check("positive number", v) for v in value)
     raise AssertionError(kind)
+
+
+def host_name(home, environ=None) -> str:
+    """This host's name: ``LEASH_HOST``, else ``[daemon] host``, else the machine's hostname."""
+    import socket
+
+    environ = os.environ if environ is None else environ
+    return environ.get(HOST_VARIABLE) or load_config(home)["daemon"]["host"] or socket.gethostname()
+
+
+def ask_rule_problem(rule: object) -> str | None:
+    """Why ``rule`` is not an ``[approvals] ask`` rule (``core.approvals.rules``), or None."""
+    from leash.core.approvals.rules import parse_rule
+
+    try:
+        parse_rule(rule)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def store_url_problem(url: str) -> str | None:
@@ -209,8 +244,16 @@ def _validate_entries(path, text, table, entries, schema, merged_into):
         (kind,) = schema[key]
         if not _check(kind, value):
             said = "" if kind in _NEVER_ECHOED else f", got {value!r}"
-            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}{said}")
+            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}{said}{_why_not(kind, value)}")
         merged_into[key] = value
+
+
+def _why_not(kind: str, value: object) -> str:
+    """What is wrong with the first bad rule of a list of ask rules ("" for other kinds)."""
+    if kind != "ask rules" or not isinstance(value, list):
+        return ""
+    problems = [problem for problem in map(ask_rule_problem, value) if problem]
+    return f" ({problems[0]})" if problems else ""
 
 
 def load_config(home) -> JSONObject:

@@ -4,9 +4,11 @@
 ``backend`` (default: the home's, ``backend_for(home)``) once, the halts in one
 unit of its kept halt reader, and returns plain data: sessions (tmux sessions joined with the agent sessions the
 hooks have seen), pending halts, live warrants (with their open gate), hands-off
-locks, loop breakers, the ack-log tail, recent finished warrants, and a
-summary. The rules that decide what a session's state *is* live here, not in
-the console:
+locks, loop breakers, the ack-log tail, recent finished warrants, the
+approvals waiting for an operator (oldest first, each naming its session as
+the Sessions panel names it, with its age and the time left to its
+deadline), and a summary. The rules that decide what a session's state *is*
+live here, not in the console:
 
     stopped > paused > halted > under warrant > hands-off > running
 
@@ -14,7 +16,9 @@ the console:
 update cells in place.
 
 Failure: unreadable stop state or halt store are reported in ``problems`` and
-make every session "stopped"/"halted" as the gate would treat them.
+make every session "stopped"/"halted" as the gate would treat them; an
+approval state that cannot be read is reported there too (no rows). A backend
+without an approval store shows none.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ ACK_TAIL_LINES = 200
 MAX_ROWS = 300  # per list; an operator filters or uses the palette beyond that
 RECENT_FINISHED = 20
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+# An approval this close to its deadline is due: the console shows it (and the summary's count) in red.
+APPROVAL_DUE_SECONDS = 60.0
 
 
 # Which sessions need a human, most urgent first: they sort before the rest
@@ -112,7 +118,10 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     warrants = _warrant_rows(raw["warrants"], rule.attempts, moment)
     lock_rows = _lock_rows(raw["hands_off"], moment)
     loops = [{"key": f"loop:{loop['name']}", **loop} for loop in raw["loops"]]
+    approvals, approval_problems = _approval_rows(backend, every_session, moment)
     summary = {
+        "approvals": len(approvals),
+        "approval_deadline": _soonest(approvals),  # the earliest deadline, for the count's urgency
         "sessions": len(every_session),
         "stopped": sum(1 for s in every_session if s["state"] == "stopped"),
         "fleet_stopped": rule.fleet_stop is not None,
@@ -124,8 +133,9 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     return {"now": moment, "home": backend.home, "summary": summary, "sessions": sessions,
             "halts": _halt_rows(raw["pending_halts"], moment), "warrants": warrants,
             "finished_warrants": _finished_warrants(backend), "locks": lock_rows, "loops": loops,
-            "acklog": _ack_rows(backend, ack_tail),
-            "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]}
+            "acklog": _ack_rows(backend, ack_tail), "approvals": approvals[:max_rows],
+            "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
+            + approval_problems}
 
 
 def _hosted(tmux_sessions: list[dict], host: str) -> list[dict]:
@@ -370,6 +380,52 @@ def _lock_rows(locks: list[dict], moment: float) -> list[dict]:
         rows.append({"key": f"lock:{lock['entity']}", **lock, "left": left,
                      "expires_epoch": moment + left if left is not None else None})
     return rows
+
+
+def approval_due(deadline_epoch: float | None, moment: float) -> bool:
+    """Whether an approval with this deadline is within ``APPROVAL_DUE_SECONDS`` of it (or past it)."""
+    return deadline_epoch is not None and deadline_epoch - moment <= APPROVAL_DUE_SECONDS
+
+
+def _epoch(stamp: object) -> float | None:
+    try:
+        return parse_iso(stamp)
+    except ValueError:
+        return None
+
+
+def _soonest(approvals: list[dict]) -> float | None:
+    return min((row["deadline_epoch"] for row in approvals if row["deadline_epoch"] is not None), default=None)
+
+
+def _approval_rows(backend, sessions: list[dict], moment: float) -> tuple[list[dict], list[str]]:
+    """The approvals waiting, oldest first, and a problem when they cannot be
+    read (their state, or a daemon from before approvals that has no such store)."""
+    from leash.core.approvals.store import ApprovalsUnreadable
+    from leash.core.store.remote import RemoteStoreError
+
+    store = getattr(backend, "approvals", None)
+    if store is None:  # a backend from before approvals
+        return [], []
+    try:
+        waiting = store.pending(now=moment)
+    except (ApprovalsUnreadable, RemoteStoreError) as exc:
+        return [], [f"approvals unreadable ({exc})"]
+    named = {agent: row["name"] for row in sessions for agent in row["agents"]}
+    rows = [_approval_row(record, named, moment) for record in waiting]
+    rows.sort(key=lambda row: (str(row.get("requested_at") or ""), str(row.get("id") or "")))
+    return rows, []
+
+
+def _approval_row(record, named: dict[str, str], moment: float) -> dict:
+    """One approval, its session named as the Sessions panel names it (the tmux
+    session its agent is in, else the agent's id), with its age and time left."""
+    requested, deadline = _epoch(record.requested_at), _epoch(record.deadline)
+    return {"key": f"approval:{record.id}", **record.as_dict(),
+            "session": named.get(record.session_id or "", record.session_id or "?"),
+            "requested_epoch": requested, "deadline_epoch": deadline,
+            "age": max(0.0, moment - requested) if requested is not None else None,
+            "left": deadline - moment if deadline is not None else None}
 
 
 def _ack_rows(backend, lines: int) -> list[dict]:

@@ -47,9 +47,11 @@ if TYPE_CHECKING:
 
 def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
                  input_error: HookInputError | None = None, backend=None,
-                 parsed: dict | None = None) -> tuple[str, str, int]:
+                 parsed: dict | None = None, hold: bool = False):
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw``
-    stdin (``parsed``: its JSON object, when the caller has parsed it already)."""
+    stdin (``parsed``: its JSON object, when the caller has parsed it already).
+    A call an ``[approvals] ask`` rule matches is held: with ``hold`` (leashd)
+    the answer is a ``core.approvals.hold.Held`` to wait on, without it a deny."""
     from leash.core.gate import Gate
     from leash.core.home import ensure_home
     from leash.core.sessions import STATUS_WORKING, tmux_identity_of_pane
@@ -100,9 +102,31 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env, session=seen)
-    if verdict.allow:
+    if not verdict.allow:
+        return deny_output(verdict.reason) + "\n", warning, 0
+    held = _held_by_ask_rule(gate, session_id, tool, tool_input, cwd=cwd, env=env, hold=hold, now=now)
+    if held is None:
         return "", warning, 0
-    return deny_output(verdict.reason) + "\n", warning, 0
+    return held if hold else (held, warning, 0)
+
+
+def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None, env,
+                      hold: bool, now: float | None):
+    """An ``[approvals] ask`` rule's hold on the call (the floor no permission
+    mode lifts): through leashd the ``Held`` approval, without it the deny's
+    stdout line; None when no rule matches."""
+    settings = gate.config()["approvals"]
+    if not settings["ask"]:
+        return None
+    from leash.core.approvals import hold as holding
+
+    rule = holding.matching_ask_rule(settings, tool, tool_input, cwd=cwd, env=env, home=gate.home)
+    if not rule:
+        return None
+    if not hold:
+        return deny_output(holding.NEEDS_DAEMON.format(rule=rule)) + "\n"
+    return holding.hold(gate.backend, holding.PRE_TOOL_EVENT, session_id, tool, tool_input, kind="ask", rule=rule,
+                        settings=settings, now=now)
 
 
 def _agent_process(env, known: dict) -> dict | None:
@@ -180,11 +204,13 @@ def _lifecycle_handlers(event: str) -> dict:
 
 
 def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInputError | None = None,
-           now: float | None = None, backend=None, parsed: dict | None = None) -> tuple[str, str, int]:
+           now: float | None = None, backend=None, parsed: dict | None = None, hold: bool = False):
     """(stdout, stderr, exit code) of ``leash hook EVENT`` for stdin ``raw``:
     what the in-process hook prints and what leashd replies to a thin client
     (which keeps one ``backend`` for every call; ``parsed``: ``raw``'s JSON
-    object when leashd has parsed it already). Never raises."""
+    object when leashd has parsed it already). With ``hold`` (leashd, which
+    can wait for an operator) a call held as an approval is answered by a
+    ``core.approvals.hold.Held`` instead. Never raises."""
     def stop_hook(raw, **kwargs):
         from leash.core.replyguard import stop_hook as reply_guard
 
@@ -196,7 +222,9 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         # Exit 1, never 2: Claude Code reads 2 as "block" on most events.
         return "", f"leash: unknown hook {event!r} (known: {', '.join(sorted(handlers))})\n", 1
     try:
-        extra = {"parsed": parsed} if parsed is not None and event == "pre-tool-use" else {}
+        extra: dict = {"parsed": parsed} if parsed is not None and event == "pre-tool-use" else {}
+        if hold and event in ("pre-tool-use", "permission-request"):
+            extra["hold"] = True
         return handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend, **extra)
     except UnsafeHome as exc:
         message = f"leash: {exc}"

@@ -20,6 +20,12 @@ or ``/bin``, never through ``PATH``, which a settings file's ``env`` can set).
 ``core.wiring`` compares what the settings hold with this, for ConfigChange
 and ``leash install --check``.
 
+The events an approval may hold (PreToolUse, PermissionRequest:
+``core.approvals.hold``) wait as long as ``[approvals] timeout_s`` (read from
+the home's config at install): their command pins it and their deadlines
+outlast it (``core.hooktimes``), so the approval's own timeout decides and
+leash, not a kill, answers.
+
 Failure: a settings file that is not a JSON object is never rewritten; the
 caller gets ``SettingsError`` with one line. Writes are atomic (temp file and
 rename in the same directory) and keep the file's mode.
@@ -31,6 +37,13 @@ import os
 import shlex
 from collections import namedtuple
 
+from leash.core.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OWN_DEADLINE_SECONDS: named here too
+    HOOK_TIMEOUT_SECONDS,
+    OWN_DEADLINE_SECONDS,
+    approval_wait,
+    deadlines,
+    pinned_wait,
+)
 from leash.core.thinhook import DAEMON_UID_ENV
 from leash.core.wellknown import AGENT_SOCKET_ENV
 
@@ -41,10 +54,6 @@ if TYPE_CHECKING:
 MARK = "# leash-hook"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
 MANAGED_ENV = "LEASH_CLAUDE_MANAGED_SETTINGS"  # where --managed writes (tests point it elsewhere)
-# Seconds Claude Code waits for the hook; leash's own deadline is shorter so it
-# is leash, not Claude Code's timeout (which lets the call run), that ends it.
-HOOK_TIMEOUT_SECONDS = 30
-OWN_DEADLINE_SECONDS = 25
 ON_FAILURE_BLOCK = "block"  # onFailure's value: a hook that cannot run blocks (Claude Code 2.1.295+)
 # Where ``timeout`` is looked for: the system's folders, not the caller's PATH.
 TIMEOUT_SEARCH_PATH = "/usr/bin:/bin"
@@ -94,18 +103,20 @@ def timeout_program() -> str:
 
 
 def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
-                 daemon_uid: int | None = None, timeout: str | None = None) -> str:
+                 daemon_uid: int | None = None, timeout: str | None = None, wait: float | None = None) -> str:
     """``leash`` is a program (the path of a ``leash``) or the words that run
     leash's hook entry (``hook_runner()``). ``socket`` pins the daemon's agent
     socket in the command itself (``LEASH_SOCKET=...``), where the agent's
     environment cannot take it away: an unreachable daemon then denies;
     ``daemon_uid`` pins the user leashd runs as (``LEASH_DAEMON_UID``), whose
     socket the hook believes. ``timeout``: the program's path
-    (``timeout_program()`` when not given)."""
+    (``timeout_program()`` when not given). ``wait``: ``[approvals]
+    timeout_s`` (default 300), pinned for the events an approval may hold."""
     words = [leash] if isinstance(leash, str) else list(leash)
     run = f"{shlex.join(words)} hook {spec.verb}"
     if spec.fail_closed:
-        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {OWN_DEADLINE_SECONDS} {run}"
+        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
+    run = f"{pinned_wait(spec.verb, wait)}{run}"
     if socket and daemon_uid is not None:
         run = f"{DAEMON_UID_ENV}={int(daemon_uid)} {run}"
     if socket:
@@ -165,12 +176,13 @@ def read_settings(path: str) -> dict:
 
 
 def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
-               on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None) -> dict[str, Any]:
+               on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None,
+               wait: float | None = None) -> dict[str, Any]:
     """One hook as the settings hold it. ``on_failure``: the installed Claude
     Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
     cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
-    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout)
-    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait)
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": deadlines(spec.verb, wait)[1]}
     if on_failure and spec.fail_closed:
         entry["onFailure"] = ON_FAILURE_BLOCK
     return entry
@@ -183,7 +195,7 @@ def hook_group(spec: HookSpec, entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
-           on_failure: bool = False, daemon_uid: int | None = None) -> dict:
+           on_failure: bool = False, daemon_uid: int | None = None, wait: float | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
@@ -191,7 +203,7 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
         timeout = timeout_program()
         for spec in HOOKS:
             entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
-                               timeout=timeout)
+                               timeout=timeout, wait=wait)
             hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
     hooks = {event: groups for event, groups in hooks.items() if groups}
     if hooks:
@@ -224,13 +236,15 @@ def _require_lists(path: str, settings: dict) -> None:
 
 
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
-            socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None) -> bool:
-    """Merge (or remove) leash's hooks in ``path``; True when the file changed."""
+            socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None,
+            wait: float | None = None) -> bool:
+    """Merge (or remove) leash's hooks in ``path``; True when the file changed.
+    ``wait``: ``[approvals] timeout_s`` (``approval_wait(home)``; default 300)."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
     wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure,
-                    daemon_uid=daemon_uid)
+                    daemon_uid=daemon_uid, wait=wait)
     if wanted == current:
         return False
     from leash.core.statefile import write_bytes_atomic

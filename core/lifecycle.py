@@ -20,7 +20,9 @@ Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
   ``[gate] end_turn_on_halt = false``, a halted one) the turn ends:
   ``{"continue": false, "stopReason": ...}``, so the model does not argue with
   the deny.
-* ``permission-request``: a held session's permission dialog is denied.
+* ``permission-request``: a held session's permission dialog is denied; through
+  leashd (``hold``) any other is an approval an operator answers
+  (``core.approvals.hold``), without it Claude Code shows its own dialog.
 * ``config-change``: a settings change that disables, removes or alters
   leash's hooks, or sets an ``env`` name the hook reads, is blocked (exit 2)
   and recorded as a ``supervisor_tampering`` halt (``core.wiring``).
@@ -202,7 +204,7 @@ def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None, b
     return json.dumps({"continue": False, "stopReason": held.reason}) + "\n", "", 0
 
 
-def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None, hold: bool = False):
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -210,6 +212,13 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
     verdict = gate.check(payload["session_id"], tool, payload.get("tool_input"), cwd=_text(payload, "cwd") or None,
                          now=now, env=env)
+    if verdict.allow and hold:  # leashd waits for the first answer: an operator's, or the pane's
+        from leash.core.approvals import hold as holding
+
+        _register(gate, payload, env, now=now)
+        return holding.hold(gate.backend, holding.PERMISSION_EVENT, payload["session_id"], tool,
+                            payload.get("tool_input"), kind="permission", rule="",
+                            settings=gate.config()["approvals"], now=now)
     if verdict.allow:  # Claude Code shows its dialog: the session waits for a human
         _register(gate, payload, env, now=now, status=STATUS_WAITING_PERMISSION)
         return "", "", 0

@@ -1,7 +1,7 @@
 """The ack log's head, kept beside it in ``acklog.head``.
 
-The ack log is the source of truth for the stops, the hands-off locks and the
-halt states: each of those state files is a cache of the log lines of its
+The ack log is the source of truth for the stops, the hands-off locks, the
+halt states and the approvals: each of those state files is a cache of the log lines of its
 *store*. ``acklog.head`` holds::
 
     {"seq": 17, "hash": "<sha256>", "size": 5120,
@@ -39,12 +39,15 @@ HEAD_NAME = "acklog.head"
 STOPS_STORE = "stops"
 HANDS_OFF_STORE = "hands_off"
 HALTS_STORE = "halts"
+APPROVALS_STORE = "approvals"
 # Which store each event changes; events not listed change no state file.
 STORE_OF_EVENT = {
     "stop_ack": STOPS_STORE, "resume": STOPS_STORE, "fleet_stop": STOPS_STORE, "fleet_resume": STOPS_STORE,
     "hands_off": HANDS_OFF_STORE, "release": HANDS_OFF_STORE,
     "halt_recorded": HALTS_STORE, "halt_ack": HALTS_STORE, "halt_dismiss": HALTS_STORE,
     "halt_escalate": HALTS_STORE, "halt_timeout": HALTS_STORE,
+    "approval_requested": APPROVALS_STORE, "approval_allowed": APPROVALS_STORE, "approval_denied": APPROVALS_STORE,
+    "approval_timeout": APPROVALS_STORE, "approval_withdrawn": APPROVALS_STORE,
 }
 
 

@@ -203,7 +203,7 @@ def ensure_managed_settings(plan: Plan, record: dict) -> list[str]:
     path = install.settings_path(managed=True)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     on_failure = claudeversion.supports_on_failure(claudeversion.installed_version())
-    install.install(path, socket=plan.agent_socket, on_failure=on_failure)
+    install.install(path, socket=plan.agent_socket, on_failure=on_failure, wait=install.approval_wait(plan.home))
     settings = install.read_settings(path)
     if settings.get("allowManagedHooksOnly") is not True:
         settings["allowManagedHooksOnly"] = True

@@ -32,6 +32,15 @@ def examine_logged_stores(acklog, stops, locks, *, repair: bool = False,
     yield from _check_expired(locks, repair, now)
 
 
+def examine_approvals(state: LogBackedJSON, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+    """``approvals.json`` against the replay of its ack-log lines."""
+    yield from _check_store(state, _describe_approvals, repair, now)
+
+
+def _describe_approvals(state: dict) -> str:
+    return f"{len(state['waiting'])} approvals waiting"
+
+
 def _check_expired(registry, repair: bool, now: float | None) -> Iterator[Finding]:
     try:
         stored = registry.state.validate(read_json(registry.path, {}) or {})

@@ -23,8 +23,8 @@ Failure:
   never sent to it;
 * no reply within the deadline (``LEASH_HOOK_DEADLINE`` seconds, default 20:
   under the 25 s of ``timeout`` in the installed command and Claude Code's
-  30 s): the same, naming leashd; a reply may wait on a person (approvals),
-  never longer than this;
+  30 s): the same, naming leashd. Events an approval may hold wait longer
+  than it: ``LEASH_APPROVAL_WAIT`` (``core.hooktimes``) and a margin;
 * the daemon unreachable (refused, gone, the connection cut mid-call, a reply
   that is not one JSON object): with ``LEASH_SOCKET`` set (the separated
   profile, where the agent cannot read the home) the same again; without it,
@@ -69,9 +69,16 @@ DEADLINE_ENV = "LEASH_HOOK_DEADLINE"
 # timeout (30 s): leash, not a kill, says why the call was refused.
 DEFAULT_DEADLINE_SECONDS = 20.0
 MAX_DEADLINE_SECONDS = 24.0
+# Events an approval may hold; its wait (``[approvals] timeout_s``, pinned in
+# their command) and how much longer the client waits for leashd's answer.
+APPROVAL_EVENTS = ("pre-tool-use", "permission-request")
+APPROVAL_WAIT_ENV = "LEASH_APPROVAL_WAIT"
+DEFAULT_APPROVAL_WAIT_SECONDS = 300.0
+APPROVAL_MARGIN_SECONDS = 10.0
 # Where the state lives, how to reach the daemon and how long to wait are the
 # daemon's to know, or this client's own.
-NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV, DAEMON_UID_ENV, DEADLINE_ENV})
+NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV, DAEMON_UID_ENV, DEADLINE_ENV,
+                           APPROVAL_WAIT_ENV})
 RECV_CHUNK_BYTES = 65536
 # The flock one leashd per home holds for its life (core.daemon.service).
 DAEMON_LOCK_NAME = "leashd.lock"
@@ -161,13 +168,26 @@ def agent_socket(home: str | None, env=os.environ) -> tuple[str | None, bool]:
     return (path, False) if os.path.exists(path) else (None, False)
 
 
-def deadline_seconds(env=os.environ) -> float:
-    """``LEASH_HOOK_DEADLINE`` when it is a number of seconds in (0, 24], else 20."""
+def _seconds(env, name: str, most: float) -> float | None:
+    """The environment's ``name`` when it is a number of seconds in (0, ``most``], else None."""
     try:
-        given = float(env.get(DEADLINE_ENV, ""))
+        given = float(env.get(name, ""))
     except ValueError:
-        return DEFAULT_DEADLINE_SECONDS
-    return given if 0 < given <= MAX_DEADLINE_SECONDS else DEFAULT_DEADLINE_SECONDS
+        return None
+    return given if 0 < given <= most else None
+
+
+def deadline_seconds(env=os.environ, event: str = "") -> float:
+    """``LEASH_HOOK_DEADLINE`` when it is a number of seconds in (0, 24];
+    else, for the events an approval may hold, the approval's wait
+    (``LEASH_APPROVAL_WAIT``, default 300) and a margin; else 20."""
+    given = _seconds(env, DEADLINE_ENV, MAX_DEADLINE_SECONDS)
+    if given is not None:
+        return given
+    if event in APPROVAL_EVENTS:
+        wait = _seconds(env, APPROVAL_WAIT_ENV, float("inf"))
+        return max((wait or DEFAULT_APPROVAL_WAIT_SECONDS) + APPROVAL_MARGIN_SECONDS, DEFAULT_DEADLINE_SECONDS)
+    return DEFAULT_DEADLINE_SECONDS
 
 
 def forwarded_env(env=os.environ) -> dict[str, str]:
@@ -357,7 +377,7 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
     path, required = agent_socket(home, env)
     if path is None:
         raise NoDaemon()
-    seconds = deadline_seconds(env)
+    seconds = deadline_seconds(env, event)
     deadline = time.monotonic() + seconds
     raw, input_error = b"", None
     try:

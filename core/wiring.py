@@ -20,8 +20,10 @@ What is compared, per settings file:
 
 The install record (``<home>/wiring.json``, written by ``leash install``)
 holds, per settings file install wrote, the runner (interpreter and hook
-entry), the ``timeout`` program, the pinned socket and daemon uid and
-``onFailure``; fingerprints (resolved path and SHA-256) of every interpreter,
+entry), the ``timeout`` program, the pinned socket and daemon uid,
+``onFailure`` and the approvals' wait (``[approvals] timeout_s``, which sets
+the deadlines of the events an approval may hold; ``--check`` fails when the
+config now says another); fingerprints (resolved path and SHA-256) of every interpreter,
 hook entry and ``timeout`` it named; and the SHA-256 of every file of leash's
 ``core`` package (the code every hook runs). ``--check`` compares them with
 the files as they are now: a venv interpreter relinked to ``/bin/true`` or an
@@ -71,7 +73,7 @@ def read_record(home: str) -> dict | None:
 
 
 def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
-                 on_failure: bool, uninstall: bool = False) -> bytes | None:
+                 on_failure: bool, uninstall: bool = False, wait: float | None = None) -> bytes | None:
     """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
     that it writes nothing there any more), with fresh fingerprints. Returns
     the record as it was (None: there was none), for ``restore_record``."""
@@ -91,7 +93,8 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
         files.pop(os.path.abspath(settings), None)
     else:
         files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
-                                            "daemon_uid": daemon_uid, "on_failure": bool(on_failure)}
+                                            "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
+                                            "approval_wait": install.approval_wait(None) if wait is None else wait}
     # Programs other installs recorded keep the fingerprints they had then:
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
@@ -163,29 +166,33 @@ def code_hashes() -> dict[str, str]:
 # ------------------------------------------------------------------ expected wiring
 class Option:
     """One way ``install`` wires a file: the runner, the ``timeout`` program,
-    the pinned socket and daemon uid, and ``onFailure``."""
+    the pinned socket and daemon uid, ``onFailure`` and the approvals' wait."""
 
-    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure")
+    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait")
 
     def __init__(self, runner: list[str], timeout: str, socket: str = "", daemon_uid: int | None = None,
-                 on_failure: bool = False):
+                 on_failure: bool = False, wait: float | None = None):
         self.runner, self.timeout, self.socket = runner, timeout, socket
         self.daemon_uid, self.on_failure = daemon_uid, on_failure
+        self.wait = install.approval_wait(None) if wait is None else wait
 
     @classmethod
     def recorded(cls, entry: object) -> Option | None:
         if not isinstance(entry, dict) or not isinstance(entry.get("runner"), list) or not entry["runner"]:
             return None
         uid = entry.get("daemon_uid")
+        wait = entry.get("approval_wait")
         return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
                    str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
-                   bool(entry.get("on_failure")))
+                   bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None)
 
 
 class Expectation:
     """The ways each settings file may be wired: as ``install`` recorded it."""
 
-    def __init__(self, record: dict | None):
+    def __init__(self, record: dict | None, *, wait: float | None = None):
+        """``wait``: the approvals' wait a file install never recorded is wired for (default 300)."""
+        self.wait = wait
         files = record.get("files") if record else None
         self.files = {path: option for path, option in
                       ((path, Option.recorded(entry)) for path, entry in (files.items() if isinstance(files, dict)
@@ -202,7 +209,7 @@ class Expectation:
         if self.files:
             return list(self.files.values())
         runner, timeout = install.hook_runner(), install.timeout_program()
-        return [Option(runner, timeout), Option(runner, timeout, on_failure=True)]
+        return [Option(runner, timeout, wait=self.wait), Option(runner, timeout, on_failure=True, wait=self.wait)]
 
     def installed(self, path: str) -> bool:
         return os.path.abspath(path) in self.files
@@ -210,7 +217,7 @@ class Expectation:
     @staticmethod
     def group(spec, option: Option) -> dict:
         entry = install.hook_entry(option.runner, spec, socket=option.socket or None, daemon_uid=option.daemon_uid,
-                                   on_failure=option.on_failure, timeout=option.timeout)
+                                   on_failure=option.on_failure, timeout=option.timeout, wait=option.wait)
         return install.hook_group(spec, entry)
 
 
@@ -314,7 +321,7 @@ def changed_file_problem(path: str, *, home: str) -> str:
         data = install.read_settings(path)
     except install.SettingsError:
         return ""
-    found = differences(path, data, Expectation(read_record(home)))
+    found = differences(path, data, Expectation(read_record(home), wait=install.approval_wait(home)))
     if not found:
         return ""
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
@@ -330,7 +337,9 @@ def check_findings(*, project: str | None, home: str) -> list[tuple[str, str, st
     if record is None:
         findings.append(("warn", "install record", f"none in {record_path(home)}: compared with this leash's own "
                                                    "interpreter and hook entry; run leash install to record them"))
-    expect = Expectation(record)
+    wait = install.approval_wait(home)
+    expect = Expectation(record, wait=wait)
+    findings.extend(wait_findings(record, wait))
     for path in install.settings_layers(project=project):
         try:
             data = install.read_settings(path)
@@ -339,6 +348,19 @@ def check_findings(*, project: str | None, home: str) -> list[tuple[str, str, st
         findings.extend(("fail", path, problem) for problem in differences(path, data, expect))
     if record is not None:
         findings.extend(fingerprint_findings(record))
+    return findings
+
+
+def wait_findings(record: dict | None, wait: float) -> list[tuple[str, str, str]]:
+    """A settings file installed for another ``[approvals] timeout_s`` than
+    the config's now: its hooks would end an approval before its timeout."""
+    files = record.get("files") if record else None
+    findings = []
+    for path, entry in (files.items() if isinstance(files, dict) else ()):
+        recorded = entry.get("approval_wait") if isinstance(entry, dict) else None
+        if isinstance(recorded, (int, float)) and recorded != wait:
+            findings.append(("fail", path, f"installed for [approvals] timeout_s = {recorded:g}, the config now says "
+                                           f"{wait:g}: run leash install again (the hooks' deadlines follow it)"))
     return findings
 
 

@@ -89,10 +89,27 @@ async def scene_why(pilot):
     await _settle(pilot)
 
 
+async def scene_approvals(pilot):
+    """The Approvals panel focused: the waiting Edit's diff in the detail line."""
+    await _settle(pilot)
+    await pilot.press("7")
+    await _settle(pilot)
+
+
+async def scene_deny(pilot):
+    """Denying it, with a message for the agent typed."""
+    await scene_approvals(pilot)
+    await pilot.press("n", *"keep total() as it is; add the tax in checkout.py")
+    pilot.app.screen.query_one("#confirm-text").cursor_blink = False
+    await pilot.pause()
+
+
 # name: (scene, size, whether the fleet has the long halt)
 SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_acklog, SIZE, False),
           "console-help": (scene_help, SIZE, False), "console-dismiss-modal": (scene_modal, SIZE, False),
           "console-stop-interrupt": (scene_stop_interrupt, SIZE, False),
+          "console-approvals": (scene_approvals, SIZE, False), "console-deny-modal": (scene_deny, SIZE, False),
+          "console-80x24-approvals": (scene_approvals, (80, 24), False),
           "console-80x24-long-halt": (scene_long_halt, (80, 24), True),
           "console-200x50-long-halt": (scene_long_halt, (200, 50), True),
           "console-80x24-zoomed": (scene_zoomed, (80, 24), True),

@@ -50,5 +50,5 @@ def test_the_summary_is_one_masked_escaped_line_and_the_detail_a_diff():
     line = one_line("Bash", {"command": f"aws s3 cp x s3://b --key {secret}\n\x1b[31mred"})
     assert secret not in line and "\n" not in line and "\x1b" not in line
     diff = detail("Edit", {"file_path": "/w/a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"})
-    assert "-x = 1" in diff and "+x = 2" in diff and "a//w/a.py" in diff
+    assert "-x = 1" in diff and "+x = 2" in diff and "--- /w/a.py" in diff
     assert detail("Bash", {"command": "git push origin main"}) == "git push origin main"

@@ -229,8 +229,8 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     assert done.returncode == 0, done.stderr
     settings = json.loads(managed.read_text())
     (command,) = [hook["command"] for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"]]
-    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} {timeout_program()} -k 2 25 ") \
-        and "|| exit 2" in command  # the daemon is root here: no LEASH_DAEMON_UID to pin
+    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} LEASH_APPROVAL_WAIT=300 {timeout_program()} "
+                              "-k 2 315 ") and "|| exit 2" in command  # the daemon is root here: no uid to pin
     # the same wiring with an interpreter the agent may run (this test's own is in root's home)
     runnable = deployment.root / "managed" / "runnable.json"
     install(str(runnable), [OTHERS_PYTHON, "-P", deployment.hook_entry], socket=deployment.agent_socket)

@@ -143,7 +143,8 @@ def test_every_program_of_the_command_is_named_by_its_path(home, project, tmp_pa
     fake.chmod(0o755)
     StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
     command = pre_tool_use(settings_of(project))["hooks"][0]["command"]
-    assert command.split()[0] == install.timeout_program() and os.path.isabs(command.split()[0])
+    program = next(word for word in command.split() if "=" not in word)  # after LEASH_APPROVAL_WAIT=...
+    assert program == install.timeout_program() and os.path.isabs(program)
     ran = subprocess.run(["sh", "-c", command], input=json.dumps(BASH).encode(), capture_output=True, timeout=60,
                          env=dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}"))
     assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"

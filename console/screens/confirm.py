@@ -1,9 +1,11 @@
 """The confirmation modal every state change goes through.
 
 ``y`` confirms, ``n`` or ``escape`` cancels, and the Cancel button has focus
-first, so a stray Enter cancels. Enter in a text field moves to the next
-field and never confirms, so a typed note cannot confirm by accident (the
-dialog says so). A reason or note can be typed; an extra
+first, so a stray Enter cancels; a modal whose text is what it asks for (an
+approval's deny message) gives its text field the focus first instead. Enter
+in a text field moves to the next field and never confirms, so a typed note
+cannot confirm by accident (the dialog says so); ``y`` and ``n`` typed there
+are letters of the text. A reason or note can be typed; an extra
 field (hours, an entity) and a "continue with caution" check box appear when
 the action needs them, and so does an option of the action's own (a stop's
 "also interrupt the call in flight"), a check box its key (``i``) ticks while
@@ -49,8 +51,11 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
 
     def __init__(self, title: str, body: str, *, text_label: str | None = "Reason (optional)",
                  extra_label: str | None = None, extra_value: str = "", caution: bool = False,
-                 confirm_label: str = "Confirm", option_label: str | None = None, option_key: str = ""):
+                 confirm_label: str = "Confirm", option_label: str | None = None, option_key: str = "",
+                 focus_text: bool = False):
+        """``focus_text``: the text field has the focus first (else the Cancel button)."""
         super().__init__()
+        self.focus_text = focus_text and bool(text_label)
         self.option_label = option_label
         self.option_key = option_key
         self.title_text = title
@@ -82,7 +87,10 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                 yield Button(f"{self.confirm_label} (y)", id="confirm-ok", variant="error")
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-cancel", Button).focus()
+        if self.focus_text:
+            self.query_one("#confirm-text", Input).focus()
+        else:
+            self.query_one("#confirm-cancel", Button).focus()
 
     def _value(self, selector: str) -> str:
         found = self.query(selector)

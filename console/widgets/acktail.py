@@ -15,7 +15,7 @@ EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "
 class AckTailPanel(Panel):
     PANEL = "acklog"
     TITLE = "Ack log"
-    COLUMNS = (("seq", "#", 5), ("time", "Time", 8), ("event", "Event", 15), ("source", "Source", 12),
+    COLUMNS = (("seq", "#", 5), ("time", "Time", 8), ("event", "Event", 18), ("source", "Source", 12),
                ("session", "Session", 13), ("reason", "Reason", None))
 
     def show(self, rows: list[dict], now: float) -> None:

@@ -4,8 +4,12 @@ Two lines, wrapped to the screen's width (what does not fit ends in ``…``):
 a halt's full description, condition, session and age; a session's state and
 every rule that holds it (``core.why``, the gate's own answer, read off the UI
 thread by the app); a lock's reason and expiry; a warrant's reason and gate; a
-breaker's boots; an ack-log line's whole text. Every value is agent text:
-escaped with ``core.text.printable`` and shown as ``Text``, never markup.
+breaker's boots; an ack-log line's whole text. An approval takes more lines
+(up to ``APPROVAL_LINES``, and at most a third of the screen): who asks, for
+what and how long is left, then the whole command, or the Edit's or Write's
+diff with its added lines green and its removed ones red. Every value is agent
+text: escaped with ``core.text.printable`` (line by line, tabs expanded) and
+shown as ``Text``, never markup.
 """
 from __future__ import annotations
 
@@ -16,6 +20,11 @@ from leash.console.widgets.panel import duration
 from leash.core.text import printable
 
 DETAIL_LINES = 2
+APPROVAL_LINES = 12  # an approval's command or diff shows this many lines at most
+SCREEN_SHARE = 3  # ... and never more than a third of the screen's height
+TAB_SIZE = 4
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
+DIFF_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 LOG_KEYS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash", "key")
 
 
@@ -73,11 +82,34 @@ def log_detail(row: dict, now: float) -> str:
             f"{row.get('source', '?')} on {row.get('session_id') or '-'} — {row.get('reason') or '-'}{extras}")
 
 
+def _diff_line(line: str) -> Text:
+    style = next((style for mark, style in DIFF_STYLES if line.startswith(mark)), "")
+    return Text(printable(line.expandtabs(TAB_SIZE)), style=style)
+
+
+def approval_detail(row: dict, now: float) -> Text:
+    """Who asks for what, then the whole command or diff: each line escaped on its own."""
+    requested, deadline = row.get("requested_epoch"), row.get("deadline_epoch")
+    waited = duration(now - requested) if requested is not None else duration(row.get("age"))
+    left = duration(max(0.0, deadline - now)) if deadline is not None else duration(row.get("left"))
+    why = f"ask rule {row['rule']}" if row.get("kind") == "ask" and row.get("rule") else "permission prompt"
+    head = _join(f"{row.get('session') or row.get('session_id') or '?'} asks to run {row.get('tool') or '?'}", why,
+                 f"waiting {waited}, {left} left")
+    text = Text()
+    text.append(printable(head), style="bold")
+    body = str(row.get("detail") or row.get("summary") or "").rstrip("\n")
+    diff = row.get("tool") in DIFF_TOOLS
+    for line in body.split("\n")[:APPROVAL_LINES]:  # the line shows no more (a long diff is cut with its mark)
+        text.append("\n")
+        text.append_text(_diff_line(line) if diff else Text(printable(line.expandtabs(TAB_SIZE))))
+    return text
+
+
 DETAILS = {"halts": halt_detail, "locks": lock_detail, "warrants": warrant_detail, "loops": loop_detail,
-           "acklog": log_detail}
+           "acklog": log_detail, "approvals": approval_detail}
 
 
-def detail_text(panel: str, row: dict | None, now: float, answer: dict | None = None) -> str:
+def detail_text(panel: str, row: dict | None, now: float, answer: dict | None = None) -> str | Text:
     if row is None:
         return "nothing selected"
     if panel == "sessions":
@@ -86,26 +118,35 @@ def detail_text(panel: str, row: dict | None, now: float, answer: dict | None = 
 
 
 class DetailLine(Static):
-    """Shows one string, escaped, wrapped into ``DETAIL_LINES`` lines."""
+    """Shows one string, escaped, wrapped into ``DETAIL_LINES`` lines; or a
+    ``Text`` of many lines, escaped line by line by its maker (an approval's),
+    in up to ``APPROVAL_LINES`` (its height follows)."""
 
-    _plain = ""
+    _text = Text("")
+    _lines = DETAIL_LINES
 
-    def show(self, text: str) -> None:
-        plain = printable(text)
-        if plain != self._plain:
-            self._plain = plain
-            self.refresh()
+    def show(self, text: str | Text) -> None:
+        shown = text if isinstance(text, Text) else Text(printable(text))
+        lines = APPROVAL_LINES if isinstance(text, Text) else DETAIL_LINES
+        if shown != self._text or lines != self._lines:
+            relayout = lines != self._lines or lines != DETAIL_LINES  # its height may change: lay the screen out
+            self._text, self._lines = shown, lines
+            self.refresh(layout=relayout)
 
     @property
     def plain(self) -> str:
-        return self._plain
+        return self._text.plain
+
+    def _line_limit(self) -> int:
+        return max(DETAIL_LINES, min(self._lines, self.app.size.height // SCREEN_SHARE))
 
     def render(self) -> Text:
         width = max(8, self.size.width)
-        lines = list(Text(self._plain).wrap(self.app.console, width))
-        if len(lines) > DETAIL_LINES:
-            last = lines[DETAIL_LINES - 1]
+        limit = self._line_limit()
+        lines = list(self._text.wrap(self.app.console, width))
+        if len(lines) > limit:
+            last = lines[limit - 1]
             last.truncate(width - 1)
             last.append("…")
-            lines = lines[:DETAIL_LINES - 1] + [last]
+            lines = lines[:limit - 1] + [last]
         return Text("\n").join(lines)

@@ -11,7 +11,7 @@ from textual.widgets import Tab, Tabs
 from leash.console.keymap import PANELS
 
 TAB_TITLES = {"sessions": "Sessions", "halts": "Halts", "warrants": "Warrants", "locks": "Locks", "loops": "Breakers",
-              "acklog": "Ack log"}
+              "acklog": "Ack log", "approvals": "Approvals"}
 
 
 class PanelTabs(Tabs):

@@ -54,8 +54,10 @@ def one_line(tool: str | None, tool_input: object) -> str:
 
 
 def _diff(path: str, old: str, new: str) -> str:
+    # git's a/ and b/ for a relative path; an absolute one is shown as it is.
+    before, after = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
     lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}", n=2)
+                                 fromfile=before, tofile=after, n=2)
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 

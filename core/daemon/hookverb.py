@@ -8,6 +8,10 @@ agent's, never an operator's) and, for a session first named now, the uid it
 belongs to. The forwarded environment gets ``LEASH_HOOK_PID`` from the kernel
 too.
 
+A call held as an approval (``core.approvals.hold``) is not answered here:
+``reply`` returns its ``Held``, and leashd waits for the approval to close
+without holding a serving slot (``core.daemon.approvaldesk``).
+
 Failure: a request without a string event and payload is an error reply; a
 hook naming another user's session is refused (``refuse`` logs it) and fails
 closed on the gating events; whatever the hook raises is answered by
@@ -63,9 +67,10 @@ class SessionOwners:
 
 
 class HookVerb:
-    def __init__(self, home: str, backend, agents, *, refuse):
+    def __init__(self, home: str, backend, agents, *, refuse, seen=None):
         self.home, self.backend, self.agents = home, backend, agents
         self.refuse = refuse  # refuse(peer, where=, verb=, reason=): logs a refusal
+        self.seen = seen  # seen(event, payload): a session's hook, for the calls it holds (the approval desk)
         self.owners = SessionOwners()
         self.pending = threading.local()  # the agent to learn once this thread's reply is sent
 
@@ -85,8 +90,9 @@ class HookVerb:
         else:
             self.agents.learn_from_hook(peer.pid, peer.uid, session=session)
 
-    def reply(self, request: dict, peer: Peer) -> dict:
-        """The reply line to a ``hook`` request from ``peer``."""
+    def reply(self, request: dict, peer: Peer):
+        """The reply line to a ``hook`` request from ``peer``, or the ``Held``
+        approval to wait for before answering."""
         from leash.core.hookio import failed_closed
         from leash.core.hooks import answer
 
@@ -102,11 +108,16 @@ class HookVerb:
             self.refuse(peer, where="agent", verb="hook", reason=intruder)
             out, err, code = failed_closed(event, f"leash: {intruder}; this call is refused")
             return {"stdout": out, "stderr": err, "code": code}
+        if self.seen is not None and isinstance(parsed, dict):
+            self.seen(event, parsed)
         raw, parsed = _raw(payload, parsed)
         # Valid UTF-8 whose text parsed as an object: the hook's own json.loads of
         # ``raw`` would give the same object, so it is handed over, not parsed twice.
-        out, err, code = answer(event, raw, home=self.home, env=_env(request, peer), input_error=_input_error(request),
-                                backend=self.backend, parsed=parsed if isinstance(parsed, dict) else None)
+        answered = answer(event, raw, home=self.home, env=_env(request, peer), input_error=_input_error(request),
+                          backend=self.backend, parsed=parsed if isinstance(parsed, dict) else None, hold=True)
+        if not isinstance(answered, tuple):
+            return answered  # held: an operator answers
+        out, err, code = answered
         return {"stdout": out, "stderr": err, "code": code}
 
 

@@ -9,7 +9,9 @@ slot while it is read (``core.daemon.listener``): stalled clients cost only
 their own threads.
 
 * agent socket: ``hook`` only (``core.hooks.answer``, the same code the
-  in-process hook runs, with the agent's forwarded environment);
+  in-process hook runs, with the agent's forwarded environment); a call held
+  as an approval waits for its answer in the connection's thread, holding no
+  serving slot (``core.daemon.approvaldesk``);
 * operator socket: ``ping``, ``subscribe`` (a stream of ``{"change": ...}``
   lines from the backend's change feed) and the verbs given by the program that
   starts the daemon (the CLI adds ``cli``, its subcommands run here with the
@@ -37,6 +39,7 @@ import time
 
 from leash.core.daemon import wire
 from leash.core.daemon.agents import UNTOLD, KnownAgents
+from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
 from leash.core.daemon.listener import Listener
@@ -111,7 +114,8 @@ class Daemon:
         self.refusals = RefusalLog(self._append_refusal)
         self.agents = KnownAgents()  # the Claude Code processes whose hooks this daemon answered
         self.agent_refusals = RefusalLog(self._append_operator_refusal)
-        self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal)
+        self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
+        self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self.desk.seen_hook)
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -135,6 +139,7 @@ class Daemon:
         if self.want_kennel:
             self._start_kennel()
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
+        self._start_desk()
         self._start_notifier()
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
@@ -159,6 +164,7 @@ class Daemon:
         from leash.core.statefile import release_hold
 
         self.stopping.set()
+        self.desk.close()  # held hooks are answered (denied) before the sockets go
         for listener in self.listeners:
             listener.close()
         for path in (self.agent_path, self.operator_path):
@@ -199,6 +205,17 @@ class Daemon:
         kennel = self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
         self._kennel_thread = threading.Thread(target=lambda: asyncio.run(kennel.run()), name="kennel", daemon=True)
         self._kennel_thread.start()
+
+    def _start_desk(self) -> None:
+        """Held hooks wait at the desk; approvals a daemon before this one left waiting are withdrawn."""
+        self.desk.start()
+        try:
+            left = self.desk.withdraw_left_over(self.host)
+        except Exception as exc:  # a store it cannot read now: they stay listed until answered
+            self.say("approvals-not-read", problem=f"{exc.__class__.__name__}: {exc}")
+            return
+        if left:
+            self.say("approvals-withdrawn", count=left)
 
     def _start_notifier(self) -> None:
         """Notifications ([[notify.route]]) in threads of their own, fed by the
@@ -262,6 +279,11 @@ class Daemon:
                     reply = self._hook(request, peer)
                 except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
                     reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+            if not isinstance(reply, dict):  # held as an approval: waits without a serving slot
+                answered = self.desk.wait(reply, conn)
+                if answered is None:  # the client went away (the pane answered first)
+                    return
+                reply = {"stdout": answered[0], "stderr": answered[1], "code": answered[2]}
             wire.send(conn, reply)
             self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
                      ms=round((time.perf_counter() - started) * 1000, 2))

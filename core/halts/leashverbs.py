@@ -21,10 +21,10 @@ from leash.core.halts.lazy_re import lazy
 
 # Verbs that only read; everything else a human runs to lift or change a hold.
 READ_ONLY_VERBS = frozenset({"status", "log", "why", "halts", "warrant", "loop", "doctor", "install", "completion",
-                             "hook", "reply", "demo", "help"})
+                             "hook", "reply", "demo", "help", "approvals"})
 OPERATOR_VERBS = frozenset({"resume", "release", "stop", "hands-off", "kennel", "daemon", "store", "serve"})
 OPERATOR_SUBVERBS = {"halts": frozenset({"ack", "dismiss", "escalate"}), "warrant": frozenset({"pardon", "file"}),
-                     "loop": frozenset({"reset"})}
+                     "loop": frozenset({"reset"}), "approvals": frozenset({"allow", "deny"})}
 LEASH_PROGRAMS = ("leash", "leashd")
 RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "pipx"})
 _GLOBAL_VALUES = frozenset({"--home", "--source"})

@@ -19,10 +19,10 @@ hold secrets) and escaped (``core.text.printable``: one line, no control
 characters) and bounded, once, when the event is made: whatever a route does
 with it, it never sees the raw text.
 
-Approvals come from a source the approvals store offers (``ApprovalSource``):
-``waiting(now=)`` lists the approvals that wait, as dicts with ``id``,
-``session_id``, ``tool``, ``summary``, ``requested_at`` (seconds or ISO-8601)
-and ``host``; ``approval_event`` turns one into an event.
+Approvals come from the approvals store (``core.approvals.store``: its
+``pending()`` records) or another ``ApprovalSource`` (``waiting(now=)``): each
+has ``id``, ``session_id``, ``tool``, ``summary``, ``requested_at`` (seconds or
+ISO-8601) and ``host``; ``approval_event`` turns one into an event.
 
 Failure: none; the builders take what a store returns as it is (a missing
 field is empty text, a time that does not parse is the reading's time).

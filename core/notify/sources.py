@@ -6,8 +6,10 @@ One reading reads every source through the backend's protocols:
   long-lived reader uses, so reading creates no file a watcher would see);
 * ``waiting``: the sessions whose status has been "waiting for input" for
   ``[notify] waiting_after_s`` or longer (``status_since``);
-* ``approval``: the approvals source's waiting approvals (the approvals store,
-  when the backend has one with ``waiting(now=)``, or the one given);
+* ``approval``: the waiting approvals: the backend's approvals store
+  (``pending()``, ``core.approvals.store``), or the source given (an
+  ``ApprovalSource``'s ``waiting(now=)``); each is sent once and reminded
+  every ``remind_after_s`` while it waits;
 * ``warrant`` and ``breaker``: the ack log's last ``LOG_TAIL_LINES`` lines
   (cheap on both backends, and read again only when the last line moved):
   finished warrants and ``loop_tripped`` lines no older than
@@ -53,8 +55,7 @@ class Gatherer:
         self.host = host
         self.waiting_after_s = waiting_after_s
         self.since = since
-        found = approvals if approvals is not None else getattr(backend, "approvals", None)
-        self.approvals = found if callable(getattr(found, "waiting", None)) else None
+        self.approvals = _approval_reader(approvals if approvals is not None else getattr(backend, "approvals", None))
         self.say = say or (lambda *args, **kwargs: None)
         self.made: dict[tuple, Event] = {}
         self.fresh: dict[tuple, Event] = {}
@@ -121,7 +122,7 @@ class Gatherer:
         if self.approvals is None:
             return [], True
         found = []
-        for approval in self.approvals.waiting(now=now):
+        for approval in self.approvals(now):
             found.append(self._made(("approval", approval.get("id")),
                                     lambda a=approval: approval_event(a, host=self.host, now=now)))
         return found, True
@@ -188,3 +189,13 @@ class Gatherer:
                 found.append(self._made(("host", host, beat.get("started_at")),
                                         lambda b=beat, t=since: host_offline_event(b, since=t, now=now)))
         return found
+
+
+def _approval_reader(found):
+    """``read(now)`` -> the waiting approvals of an approvals store (``pending()``)
+    or of an ``ApprovalSource`` (``waiting(now=)``); None for neither."""
+    if callable(getattr(found, "waiting", None)):
+        return lambda now: found.waiting(now=now)
+    if callable(getattr(found, "pending", None)):
+        return lambda now: found.pending(now=now)
+    return None

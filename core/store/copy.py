@@ -182,4 +182,11 @@ def _as_column(value, data_type: str):
     return value
 
 
-COPIERS = {"halts": _copy_halts}  # the stores whose own class has no copy_from
+def _copy_approvals(conn, home, target) -> int:
+    """The approvals are the fold of the copied log's lines: adopted, not copied."""
+    state = target.approvals.state
+    state.adopt_log()
+    return len(state.snapshot()["waiting"])
+
+
+COPIERS = {"halts": _copy_halts, "approvals": _copy_approvals}  # the stores whose own class has no copy_from

@@ -46,7 +46,7 @@ _DIRECTORIES = {"warrants", "dogs", "run"}
 
 def examine(backend, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     """Every finding on the stores of ``backend`` (a ``FileBackend``)."""
-    from leash.core.storecheck import examine_halts, examine_logged_stores
+    from leash.core.storecheck import examine_approvals, examine_halts, examine_logged_stores
 
     home = Path(backend.home)
     yield from _check_state_shapes(home, repair, now)
@@ -55,6 +55,7 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
         return
     yield from examine_logged_stores(backend.acklog.log, backend.stops.registry, backend.locks.registry,
                                      repair=repair, now=now)
+    yield from examine_approvals(backend.approvals.state, repair=repair, now=now)
     yield from _check_sessions(backend, repair, now)
     yield from _check_acklog(backend, repair)
     yield from _check_halts(backend, repair, now)

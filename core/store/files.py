@@ -32,6 +32,7 @@ STORE_OF_FILE = {
     "stops.json": "stops", "hands_off_registry.json": "locks", "sessions.json": "sessions",
     "stop_ack_log.jsonl": "acklog", "halts.db": "halts", "halts.db-wal": "halts", "replies.db": "replies",
     "replies.db-wal": "replies", "kennel.json": "kennels", "restart_loop.json": "breakers",
+    "approvals.json": "approvals",
 }
 WARRANT_DIRS = ("warrants", "dogs")
 
@@ -210,7 +211,7 @@ class FileBackend:
         self.sessions = RegistrySessions(sessions)
 
     def __getattr__(self, name: str):
-        # The halt, warrant, breaker, reply and kennel stores are built on first use:
+        # The halt, warrant, breaker, reply, kennel and approval stores are built on first use:
         # the hook path never pays for their imports.
         from leash.core.store import filestores
 

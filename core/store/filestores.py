@@ -375,5 +375,12 @@ class FileKennels:
         return HeartbeatRecord.of(data)
 
 
-STORES = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
-          "kennels": FileKennels}
+def file_approvals(home: str, log):
+    """The approvals over ``approvals.json`` (``core.approvals.store``)."""
+    from leash.core.approvals import store
+
+    return store.file_approvals(home, log)
+
+
+STORES: dict = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
+                 "kennels": FileKennels, "approvals": file_approvals}

@@ -2,7 +2,7 @@
 
 The ack log, stops, locks and sessions live in ``pgacklog`` and ``pgstate``
 (the stop, lock and session registries of ``core`` over database rows); the
-halt, warrant, breaker, reply and kennel stores register their makers in
+halt, warrant, breaker, reply, kennel and approval stores register their makers in
 ``PG_STORES`` and are built on first use. Each store takes the one
 ``Database`` (a pool), the ack log (so a write and its line are one
 transaction), this host's home (its ``config.toml``) and this host's name.
@@ -51,9 +51,16 @@ def _small(name: str):
 
 
 # store name -> maker(db, log, home, host), for the stores built on first use.
+def _approvals(db, log, home, host):
+    from leash.core.approvals.store import pg_approvals
+
+    return pg_approvals(db, log, home, host)
+
+
 PG_STORES: dict = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
-                   "replies": _small("PgReplies"), "kennels": _small("PgKennels")}
-EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels")
+                   "replies": _small("PgReplies"), "kennels": _small("PgKennels"), "approvals": _approvals}
+EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
+               "approvals")
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name
 
 

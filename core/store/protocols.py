@@ -9,8 +9,9 @@ contract tests (tests/test_store_contract.py).
 
 Failure: each store raises what its documentation names (``NotStopped``,
 ``NotLocked``, ``HandsOffError``, ``StopStateUnreadable``,
-``HaltStoreUnavailable``, ``HaltRefused``, ``WarrantError``, ``ValueError`` for
-a bad name); a reader that cannot read the stop state raises rather than
+``HaltStoreUnavailable``, ``HaltRefused``, ``WarrantError``,
+``UnknownApproval``, ``AmbiguousApproval``, ``ApprovalClosed``, ``ValueError``
+for a bad name); a reader that cannot read the stop state raises rather than
 answering "not stopped", so the gate can fail closed. This module is for type
 checking and documentation: nothing on the hook path imports it.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
 from leash.core.store.records import (
+    ApprovalRecord,
     BreakerRecord,
     Change,
     HaltRecord,
@@ -265,6 +267,41 @@ class KennelRegistry(Protocol):
     def alive(self, *, now: float | None = None) -> HeartbeatRecord | None: ...
 
 
+class ApprovalStore(Protocol):
+    """Agents' calls waiting for an operator, and how each ended
+    (``core.approvals.store``; every change is an ack-log line first).
+
+    For a console: ``pending()`` (oldest first) are the rows; a row's
+    ``summary`` is one masked line, ``detail`` the command or the Edit's diff;
+    ``answer(id, allow=True|False, by=..., via="console", message=..., note=...)``
+    answers one (through leashd, ``by`` is the peer's user whatever is sent).
+    ``ApprovalClosed`` (its text names who answered first and how) and
+    ``UnknownApproval`` are the answers a human must be shown."""
+
+    def request(self, session_id: str, tool: str, tool_input: object = None, *, kind: str = "permission",
+                rule: str = "", timeout_s: float, now: float | None = None) -> ApprovalRecord:
+        """Open one ("waiting", deadline now + ``timeout_s``); ``kind`` "permission" or "ask" (``rule``: its text)."""
+
+    def answer(self, approval_id: str, *, allow: bool, by: str, via: str, message: str = "", note: str = "",
+               now: float | None = None) -> ApprovalRecord:
+        """The first answer wins: ``ApprovalClosed`` for a closed one, ``UnknownApproval`` for an unknown id,
+        ``AmbiguousApproval`` for a prefix of several. ``via``: cli, console, serve, pane or leash."""
+
+    def close(self, approval_id: str, outcome: str = "timeout", *, via: str = "leash",
+              now: float | None = None) -> ApprovalRecord:
+        """Leash closes a waiting one: "timeout" or "withdrawn" (``via`` "pane": Claude Code's own dialog
+        was answered first); ``ApprovalClosed`` when it was answered."""
+
+    def get(self, approval_id: str) -> ApprovalRecord:
+        """By id or a unique prefix (``UnknownApproval``, ``AmbiguousApproval``)."""
+
+    def pending(self, *, now: float | None = None) -> list[ApprovalRecord]:
+        """The waiting ones, oldest first."""
+
+    def recent(self, count: int = 20) -> list[ApprovalRecord]:
+        """The last ``count`` closed ones, newest first."""
+
+
 class Transaction(Protocol):
     """Writes queued under ``Backend.transaction()``, applied as one step at its end."""
 
@@ -292,6 +329,7 @@ class Backend(Protocol):
     breakers: BreakerStore
     replies: ReplyLedger
     kennels: KennelRegistry
+    approvals: ApprovalStore
 
     def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
 

@@ -1,5 +1,5 @@
 """Typed records the stores hand out: a stop, a lock, a session, a halt, a
-warrant, a breaker, a kennel heartbeat, a log line (and the lines of a read)
+warrant, a breaker, an approval, a kennel heartbeat, a log line (and the lines of a read)
 and a change.
 
 Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
@@ -109,6 +109,19 @@ class HeartbeatRecord(Record):
     """A kennel's heartbeat (``kennel.json``)."""
 
     FIELDS = ("pid", "host", "started_at", "heartbeat_at", "dogs", "working", "stopped_at")
+    __slots__ = FIELDS
+
+
+class ApprovalRecord(Record):
+    """An agent's call waiting for an operator's answer, or how it ended
+    (``core.approvals.store``). ``status``: "waiting", "allowed", "denied",
+    "timeout" or "withdrawn"; ``kind``: "permission" (Claude Code's
+    PermissionRequest) or "ask" (an ``[approvals] ask`` rule, named in
+    ``rule``). Times are ISO-8601 UTC; ``by`` and ``via`` say who closed it
+    and by which path (cli, console, serve, pane, leash)."""
+
+    FIELDS = ("id", "session_id", "host", "tool", "summary", "detail", "kind", "rule", "requested_at", "deadline",
+              "status", "closed_at", "by", "via", "message", "note")
     __slots__ = FIELDS
 
 

@@ -6,7 +6,7 @@ Each call is one ``{"verb": "store", "store": ..., "method": ..., "args": ...,
 "kwargs": ...}`` line and one reply. The daemon runs it on its own backend
 (``core.daemon.storeverb``) and allows only the methods the store's protocol
 names (``callable_methods``). Who acts is the daemon's business: a ``source`` or
-``requester`` given here is replaced by the peer's user there. Records, the stop
+``requester`` (an approval's ``by``) given here is replaced by the peer's user there. Records, the stop
 state and ack-log reads travel as tagged JSON (``encode``/``decode``) and come
 back as the same classes. A halt unit's reads are separate calls, each in its
 own unit of the daemon. A transaction is queued here and sent as one call.
@@ -26,7 +26,7 @@ from leash.core.store import records
 
 # What each store's protocol offers, minus what only the holder of the store may do.
 NOT_REMOTE = frozenset({"follow", "claim_next", "claim_orphans", "unit", "reading"})
-ACTOR_PARAMETERS = ("source", "requester")
+ACTOR_PARAMETERS = ("source", "requester", "by")
 
 
 class RemoteStoreError(Exception):
@@ -38,7 +38,8 @@ def protocols() -> dict:
 
     return {"acklog": p.AckLogStore, "stops": p.StopStore, "locks": p.LockStore, "sessions": p.SessionStore,
             "halts": p.HaltStore, "warrants": p.WarrantStore, "breakers": p.BreakerStore, "replies": p.ReplyLedger,
-            "kennels": p.KennelRegistry, "unit": p.HaltUnit, "transaction": p.Transaction}
+            "kennels": p.KennelRegistry, "approvals": p.ApprovalStore, "unit": p.HaltUnit,
+            "transaction": p.Transaction}
 
 
 def callable_methods(protocol) -> frozenset[str]:
@@ -47,6 +48,7 @@ def callable_methods(protocol) -> frozenset[str]:
 
 
 def errors() -> dict[str, type[Exception]]:
+    from leash.core.approvals.store import AmbiguousApproval, ApprovalClosed, ApprovalsUnreadable, UnknownApproval
     from leash.core.halts.api import HaltRefused
     from leash.core.halts.store import HaltStoreUnavailable
     from leash.core.handsoff import HandsOffError, HandsOffUnreadable, NotLocked
@@ -54,7 +56,8 @@ def errors() -> dict[str, type[Exception]]:
     from leash.core.warrants import WarrantError
 
     found = (NotStopped, StopStateUnreadable, NotLocked, HandsOffError, HandsOffUnreadable, HaltRefused,
-             HaltStoreUnavailable, WarrantError, ValueError, KeyError, LookupError)
+             HaltStoreUnavailable, WarrantError, UnknownApproval, AmbiguousApproval, ApprovalClosed,
+             ApprovalsUnreadable, ValueError, KeyError, LookupError)
     return {cls.__name__: cls for cls in found}
 
 
@@ -158,7 +161,8 @@ class RemoteBackend:
         reply = self._exchange({"verb": "ping"})
         self.home = reply.get("home", "")
         self.host = str(reply.get("host", ""))
-        for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels"):
+        for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
+                      "approvals"):
             setattr(self, store, RemoteStore(self, store))
         # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
         self.sessions.host = str(reply.get("shared_host") or "")

@@ -26,11 +26,12 @@ store, with other stops).
 from __future__ import annotations
 
 import os
-import socket
+
+from leash.core.config import HOST_VARIABLE as HOST_VARIABLE
+from leash.core.config import host_name as host_name
 
 STORE_URL_VARIABLE = "LEASH_STORE_URL"
 OWNER_URL_VARIABLE = "LEASH_STORE_OWNER_URL"
-HOST_VARIABLE = "LEASH_HOST"
 PASSWORD_FILE_MODE_MASK = 0o077  # group or others may not read the password file
 
 
@@ -76,11 +77,6 @@ def _owner_options(home: str, url: str, environ=None) -> dict:
     owner = owner_url(home, environ)
     same_user = bool(owner) and urlsplit(owner).username == urlsplit(url).username
     return {"owner_url": owner, "owner_password": password(home) if same_user else None}
-
-
-def host_name(home: str, environ=None) -> str:
-    environ = os.environ if environ is None else environ
-    return environ.get(HOST_VARIABLE) or _config(home)["daemon"]["host"] or socket.gethostname()
 
 
 def password(home: str) -> str | None:

@@ -169,7 +169,7 @@ def _command_findings(call, threshold, home: str, env: Mapping[str, str]) -> lis
 LEASH_API = ("leash.console.cli", "leash.console", "leash.core", "leash.core.stop", "leash.core.handsoff",
              "leash.core.halts", "leash.core.gate", "leash.core.fleet", "leash.core.acklog")
 LIFTING = ("resume", "release", "acknowledge", "dismiss", "escalate", "pardon", "unlock", "lift", "clear",
-           "reset", "repair", "uninstall", "hands_off", "update_halt_config")
+           "reset", "repair", "uninstall", "hands_off", "update_halt_config", "approvals", "answer")
 
 
 def _python_lifting(command) -> str | None:

@@ -1,0 +1,168 @@
+"""Approvals through leashd: from an operator's answer to the agent's hook
+returning, and what a waiting approval costs leashd.
+
+A ``leash daemon`` process runs on a throwaway home. Each run sends a
+PermissionRequest hook request to its agent socket (the thin client's
+request, from a thread here) and waits until the approval is listed; then the
+clock starts and the operator answers it, either
+
+* ``operator socket``: one ``store`` call (``RemoteBackend.approvals.answer``,
+  what the console does), or
+* ``cli``: ``leash approvals allow ID`` as a process (its interpreter's start
+  included, as an operator typing it pays),
+
+and the clock stops when the hook's reply arrives. Then one approval is left
+waiting for ``--idle`` seconds and leashd's CPU time over them is read from
+``/proc/PID/stat`` (a waiter sleeps in ``select``: it should cost nothing),
+beside the same time with nothing waiting (leashd's own timers).
+
+Prints figures only; the home lives in a temporary directory removed at the
+end, and the daemon is stopped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = 40
+IDLE_SECONDS = 5.0
+POLL_SECONDS = 0.002
+WITHIN_SECONDS = 20
+PAYLOAD = {"session_id": "bench", "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+           "tool_input": {"command": "git push origin main"}, "cwd": "/", "permission_mode": "default"}
+
+
+def leash_argv() -> list[str]:
+    script = Path(sys.executable).with_name("leash")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "leash.console.cli"]
+
+
+def until(check, seconds: float = WITHIN_SECONDS):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(POLL_SECONDS)
+    raise SystemExit("bench: timed out")
+
+
+def ask(agent_socket: str, done: dict) -> None:
+    """The thin client's one request and one reply; ``done["at"]`` when the reply came."""
+    request = {"verb": "hook", "event": "permission-request", "payload": json.dumps(PAYLOAD), "env": {}}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(agent_socket)
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    done["at"] = time.perf_counter()
+    done["reply"] = json.loads(data)
+
+
+def waiting_one(remote):
+    found = until(lambda: remote.approvals.pending())
+    return found[0].id
+
+
+def one_run(remote, agent_socket: str, answer) -> float:
+    done: dict = {}
+    thread = threading.Thread(target=ask, args=(agent_socket, done))
+    thread.start()
+    approval_id = waiting_one(remote)
+    started = time.perf_counter()
+    answer(approval_id)
+    thread.join(timeout=WITHIN_SECONDS)
+    if "allow" not in done.get("reply", {}).get("stdout", ""):
+        raise SystemExit(f"bench: unexpected reply {done.get('reply')!r}")
+    return (done["at"] - started) * 1000
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def figures(name: str, samples: list[float]) -> None:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    print(f"{name:<16} n={len(samples):<3} p50 {statistics.median(samples):7.1f} ms   p99 {p99:7.1f} ms   "
+          f"max {max(samples):7.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--idle", type=float, default=IDLE_SECONDS,
+                        help="seconds one approval waits for the CPU figure")
+    options = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from leash.core.store.remote import RemoteBackend
+
+    base = Path(tempfile.mkdtemp(prefix="leash-bench-approvals-"))
+    home = base / "home"
+    env = dict(os.environ, LEASH_HOME=str(home))
+    env.pop("LEASH_OPERATOR_SOCKET", None)
+    daemon = subprocess.Popen(leash_argv() + ["daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        agent_socket, operator_socket = str(home / "run" / "agent.sock"), str(home / "run" / "operator.sock")
+        until(lambda: os.path.exists(operator_socket) and os.path.exists(agent_socket))
+        remote = RemoteBackend(operator_socket)
+
+        def by_socket(approval_id: str) -> None:
+            remote.approvals.answer(approval_id, allow=True, by="bench", via="console")
+
+        def by_cli(approval_id: str) -> None:
+            subprocess.run(leash_argv() + ["approvals", "allow", approval_id], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+
+        one_run(remote, agent_socket, by_socket)  # warm: the first call imports what the rest reuse
+        print(f"answer -> hook reply through leashd ({options.runs} runs each; file store on one host)")
+        figures("operator socket", [one_run(remote, agent_socket, by_socket) for _ in range(options.runs)])
+        figures("cli", [one_run(remote, agent_socket, by_cli) for _ in range(max(1, options.runs // 2))])
+
+        before = cpu_seconds(daemon.pid)
+        time.sleep(options.idle)
+        idle = cpu_seconds(daemon.pid) - before
+        print(f"nothing waiting {options.idle:g} s: leashd used {idle * 1000:.0f} ms of CPU (its own timers)")
+        done: dict = {}
+        thread = threading.Thread(target=ask, args=(agent_socket, done), daemon=True)
+        thread.start()
+        approval_id = waiting_one(remote)
+        time.sleep(0.5)  # the request's own work is over: what follows is the waiting alone
+        before = cpu_seconds(daemon.pid)
+        time.sleep(options.idle)
+        spent = cpu_seconds(daemon.pid) - before
+        print(f"one approval waiting {options.idle:g} s: leashd used {spent * 1000:.0f} ms of CPU "
+              f"({spent / options.idle * 100:.2f} % of a core)")
+        by_socket(approval_id)
+        thread.join(timeout=WITHIN_SECONDS)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Approvals in an interactive Claude Code TUI in tmux, through ``leash
+daemon``: the permission dialog and leash's approval race, the first answer
+wins (2.1.197 and 2.1.332 alike).
+
+* "Yes" in the pane runs the tool but does not end the hook (its process
+  runs on): leashd sees the call's PostToolUse and withdraws the approval
+  ``via`` "pane", answering the hook with nothing;
+* Escape in the pane kills the hook: leashd sees its connection close and
+  withdraws the approval (``via`` "leash"); the tool does not run;
+* ``leash approvals allow`` from another process answers the hook: the
+  dialog goes away and the tool runs."""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from leash.core.acklog import AckLog
+
+from .harness import LEASH, ClaudeUnavailable, ensure_claude
+from .standin import bash, text
+from .tui import Fleet
+
+try:  # once, at collection: without Claude Code or tmux the whole module is one skip line
+    ensure_claude()
+except ClaudeUnavailable as exc:
+    pytest.skip(f"Claude Code unavailable: {exc}", allow_module_level=True)
+if shutil.which("tmux") is None:
+    pytest.skip("tmux is not installed", allow_module_level=True)
+
+WAIT_SECONDS = 40
+DIALOG = "Do you want to proceed?"
+
+
+def wait_until(check, timeout: float = WAIT_SECONDS, what: str = "the condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"{what} did not come within {timeout} s"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def fleet(claude, home, tmp_path):
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    daemon = subprocess.Popen([LEASH, "--home", str(home), "daemon", "--no-kennel"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until((home / "run" / "operator.sock").exists, what="leashd")
+        with Fleet(claude, tmp_path, home) as fleet:
+            yield fleet
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+
+def waiting(fleet) -> list[dict]:
+    done = fleet.leash("approvals", "list", "--json", check=False)
+    return json.loads(done.stdout) if done.returncode == 0 else []
+
+
+def closing(home, approval_id: str) -> dict | None:
+    found = [line for line in AckLog(home).read().entries
+             if line.get("approval") == approval_id and line["event"] != "approval_requested"]
+    return found[0] if found else None
+
+
+def start_asking(fleet):
+    (agent,) = fleet.start([[[text("Creating the marker."), bash("touch marker")], [text("done")]]],
+                           args=("--permission-mode", "default"))
+    agent.submit("create the marker")
+    (approval,) = wait_until(lambda: waiting(fleet), what="an approval")
+    agent.wait_for(DIALOG, timeout=WAIT_SECONDS)
+    return agent, approval
+
+
+def test_yes_in_the_pane_withdraws_the_approval(fleet, home):
+    agent, approval = start_asking(fleet)
+    agent.keys("Enter")  # the dialog's first choice: Yes
+
+    line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
+    assert (line["event"], line["via"]) == ("approval_withdrawn", "pane"), line
+    wait_until(agent.marker.exists, what="the tool")
+    assert waiting(fleet) == []
+
+
+def test_escape_in_the_pane_withdraws_the_approval(fleet, home):
+    agent, approval = start_asking(fleet)
+    agent.keys("Escape")
+
+    line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
+    assert (line["event"], line["via"]) == ("approval_withdrawn", "leash"), line
+    assert not agent.marker.exists()
+
+
+def test_an_answer_from_the_cli_takes_the_dialog_away(fleet, home):
+    agent, approval = start_asking(fleet)
+    fleet.leash("approvals", "allow", approval["id"])
+
+    wait_until(agent.marker.exists, what="the tool")
+    assert closing(home, approval["id"])["event"] == "approval_allowed"
+    wait_until(lambda: DIALOG not in agent.screen(), what="the dialog gone")
