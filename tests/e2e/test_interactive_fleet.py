@@ -111,8 +111,7 @@ def test_a_fleet_stop_from_the_console_keys_denies_every_agents_next_call(fleet)
         pause.wait_reached()  # its first call ran; the model is "thinking" about the next
         assert (agent.project / "before").exists()
 
-    console.keys("S")
-    console.wait_for("Stop the whole fleet?")
+    console.press_until("S", "Stop the whole fleet?")
     time.sleep(MODAL_SETTLE_SECONDS)
     console.keys("y")  # the reason is optional; the console gives its own
     wait_until(lambda: fleet_stopped(fleet), what="the fleet stop")
@@ -155,8 +154,7 @@ def test_a_halt_is_acknowledged_from_the_console(fleet):
 
     console.keys("2")
     console.wait_for("secrets_exposure")
-    console.keys("a")
-    console.wait_for("Acknowledge this halt?")
+    console.press_until("a", "Acknowledge this halt?")
     time.sleep(MODAL_SETTLE_SECONDS)
     console.keys("y")
 

@@ -254,6 +254,20 @@ class Pane:
         """Press keys (tmux key names: ``Enter``, ``Escape``, ``C-u``)."""
         self.fleet.tmux("send-keys", "-t", self.target, *keys)
 
+    def press_until(self, key: str, shown: str, *, attempts: int = 3, each: float = 5.0) -> None:
+        """Press ``key`` until the screen shows ``shown``: a key that arrives
+        while the console is still drawing the row it acts on does nothing, and
+        a person who pressed too soon presses again."""
+        for _ in range(attempts - 1):
+            self.keys(key)
+            try:
+                self.wait_for(shown, each)
+                return
+            except ScreenTimeout:
+                continue
+        self.keys(key)
+        self.wait_for(shown, each)
+
     def type(self, text: str) -> None:
         """Type ``text`` literally, as one burst."""
         self.fleet.tmux("send-keys", "-t", self.target, "-l", text)
