@@ -71,16 +71,20 @@ class Gate:
         self.home = os.fspath(home)
         self.stops, self.locks, self.sessions = backend.stops, backend.locks, backend.sessions
         self._config: dict | None = None
+        self.config_problem: str | None = None  # why config.toml could not be used
 
     def config(self) -> dict:
-        """config.toml, or the defaults when it cannot be used (the gate keeps going)."""
+        """config.toml, or the defaults when it cannot be used (the gate keeps
+        going; ``config_problem`` then says why, for the rules a default would
+        loosen — the approvals floor holds every call instead)."""
         if self._config is None:
             from leash.core.config import DEFAULTS, ConfigError, load_config
 
             try:
                 self._config = load_config(self.home)
-            except ConfigError:
+            except ConfigError as exc:
                 self._config = DEFAULTS
+                self.config_problem = str(exc)
         return self._config
 
     def names(self, session_id: str, *, now: float | None = None, session=None) -> tuple[list[str], dict[str, Any]]:

@@ -116,11 +116,17 @@ def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: objec
     mode lifts): through leashd the ``Held`` approval, without it the deny's
     stdout line; None when no rule matches."""
     settings = gate.config()["approvals"]
-    if not settings["ask"]:
+    if gate.config_problem is not None and tool:
+        # The ask rules cannot be read: the floor they set is unknown, so every
+        # call needs a human until config.toml is mended (never a looser rule).
+        rule = f"config.toml unreadable ({gate.config_problem}): every call needs an operator; leash doctor"
+    elif not settings["ask"]:
         return None
+    else:
+        rule = ""
     from leash.core.approvals import hold as holding
 
-    rule = holding.matching_ask_rule(settings, tool, tool_input, cwd=cwd, env=env, home=gate.home)
+    rule = rule or holding.matching_ask_rule(settings, tool, tool_input, cwd=cwd, env=env, home=gate.home)
     if not rule:
         return None
     if not hold:
