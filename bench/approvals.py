@@ -105,6 +105,61 @@ def figures(name: str, samples: list[float]) -> None:
           f"max {max(samples):7.1f} ms")
 
 
+def start_daemon(env: dict, home: Path) -> subprocess.Popen:
+    daemon = subprocess.Popen(leash_argv() + ["daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    until(lambda: (home / "run" / "operator.sock").exists() and (home / "run" / "agent.sock").exists())
+    return daemon
+
+
+def stop_daemon(daemon: subprocess.Popen) -> None:
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
+def across_hosts(runs: int) -> None:
+    """An approval asked on host c, answered through host a's leashd, both on
+    one PostgreSQL store (the throwaway server the tests use): the answer
+    reaches c's waiting hook through the store's change feed."""
+    from leash.core.store.remote import RemoteBackend
+    from tests.postgres_support import Cluster
+
+    try:
+        cluster = Cluster()
+    except Exception as exc:  # noqa: BLE001 - no PostgreSQL here: say so, as the other benches do
+        print(f"across hosts: skipped (no PostgreSQL: {exc})")
+        return
+    base = Path(tempfile.mkdtemp(prefix="leash-bench-approvals-hosts-"))
+    daemons = []
+    try:
+        url = cluster.url(cluster.fresh_schema())
+        homes = {}
+        for host in ("a", "c"):
+            home = homes[host] = base / f"home-{host}"
+            home.mkdir(mode=0o700)
+            env = dict(os.environ, LEASH_HOME=str(home), LEASH_STORE_URL=url, LEASH_HOST=host)
+            env.pop("LEASH_OPERATOR_SOCKET", None)
+            daemons.append(start_daemon(env, home))
+        remote_a = RemoteBackend(str(homes["a"] / "run" / "operator.sock"))
+        agent_c = str(homes["c"] / "run" / "agent.sock")
+
+        def by_host_a(approval_id: str) -> None:
+            remote_a.approvals.answer(approval_id, allow=True, by="bench", via="console")
+
+        one_run(remote_a, agent_c, by_host_a)
+        print(f"answer on host a -> hook reply on host c ({runs} runs; PostgreSQL store; target p99 250 ms)")
+        figures("across hosts", [one_run(remote_a, agent_c, by_host_a) for _ in range(runs)])
+    finally:
+        for daemon in daemons:
+            stop_daemon(daemon)
+        cluster.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=RUNS)
@@ -112,6 +167,7 @@ def main() -> int:
                         help="seconds one approval waits for the CPU figure")
     options = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    across_hosts(options.runs)
     from leash.core.store.remote import RemoteBackend
 
     base = Path(tempfile.mkdtemp(prefix="leash-bench-approvals-"))
