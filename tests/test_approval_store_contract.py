@@ -5,17 +5,16 @@ list; every change an ack-log line first, the state their fold; changes seen
 from another process; two operators answering at once."""
 from __future__ import annotations
 
-import asyncio
 import os
-import sys
 import threading
 
 import pytest
 
 from leash.core.approvals.store import AmbiguousApproval, ApprovalClosed, UnknownApproval
-from leash.core.store.records import ApprovalRecord, Change
+from leash.core.store.records import ApprovalRecord
 
 from . import test_store_contract as contract
+from .change_support import changes_after
 
 # The store contract's fixtures: every backend it runs on, and a second client of the same store.
 backend, second_backend, make_backend = contract.backend, contract.second_backend, contract.make_backend
@@ -137,27 +136,6 @@ OPEN_ELSEWHERE = ("import sys; from leash.core.store.select import backend_for; 
 
 
 def test_an_approval_opened_elsewhere_shows_up_in_changes(backend):
-    async def watch() -> list[Change]:
-        stop = asyncio.Event()
-        seen: list[Change] = []
-
-        async def collect():
-            async for change in backend.changes(stop_event=stop):
-                seen.append(change)
-                if change.store == "approvals":
-                    return
-
-        task = asyncio.create_task(collect())
-        await asyncio.sleep(0.3)  # the watcher is in place
-        env = dict(os.environ, LEASH_STORE_URL=getattr(backend, "url", ""))
-        process = await asyncio.create_subprocess_exec(sys.executable, "-c", OPEN_ELSEWHERE, backend.home, env=env)
-        assert await process.wait() == 0
-        try:
-            await asyncio.wait_for(task, timeout=5)
-        finally:
-            stop.set()
-        return seen
-
-    seen = asyncio.run(watch())
+    seen = changes_after(backend, OPEN_ELSEWHERE, "approvals")
     assert "approvals" in {change.store for change in seen}
     assert [a.session_id for a in backend.approvals.pending()] == ["far"]

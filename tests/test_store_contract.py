@@ -1,7 +1,6 @@
 """One contract for every storage backend: what a caller of ``leash.core.store``
 may rely on, whichever backend holds the state. Add a backend by adding its
 name to ``BACKENDS`` and a branch to ``make_backend``."""
-import asyncio
 import os
 import sys
 import threading
@@ -12,7 +11,9 @@ from leash.core.clock import iso, parse_iso
 from leash.core.halts import HaltRefused
 from leash.core.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.stop import NotStopped
-from leash.core.store.records import Change, LockRecord, LogLine, StopRecord, WarrantRecord
+from leash.core.store.records import LockRecord, LogLine, StopRecord, WarrantRecord
+
+from .change_support import changes_after
 
 # postgres-roles: the schema's owner and leash's runtime role are two roles ([store] owner_url),
 # so every store works with the runtime role's grants alone.
@@ -337,28 +338,7 @@ STOP_ELSEWHERE = ("import sys; from leash.core.store.select import backend_for; 
 
 
 def test_a_stop_made_elsewhere_shows_up_in_changes(backend):
-    async def watch() -> list[Change]:
-        stop = asyncio.Event()
-        seen: list[Change] = []
-
-        async def collect():
-            async for change in backend.changes(stop_event=stop):
-                seen.append(change)
-                if change.store == "stops":
-                    return
-
-        task = asyncio.create_task(collect())
-        await asyncio.sleep(0.3)  # the watcher is in place
-        env = dict(os.environ, LEASH_STORE_URL=getattr(backend, "url", ""))
-        process = await asyncio.create_subprocess_exec(sys.executable, "-c", STOP_ELSEWHERE, backend.home, env=env)
-        assert await process.wait() == 0
-        try:
-            await asyncio.wait_for(task, timeout=5)
-        finally:
-            stop.set()
-        return seen
-
-    seen = asyncio.run(watch())
+    seen = changes_after(backend, STOP_ELSEWHERE, "stops")
     assert {"stops", "acklog"} <= {change.store for change in seen}
     assert list(backend.stops.stopped()) == ["far"]
 
