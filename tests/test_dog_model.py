@@ -195,8 +195,14 @@ class DogMachine(RuleBasedStateMachine):
         self.attempt = 0
         self.deadline = None  # microseconds
         self.last_message = None
-        self.heard = False      # an ALIVE line after the latest message
-        self.busy = False       # other output after the latest message
+        # What the pane showed since the latest message: an ALIVE line, other
+        # output; and whether a whole echo of the message is there. The dog reads
+        # what follows the first whole echo, or, with none on the screen, what
+        # follows the place it sent from.
+        self.heard = False      # an ALIVE line after the first whole echo (or after the send, with no echo)
+        self.busy = False       # other output, the same
+        self.echoed = False     # a whole echo of the latest message is in the pane
+        self.heard_before = self.busy_before = False  # shown after the send but before a late first echo
         self.alive = True
         self.hands_off = False
         self.pardon_source: str | None = None
@@ -231,7 +237,8 @@ class DogMachine(RuleBasedStateMachine):
         self.phase = "interrogating"
         self.last_message = self.now
         self.deadline = self.now + round(self.timeouts[attempt - 1] * US)
-        self.heard = self.busy = False
+        self.heard = self.busy = self.heard_before = self.busy_before = False
+        self.echoed = self.tmux.echo  # the tty's echo of what was typed
 
     def _complete(self, outcome: str, by: str | None = None) -> None:
         self.phase = "complete"
@@ -239,7 +246,9 @@ class DogMachine(RuleBasedStateMachine):
         self.pardoned_by = by
 
     def _answered(self) -> bool:
-        return self.heard or (self.activity and self.busy)
+        heard = self.heard or (not self.echoed and self.heard_before)
+        busy = self.busy or (not self.echoed and self.busy_before)
+        return heard or (self.activity and busy)
 
     def _predict_tick(self) -> None:
         if self.pardon_source is not None:
@@ -313,14 +322,22 @@ class DogMachine(RuleBasedStateMachine):
             if roll != 7:  # rare, so that most examples reach the later gates
                 return
             self.tmux.show(TARGET, ANSWERS[pick])
-            self.heard = self.busy = True
+            if self.echoed:
+                self.heard = self.busy = True
+            else:
+                self.heard_before = self.busy_before = True
         elif kind == "output":
             self.tmux.show(TARGET, NOISE[pick])
-            self.busy = True
+            if self.echoed:
+                self.busy = True
+            else:
+                self.busy_before = True
         elif self.attempt > 0:
             message = health_check(TARGET, self.timeouts[self.attempt - 1], self.last_state["warrant"]["reason"],
                                    REQUESTER, self.attempt, 3, warrant_id=self.last_state["warrant"]["id"])
             self.tmux.show(TARGET, ([message] + message.split(" -- ")[1:])[pick])  # the line, or a piece of it
+            # A late first whole echo: what came before it is no longer "after the message".
+            self.echoed = self.echoed or pick == 0
 
     @precondition(lambda self: self.phase != "complete")
     @rule(what=st.sampled_from(["target dies", "kennel dies", "hands-off", "kill fails", "echo"]), roll=ROLL)
