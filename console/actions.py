@@ -269,7 +269,10 @@ def cmd_why(protocol, args) -> int:
     answer = why(session=args.session, backend=_backend(protocol))
     if args.json:
         _out_json(answer, indent=2)
-        return 3 if answer["held"] else 0
+        return 3 if answer["held"] else 0 if answer["known"] else 1
+    if not answer["known"]:
+        raise Refused(f"nothing knows {args.session!r}: no agent session, tmux session, stop, lock or halt by "
+                      "that name (leash status lists them)")
     if not answer["held"]:
         _out_painted((args.session, "bold"), (" is free: nothing holds it now", "green"))
     else:

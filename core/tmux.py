@@ -148,6 +148,8 @@ class Tmux:
         run several to one tmux process, which libtmux's objects cannot join."""
         if is_tmux_id(target) and target.startswith(PANE_ID_PREFIX):
             return target
+        if target.endswith(":") and is_tmux_id(target[:-1]) and target.startswith(SESSION_ID_PREFIX):
+            return target  # already a session's active pane, as this method gives it
         return f"{self._session(target).session_id}:"
 
     # ------------------------------------------------------------ sessions
@@ -269,8 +271,9 @@ class Tmux:
         caller makes ``text`` one printable line: typed literally, a newline is
         still Enter and a control character still a control key. (A warrant's
         check goes through ``core.warrants.speech``, which also confirms it.)"""
-        self.type_text(name, text)
-        self.send_keys(name, "Enter")
+        target = self._pane_target(name)  # looked up once: a name costs a listing
+        self.type_text(target, text)
+        self.send_keys(target, "Enter")
 
     def type_text(self, name: str, text: str) -> None:
         """``text`` typed literally into the pane ``name`` shows, no Enter."""

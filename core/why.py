@@ -101,8 +101,12 @@ def why(home=None, session: str = "", *, now: float | None = None, tmux_session_
             rules.append({"rule": "path_lock", "subject": entity, **row, "files": files, "more_files": more})
         else:
             elsewhere.append(row)
+    # Something answers to the name: an agent session or a tmux session leash
+    # knows, or a rule that names it. Otherwise "free" would be a guess.
+    known = bool(rules) or len(names) > 1 or bool(tmux_ids) or bool(cwds) or \
+        backend.sessions.get(session, now=moment) is not None
     return {"session": session, "names": names, "tmux_session_id": tmux_ids[0] if tmux_ids else "",
-            "held": bool(rules), "rules": rules, "path_locks_elsewhere": elsewhere}
+            "known": known, "held": bool(rules), "rules": rules, "path_locks_elsewhere": elsewhere}
 
 
 def _stop_rules(backend, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:

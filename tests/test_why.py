@@ -136,3 +136,14 @@ def test_why_as_a_real_process(leash_proc, home):
     done = leash_proc("why", "agent-x")
     assert done.code == 3 and "leash resume agent-x" in done.out and done.err == ""
     assert leash_proc("why").code == 2
+
+
+def test_a_name_nothing_knows_is_said_to_be_unknown_not_free(home, cli):
+    from leash.core.protocol import StopProtocol
+
+    StopProtocol(home).sessions.observe("sess-known", now=1_800_000_000.0, status="idle")
+    unknown = cli("why", "nobody-here")
+    assert unknown.code == 1 and "nothing knows 'nobody-here'" in unknown.err
+    assert cli("why", "nobody-here", "--json").code == 1
+    free = cli("why", "sess-known")
+    assert free.code == 0 and "is free" in free.out
