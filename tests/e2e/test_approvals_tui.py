@@ -84,9 +84,23 @@ def start_asking(fleet):
     return agent, approval
 
 
+def answer_yes_in_the_pane(agent) -> None:
+    """Enter on the dialog's first choice (Yes), again while the dialog still
+    shows: a key that arrives while Claude Code is still drawing it is lost."""
+    for _ in range(3):
+        time.sleep(0.5)
+        agent.keys("Enter")
+        try:
+            wait_until(lambda: DIALOG not in agent.screen(), timeout=5, what="the dialog gone")
+            return
+        except AssertionError:
+            continue
+    wait_until(lambda: DIALOG not in agent.screen(), timeout=5, what="the dialog gone")
+
+
 def test_yes_in_the_pane_withdraws_the_approval(fleet, home):
     agent, approval = start_asking(fleet)
-    agent.keys("Enter")  # the dialog's first choice: Yes
+    answer_yes_in_the_pane(agent)
 
     line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
     assert (line["event"], line["via"]) == ("approval_withdrawn", "pane"), line
