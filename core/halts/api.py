@@ -3,7 +3,7 @@
 ``check_halt_conditions``, ``record_halt``, ``acknowledge_halt``,
 ``get_session_halts`` and ``update_halt_config`` take and return JSON-shaped
 dicts exactly as the seed's ``...Input``/``...Output`` interfaces (extra keys are
-documented in the README). Every function takes ``home=`` and a keyword-only
+documented in docs/halts.md). Every function takes ``home=`` and a keyword-only
 ``now=``.
 
 Split by concept: this module is the seed's API; the lifecycle rules (session

@@ -4,7 +4,7 @@ Fields follow the seed (``operation``, ``target_files``, ``files_read``,
 ``attempt_number``, ``previous_errors``, ``uncertainty_score``, ``environment``,
 ``commands``, ``scope_boundary``, ``user_instructions`` and
 ``proposed_changes``). leash adds a few optional fields its hooks can fill and
-its rules read (all documented in the README):
+its rules read (all documented in docs/halts.md):
 
 * ``cwd`` — the session's working directory, for relative paths;
 * ``edits`` — ``[{"file", "old", "new"}]``, the text an edit replaces and writes;

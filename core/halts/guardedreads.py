@@ -114,7 +114,7 @@ class Guarded:
         """The guarded files, kept ``GUARDED_KEPT_SECONDS`` for the same home,
         config and environment (resolving them costs a dozen lstat calls; a
         link made to one is seen within that time, and a read through a link
-        made in the same command is not seen at all — see the README)."""
+        made in the same command is not seen at all — see docs/halts.md)."""
         import time
 
         password_file, configured_socket = _config_paths(home)
