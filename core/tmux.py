@@ -317,19 +317,6 @@ class Tmux:
                                        "capture-pane", "-p", "-J", "-t", target, "-S", f"-{max(1, tail)}"))
         return _parse_marks(out[:1]), _without_blank_tail(out[1:])
 
-    def interrogate(self, name: str, text: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
-        """``mark`` then ``send_message``: (``marks`` as before sending, the tail)."""
-        marks, lines = self.mark(name, tail=tail)
-        self.send_message(name, text)
-        return marks, lines
-
-    def press(self, pane: str, key: str) -> None:
-        """Press ``key``, a tmux key name (``Escape``), once in pane ``pane`` (a
-        ``%N`` id): a key event of its own, nothing typed before or after it."""
-        if not (is_tmux_id(pane) and pane.startswith(PANE_ID_PREFIX)):
-            raise TmuxError(f"not a pane id: {pane!r}")
-        _checked(self.server.cmd("send-keys", "-t", pane, key))
-
 
 def is_tmux_id(text: str) -> bool:
     """``$N`` (a session id) or ``%N`` (a pane id)."""

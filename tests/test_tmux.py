@@ -47,7 +47,8 @@ def settle(tmux: Tmux, name: str, last: str) -> None:
 def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux, monkeypatch):
     tmux.new_session("agent", "cat", width=80, height=20)
     session_id = tmux.resolve("agent")["id"]  # a kennel addresses its target by id
-    marks, _ = tmux.interrogate(session_id, "first")
+    marks, _ = tmux.mark(session_id)
+    tmux.send_message(session_id, "first")
     settle(tmux, "agent", "first")
     calls = counting(monkeypatch)
     now, lines = tmux.read_since(session_id, marks["position"], history=marks["history"])
@@ -65,7 +66,8 @@ def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux
     for n in range(12):  # the pane is full: what comes next scrolls it
         tmux.send_message("agent", f"before {n}")
     settle(tmux, "agent", "before 11")
-    marks, before = tmux.interrogate("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
+    marks, before = tmux.mark("agent")
+    tmux.send_message("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
     assert marks["history"] > 0 and before[-1] == "before 11"
     for n in range(shown // 2):
         tmux.send_message("agent", f"line {n}")

@@ -127,7 +127,7 @@ def test_a_session_is_killed_by_name_session_id_or_pane_id(tmux):
     with pytest.raises(TmuxError):
         tmux.capture(pane_id)
     with pytest.raises(TmuxError, match="can't find"):
-        tmux.interrogate("$999", "hello")
+        tmux.mark("$999")
 
 
 def test_capture_reads_history_and_drops_the_blank_rows_below(tmux):
