@@ -308,6 +308,13 @@ class Tmux:
                 "cursor": (_number(row["cursor_x"]), _number(row["cursor_y"])),
                 "width": _number(row["pane_width"]), "height": height, "rows": rows}
 
+    def press(self, pane: str, key: str) -> None:
+        """Press ``key`` (one of ``KEY_NAMES``: ``Escape``) once in pane ``pane``
+        (a ``%N`` id): a key event of its own, nothing typed before or after it."""
+        if not (is_tmux_id(pane) and pane.startswith(PANE_ID_PREFIX)):
+            raise TmuxError(f"not a pane id: {pane!r}")
+        self.send_keys(pane, key)
+
     def mark(self, name: str, *, tail: int = 60) -> tuple[dict[str, int], list[str]]:
         """Where the pane is (``marks``) and its last ``tail`` lines, in one tmux
         command (each command is a process to start, and a kennel sends many):
