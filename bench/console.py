@@ -160,7 +160,7 @@ class Instruments:
     imports it at call time). Nothing else is changed."""
 
     def __init__(self, app) -> None:
-        import leash.core.fleet as fleet
+        import leash.core.views.fleet as fleet
 
         self.fleet = fleet
         self.real_view = fleet.view
@@ -231,15 +231,15 @@ def fake_tmux(now: float) -> list[dict]:
 
 def seed_big(home: str, now: float) -> None:
     """Write the big home (runs in a child process)."""
-    from leash.core import loopguard
-    from leash.core.acklog import ACK_LOG_NAME, GENESIS_HASH, AckLog, chain_hash
-    from leash.core.clock import iso
-    from leash.core.halts.store import DEFAULT_CONDITIONS, EVENT_FIELDS, new_id, open_store, write
-    from leash.core.home import ensure_home
-    from leash.core.protocol import StopProtocol
-    from leash.core.sessions import SESSIONS_NAME
-    from leash.core.statefile import write_json
-    from leash.core.warrants import WarrantQueue
+    from leash.core.base.clock import iso
+    from leash.core.base.home import ensure_home
+    from leash.core.base.statefile import write_json
+    from leash.core.state import loopguard
+    from leash.core.state.acklog import ACK_LOG_NAME, GENESIS_HASH, AckLog, chain_hash
+    from leash.core.state.halts.store import DEFAULT_CONDITIONS, EVENT_FIELDS, new_id, open_store, write
+    from leash.core.state.sessions import SESSIONS_NAME
+    from leash.core.state.warrants import WarrantQueue
+    from leash.core.views.protocol import StopProtocol
 
     started = time.perf_counter()
     home = os.fspath(ensure_home(home))
@@ -587,7 +587,7 @@ def report_static(out: dict, tmux_count: int) -> None:
     print(f"\n  frame time of a refresh; {len(frames)} refreshes 0.25 s apart as time passes (panels capped at "
           f"{out['max_rows']} rows):")
     for label, key in (("apply_view on the UI thread", "apply_ms"), ("UI loop stall, apply + render", "block_ms"),
-                       ("leash.core.fleet.view in a worker thread", "view_ms"),
+                       ("leash.core.views.fleet.view in a worker thread", "view_ms"),
                        ("UI loop stall while view runs (GIL, timers)", "gil_ms")):
         print(f"    {label:<44} {stats_line([f[key] for f in frames])}")
     print(f"  {len(reorder)} refreshes with a new critical halt on top (the halts table is rebuilt):")
@@ -659,7 +659,7 @@ def summary(results: dict) -> None:
         print(f"  {label:<46} {value:>7.1f} {unit}   < {target:>6g} {unit}   {'met' if met else 'MISSED'}")
     view_ms = [f["view_ms"] for f in frames]
     print(f"  {'apply_view median, time passing':<46} {statistics.median(f['apply_ms'] for f in frames):>7.1f} ms")
-    print(f"  {'leash.core.fleet.view (worker) median / max':<46} {statistics.median(view_ms):>7.1f} ms   "
+    print(f"  {'leash.core.views.fleet.view (worker) median / max':<46} {statistics.median(view_ms):>7.1f} ms   "
           f"max {max(view_ms):.1f} ms (no target; it is on the latency path)")
     if latencies:
         print(f"  {'change-to-screen latency max':<46} {max(latencies):>7.1f} ms"
@@ -678,7 +678,7 @@ def summary(results: dict) -> None:
         print_profile("UI thread from apply_view until idle, 2 refreshes with the halts table rebuilt "
                       "(apply + Textual layout/render)", profiles["render"])
     if any(label.startswith(("change-to-screen", "first paint")) for label in missed) or ui_missed:
-        print_profile("leash.core.fleet.view in the worker thread, 3 calls on the big home", profiles["view"])
+        print_profile("leash.core.views.fleet.view in the worker thread, 3 calls on the big home", profiles["view"])
 
 
 # ------------------------------------------------------------------ main

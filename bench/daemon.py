@@ -39,8 +39,8 @@ def percentile(values: list[float], fraction: float) -> float:
 def seeded_home(home: str, *, loaded: bool) -> None:
     """A stop on another session; ``loaded``: also a path lock (every call's
     paths are read against it) and 20 halts of other sessions in halts.db."""
-    from leash.core.halts import api
-    from leash.core.protocol import StopProtocol
+    from leash.core.state.halts import api
+    from leash.core.views.protocol import StopProtocol
 
     protocol = StopProtocol(home)
     protocol.acknowledge_stop("bench", "someone-else", "bench")
@@ -62,7 +62,7 @@ CASES = {
 def daemon_side() -> None:
     from leash.core.daemon.peers import Peer
     from leash.core.daemon.service import Daemon
-    from leash.core.thinhook import forwarded_env
+    from leash.core.wire.thinhook import forwarded_env
 
     me = Peer(os.getpid(), os.getuid(), os.getgid())
     for loaded in (False, True):

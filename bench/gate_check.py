@@ -26,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leash.core.clock import iso  # noqa: E402
-from leash.core.gate import Gate  # noqa: E402
-from leash.core.handsoff import REGISTRY_NAME  # noqa: E402
-from leash.core.home import ensure_home  # noqa: E402
-from leash.core.sessions import SESSIONS_NAME  # noqa: E402
-from leash.core.statefile import write_json  # noqa: E402
-from leash.core.stop import STOPS_NAME  # noqa: E402
+from leash.core.base.clock import iso  # noqa: E402
+from leash.core.base.home import ensure_home  # noqa: E402
+from leash.core.base.statefile import write_json  # noqa: E402
+from leash.core.hook.gate import Gate  # noqa: E402
+from leash.core.state.handsoff import REGISTRY_NAME  # noqa: E402
+from leash.core.state.sessions import SESSIONS_NAME  # noqa: E402
+from leash.core.state.stop import STOPS_NAME  # noqa: E402
 
 STOPS = 1000
 NAME_LOCKS = 950
@@ -106,8 +106,8 @@ def report(label: str, call, expect_allow: bool, target: float | None = TARGET_U
 
 def main() -> None:
     # Modules the gate imports on first use, so the cold figure is parsing only.
-    import leash.core.globs  # noqa: F401
-    import leash.core.toolcall  # noqa: F401
+    import leash.core.base.globs  # noqa: F401
+    import leash.core.policy.toolcall  # noqa: F401
 
     with tempfile.TemporaryDirectory() as parent:
         home = ensure_home(Path(parent) / "home")

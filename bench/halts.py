@@ -38,10 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leash.core.clock import iso  # noqa: E402
-from leash.core.halts import api  # noqa: E402
-from leash.core.halts.hookcontext import check_input  # noqa: E402
-from leash.core.halts.store import EVENT_FIELDS, new_id, open_store, write  # noqa: E402
+from leash.core.base.clock import iso  # noqa: E402
+from leash.core.policy.halts.hookcontext import check_input  # noqa: E402
+from leash.core.state.halts import api  # noqa: E402
+from leash.core.state.halts.store import EVENT_FIELDS, new_id, open_store, write  # noqa: E402
 
 CHECK_CALLS, CHECK_WARMUP, CHECK_TARGET_MS = 2000, 200, 1.0
 LIST_CALLS, LIST_WARMUP, LIST_TARGET_MS = 200, 20, 5.0
@@ -241,9 +241,9 @@ HUGE_SHAPES = {
 
 
 def bench_huge(project: str) -> list[tuple[str, object, float]]:
-    from leash.core.halts import engine
-    from leash.core.halts.context import CheckContext
-    from leash.core.toolcall import read_commands
+    from leash.core.policy.halts import engine
+    from leash.core.policy.halts.context import CheckContext
+    from leash.core.policy.toolcall import read_commands
 
     print(f"\n(3) check_halt_conditions on 1 MiB commands (median of {HUGE_CALLS}; no halts.db, record=False)")
     print(f"  {'shape':<22} {'check':>9} {'reader':>9} {'w/o secrets':>12}  outcome")

@@ -38,7 +38,7 @@ def leash_command() -> list[str]:
 
 def installed_hook() -> list[str]:
     """What `leash install` writes before `hook EVENT`: the interpreter on the hook entry."""
-    out = subprocess.run([PYTHON, "-c", "import json; from leash.core.install import hook_runner; "
+    out = subprocess.run([PYTHON, "-c", "import json; from leash.core.hook.install import hook_runner; "
                                         "print(json.dumps(hook_runner()))"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -203,7 +203,7 @@ def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
 def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
     """A home whose sessions.json holds 100,000 sessions last seen weeks ago:
     the first write forgets them, and every later call reads a small file."""
-    from leash.core.clock import iso
+    from leash.core.base.clock import iso
 
     with tempfile.TemporaryDirectory() as home:
         old = iso(time.time() - 30 * 86400)

@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leash.core.clock import parse_iso  # noqa: E402
+from leash.core.base.clock import parse_iso  # noqa: E402
 
 ANSWERING = 'while IFS= read -r line; do case "$line" in *"HEALTH CHECK"*) echo ALIVE;; esac; done'
 SILENT = "cat > /dev/null"
@@ -62,7 +62,7 @@ def child(home: str, socket: str, result_path: str) -> None:
     """Run the kennel until idle, counting tmux commands; write the figures."""
     import asyncio
 
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
     from leash.core.warrants.kennel import Kennel
 
     tmux = Tmux(socket)
@@ -154,8 +154,8 @@ def main() -> int:
         f"poll_seconds = {args.poll:g}\n\n[tmux]\nsocket = \"{socket}\"\n")
     kennel_proc = None
     try:
-        from leash.core.tmux import Tmux
-        from leash.core.warrants import WarrantQueue
+        from leash.core.base.tmux import Tmux
+        from leash.core.state.warrants import WarrantQueue
 
         tmux = Tmux(socket)
         names = [f"agent-{n:03d}" for n in range(args.sessions)]

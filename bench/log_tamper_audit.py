@@ -50,7 +50,7 @@ HEADER = f"  {'outcome':<9} {'gate':<7} {'repaired':<8} {'case':<46} said"
 
 # ------------------------------------------------------------------ helpers
 def chain_hash(prev: str, record: dict) -> str:
-    from leash.core.acklog import chain_hash as hashed
+    from leash.core.state.acklog import chain_hash as hashed
 
     return hashed(prev, record)
 
@@ -190,12 +190,12 @@ FILE_CASES = {
 
 
 def seeded_home(root: Path, *, key: bool) -> Path:
-    from leash.core.protocol import StopProtocol
+    from leash.core.views.protocol import StopProtocol
 
     home = root / f"home-{os.urandom(4).hex()}"
     home.mkdir(mode=0o700)
     if key:
-        from leash.core.logkey import ensure_key
+        from leash.core.base.logkey import ensure_key
 
         ensure_key(str(home), next_seq=1)
     protocol = StopProtocol(home)
@@ -210,7 +210,7 @@ LOG_SUBJECTS = {LOG, HEAD, "acklog", "store"}
 
 
 def file_failures(home: Path, *, repair: bool = False) -> set[str]:
-    from leash.core.doctor import examine
+    from leash.core.views.doctor import examine
 
     with contextlib.redirect_stderr(io.StringIO()):
         return {f.subject for f in examine(str(home), repair=repair, now=NOW + 3) if f.level == "fail"}
@@ -218,7 +218,7 @@ def file_failures(home: Path, *, repair: bool = False) -> set[str]:
 
 def gate(home: Path, backend=None) -> str:
     """Whether the gate now lets the victim's next call through."""
-    from leash.core.gate import Gate
+    from leash.core.hook.gate import Gate
 
     try:
         verdict = Gate(home, backend=backend).check("victim", "Bash", {"command": "touch x"}, now=NOW + 4)
@@ -229,7 +229,7 @@ def gate(home: Path, backend=None) -> str:
 
 def run_file_case(root: Path, tamper, *, key: bool) -> tuple[str, str, str, str]:
     """(detected or MISSED, what said so, the gate now, the gate after doctor --repair)."""
-    from leash.core.acklog import AckLog
+    from leash.core.state.acklog import AckLog
 
     home = seeded_home(root, key=key)
     before = file_failures(home)
@@ -270,7 +270,7 @@ def pg_seed(store: Store, home: Path, *, two_roles: bool, key: bool):
     from leash.core.store.postgres import PostgresBackend
 
     if key:  # the key every host's leashd holds ([acklog] mac_key_file); the forger has not read it
-        from leash.core.logkey import ensure_key
+        from leash.core.base.logkey import ensure_key
 
         home.mkdir(mode=0o700)
         ensure_key(str(home), next_seq=1)
@@ -343,7 +343,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-postgres", action="store_true", help="skip the shared-store cases")
     args = parser.parse_args()
-    from leash.core.acklog import AckLog
+    from leash.core.state.acklog import AckLog
 
     keyed = hasattr(AckLog, "mac_key")  # this leash signs lines (a tree from before MAC keys does not)
     root = Path(tempfile.mkdtemp(prefix="leash-tamper-audit-"))

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leash.core.gate import Gate  # noqa: E402
-from leash.core.protocol import StopProtocol  # noqa: E402
+from leash.core.hook.gate import Gate  # noqa: E402
+from leash.core.views.protocol import StopProtocol  # noqa: E402
 from tests import test_path_lock_probes as lock_probes  # noqa: E402
 from tests import test_tampering as tampering  # noqa: E402
 from tests import test_tampering_reach as reach  # noqa: E402

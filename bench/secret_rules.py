@@ -42,7 +42,7 @@ def timed(call, runs: int) -> tuple[float, float]:
 
 
 def cases() -> dict[str, str]:
-    from leash.core.halts import gitleaks_rules
+    from leash.core.base import gitleaks_rules
 
     keywords = "".join(sorted({k for rule in gitleaks_rules.RULES for k in rule[4]}))
     return {
@@ -56,8 +56,8 @@ def first_use() -> None:
     """What a fresh process pays before its first scan."""
     import subprocess
 
-    code = ("import time, leash.core.halts; t=time.process_time(); import leash.core.halts.gitleaks_rules; "
-            "a=time.process_time(); from leash.core.halts import secrets; secrets.ruleset(); b=time.process_time(); "
+    code = ("import time, leash.core.state.halts; t=time.process_time(); import leash.core.base.gitleaks_rules; "
+            "a=time.process_time(); from leash.core.base import secrets; secrets.ruleset(); b=time.process_time(); "
             "secrets.find_secrets(%r); c=time.process_time(); "
             "print(f'{(a-t)*1000:.2f} {(b-a)*1000:.2f} {(c-b)*1000:.2f}')" % TYPICAL)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
@@ -83,8 +83,8 @@ def profile_top(call, count: int = 6) -> None:
 
 
 def main() -> None:
-    from leash.core.halts import secrets
-    from leash.core.halts.api import check_halt_conditions
+    from leash.core.base import secrets
+    from leash.core.state.halts.api import check_halt_conditions
 
     print(f"secrets: {secrets.rule_count()} rules (gitleaks {secrets.ruleset().version} + leash's own); "
           f"window {secrets.WINDOW}, overlap {secrets.OVERLAP}")

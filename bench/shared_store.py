@@ -46,7 +46,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def start_daemon(home: str, env: dict) -> subprocess.Popen:
-    from leash.core.daemon.client import DaemonUnreachable, request
+    from leash.core.wire.operator import DaemonUnreachable, request
 
     proc = subprocess.Popen([sys.executable, "-m", "leash.console.cli", "daemon", "--no-kennel"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -64,8 +64,8 @@ def start_daemon(home: str, env: dict) -> subprocess.Popen:
 def cli(operator: str, *argv: str) -> int:
     import socket
 
-    from leash.core.daemon.client import request  # noqa: F401  (same socket helpers)
-    from leash.core.thinhook import connect
+    from leash.core.wire.operator import request  # noqa: F401  (same socket helpers)
+    from leash.core.wire.thinhook import connect
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         connect(conn, operator)
@@ -79,14 +79,14 @@ def cli(operator: str, *argv: str) -> int:
 
 
 def denies(agent: str, request: bytes) -> bool:
-    from leash.core.thinhook import ask
+    from leash.core.wire.thinhook import ask
 
     reply = ask(agent, request)
     return '"deny"' in reply.get("stdout", "")
 
 
 def propagation(cluster: Cluster, root: str) -> None:
-    from leash.core.thinhook import hook_request
+    from leash.core.wire.thinhook import hook_request
 
     url = cluster.url(cluster.fresh_schema())
     homes, procs = {}, []
@@ -132,7 +132,7 @@ def daemon_side(cluster: Cluster, root: str) -> None:
 
     from leash.core.daemon.peers import Peer
     from leash.core.daemon.service import Daemon
-    from leash.core.thinhook import forwarded_env
+    from leash.core.wire.thinhook import forwarded_env
 
     url = cluster.url(cluster.fresh_schema())
     home = os.path.join(root, "home-side")
@@ -231,7 +231,7 @@ def statements(url: str) -> int:
 def fleet(cluster: Cluster, root: str, *, seconds: float) -> None:
     """1,000 sessions on 10 hosts, 2 tool calls a second each (as many as this
     machine answers), then the console on that fleet."""
-    from leash.core.hooks import pre_tool_use
+    from leash.core.hook.hooks import pre_tool_use
     from leash.core.store.pg import connect
     from leash.core.store.postgres import PostgresBackend
 

@@ -35,7 +35,7 @@ def request_line() -> bytes:
 
 def one_call(path: str, line: bytes) -> float | None:
     """Seconds from connect to the reply; None when it failed or took too long."""
-    from leash.core.thinhook import connect
+    from leash.core.wire.thinhook import connect
 
     start = time.perf_counter()
     try:
@@ -80,7 +80,7 @@ def run(path: str, label: str) -> None:
 
 
 def stall(path: str, count: int) -> list[socket.socket]:
-    from leash.core.thinhook import connect
+    from leash.core.wire.thinhook import connect
 
     stalled: list[socket.socket] = []
     give_up = time.monotonic() + CONNECT_SECONDS

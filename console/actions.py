@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Any
 
-from leash.core.clock import human_duration, now_seconds, parse_iso
-from leash.core.text import printable
+from leash.core.base.clock import human_duration, now_seconds, parse_iso
+from leash.core.base.text import printable
 
 
 class Refused(Exception):
@@ -25,20 +25,20 @@ class Refused(Exception):
 
 def run(args) -> int:
     from leash.console.errors import UsageError
-    from leash.core.config import ConfigError
-    from leash.core.handsoff import NotLocked
-    from leash.core.home import UnsafeHome, resolve_home
-    from leash.core.protocol import StopProtocol
-    from leash.core.source import default_source
-    from leash.core.stop import NotStopped
+    from leash.core.base.config import ConfigError
+    from leash.core.base.home import UnsafeHome, resolve_home
+    from leash.core.base.source import default_source
+    from leash.core.state.handsoff import NotLocked
+    from leash.core.state.stop import NotStopped
     from leash.core.store.pg import StoreOffline
     from leash.core.store.select import StoreSelectionError
+    from leash.core.views.protocol import StopProtocol
 
     try:
         protocol = StopProtocol(getattr(args, "home", None))
     except UnsafeHome as exc:
         if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
-            from leash.core.hooks import run as run_hook
+            from leash.core.hook.hooks import run as run_hook
 
             return run_hook(args.event, home=getattr(args, "home", None))
         if args.command != "doctor":  # doctor alone looks at an unsafe home, to report and mend it
@@ -86,7 +86,7 @@ def _backend(protocol):
     """The stores a subcommand reads and writes: the shared store when the home
     names one (``[store] url``, ``LEASH_STORE_URL``), else the home's files over
     the registries ``protocol`` already holds. One per command."""
-    from leash.core.status import backend_of
+    from leash.core.views.status import backend_of
 
     return backend_of(protocol)
 
@@ -126,8 +126,8 @@ def _warn_if_nothing_answers(backend, name: str, stop) -> None:
     """One line on stderr (the stop stays filed, exit 0) when no session the
     hooks have seen and no tmux session answers to ``name``, or it only looks
     like a known name (``core.nameguard``)."""
-    from leash.core.nameguard import known_names, warning_for
-    from leash.core.sessions import bound_tmux_ids
+    from leash.core.base.nameguard import known_names, warning_for
+    from leash.core.state.sessions import bound_tmux_ids
 
     if bound_tmux_ids(stop):  # a tmux session of that name runs now
         return
@@ -139,8 +139,8 @@ def _warn_if_nothing_answers(backend, name: str, stop) -> None:
 def _interrupt(protocol, backend, args, stop) -> int:
     """After the stop is filed: cancel the call in flight (``core.interrupt``);
     Refused (exit 1, the stop still filed) when nothing could be interrupted."""
-    from leash.core.interrupt import interrupt, interrupt_fleet
-    from leash.core.sessions import bound_tmux_ids
+    from leash.core.state.sessions import bound_tmux_ids
+    from leash.core.warrants.interrupt import interrupt, interrupt_fleet
 
     if stop is None:
         report = interrupt_fleet(backend=backend, source=args.source, reason=args.reason, home=protocol.home)
@@ -196,7 +196,7 @@ def cmd_release(protocol, args) -> int:
 
 # ------------------------------------------------------------------ status
 def cmd_status(protocol, args) -> int:
-    from leash.core.status import snapshot
+    from leash.core.views.status import snapshot
 
     moment = now_seconds()
     backend = _backend(protocol)
@@ -244,7 +244,7 @@ def _add_session_states(backend, sessions: list[dict[str, Any]], moment: float) 
     """Each seen session's state as the console shows it (``core.fleet``):
     stopped, paused, halted, under warrant, hands-off, running, or what the
     hooks last said of it (waiting for input, ended)."""
-    from leash.core.fleet import view
+    from leash.core.views.fleet import view
 
     rows = {row["name"]: row for row in view(backend=backend, now=moment)["sessions"]}
     for session in sessions:
@@ -264,7 +264,7 @@ def _section(title: str, rows: list[dict[str, Any]], line) -> None:
 # ------------------------------------------------------------------ why
 def cmd_why(protocol, args) -> int:
     """Every rule that holds a session now; exit 3 when one does."""
-    from leash.core.why import describe, why
+    from leash.core.views.why import describe, why
 
     answer = why(session=args.session, backend=_backend(protocol))
     if args.json:
@@ -306,7 +306,7 @@ def format_line(record: dict[str, Any]) -> str:
 
 
 def cmd_log(protocol, args) -> int:
-    from leash.core.acklog import ACK_LOG_NAME
+    from leash.core.state.acklog import ACK_LOG_NAME
 
     log = _backend(protocol).acklog
     if args.action == "verify":
@@ -347,7 +347,7 @@ def cmd_log(protocol, args) -> int:
 
 # ------------------------------------------------------------------ doctor
 def cmd_doctor(protocol, args) -> int:
-    from leash.core.doctor import examine
+    from leash.core.views.doctor import examine
 
     failures = 0
     for finding in examine(protocol, repair=args.repair):
@@ -362,8 +362,8 @@ def cmd_doctor(protocol, args) -> int:
 
 # ------------------------------------------------------------------ loop
 def cmd_loop(protocol, args) -> int:
-    from leash.core import loopguard
-    from leash.core.config import load_config
+    from leash.core.base.config import load_config
+    from leash.core.state import loopguard
 
     config = load_config(protocol.home)
     breakers = _backend(protocol).breakers
@@ -415,8 +415,8 @@ def cmd_approvals(protocol, args) -> int:
 
 # ------------------------------------------------------------------ warrants
 def cmd_warrant(protocol, args) -> int:
-    from leash.core.warrants import WarrantError
-    from leash.core.warrants.records import attempt_label, configured_attempts
+    from leash.core.state.warrants import WarrantError
+    from leash.core.state.warrants.records import attempt_label, configured_attempts
 
     backend = _backend(protocol)
     warrants = backend.warrants
@@ -485,7 +485,7 @@ def _warrant_named(warrants, given: str, *, home) -> str:
     the id it was bound to when filed)."""
     if warrants.find(given) is not None:
         return given
-    from leash.core.sessions import tmux_session_id_for
+    from leash.core.state.sessions import tmux_session_id_for
 
     live = warrants.live_for(given, tmux_session_id_for(given, home=home) or None)
     return live["id"] if live else given
@@ -493,7 +493,7 @@ def _warrant_named(warrants, given: str, *, home) -> str:
 
 def _tmux_names(home) -> dict[str, str]:
     """tmux session id -> its name now ({} when tmux cannot be asked)."""
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
 
     try:
         return {s["id"]: s["name"] for s in Tmux(home=home).list_sessions()}
@@ -520,8 +520,8 @@ def cmd_kennel(protocol, args) -> int:
 def cmd_console(protocol, args) -> int:
     from leash.console.app import LeashApp
     from leash.console.keymap import KeymapError
-    from leash.core.daemon.client import answers, operator_socket
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
+    from leash.core.wire.operator import answers, operator_socket
 
     backend = _backend(protocol)
     path, _ = operator_socket(protocol.home)
@@ -558,8 +558,7 @@ def cmd_serve(protocol, args) -> int:
 
 
 def cmd_install(protocol, args) -> int:
-    from leash.core import install, wiring
-
+    from leash.core.hook import install, wiring
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if args.check:
         findings = (install.check(project=args.project) + wiring.check_findings(project=args.project,
@@ -570,7 +569,7 @@ def cmd_install(protocol, args) -> int:
         for level, subject, message in findings:
             _out(f"{level:<5} {subject}: {message}")
         return 3 if any(level == "fail" for level, _, _ in findings) else 0
-    from leash.core import claudeversion
+    from leash.core.base import claudeversion
 
     version = claudeversion.installed_version() if not args.uninstall else None
     on_failure = claudeversion.supports_on_failure(version)
@@ -608,7 +607,7 @@ def cmd_install(protocol, args) -> int:
 def _on_failure_findings(install, project: str | None) -> list[tuple[str, str, str]]:
     """A warning when the installed Claude Code knows ``onFailure`` and a
     gating leash hook does not use it (``leash install`` adds it)."""
-    from leash.core import claudeversion
+    from leash.core.base import claudeversion
 
     version = claudeversion.installed_version()
     if not claudeversion.supports_on_failure(version):
@@ -623,8 +622,8 @@ def _on_failure_findings(install, project: str | None) -> list[tuple[str, str, s
 
 
 def cmd_store(protocol, args) -> int:
-    from leash.core.config import store_url_problem
-    from leash.core.home import resolve_home
+    from leash.core.base.config import store_url_problem
+    from leash.core.base.home import resolve_home
     from leash.core.store.copy import CopyRefused, copy_home
     from leash.core.store.select import host_name, password
 
@@ -648,7 +647,7 @@ def cmd_setup(protocol, args) -> int:
     """``leash setup separated``: each step a line; exit 1 when an agent user cannot run the hook."""
     import os
 
-    from leash.core import separated
+    from leash.core.hook import separated
 
     try:
         if args.undo:
@@ -684,7 +683,7 @@ def cmd_notify(protocol, args) -> int:
 
 
 def cmd_hook(protocol, args) -> int:
-    from leash.core.hooks import run as run_hook
+    from leash.core.hook.hooks import run as run_hook
 
     return run_hook(args.event, home=protocol.home)
 

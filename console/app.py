@@ -65,9 +65,9 @@ from leash.console.widgets.sessions import SessionsPanel
 from leash.console.widgets.summary import SummaryBar
 from leash.console.widgets.tabs import PanelTabs
 from leash.console.widgets.warrants import WarrantsPanel
-from leash.core.fleet import MAX_ROWS  # rows per panel; the title shows the full count
+from leash.core.base.text import printable
 from leash.core.store.records import Change
-from leash.core.text import printable
+from leash.core.views.fleet import MAX_ROWS  # rows per panel; the title shows the full count
 
 TMUX_POLL_SECONDS = 1.5
 COUNTDOWN_SECONDS = 0.5
@@ -130,9 +130,9 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         """``backend``: the stores every key reads and writes (default
         ``backend_for(home)``). ``changes``: the stream the live view follows
         (default ``backend.changes()``); ``watch=False`` follows none."""
-        from leash.core.config import load_config
-        from leash.core.home import ensure_home
-        from leash.core.source import default_source
+        from leash.core.base.config import load_config
+        from leash.core.base.home import ensure_home
+        from leash.core.base.source import default_source
         from leash.core.store.select import backend_for
 
         super().__init__()
@@ -248,7 +248,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
 
     @work(thread=True, group="view")
     def _read_view(self) -> None:
-        from leash.core.fleet import view
+        from leash.core.views.fleet import view
 
         try:
             data = view(backend=self.backend, tmux_sessions=self.tmux_sessions, now=self.clock())
@@ -305,8 +305,8 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def _why_now(self, row: dict) -> dict:
         """``core.why`` in a unit of the halt store's kept reader (opening the
         store per answer would make changes the change stream reports)."""
-        from leash.core.halts.store import HaltStoreUnavailable
-        from leash.core.why import why
+        from leash.core.state.halts.store import HaltStoreUnavailable
+        from leash.core.views.why import why
 
         now = self.clock()
         try:

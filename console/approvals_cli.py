@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 ANSWER_VIA = "cli"
 
@@ -41,7 +41,7 @@ def _out(text: str) -> None:
 
 
 def run(backend, args, refused) -> int:
-    from leash.core.approvals.store import ApprovalError
+    from leash.core.store.approvals import ApprovalError
 
     command = args.approvals_command or "list"
     try:
@@ -53,7 +53,7 @@ def run(backend, args, refused) -> int:
 
 
 def _list(backend, args) -> int:
-    from leash.core.clock import human_duration, now_seconds, parse_iso
+    from leash.core.base.clock import human_duration, now_seconds, parse_iso
 
     waiting = backend.approvals.pending()
     if args.json:

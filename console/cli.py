@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):
             pass
-    from leash.core.hookmain import run_hook_command
+    from leash.core.hook.main import run_hook_command
 
     hooked = run_hook_command(argv)
     if hooked is not None:
@@ -35,7 +35,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
     from leash.console import actions, remote
     from leash.console.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
     from leash.console.parser import build_parser
-    from leash.core.daemon.client import DaemonUnreachable, operator_socket
+    from leash.core.wire.operator import DaemonUnreachable, operator_socket
 
     try:
         args = build_parser().parse_args(argv)
@@ -75,7 +75,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
 
 def _say_error(message: str) -> None:
     """One line on stderr; a name echoed in it is shown escaped (core.text)."""
-    from leash.core.text import printable
+    from leash.core.base.text import printable
 
     sys.stderr.write(f"leash: error: {printable(' '.join(message.split()))}\n")
 

@@ -16,7 +16,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 NAME_LIMIT = 120
 

@@ -89,7 +89,7 @@ def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
 
 def write_agents(home) -> dict[str, str]:
     directory = os.path.join(home, "demo-agents")
-    from leash.core.home import private_dir
+    from leash.core.base.home import private_dir
 
     private_dir(directory)
     paths = {}
@@ -115,7 +115,7 @@ def run_demo(*, keep: bool = False) -> int:
 
     from leash.console.app import LeashApp
     from leash.console.ending import ENDING_SIGNALS
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
 
     home = tempfile.mkdtemp(prefix="leash-demo-")
     socket = demo_socket(home)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 
 def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
@@ -111,7 +111,7 @@ def _out_json(value) -> None:
 
 
 def run(backend, args, refused) -> int:
-    from leash.core.halts import HaltRefused, HaltStoreUnavailable
+    from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
 
     try:
         if args.halts_command == "check":  # [halts] record_high of the operator's config.toml
@@ -147,10 +147,10 @@ def _check(halts, args, *, home) -> int:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        from leash.core.halts import HaltInputError
+        from leash.core.state.halts import HaltInputError
 
         raise HaltInputError(f"stdin is not JSON ({exc})") from None
-    from leash.core.config import load_config
+    from leash.core.base.config import load_config
 
     record_high = load_config(home)["halts"]["record_high"]  # a bad config.toml is a usage error, as before any check
     result = halts.check(data, record=not args.no_record, record_high=record_high)
@@ -189,7 +189,7 @@ HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
 
 
 def _acknowledge(halts, args) -> int:
-    from leash.core.halts import HaltRefused
+    from leash.core.state.halts import HaltRefused
 
     found = halts.find(args.halt_id)
     if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
@@ -217,7 +217,7 @@ def _config(halts, args) -> int:
     if args.escalate_after is not None:
         changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
     if changes and not args.name:
-        from leash.core.halts import HaltInputError
+        from leash.core.state.halts import HaltInputError
 
         raise HaltInputError("name the condition to change")
     if changes:
@@ -234,13 +234,13 @@ def _config(halts, args) -> int:
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
         if not rows:
-            from leash.core.halts import HaltRefused
+            from leash.core.state.halts import HaltRefused
 
             raise HaltRefused(f"no condition {args.name!r}")
     if args.json:
         _out_json(rows)
         return 0
-    from leash.core.halts.conditions import load_all
+    from leash.core.policy.halts.conditions import load_all
 
     registry = load_all()
     for r in rows:

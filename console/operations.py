@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 NAME_LIMIT = 80  # characters of a name in a modal's title or a message
 DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
@@ -78,7 +78,7 @@ class Operations:
 
     def default_hours(self) -> float:
         """``[hands_off] default_hours`` of config.toml, read at each key press."""
-        from leash.core.config import load_config
+        from leash.core.base.config import load_config
 
         return load_config(self.home)["hands_off"]["default_hours"]
 
@@ -90,8 +90,8 @@ class Operations:
             record = self.backend.stops.stop(name, source=self.source, reason=c.text)
             if not c.option:
                 return f"stopped {shown(name)}"
-            from leash.core.interrupt import interrupt
-            from leash.core.sessions import bound_tmux_ids
+            from leash.core.state.sessions import bound_tmux_ids
+            from leash.core.warrants.interrupt import interrupt
 
             names = [name] + list(row.get("agents", [])) + bound_tmux_ids(record)
             report = interrupt(names, backend=self.backend, source=self.source, reason=c.text, home=self.home)
@@ -106,7 +106,7 @@ class Operations:
             self.backend.stops.stop_fleet(source=self.source, reason=reason)
             if not c.option:
                 return "fleet stopped"
-            from leash.core.interrupt import interrupt_fleet
+            from leash.core.warrants.interrupt import interrupt_fleet
 
             report = interrupt_fleet(backend=self.backend, source=self.source, reason=reason, home=self.home)
             return self._interrupted(report, "the fleet")
@@ -189,7 +189,7 @@ class Operations:
 
     # ------------------------------------------------------------ halts
     def halt(self, row: dict, resolution: str) -> Operation:
-        from leash.core.halts.rules import dismissal_needs_caution
+        from leash.core.policy.halts.rules import dismissal_needs_caution
 
         caution = resolution == "dismissed" and dismissal_needs_caution(row["severity"])
         verb = {"resolved": "Acknowledge", "dismissed": "Dismiss", "escalated": "Escalate"}[resolution]
@@ -244,7 +244,7 @@ class Operations:
 
     def _answer(self, row: dict, *, allow: bool, message: str = "", note: str = ""):
         """The store's answer; another's answer first (or an id it does not know) is the operator's to read."""
-        from leash.core.approvals.store import ApprovalClosed, UnknownApproval
+        from leash.core.store.approvals import ApprovalClosed, UnknownApproval
 
         try:
             return self.backend.approvals.answer(row["id"], allow=allow, by=self.source, via=self.via,

@@ -198,7 +198,7 @@ def _anchor(text: str) -> dict:
 def _hours(text: str) -> float:
     import argparse
 
-    from leash.core.hours import parse_hours
+    from leash.core.base.hours import parse_hours
 
     try:
         return parse_hours(text)
@@ -236,7 +236,7 @@ def _number(text: str, ok, what: str) -> float:
 
 
 def _since(text: str) -> float:
-    from leash.core.clock import parse_iso
+    from leash.core.base.clock import parse_iso
 
     try:
         return parse_iso(text)

@@ -20,8 +20,8 @@ import json
 import socket
 import sys
 
-from leash.core.daemon.client import DaemonUnreachable
-from leash.core.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
+from leash.core.base.wellknown import OPERATOR_SOCKET_ENV as SOCKET_ENV
+from leash.core.wire.operator import DaemonUnreachable
 
 # What runs where the operator is, never in the daemon: the console and the
 # programs that hold a terminal or run long, and what acts on the caller's own
@@ -33,7 +33,7 @@ LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "ho
 def forward(argv: list[str], path: str, *, required: bool) -> int | None:
     """The exit code of ``argv`` run by the daemon, with its output printed
     here; None when a stale default socket means acting on the home directly."""
-    from leash.core.thinhook import connect
+    from leash.core.wire.thinhook import connect
 
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

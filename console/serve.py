@@ -53,7 +53,7 @@ def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, 
           max_clients: int = DEFAULT_MAX_CLIENTS) -> int:
     """Serve until SIGINT/SIGTERM. ``ServeError`` (and ``TokenError``) for bad settings."""
     from leash.console.serve_token import home_token, read_token
-    from leash.core.home import ensure_home
+    from leash.core.base.home import ensure_home
 
     if max_clients < 1:
         raise ServeError("--max-clients must be at least 1")

@@ -86,9 +86,9 @@ def run_daemon(args, dispatch) -> int:
     """``leash daemon``: start, serve until SIGTERM/SIGINT, exit 0."""
     from leash.console.actions import Refused
     from leash.console.errors import UsageError
-    from leash.core.config import ConfigError
+    from leash.core.base.config import ConfigError
+    from leash.core.base.home import UnsafeHome
     from leash.core.daemon.service import Daemon, DaemonRunning
-    from leash.core.home import UnsafeHome
     from leash.core.store.pg import StoreOffline
     from leash.core.store.select import StoreSelectionError
 

@@ -129,13 +129,13 @@ def environment(overrides: dict[str, str] | None):
 @pytest.fixture
 def leash(home):
     """Run ``leash ARGS`` in-process as ``leash_proc`` runs it as a process: a
-    hook call goes through the hook's entry (``leash.core.hooks.run``) with the
+    hook call goes through the hook's entry (``leash.core.hook.hooks.run``) with the
     stdin bytes, anything else through the command line; ``env`` applies to
     this call only. The process contract itself (exit status, a real stdin,
     the fast path) is what ``leash_proc`` tests."""
     from leash.console.cli import main
-    from leash.core.hookmain import hook_call
-    from leash.core.hooks import run as run_hook
+    from leash.core.hook.hooks import run as run_hook
+    from leash.core.hook.main import hook_call
 
     def run(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
@@ -183,9 +183,9 @@ CONSOLE_TMUX = [
 def seed_console_fleet(home) -> None:
     """The demo's fleet at a fixed time, with one warrant mid-interrogation."""
     from leash.console.demo import seed_fleet, seed_warrant
-    from leash.core.clock import iso
-    from leash.core.statefile import write_json
-    from leash.core.warrants import WarrantQueue
+    from leash.core.base.clock import iso
+    from leash.core.base.statefile import write_json
+    from leash.core.state.warrants import WarrantQueue
 
     seed_fleet(home, now=CONSOLE_NOW)
     seed_warrant(home, now=CONSOLE_NOW - 10)

@@ -48,7 +48,7 @@ def sockets(home: Path) -> tuple[str, str]:
 
 
 def connect(path: str, *, timeout: float = 10.0) -> socket.socket:
-    from leash.core.thinhook import connect as connect_unix
+    from leash.core.wire.thinhook import connect as connect_unix
 
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     _leftovers.pop(id(conn), None)  # an id of a socket gone before

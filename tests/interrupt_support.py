@@ -96,10 +96,10 @@ def claude_link(where: Path) -> Path:
 
 def hook_command() -> str:
     """What ``leash install`` wires for PreToolUse, run from this checkout."""
-    from leash.core.install import VERBS
-    from leash.core.install import hook_command as wired
+    from leash.core.hook.install import VERBS
+    from leash.core.hook.install import hook_command as wired
 
-    return wired([sys.executable, "-P", str(ROOT / "core" / "hookentry.py")], VERBS["pre-tool-use"])
+    return wired([sys.executable, "-P", str(ROOT / "core" / "hook" / "hookentry.py")], VERBS["pre-tool-use"])
 
 
 def payload(session_id: str, where: Path, command: str = TOOL_COMMAND) -> dict:

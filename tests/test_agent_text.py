@@ -13,8 +13,8 @@ import unicodedata
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
-from leash.core.halts import api as halts
+from leash.core.state.acklog import AckLog
+from leash.core.state.halts import api as halts
 
 from .conftest import CONSOLE_NOW, console
 from .test_console_keys import SIZE, ready, select, settle
@@ -47,7 +47,7 @@ def _record_halt(home, session: str, description: str, severity: str = "high") -
 
 # ------------------------------------------------------------------ printable
 def test_printable_escapes_every_control_and_reordering_character():
-    from leash.core.text import printable
+    from leash.core.base.text import printable
 
     for code in list(range(0x20)) + list(range(0x7F, 0xA0)):
         shown = printable(f"a{chr(code)}b")
@@ -61,7 +61,7 @@ def test_printable_escapes_every_control_and_reordering_character():
 
 
 def test_printable_keeps_ordinary_text_and_caps_the_length():
-    from leash.core.text import printable
+    from leash.core.base.text import printable
 
     for text in ("sess_123", "agent-3 / claude", "Zoë 東京 👍", "C:\\Users\\x", "a\u00a0b", ""):
         assert printable(text) == text
@@ -166,7 +166,7 @@ async def test_the_palette_lists_agent_named_rows_literally(console_app, home):
 
 
 async def test_the_peek_screen_shows_the_pane_and_its_name_literally(home, tmux_socket):
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
 
     tmux = Tmux(str(tmux_socket), home=home)
     name = "peek[b]x[/b]"
@@ -191,7 +191,7 @@ async def test_the_peek_screen_shows_the_pane_and_its_name_literally(home, tmux_
 @pytest.fixture
 def hostile_home(cli, home):
     """A home where every agent-supplied field carries escapes and a forged line."""
-    from leash.core.sessions import SessionRegistry
+    from leash.core.state.sessions import SessionRegistry
 
     assert cli("stop", RETITLE, "--reason", FORGING_REASON, "--source", f"ops{CLEAR}").code == 0
     assert cli("hands-off", f"ent{CLEAR}", "--reason", FORGING_REASON).code == 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from leash.core.approvals.rules import matching_rule, parse_rule, parse_rules
-from leash.core.approvals.summary import detail, one_line
-from leash.core.toolcall import read_tool_call
+from leash.core.base.askrules import matching_rule, parse_rule, parse_rules
+from leash.core.policy.approvalsummary import detail, one_line
+from leash.core.policy.toolcall import read_tool_call
 
 RULES = parse_rules(["Bash(git push*)", "path:deploy/**", "tool:mcp__*"])
 

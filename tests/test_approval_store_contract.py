@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from leash.core.approvals.store import AmbiguousApproval, ApprovalClosed, UnknownApproval
+from leash.core.store.approvals import AmbiguousApproval, ApprovalClosed, UnknownApproval
 from leash.core.store.records import ApprovalRecord
 
 from . import test_store_contract as contract

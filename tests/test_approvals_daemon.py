@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.protocol import StopProtocol
+from leash.core.state.acklog import AckLog
 from leash.core.store.files import FileBackend
+from leash.core.views.protocol import StopProtocol
 
 from .conftest import ROOT, leash_argv
 from .daemon_support import daemon_process, exchange, hook_request, sockets, stop

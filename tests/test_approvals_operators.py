@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from leash.core import thinhook
-from leash.core.acklog import AckLog
-from leash.core.config import ConfigError, load_config
-from leash.core.install import HOOKS, hook_command, hook_entry, hook_runner
+from leash.core.base.config import ConfigError, load_config
+from leash.core.hook.install import HOOKS, hook_command, hook_entry, hook_runner
+from leash.core.state.acklog import AckLog
 from leash.core.store.files import FileBackend
+from leash.core.wire import thinhook
 
 from .conftest import ROOT, leash_argv
 from .daemon_support import exchange, hook_request, sockets
@@ -96,7 +96,7 @@ def test_an_agents_process_cannot_answer_an_approval(daemon, home, fake_agent):
 
 
 def test_the_remote_backend_answers_as_the_peer(daemon, home):
-    from leash.core.approvals.store import ApprovalClosed
+    from leash.core.store.approvals import ApprovalClosed
     from leash.core.store.remote import RemoteBackend
 
     opened = FileBackend(home).approvals.request("s1", "Bash", {"command": "make deploy"}, timeout_s=60)
@@ -116,7 +116,7 @@ def daemon_source(daemon) -> str:
 
 
 def test_the_gate_reads_answering_an_approval_as_tampering():
-    from leash.core.halts.leashverbs import verb_action
+    from leash.core.policy.halts.leashverbs import verb_action
 
     assert verb_action("approvals", ["allow", "abc123"]) == "leash approvals allow"
     assert verb_action("approvals", ["deny", "abc123"]) == "leash approvals deny"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from leash.core.hooks import answer
-from leash.core.protocol import StopProtocol
+from leash.core.hook.hooks import answer
+from leash.core.views.protocol import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 

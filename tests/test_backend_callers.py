@@ -102,7 +102,7 @@ def seed(home) -> str:
 
 
 def test_the_fleet_view_reads_only_through_its_backend(home, backend):
-    from leash.core.fleet import view
+    from leash.core.views.fleet import view
 
     seed(home)
     tmux = [{"name": "agent-1", "id": "$1", "created": NOW - 60, "panes": []}]
@@ -114,7 +114,7 @@ def test_the_fleet_view_reads_only_through_its_backend(home, backend):
 
 
 def test_status_reads_only_through_its_backend(home, backend):
-    from leash.core.status import snapshot
+    from leash.core.views.status import snapshot
 
     seed(home)
     state = snapshot(backend=backend, now=NOW)
@@ -124,7 +124,7 @@ def test_status_reads_only_through_its_backend(home, backend):
 
 
 def test_why_reads_only_through_its_backend(home, backend):
-    from leash.core.why import why
+    from leash.core.views.why import why
 
     halt = seed(home)
     answer = why(session="claude-2", backend=backend, now=NOW, tmux_session_id="")
@@ -136,7 +136,7 @@ def test_why_reads_only_through_its_backend(home, backend):
 
 
 def test_doctor_examines_the_stores_through_the_backend(home, backend):
-    from leash.core.doctor import examine
+    from leash.core.views.doctor import examine
 
     seed(home)
     findings = list(examine(backend=backend, now=NOW))
@@ -168,7 +168,7 @@ def test_a_kennel_that_loses_a_claim_stops_that_dog_and_resumes_the_warrant(home
     import threading
     import time
 
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
     from leash.core.warrants.kennel import Kennel
 
     monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from leash.core.halts import api
-from leash.core.hookio import STDIN_LIMIT_BYTES
+from leash.core.state.halts import api
+from leash.core.wire.hookio import STDIN_LIMIT_BYTES
 from tests.test_hook_protocol import assert_denied, payload
 
 
@@ -83,9 +83,9 @@ def test_good_thresholds_are_stored(cli, home):
 
 
 def test_every_default_threshold_is_valid_and_every_spec_names_a_condition():
-    from leash.core.halts.conditions import load_all
-    from leash.core.halts.store import DEFAULT_CONDITIONS
-    from leash.core.halts.thresholds import SPECS, validate
+    from leash.core.policy.halts.conditions import load_all
+    from leash.core.policy.halts.thresholds import SPECS, validate
+    from leash.core.state.halts.store import DEFAULT_CONDITIONS
 
     for name, _type, _severity, threshold in DEFAULT_CONDITIONS:
         validate(name, threshold)

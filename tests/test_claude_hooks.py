@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from leash.core.halts.api import record_halt, session_state
-from leash.core.hooks import run
-from leash.core.install import HOOKS, check, disabling_change, install, is_leash_hook
-from leash.core.protocol import StopProtocol
+from leash.core.hook.hooks import run
+from leash.core.hook.install import HOOKS, check, disabling_change, install, is_leash_hook
+from leash.core.state.halts.api import record_halt, session_state
+from leash.core.views.protocol import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "00000000-0000-4000-8000-000000000001"
@@ -249,7 +249,7 @@ def test_fail_closed_wiring_blocks_when_the_binary_is_missing(tmp_path):
 
 
 def test_the_console_view_shows_waiting_ended_and_subagents(home):
-    from leash.core.fleet import view
+    from leash.core.views.fleet import view
 
     hook(home, "session-start", payload("SessionStart"))
     hook(home, "notification", payload("Notification", notification_type="idle_prompt"))

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
-from leash.core.home import safe_component
+from leash.core.base.home import safe_component
+from leash.core.state.acklog import AckLog
 
 from .conftest import ROOT, leash_argv
 

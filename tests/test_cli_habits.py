@@ -14,8 +14,8 @@ import time
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.halts import api as halts
-from leash.core.sessions import SessionRegistry
+from leash.core.state.halts import api as halts
+from leash.core.state.sessions import SessionRegistry
 
 from .conftest import ROOT, leash_argv
 

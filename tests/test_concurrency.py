@@ -15,11 +15,11 @@ from collections import Counter
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.handsoff import HandsOffRegistry
-from leash.core.sessions import SessionRegistry
-from leash.core.statefile import read_json
-from leash.core.stop import STOPS_NAME
+from leash.core.base.statefile import read_json
+from leash.core.state.acklog import AckLog
+from leash.core.state.handsoff import HandsOffRegistry
+from leash.core.state.sessions import SessionRegistry
+from leash.core.state.stop import STOPS_NAME
 from tests.conftest import ROOT, leash_argv
 
 WORKER_TIMEOUT = 100
@@ -42,7 +42,7 @@ sys.exit(1 if failures else 0)
 # Drives the core API directly from several threads of one process.
 API_WORKER = r"""
 import sys, threading
-from leash.core.protocol import StopProtocol
+from leash.core.views.protocol import StopProtocol
 home, tag, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 protocol = StopProtocol(home)
 sys.stdin.readline()

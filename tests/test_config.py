@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from leash.core.config import DEFAULTS, ConfigError, load_config
+from leash.core.base.config import DEFAULTS, ConfigError, load_config
 
 
 def write(home, text):

@@ -180,7 +180,7 @@ async def test_a_read_only_console_answers_nothing(console_app, home):
 
 
 async def test_a_new_approval_and_a_new_critical_halt_ring_the_terminal(console_app, home):
-    from leash.core.halts import api as halts
+    from leash.core.state.halts import api as halts
 
     app = console_app(clock=time.time)
     rings, written = [], []

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
-from leash.core.tmux import Tmux
+from leash.core.base.tmux import Tmux
+from leash.core.state.acklog import AckLog
 
 from .conftest import console
 from .interrupt_support import read, start_headless, start_in_pane, stop, wait_ready

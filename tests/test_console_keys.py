@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
-from leash.core.halts import api as halts
-from leash.core.warrants import WarrantQueue
+from leash.core.state.acklog import AckLog
+from leash.core.state.halts import api as halts
+from leash.core.state.warrants import WarrantQueue
 
 SIZE = (160, 45)
 
@@ -326,8 +326,8 @@ async def test_palette_lists_actions_for_rows(console_app):
 
 
 async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_alerts(console_app, home):
-    from leash.core import loopguard
-    from leash.core.warrants.dog import finish
+    from leash.core.state import loopguard
+    from leash.core.state.warrants.outcome import finish
 
     app = console_app(clock=time.time)
     rings = []

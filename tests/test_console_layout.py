@@ -14,7 +14,7 @@ import time
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.halts import api as halts
+from leash.core.state.halts import api as halts
 
 from .conftest import CONSOLE_NOW, ROOT, console, seed_console_fleet
 from .test_console_keys import ready, select, settle
@@ -153,7 +153,7 @@ async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home)
 
 
 async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home, tmux_socket):
-    from leash.core.tmux import Tmux
+    from leash.core.base.tmux import Tmux
 
     tmux = Tmux(str(tmux_socket))
     tmux.new_session("printer", "seq -f 'line %g of the pane' 1 100; cat", width=80, height=20)

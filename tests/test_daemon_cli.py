@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 
-from leash.core.acklog import AckLog
+from leash.core.state.acklog import AckLog
 
 from .daemon_support import daemon_process, exchange, sockets, start_daemon, stop
 
@@ -67,7 +67,7 @@ def test_an_unreachable_daemon_named_by_the_environment_is_an_error(home, leash_
 
 
 def test_a_stale_default_socket_means_the_home_directly(home, leash_proc):
-    from leash.core.home import ensure_home, private_dir
+    from leash.core.base.home import ensure_home, private_dir
 
     private_dir(os.path.join(ensure_home(home), "run"))
     stale = socket.socket(socket.AF_UNIX)

@@ -21,10 +21,10 @@ import time
 
 import pytest
 
-from leash.core.acklog import AckLog
 from leash.core.daemon.agents import UNTOLD, KnownAgents
-from leash.core.install import HOOKS, hook_command, hook_runner
-from leash.core.protocol import StopProtocol
+from leash.core.hook.install import HOOKS, hook_command, hook_runner
+from leash.core.state.acklog import AckLog
+from leash.core.views.protocol import StopProtocol
 
 from .conftest import ROOT, leash_argv
 from .daemon_support import connect, exchange, hook_request, sockets, start_daemon

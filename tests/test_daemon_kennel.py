@@ -8,9 +8,9 @@ import signal
 import subprocess
 import time
 
-from leash.core.clock import parse_iso
-from leash.core.statefile import read_json
-from leash.core.warrants import WarrantQueue
+from leash.core.base.clock import parse_iso
+from leash.core.base.statefile import read_json
+from leash.core.state.warrants import WarrantQueue
 
 from .daemon_support import daemon_process, stop
 from .test_warrants import active_state, events_for, health_checks, start_agent, tmux, wait_for, write_config

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.daemon.wire import OPERATOR_LINE_LIMIT_BYTES
-from leash.core.protocol import StopProtocol
+from leash.core.state.acklog import AckLog
+from leash.core.views.protocol import StopProtocol
+from leash.core.wire.lines import OPERATOR_LINE_LIMIT_BYTES
 
 from .daemon_support import connect, exchange, hook_request, read_replies, sockets, start_daemon
 
@@ -76,7 +76,7 @@ def test_an_unknown_hook_event_exits_1_as_in_process(daemon, home):
 
 
 def test_bytes_that_are_not_utf8_reach_the_hook_as_they_were(daemon, home):
-    from leash.core.thinhook import hook_request as thin_request
+    from leash.core.wire.thinhook import hook_request as thin_request
 
     raw = json.dumps(BASH_LS).encode().replace(b'"ls"', b'"ls \xff"')
     line = thin_request("pre-tool-use", raw, None, env={})
@@ -240,7 +240,7 @@ def test_closing_removes_the_sockets(home):
 
 
 def test_a_stale_socket_is_replaced(home):
-    from leash.core.home import ensure_home, private_dir
+    from leash.core.base.home import ensure_home, private_dir
 
     private_dir(os.path.join(ensure_home(home), "run"))
     for path in sockets(home):  # files left by a killed daemon: nothing listens on them
@@ -260,7 +260,7 @@ def test_a_halt_holds_when_halts_db_changes_under_the_daemons_kept_connection(da
     deleted or replaced under it is opened again and rebuilt from the log."""
     import sqlite3
 
-    from leash.core.halts import api
+    from leash.core.state.halts import api
 
     api.record_halt({"session_token": "s9", "halt_type": "security", "severity": "critical",
                      "description": "credentials in a commit"}, home=home)

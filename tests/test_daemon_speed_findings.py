@@ -4,8 +4,8 @@ environment, the variables a command expands, and a command whose glob is
 matched against the working tree is judged afresh."""
 from __future__ import annotations
 
-from leash.core.halts.api import check_halt_conditions, update_halt_config
-from leash.core.halts.conditions import load_all
+from leash.core.policy.halts.conditions import load_all
+from leash.core.state.halts.api import check_halt_conditions, update_halt_config
 
 T0 = 1_800_000_000.0
 

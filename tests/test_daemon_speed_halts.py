@@ -9,8 +9,8 @@ import sqlite3
 import subprocess
 import sys
 
-from leash.core.acklog import AckLog
-from leash.core.halts.api import acknowledge_halt, record_halt, update_halt_config
+from leash.core.state.acklog import AckLog
+from leash.core.state.halts.api import acknowledge_halt, record_halt, update_halt_config
 from leash.core.store.files import FileBackend
 
 T0 = 1_800_000_000.0
@@ -43,7 +43,7 @@ def test_a_halt_recorded_by_another_process_is_seen(home):
     record_halt(halt(session="other"), home=home, now=T0)
     daemon = kept(home)
     assert state(daemon) == "active"
-    code = ("import sys; from leash.core.halts.api import record_halt; "
+    code = ("import sys; from leash.core.state.halts.api import record_halt; "
             "record_halt({'session_token': 's', 'halt_type': 'execution', 'severity': 'high', "
             "'description': 'd'}, home=sys.argv[1])")
     subprocess.run([sys.executable, "-c", code, str(home)], check=True, timeout=60)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from leash.core.toolcall import read_tool_call
+from leash.core.policy.toolcall import read_tool_call
 
 
 def targets(command: str, cwd, *, env: dict | None = None, home: str = "/nonexistent-home") -> list[tuple[str, str]]:

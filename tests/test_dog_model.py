@@ -27,15 +27,15 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from leash.core.acklog import AckLog
-from leash.core.clock import parse_iso
-from leash.core.protocol import StopProtocol
-from leash.core.statefile import read_json, release_hold
-from leash.core.tmux import TmuxError
+from leash.core.base.clock import parse_iso
+from leash.core.base.statefile import read_json, release_hold
+from leash.core.base.tmux import TmuxError
+from leash.core.state.acklog import AckLog
+from leash.core.state.warrants.epitaph import health_check
+from leash.core.state.warrants.queue import WarrantError, WarrantQueue
+from leash.core.views.protocol import StopProtocol
 from leash.core.warrants.dog import FINAL_SCREEN_LINES, Dog
-from leash.core.warrants.epitaph import health_check
 from leash.core.warrants.kennel import hands_off_check
-from leash.core.warrants.queue import WarrantError, WarrantQueue
 from leash.core.warrants.speech import Delivery
 
 TARGET = "agent-7"

@@ -22,15 +22,15 @@ import time
 
 import pytest
 
-from leash.core.acklog import ACK_LOG_NAME, AckLog
-from leash.core.gate import Gate
-from leash.core.handsoff import REGISTRY_NAME, HandsOffRegistry
-from leash.core.home import ensure_home
-from leash.core.hooks import pre_tool_use
-from leash.core.protocol import StopProtocol
-from leash.core.sessions import SESSIONS_NAME
-from leash.core.statefile import read_json
-from leash.core.stop import STOPS_NAME, StopRegistry
+from leash.core.base.home import ensure_home
+from leash.core.base.statefile import read_json
+from leash.core.hook.gate import Gate
+from leash.core.hook.hooks import pre_tool_use
+from leash.core.state.acklog import ACK_LOG_NAME, AckLog
+from leash.core.state.handsoff import REGISTRY_NAME, HandsOffRegistry
+from leash.core.state.sessions import SESSIONS_NAME
+from leash.core.state.stop import STOPS_NAME, StopRegistry
+from leash.core.views.protocol import StopProtocol
 from tests.conftest import ROOT
 
 STATE_FILES = (STOPS_NAME, REGISTRY_NAME, SESSIONS_NAME)
@@ -66,7 +66,7 @@ def log_lines(home) -> list[bytes]:
 # Loops over every kind of write with fresh ids until it is killed.
 WRITER = r"""
 import sys
-from leash.core.protocol import StopProtocol
+from leash.core.views.protocol import StopProtocol
 home, tag = sys.argv[1], sys.argv[2]
 protocol = StopProtocol(home)
 print("ready", flush=True)

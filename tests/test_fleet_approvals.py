@@ -14,7 +14,7 @@ def approvals(home):
 
 
 def test_the_view_lists_approvals_oldest_first_named_as_the_sessions_panel_names_them(home):
-    from leash.core.fleet import view
+    from leash.core.views.fleet import view
 
     store = approvals(home)
     backend_for(home).sessions.observe("claude-in-tmux", now=CONSOLE_NOW - 50, tool="Bash",
@@ -55,8 +55,8 @@ class Failing:
 
 
 def test_a_backend_without_approvals_shows_none(home):
-    from leash.core.fleet import view
     from leash.core.store.files import FileBackend
+    from leash.core.views.fleet import view
 
     approvals(home).request("claude-1", "Bash", {"command": "ls"}, timeout_s=60, now=CONSOLE_NOW)
     shown = view(backend=OtherApprovals(FileBackend(home), None), now=CONSOLE_NOW)
@@ -64,10 +64,10 @@ def test_a_backend_without_approvals_shows_none(home):
 
 
 def test_approvals_that_cannot_be_read_are_a_problem_not_a_broken_view(home):
-    from leash.core.approvals.store import ApprovalsUnreadable
-    from leash.core.fleet import view
+    from leash.core.store.approvals import ApprovalsUnreadable
     from leash.core.store.files import FileBackend
     from leash.core.store.remote import RemoteStoreError
+    from leash.core.views.fleet import view
 
     for error, said in ((ApprovalsUnreadable("torn and no log"), "approvals unreadable (torn and no log)"),
                         (RemoteStoreError("leash daemon: no such store: 'approvals'"),  # a daemon from before

@@ -1,10 +1,10 @@
-"""Path patterns of hands-off locks (``leash.core.globs``): what each part of a
+"""Path patterns of hands-off locks (``leash.core.base.globs``): what each part of a
 glob matches, relative against absolute, and patterns refused at filing."""
 from __future__ import annotations
 
 import pytest
 
-from leash.core.globs import check_glob, compile_glob, path_candidates, subtree_may_match
+from leash.core.base.globs import check_glob, compile_glob, path_candidates, subtree_may_match
 
 
 def matches(pattern: str, path: str) -> bool:

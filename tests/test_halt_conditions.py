@@ -12,13 +12,13 @@ import os
 
 import pytest
 
-from leash.core.halts import engine
-from leash.core.halts.api import check_halt_conditions, default_config
-from leash.core.halts.conditions import REGISTRY, SEVERITY_RANK, load_all
-from leash.core.halts.context import CheckContext
-from leash.core.halts.secrets import find_secrets, mask
-from leash.core.halts.store import DEFAULT_CONDITIONS
-from leash.core.shellread import simple_commands
+from leash.core.base.secrets import find_secrets, mask
+from leash.core.policy.halts import engine
+from leash.core.policy.halts.conditions import REGISTRY, SEVERITY_RANK, load_all
+from leash.core.policy.halts.context import CheckContext
+from leash.core.policy.shellread import simple_commands
+from leash.core.state.halts.api import check_halt_conditions, default_config
+from leash.core.state.halts.store import DEFAULT_CONDITIONS
 
 ALL_CONDITIONS = {
     "modifying_unread_code", "breaking_changes", "no_rollback_plan", "unknown_dependencies", "out_of_scope",

@@ -17,11 +17,11 @@ import sys
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.clock import parse_iso
-from leash.core.gate import Gate
-from leash.core.halts import HaltInputError, HaltRefused, HaltStoreUnavailable
-from leash.core.halts.api import (  # the file backend's own functions, over one home's halts.db
+from leash.core.base.clock import parse_iso
+from leash.core.hook.gate import Gate
+from leash.core.state.acklog import AckLog
+from leash.core.state.halts import HaltInputError, HaltRefused, HaltStoreUnavailable
+from leash.core.state.halts.api import (  # the file backend's own functions, over one home's halts.db
     acknowledge_halt,
     check_halt_conditions,
     get_session_halts,
@@ -31,7 +31,7 @@ from leash.core.halts.api import (  # the file backend's own functions, over one
     stored_attempts,
     update_halt_config,
 )
-from leash.core.halts.store import MIGRATIONS, archive_old_events, open_store
+from leash.core.state.halts.store import MIGRATIONS, archive_old_events, open_store
 
 from .conftest import ROOT
 
@@ -677,7 +677,7 @@ def test_archive_moves_settled_old_events_only(home):
 # ------------------------------------------------------------------ many writer processes
 WRITER = r"""
 import sys
-from leash.core.halts.api import record_halt
+from leash.core.state.halts.api import record_halt
 tag, rounds = sys.argv[1], int(sys.argv[2])
 sys.stdin.readline()
 for i in range(rounds):

@@ -1,7 +1,7 @@
 """Every halt is written through the backend's halt store: the
 ``supervisor_tampering`` halt a blocked ConfigChange records lands in the
 shared store (a real PostgreSQL, the backend seen only through its protocol),
-so the next tool call on any host is held; ``leash.core.halts`` exports no
+so the next tool call on any host is held; ``leash.core.state.halts`` exports no
 writer keyed by a home, and nothing outside the file backend calls one."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from leash.core.hooks import answer
+from leash.core.hook.hooks import answer
 from leash.core.store import protocols
 from leash.core.store.postgres import PostgresBackend
 
@@ -29,7 +29,7 @@ ALLOWED = {"core/store/filestores.py", "core/store/filecheck.py"}
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    from leash.core.install import install
+    from leash.core.hook.install import install
 
     directory = tmp_path / "project"
     (directory / ".claude").mkdir(parents=True)
@@ -66,7 +66,7 @@ def test_a_blocked_config_change_holds_the_session_on_the_shared_store(postgres_
 
 
 def test_the_halts_package_exports_no_writer_keyed_by_a_home():
-    import leash.core.halts as halts
+    import leash.core.state.halts as halts
 
     assert not HOME_KEYED_WRITERS & set(halts.__all__)
     assert not [name for name in HOME_KEYED_WRITERS if hasattr(halts, name) and name in vars(halts)]
@@ -77,12 +77,12 @@ def test_nothing_outside_the_file_backend_calls_a_home_keyed_halt_writer():
     for folder in ("core", "console"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = str(path.relative_to(ROOT))
-            if relative.startswith("core/halts/") or relative in ALLOWED:
+            if relative.startswith(("core/state/halts/", "core/policy/halts/")) or relative in ALLOWED:
                 continue
             text = path.read_text()
             tree = ast.parse(text, filename=relative)
             imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                        and (node.module or "").startswith("leash.core.halts") for alias in node.names}
+                        and (node.module or "").startswith("leash.core.state.halts") for alias in node.names}
             through_module = {name for name in HOME_KEYED_WRITERS if f"api.{name}(" in text}  # halts.api.NAME(...)
             found = sorted((imported & HOME_KEYED_WRITERS) | through_module)
             if found:

@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from leash.core.acklog import ACK_LOG_NAME, AckLog
-from leash.core.statefile import CachedJSON, StateCorrupt, SymlinkedState, read_json
+from leash.core.base.statefile import CachedJSON, StateCorrupt, SymlinkedState, read_json
+from leash.core.state.acklog import ACK_LOG_NAME, AckLog
 from tests.test_hook_protocol import assert_denied, payload
 
 
@@ -119,7 +119,7 @@ def test_a_linked_torn_file_is_never_written_through(home, tmp_path):
 
 
 def test_a_linked_lock_sidecar_is_never_opened(home, tmp_path):
-    from leash.core.statefile import locked
+    from leash.core.base.statefile import locked
 
     home.mkdir(mode=0o700)
     elsewhere = tmp_path / "elsewhere.lock"

@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from leash.core.claudeversion import parse_version
+from leash.core.base.claudeversion import parse_version
 
 
 def fake_claude(tmp_path, version: str):

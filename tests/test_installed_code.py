@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from leash.core.halts import settingsguard
+from leash.core.policy.halts import settingsguard
 
 
 def test_a_checkout_named_leash_is_not_all_installed_code(tmp_path, monkeypatch):

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
-from leash.core.agentproc import agent_process, stat_of
+from leash.core.base.agentproc import agent_process, stat_of
+from leash.core.state.acklog import AckLog
 
 from .interrupt_support import (
     claude_link,
@@ -191,8 +191,8 @@ def bystander(tmp_path):
 
 
 def _record(home, session_id: str, process: dict) -> None:
-    from leash.core.home import ensure_home
-    from leash.core.sessions import SessionRegistry
+    from leash.core.base.home import ensure_home
+    from leash.core.state.sessions import SessionRegistry
 
     SessionRegistry(ensure_home(home)).observe(session_id, tool="Bash", cwd="/", agent_process=process)
 
@@ -318,7 +318,7 @@ def test_an_interactive_session_in_a_pane_gets_escape_and_nothing_else(home, tmp
 def test_a_pane_whose_hook_named_no_process_is_judged_by_its_program(home, tmp_path, cli, tmux_env):
     """No process recorded (a record from before, a hook run otherwise): the
     pane's own program must be claude in the tmux session the hooks saw."""
-    from leash.core.sessions import SessionRegistry
+    from leash.core.state.sessions import SessionRegistry
 
     where = tmp_path / "agent"
     start_in_pane(tmux_env, "agent-old", where, home, "sess-old")
@@ -333,7 +333,7 @@ def test_a_pane_whose_hook_named_no_process_is_judged_by_its_program(home, tmp_p
 
 
 def test_a_pane_that_runs_something_else_gets_no_key(home, tmp_path, cli, tmux_env):
-    from leash.core.sessions import SessionRegistry
+    from leash.core.state.sessions import SessionRegistry
 
     where = tmp_path / "agent"
     start_in_pane(tmux_env, "agent-vim", where, home, "sess-vim", program_name="vim")
@@ -349,7 +349,7 @@ def test_a_pane_that_runs_something_else_gets_no_key(home, tmp_path, cli, tmux_e
 def test_a_pane_now_running_another_claude_gets_no_key(home, tmp_path, cli, tmux_env):
     """The session's recorded Claude Code runs, but not in its pane (another
     one does): the pane is not this session's to interrupt."""
-    from leash.core.sessions import SessionRegistry
+    from leash.core.state.sessions import SessionRegistry
 
     elsewhere = subprocess.Popen([str(claude_link(tmp_path)), "-c", "import time; time.sleep(30)"],
                                  start_new_session=True)
@@ -399,7 +399,7 @@ def test_sigint_is_not_sent_twice_to_one_process(home, tmp_path, cli):
 def test_fleet_interrupt_leaves_sessions_with_no_call_in_flight_alone(home, tmp_path, cli, tmux_env):
     """An idle TUI's input line may hold a person's typing: a fleet interrupt
     presses nothing there."""
-    from leash.core.sessions import SessionRegistry
+    from leash.core.state.sessions import SessionRegistry
 
     where = tmp_path / "agent"
     start_in_pane(tmux_env, "agent-idle", where, home, "sess-idle")

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from leash.core import agentproc, lineage
-from leash.core.halts.api import record_halt
-from leash.core.hooks import answer
-from leash.core.protocol import StopProtocol
-from leash.core.wellknown import HOOK_PID_ENV
+from leash.core.base import agentproc
+from leash.core.base.wellknown import HOOK_PID_ENV
+from leash.core.hook.hooks import answer
+from leash.core.state import lineage
+from leash.core.state.halts.api import record_halt
+from leash.core.views.protocol import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code_fork"
 VERSIONS = ["2.1.197", "2.1.332"]

@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from leash.core.acklog import AckLog, chain_hash
-from leash.core.gate import Gate
-from leash.core.logkey import KEY_NAME, ensure_key, key_of, load
-from leash.core.logverify import check_line
-from leash.core.protocol import StopProtocol
+from leash.core.base.logkey import KEY_NAME, ensure_key, key_of, load
+from leash.core.base.logverify import check_line
+from leash.core.hook.gate import Gate
+from leash.core.state.acklog import AckLog, chain_hash
+from leash.core.views.protocol import StopProtocol
 
 NOW = 1_800_000_000.0
 LOG, HEAD = "stop_ack_log.jsonl", "acklog.head"
@@ -185,7 +185,7 @@ def test_without_the_key_the_macs_are_not_checked_rather_than_failing(home, cli,
     def refuse(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr("leash.core.logkey.os.open", refuse)
+    monkeypatch.setattr("leash.core.base.logkey.os.open", refuse)
     assert load(str(key_path)) == (None, "macs not checked: no key readable")
 
 

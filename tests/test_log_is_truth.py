@@ -9,10 +9,10 @@ import sqlite3
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.gate import Gate
-from leash.core.halts.api import record_halt, session_state
-from leash.core.protocol import StopProtocol
+from leash.core.hook.gate import Gate
+from leash.core.state.acklog import AckLog
+from leash.core.state.halts.api import record_halt, session_state
+from leash.core.views.protocol import StopProtocol
 
 NOW = 1_800_000_000.0
 

@@ -11,8 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from leash.core import loopguard
-from leash.core.acklog import AckLog
+from leash.core.state import loopguard
+from leash.core.state.acklog import AckLog
 
 from .conftest import ROOT
 

@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 
-from leash.core.clock import parse_iso
-from leash.core.tmux import Tmux
+from leash.core.base.clock import parse_iso
+from leash.core.base.tmux import Tmux
 
 from .conftest import ROOT, leash_argv
 from .daemon_support import daemon_process, exchange, hook_request, sockets, stop

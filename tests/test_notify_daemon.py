@@ -114,6 +114,6 @@ def test_the_hook_path_never_imports_the_notifier(home, inbox, tmp_path):
                           input=payload, capture_output=True, cwd=ROOT, timeout=60)
     modules = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
                if line.startswith("import time:") and "|" in line}
-    assert "leash.core.gate" in modules or "leash.core.hooks" in modules
+    assert "leash.core.hook.gate" in modules or "leash.core.hook.hooks" in modules
     assert not [m for m in modules if m.startswith("leash.core.notify")]
     assert inbox.posts == []

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from leash.core.config import load_config
+from leash.core.base.config import load_config
 from leash.core.notify.runner import Notifier
 from leash.core.notify.sources import HOST_GONE_SECONDS
 from leash.core.store.files import FileBackend
@@ -84,7 +84,7 @@ def test_a_session_waiting_for_input_is_told_after_waiting_after_s(home, inbox):
 
 
 def test_finished_warrants_and_tripped_breakers_are_sent_once(home, inbox):
-    from leash.core import loopguard
+    from leash.core.state import loopguard
 
     write_routes(home, [{"kind": "webhook", "url": inbox.url}])
     note = notifier(home)
@@ -211,7 +211,7 @@ def test_what_was_sent_is_remembered_by_the_next_notifier(home, inbox):
 
 
 def test_a_failing_route_is_a_failure_in_doctor(home, inbox):
-    from leash.core.doctor import examine
+    from leash.core.views.doctor import examine
 
     write_routes(home, [{"kind": "webhook", "url": closed_port_url(), "name": "pager"},
                         {"kind": "webhook", "url": inbox.url}])

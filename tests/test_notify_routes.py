@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from leash.core.config import ConfigError, load_config
+from leash.core.base.config import ConfigError, load_config
 from leash.core.notify.events import BODY_LIMIT, TITLE_LIMIT, Event
 from leash.core.notify.routes import Route
 from leash.core.notify.sender import DeliveryFailed, Unavailable, deliver
@@ -189,8 +189,8 @@ def test_a_routes_label_never_shows_the_urls_secret_parts():
 
 
 def test_severity_order_is_the_halt_stores():
-    from leash.core.config import SEVERITY_ORDER
-    from leash.core.halts.store import SEVERITIES
+    from leash.core.base.config import SEVERITY_ORDER
+    from leash.core.state.halts.store import SEVERITIES
 
     assert SEVERITY_ORDER == SEVERITIES
 

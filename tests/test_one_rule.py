@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from leash.core.fleet import view
-from leash.core.halts.conditions.registry import BLOCKING_SEVERITIES, SEVERITY_RANK, blocks
-from leash.core.warrants import WarrantQueue
-from leash.core.warrants.records import attempt_label, configured_attempts
+from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES, SEVERITY_RANK, blocks
+from leash.core.state.warrants import WarrantQueue
+from leash.core.state.warrants.records import attempt_label, configured_attempts
+from leash.core.views.fleet import view
 
 NOW = 1_790_000_000.0
 FIVE_ATTEMPTS = "[warrants]\ntimeouts = [10, 20, 30, 40, 50]\n"
@@ -40,9 +40,9 @@ def test_the_fleet_view_shows_attempt_of_the_configured_count(home):
 
 
 def test_hours_are_judged_alike_by_the_cli_the_config_and_a_lock(home, cli):
-    from leash.core.config import ConfigError, load_config
-    from leash.core.hours import MAX_HOURS
-    from leash.core.protocol import StopProtocol
+    from leash.core.base.config import ConfigError, load_config
+    from leash.core.base.hours import MAX_HOURS
+    from leash.core.views.protocol import StopProtocol
 
     too_long = MAX_HOURS + 1
     said = cli("hands-off", "db", "--hours", str(too_long))
@@ -55,7 +55,7 @@ def test_hours_are_judged_alike_by_the_cli_the_config_and_a_lock(home, cli):
 
 
 def test_a_session_is_protected_by_its_names_and_its_agents_entities():
-    from leash.core.identity import protecting_entities
+    from leash.core.base.identity import protecting_entities
 
     agents = [{"session_id": "agent-1", "entity": "billing"}, {"session_id": "agent-2"}, {"entity": "billing"}]
     assert protecting_entities(["worker", "agent-1"], agents) == ["worker", "agent-1", "billing", "agent-2"]

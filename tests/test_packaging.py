@@ -63,7 +63,7 @@ def test_the_wheel_holds_only_leash_and_what_it_reads_at_run_time(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert all(n.startswith(("leash/", "leash-")) for n in names), [n for n in names if not n.startswith("leash")]
     for needed in ("leash/console/leash.tcss", "leash/console/serve_assets/index.html",
-                   "leash/core/halts/gitleaks_rules.py", "leash/console/cli.py"):
+                   "leash/core/base/gitleaks_rules.py", "leash/console/cli.py"):
         assert needed in names
 
 

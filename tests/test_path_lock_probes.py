@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from leash.core.gate import Gate
-from leash.core.protocol import StopProtocol
+from leash.core.hook.gate import Gate
+from leash.core.views.protocol import StopProtocol
 
 LOCK = "path:src/auth/**"
 

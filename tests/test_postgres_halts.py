@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from leash.core.halts import HaltRefused, HaltStoreUnavailable
+from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
 from leash.core.store.filestores import FileHalts
 from leash.core.store.pg import Database
 from leash.core.store.pgacklog import PgAckLog
@@ -237,7 +237,7 @@ def test_the_same_lines_as_the_file_backend(host, tmp_path):
 
     act(files)
     act(host.halts)
-    from leash.core.acklog import AckLog
+    from leash.core.state.acklog import AckLog
 
     def shape(line):
         return {k: v for k, v in dict(line).items() if k not in ("halt_id", "seq", "prev", "hash")}

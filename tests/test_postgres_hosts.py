@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from leash.core.hooks import pre_tool_use
+from leash.core.hook.hooks import pre_tool_use
 from leash.core.store.postgres import PostgresBackend
 
 from .test_rename import rename, start

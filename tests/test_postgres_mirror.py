@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from leash.core.stop import StopStateUnreadable
+from leash.core.state.stop import StopStateUnreadable
 from leash.core.store.pg import notify
 from leash.core.store.postgres import PostgresBackend
 

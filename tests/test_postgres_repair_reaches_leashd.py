@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from leash.core.stop import StopStateUnreadable
+from leash.core.state.stop import StopStateUnreadable
 from leash.core.store import pgmirror
 from leash.core.store.pg import StoreOffline, notify
 from leash.core.store.postgres import PostgresBackend

@@ -12,9 +12,9 @@ import json
 import psycopg
 import pytest
 
-from leash.core.acklog import chain_hash
-from leash.core.logkey import ensure_key
-from leash.core.stop import StopStateUnreadable
+from leash.core.base.logkey import ensure_key
+from leash.core.state.acklog import chain_hash
+from leash.core.state.stop import StopStateUnreadable
 from leash.core.store.pgroles import RUNTIME_GRANTS
 from leash.core.store.postgres import PostgresBackend
 
@@ -163,8 +163,8 @@ def test_without_the_owners_url_the_runtime_role_is_told_to_give_it(roles, home)
 
 
 def test_store_copy_grants_the_homes_runtime_role(roles, home, tmp_path, monkeypatch):
-    from leash.core.protocol import StopProtocol
     from leash.core.store.copy import copy_home
+    from leash.core.views.protocol import StopProtocol
 
     runtime, owner = roles
     StopProtocol(home).acknowledge_stop("ops", "victim", "hold", now=NOW)

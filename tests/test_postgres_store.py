@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from leash.core.acklog import AckLog
+from leash.core.state.acklog import AckLog
 from leash.core.store.pg import SCHEMA_VERSION, StoreOffline, connect, migrate, schema_version
 from leash.core.store.pgacklog import PgAckLog
 
@@ -102,7 +102,7 @@ def test_follow_from_now_yields_only_new_lines(url):
 def test_stops_from_many_connections_are_the_fold_of_the_log(url, home):
     """Stops and resumes from four backends (four hosts) at once: the stored
     stop state is exactly what replaying the log gives (the file backend's own rule)."""
-    from leash.core.stop import apply_stop_line, empty_stops
+    from leash.core.state.stop import apply_stop_line, empty_stops
     from leash.core.store.postgres import PostgresBackend
 
     backends = [PostgresBackend(url, home=home, host=f"host{n}") for n in range(4)]
@@ -174,7 +174,7 @@ def test_a_session_record_round_trips_and_is_forgotten_after_its_days(url, home)
 
 
 def test_store_selection_by_environment_and_config(url, home, tmp_path):
-    from leash.core.config import ConfigError
+    from leash.core.base.config import ConfigError
     from leash.core.store.select import StoreSelectionError, backend_for
 
     home.mkdir(mode=0o700, parents=True)

@@ -16,12 +16,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from leash.core.clock import iso
+from leash.core.base.clock import iso
+from leash.core.state.warrants import WarrantError
 from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
-from leash.core.warrants import WarrantError
 
 from .test_warrants import tmux
 

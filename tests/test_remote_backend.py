@@ -9,7 +9,7 @@ import pwd
 
 import pytest
 
-from leash.core.stop import NotStopped
+from leash.core.state.stop import NotStopped
 from leash.core.store.records import LockRecord, LogLine, StopRecord, StopState
 from leash.core.store.remote import RemoteBackend, RemoteStoreError
 
@@ -59,8 +59,8 @@ def test_a_transaction_is_applied_as_one_by_the_daemon(remote, daemon, home):
 
 
 def test_the_console_view_and_halt_units_read_through_it(remote, home):
-    from leash.core.fleet import view
-    from leash.core.halts import api
+    from leash.core.state.halts import api
+    from leash.core.views.fleet import view
 
     api.record_halt({"session_token": "s3", "halt_type": "security", "severity": "critical",
                      "description": "a key in a commit"}, home=home)
@@ -76,7 +76,7 @@ async def test_the_console_reads_and_acts_through_the_daemon(remote, daemon, hom
     console's own ``ops@test``), and the why screen answers through it."""
     import time
 
-    from leash.core.protocol import StopProtocol
+    from leash.core.views.protocol import StopProtocol
 
     from .conftest import CONSOLE_TMUX, console, seed_console_fleet
     from .test_console_keys import SIZE, select, settle

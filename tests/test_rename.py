@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from leash.core.fleet import view
-from leash.core.hooks import pre_tool_use
-from leash.core.protocol import StopProtocol
-from leash.core.tmux import Tmux
+from leash.core.base.tmux import Tmux
+from leash.core.hook.hooks import pre_tool_use
+from leash.core.views.fleet import view
+from leash.core.views.protocol import StopProtocol
 
 
 def start(tmux_socket, name: str) -> str:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from leash.core.replyledger import record, reply_pending
+from leash.core.state.replyledger import record, reply_pending
 
 
 def stop_payload(session_id="sess_1", active=False) -> bytes:
@@ -172,7 +172,7 @@ def test_command_channel_crash_or_missing_allows(leash, home, signal_command):
 
 
 def test_stdin_read_is_bounded_in_time():
-    from leash.core.hookio import HookInputError, read_stdin
+    from leash.core.wire.hookio import HookInputError, read_stdin
 
     reader, writer = os.pipe()
     try:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from leash.core.halts.secrets import mask
-from leash.core.hooks import answer
+from leash.core.base.secrets import mask
+from leash.core.hook.hooks import answer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 TWILIO = "AC0123456789abcdef0123456789abcdef:9f8e7d6c5b4a39281706f5e4d3c2b1a0"

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from leash.core.halts.api import check_halt_conditions
-from leash.core.halts.secrets import OVERLAP, UNSCANNED, WINDOW, find_secrets, mask, rule_count, scan
+from leash.core.base.secrets import OVERLAP, UNSCANNED, WINDOW, find_secrets, mask, rule_count, scan
+from leash.core.state.halts.api import check_halt_conditions
 
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 ALNUM = string.ascii_letters + string.digits
@@ -170,11 +170,11 @@ def halt_input(command: str) -> dict:
 
 # ------------------------------------------------------------------ the ruleset
 def test_the_ruleset_is_gitleaks_default_with_at_least_150_rules():
-    from leash.core.halts import gitleaks_rules
+    from leash.core.base import gitleaks_rules
 
     assert len(gitleaks_rules.RULES) >= 150
     assert gitleaks_rules.GITLEAKS_VERSION.startswith("v8.")
-    from leash.core.halts.secrets import HAND_RULES
+    from leash.core.base.secrets import HAND_RULES
 
     assert rule_count() == len(gitleaks_rules.RULES) + len(HAND_RULES) == len(gitleaks_rules.RULES) + 7
     assert all(keywords and keywords == tuple(k.lower() for k in keywords)
@@ -270,7 +270,7 @@ def test_a_stopped_session_is_told_the_masked_reason(cli, home, tmp_path):
 
 
 def test_the_ack_log_masks_reason_and_extras(home):
-    from leash.core.acklog import AckLog
+    from leash.core.state.acklog import AckLog
 
     provider, rule, command, secret = SAMPLES[1]
     line = AckLog(home).append("stop_ack", source="ops", session_id="s", reason=command, note=command,
@@ -295,7 +295,7 @@ def test_a_secret_deep_in_a_one_mebibyte_command_is_found_and_masked():
 
 
 def every_keyword_token(size: int) -> str:
-    from leash.core.halts import gitleaks_rules
+    from leash.core.base import gitleaks_rules
 
     keywords = "".join(sorted({k for rule in gitleaks_rules.RULES for k in rule[4]}))
     return (keywords * (size // len(keywords) + 1))[:size]

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.gate import Gate
-from leash.core.protocol import StopProtocol
+from leash.core.hook.gate import Gate
+from leash.core.state.acklog import AckLog
+from leash.core.views.protocol import StopProtocol
 
 from .conftest import ROOT
 from .daemon_support import start_daemon
@@ -94,7 +94,7 @@ class Deployment:
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o644)
         self.lib = str(self.root / "lib")
-        self.hook_entry = str(lib / "core" / "hookentry.py")
+        self.hook_entry = str(lib / "core" / "hook" / "hookentry.py")
         self.agent, self.operator = agent, operator
         for user in (agent, operator):
             own = self.root / f"home-{user.name}"
@@ -164,7 +164,7 @@ def test_tamper_commands_run_as_the_agent_lift_nothing(deployment):
     protocol = StopProtocol(deployment.home)
     protocol.acknowledge_stop("ops", "held", "hold")
     protocol.hands_off("billing", hours=1, reason="audit", source="ops")
-    from leash.core.halts import api
+    from leash.core.state.halts import api
 
     api.record_halt({"session_token": "halted", "halt_type": "security", "severity": "critical",
                      "description": "credentials in a commit"}, home=deployment.home)
@@ -219,7 +219,7 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     """``leash install --managed --socket``: root's settings file, each hook
     pinned to the daemon's agent socket in its command. The agent can neither
     change the file nor point the hook elsewhere through its environment."""
-    from leash.core.install import HOOKS, install, timeout_program
+    from leash.core.hook.install import HOOKS, install, timeout_program
 
     managed = deployment.root / "managed" / "managed-settings.json"
     managed.parent.mkdir(mode=0o755)
@@ -253,7 +253,7 @@ def test_the_operators_console_reads_and_acts_through_the_daemon(deployment):
     fleet view and a stop, through the operator socket, as the operator. The
     agent gets nothing from the same code."""
     script = ("import json, sys\n"
-              "from leash.core.fleet import view\n"
+              "from leash.core.views.fleet import view\n"
               "from leash.core.store.remote import RemoteBackend\n"
               "backend = RemoteBackend(sys.argv[1])\n"
               "backend.stops.stop('agent-7', source='someone-else', reason='from the console')\n"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from leash.core.fleet import view
-from leash.core.hooks import answer
-from leash.core.protocol import StopProtocol
+from leash.core.hook.hooks import answer
+from leash.core.views.fleet import view
+from leash.core.views.protocol import StopProtocol
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "00000000-0000-4000-8000-000000000001"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from leash.core import separated
+from leash.core.hook import separated
 
 
 def _why_not() -> str | None:

@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from leash.core.shellread import MAX_DEPTH, MAX_SIMPLE_COMMANDS, read_shell
-from leash.core.toolcall import read_tool_call
+from leash.core.policy.shellread import MAX_DEPTH, MAX_SIMPLE_COMMANDS, read_shell
+from leash.core.policy.toolcall import read_tool_call
 
 
 @pytest.fixture

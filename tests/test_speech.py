@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from leash.core.tmux import Tmux
-from leash.core.warrants import WarrantQueue
-from leash.core.warrants.epitaph import health_check
+from leash.core.base.tmux import Tmux
+from leash.core.state.warrants import WarrantQueue
+from leash.core.state.warrants.epitaph import health_check
 from leash.core.warrants.kennel import Kennel
 from leash.core.warrants.speech import CLAUDE_CODE, SHELL, UNKNOWN, Speaker, after_echo, program_of
 
@@ -208,7 +208,7 @@ def test_a_program_that_rewraps_the_check_is_not_an_answer():
     wrapped."""
     import textwrap
 
-    from leash.core.warrants.epitaph import ALIVE_ALONE, answered
+    from leash.core.state.warrants.epitaph import ALIVE_ALONE, answered
 
     lone = 0
     for width in range(8, 16):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from leash.core.statefile import (
+from leash.core.base.statefile import (
     CachedJSON,
     StateCorrupt,
     append_line,

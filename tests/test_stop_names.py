@@ -3,8 +3,8 @@ warning; a look-alike of a known name (a Cyrillic letter, a bidi override) or
 a tmux target with ':' says what it looks like."""
 from __future__ import annotations
 
-from leash.core.nameguard import skeleton, warning_for
-from leash.core.protocol import StopProtocol
+from leash.core.base.nameguard import skeleton, warning_for
+from leash.core.views.protocol import StopProtocol
 
 
 def seen(home, session_id: str, **fields) -> None:

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from leash.core.clock import iso, parse_iso
-from leash.core.halts import HaltRefused
-from leash.core.handsoff import HandsOffUnreadable, NotLocked
-from leash.core.stop import NotStopped
+from leash.core.base.clock import iso, parse_iso
+from leash.core.state.halts import HaltRefused
+from leash.core.state.handsoff import HandsOffUnreadable, NotLocked
+from leash.core.state.stop import NotStopped
 from leash.core.store.records import LockRecord, LogLine, StopRecord, WarrantRecord
 
 from .change_support import changes_after
@@ -360,7 +360,7 @@ def test_examine_finds_a_tampered_store(backend):
 
 
 def test_a_full_stop_refused_for_its_lock_leaves_no_stop(home):
-    from leash.core.protocol import StopProtocol
+    from leash.core.views.protocol import StopProtocol
 
     protocol = StopProtocol(home)
     with pytest.raises(ValueError):
@@ -408,7 +408,7 @@ def test_halts_listed_checked_found_and_configured(backend):
 
 
 def test_warrants_found_listed_and_pardoned(backend):
-    from leash.core.warrants import WarrantError
+    from leash.core.state.warrants import WarrantError
 
     first, _ = backend.warrants.file("agent-1", reason="wedged", now=NOW)
     second, _ = backend.warrants.file("agent-2", reason="wedged", now=NOW + 1)

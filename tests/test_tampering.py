@@ -10,10 +10,10 @@ import sqlite3
 
 import pytest
 
-from leash.core.gate import Gate
-from leash.core.halts.conditions import load_all
-from leash.core.halts.store import db_path, open_store
-from leash.core.protocol import StopProtocol
+from leash.core.hook.gate import Gate
+from leash.core.policy.halts.conditions import load_all
+from leash.core.state.halts.store import db_path, open_store
+from leash.core.views.protocol import StopProtocol
 
 AWS_KEY = "AK" + "IA" + "QWERTYUIOPASDFGH"
 KENNEL_PID = "4194300"  # never signalled: commands are only judged

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from leash.core.protocol import StopProtocol
-from leash.core.statefile import locked
+from leash.core.base.statefile import locked
+from leash.core.views.protocol import StopProtocol
 
 from .conftest import ROOT
 from .daemon_support import daemon_process, sockets, start_daemon, stop
@@ -81,21 +81,23 @@ def imported(argv: list[str], stdin: bytes = b"") -> set[str]:
             if line.startswith("import time:") and "|" in line} - {"package"}
 
 
-THIN_LEASH_MODULES = {"leash", "leash.core", "leash.core.hookmain", "leash.core.thinhook", "leash.core.hookio",
-                      "leash.core.wellknown"}
+# The layer packages hold a docstring and nothing else.
+THIN_LEASH_MODULES = {"leash", "leash.core", "leash.core.base", "leash.core.wire", "leash.core.hook",
+                      "leash.core.hook.main", "leash.core.wire.thinhook",
+                      "leash.core.wire.hookio", "leash.core.base.wellknown"}
 
 
 def test_the_installed_hook_imports_only_what_it_must(daemon, home):
     """What ``leash install`` wires: the interpreter on the hook entry. Besides
     a bare interpreter's modules: the C cores of json and socket, select and
     time for the stdin deadline, and five small modules of leash's."""
-    from leash.core.install import hook_runner
+    from leash.core.hook.install import hook_runner
 
     bare = imported(["-c", "pass"])
     hook_imports = imported(hook_runner()[1:] + ["hook", "pre-tool-use"], json.dumps(BASH).encode())
     assert hook_imports - bare - THIN_LEASH_MODULES <= {"_json", "_socket", "select", "time"}, \
         sorted(hook_imports - bare)
-    assert "leash.core.gate" not in hook_imports  # (re: only where the interpreter itself imports it)
+    assert "leash.core.hook.gate" not in hook_imports  # (re: only where the interpreter itself imports it)
 
 
 def test_leash_hook_through_the_console_script_stays_thin(daemon, home):
@@ -107,7 +109,7 @@ def test_leash_hook_through_the_console_script_stays_thin(daemon, home):
 
 
 def test_the_command_leash_install_writes_runs_the_thin_client(daemon, home, tmp_path):
-    from leash.core.install import HOOKS, hook_command, hook_runner
+    from leash.core.hook.install import HOOKS, hook_command, hook_runner
 
     (spec,) = [spec for spec in HOOKS if spec.verb == "pre-tool-use"]
     command = hook_command(hook_runner(), spec)

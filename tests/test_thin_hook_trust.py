@@ -21,8 +21,8 @@ import time
 
 import pytest
 
-from leash.core import thinhook
-from leash.core.protocol import StopProtocol
+from leash.core.views.protocol import StopProtocol
+from leash.core.wire import thinhook
 
 from .conftest import ROOT
 from .daemon_support import daemon_process, sockets, stop
@@ -157,7 +157,7 @@ def test_a_stopped_daemon_fails_closed_at_the_deadline(home, with_leash_socket):
 
 def test_the_installed_command_runs_the_client_with_its_deadline(home, tmp_path):
     """The wiring ``leash install`` writes, through ``sh -c``, with leashd stopped."""
-    from leash.core.install import HOOKS, hook_command, hook_runner
+    from leash.core.hook.install import HOOKS, hook_command, hook_runner
 
     (spec,) = [spec for spec in HOOKS if spec.verb == "pre-tool-use"]
     daemon = daemon_process(home, "--no-kennel", stderr=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""leash.core.tmux against a real tmux server on a private socket: reading what a
+"""leash.core.base.tmux against a real tmux server on a private socket: reading what a
 pane showed since a position, in one command when the pane did not scroll and
 exactly when it did."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from leash.core.tmux import Tmux, TmuxError
+from leash.core.base.tmux import Tmux, TmuxError
 
 
 @pytest.fixture

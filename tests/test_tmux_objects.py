@@ -1,4 +1,4 @@
-"""leash.core.tmux on a real tmux server: sessions and panes reached by their
+"""leash.core.base.tmux on a real tmux server: sessions and panes reached by their
 ids through libtmux's objects; text typed literally, Enter a key of its own; a
 listing no pane's content can break; names tmux would read as targets found
 missing; a server that is not running is "no sessions"."""
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from leash.core.tmux import Tmux, TmuxError
+from leash.core.base.tmux import Tmux, TmuxError
 
 LIBTMUX_SEPARATOR = "\u241e"  # the field separator of libtmux's own listings
 

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from leash.core.project import project_root
-from leash.core.shellread import read_shell
-from leash.core.toolcall import read_tool_call
+from leash.core.base.project import project_root
+from leash.core.policy.shellread import read_shell
+from leash.core.policy.toolcall import read_tool_call
 
 
 def programs(line: str) -> list[str]:

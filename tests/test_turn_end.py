@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from leash.core.halts.api import record_halt
-from leash.core.hooks import answer
+from leash.core.hook.hooks import answer
+from leash.core.state.halts.api import record_halt
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 SESSION = "00000000-0000-4000-8000-000000000001"

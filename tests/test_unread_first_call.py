@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from leash.core.halts.api import get_session_halts
-from leash.core.hooks import answer
-from leash.core.install import WIRED_GATE, WIRED_READS, install
-from leash.core.protocol import StopProtocol
+from leash.core.hook.hooks import answer
+from leash.core.hook.install import WIRED_GATE, WIRED_READS, install
+from leash.core.state.halts.api import get_session_halts
+from leash.core.views.protocol import StopProtocol
 
 SESSION = "00000000-0000-4000-8000-000000000001"
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from leash.core.protocol import StopProtocol
-from leash.core.warrants import WarrantError, WarrantQueue
+from leash.core.state.warrants import WarrantError, WarrantQueue
+from leash.core.views.protocol import StopProtocol
 
 
 @pytest.mark.parametrize("linked", ["warrants", "dogs"])

@@ -15,12 +15,12 @@ import sys
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.protocol import StopProtocol
-from leash.core.statefile import read_json, write_json
-from leash.core.tmux import Tmux
-from leash.core.warrants import WarrantQueue
-from leash.core.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check
+from leash.core.base.statefile import read_json, write_json
+from leash.core.base.tmux import Tmux
+from leash.core.state.acklog import AckLog
+from leash.core.state.warrants import WarrantQueue
+from leash.core.state.warrants.epitaph import MESSAGE_FIELD_LIMITS, health_check
+from leash.core.views.protocol import StopProtocol
 from leash.core.warrants.kennel import Kennel
 
 from . import test_warrants

@@ -28,13 +28,13 @@ from collections import Counter
 
 import pytest
 
-from leash.core.acklog import AckLog
-from leash.core.clock import parse_iso
-from leash.core.protocol import StopProtocol
-from leash.core.statefile import StateCorrupt, read_json
-from leash.core.tmux import Tmux
-from leash.core.warrants import WarrantError, WarrantQueue
-from leash.core.warrants.dog import finish
+from leash.core.base.clock import parse_iso
+from leash.core.base.statefile import StateCorrupt, read_json
+from leash.core.base.tmux import Tmux
+from leash.core.state.acklog import AckLog
+from leash.core.state.warrants import WarrantError, WarrantQueue
+from leash.core.state.warrants.outcome import finish
+from leash.core.views.protocol import StopProtocol
 from leash.core.warrants.kennel import KENNEL_NAME, Kennel, running_kennel
 
 from .conftest import ROOT, leash_argv
@@ -512,7 +512,7 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
     """The kennel dies between finish()'s first write (the finished state, still
     in dogs/active) and its move to dogs/completed. The next kennel must complete
     the move, log the epitaph once, and go idle (not re-claim it forever)."""
-    import leash.core.warrants.dog as dog_module
+    import leash.core.state.warrants.outcome as outcome_module
 
     queue = WarrantQueue(home)
     warrant, _ = queue.file("gone", reason="stuck", requester="deacon")
@@ -527,9 +527,9 @@ def test_a_kennel_killed_inside_finish_leaves_nothing_behind(home, tmux, monkeyp
             raise KilledHere(dst)
 
     with monkeypatch.context() as patch:
-        patch.setattr(dog_module, "os", DiesBeforeTheMove())
+        patch.setattr(outcome_module, "os", DiesBeforeTheMove())
         with pytest.raises(KilledHere):
-            dog_module.finish(queue, state, "already_dead", now=time.time(), timeouts=FAST)
+            outcome_module.finish(queue, state, "already_dead", now=time.time(), timeouts=FAST)
     os.close(fd)  # the dead kennel's claim goes with it
     assert read_json(queue.active_path(warrant["id"]))["state"] == "complete"
     assert goes_idle(kennel_process(home, tmux.socket, "--until-idle", stdout=subprocess.PIPE,

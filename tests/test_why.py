@@ -4,10 +4,10 @@ same answer as the gate's for each rule."""
 from __future__ import annotations
 
 from leash.core import StopProtocol
-from leash.core.gate import Gate
-from leash.core.halts import api as halts
-from leash.core.sessions import SessionRegistry
-from leash.core.why import why
+from leash.core.hook.gate import Gate
+from leash.core.state.halts import api as halts
+from leash.core.state.sessions import SessionRegistry
+from leash.core.views.why import why
 
 NOW = 1_800_000_000.0
 
@@ -139,7 +139,7 @@ def test_why_as_a_real_process(leash_proc, home):
 
 
 def test_a_name_nothing_knows_is_said_to_be_unknown_not_free(home, cli):
-    from leash.core.protocol import StopProtocol
+    from leash.core.views.protocol import StopProtocol
 
     StopProtocol(home).sessions.observe("sess-known", now=1_800_000_000.0, status="idle")
     unknown = cli("why", "nobody-here")

@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from leash.core import install, wiring
-from leash.core.halts.api import session_state
-from leash.core.protocol import StopProtocol
+from leash.core.hook import install, wiring
+from leash.core.state.halts.api import session_state
+from leash.core.views.protocol import StopProtocol
 
 from .test_claude_hooks import SESSION, hook, payload
 
@@ -179,15 +179,15 @@ def test_check_finds_the_hook_entry_edited(home, tmp_path, monkeypatch, cli):
     package = tmp_path / "site-packages" / "leash" / "core"
     shutil.copytree(wiring.code_root(), package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(wiring, "code_root", lambda: str(package))
-    monkeypatch.setattr(install, "hook_runner", lambda: [sys.executable, "-P", str(package / "hookentry.py")])
+    monkeypatch.setattr(install, "hook_runner", lambda: [sys.executable, "-P", str(package / "hook" / "hookentry.py")])
     project = tmp_path / "project"
     assert cli("install", "--project", str(project)).code == 0
     assert cli("install", "--project", str(project), "--check").code == 0
-    entry = package / "hookentry.py"
+    entry = package / "hook" / "hookentry.py"
     entry.write_text(entry.read_text() + "\nsys.exit(0)\n")
     entry.chmod(stat.S_IMODE(entry.stat().st_mode))
     checked = cli("install", "--project", str(project), "--check")
-    assert checked.code == 3 and "changed since leash install: core/hookentry.py" in checked.out
+    assert checked.code == 3 and "changed since leash install: core/hook/hookentry.py" in checked.out
 
 
 def test_a_file_install_wired_that_lost_its_hooks_is_reported(home, project, cli):
@@ -222,3 +222,17 @@ def test_each_settings_file_keeps_the_runner_it_was_installed_with(home, tmp_pat
     user_settings = tmp_path / "user-home" / ".claude" / "settings.json"
     assert str(other) not in user_settings.read_text() and str(other) in settings_of(project)["hooks"]["Stop"][0][
         "hooks"][0]["command"]
+
+
+def test_hooks_installed_before_the_layer_folders_are_named_stale_and_rewritten(project, cli):
+    """Hooks written when the entry was ``core/hookentry.py`` (before ``core/``
+    became folders by layer): ``--check`` names each, ``leash install`` rewrites them."""
+    settings = project / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace("/core/hook/hookentry.py", "/core/hookentry.py"))
+    checked = cli("install", "--project", str(project), "--check")
+    assert checked.code == 3
+    assert "PreToolUse: the command has" in checked.out
+    assert "/core/hookentry.py` where leash install writes" in checked.out
+    assert cli("install", "--project", str(project)).code == 0
+    assert "/core/hookentry.py" not in settings.read_text()
+    assert cli("install", "--project", str(project), "--check").code == 0

@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 SHOWN_LINES = 2000
 REASON_LIMIT = 300

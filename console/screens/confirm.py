@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 
 def plain_lines(text: str) -> Text:

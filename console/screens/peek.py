@@ -17,7 +17,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 PEEK_LINES = 60
 

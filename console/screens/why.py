@@ -13,12 +13,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 
 def why_lines(answer: dict) -> list[str]:
     """The answer as ``leash why`` words it: a headline, then each rule and what lifts it."""
-    from leash.core.why import describe
+    from leash.core.views.why import describe
 
     session = answer["session"]
     if not answer["held"]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from leash.console.widgets.panel import Panel, duration
-from leash.core.fleet import approval_due
+from leash.core.views.fleet import approval_due
 
 WAITING_STYLE = "bold yellow"
 DUE_STYLE = "bold white on red"  # a background: it shows on the cursor's row too

@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from leash.console.widgets.panel import duration
-from leash.core.text import printable
+from leash.core.base.text import printable
 
 DETAIL_LINES = 2
 APPROVAL_LINES = 12  # an approval's command or diff shows this many lines at most
@@ -47,7 +47,7 @@ def session_detail(row: dict, answer: dict | None) -> str:
                  f"agents {agents}" if agents and agents != row["name"] else "")
     if answer is None:
         return f"{head} — {row.get('detail') or '...'}"
-    from leash.core.why import summary
+    from leash.core.views.why import summary
 
     return f"{head} — {summary(answer, lifts=False)} (i: what lifts it)" if answer["held"] else \
         f"{head} — {summary(answer)}"

@@ -19,8 +19,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
-from leash.core.clock import human_duration
-from leash.core.text import printable
+from leash.core.base.clock import human_duration
+from leash.core.base.text import printable
 
 # A cell changes at most once a minute after the first one, so refreshes touch few cells.
 duration = human_duration

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from leash.console.widgets.panel import Panel, duration
-from leash.core.sessions import AGENT_STATUSES
+from leash.core.state.sessions import AGENT_STATUSES
 
 STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow", "paused": "bold magenta",
                "under warrant": "bold red", "hands-off": "cyan", "working": "green", "thinking": "green",

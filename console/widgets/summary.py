@@ -14,8 +14,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from leash.core.fleet import approval_due
-from leash.core.text import printable
+from leash.core.base.text import printable
+from leash.core.views.fleet import approval_due
 
 SEVERITIES = (("critical", "bold white on red"), ("high", "bold red"), ("medium", "yellow"), ("low", "dim"))
 # (sessions, stopped, halts, warrants, locks, breakers tripped, approvals) in three widths: words, short

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 
-from leash.core import agentproc
+from leash.core.base import agentproc
 
 # Processes remembered at most; past this, the ones that have ended are
 # dropped first, then the oldest.

@@ -70,7 +70,7 @@ class ApprovalDesk:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        from leash.core.approvals.store import listen
+        from leash.core.store.approvals import listen
 
         listen(self.home, self.wake)
         if self.feed is not None:
@@ -79,7 +79,7 @@ class ApprovalDesk:
             self.thread.start()
 
     def close(self) -> None:
-        from leash.core.approvals.store import unlisten
+        from leash.core.store.approvals import unlisten
 
         self.closed.set()
         unlisten(self.home, self.wake)
@@ -96,7 +96,7 @@ class ApprovalDesk:
         """Close as withdrawn this host's approvals left waiting by a daemon
         that ended: no hook waits for them any more. Returns how many."""
         closed = 0
-        from leash.core.approvals.store import ApprovalClosed
+        from leash.core.store.approvals import ApprovalClosed
 
         for approval in self.backend.approvals.pending():
             if approval.host != host:
@@ -176,14 +176,14 @@ class ApprovalDesk:
 
     def _settle(self, held) -> None:
         """Withdraw ``held`` (via the pane) when its session went on since it was opened."""
-        from leash.core.approvals.hold import PERMISSION_EVENT
+        from leash.core.hook.approvalhold import PERMISSION_EVENT
 
         with self.mutex:
             seen = self.went_on.get(held.approval.session_id)
         if held.event != PERMISSION_EVENT or seen is None or seen[0] < held.opened:
             return
         if seen[1] in CALL_WENT_ON:
-            from leash.core.approvals.summary import one_line
+            from leash.core.policy.approvalsummary import one_line
 
             if one_line(seen[2], seen[3]) != held.approval.summary:
                 return  # another call of the session (one that needed no dialog)
@@ -219,7 +219,7 @@ class ApprovalDesk:
     def _close(self, held, outcome: str, *, via: str = "leash"):
         """Close the approval ``outcome``; the record that closed it (an
         answer may have come first). Unwritable: a record saying ``outcome``."""
-        from leash.core.approvals.store import ApprovalClosed
+        from leash.core.store.approvals import ApprovalClosed
 
         try:
             return self.backend.approvals.close(held.approval.id, outcome, via=via, now=self.clock())
@@ -240,7 +240,7 @@ class ApprovalDesk:
     def _stopped_meanwhile(self, held) -> str:
         """Why a stop, a lock or a halt filed while the approval waited holds
         the session now ("" when nothing does): an allow does not lift it."""
-        from leash.core.gate import Gate
+        from leash.core.hook.gate import Gate
 
         try:
             verdict = Gate(self.home, backend=self.backend).check_stops_and_locks(held.approval.session_id,

@@ -93,8 +93,8 @@ class HookVerb:
     def reply(self, request: dict, peer: Peer):
         """The reply line to a ``hook`` request from ``peer``, or the ``Held``
         approval to wait for before answering."""
-        from leash.core.hookio import failed_closed
-        from leash.core.hooks import answer
+        from leash.core.hook.hooks import answer
+        from leash.core.wire.hookio import failed_closed
 
         event, payload = request.get("event"), request.get("payload", "")
         if not isinstance(event, str) or not isinstance(payload, str):
@@ -123,7 +123,7 @@ class HookVerb:
 
 def _env(request: dict, peer: Peer) -> dict[str, str]:
     """The agent's forwarded environment, with the hook's pid from the kernel."""
-    from leash.core.wellknown import HOOK_PID_ENV
+    from leash.core.base.wellknown import HOOK_PID_ENV
 
     given = request.get("env")
     env = {k: v for k, v in given.items() if isinstance(k, str) and isinstance(v, str)} \
@@ -133,7 +133,7 @@ def _env(request: dict, peer: Peer) -> dict[str, str]:
 
 
 def _input_error(request: dict):
-    from leash.core.hookio import HookInputError, HookInputTooLarge
+    from leash.core.wire.hookio import HookInputError, HookInputTooLarge
 
     problem = request.get("input_error")
     if problem == "too_large":

@@ -45,7 +45,7 @@ class Listener:
 
     def start(self) -> None:
         """Bind and listen (``serve`` then accepts)."""
-        from leash.core.thinhook import unix_address
+        from leash.core.wire.thinhook import unix_address
 
         try:
             os.unlink(self.path)  # stale: the daemon's lock says no daemon holds it

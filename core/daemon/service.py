@@ -37,15 +37,15 @@ import sys
 import threading
 import time
 
-from leash.core.daemon import wire
+from leash.core.base.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 from leash.core.daemon.agents import UNTOLD, KnownAgents
 from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
 from leash.core.daemon.listener import Listener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
-from leash.core.thinhook import DAEMON_LOCK_NAME
-from leash.core.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
+from leash.core.wire import lines as wire
+from leash.core.wire.thinhook import DAEMON_LOCK_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ class Daemon:
                  agent_socket: str | None = None, operator_socket: str | None = None, log=None,
                  line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time,
                  max_connections: int = MAX_CONNECTIONS, open_connections: int = MAX_OPEN_CONNECTIONS):
-        from leash.core.config import load_config
-        from leash.core.home import ensure_home, private_dir
+        from leash.core.base.config import load_config
+        from leash.core.base.home import ensure_home, private_dir
 
         self.home = ensure_home(home)
         self.config = load_config(self.home)["daemon"]
@@ -120,7 +120,7 @@ class Daemon:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        from leash.core.statefile import try_hold
+        from leash.core.base.statefile import try_hold
 
         lock_path = os.path.join(self.run_dir, LOCK_NAME)
         fd = try_hold(lock_path)
@@ -161,7 +161,7 @@ class Daemon:
         self.stopping.set()
 
     def close(self) -> None:
-        from leash.core.statefile import release_hold
+        from leash.core.base.statefile import release_hold
 
         self.stopping.set()
         self.desk.close()  # held hooks are answered (denied) before the sockets go
@@ -190,12 +190,12 @@ class Daemon:
 
     def _warm(self) -> None:
         """Import the whole hook path now, not on the first tool call."""
-        import leash.core.gate  # noqa: F401
-        import leash.core.halts.api  # noqa: F401
-        import leash.core.hooks  # noqa: F401
-        import leash.core.lifecycle  # noqa: F401
-        import leash.core.replyguard  # noqa: F401
-        import leash.core.shellread  # noqa: F401
+        import leash.core.hook.gate  # noqa: F401
+        import leash.core.hook.hooks  # noqa: F401
+        import leash.core.hook.lifecycle  # noqa: F401
+        import leash.core.hook.replyguard  # noqa: F401
+        import leash.core.policy.shellread  # noqa: F401
+        import leash.core.state.halts.api  # noqa: F401
 
     def _start_kennel(self) -> None:
         import asyncio
@@ -396,8 +396,8 @@ class Daemon:
     # ------------------------------------------------------------ log
     def say(self, event: str, **fields) -> None:
         """One line per event on stderr; agent-supplied values are escaped."""
-        from leash.core.clock import iso
-        from leash.core.text import printable
+        from leash.core.base.clock import iso
+        from leash.core.base.text import printable
 
         shown = " ".join(f"{k}={printable(v, limit=200)}" for k, v in fields.items())
         try:

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from leash.core.clock import human_duration, iso, parse_iso
-from leash.core.config import SEVERITY_ORDER
-from leash.core.text import printable
+from leash.core.base.clock import human_duration, iso, parse_iso
+from leash.core.base.config import SEVERITY_ORDER
+from leash.core.base.text import printable
 
 TITLE_LIMIT = 120  # characters: a phone's notification shows about this much
 BODY_LIMIT = 1000
@@ -47,7 +47,7 @@ WARRANT_OUTCOMES = {"warrant_executed": ("executed", "high"), "warrant_undeliver
 
 def clean(text: object, limit: int) -> str:
     """``text`` masked, escaped and at most ``limit`` characters."""
-    from leash.core.halts.secrets import mask
+    from leash.core.base.secrets import mask
 
     raw = text if isinstance(text, str) else ("" if text is None else str(text))
     return printable(mask(raw[:limit * MASK_WINDOW]), limit=limit)

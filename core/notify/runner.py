@@ -120,7 +120,7 @@ class RouteWorker:
 class Notifier:
     def __init__(self, home: str, backend, *, host: str, feed=None, approvals=None, say=None, clock=time.time,
                  settings: dict | None = None, send=deliver):
-        from leash.core.config import load_config
+        from leash.core.base.config import load_config
 
         self.home, self.backend, self.host, self.feed, self.clock = home, backend, host, feed, clock
         self.say = say or (lambda *args, **kwargs: None)
@@ -267,8 +267,8 @@ def probe(home: str, *, number: int | None = None, host: str, now: float | None 
     """``leash notify test``: a test message through each route (or route
     ``number``, 1-based); (route, problem or None) each. ``ValueError`` for a
     route number the configuration does not have."""
-    from leash.core.clock import now_seconds
-    from leash.core.config import load_config
+    from leash.core.base.clock import now_seconds
+    from leash.core.base.config import load_config
 
     routes = routes_of(load_config(home)["notify"])
     if number is not None:

@@ -27,7 +27,7 @@ problem is said once on leashd's log until it changes.
 """
 from __future__ import annotations
 
-from leash.core.clock import iso
+from leash.core.base.clock import iso
 from leash.core.notify.events import (
     Event,
     approval_event,
@@ -39,7 +39,7 @@ from leash.core.notify.events import (
     waiting_event,
     warrant_event,
 )
-from leash.core.sessions import STATUS_WAITING_INPUT, host_of
+from leash.core.state.sessions import STATUS_WAITING_INPUT, host_of
 
 HALTS_READ = 500  # pending halts read at most; a fuller reading is not taken as complete
 LOG_TAIL_LINES = 500

@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from leash.core.clock import human_duration, iso, now_seconds
-from leash.core.finding import Finding
-from leash.core.wellknown import RUN_DIR
+from leash.core.base.clock import human_duration, iso, now_seconds
+from leash.core.base.finding import Finding
+from leash.core.base.wellknown import RUN_DIR
 
 STATE_NAME = "notify.json"
 LEASE_NAME = "notify"
@@ -39,7 +39,7 @@ def state_path(home: str) -> str:
 
 
 def load(home: str) -> dict:
-    from leash.core.statefile import read_json
+    from leash.core.base.statefile import read_json
 
     try:
         data = read_json(state_path(home), None)
@@ -51,8 +51,8 @@ def load(home: str) -> dict:
 
 
 def save(home: str, data: dict) -> None:
-    from leash.core.home import private_dir
-    from leash.core.statefile import write_json
+    from leash.core.base.home import private_dir
+    from leash.core.base.statefile import write_json
 
     private_dir(os.path.join(home, RUN_DIR))
     write_json(state_path(home), data, durable=False)
@@ -61,7 +61,7 @@ def save(home: str, data: dict) -> None:
 def findings(home: str, *, backend=None, now: float | None = None) -> Iterator[Finding]:
     """The notifications' findings (nothing when no route is configured);
     ``backend`` False: the store could not be opened."""
-    from leash.core.config import ConfigError, load_config
+    from leash.core.base.config import ConfigError, load_config
     from leash.core.notify.routes import routes_of
 
     try:
@@ -95,7 +95,7 @@ def _sender(home: str, backend, moment: float) -> Finding:
 
 
 def _route_finding(subject: str, health: dict, moment: float) -> Finding:
-    from leash.core.text import printable
+    from leash.core.base.text import printable
 
     error = printable(health.get("last_error") or "", limit=300)
     given_up = health.get("given_up") or 0

@@ -48,7 +48,7 @@ class CopyReport:
 
 
 def copy_home(source: str, url: str, *, password: str | None = None, host: str = "") -> CopyReport:
-    from leash.core.acklog import ACK_LOG_NAME
+    from leash.core.state.acklog import ACK_LOG_NAME
     from leash.core.store.files import FileBackend
     from leash.core.store.postgres import PG_STORES, PostgresBackend
 
@@ -96,7 +96,7 @@ def _grant_runtime(conn, source: str, url: str) -> str:
     ``url``'s) what it needs; the role's name, or ""."""
     from urllib.parse import urlsplit
 
-    from leash.core.config import ConfigError
+    from leash.core.base.config import ConfigError
     from leash.core.store.pgroles import grant_runtime
     from leash.core.store.select import StoreSelectionError, store_url
 
@@ -112,7 +112,7 @@ def _grant_runtime(conn, source: str, url: str) -> str:
 
 
 def _copy_lines(conn, path: str) -> int:
-    from leash.core.statefile import read_state_bytes
+    from leash.core.base.statefile import read_state_bytes
 
     data = read_state_bytes(path) or b""  # never through a symbolic link
     body = data[:data.rfind(b"\n") + 1]  # a torn tail is not part of the chain (verify said so)
@@ -133,7 +133,7 @@ def _head(report) -> tuple[int, str]:
 
 
 def _copy_sessions(conn, home) -> int:
-    from leash.core.sessions import last_seen_of
+    from leash.core.state.sessions import last_seen_of
     from leash.core.store.pg import as_json
 
     records = home.sessions.registry.all()

@@ -1,7 +1,7 @@
 """The file backend's ``examine`` (``leash doctor``'s look at its stores):
 each file and database of the home, and each cache of the ack log against it.
 
-Findings are ``leash.core.finding.Finding``; repairs follow the fail-policy
+Findings are ``leash.core.base.finding.Finding``; repairs follow the fail-policy
 table and never delete state: a directory or a link where a state file belongs
 is moved aside (quarantine naming) so the state can be rebuilt, the stops and
 locks are rebuilt from the ack log (``core.storecheck``), a corrupt session
@@ -21,11 +21,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from leash.core.acklog import ACK_LOG_NAME
-from leash.core.finding import Finding
-from leash.core.home import is_reserved_name
-from leash.core.sessions import SESSIONS_NAME
-from leash.core.statefile import (
+from leash.core.base.finding import Finding
+from leash.core.base.home import is_reserved_name
+from leash.core.base.statefile import (
     CORRUPT_MARK,
     TEMP_PREFIX,
     StateCorrupt,
@@ -34,6 +32,8 @@ from leash.core.statefile import (
     read_json,
     repair_torn_tail,
 )
+from leash.core.state.acklog import ACK_LOG_NAME
+from leash.core.state.sessions import SESSIONS_NAME
 
 STALE_TEMP_SECONDS = 60
 
@@ -46,7 +46,7 @@ _DIRECTORIES = {"warrants", "dogs", "run"}
 
 def examine(backend, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     """Every finding on the stores of ``backend`` (a ``FileBackend``)."""
-    from leash.core.storecheck import examine_approvals, examine_halts, examine_logged_stores
+    from leash.core.state.storecheck import examine_approvals, examine_halts, examine_logged_stores
 
     home = Path(backend.home)
     yield from _check_state_shapes(home, repair, now)
@@ -91,7 +91,7 @@ def _move_aside(home: Path, name: str, what: str, repair: bool, now: float | Non
     moved = quarantine(home / name, now=now)
     reason = f"{name} was {what}; moved aside so the state can be rebuilt"
     try:
-        from leash.core.acklog import AckLog
+        from leash.core.state.acklog import AckLog
 
         AckLog(str(home)).append("state_quarantined", source="leash", session_id="", now=now, file=name,
                                  moved_to=os.path.basename(moved or ""), reason=reason)
@@ -148,8 +148,15 @@ def _check_halts(backend, repair: bool, now: float | None) -> Iterator[Finding]:
     """halts.db: integrity, schema version, the 90-day archive. A database that
     cannot be read holds every session (the gate fails safe); repair moves it
     aside (with its -wal and -shm) so a fresh one can start."""
-    from leash.core.clock import now_seconds
-    from leash.core.halts.store import DB_NAME, HaltStoreUnavailable, archive_old_events, db_path, exists, open_store
+    from leash.core.base.clock import now_seconds
+    from leash.core.state.halts.store import (
+        DB_NAME,
+        HaltStoreUnavailable,
+        archive_old_events,
+        db_path,
+        exists,
+        open_store,
+    )
 
     home = backend.home
     if not exists(home):
@@ -192,7 +199,7 @@ def _check_halts(backend, repair: bool, now: float | None) -> Iterator[Finding]:
 
 def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterator[Finding]:
     """Stored condition settings the engine cannot use (it reads each as its default)."""
-    from leash.core.halts.api import stored_config_problems
+    from leash.core.state.halts.api import stored_config_problems
 
     try:
         problems = stored_config_problems(home=home, repair=repair, now=now)

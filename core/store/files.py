@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 
-from leash.core.acklog import FLEET, AckLog
-from leash.core.handsoff import HandsOffRegistry
-from leash.core.home import ensure_home
-from leash.core.sessions import SessionRegistry
-from leash.core.statefile import JSONObject
-from leash.core.stop import StopRegistry
+from leash.core.base.home import ensure_home
+from leash.core.base.statefile import JSONObject
+from leash.core.state.acklog import FLEET, AckLog
+from leash.core.state.handsoff import HandsOffRegistry
+from leash.core.state.sessions import SessionRegistry
+from leash.core.state.stop import StopRegistry
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
 

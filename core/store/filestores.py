@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from leash.core.clock import iso, now_seconds
+from leash.core.base.clock import iso, now_seconds
 from leash.core.store.records import BreakerRecord, HaltRecord, HeartbeatRecord, WarrantRecord
 
 
@@ -32,40 +32,40 @@ class FileHaltUnit:
     def state(self, session_id: str) -> str:
         if self.connection is None:
             return "active"
-        from leash.core.halts.api import session_state
+        from leash.core.state.halts.api import session_state
 
         return session_state(self.home, session_id, connection=self.connection)
 
     def states(self) -> dict[str, str]:
-        from leash.core.halts.api import session_states
+        from leash.core.state.halts.api import session_states
 
         return session_states(self.connection) if self.connection is not None else {}
 
     def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
         if self.connection is None:
             return []
-        from leash.core.halts.api import get_session_halts
+        from leash.core.state.halts.api import get_session_halts
 
         query = {"pending": True, "limit": limit, **({"session_token": session_id} if session_id else {})}
         return [HaltRecord.of(h) for h in get_session_halts(query, home=self.home, connection=self.connection)["halts"]]
 
     def pending_counts(self) -> dict[str, int]:
-        from leash.core.halts.api import pending_counts
-        from leash.core.halts.store import SEVERITIES
+        from leash.core.state.halts.api import pending_counts
+        from leash.core.state.halts.store import SEVERITIES
 
         return pending_counts(self.connection) if self.connection is not None else {s: 0 for s in SEVERITIES}
 
     def files_read(self, session_id: str) -> list[str] | None:
         if self.connection is None:
             return None
-        from leash.core.halts.api import files_read
+        from leash.core.state.halts.api import files_read
 
         return files_read(self.home, session_id, connection=self.connection)
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
         """Over this unit's connection; with no halts.db yet, as ``FileHalts.check``
         (it creates one only when something is recorded)."""
-        from leash.core.halts.api import check_halt_conditions
+        from leash.core.state.halts.api import check_halt_conditions
 
         return check_halt_conditions(data, home=self.home, now=self.now, record=record, record_high=record_high,
                                      connection=self.connection)
@@ -73,7 +73,7 @@ class FileHaltUnit:
 
 class _HaltUnitScope:
     def __init__(self, home: str, now: float | None, *, kept: bool = False):
-        from leash.core.halts.api import connected, reading
+        from leash.core.state.halts.api import connected, reading
 
         self.home = home
         self.now = now
@@ -98,55 +98,55 @@ class FileHalts:
         return _HaltUnitScope(self.home, now, kept=self.keep_connection)
 
     def record(self, data: dict, *, now: float | None = None) -> dict:
-        from leash.core.halts.api import record_halt
+        from leash.core.state.halts.api import record_halt
 
         return record_halt(data, home=self.home, now=now)
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
                     caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
-        from leash.core.halts.api import acknowledge_halt, acknowledge_input
+        from leash.core.state.halts.api import acknowledge_halt, acknowledge_input
 
         data = acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
         return acknowledge_halt(data, home=self.home, now=now, source=source)
 
     def state(self, session_id: str, *, now: float | None = None) -> str:
-        from leash.core.halts.api import session_state
+        from leash.core.state.halts.api import session_state
 
         return session_state(self.home, session_id, now=now)
 
     def listing(self, query: dict, *, now: float | None = None) -> dict:
-        from leash.core.halts.api import get_session_halts
+        from leash.core.state.halts.api import get_session_halts
 
         return get_session_halts(query, home=self.home, now=now)
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
               now: float | None = None) -> dict:
-        from leash.core.halts.api import check_halt_conditions
+        from leash.core.state.halts.api import check_halt_conditions
 
         return check_halt_conditions(data, home=self.home, now=now, record=record, record_high=record_high)
 
     def find(self, halt_id: str) -> dict | None:
-        from leash.core.halts.api import find_halt
+        from leash.core.state.halts.api import find_halt
 
         return find_halt(halt_id, home=self.home)
 
     def config(self) -> list[dict]:
-        from leash.core.halts.api import list_config
+        from leash.core.state.halts.api import list_config
 
         return list_config(home=self.home)
 
     def configure(self, data: dict, *, now: float | None = None) -> dict:
-        from leash.core.halts.api import update_halt_config
+        from leash.core.state.halts.api import update_halt_config
 
         return update_halt_config(data, home=self.home, now=now)
 
     def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
-        from leash.core.halts.evidence import record_files_read
+        from leash.core.state.halts.evidence import record_files_read
 
         record_files_read(self.home, session_id, paths, now=now)
 
     def record_attempt(self, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
-        from leash.core.halts.evidence import record_attempt
+        from leash.core.state.halts.evidence import record_attempt
 
         return record_attempt(self.home, session_id, task_id, error=error, now=now)
 
@@ -184,7 +184,7 @@ class FileClaim:
             self.queue.release(self.id, fd)
 
     def save(self) -> None:
-        from leash.core.statefile import write_json
+        from leash.core.base.statefile import write_json
 
         write_json(self.queue.active_path(self.id), self.state)
 
@@ -194,7 +194,7 @@ class FileClaim:
     def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
                  timeouts=()) -> dict:
         """Seal the outcome (ack-log lines, epitaph, ``dogs/completed``), then release."""
-        from leash.core.warrants.dog import complete, finish
+        from leash.core.state.warrants.outcome import complete, finish
 
         if self._fd is None:
             raise RuntimeError(f"warrant {self.id} is not held")
@@ -208,7 +208,7 @@ class FileClaim:
 
 class FileWarrants:
     def __init__(self, home: str, acklog=None):
-        from leash.core.warrants.queue import WarrantQueue
+        from leash.core.state.warrants.queue import WarrantQueue
 
         self.queue = WarrantQueue(home, acklog)
 
@@ -271,37 +271,37 @@ class FileBreakers:
 
     def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
                     now: float | None = None) -> list[float]:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return loopguard.record_restart_interrupted_boot(window_seconds, now=now, name=loopguard.check_name(name),
                                                          home=self.home, max_gap_seconds=max_gap_seconds)
 
     def tripped(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
                 now: float | None = None) -> bool:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return loopguard.is_restart_loop_tripped(max_restarts, window_seconds, now=now, name=name, home=self.home,
                                                  max_gap_seconds=max_gap_seconds)
 
     def check_and_record(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
                          source: str = "leash", now: float | None = None) -> bool:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return loopguard.check_and_record(max_restarts, window_seconds, now=now, name=loopguard.check_name(name),
                                           home=self.home, max_gap_seconds=max_gap_seconds, source=source)
 
     def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return loopguard.reset(name=name, home=self.home, source=source, reason=reason, now=now)
 
     def names(self) -> list[str]:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return loopguard.breaker_names(self.home)
 
     def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
-        from leash.core import loopguard
+        from leash.core.state import loopguard
 
         return BreakerRecord.of(loopguard.describe(name, home=self.home, config=config, now=now))
 
@@ -312,12 +312,12 @@ class FileReplies:
         self.home = home
 
     def record(self, channel: str, key: str, direction: str, *, now: float) -> int:
-        from leash.core import replyledger
+        from leash.core.state import replyledger
 
         return replyledger.record(self.home, channel, key, direction, now=now)
 
     def pending(self, channel: str, key: str) -> bool:
-        from leash.core import replyledger
+        from leash.core.state import replyledger
 
         return replyledger.reply_pending(self.home, channel, key)
 
@@ -336,7 +336,7 @@ class FileKennels:
 
     def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working=(), stopped: bool = False,
              now: float | None = None) -> HeartbeatRecord:
-        from leash.core.statefile import write_json
+        from leash.core.base.statefile import write_json
 
         moment = now_seconds(now)
         record = {"pid": pid, "host": host, "started_at": started_at, "heartbeat_at": iso(moment), "dogs": dogs,
@@ -352,8 +352,8 @@ class FileKennels:
         host is never signalled: the heartbeat's age speaks for it)."""
         import socket
 
-        from leash.core.clock import parse_iso
-        from leash.core.statefile import read_json
+        from leash.core.base.clock import parse_iso
+        from leash.core.base.statefile import read_json
 
         try:
             data = read_json(self.path, None)
@@ -377,7 +377,7 @@ class FileKennels:
 
 def file_approvals(home: str, log):
     """The approvals over ``approvals.json`` (``core.approvals.store``)."""
-    from leash.core.approvals import store
+    from leash.core.store import approvals as store
 
     return store.file_approvals(home, log)
 

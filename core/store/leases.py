@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import os
 
-from leash.core.clock import now_seconds
+from leash.core.base.clock import now_seconds
+from leash.core.base.wellknown import RUN_DIR
 from leash.core.store.records import HeartbeatRecord
-from leash.core.wellknown import RUN_DIR
 
 LEASE_SUFFIX = ".lease"
 LEASE_KEY_PREFIX = "lease:"
@@ -45,8 +45,8 @@ class FileLeases:
         return os.path.join(self.run_dir, f"{name}{LEASE_SUFFIX}")
 
     def claim(self, name: str, holder: str, *, host: str = "", seconds: float, now: float | None = None) -> bool:
-        from leash.core.home import private_dir
-        from leash.core.statefile import locked, write_json
+        from leash.core.base.home import private_dir
+        from leash.core.base.statefile import locked, write_json
 
         moment = now_seconds(now)
         private_dir(self.run_dir)
@@ -63,7 +63,7 @@ class FileLeases:
         return current if current and float(current.get("until", 0)) >= now_seconds(now) else None
 
     def release(self, name: str, holder: str) -> None:
-        from leash.core.statefile import locked, write_json
+        from leash.core.base.statefile import locked, write_json
 
         path = self._path(name)
         if not os.path.exists(path):
@@ -75,7 +75,7 @@ class FileLeases:
 
     @staticmethod
     def _read(path: str) -> dict | None:
-        from leash.core.statefile import read_json
+        from leash.core.base.statefile import read_json
 
         try:
             found = read_json(path, None)
@@ -130,7 +130,7 @@ def kennel_beats(backend) -> list[HeartbeatRecord]:
     if backend.name == "postgres":
         rows = backend.db.rows("SELECT record FROM kennels ORDER BY host")
         return [HeartbeatRecord.of(record) for (record,) in rows if isinstance(record, dict)]
-    from leash.core.statefile import read_json
+    from leash.core.base.statefile import read_json
     from leash.core.store.filestores import KENNEL_NAME
 
     try:

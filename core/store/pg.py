@@ -29,8 +29,8 @@ import json
 import threading
 from contextlib import contextmanager
 
-from leash.core.acklog import GENESIS_HASH, chain_hash
-from leash.core.clock import iso, now_seconds
+from leash.core.base.clock import iso, now_seconds
+from leash.core.state.acklog import GENESIS_HASH, chain_hash
 from leash.core.store.pgschema import MIGRATIONS, SCHEMA_VERSION
 
 # pg_advisory_xact_lock keys: "leash" in ASCII, then what the lock guards.
@@ -318,7 +318,7 @@ def notify(conn, store: str, key: str = "") -> None:
 def new_line(event: str, *, source: str, session_id: str, reason: str, now: float | None, extra: dict) -> dict:
     """A log line's head and extras, masked (no line holds a secret, whoever
     wrote its text); ``chain`` adds its place in the chain."""
-    from leash.core.halts.secrets import mask, mask_deep
+    from leash.core.base.secrets import mask, mask_deep
 
     record: dict = {"timestamp": iso(now_seconds(now)), "event": event, "source": mask(str(source)),
                     "session_id": str(session_id), "reason": mask(str(reason))}

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 
-from leash.core.acklog import EVENTS, RESERVED_KEYS, matches
-from leash.core.logverify import ChainReport, ChainWalker, against
+from leash.core.base.logverify import ChainReport, ChainWalker, against
+from leash.core.state.acklog import EVENTS, RESERVED_KEYS, matches
 from leash.core.store.pg import Database, chain, new_line
 from leash.core.store.records import LogLine, LogLines
 
@@ -36,7 +36,7 @@ class PgAckLog:
         self.db = database(db)
         self._key_path: str | None = None
         if home is not None:
-            from leash.core.logkey import configured_path
+            from leash.core.base.logkey import configured_path
 
             self._key_path = configured_path(home)
 
@@ -44,7 +44,7 @@ class PgAckLog:
         """(the MAC key or None, why there is none) (``core.logkey``)."""
         if self._key_path is None:
             return None, ""
-        from leash.core.logkey import load
+        from leash.core.base.logkey import load
 
         return load(self._key_path)
 

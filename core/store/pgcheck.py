@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator
 
-from leash.core.finding import Finding
+from leash.core.base.finding import Finding
 from leash.core.store.pg import NOTIFY_CHANNEL, SCHEMA_VERSION, StoreOffline, migrate, notify, schema_version
 
 LISTEN_CHECK_SECONDS = 5.0

@@ -32,10 +32,13 @@ import re
 import time
 from contextlib import contextmanager
 
-from leash.core.clock import iso, now_seconds
-from leash.core.halts import engine, ledger
-from leash.core.halts.access import TIMEOUT_REASON, _row_config
-from leash.core.halts.api import (
+from leash.core.base.clock import iso, now_seconds
+from leash.core.base.secrets import mask
+from leash.core.policy.halts import engine
+from leash.core.policy.halts.context import CheckContext, HaltInputError
+from leash.core.state.halts import ledger
+from leash.core.state.halts.access import TIMEOUT_REASON, _row_config
+from leash.core.state.halts.api import (
     _LOG_EVENT,
     _validate_record,
     acknowledge_input,
@@ -52,11 +55,9 @@ from leash.core.halts.api import (
     recorded_lines,
     refuse_acknowledgement,
 )
-from leash.core.halts.api import HaltRefused as HaltRefused
-from leash.core.halts.context import CheckContext, HaltInputError
-from leash.core.halts.evidence import next_attempts
-from leash.core.halts.secrets import mask
-from leash.core.halts.store import (
+from leash.core.state.halts.api import HaltRefused as HaltRefused
+from leash.core.state.halts.evidence import next_attempts
+from leash.core.state.halts.store import (
     ARCHIVE_AFTER_DAYS,
     ARCHIVE_EVERY_SECONDS,
     DEFAULT_CONDITIONS,
@@ -98,7 +99,7 @@ class PgHalts:
             return unit.state(session_id)
 
     def listing(self, query: dict, *, now: float | None = None) -> dict:
-        from leash.core.halts.api import listing_request
+        from leash.core.state.halts.api import listing_request
 
         listing_request(query)  # bad input is refused before the store is touched
         with self.unit(now=now) as unit:
@@ -136,7 +137,7 @@ class PgHalts:
     def _add_attempts(self, unit, ctx: CheckContext, data: dict, moment: float) -> None:
         """The session's stored attempts at its task into the check's context (reset
         first when the call asks for a fresh start), as ``core.halts.api`` does."""
-        from leash.core.halts.conditions.execution import reset_requested
+        from leash.core.policy.halts.conditions.execution import reset_requested
 
         task = data.get("task_id") or ""
         ctx.stored_attempts, ctx.stored_errors = unit.stored_attempts(ctx.session_id, task)
@@ -387,6 +388,6 @@ def _as_stored(row: dict) -> dict:
 
 
 def _default_source() -> str:
-    from leash.core.source import default_source
+    from leash.core.base.source import default_source
 
     return default_source()

@@ -24,9 +24,9 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 
-from leash.core.clock import iso
-from leash.core.halts.conditions.registry import BLOCKING_SEVERITIES
-from leash.core.halts.store import SEVERITIES, HaltStoreUnavailable
+from leash.core.base.clock import iso
+from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES
+from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable
 from leash.core.store.pg import StoreOffline, errors, said
 from leash.core.store.records import HaltRecord
 
@@ -88,7 +88,7 @@ def state_of(conn, session_id: str) -> str:
 
 def listing(conn, data: dict, session: str | None, limit: int, offset: int) -> dict:
     """The seed's ``GetSessionHaltsOutput`` (``core.halts.api.get_session_halts``'s query)."""
-    from leash.core.halts.api import halt_event, listing_filters
+    from leash.core.state.halts.api import halt_event, listing_filters
 
     (scope, params), (where, fparams) = listing_filters(data, session, mark="%s", false="false", as_text="::text")
     total = conn.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
@@ -142,7 +142,7 @@ class PgHaltUnit:
         return [HaltRecord.of(h) for h in self.listing(query)["halts"]]
 
     def listing(self, query: dict) -> dict:
-        from leash.core.halts.api import listing_request
+        from leash.core.state.halts.api import listing_request
 
         session, limit, offset = listing_request(query)
         with reachable():
@@ -172,7 +172,7 @@ class PgHaltUnit:
         return (row[0], list(row[1])) if row else (0, [])
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
-        from leash.core.halts.context import CheckContext
+        from leash.core.policy.halts.context import CheckContext
 
         return self.halts.check_in(self, CheckContext(data), data, record=record, record_high=record_high)
 

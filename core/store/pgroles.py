@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from leash.core.finding import Finding
+from leash.core.base.finding import Finding
 
 ACKLOG_TABLE = "acklog"
 APPEND_ONLY_TRIGGER = "acklog_append_only"

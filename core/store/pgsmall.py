@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import logging
 
-from leash.core import loopguard
-from leash.core.clock import iso, now_seconds, parse_iso
-from leash.core.statefile import StateCorrupt
+from leash.core.base.clock import iso, now_seconds, parse_iso
+from leash.core.base.statefile import StateCorrupt
+from leash.core.state import loopguard
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
@@ -191,7 +191,7 @@ class PgReplies:
         self.db = db
 
     def record(self, channel: str, key: str, direction: str, *, now: float) -> int:
-        from leash.core.replyledger import DIRECTIONS
+        from leash.core.state.replyledger import DIRECTIONS
 
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'in' or 'out', got {direction!r}")
@@ -206,7 +206,7 @@ class PgReplies:
 
     def copy_from(self, home, *, conn) -> int:
         """A home's reply ledger, every direction in the order it was recorded."""
-        from leash.core.replyledger import messages
+        from leash.core.state.replyledger import messages
 
         rows = messages(home.home)
         for row in rows:

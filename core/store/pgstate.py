@@ -26,9 +26,9 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from leash.core.loghead import HANDS_OFF_STORE, STOPS_STORE, STORE_OF_EVENT
-from leash.core.sessions import last_seen_of
-from leash.core.statefile import StateCorrupt
+from leash.core.base.statefile import StateCorrupt
+from leash.core.state.loghead import HANDS_OFF_STORE, STOPS_STORE, STORE_OF_EVENT
+from leash.core.state.sessions import last_seen_of
 from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 
@@ -315,9 +315,9 @@ class PgSessionRows:
 def registries(log: PgAckLog, home: str, *, host: str, mirror=None):
     """The stop, lock and session registries of ``core`` over this database
     (read from ``mirror``'s memory while it is current, in leashd)."""
-    from leash.core.handsoff import LOCK_FOLD, HandsOffRegistry
-    from leash.core.sessions import SessionRegistry
-    from leash.core.stop import STOP_FOLD, StopRegistry
+    from leash.core.state.handsoff import LOCK_FOLD, HandsOffRegistry
+    from leash.core.state.sessions import SessionRegistry
+    from leash.core.state.stop import STOP_FOLD, StopRegistry
 
     sessions = SessionRegistry(home, log, rows=PgSessionRows(log.db, mirror=mirror), host=host)
     stops = StopRegistry(home, log, state=PgLogState(log, STOPS_STORE, mirror=mirror, **STOP_FOLD),

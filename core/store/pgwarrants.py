@@ -36,12 +36,12 @@ from __future__ import annotations
 import os
 import uuid
 
-from leash.core.clock import iso, now_seconds
+from leash.core.base.clock import iso, now_seconds
+from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
+from leash.core.state.warrants.records import dog_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.records import WarrantRecord
-from leash.core.warrants.queue import DEFAULT_REQUESTER, WarrantError
-from leash.core.warrants.records import dog_problem, validate_target
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long is an orphan another worker may take
 FILING_LOCK = 0x6C65617368_10  # pg_advisory_xact_lock key: one live warrant per target
@@ -89,7 +89,7 @@ class PgWarrants:
         """The tmux session id ``name`` names on this host now (None: none, or tmux cannot say)."""
         try:
             if self.tmux is None:
-                from leash.core.tmux import Tmux
+                from leash.core.base.tmux import Tmux
 
                 self.tmux = Tmux(home=self.home)
             found = self.tmux.resolve(name)
@@ -103,7 +103,7 @@ class PgWarrants:
         validate_target(target)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("a warrant needs a reason")
-        from leash.core.halts.secrets import mask  # a warrant never holds a secret
+        from leash.core.base.secrets import mask  # a warrant never holds a secret
 
         host, name = self.placed(target)
         reason, requester = mask(reason), mask(requester or DEFAULT_REQUESTER) or DEFAULT_REQUESTER
@@ -169,7 +169,7 @@ class PgWarrants:
                             "ORDER BY id = %s DESC LIMIT 2",
                             (wanted, len(wanted) >= PREFIX_MIN_LENGTH, like_prefix(wanted), wanted))
         if rows and rows[0][0] != wanted and len(rows) > 1:
-            from leash.core.warrants.queue import ambiguous
+            from leash.core.state.warrants.queue import ambiguous
 
             raise ambiguous(wanted, [row[0] for row in rows])
         if not rows:
@@ -244,8 +244,8 @@ class PgWarrants:
                now: float | None = None) -> tuple[str, dict]:
         """("pardoned" | "requested", record): a pending warrant, or an active one
         no live claim holds, is closed at once; a worked one asks its worker."""
-        from leash.core.warrants.dog import DEFAULT_TIMEOUTS
-        from leash.core.warrants.queue import pardonable
+        from leash.core.state.warrants.outcome import DEFAULT_TIMEOUTS
+        from leash.core.state.warrants.queue import pardonable
 
         moment = now_seconds(now)
         kind, record = pardonable(self.find(warrant_id), warrant_id)
@@ -271,7 +271,7 @@ class PgWarrants:
         """A home's warrants (``leash store copy``) with their ids, dog states,
         outcomes and pardon requests; an active one is unclaimed, so this
         host's kennel resumes it. Records the home cannot work are left there."""
-        from leash.core.warrants.records import warrant_problem
+        from leash.core.state.warrants.records import warrant_problem
 
         copied = 0
         for status, records in (("pending", [w.as_dict() for w in home.warrants.pending()]),
@@ -287,7 +287,7 @@ class PgWarrants:
         return copied
 
     def _copy(self, conn, status: str, warrant: dict, state: dict | None, request: dict | None) -> None:
-        from leash.core.clock import parse_iso
+        from leash.core.base.clock import parse_iso
 
         host, name = self.placed(warrant["target"])
         warrant = {**warrant, "host": host}
@@ -311,7 +311,7 @@ class PgWarrants:
         """Seal ``state`` (unless ``resumed``: it was sealed before), log its
         lines unless a resumed one has them already, and file it as completed,
         all in the caller's transaction holding the row."""
-        from leash.core.warrants.dog import log_outcome, seal
+        from leash.core.state.warrants.outcome import log_outcome, seal
 
         warrant_id = state["id"]
         if not resumed:

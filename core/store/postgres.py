@@ -52,7 +52,7 @@ def _small(name: str):
 
 # store name -> maker(db, log, home, host), for the stores built on first use.
 def _approvals(db, log, home, host):
-    from leash.core.approvals.store import pg_approvals
+    from leash.core.store.approvals import pg_approvals
 
     return pg_approvals(db, log, home, host)
 
@@ -78,7 +78,7 @@ class PostgresBackend:
         refused), "upgrade" (leashd, doctor --repair) or "as-is" (doctor looks).
         ``owner_url``: the schema owner's (``core.store.pgroles``): it migrates
         and grants; "" when ``url``'s role is both."""
-        from leash.core.home import ensure_home
+        from leash.core.base.home import ensure_home
 
         self.home = ensure_home(home)
         self.host = host

@@ -178,7 +178,7 @@ class StopState:
     @classmethod
     def of(cls, indexed: dict) -> "StopState":
         """The state of an indexed stored stop state (``core.stop.index_stops``)."""
-        from leash.core.acklog import FLEET
+        from leash.core.state.acklog import FLEET
 
         return cls({key: StopRecord.of(record, key=key) for key, record in sorted(indexed["sessions"].items())},
                    StopRecord.of(indexed["fleet"], key=FLEET), dict(indexed.get("by_tmux_id") or {}))

@@ -48,12 +48,12 @@ def callable_methods(protocol) -> frozenset[str]:
 
 
 def errors() -> dict[str, type[Exception]]:
-    from leash.core.approvals.store import AmbiguousApproval, ApprovalClosed, ApprovalsUnreadable, UnknownApproval
-    from leash.core.halts.api import HaltRefused
-    from leash.core.halts.store import HaltStoreUnavailable
-    from leash.core.handsoff import HandsOffError, HandsOffUnreadable, NotLocked
-    from leash.core.stop import NotStopped, StopStateUnreadable
-    from leash.core.warrants import WarrantError
+    from leash.core.state.halts.api import HaltRefused
+    from leash.core.state.halts.store import HaltStoreUnavailable
+    from leash.core.state.handsoff import HandsOffError, HandsOffUnreadable, NotLocked
+    from leash.core.state.stop import NotStopped, StopStateUnreadable
+    from leash.core.state.warrants import WarrantError
+    from leash.core.store.approvals import AmbiguousApproval, ApprovalClosed, ApprovalsUnreadable, UnknownApproval
 
     found = (NotStopped, StopStateUnreadable, NotLocked, HandsOffError, HandsOffUnreadable, HaltRefused,
              HaltStoreUnavailable, WarrantError, UnknownApproval, AmbiguousApproval, ApprovalClosed,
@@ -122,7 +122,7 @@ async def subscribed_changes(path: str):
     import asyncio
 
     from leash.core.store.records import Change
-    from leash.core.thinhook import connect
+    from leash.core.wire.thinhook import connect
 
     while True:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -177,7 +177,7 @@ class RemoteBackend:
         raise raised(message) if raised is not None else RemoteStoreError(message)
 
     def _exchange(self, message: dict) -> dict:
-        from leash.core.daemon.client import DaemonUnreachable, request
+        from leash.core.wire.operator import DaemonUnreachable, request
 
         try:
             reply = request(self.path, message, timeout=self.timeout)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import os
 
-from leash.core.config import HOST_VARIABLE as HOST_VARIABLE
-from leash.core.config import host_name as host_name
+from leash.core.base.config import HOST_VARIABLE as HOST_VARIABLE
+from leash.core.base.config import host_name as host_name
 
 STORE_URL_VARIABLE = "LEASH_STORE_URL"
 OWNER_URL_VARIABLE = "LEASH_STORE_OWNER_URL"
@@ -40,7 +40,7 @@ class StoreSelectionError(Exception):
 
 
 def _config(home: str) -> dict:
-    from leash.core.config import load_config
+    from leash.core.base.config import load_config
 
     return load_config(home)  # the defaults when the home has no config.toml
 
@@ -51,7 +51,7 @@ def _named_url(home: str, variable: str, key: str, environ=None) -> str:
     environ = os.environ if environ is None else environ
     named = environ.get(variable, "")
     if named:
-        from leash.core.config import store_url_problem
+        from leash.core.base.config import store_url_problem
 
         problem = store_url_problem(named)
         if problem and not problem.startswith("holds a password"):
@@ -106,7 +106,7 @@ def daemon_backend(home: str, *, say=None):
         from leash.core.store.files import FileBackend
 
         backend = FileBackend(home, keep_connections=True)
-        from leash.core.logkey import ensure_key
+        from leash.core.base.logkey import ensure_key
 
         ensure_key(home, next_seq=backend.acklog.log.next_seq())  # `leash doctor` then says "macs checked"
         return backend
@@ -121,7 +121,7 @@ def daemon_backend(home: str, *, say=None):
 def backend_for(home=None, *, environ=None, schema: str = "create"):
     """The backend of ``home``: ``PostgresBackend`` when a shared store is
     named (``schema`` as ``PostgresBackend`` takes it), else ``FileBackend``."""
-    from leash.core.home import resolve_home
+    from leash.core.base.home import resolve_home
 
     where = os.fspath(resolve_home(home))
     url = store_url(where, environ)

@@ -16,9 +16,9 @@ it shortened nothing.
 """
 from __future__ import annotations
 
-from leash.core.clock import now_seconds
-from leash.core.handsoff import PATH_PREFIX, validate_entity
-from leash.core.hours import hours_problem
+from leash.core.base.clock import now_seconds
+from leash.core.base.hours import hours_problem
+from leash.core.state.handsoff import PATH_PREFIX, validate_entity
 
 UNDO_SOURCE = "leash"
 MAX_UNDO_REASON = 500

@@ -1,4 +1,7 @@
-"""Death warrants: the queue, the dogs and the kennel (gastown's shutdown dance)."""
-from leash.core.warrants.queue import WarrantError, WarrantQueue
+"""Layer 8, warrants: leash acting on an agent's pane or process.
 
-__all__ = ["WarrantQueue", "WarrantError"]
+The kennel (``kennel``) runs a dog (``dog``) per warrant; the dog speaks into
+the pane (``speech``) and kills what does not answer. ``interrupt`` cancels a
+running call. The warrant queue and its records are state
+(``leash.core.state.warrants``).
+"""

@@ -26,8 +26,8 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
-from leash.core.clock import iso
-from leash.core.statefile import JSONObject
+from leash.core.base.clock import iso
+from leash.core.base.statefile import JSONObject
 
 # KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
@@ -59,7 +59,7 @@ def hands_off_check(home=None, *, backend=None):
     protects a tmux session known by these names and this id (or None). The
     agent sessions seen inside it and their entities count too. Raises when
     the locks cannot be read: the caller must not kill then."""
-    from leash.core.identity import protecting_entities
+    from leash.core.base.identity import protecting_entities
 
     backend = _backend(home, backend)
 
@@ -84,7 +84,7 @@ class Kennel:
     def __init__(self, home=None, *, dogs: int | None = None, tmux=None, timeouts=None,
                  poll_seconds: float | None = None, pardon_on_activity: bool | None = None, until_idle: bool = False,
                  handle_signals: bool = True, backend=None):
-        from leash.core.config import load_config
+        from leash.core.base.config import load_config
 
         self.backend = _backend(home, backend)
         self.home = self.backend.home
@@ -103,7 +103,7 @@ class Kennel:
         self.warrants = self.backend.warrants
         self.kennels = self.backend.kennels
         if tmux is None:
-            from leash.core.tmux import Tmux
+            from leash.core.base.tmux import Tmux
 
             tmux = Tmux(home=self.home)
         self.tmux = tmux

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from leash.core.acklog import AckLog
+from leash.core.state.acklog import AckLog
 
 from .harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
 from .standin import StandInServer, bash, text

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from leash.core.acklog import AckLog
+from leash.core.state.acklog import AckLog
 
 from .harness import LEASH, ClaudeUnavailable, ensure_claude
 from .standin import bash, text

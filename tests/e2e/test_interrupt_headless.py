@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from leash.core import StopProtocol
-from leash.core.acklog import AckLog
+from leash.core.state.acklog import AckLog
 
 from .harness import LEASH, ClaudeUnavailable, ensure_claude
 from .standin import bash, text

@@ -1,0 +1,374 @@
+"""``leash install``: wire leash's hooks into Claude Code's settings, and check them.
+
+Claude Code reads hooks from several settings files (managed, user, project,
+project-local); each event maps to a list of matcher groups, each with a list of
+``{"type": "command", "command": ..., "timeout": seconds}``. ``install`` merges
+leash's hooks into one of those files and changes nothing else: other keys and
+other hooks stay as they are, a second run writes nothing, ``uninstall``
+removes only leash's (recognised by the ``# leash-hook`` mark at the end of the
+command). The command runs leash's hook entry (``core/hook/hookentry.py``) with the
+interpreter of the ``leash`` that installed it, both by absolute path.
+
+Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
+(PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
+the command is ``/usr/bin/timeout -k 2 N PYTHON -P ENTRY hook EVENT || exit 2``, so a missing binary
+(exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
+124) blocks the call instead of letting it through. The other events fail open
+(a broken reply guard must never trap an agent in its turn). Every program in
+a command is named by its absolute path (``timeout`` as found in ``/usr/bin``
+or ``/bin``, never through ``PATH``, which a settings file's ``env`` can set).
+``core.wiring`` compares what the settings hold with this, for ConfigChange
+and ``leash install --check``.
+
+The events an approval may hold (PreToolUse, PermissionRequest:
+``core.approvals.hold``) wait as long as ``[approvals] timeout_s`` (read from
+the home's config at install): their command pins it and their deadlines
+outlast it (``core.hooktimes``), so the approval's own timeout decides and
+leash, not a kill, answers.
+
+Failure: a settings file that is not a JSON object is never rewritten; the
+caller gets ``SettingsError`` with one line. Writes are atomic (temp file and
+rename in the same directory) and keep the file's mode.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections import namedtuple
+
+from leash.core.base.agentfiles import MANAGED_ENV, MANAGED_SETTINGS, settings_layers, settings_path  # noqa: F401 - named here too
+from leash.core.base.wellknown import AGENT_SOCKET_ENV
+from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OWN_DEADLINE_SECONDS: named here too
+    HOOK_TIMEOUT_SECONDS,
+    OWN_DEADLINE_SECONDS,
+    approval_wait,
+    deadlines,
+    pinned_wait,
+)
+from leash.core.wire.thinhook import DAEMON_UID_ENV
+
+TYPE_CHECKING = False  # ``typing`` is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
+MARK = "# leash-hook"
+ON_FAILURE_BLOCK = "block"  # onFailure's value: a hook that cannot run blocks (Claude Code 2.1.295+)
+# Where ``timeout`` is looked for: the system's folders, not the caller's PATH.
+TIMEOUT_SEARCH_PATH = "/usr/bin:/bin"
+
+
+# event: Claude Code's name; verb: leash hook VERB; fail_closed: wrapped so that
+# any failure blocks (exit 2); matcher: the event filters by tool name. (A
+# namedtuple, not a dataclass: the hook path does not pay for ``inspect``.)
+HookSpec = namedtuple("HookSpec", "event verb fail_closed matcher")
+
+
+HOOKS = (
+    HookSpec("PreToolUse", "pre-tool-use", True, True),
+    HookSpec("PostToolUse", "post-tool-use", False, True),
+    HookSpec("PostToolUseFailure", "post-tool-use-failure", False, True),
+    HookSpec("PostToolBatch", "post-tool-batch", True, False),
+    HookSpec("UserPromptSubmit", "user-prompt-submit", True, False),
+    HookSpec("Stop", "stop", False, False),
+    HookSpec("SessionStart", "session-start", False, False),
+    HookSpec("SessionEnd", "session-end", False, False),
+    HookSpec("Notification", "notification", False, False),
+    HookSpec("PermissionRequest", "permission-request", True, True),
+    HookSpec("ConfigChange", "config-change", True, False),
+)
+VERBS = {spec.verb: spec for spec in HOOKS}
+VERBS_BY_EVENT = {spec.event: spec for spec in HOOKS}
+
+
+class SettingsError(Exception):
+    """A settings file leash will not touch; ``str()`` is one line."""
+
+
+def timeout_program() -> str:
+    """``timeout`` by its absolute path (``timeout`` alone when the system has
+    none there: ``leash install --check`` then names the hook as stale)."""
+    import shutil
+
+    return shutil.which("timeout", path=TIMEOUT_SEARCH_PATH) or "timeout"
+
+
+def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
+                 daemon_uid: int | None = None, timeout: str | None = None, wait: float | None = None) -> str:
+    """``leash`` is a program (the path of a ``leash``) or the words that run
+    leash's hook entry (``hook_runner()``). ``socket`` pins the daemon's agent
+    socket in the command itself (``LEASH_SOCKET=...``), where the agent's
+    environment cannot take it away: an unreachable daemon then denies;
+    ``daemon_uid`` pins the user leashd runs as (``LEASH_DAEMON_UID``), whose
+    socket the hook believes. ``timeout``: the program's path
+    (``timeout_program()`` when not given). ``wait``: ``[approvals]
+    timeout_s`` (default 300), pinned for the events an approval may hold."""
+    words = [leash] if isinstance(leash, str) else list(leash)
+    run = f"{shlex.join(words)} hook {spec.verb}"
+    if spec.fail_closed:
+        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
+    run = f"{pinned_wait(spec.verb, wait)}{run}"
+    if socket and daemon_uid is not None:
+        run = f"{DAEMON_UID_ENV}={int(daemon_uid)} {run}"
+    if socket:
+        run = f"{AGENT_SOCKET_ENV}={shlex.quote(socket)} {run}"
+    if spec.fail_closed:
+        run = f"{run} || exit 2"
+    return f"{run} {MARK}"
+
+
+def daemon_uid_of(socket: str) -> int | None:
+    """The user leashd runs as, for a hook pinned to its ``socket``: the
+    socket's owner, or its folder's before it exists; None when neither is
+    there or it is this user (the hook proves its own user's daemon otherwise)."""
+    for path in (socket, os.path.dirname(socket)):
+        try:
+            owner = os.stat(path).st_uid
+        except OSError:
+            continue
+        return None if owner == os.geteuid() else owner
+    return None
+
+
+def is_leash_hook(hook: object) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].rstrip().endswith(MARK)
+
+
+def hook_runner() -> list[str]:
+    """What runs a hook: this interpreter on leash's hook entry file
+    (``core/hook/hookentry.py``), by absolute paths. Not the ``leash`` console
+    script: its wrapper imports ``re`` on every call, as long again as the whole
+    thin hook. ``-P`` keeps the entry's folder off ``sys.path``."""
+    import sys
+
+    entry = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookentry.py")
+    return [sys.executable, "-P", entry]
+
+
+def read_settings(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read ({exc.strerror})") from None
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: not valid JSON ({exc}); leash leaves it as it is") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: not a JSON object; leash leaves it as it is")
+    if not isinstance(data.get("hooks", {}), dict):
+        raise SettingsError(f'{path}: "hooks" is not an object; leash leaves it as it is')
+    return data
+
+
+def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
+               on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None,
+               wait: float | None = None) -> dict[str, Any]:
+    """One hook as the settings hold it. ``on_failure``: the installed Claude
+    Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
+    cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
+    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait)
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": deadlines(spec.verb, wait)[1]}
+    if on_failure and spec.fail_closed:
+        entry["onFailure"] = ON_FAILURE_BLOCK
+    return entry
+
+
+def hook_group(spec: HookSpec, entry: dict[str, Any]) -> dict[str, Any]:
+    """The matcher group ``install`` puts a hook in: every tool for the events
+    that filter by tool name, no matcher for the others."""
+    return {"matcher": "*", "hooks": [entry]} if spec.matcher else {"hooks": [entry]}
+
+
+def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
+           on_failure: bool = False, daemon_uid: int | None = None, wait: float | None = None) -> dict:
+    """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
+    result = dict(settings)
+    hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
+    if not uninstall:
+        timeout = timeout_program()
+        for spec in HOOKS:
+            entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
+                               timeout=timeout, wait=wait)
+            hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
+    hooks = {event: groups for event, groups in hooks.items() if groups}
+    if hooks:
+        result["hooks"] = hooks
+    else:
+        result.pop("hooks", None)
+    return result
+
+
+def _without_leash(groups: object) -> object:
+    if not isinstance(groups, list):
+        return groups  # not ours to judge: kept as it is
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            others = [hook for hook in group["hooks"] if not is_leash_hook(hook)]
+            if not others and group["hooks"]:
+                continue
+            group = {**group, "hooks": others}
+        kept.append(group)
+    return kept
+
+
+def _require_lists(path: str, settings: dict) -> None:
+    """Every event leash adds a hook to holds a list (anything else is the
+    user's to fix: leash cannot add to it without judging it)."""
+    for event in sorted({spec.event for spec in HOOKS}):
+        if not isinstance(settings.get("hooks", {}).get(event, []), list):
+            raise SettingsError(f'{path}: "hooks.{event}" is not a list; leash leaves it as it is')
+
+
+def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
+            socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None,
+            wait: float | None = None) -> bool:
+    """Merge (or remove) leash's hooks in ``path``; True when the file changed.
+    ``wait``: ``[approvals] timeout_s`` (``approval_wait(home)``; default 300)."""
+    current = read_settings(path)
+    if not uninstall:
+        _require_lists(path, current)
+    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure,
+                    daemon_uid=daemon_uid, wait=wait)
+    if wanted == current:
+        return False
+    from leash.core.base.statefile import write_bytes_atomic
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644  # settings are not secret; Claude Code (maybe another user) must read them
+    write_bytes_atomic(path, (json.dumps(wanted, indent=2) + "\n").encode())
+    os.chmod(path, mode)
+    return True
+
+
+# ------------------------------------------------------------------ check
+def wired_hooks(*, project: str | None = None) -> list[tuple[str, dict]]:
+    """(event, hook) for every leash hook in the settings layers for ``project``."""
+    found = []
+    for path in settings_layers(project=project):
+        try:
+            data = read_settings(path)
+        except SettingsError:
+            continue
+        for event, groups in (data.get("hooks") or {}).items():
+            for group in groups if isinstance(groups, list) else []:
+                for hook in (group.get("hooks") if isinstance(group, dict) else None) or []:
+                    if is_leash_hook(hook) and event in VERBS_BY_EVENT:
+                        found.append((event, hook))
+    return found
+
+
+def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
+    """(level, subject, message) for leash's wiring as Claude Code will see it:
+    hooks missing, switched off by ``disableAllHooks`` in any layer, pointing at
+    a binary that is not there, or without a timeout."""
+    findings: list[tuple[str, str, str]] = []
+    present: dict[str, list[dict]] = {}
+    for path in settings_layers(project=project):
+        try:
+            data = read_settings(path)
+        except SettingsError as exc:
+            findings.append(("warn", path, str(exc)))
+            continue
+        if data.get("disableAllHooks") is True:
+            findings.append(("fail", path, "disableAllHooks is true: no leash hook runs (remove it)"))
+        for event, groups in (data.get("hooks") or {}).items():
+            for group in groups if isinstance(groups, list) else []:
+                for hook in (group.get("hooks") if isinstance(group, dict) else None) or []:
+                    if is_leash_hook(hook):
+                        present.setdefault(event, []).append({**hook, "_file": path})
+    for spec in HOOKS:
+        found = present.get(spec.event)
+        if not found:
+            findings.append(("fail", spec.event, f"leash's hook is not wired (leash install); "
+                                                 f"{'calls are not judged' if spec.fail_closed else 'not recorded'}"))
+            continue
+        for hook in found:
+            binary, entry = _program_of(hook["command"])
+            if binary and not os.access(binary, os.X_OK):
+                findings.append(("fail", spec.event, f"{hook['_file']}: runs {binary}, which is missing"))
+            elif entry and not os.path.isfile(entry):
+                findings.append(("fail", spec.event, f"{hook['_file']}: runs {entry}, which is missing"))
+            if not isinstance(hook.get("timeout"), (int, float)):
+                findings.append(("fail", spec.event, f"{hook['_file']}: no timeout"))
+    if not any(level == "fail" for level, _, _ in findings):
+        findings.append(("ok", "claude code", f"{len(HOOKS)} leash hooks wired with timeouts"))
+    return findings
+
+
+def _program_of(command: str) -> tuple[str, str]:
+    """(program, script): what a hook command runs (behind ``timeout`` and its
+    options), and the Python file it gives the interpreter ("" if none)."""
+    try:
+        words = shlex.split(command.replace(MARK, ""))
+    except ValueError:
+        return "", ""
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words = words[1:]  # VAR=value before the program
+    if words and os.path.basename(words[0]) == "timeout":
+        words = words[1:]
+        while words and (words[0].startswith("-") or words[0].replace(".", "", 1).isdigit()):
+            words = words[1:]
+    if not words:
+        return "", ""
+    script = next((word for word in words[1:4] if word.endswith(".py")), "")
+    return words[0], script
+
+
+def is_wired(*, project: str | None = None) -> bool:
+    """True when some settings layer for ``project`` wires leash's PreToolUse hook."""
+    return not any(level == "fail" and subject == "PreToolUse" for level, subject, _ in check(project=project))
+
+
+# The words of a session record's ``wired``: what the settings for its
+# directory wired when leash first judged them.
+WIRED_GATE = "settings"  # leash's PreToolUse hook: its calls are judged
+WIRED_READS = "reads"  # leash's PostToolUse hook: every file it reads is reported
+WIRED_NOTHING = "none"
+
+
+def wiring(*, project: str | None = None) -> str:
+    """``WIRED_GATE`` and ``WIRED_READS`` (space-separated) for the hooks the
+    settings for ``project`` wire without a fault, or ``WIRED_NOTHING``."""
+    failing = {subject for level, subject, _ in check(project=project) if level == "fail"}
+    words = [word for event, word in (("PreToolUse", WIRED_GATE), ("PostToolUse", WIRED_READS))
+             if event not in failing]
+    return " ".join(words) or WIRED_NOTHING
+
+
+def disabling_change(path: str, *, project: str | None = None, was_wired: bool = False) -> str:
+    """Why a settings file, as it now is, switches leash's hooks off ("" when it
+    does not): ``disableAllHooks`` in it, or — when the settings wired leash's
+    PreToolUse hook as the session started (``was_wired``) — that hook no
+    longer wired in any layer Claude Code reads for ``project``. (Wiring that
+    leash cannot see, such as a ``--settings`` file, is never judged removed.)"""
+    if path:
+        try:
+            if read_settings(path).get("disableAllHooks") is True:
+                return f"disableAllHooks in {path}"
+        except SettingsError:
+            pass  # a file Claude Code cannot parse either changes nothing
+    if was_wired and not is_wired(project=project):
+        return "leash's PreToolUse hook is no longer wired"
+    return ""
+
+
+def doctor_findings(*, project: str | None = None) -> list[tuple[str, str, str]]:
+    """``check`` as ``leash doctor`` reports it: wiring that is absent everywhere
+    is a warning (leash may be used without Claude Code); wiring that is there
+    but switched off or broken is a failure."""
+    findings = check(project=project)
+    missing = [f for f in findings if f[0] == "fail" and "is not wired" in f[2]]
+    if len(missing) == len(HOOKS):
+        rest = [f for f in findings if f not in missing]
+        return rest + [("warn", "claude code", "no leash hook is wired for this directory (leash install)")]
+    return findings

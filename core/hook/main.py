@@ -1,0 +1,91 @@
+"""The hook's entry: ``leash [--home DIR] hook EVENT`` recognised and run
+without argparse or any of the console, so a hook call costs the standard
+library and the core modules it needs.
+
+With a leash daemon to ask (``core.thinhook``) the hook is a thin client of
+its agent socket; without one, the in-process hook (``core.hooks``) judges.
+
+Failure: an argument list that is not exactly a hook call is not this
+module's to judge: ``run_hook_command`` returns None and the full command line
+parses it (and reports what is wrong). The hook itself fails as ``core.hooks``
+describes.
+"""
+from __future__ import annotations
+
+
+def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
+    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        return home, rest[1]
+    return None
+
+
+def run_hook_command(argv: list[str]) -> int | None:
+    """The hook's exit code, or None when ``argv`` is not a hook call."""
+    call = hook_call(argv)
+    if call is None:
+        return None
+    home, event = call
+    from leash.core.wire import thinhook
+
+    try:
+        return thinhook.run(event, home=home)
+    except thinhook.NoDaemon as none:
+        if shared_store_named(home):
+            import sys
+
+            from leash.core.wire.hookio import emit, failed_closed
+
+            out, err, code = failed_closed(event, "leash: this home uses the shared store and no `leash daemon` "
+                                                  "answers here: hooks judge only through it; start it")
+            return emit(out, err, code, stdout=sys.stdout, stderr=sys.stderr)
+        from leash.core.hook.hooks import run
+
+        return run(event, home=home, raw=none.raw, input_error=none.input_error)
+
+
+def shared_store_named(home: str | None) -> bool:
+    """Whether the home's stores are in the shared database (hooks never talk
+    to it: without leashd they cannot judge). A config that cannot be read but
+    has a ``[store]`` table counts as naming it (fail closed)."""
+    import os
+
+    if os.environ.get("LEASH_STORE_URL"):
+        return True
+    from leash.core.base.home import resolve_home
+
+    path = os.path.join(resolve_home(home), "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    if b"[store]" not in text:
+        return False
+    from leash.core.base.config import ConfigError
+    from leash.core.store.select import store_url
+
+    try:
+        return bool(store_url(resolve_home(home), {}))
+    except ConfigError:
+        return True
+
+
+def main(argv: list[str]) -> int:
+    """``hookentry``'s: the hook's exit code, or 2 with one line for anything
+    that is not ``[--home DIR] hook EVENT``."""
+    code = run_hook_command(argv)
+    if code is None:
+        import sys
+
+        sys.stderr.write("leash: error: expected `hook EVENT` (this is leash's hook entry)\n")
+        return 2
+    return code

@@ -1,0 +1,394 @@
+"""Is leash's wiring what ``leash install`` wrote? For ConfigChange (a
+settings file changed: block any difference) and ``leash install --check``
+(report every difference, and files changed under the wiring).
+
+What is compared, per settings file:
+* every leash hook (``# leash-hook``): its event is one leash wires, once; its
+  matcher group, ``command``, ``timeout`` and ``onFailure`` are exactly what
+  ``install`` writes (a hook with more keys, such as ``async``, differs), for
+  the interpreter, hook entry and ``timeout`` program install recorded, and
+  the socket and ``onFailure`` that file was installed with; a file that holds
+  some of leash's hooks holds all of them; a file install wired that holds
+  none lost them;
+* its ``env``: Claude Code hands a settings file's ``env`` to hook processes,
+  so a name the hook command's resolution or leash's hook reads may not be set
+  there at all (``ENV_NAMES``, ``ENV_PREFIXES``): ``PATH``, the shells'
+  start-up and function variables, the loader's ``LD_*``, the interpreter's
+  ``PYTHON*``, leash's ``LEASH_*``, and what the hook forwards to leashd
+  (``HOME``, ``USER``, ``TMUX``...). Other names (``ANTHROPIC_*``, proxies)
+  are the user's.
+
+The install record (``<home>/wiring.json``, written by ``leash install``)
+holds, per settings file install wrote, the runner (interpreter and hook
+entry), the ``timeout`` program, the pinned socket and daemon uid,
+``onFailure`` and the approvals' wait (``[approvals] timeout_s``, which sets
+the deadlines of the events an approval may hold; ``--check`` fails when the
+config now says another); fingerprints (resolved path and SHA-256) of every interpreter,
+hook entry and ``timeout`` it named; and the SHA-256 of every file of leash's
+``core`` package (the code every hook runs). ``--check`` compares them with
+the files as they are now: a venv interpreter relinked to ``/bin/true`` or an
+edited hook entry is a failure. A file the record does not name may be wired
+as any recorded file is; without a record, as this leash's own
+``install.hook_runner()`` would wire it (and ``--check`` warns).
+
+Failure: an unreadable settings file or record is a finding, never an
+exception; ``differences`` never raises. In the single-user profile the record
+is as writable by the agent as the files it vouches for (the gate refuses tool
+calls that write into the home; ``leash install`` run again records whatever
+is there then): it makes a change after install evident, not impossible.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+from leash.core.hook import install
+
+RECORD_NAME = "wiring.json"
+RECORD_VERSION = 1
+# Settings ``env`` names the hook command's resolution or leash's hook reads.
+ENV_NAMES = frozenset({
+    "PATH", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "IFS", "CDPATH", "GLOBIGNORE", "PS4", "SHELL",
+    "GCONV_PATH", "HOME", "USER", "LOGNAME", "PWD", "TMUX", "TMUX_PANE", "TMUX_TMPDIR",
+})
+ENV_PREFIXES = ("LEASH_", "PYTHON", "LD_", "BASH_FUNC_", "CLAUDE_CODE_SHELL")
+HASH_CHUNK_BYTES = 1 << 20
+SHOWN_FILES = 3  # changed files named in one finding
+
+
+# ------------------------------------------------------------------ record
+def record_path(home: str) -> str:
+    return os.path.join(home, RECORD_NAME)
+
+
+def read_record(home: str) -> dict | None:
+    """The install record, or None when there is none or it cannot be read."""
+    try:
+        with open(record_path(home), "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == RECORD_VERSION else None
+
+
+def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
+                 on_failure: bool, uninstall: bool = False, wait: float | None = None) -> bytes | None:
+    """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
+    that it writes nothing there any more), with fresh fingerprints. Returns
+    the record as it was (None: there was none), for ``restore_record``."""
+    from leash.core.base.home import ensure_home
+    from leash.core.base.statefile import write_bytes_atomic
+
+    home = ensure_home(home)
+    try:
+        with open(record_path(home), "rb") as handle:
+            before: bytes | None = handle.read()
+    except OSError:
+        before = None
+    previous = read_record(home) or {}
+    files = dict(previous.get("files") or {})
+    timeout = install.timeout_program()
+    if uninstall:
+        files.pop(os.path.abspath(settings), None)
+    else:
+        files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
+                                            "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
+                                            "approval_wait": install.approval_wait(None) if wait is None else wait}
+    # Programs other installs recorded keep the fingerprints they had then:
+    # installing here must not bless a file that changed there since.
+    before_prints = previous.get("fingerprints")
+    kept: dict = before_prints if isinstance(before_prints, dict) else {}
+    programs = [runner[0], timeout] + [word for word in runner[1:] if word.endswith(".py")]
+    record = {"version": RECORD_VERSION, "files": files, "fingerprints": {**kept, **fingerprints(*programs)},
+              "code_root": code_root(), "code": code_hashes()}
+    write_bytes_atomic(record_path(home), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    return before
+
+
+def restore_record(home: str, before: bytes | None) -> None:
+    """Put the record back as ``write_record`` found it (the settings could not be written)."""
+    from leash.core.base.statefile import write_bytes_atomic
+
+    if before is not None:
+        write_bytes_atomic(record_path(home), before)
+        return
+    try:
+        os.unlink(record_path(home))
+    except FileNotFoundError:
+        pass
+
+
+def sha256_of(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fingerprints(*programs: str) -> dict[str, dict[str, str]]:
+    """path -> its resolved path and the SHA-256 of what that is ("" when unreadable)."""
+    found = {}
+    for program in programs:
+        real = os.path.realpath(program)
+        try:
+            digest = sha256_of(real)
+        except OSError:
+            digest = ""
+        found[program] = {"real": real, "sha256": digest}
+    return found
+
+
+def code_root() -> str:
+    """leash's ``core`` package folder (this file is ``core/hook/wiring.py``)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def code_hashes() -> dict[str, str]:
+    """core/...py (relative to the package) -> SHA-256, for every file of it."""
+    root = code_root()
+    hashes = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                try:
+                    hashes[os.path.relpath(path, os.path.dirname(root))] = sha256_of(path)
+                except OSError:
+                    continue
+    return hashes
+
+
+# ------------------------------------------------------------------ expected wiring
+class Option:
+    """One way ``install`` wires a file: the runner, the ``timeout`` program,
+    the pinned socket and daemon uid, ``onFailure`` and the approvals' wait."""
+
+    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait")
+
+    def __init__(self, runner: list[str], timeout: str, socket: str = "", daemon_uid: int | None = None,
+                 on_failure: bool = False, wait: float | None = None):
+        self.runner, self.timeout, self.socket = runner, timeout, socket
+        self.daemon_uid, self.on_failure = daemon_uid, on_failure
+        self.wait = install.approval_wait(None) if wait is None else wait
+
+    @classmethod
+    def recorded(cls, entry: object) -> Option | None:
+        if not isinstance(entry, dict) or not isinstance(entry.get("runner"), list) or not entry["runner"]:
+            return None
+        uid = entry.get("daemon_uid")
+        wait = entry.get("approval_wait")
+        return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
+                   str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
+                   bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None)
+
+
+class Expectation:
+    """The ways each settings file may be wired: as ``install`` recorded it."""
+
+    def __init__(self, record: dict | None, *, wait: float | None = None):
+        """``wait``: the approvals' wait a file install never recorded is wired for (default 300)."""
+        self.wait = wait
+        files = record.get("files") if record else None
+        self.files = {path: option for path, option in
+                      ((path, Option.recorded(entry)) for path, entry in (files.items() if isinstance(files, dict)
+                                                                         else ()))
+                      if option is not None}
+
+    def options_for(self, path: str) -> list[Option]:
+        """The options ``path`` may be wired with: its own as installed; for a
+        file install never wrote, any installed file's (none recorded: this
+        leash's runner, with or without onFailure)."""
+        own = self.files.get(os.path.abspath(path))
+        if own is not None:
+            return [own]
+        if self.files:
+            return list(self.files.values())
+        runner, timeout = install.hook_runner(), install.timeout_program()
+        return [Option(runner, timeout, wait=self.wait), Option(runner, timeout, on_failure=True, wait=self.wait)]
+
+    def installed(self, path: str) -> bool:
+        return os.path.abspath(path) in self.files
+
+    @staticmethod
+    def group(spec, option: Option) -> dict:
+        entry = install.hook_entry(option.runner, spec, socket=option.socket or None, daemon_uid=option.daemon_uid,
+                                   on_failure=option.on_failure, timeout=option.timeout, wait=option.wait)
+        return install.hook_group(spec, entry)
+
+
+def leash_groups(data: dict) -> list[tuple[str, dict, dict]]:
+    """(event, group, hook) for every leash hook of a settings object."""
+    found = []
+    hooks = data.get("hooks")
+    for event, groups in (hooks.items() if isinstance(hooks, dict) else ()):
+        for group in groups if isinstance(groups, list) else []:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for hook in entries if isinstance(entries, list) else []:
+                if install.is_leash_hook(hook):
+                    found.append((event, group, hook))
+    return found
+
+
+def differences(path: str, data: dict, expect: Expectation) -> list[str]:
+    """What in the settings object ``data`` (of the file ``path``) is not as
+    ``leash install`` writes it; [] when nothing is."""
+    problems = env_problems(data)
+    found = leash_groups(data)
+    if not found:
+        if expect.installed(path):
+            problems.append("leash's hooks, which leash install wrote here, are gone")
+        return problems
+    candidates = expect.options_for(path)
+    best: list[str] | None = None
+    for options in candidates:  # the file matches one way of installing, or it is told against the closest
+        told = _hook_differences(found, expect, options)
+        if best is None or len(told) < len(best):
+            best = told
+    return problems + (best or [])
+
+
+def _hook_differences(found: list[tuple[str, dict, dict]], expect: Expectation, options: Option) -> list[str]:
+    problems = []
+    seen: dict[str, int] = {}
+    for event, group, hook in found:
+        spec = install.VERBS_BY_EVENT.get(event)
+        if spec is None:
+            problems.append(f"{event}: a leash hook under an event leash does not wire")
+            continue
+        seen[event] = seen.get(event, 0) + 1
+        wanted = expect.group(spec, options)
+        problems.extend(f"{event}: {problem}" for problem in _entry_differences(hook, wanted["hooks"][0]))
+        meta = {key: value for key, value in group.items() if key != "hooks"}
+        wanted_meta = {key: value for key, value in wanted.items() if key != "hooks"}
+        if meta != wanted_meta:
+            problems.append(f"{event}: matcher {json.dumps(meta.get('matcher'))}, where leash install writes "
+                            f"{json.dumps(wanted_meta.get('matcher'))}")
+    for spec in install.HOOKS:
+        count = seen.get(spec.event, 0)
+        if count != 1:
+            problems.append(f"{spec.event}: {count} leash hooks, where leash install writes one")
+    return problems
+
+
+def _entry_differences(hook: dict, wanted: dict) -> list[str]:
+    problems = []
+    command, expected = hook.get("command"), wanted["command"]
+    if command != expected:
+        problems.append(_command_difference(str(command), expected))
+    for key in sorted((set(hook) | set(wanted)) - {"command"}):
+        if hook.get(key) != wanted.get(key):
+            problems.append(f"{key} is {json.dumps(hook.get(key))}, where leash install writes "
+                            f"{json.dumps(wanted.get(key))}")
+    return problems
+
+
+def _command_difference(command: str, expected: str) -> str:
+    """One line: the first word where the command departs from install's."""
+    try:
+        words, wanted = shlex.split(command), shlex.split(expected)
+    except ValueError:
+        return "the command is not one shell command line leash install writes"
+    program = next((word for word in words if "=" not in word.split("/")[0]), "")
+    if program and not os.path.isabs(program):
+        return f"stale hook: runs `{program}` found through PATH (leash install writes absolute paths; run it again)"
+    for index, word in enumerate(wanted):
+        got = words[index] if index < len(words) else "(nothing)"
+        if got != word:
+            return f"the command has `{got}` where leash install writes `{word}`"
+    return "the command has more than leash install writes: " + shlex.join(words[len(wanted):])[:200]
+
+
+def env_problems(data: dict) -> list[str]:
+    """The ``env`` names leash's hook must not be handed."""
+    env = data.get("env")
+    if not isinstance(env, dict):
+        return []
+    named = sorted(name for name in env if isinstance(name, str) and
+                   (name in ENV_NAMES or name.startswith(ENV_PREFIXES)))
+    return [f'env sets {name}, which the hook command or leash\'s hook reads (a settings "env" reaches every '
+            "hook process)" for name in named]
+
+
+def changed_file_problem(path: str, *, home: str) -> str:
+    """Why the settings file ``path``, as it is now, differs from leash's
+    wiring ("" when it does not, or cannot be read: Claude Code cannot either)."""
+    try:
+        data = install.read_settings(path)
+    except install.SettingsError:
+        return ""
+    found = differences(path, data, Expectation(read_record(home), wait=install.approval_wait(home)))
+    if not found:
+        return ""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return found[0] + more
+
+
+# ------------------------------------------------------------------ leash install --check
+def check_findings(*, project: str | None, home: str) -> list[tuple[str, str, str]]:
+    """(level, subject, message): every settings layer's differences from
+    leash's wiring, and every file the wiring runs that changed since install."""
+    record = read_record(home)
+    findings: list[tuple[str, str, str]] = []
+    if record is None:
+        findings.append(("warn", "install record", f"none in {record_path(home)}: compared with this leash's own "
+                                                   "interpreter and hook entry; run leash install to record them"))
+    wait = install.approval_wait(home)
+    expect = Expectation(record, wait=wait)
+    findings.extend(wait_findings(record, wait))
+    for path in install.settings_layers(project=project):
+        try:
+            data = install.read_settings(path)
+        except install.SettingsError:
+            continue  # install.check reports it
+        findings.extend(("fail", path, problem) for problem in differences(path, data, expect))
+    if record is not None:
+        findings.extend(fingerprint_findings(record))
+    return findings
+
+
+def wait_findings(record: dict | None, wait: float) -> list[tuple[str, str, str]]:
+    """A settings file installed for another ``[approvals] timeout_s`` than
+    the config's now: its hooks would end an approval before its timeout."""
+    files = record.get("files") if record else None
+    findings = []
+    for path, entry in (files.items() if isinstance(files, dict) else ()):
+        recorded = entry.get("approval_wait") if isinstance(entry, dict) else None
+        if isinstance(recorded, (int, float)) and recorded != wait:
+            findings.append(("fail", path, f"installed for [approvals] timeout_s = {recorded:g}, the config now says "
+                                           f"{wait:g}: run leash install again (the hooks' deadlines follow it)"))
+    return findings
+
+
+def fingerprint_findings(record: dict) -> list[tuple[str, str, str]]:
+    """The interpreter, ``timeout`` and leash's code as they are now, against
+    the install record."""
+    findings: list[tuple[str, str, str]] = []
+    recorded = record.get("fingerprints")
+    for program, then in (recorded.items() if isinstance(recorded, dict) else ()):
+        now = fingerprints(program)[program]
+        if not isinstance(then, dict):
+            continue
+        if now["real"] != then.get("real"):
+            findings.append(("fail", program, f"now resolves to {now['real']}, not to {then.get('real')} as "
+                                              "leash install found it (replaced or relinked)"))
+        elif now["sha256"] != then.get("sha256"):
+            findings.append(("fail", program, f"{now['real']} changed since leash install (its SHA-256 differs)"))
+    recorded_code = record.get("code")
+    then_code: dict = recorded_code if isinstance(recorded_code, dict) else {}
+    if record.get("code_root") != code_root():
+        findings.append(("warn", "leash's code", f"installed from {record.get('code_root')}, checked by the leash in "
+                                                 f"{code_root()}: its files are not compared"))
+        return findings
+    now_code = code_hashes()
+    changed = sorted(name for name in set(then_code) | set(now_code) if then_code.get(name) != now_code.get(name))
+    if changed:
+        shown = ", ".join(changed[:SHOWN_FILES]) + (f" and {len(changed) - SHOWN_FILES} more"
+                                                    if len(changed) > SHOWN_FILES else "")
+        findings.append(("fail", "leash's code", f"changed since leash install: {shown} (added, removed or edited; "
+                                                 "run leash install again once they are leash's own)"))
+    return findings

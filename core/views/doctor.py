@@ -1,0 +1,117 @@
+"""``leash doctor``: look at every piece of state, say what is wrong, mend it.
+
+Each check yields ``Finding(level, subject, message)``: ``ok``, ``warn`` (worth
+knowing, nothing is broken), ``fail`` (something is broken) or ``fixed`` (it was
+broken and ``repair=True`` mended it). The doctor looks at the home and the
+settings itself, then asks the backend to examine its stores
+(``Backend.examine(repair=)``: for the file backend
+``leash.core.store.filecheck``), then at Claude Code's wiring. Repairs follow
+the fail-policy table and never delete state: stores that are caches of the
+ack log are rebuilt by replaying it, a broken hash chain cannot be mended (the
+log is append-only) and stays a failure.
+
+The home itself comes first, and doctor is the one command that runs on an
+unsafe home (``core.home.UnsafeHome``): it reports it, ``--repair`` takes the
+write bits of others off a home the user owns, and the other checks wait until
+the home is safe (no backend is opened on it before).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Iterator
+
+from leash.core.base.config import ConfigError, load_config
+from leash.core.base.finding import Finding
+from leash.core.base.home import home_problem, resolve_home
+from leash.core.views.protocol import StopProtocol
+
+
+def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False, now: float | None = None,
+            backend=None) -> Iterator[Finding]:
+    """Every finding on ``backend`` (default: the one over ``protocol``, a
+    ``StopProtocol`` or a home's path; a path when the home is unsafe, since
+    no backend can be opened on it until it is repaired)."""
+    if backend is not None:
+        home = Path(backend.home)
+    else:
+        home = Path(protocol.home if isinstance(protocol, StopProtocol) else resolve_home(protocol))
+    safe = True
+    for finding in _check_home(home, repair, now):
+        safe = safe and not (finding.subject == "home" and finding.level == "fail")
+        yield finding
+    if not safe:
+        yield Finding("fail", "state", "not examined: leash uses no state in an unsafe home")
+        return
+    try:
+        load_config(home)
+        yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
+    except ConfigError as exc:
+        yield Finding("fail", "config.toml", str(exc))
+    if backend is None:
+        backend = yield from _shared_store(str(home), repair)
+    if backend is None:
+        from leash.core.views.status import backend_of
+
+        backend = backend_of(protocol if isinstance(protocol, StopProtocol) else str(home))
+    if backend is not False:
+        yield from backend.examine(repair=repair, now=now)
+    from leash.core.notify.state import findings as notify_findings
+
+    yield from notify_findings(str(home), backend=backend, now=now)  # the routes' health, who sends
+    from leash.core.hook.install import doctor_findings
+
+    for level, subject, message in doctor_findings():
+        yield Finding(level, subject, message)
+
+
+def _shared_store(home: str, repair: bool):
+    """The shared store the home names, opened to be looked at as it is; None
+    for a home of files; False when it cannot be opened (said as a finding)."""
+    from leash.core.store.pg import StoreOffline
+    from leash.core.store.select import StoreSelectionError, backend_for, store_url
+
+    try:
+        if not store_url(home):
+            return None
+        return backend_for(home, schema="as-is")  # examine reports the schema, and upgrades it with repair
+    except ConfigError:
+        return None  # said above; the files are what can be examined
+    except (StoreOffline, StoreSelectionError) as exc:
+        yield Finding("fail", "store", str(exc))
+        return False
+
+
+def _check_home(home: Path, repair: bool, now: float | None = None) -> Iterator[Finding]:
+    problem = home_problem(str(home))
+    fixed = False
+    if problem is not None:
+        text, repairable = problem
+        if repair and repairable:
+            os.chmod(home, 0o700)
+            fixed = True
+            yield Finding("fixed", "home", f"{home} was {text}; now 700")
+        else:
+            hint = ("leash doctor --repair makes it 700" if repairable
+                    else "leash cannot mend this: fix it by hand or choose another home")
+            yield Finding("fail", "home", f"{home} is {text}; every command refuses it ({hint})")
+            return
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o077:
+        if repair:
+            os.chmod(home, 0o700)
+            yield Finding("fixed", "home", f"{home} was mode {mode:o}; now 700")
+        else:
+            yield Finding("warn", "home", f"{home} is mode {mode:o}; others can read agent state (repair: 700)")
+    elif not fixed:
+        yield Finding("ok", "home", str(home))
+    for entry in home.iterdir():
+        if entry.is_file() and not entry.is_symlink() and not entry.name.endswith(".lock"):
+            file_mode = stat.S_IMODE(entry.stat().st_mode)
+            if file_mode & 0o077:
+                if repair:
+                    os.chmod(entry, 0o600)
+                    yield Finding("fixed", entry.name, f"mode {file_mode:o}; now 600")
+                else:
+                    yield Finding("warn", entry.name, f"mode {file_mode:o}; expected 600")

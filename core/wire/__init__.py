@@ -1,0 +1,7 @@
+"""Layer 2, wire: the bytes on leashd's sockets.
+
+A hook's bounded stdin and its answer (``hookio``), the thin hook client that
+forwards a call to leashd (``thinhook``), the operator's client (``operator``)
+and the daemon's line reader (``lines``). Standard library only: the hook path
+starts here and must stay fast.
+"""

@@ -1,0 +1,137 @@
+"""A hook's input and output: stdin read with a time and size limit, the JSON
+payload parsed, and the deny answer pre-tool-use prints.
+
+Failure: everything wrong with the input is a ``HookInputError`` (one line to
+show); more than ``STDIN_LIMIT_BYTES`` is ``HookInputTooLarge``, on which
+pre-tool-use denies. This module is on the hook path, the thin client's too:
+standard library only, and ``json`` (which imports ``re``) only inside the
+functions that need it.
+"""
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+TYPE_CHECKING = False  # for the type checker only: the thin client imports this module
+if TYPE_CHECKING:
+    from leash.core.base.statefile import JSONObject
+
+STDIN_TIMEOUT_SECONDS = 5.0
+# Claude Code's payloads (a tool's input and response) stay far below this;
+# anything larger is refused on pre-tool-use rather than judged in part.
+STDIN_LIMIT_BYTES = 16 * 1024 * 1024
+# A thin hook's request to leashd carries the payload as UTF-8 JSON: twice the
+# stdin limit covers the escaping of quotes and control bytes.
+REQUEST_LIMIT_BYTES = 2 * STDIN_LIMIT_BYTES
+
+
+class HookInputError(Exception):
+    pass
+
+
+class HookInputTooLarge(HookInputError):
+    """More than ``STDIN_LIMIT_BYTES`` on stdin: pre-tool-use denies."""
+
+    def __init__(self) -> None:
+        super().__init__(f"hook input larger than {STDIN_LIMIT_BYTES // (1024 * 1024)} MiB")
+
+
+def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
+    """All of stdin, or HookInputError when nothing complete arrives in time."""
+    stream = stream if stream is not None else sys.stdin.buffer
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        raw = stream.read(STDIN_LIMIT_BYTES + 1)
+        if len(raw) > STDIN_LIMIT_BYTES:
+            raise HookInputTooLarge() from None  # a stream without a descriptor is read whole; nothing failed
+        return raw
+    chunks: list[bytes] = []
+    total = 0
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HookInputError(f"no complete hook input on stdin within {timeout:g} s")
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > STDIN_LIMIT_BYTES:
+            raise HookInputTooLarge()
+
+
+def parse_payload(raw: bytes, *, need_session: bool = True) -> JSONObject:
+    import json  # json imports re: not at the top, where the thin hook client would pay for it
+
+    if not raw.strip():
+        raise HookInputError("empty hook input (expected Claude Code's JSON on stdin)")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HookInputError(f"hook input is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError("hook input must be a JSON object")
+    session_id = payload.get("session_id")
+    if need_session and (not isinstance(session_id, str) or not session_id):
+        raise HookInputError("hook input has no session_id")
+    return payload
+
+
+def blocking_output(event: str, message: str) -> str | None:
+    """What a gating hook prints when it cannot judge (None: the event fails
+    open; "": exit 2, which Claude Code reads as block for that event)."""
+    import json
+
+    if event == "pre-tool-use":
+        return deny_output(message)
+    if event == "user-prompt-submit":
+        return json.dumps({"decision": "block", "reason": message})
+    if event == "post-tool-batch":
+        return json.dumps({"continue": False, "stopReason": message})
+    if event == "permission-request":
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                                  "decision": {"behavior": "deny", "message": message}}})
+    if event == "config-change":
+        return ""
+    return None
+
+
+def failed_closed(event: str, message: str) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of a hook that could not establish that the
+    call is allowed: the gating events block, the others fail open."""
+    blocking = blocking_output(event, message)
+    if blocking is None:
+        return "", message + "\n", 1 if event in ("post-tool-use", "post-tool-use-failure") else 0
+    if blocking:
+        return blocking + "\n", message + "\n", 0
+    return "", message + "\n", 2
+
+
+def emit(out: str, err: str, code: int, *, stdout, stderr) -> int:
+    """Print a hook's answer (stderr first, then stdout, flushed); its exit code."""
+    if err:
+        stderr.write(err)
+    if out:
+        stdout.write(out)
+    stdout.flush()
+    return code
+
+
+def deny_output(reason: str) -> str:
+    import json
+
+    return json.dumps({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
