@@ -83,7 +83,7 @@ class Held:
     """A call held as an approval: leashd waits for it to close, then
     answers the hook with ``reply(record)``."""
 
-    __slots__ = ("approval", "event", "on_timeout", "deadline", "opened")
+    __slots__ = ("approval", "event", "on_timeout", "deadline", "opened", "agent_event")
 
     def __init__(self, approval, event: str, *, on_timeout: str, opened: float):
         """``opened``: ``time.monotonic()`` before the approval was opened."""
@@ -92,9 +92,13 @@ class Held:
         self.approval, self.event, self.on_timeout = approval, event, on_timeout
         self.deadline = parse_iso(approval.deadline)
         self.opened = opened
+        self.agent_event: str | None = None  # another CLI's verb: answers go out in its form
 
     def reply(self, record) -> tuple[str, str, int]:
         """(stdout, stderr, exit code) for the hook, from the closed ``record``."""
+        return self._in_form(self._reply(record))
+
+    def _reply(self, record) -> tuple[str, str, int]:
         status = record.get("status")
         if status == "allowed":
             return _allow(self.event, record), "", 0
@@ -106,7 +110,14 @@ class Held:
 
     def deny(self, reason: str) -> tuple[str, str, int]:
         """(stdout, stderr, exit code) refusing the call with ``reason``."""
-        return _deny(self.event, reason), "", 0
+        return self._in_form((_deny(self.event, reason), "", 0))
+
+    def _in_form(self, answer: tuple[str, str, int]) -> tuple[str, str, int]:
+        if self.agent_event is None:
+            return answer
+        from leash.core.wire.hookevents import BY_VERB, in_form_of
+
+        return in_form_of(BY_VERB[self.agent_event], *answer)
 
     def status_after(self, record) -> str:
         """What the session does once ``record`` closed."""

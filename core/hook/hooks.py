@@ -55,6 +55,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     from leash.core.base.home import ensure_home
     from leash.core.hook.gate import Gate
     from leash.core.state.sessions import STATUS_WORKING, tmux_identity_of_pane
+    from leash.core.wire.agentpayloads import cli_of
 
     env = os.environ if env is None else env
     home = ensure_home(home)
@@ -96,7 +97,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
         seen = registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=pane,
                                 tmux_session=tmux_name,
                                 tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
-                                transcript_path=transcript, known=known,
+                                transcript_path=transcript, known=known, cli=cli_of(payload),
                                 agent_process=_agent_process(env, known),
                                 **_lineage(registry, session_id, transcript, known, env, now=now))
     except OSError as exc:  # registering is best effort; judging is not
@@ -222,6 +223,12 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
 
         return reply_guard(raw, **kwargs)
 
+    from leash.core.wire.hookevents import BY_VERB, CLAUDE
+
+    spec = BY_VERB.get(event)
+    if spec is not None and spec.agent != CLAUDE:
+        return _answer_for(spec, raw, home=home, env=env, input_error=input_error, now=now, backend=backend,
+                           parsed=parsed, hold=hold)
     handlers = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use, "post-tool-use-failure": post_tool_use,
                 "stop": stop_hook, **_lifecycle_handlers(event)}
     if event not in handlers:
@@ -231,7 +238,8 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         extra: dict = {"parsed": parsed} if parsed is not None and event == "pre-tool-use" else {}
         if hold and event in ("pre-tool-use", "permission-request"):
             extra["hold"] = True
-        return handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend, **extra)
+        said = handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend, **extra)
+        return _noting_config(said, home)
     except UnsafeHome as exc:
         message = f"leash: {exc}"
         if event != "pre-tool-use":
@@ -243,6 +251,48 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         # fail closed, as for an unreadable stop state; the others fail open.
         return failed_closed(event,
                              f"leash: hook {event} failed ({exc.__class__.__name__}: {exc}) — run `leash doctor`")
+
+
+def _answer_for(spec, raw: bytes, *, parsed: dict | None, **kwargs):
+    """Another CLI's event: its payload read into Claude Code's shape, judged as
+    ``spec.judged_as``, answered in the CLI's own form."""
+    from leash.core.wire.agentpayloads import claude_shaped
+
+    if kwargs["input_error"] is None:
+        try:
+            payload = parse_payload(raw) if parsed is None else _with_session(parsed)
+        except HookInputError as exc:
+            kwargs["input_error"] = exc
+        else:
+            import json
+
+            parsed = claude_shaped(spec, payload)
+            raw = json.dumps(parsed).encode()
+    answered = answer(spec.judged_as, raw, parsed=parsed, **kwargs)
+    if not isinstance(answered, tuple):
+        answered.agent_event = spec.verb  # held: the answer, when it comes, in the CLI's form
+        return answered
+    from leash.core.wire.hookevents import in_form_of
+
+    return in_form_of(spec, *answered)
+
+
+def _noting_config(said, home):
+    """The hook's answer with one stderr line when config.toml is broken
+    (``core.base.config.config_problem``, parsed once per process): the file
+    and line, and that every rule is kept at its strictest meanwhile."""
+    if not isinstance(said, tuple):
+        return said  # an approval to wait on (leashd): it says nothing on stderr
+    from leash.core.base.config import config_problem
+    from leash.core.base.home import resolve_home
+
+    problem = config_problem(resolve_home(home))
+    if problem is None:
+        return said
+    out, err, code = said
+    note = (f"leash: config_broken: {problem} (every rule is kept at its strictest and every tool call needs "
+            "an operator until it is mended; leash doctor)\n")
+    return out, note + err, code
 
 
 def run(event: str, *, home=None, stdin=None, stdout=None, stderr=None, raw: bytes | None = None,

@@ -69,6 +69,7 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend=N
 def _register(gate, payload: dict, env, *, now=None, status: str | None = None, wired: str = "") -> dict:
     """Record the session (and, until it is settled, which session it continues)."""
     from leash.core.state.sessions import tmux_identity_of_pane
+    from leash.core.wire.agentpayloads import cli_of
 
     session_id = payload["session_id"]
     local_pane = env.get("TMUX_PANE", "")
@@ -82,7 +83,7 @@ def _register(gate, payload: dict, env, *, now=None, status: str | None = None, 
     return gate.sessions.observe(
         session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
         entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
-        transcript_path=_text(payload, "transcript_path"), wired=wired,
+        transcript_path=_text(payload, "transcript_path"), wired=wired, cli=cli_of(payload),
         **_parent_of(gate, payload, env, known, now=now))
 
 

@@ -8,6 +8,8 @@ role:
 * Edit, Write, MultiEdit and NotebookEdit write the file they name;
 * Read, NotebookRead and Grep read the path they name (Glob and LS only list
   names: they reach nothing);
+* an apply_patch call (Codex CLI) writes every file its patch names
+  (``core.policy.patchread``);
 * a Bash command is read by the shell reader (``core.shellread``) into simple
   commands, and each command's words get a role from what its program is
   known to do with them (``core.argroles``); a word the reader could not
@@ -28,6 +30,7 @@ import os
 
 from leash.core.base.project import git_toplevel
 from leash.core.policy.argroles import READ_ONLY_PROGRAMS, absolute, is_dir, path_like, roles
+from leash.core.policy.patchread import patch_text
 
 TYPE_CHECKING = False  # imported for the type checker only: a call with no shell command never loads the reader
 if TYPE_CHECKING:
@@ -145,9 +148,25 @@ def read_tool_call(tool: str | None, tool_input: object, *, cwd: str | None = No
         _read_commands(call, [command], env or {}, home)
         return call
     call.env = env or {}
+    patch = patch_text(tool, tool_input)
+    if patch is not None:
+        _read_patch(call, patch, cwd)
+        return call
     for path, role, subtree in input_paths(tool, tool_input, cwd):
         call.targets.append(Target(absolute(path, cwd), role, subtree, program=tool or ""))
     return call
+
+
+def _read_patch(call: ToolCall, text: str, cwd: str | None) -> None:
+    """An apply_patch call writes every file its headers name (``core.policy.patchread``)."""
+    from leash.core.policy.patchread import MAX_PATCH_FILES, read_patch
+
+    patch = read_patch(text)
+    if patch.incomplete:
+        call.incomplete = f"a patch of more than {MAX_PATCH_FILES} files"
+    for change in patch.files:
+        for path in change.paths():
+            call.targets.append(Target(absolute(path, cwd), "write", False, program=call.tool or ""))
 
 
 def input_paths(tool: str | None, tool_input: object, cwd: str | None) -> list[tuple[str, str, bool]]:

@@ -79,7 +79,7 @@ class SessionRecord(Record):
     """An agent session the hooks have seen."""
 
     FIELDS = ("session_id", "tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "last_seen",
-              "last_tool", "status", "status_since", "parent", "agent", "transcript_path", "host")
+              "last_tool", "status", "status_since", "parent", "agent", "cli", "transcript_path", "host")
     __slots__ = FIELDS
 
 

@@ -85,34 +85,18 @@ def parse_payload(raw: bytes, *, need_session: bool = True) -> JSONObject:
     return payload
 
 
-def blocking_output(event: str, message: str) -> str | None:
-    """What a gating hook prints when it cannot judge (None: the event fails
-    open; "": exit 2, which Claude Code reads as block for that event)."""
-    import json
-
-    if event == "pre-tool-use":
-        return deny_output(message)
-    if event == "user-prompt-submit":
-        return json.dumps({"decision": "block", "reason": message})
-    if event == "post-tool-batch":
-        return json.dumps({"continue": False, "stopReason": message})
-    if event == "permission-request":
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                                  "decision": {"behavior": "deny", "message": message}}})
-    if event == "config-change":
-        return ""
-    return None
-
-
 def failed_closed(event: str, message: str) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of a hook that could not establish that the
-    call is allowed: the gating events block, the others fail open."""
-    blocking = blocking_output(event, message)
-    if blocking is None:
-        return "", message + "\n", 1 if event in ("post-tool-use", "post-tool-use-failure") else 0
-    if blocking:
-        return blocking + "\n", message + "\n", 0
-    return "", message + "\n", 2
+    call is allowed: an event that can refuse refuses, in its CLI's own form
+    (``core.wire.hookevents``); the others fail open with the message on stderr."""
+    from leash.core.wire.hookevents import BY_VERB, refusal_output
+
+    refused = refusal_output(event, message)
+    if refused is not None:
+        return refused
+    spec = BY_VERB.get(event)
+    judged_as = spec.judged_as if spec is not None else event
+    return "", message + "\n", 1 if judged_as in ("post-tool-use", "post-tool-use-failure") else 0
 
 
 def emit(out: str, err: str, code: int, *, stdout, stderr) -> int:

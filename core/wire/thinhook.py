@@ -78,7 +78,8 @@ DEFAULT_DEADLINE_SECONDS = 20.0
 MAX_DEADLINE_SECONDS = 24.0
 # Events an approval may hold; its wait (``[approvals] timeout_s``, pinned in
 # their command) and how much longer the client waits for leashd's answer.
-APPROVAL_EVENTS = ("pre-tool-use", "permission-request")
+APPROVAL_EVENTS = ("pre-tool-use", "permission-request", "gemini-before-tool", "codex-pre-tool-use",
+                   "codex-permission-request")
 APPROVAL_WAIT_ENV = "LEASH_APPROVAL_WAIT"
 DEFAULT_APPROVAL_WAIT_SECONDS = 300.0
 APPROVAL_MARGIN_SECONDS = 10.0

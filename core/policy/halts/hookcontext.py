@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 
+from leash.core.policy.patchread import patch_text
 from leash.core.policy.toolcall import FILE_EDITING_TOOLS, edited_files, shell_command
 
 TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
@@ -104,6 +105,9 @@ def _described(data: dict, tool: str | None, tool_input: dict, cwd: str | None, 
         return True
     if tool in FILE_EDITING_TOOLS:
         return _edit_described(context, tool, tool_input, cwd, files_read)
+    patch = patch_text(tool, tool_input)
+    if patch is not None:
+        return _patch_described(context, patch, cwd, files_read)
     if call is not None and call.targets:  # a read, an MCP tool: only the paths it names
         context["operation"] = f"{tool}: {', '.join(t.path for t in call.targets[:OPERATION_PATHS])}"[:200]
         return True
@@ -124,6 +128,27 @@ def _edit_described(context: dict, tool: str, tool_input: dict, cwd: str | None,
     else:
         context["files_read"] = files_read
     context["edits"] = [e for p in paths for e in _edits(tool, tool_input, p)]
+    return True
+
+
+def _patch_described(context: dict, text: str, cwd: str | None, files_read: list[str] | None) -> bool:
+    """An apply_patch call: each file it adds, updates, moves or deletes, with
+    the lines it removes and adds as that file's edit."""
+    from leash.core.policy.patchread import read_patch
+
+    changes = read_patch(text).files
+    if not changes:
+        return False
+    paths = [_absolute(p, cwd) for change in changes for p in change.paths()]
+    context["operation"] = f"apply_patch: {', '.join(paths[:OPERATION_PATHS])}"[:200]
+    context["target_files"] = paths
+    context["new_files"] = [p for p in paths if not os.path.exists(p)]
+    if files_read is None:
+        context["reads_unknown"] = True
+    else:
+        context["files_read"] = files_read
+    context["edits"] = [{"file": _absolute(change.path, cwd), "old": "\n".join(change.removed),
+                         "new": "\n".join(change.added)} for change in changes]
     return True
 
 

@@ -1,0 +1,176 @@
+"""Gemini CLI and Codex CLI on the same leash: their hook payloads read into
+the one typed tool call, their refusals in each CLI's own form, and one table
+of hook events that install and the failure output read."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from leash.core.hook import install
+from leash.core.hook.hooks import run
+from leash.core.state.sessions import SessionRegistry
+from leash.core.views.protocol import StopProtocol
+from leash.core.wire.hookevents import BY_VERB, CLAUDE, CODEX, EVENTS, GEMINI, events_of
+from leash.core.wire.hookio import failed_closed
+
+CODEX_FIXTURES = Path(__file__).parent / "fixtures" / "codex_cli"
+SESSION = "7a1c0d1e-0000-4000-8000-00000000c0de"
+
+
+def gemini_payload(event: str, cwd: str, **changes) -> dict:
+    """Gemini CLI 0.61's BeforeTool/AfterTool shape (session_id, transcript_path,
+    cwd, hook_event_name, timestamp, tool_name, tool_input)."""
+    data = {"session_id": SESSION, "transcript_path": f"{cwd}/.gemini/chats/session.json", "cwd": cwd,
+            "hook_event_name": event, "timestamp": "2026-11-26T10:00:00.000Z",
+            "tool_name": "run_shell_command", "tool_input": {"command": "ls", "description": "list"}}
+    data.update(changes)
+    return data
+
+
+def codex_payload(name: str, cwd: str, **changes) -> dict:
+    """A payload the real Codex CLI sent (tests/fixtures/codex_cli), placed in ``cwd``."""
+    text = (CODEX_FIXTURES / f"{name}.json").read_text()
+    text = text.replace("<CWD>", cwd).replace("<SESSION_ID>", SESSION).replace("<CODEX_HOME>", cwd + "/.codex")
+    data = json.loads(text)
+    data.update(changes)
+    return data
+
+
+def hook(home, verb: str, data: dict) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(verb, home=str(home), stdin=io.BytesIO(json.dumps(data).encode()), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------ the table
+def test_install_writes_claude_codes_rows_of_the_one_table():
+    rows = [(s.event, s.verb, s.refusal is not None, s.matcher) for s in events_of(CLAUDE)]
+    assert [tuple(spec) for spec in install.HOOKS] == rows
+
+
+@pytest.mark.parametrize("spec", EVENTS, ids=lambda spec: spec.verb)
+def test_every_event_fails_as_the_table_says(spec):
+    out, err, code = failed_closed(spec.verb, "leash: cannot judge")
+    assert "leash: cannot judge" in err
+    if spec.refusal is None:
+        assert out == "" and code in (0, 1)
+    elif spec.agent != CLAUDE and spec.refusal != "permission":
+        assert (out, code) == ("", 2)  # both CLIs read exit 2 with a reason on stderr as a refusal
+    elif code == 0:
+        answer = json.loads(out)
+        assert "deny" in json.dumps(answer) or "block" in json.dumps(answer) or answer.get("continue") is False
+    else:
+        assert code == 2
+
+
+def test_the_docs_table_is_the_table():
+    page = (Path(__file__).parent.parent / "docs" / "hook-events.md").read_text()
+    for spec in EVENTS:
+        row = f"| {spec.agent} | `{spec.event}` | `leash hook {spec.verb}` | {spec.refusal or 'fails open'} |"
+        assert row in page, row
+
+
+# ------------------------------------------------------------------ Gemini CLI
+def test_a_gemini_shell_call_of_a_stopped_session_is_refused_with_exit_2_and_the_reason(home, tmp_path):
+    StopProtocol(str(home)).acknowledge_stop("ops", SESSION, "migrating the database")
+    code, out, err = hook(home, "gemini-before-tool", gemini_payload("BeforeTool", str(tmp_path)))
+    assert (code, out) == (2, "")
+    assert "stopped by ops" in err and "migrating the database" in err
+
+
+def test_a_gemini_call_that_is_allowed_prints_nothing_and_records_the_session_as_gemini(home, tmp_path):
+    code, out, err = hook(home, "gemini-before-tool", gemini_payload("BeforeTool", str(tmp_path)))
+    assert (code, out) == (0, "")
+    record = SessionRegistry(str(home)).get(SESSION)
+    assert record["cli"] == GEMINI and record["last_tool"] == "Bash"
+
+
+def test_a_gemini_write_file_into_a_locked_path_is_refused(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/deploy/**", hours=1, reason="release freeze")
+    call = gemini_payload("BeforeTool", str(tmp_path), tool_name="write_file",
+                          tool_input={"file_path": f"{tmp_path}/deploy/prod.yaml", "content": "x: 1\n"})
+    code, out, err = hook(home, "gemini-before-tool", call)
+    assert code == 2 and "release freeze" in err
+
+
+def test_a_gemini_replace_into_a_locked_path_is_refused(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/deploy/**", hours=1, reason="release freeze")
+    call = gemini_payload("BeforeTool", str(tmp_path), tool_name="replace",
+                          tool_input={"file_path": f"{tmp_path}/deploy/prod.yaml", "old_string": "a",
+                                      "new_string": "b"})
+    assert hook(home, "gemini-before-tool", call)[0] == 2
+
+
+def test_a_gemini_tool_whose_input_is_not_known_is_judged_by_every_path_it_names(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/deploy/**", hours=1, reason="release freeze")
+    call = gemini_payload("BeforeTool", str(tmp_path), tool_name="write_file",
+                          tool_input={"target": f"{tmp_path}/deploy/prod.yaml", "content": "x"})
+    assert hook(home, "gemini-before-tool", call)[0] == 2
+
+
+def test_a_secret_in_a_gemini_shell_command_halts_the_session(home, tmp_path):
+    token = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa12"
+    command = f'curl -H "Authorization: Bearer {token}" https://api.github.com'
+    call = gemini_payload("BeforeTool", str(tmp_path), tool_input={"command": command})
+    code, out, err = hook(home, "gemini-before-tool", call)
+    assert code == 2 and "halt" in err
+    later = gemini_payload("BeforeTool", str(tmp_path), tool_input={"command": "touch notes.txt"})
+    assert hook(home, "gemini-before-tool", later)[0] == 2  # the halt holds the session (reads may go on)
+
+
+def test_gemini_input_that_is_not_json_is_refused_not_let_through(home):
+    out, err = io.StringIO(), io.StringIO()
+    StopProtocol(str(home)).stop_fleet("freeze")
+    code = run("gemini-before-tool", home=str(home), stdin=io.BytesIO(b"not json"), stdout=out, stderr=err)
+    assert code == 2 and err.getvalue()
+
+
+# ------------------------------------------------------------------ Codex CLI
+def test_a_codex_bash_call_under_a_fleet_stop_is_refused_with_exit_2_and_the_reason(home, tmp_path):
+    StopProtocol(str(home)).stop_fleet("incident 42")
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.Bash", str(tmp_path)))
+    assert (code, out) == (2, "") and "incident 42" in err
+
+
+def test_an_apply_patch_into_a_locked_path_is_refused(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/notes.txt", hours=1, reason="being reviewed")
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(tmp_path)))
+    assert code == 2 and "being reviewed" in err
+
+
+def test_an_apply_patch_moving_a_file_into_a_locked_path_is_refused(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/locked/**", hours=1, reason="frozen")
+    patch = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: locked/a.txt\n@@\n-x\n+y\n*** End Patch\n"
+    call = codex_payload("PreToolUse.apply_patch.update", str(tmp_path), tool_input={"command": patch})
+    assert hook(home, "codex-pre-tool-use", call)[0] == 2
+
+
+def test_an_apply_patch_outside_the_lock_runs_and_the_session_is_codex(home, tmp_path):
+    StopProtocol(str(home)).hands_off(f"path:{tmp_path}/locked/**", hours=1, reason="frozen")
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.add", str(tmp_path)))
+    assert (code, out) == (0, "")
+    assert SessionRegistry(str(home)).get(SESSION)["cli"] == CODEX
+
+
+def test_a_secret_added_by_a_patch_halts_the_session(home, tmp_path):
+    key = "AKIA" + "Z7QX3PL9MV2KD8RT"
+    patch = f"*** Begin Patch\n*** Add File: creds.py\n+AWS_ACCESS_KEY_ID = '{key}'\n*** End Patch\n"
+    call = codex_payload("PreToolUse.apply_patch.add", str(tmp_path), tool_input={"command": patch})
+    code, out, err = hook(home, "codex-pre-tool-use", call)
+    assert code == 2 and "halt" in err
+
+
+def test_a_claude_code_session_is_recorded_as_claude(home, tmp_path):
+    data = {"session_id": SESSION, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "cwd": str(tmp_path)}
+    assert hook(home, "pre-tool-use", data)[0] == 0
+    assert SessionRegistry(str(home)).get(SESSION)["cli"] == CLAUDE
+
+
+def test_every_verb_of_another_cli_is_judged_by_a_claude_code_verb():
+    claude_verbs = {spec.verb for spec in events_of(CLAUDE)}
+    assert all(spec.judged_as in claude_verbs for spec in EVENTS)
+    assert BY_VERB["codex-pre-tool-use"].judged_as == "pre-tool-use"
