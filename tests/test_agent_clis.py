@@ -174,3 +174,131 @@ def test_every_verb_of_another_cli_is_judged_by_a_claude_code_verb():
     claude_verbs = {spec.verb for spec in events_of(CLAUDE)}
     assert all(spec.judged_as in claude_verbs for spec in EVENTS)
     assert BY_VERB["codex-pre-tool-use"].judged_as == "pre-tool-use"
+
+
+# ------------------------------------------------------------------ tampering
+def test_a_shell_write_to_a_codex_config_halts_as_tampering(home, tmp_path):
+    command = f"printf '[features]\\nhooks = false\\n' >> {tmp_path}/.codex/config.toml"
+    call = codex_payload("PreToolUse.Bash", str(tmp_path), tool_input={"command": command})
+    code, out, err = hook(home, "codex-pre-tool-use", call)
+    assert code == 2 and "supervisor_tampering" in err
+
+
+def test_a_gemini_write_file_switching_hooks_off_halts_as_tampering(home, tmp_path):
+    settings = tmp_path / ".gemini" / "settings.json"
+    call = gemini_payload("BeforeTool", str(tmp_path), tool_name="write_file",
+                          tool_input={"file_path": str(settings), "content": '{"hooksConfig": {"enabled": false}}'})
+    code, out, err = hook(home, "gemini-before-tool", call)
+    assert code == 2 and "supervisor_tampering" in err
+
+
+def test_a_patch_to_a_codex_config_that_names_hooks_halts_and_one_that_does_not_runs(home, tmp_path):
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5.5"\n')
+    quiet = "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-model = \"gpt-5.5\"\n+model = \"o4\"\n*** End Patch\n"
+    assert hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(tmp_path),
+                                                          tool_input={"command": quiet}))[0] == 0
+    loud = "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n+[features]\n+hooks = false\n*** End Patch\n"
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(tmp_path),
+                                                                    tool_input={"command": loud}))
+    assert code == 2 and "supervisor_tampering" in err
+
+
+@pytest.mark.parametrize("command", ["codex exec --disable hooks 'go on'", "codex -c features.hooks=false exec x",
+                                     "codex exec --dangerously-bypass-hook-trust x"])
+def test_starting_codex_with_its_hooks_off_halts(home, tmp_path, command):
+    call = codex_payload("PreToolUse.Bash", str(tmp_path), tool_input={"command": command})
+    code, out, err = hook(home, "codex-pre-tool-use", call)
+    assert code == 2 and "supervisor_tampering" in err
+
+
+# ------------------------------------------------------------------ leash install --agent
+@pytest.fixture
+def agent_homes(tmp_path, monkeypatch):
+    """The user's home, CODEX_HOME and the CLIs' system files, all in tmp_path."""
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "user" / ".codex"))
+    monkeypatch.setenv("LEASH_GEMINI_SYSTEM_SETTINGS", str(tmp_path / "etc" / "gemini-settings.json"))
+    monkeypatch.setenv("LEASH_CODEX_REQUIREMENTS", str(tmp_path / "etc" / "requirements.toml"))
+    return tmp_path
+
+
+def test_install_codex_keeps_foreign_hooks_trusts_its_own_and_is_idempotent(home, cli, agent_homes):
+    import tomllib
+
+    config = agent_homes / "user" / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "gpt-5.5"\n\n[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
+                      '[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "audit-log"\n')
+    assert cli("install", "--agent", "codex").code == 0
+    first = config.read_text()
+    parsed = tomllib.loads(first)
+    assert parsed["model"] == "gpt-5.5" and parsed["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "audit-log"
+    ours = parsed["hooks"]["PreToolUse"][1]
+    assert ours["hooks"][0]["command"].endswith("# leash-hook") and "codex-pre-tool-use" in ours["hooks"][0]["command"]
+    key = f"{config}:pre_tool_use:1:0"
+    assert parsed["hooks"]["state"][key]["trusted_hash"].startswith("sha256:")
+    assert cli("install", "--agent", "codex").code == 0 and config.read_text() == first
+    assert cli("install", "--agent", "codex", "--check").code == 0
+
+
+def test_install_codex_check_fails_when_codex_would_skip_or_switch_off_the_hooks(home, cli, agent_homes):
+    config = agent_homes / "user" / ".codex" / "config.toml"
+    assert cli("install", "--agent", "codex").code == 0
+    config.write_text(config.read_text().replace("timeout = 330", "timeout = 331", 1))
+    checked = cli("install", "--agent", "codex", "--check")
+    assert checked.code == 3 and "not trusted: Codex CLI skips it" in checked.out
+    assert cli("install", "--agent", "codex").code == 0
+    project = agent_homes / "project"
+    (project / ".codex").mkdir(parents=True)
+    (project / ".codex" / "config.toml").write_text("[features]\nhooks = false\n")
+    checked = cli("install", "--agent", "codex", "--project", str(project), "--check")
+    assert checked.code == 3 and "hooks = false" in checked.out
+
+
+def test_install_codex_managed_pins_hooks_on(home, cli, agent_homes):
+    import tomllib
+
+    assert cli("install", "--agent", "codex", "--managed").code == 0
+    managed = tomllib.loads((agent_homes / "etc" / "requirements.toml").read_text())
+    assert managed["features"]["hooks"] is True and "PreToolUse" in managed["hooks"]
+
+
+def test_install_gemini_wires_trusts_the_folder_and_check_sees_hooks_switched_off(home, cli, agent_homes):
+    project = agent_homes / "project"
+    settings = project / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [
+        {"type": "command", "command": "lint-check"}]}]}, "model": {"name": "gemini-2.5-pro"}}))
+    assert cli("install", "--agent", "gemini", "--project", str(project)).code == 0
+    data = json.loads(settings.read_text())
+    assert data["model"] == {"name": "gemini-2.5-pro"} and data["hooksConfig"]["enabled"] is True
+    commands = [h["command"] for g in data["hooks"]["BeforeTool"] for h in g["hooks"]]
+    assert commands[0] == "lint-check" and "gemini-before-tool" in commands[1]
+    assert data["hooks"]["BeforeTool"][1]["hooks"][0]["timeout"] >= 30000  # milliseconds
+    trusted = json.loads((agent_homes / "user" / ".gemini" / "trustedFolders.json").read_text())
+    assert trusted[str(project.resolve())] == "TRUST_FOLDER"
+    assert cli("install", "--agent", "gemini", "--project", str(project), "--check").code == 0
+    data["hooksConfig"]["enabled"] = False
+    settings.write_text(json.dumps(data))
+    checked = cli("install", "--agent", "gemini", "--project", str(project), "--check")
+    assert checked.code == 3 and "hooksConfig.enabled is false" in checked.out
+
+
+def test_a_gating_hook_command_refuses_when_leash_cannot_run(home, agent_homes, tmp_path):
+    """The command leash writes: a crash, a missing entry or leash's own
+    deadline is exit 2 with a reason on stderr, the form both CLIs refuse on."""
+    import subprocess
+
+    from leash.core.hook.agentwiring import agent_command
+
+    spec = BY_VERB["codex-pre-tool-use"]
+    command = agent_command(["/bin/sh", "-c", "exit 1", "x"], spec)
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "could not run (exit 1): the call is refused" in done.stderr
+    command = agent_command([str(tmp_path / "missing-python")], spec)
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "the call is refused" in done.stderr
+    command = agent_command(["/bin/sh", "-c", "echo 'leash: stopped' >&2; exit 2", "x"], spec)
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stderr == "leash: stopped\n"  # leash's own refusal, not doubled

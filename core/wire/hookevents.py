@@ -86,6 +86,8 @@ EVENTS = (
     HookEvent(CODEX, "UserPromptSubmit", "codex-user-prompt-submit", "user-prompt-submit", BLOCK, False,
               "refuse a prompt to a stopped or held session"),
     HookEvent(CODEX, "SessionStart", "codex-session-start", "session-start", None, False, "record the session"),
+    HookEvent(CODEX, "SessionEnd", "codex-session-end", "session-end", None, False, "the session is gone"),
+    HookEvent(CODEX, "Stop", "codex-stop", "stop", None, False, "the reply-send guard; the session is idle"),
 )
 BY_VERB = {spec.verb: spec for spec in EVENTS}
 

@@ -27,7 +27,8 @@ MANAGED_SETTINGS = ("/etc/claude-code/managed-settings.json",
                     "/Library/Application Support/ClaudeCode/managed-settings.json")
 SETTINGS_READ_LIMIT = 256 * 1024
 PATH_MAX = 4096
-FILE_EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Tools whose change is judged by its text (``ctx.edits``), not as an unseen write.
+FILE_EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"})
 DESCRIPTION_CHARS = 1500
 CONTEXT_FINDINGS = 20
 
@@ -86,6 +87,12 @@ def _write_finding(path: str, subtree: bool, unjudged: bool, home: tuple[str, st
         return f"reaches {path}, which holds leash's home"
     if unjudged and (is_settings_file(path) or is_settings_file(real_path)):
         return f"writes Claude Code settings {path}"
+    if unjudged:
+        from leash.core.policy.halts.agentsettings import agent_settings_file
+
+        what = agent_settings_file(path) or agent_settings_file(real_path)
+        if what:
+            return f"writes {what} {path}"
     return None
 
 
@@ -103,12 +110,18 @@ def _path_findings(ctx, call, home: str) -> list[str]:
 def _settings_findings(ctx) -> list[str]:
     from leash.core.policy.halts.settingsguard import settings_change
 
+    from leash.core.policy.halts.agentsettings import agent_settings_file, edit_findings
+
     by_file: dict[str, list[dict]] = {}
+    others: dict[str, list[dict]] = {}
     for edit in ctx.edits:
         path = ctx.norm(edit["file"])
         if is_settings_file(path):
             by_file.setdefault(path, []).append(edit)
-    return [f"{why} in {path}" for path, edits in by_file.items() for why in settings_change(edits, path)]
+        elif agent_settings_file(path):
+            others.setdefault(path, []).append(edit)
+    return ([f"{why} in {path}" for path, edits in by_file.items() for why in settings_change(edits, path)]
+            + [why for path, edits in others.items() for why in edit_findings(path, edits)])
 
 
 # ------------------------------------------------------------ leash's installed files
@@ -162,6 +175,11 @@ def _command_findings(call, threshold, home: str, env: Mapping[str, str]) -> lis
         elif command.program in KILLERS:
             action = signal_action(command, names, home)
             found += [f"signals leash: {action}"] if action else []
+        elif command.program == "codex":
+            from leash.core.policy.halts.agentsettings import codex_switch
+
+            switch = codex_switch(command.argv)
+            found += [f"runs Codex CLI with its hooks off ({switch})"] if switch else []
     return found
 
 
