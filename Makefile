@@ -33,13 +33,28 @@ test: $(STAMP)
 # asked of the npm registry every run). Every version runs; any failing fails it.
 # A real client driven through a real terminal on a busy machine is slow at
 # times: a failed test runs again (twice at most) and fails only if it fails each time.
+# The other agent CLIs' tests (tests/e2e/agents) do not run in the Claude Code
+# loop: the Codex CLI's run once per Codex version (0.169.0 pinned, ``latest``),
+# the Gemini CLI's once.
 CLAUDE_VERSIONS ?= 2.1.197 latest
+CODEX_VERSIONS ?= 0.169.0 latest
+CODEX_TESTS := $(wildcard tests/e2e/agents/test_*codex*.py)
+GEMINI_TESTS := $(wildcard tests/e2e/agents/test_*gemini*.py)
 e2e: $(STAMP)
 	@status=0; for version in $(CLAUDE_VERSIONS); do \
 		echo "e2e: Claude Code $$version"; \
-		LEASH_E2E_CLAUDE_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider tests/e2e -n 2 \
+		LEASH_E2E_CLAUDE_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider tests/e2e \
+			--ignore=tests/e2e/agents -n 2 --reruns 2 --reruns-delay 1 || status=1; \
+	done; \
+	for version in $(CODEX_VERSIONS); do \
+		echo "e2e: Codex CLI $$version"; \
+		LEASH_E2E_CODEX_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider $(CODEX_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
-	done; exit $$status
+	done; \
+	if [ -n "$(GEMINI_TESTS)" ]; then \
+		echo "e2e: Gemini CLI"; \
+		$(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 --reruns 2 --reruns-delay 1 || status=1; \
+	fi; exit $$status
 
 # Real hook payloads of every event into tests/fixtures/claude_code/.
 e2e-capture: $(STAMP)

@@ -59,13 +59,20 @@ CODEX_EVENT_LABELS = {"PreToolUse": "pre_tool_use", "PostToolUse": "post_tool_us
                       "PermissionRequest": "permission_request", "UserPromptSubmit": "user_prompt_submit",
                       "SessionStart": "session_start", "SessionEnd": "session_end", "Stop": "stop"}
 CODEX_DEFAULT_TIMEOUT_SECONDS = 600  # what Codex hashes when a hook names none
+# Codex clamps these events' hook timeouts (and hashes the clamped value).
+CODEX_CLAMPED_TIMEOUT_SECONDS = {"SessionEnd": 3, "Interrupt": 3}
 
 
 # ------------------------------------------------------------------ commands
 def agent_command(runner: list[str], spec, *, timeout: str | None = None, wait: float | None = None,
-                  socket: str | None = None) -> str:
-    """The shell command of ``spec``'s hook; a gating one refuses on any failure."""
+                  socket: str | None = None, home: str | None = None) -> str:
+    """The shell command of ``spec``'s hook; a gating one refuses on any failure.
+    ``home`` pins the state home in the command: Gemini CLI hands a hook only
+    an allowlist of the environment when ``GITHUB_SHA`` is set, and an agent's
+    environment is the agent's to change."""
     run = f"{shlex.join(runner)} hook {spec.verb}"
+    if home:
+        run = f"{shlex.join(runner)} --home {shlex.quote(home)} hook {spec.verb}"
     gating = spec.refusal is not None
     if gating:
         run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
@@ -94,7 +101,7 @@ def gemini_settings_path(*, project: str | None = None, user: bool = False, mana
 
 
 def gemini_merged(settings: dict, runner: list[str], *, uninstall: bool = False, wait: float | None = None,
-                  socket: str | None = None) -> dict:
+                  socket: str | None = None, home: str | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
@@ -102,7 +109,7 @@ def gemini_merged(settings: dict, runner: list[str], *, uninstall: bool = False,
         timeout = timeout_program()
         for spec in events_of(GEMINI):
             entry = {"type": "command", "name": f"leash {spec.verb}", "timeout": _hook_seconds(spec, wait) * 1000,
-                     "command": agent_command(runner, spec, timeout=timeout, wait=wait, socket=socket)}
+                     "command": agent_command(runner, spec, timeout=timeout, wait=wait, socket=socket, home=home)}
             group = {"matcher": GEMINI_MATCH_ALL, "hooks": [entry]} if spec.matcher else {"hooks": [entry]}
             hooks.setdefault(spec.event, []).append(group)
         result["hooksConfig"] = {**(settings.get("hooksConfig") or {}), "enabled": True}
@@ -129,14 +136,15 @@ def _without_leash(groups: object) -> object:
 
 
 def install_gemini(path: str, runner: list[str] | None = None, *, project: str | None = None,
-                   uninstall: bool = False, wait: float | None = None, socket: str | None = None) -> list[str]:
+                   uninstall: bool = False, wait: float | None = None, socket: str | None = None,
+                   home: str | None = None) -> list[str]:
     """Write leash's hooks into Gemini CLI's settings ``path`` (and, for a
     project, trust its folder); the files that changed."""
     current = read_settings(path)
     for event in {spec.event for spec in events_of(GEMINI)}:
         if not isinstance(current.get("hooks", {}).get(event, []), list):
             raise SettingsError(f'{path}: "hooks.{event}" is not a list; leash leaves it as it is')
-    wanted = gemini_merged(current, runner or hook_runner(), uninstall=uninstall, wait=wait, socket=socket)
+    wanted = gemini_merged(current, runner or hook_runner(), uninstall=uninstall, wait=wait, socket=socket, home=home)
     changed = []
     if wanted != current:
         _write_json(path, wanted)
@@ -235,8 +243,9 @@ def codex_hook_hash(event: str, matcher: str | None, handler: dict) -> str:
     """The hash Codex trusts a command hook by: sha256 of the compact, key-sorted
     JSON of its event label, matcher and the handler's type, command, timeout,
     async and statusMessage."""
-    normalized: dict = {"type": "command", "command": handler["command"],
-                        "timeout": max(1, int(handler.get("timeout", CODEX_DEFAULT_TIMEOUT_SECONDS))),
+    timeout = max(1, int(handler.get("timeout", CODEX_DEFAULT_TIMEOUT_SECONDS)))
+    timeout = min(timeout, CODEX_CLAMPED_TIMEOUT_SECONDS.get(event, timeout))
+    normalized: dict = {"type": "command", "command": handler["command"], "timeout": timeout,
                         "async": bool(handler.get("async", False))}
     if handler.get("statusMessage") is not None:
         normalized["statusMessage"] = handler["statusMessage"]
@@ -287,7 +296,7 @@ def _outside_block(path: str, text: str) -> str:
 
 
 def codex_hook_lines(path: str, others: dict, runner: list[str], *, wait: float | None = None,
-                     socket: str | None = None) -> tuple[list[str], dict[str, str]]:
+                     socket: str | None = None, home: str | None = None) -> tuple[list[str], dict[str, str]]:
     """leash's hook tables for the Codex file ``path`` whose other content is
     ``others``, and {key: hash} that trusts each."""
     timeout = timeout_program()
@@ -296,8 +305,8 @@ def codex_hook_lines(path: str, others: dict, runner: list[str], *, wait: float 
     existing = others.get("hooks") if isinstance(others.get("hooks"), dict) else {}
     for spec in events_of(CODEX):
         handler = {"type": "command", "command": agent_command(runner, spec, timeout=timeout, wait=wait,
-                                                               socket=socket),
-                   "timeout": _hook_seconds(spec, wait)}
+                                                               socket=socket, home=home),
+                   "timeout": min(_hook_seconds(spec, wait), CODEX_CLAMPED_TIMEOUT_SECONDS.get(spec.event, 1 << 30))}
         matcher = CODEX_MATCH_ALL if spec.matcher else None
         lines.append(f"[[hooks.{spec.event}]]")
         if matcher is not None:
@@ -339,7 +348,7 @@ def _state_lines(states: dict[str, str]) -> list[str]:
 
 
 def install_codex(path: str, runner: list[str] | None = None, *, managed: bool = False, uninstall: bool = False,
-                  wait: float | None = None, socket: str | None = None) -> list[str]:
+                  wait: float | None = None, socket: str | None = None, home: str | None = None) -> list[str]:
     """Write leash's block into the Codex file ``path`` and trust its hooks in
     the user's config (a managed file's hooks need no trust); the files that changed."""
     text = _read_text(path)
@@ -355,7 +364,7 @@ def install_codex(path: str, runner: list[str] | None = None, *, managed: bool =
     lines: list[str] = []
     trusted: dict[str, str] = {}
     if not uninstall:
-        lines, trusted = codex_hook_lines(path, others, runner or hook_runner(), wait=wait, socket=socket)
+        lines, trusted = codex_hook_lines(path, others, runner or hook_runner(), wait=wait, socket=socket, home=home)
         if managed and "features" not in others:
             lines += ["[features]", "hooks = true"]  # no project can switch the managed hooks off
     changed = []

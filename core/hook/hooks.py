@@ -272,9 +272,16 @@ def _answer_for(spec, raw: bytes, *, parsed: dict | None, **kwargs):
     if not isinstance(answered, tuple):
         answered.agent_event = spec.verb  # held: the answer, when it comes, in the CLI's form
         return answered
-    from leash.core.wire.hookevents import in_form_of
+    from leash.core.wire.hookevents import END_TURN, GEMINI, in_form_of, refusal_output
 
-    return in_form_of(spec, *answered)
+    out, err, code = in_form_of(spec, *answered)
+    if spec.agent == GEMINI and spec.judged_as == "pre-tool-use" and code == 2 and parsed is not None:
+        # Gemini CLI has no PostToolBatch, but its BeforeTool may end the loop
+        # itself: asked the same question, a stop or a blocking halt ends it.
+        ended, _, _ = answer("post-tool-batch", raw, parsed=None, **{**kwargs, "hold": False})
+        if '"continue": false' in ended:
+            return refusal_output(spec.verb, err.strip(), form=END_TURN) or (out, err, code)
+    return out, err, code
 
 
 def _noting_config(said, home):

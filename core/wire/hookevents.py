@@ -20,7 +20,10 @@ Refusal forms (``refusal``):
   ``{"decision": "deny"}`` JSON; Codex CLI needs stderr non-empty).
 * ``block``: a prompt refused (``{"decision": "block"}``, exit 0 for Claude
   Code; exit 2 with the reason on stderr for the others).
-* ``end-turn``: the agent's loop ends (``{"continue": false}``).
+* ``end-turn``: the agent's loop ends (``{"continue": false}``). Gemini CLI's
+  BeforeTool can end it too: a call refused for a stop or a blocking halt
+  ([gate] end_turn_on_halt) is answered ``continue: false`` there, as Claude
+  Code's PostToolBatch would.
 * ``permission``: a permission dialog answered ``deny``.
 * ``exit-2``: exit 2, which the CLI reads as "refuse the change".
 * None: the event only feeds evidence or records a session; it fails open.
@@ -97,13 +100,21 @@ def events_of(agent: str) -> tuple:
     return tuple(spec for spec in EVENTS if spec.agent == agent)
 
 
-def refusal_output(verb: str, message: str) -> tuple[str, str, int] | None:
+def refusal_output(verb: str, message: str, *, form: str | None = None) -> tuple[str, str, int] | None:
     """(stdout, stderr, exit code) refusing the event of ``verb`` with
     ``message`` in its CLI's own form; None for an event that fails open (and
-    for a verb the table does not know)."""
+    for a verb the table does not know). ``form=END_TURN`` for Gemini CLI's
+    BeforeTool: the call refused and the agent's loop ended
+    (``{"continue": false}``, which Gemini CLI obeys before ``decision``)."""
     spec = BY_VERB.get(verb)
     if spec is None or spec.refusal is None:
         return None
+    if form == END_TURN and spec.agent == GEMINI:
+        return _json({"decision": "deny", "reason": message, "continue": False, "stopReason": message}), \
+            message + "\n", 0
+    if spec.agent == CODEX and spec.refusal == DENY:
+        # Codex CLI adds ". Command: …" after the reason: one full stop, not two.
+        return "", message.rstrip().rstrip(".") + "\n", 2
     if spec.agent != CLAUDE:
         if spec.refusal == PERMISSION:
             return _json({"hookSpecificOutput": {"hookEventName": spec.event,
