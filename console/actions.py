@@ -74,6 +74,22 @@ def _out_json(value: Any, *, indent: int | None = None) -> None:
     sys.stdout.write(json.dumps(value, indent=indent, ensure_ascii=True) + "\n")
 
 
+def _plain(value: Any) -> Any:
+    """A store's record (``as_dict``) or a dict, as JSON data."""
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    return dict(value) if isinstance(value, dict) else value
+
+
+def _done(args, code: int = 0, **fields: Any) -> int:
+    """``--json``: the one object an action prints (``ok``, ``command``,
+    ``exit_code`` and what happened); returns ``code``."""
+    from leash.console.parser import command_name
+
+    _out_json({"ok": code == 0, "command": command_name(args), "exit_code": code, **fields})
+    return code
+
+
 def _ago(stamp: str, moment: float) -> str:
     try:
         seconds = moment - parse_iso(stamp)
@@ -102,8 +118,10 @@ def cmd_stop(protocol, args) -> int:
             raise UsageError("stop --all needs --reason (every agent will read it)")
         backend = _backend(protocol)
         record = backend.stops.stop_fleet(source=args.source, reason=args.reason)
-        _out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
-        return _interrupt(protocol, backend, args, None) if args.interrupt else 0
+        said: dict[str, Any] = {"action": "fleet_stop", "stop": _plain(record)}
+        if not args.json:
+            _out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
+        return _interrupt(protocol, backend, args, None, said) if args.interrupt else _finish(args, said)
     if not args.session:
         raise UsageError("stop needs a SESSION (or --all)")
     if args.hours is not None and not args.entity:
@@ -114,31 +132,45 @@ def cmd_stop(protocol, args) -> int:
         with backend.transaction() as step:  # the stop and the lock: both or neither
             step.full_stop(args.session, args.entity, hours=hours, source=args.source, reason=args.reason)
         record, lock = step.results
-        _out(f"stopped {args.session} and locked {args.entity} hands-off until {lock['expires_at']}")
+        said = {"action": "full_stop", "session": args.session, "stop": _plain(record), "entity": args.entity,
+                "lock": _plain(lock)}
+        if not args.json:
+            _out(f"stopped {args.session} and locked {args.entity} hands-off until {lock['expires_at']}")
     else:
         record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
-        _out(f"stopped {args.session} (since {record['stopped_at']})")
-    _warn_if_nothing_answers(backend, args.session, record)
-    return _interrupt(protocol, backend, args, record) if args.interrupt else 0
+        said = {"action": "stop", "session": args.session, "stop": _plain(record)}
+        if not args.json:
+            _out(f"stopped {args.session} (since {record['stopped_at']})")
+    warning = _warn_if_nothing_answers(backend, args.session, record)
+    if warning:
+        said["warning"] = warning
+    return _interrupt(protocol, backend, args, record, said) if args.interrupt else _finish(args, said)
 
 
-def _warn_if_nothing_answers(backend, name: str, stop) -> None:
+def _finish(args, said: dict[str, Any], code: int = 0) -> int:
+    """``said`` as the ``--json`` object when asked for; the exit code."""
+    return _done(args, code, **said) if getattr(args, "json", False) else code
+
+
+def _warn_if_nothing_answers(backend, name: str, stop) -> str:
     """One line on stderr (the stop stays filed, exit 0) when no session the
     hooks have seen and no tmux session answers to ``name``, or it only looks
-    like a known name (``core.nameguard``)."""
+    like a known name (``core.nameguard``); the line, or ""."""
     from leash.core.base.nameguard import known_names, warning_for
     from leash.core.state.sessions import bound_tmux_ids
 
     if bound_tmux_ids(stop):  # a tmux session of that name runs now
-        return
+        return ""
     warning = warning_for(name, known_names(backend.sessions.all()))
     if warning:
         sys.stderr.write(f"leash: {printable(warning)}\n")
+    return warning or ""
 
 
-def _interrupt(protocol, backend, args, stop) -> int:
+def _interrupt(protocol, backend, args, stop, said: dict[str, Any]) -> int:
     """After the stop is filed: cancel the call in flight (``core.interrupt``);
-    Refused (exit 1, the stop still filed) when nothing could be interrupted."""
+    Refused (exit 1, the stop still filed) when nothing could be interrupted
+    (with ``--json``: the object says both, ``ok`` false and ``error``)."""
     from leash.core.state.sessions import bound_tmux_ids
     from leash.core.warrants.interrupt import interrupt, interrupt_fleet
 
@@ -147,17 +179,25 @@ def _interrupt(protocol, backend, args, stop) -> int:
     else:  # by the name given, and by the tmux session it was bound to when filed (a rename escapes nothing)
         names = [args.session] + bound_tmux_ids(stop)
         report = interrupt(names, backend=backend, source=args.source, reason=args.reason, home=protocol.home)
-    for line in report.done:
-        running = f" while it ran {line['tool']}" if line.get("tool") else ""
-        running += f": {line['input']}" if line.get("input") else ""
-        _out(f"interrupted {line['session_id']} ({line['method']} to {line['target']}){running}")
+    said = {**said, "interrupted": list(report.done), "not_interrupted": list(report.refused),
+            "no_call_in_flight": len(report.quiet)}
+    if not args.json:
+        for line in report.done:
+            running = f" while it ran {line['tool']}" if line.get("tool") else ""
+            running += f": {line['input']}" if line.get("input") else ""
+            _out(f"interrupted {line['session_id']} ({line['method']} to {line['target']}){running}")
     if not report.ok:
-        raise Refused(report.failure("the fleet" if stop is None else args.session))
-    for refusal in report.refused:
-        _out(f"not interrupted: {refusal}")
-    if report.quiet:
-        _out(f"{len(report.quiet)} sessions had no call in flight (idle, ended or waiting for input): left alone")
-    return 0
+        failure = report.failure("the fleet" if stop is None else args.session)
+        if args.json:
+            sys.stderr.write(f"leash: error: {printable(failure)}\n")
+            return _done(args, 1, error=failure, **said)
+        raise Refused(failure)
+    if not args.json:
+        for refusal in report.refused:
+            _out(f"not interrupted: {refusal}")
+        if report.quiet:
+            _out(f"{len(report.quiet)} sessions had no call in flight (idle, ended or waiting for input): left alone")
+    return _finish(args, said)
 
 
 def cmd_resume(protocol, args) -> int:
@@ -167,14 +207,18 @@ def cmd_resume(protocol, args) -> int:
         if args.session:
             raise UsageError("resume --all takes no SESSION")
         stops = _backend(protocol).stops
-        stops.resume_fleet(source=args.source, reason=args.reason)
+        lifted = stops.resume_fleet(source=args.source, reason=args.reason)
         still = stops.stopped()
+        if args.json:
+            return _done(args, action="fleet_resume", stop=_plain(lifted), still_stopped=sorted(still))
         tail = f"; {len(still)} sessions stay stopped one by one (leash status)" if still else ""
         _out(f"fleet resumed{tail}")
         return 0
     if not args.session:
         raise UsageError("resume needs a SESSION (or --all)")
-    _backend(protocol).stops.resume(args.session, source=args.source, reason=args.reason)
+    lifted = _backend(protocol).stops.resume(args.session, source=args.source, reason=args.reason)
+    if args.json:
+        return _done(args, action="resume", session=args.session, stop=_plain(lifted))
     _out(f"resumed {args.session}")
     return 0
 
@@ -183,29 +227,55 @@ def cmd_hands_off(protocol, args) -> int:
     hours = args.hours if args.hours is not None else protocol.default_hours()
     lock = _backend(protocol).locks.lock(args.entity, hours=hours, reason=args.reason, source=args.source,
                                          session_id=args.session)
+    if args.json:
+        return _done(args, action="hands_off", entity=args.entity, lock=_plain(lock),
+                     kept_longer=bool(lock.get("kept_longer")))
     kept = " (it was already locked longer; the later expiry is kept)" if lock.get("kept_longer") else ""
     _out(f"{args.entity} is hands-off until {lock['expires_at']}{kept}")
     return 0
 
 
 def cmd_release(protocol, args) -> int:
-    _backend(protocol).locks.release(args.entity, source=args.source, reason=args.reason)
+    lock = _backend(protocol).locks.release(args.entity, source=args.source, reason=args.reason)
+    if args.json:
+        return _done(args, action="release", entity=args.entity, lock=_plain(lock))
     _out(f"released {args.entity}")
     return 0
 
 
 # ------------------------------------------------------------------ status
 def cmd_status(protocol, args) -> int:
-    from leash.core.views.status import snapshot
+    """The snapshot, and what is wrong around it (``core.views.status.problems``):
+    a broken config.toml is shown with the state (exit 2, as for any bad
+    config) unless it may name the shared store, when no state can be shown."""
+    from leash.console.errors import EXIT_USAGE, UsageError
+    from leash.core.views.status import CONFIG_BROKEN, config_broken, problems, snapshot, store_may_be_named
 
     moment = now_seconds()
-    backend = _backend(protocol)
+    broken = config_broken(protocol.home)
+    if broken is None:
+        backend = _backend(protocol)
+    elif store_may_be_named(protocol.home):
+        raise UsageError(f"{CONFIG_BROKEN}: {broken}; it may name the shared store, so no state is shown")
+    else:  # it names no shared store: the home's files are the state, shown with the problem
+        from leash.core.store.files import FileBackend
+
+        backend = protocol.backend = FileBackend.sharing(protocol)
     state = snapshot(backend=backend, now=moment)
     _add_session_states(backend, state["sessions"], moment)
+    here = [row for row in state["sessions"] if row.get("host", state.get("host")) == state.get("host")]
+    found = problems(protocol.home, here)
+    if found:  # the key is there only when something is wrong
+        state["problems"] = found
+    code = EXIT_USAGE if broken else 0
+    if broken:
+        sys.stderr.write(f"leash: error: {printable(CONFIG_BROKEN + ': ' + broken)}\n")
     if args.json:
         _out_json(state, indent=2)
-        return 0
+        return code
     _out(f"home: {protocol.home}")
+    for problem in found:  # one line each, first: what the rest of the view is missing
+        _out_painted((problem["kind"], "alarm"), (f": {problem['message']}", None))
     if "stop_state_error" in state:
         _out_painted(("STOP STATE UNREADABLE", "alarm"), (f": {state['stop_state_error']} (every tool call is denied)",
                                                           None))
@@ -235,9 +305,9 @@ def cmd_status(protocol, args) -> int:
     _out_painted(("sessions seen", "bold"), (f": {len(state['sessions'])}", None))
     for r in state["sessions"]:
         _out_painted(("  " + r["session_id"] + "  ", None), (r["state"], STATE_STYLE.get(r["state"].split(",")[0])), (
-            f"  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
+            f"  {r.get('cli') or 'claude'}  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
             f"last tool {r.get('last_tool') or '-'}  seen {_ago(r.get('last_seen', ''), moment)}", None))
-    return 0
+    return code
 
 
 def _add_session_states(backend, sessions: list[dict[str, Any]], moment: float) -> None:
@@ -288,9 +358,17 @@ def cmd_why(protocol, args) -> int:
 
 
 def cmd_completion(protocol, args) -> int:
-    from leash.console.completion import script
+    from leash.console.completion import NAMES_WORD, names, script
     from leash.console.parser import build_parser
 
+    if args.shell == NAMES_WORD:  # what the scripts offer (``leash completion names`` is answered before here)
+        for name in names(args.kind or "sessions", home=protocol.home):
+            _out(name)
+        return 0
+    if args.kind:
+        from leash.console.errors import UsageError
+
+        raise UsageError(f"completion {args.shell} takes no KIND (only 'completion names KIND' does)")
     sys.stdout.write(script(args.shell, build_parser()))
     return 0
 
@@ -347,17 +425,28 @@ def cmd_log(protocol, args) -> int:
 
 # ------------------------------------------------------------------ doctor
 def cmd_doctor(protocol, args) -> int:
+    from leash.console.errors import EXIT_USAGE, EXIT_VERDICT
     from leash.core.views.doctor import examine
+    from leash.core.views.status import CONFIG_BROKEN
 
-    failures = 0
+    failures, broken = 0, False
+    found = []
     for finding in examine(protocol, repair=args.repair):
         failures += finding.level == "fail"
-        _out(f"{finding.level:<6}{finding.subject}: {finding.message}")
+        broken = broken or finding.subject == CONFIG_BROKEN
+        if args.json:
+            found.append({"level": finding.level, "subject": finding.subject, "message": finding.message})
+        else:
+            _out(f"{finding.level:<6}{finding.subject}: {finding.message}")
     if failures:
-        hint = "" if args.repair else " (try leash doctor --repair)"
+        hint = " (mend config.toml first)" if broken else "" if args.repair else " (try leash doctor --repair)"
         sys.stderr.write(f"leash: {failures} problem{'s' if failures != 1 else ''} found{hint}\n")
-        return 3
-    return 0
+    # A bad config.toml is bad input for every command (exit 2); other problems are the doctor's verdict (3).
+    code = EXIT_USAGE if broken else EXIT_VERDICT if failures else 0
+    if args.json:
+        return _done(args, code, home=str(protocol.home if hasattr(protocol, "home") else protocol),
+                     repair=bool(args.repair), problems=failures, findings=found)
+    return code
 
 
 # ------------------------------------------------------------------ loop
@@ -374,12 +463,17 @@ def cmd_loop(protocol, args) -> int:
                 limits[key] = getattr(args, key)
         tripped = breakers.check_and_record(args.name, source=args.source, **limits)
         state = breakers.describe(args.name, config={"loop": {args.name: limits}})
+        if args.json:
+            return _done(args, 3 if tripped else 0, action="loop_check", name=args.name, tripped=bool(tripped),
+                         breaker=_plain(state))
         verdict = "TRIPPED: skip auto-resume" if tripped else "not tripped"
         _out(f"{args.name}: {state['in_loop']} boots in loop, threshold {limits['max_restarts']}: {verdict}")
         return 3 if tripped else 0
     if args.loop_command == "reset":
         if not breakers.reset(args.name, source=args.source, reason=args.reason):
             raise Refused(f"breaker {args.name!r} has no recorded boots")
+        if args.json:
+            return _done(args, action="loop_reset", name=args.name)
         _out(f"reset {args.name}")
         return 0
     states = [breakers.describe(n, config=config).as_dict() for n in breakers.names()]
@@ -423,6 +517,9 @@ def cmd_warrant(protocol, args) -> int:
     try:
         if args.warrant_command == "file":
             warrant, created = warrants.file(args.target, reason=args.reason, requester=args.requester or args.source)
+            if args.json:
+                return _done(args, action="warrant_file", target=args.target, created=bool(created),
+                             warrant=_plain(warrant), kennel_running=bool(backend.kennels.alive()))
             if created:
                 kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
                 bound = f" (tmux session {warrant['target_id']})" if warrant.get("target_id") else ""
@@ -442,10 +539,17 @@ def cmd_warrant(protocol, args) -> int:
                 while time.time() < deadline and warrants.find(record.get("id", args.warrant_id))[0] != "completed":
                     time.sleep(0.1)
                 kind, done = warrants.find(record.get("id", args.warrant_id))
+                if args.json:
+                    return _done(args, action="warrant_pardon", id=record.get("id"),
+                                 pardoned=kind == "completed", requested=kind != "completed",
+                                 warrant=_plain(done if kind == "completed" else record))
                 if kind == "completed":
                     _out(f"pardoned {done['id']}: {done['warrant']['target']} lives ({done['outcome']})")
                 else:
                     _out(f"pardon requested for {record.get('id')}; its dog acts on it at its next poll")
+            elif args.json:
+                return _done(args, action="warrant_pardon", id=record.get("id"), pardoned=True, requested=False,
+                             warrant=_plain(record))
             else:
                 _out(f"pardoned {record['id']}: {record['warrant']['target']} lives")
             return 0
@@ -558,12 +662,15 @@ def cmd_serve(protocol, args) -> int:
 
 
 def cmd_install(protocol, args) -> int:
+    if getattr(args, "agent", "claude") != "claude":
+        return _install_agent(protocol, args)
     from leash.core.hook import install, wiring
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if args.check:
         findings = (install.check(project=args.project) + wiring.check_findings(project=args.project,
                                                                                  home=protocol.home)
-                    + _on_failure_findings(install, args.project))
+                    + _on_failure_findings(install, args.project)
+                    + wiring.home_findings(protocol.home, project=args.project))
         if any(level == "fail" for level, _, _ in findings):  # "wired with timeouts" is not all right then
             findings = [finding for finding in findings if finding[0] != "ok"]
         for level, subject, message in findings:
@@ -576,16 +683,19 @@ def cmd_install(protocol, args) -> int:
     daemon_uid = install.daemon_uid_of(args.socket) if args.socket else None
     runner = install.hook_runner()
     wait = install.approval_wait(protocol.home)  # the approvals' timeout the deadlines must outlast
+    # The hooks use this home whatever the agents' environment says (the operator and they meet in it).
+    pinned = None if args.uninstall else os.path.abspath(protocol.home)
     # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
         previous = wiring.write_record(protocol.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
-                                       on_failure=on_failure, uninstall=args.uninstall, wait=wait)
+                                       on_failure=on_failure, uninstall=args.uninstall, wait=wait,
+                                       pinned_home=pinned)
     except OSError as exc:
         raise Refused(f"cannot record the wiring in {wiring.record_path(protocol.home)}: {exc.strerror}; "
                       "nothing changed") from None
     try:
         changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
-                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait)
+                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait, home=pinned)
     except (install.SettingsError, PermissionError) as exc:
         wiring.restore_record(protocol.home, previous)
         if isinstance(exc, PermissionError):
@@ -600,7 +710,45 @@ def cmd_install(protocol, args) -> int:
         if args.socket:
             _out(f"leashd's user pinned: uid {daemon_uid} (the owner of {args.socket})" if daemon_uid is not None
                  else "leashd runs as this user: each hook checks that the home's daemon holds its lock")
+        _out(f"the hooks use the home {pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
         _out(f"recorded in {wiring.record_path(protocol.home)}: `leash install --check` compares with it")
+    return 0
+
+
+def _install_agent(protocol, args) -> int:
+    """``leash install --agent gemini|codex``: that CLI's wiring written, or checked (exit 3 on a failure)."""
+    from leash.core.hook import agentwiring, install
+
+    gemini = args.agent == "gemini"
+    user = args.user or (not gemini and not args.project and not args.managed)  # Codex's hooks are the user's
+    if args.check:
+        findings = (agentwiring.check_gemini(project=args.project or ".") if gemini
+                    else agentwiring.check_codex(project=args.project))
+        for level, subject, message in findings:
+            _out(f"{level:<5} {subject}: {message}")
+        return 3 if any(level == "fail" for level, _, _ in findings) else 0
+    wait = install.approval_wait(protocol.home)
+    try:
+        if gemini:
+            path = agentwiring.gemini_settings_path(project=args.project, user=args.user, managed=args.managed)
+            changed = agentwiring.install_gemini(path, project=None if (user or args.managed) else args.project or ".",
+                                                 uninstall=args.uninstall, wait=wait, socket=args.socket,
+                                                 home=protocol.home)
+        else:
+            path = agentwiring.codex_config_path(project=args.project, user=user, managed=args.managed)
+            changed = agentwiring.install_codex(path, managed=args.managed, uninstall=args.uninstall, wait=wait,
+                                                socket=args.socket, home=protocol.home)
+    except PermissionError as exc:
+        raise Refused(f"{exc.filename}: {exc.strerror} (system settings need root)") from None
+    except (install.SettingsError, OSError) as exc:
+        raise Refused(str(exc)) from None
+    verb = "removed leash's hooks from" if args.uninstall else "wired leash's hooks into"
+    for name in changed:
+        _out(f"{verb} {name}" if name == path else f"updated {name}")
+    if not changed:
+        _out(f"{path} already as wanted; nothing changed")
+    if not args.uninstall:
+        _out(f"`leash install --agent {args.agent} --check` verifies it")
     return 0
 
 

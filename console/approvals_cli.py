@@ -31,9 +31,11 @@ def add_parsers(sub, common, acting, parser_class) -> None:
     q = actions.add_parser("allow", parents=[acting], help="allow a waiting call (an id or a unique prefix)")
     q.add_argument("approval_id", metavar="ID")
     q.add_argument("--note", default="", help="why, for the ack log (the agent is told it was allowed)")
+    q.add_argument("--json", action="store_true", help="one JSON object: the answered approval")
     q = actions.add_parser("deny", parents=[acting], help="deny a waiting call (an id or a unique prefix)")
     q.add_argument("approval_id", metavar="ID")
     q.add_argument("--message", default="", help="what the agent reads as the reason")
+    q.add_argument("--json", action="store_true", help="one JSON object: the answered approval")
 
 
 def _out(text: str) -> None:
@@ -76,5 +78,10 @@ def _list(backend, args) -> int:
 def _answer(backend, args, *, allow: bool) -> int:
     record = backend.approvals.answer(args.approval_id, allow=allow, by=args.source, via=ANSWER_VIA,
                                       message="" if allow else args.message, note=args.note if allow else "")
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps({"ok": True, "command": f"approvals {args.approvals_command}", "exit_code": 0,
+                                     "action": "approval_allowed" if allow else "approval_denied",
+                                     "approval": record.as_dict()}, ensure_ascii=True) + "\n")
+        return 0
     _out(f"{record.status} {record.id} ({record.session_id}: {record.summary})")
     return 0

@@ -3,10 +3,14 @@
 Every subcommand calls the core and prints what happened. Exit codes:
 0 ok, 1 operation refused (nothing to resume, no such lock), 2 usage or bad
 input, 3 a verdict that says no (broken hash chain, unhealthy state).
-Errors are one line on stderr, never a traceback.
+Errors are one line on stderr, never a traceback; with ``--json`` stdout
+also gets one object saying so (``ok`` false, ``command``, ``exit_code``,
+``error``), the exit code unchanged.
 
 ``leash hook ...`` is handed to ``core.hookmain`` before anything else of the
-console is imported: the hook path is the standard library and the core.
+console is imported: the hook path is the standard library and the core. So
+is ``leash completion names KIND`` (``console.completion``), which a shell
+runs while completing a word.
 """
 from __future__ import annotations
 
@@ -25,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     hooked = run_hook_command(argv)
     if hooked is not None:
         return hooked
+    from leash.console.completion import run_names  # a shell completing a word: answered at once, never loudly
+
+    named = run_names(argv)
+    if named is not None:
+        return named
     return dispatch(argv)
 
 
@@ -37,6 +46,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
     from leash.console.parser import build_parser
     from leash.core.wire.operator import DaemonUnreachable, operator_socket
 
+    args = None
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
@@ -59,25 +69,54 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
                     return code
         return actions.run(args)
     except UsageError as exc:
-        _say_error(str(exc))
-        return EXIT_USAGE
+        return _say_error(str(exc), EXIT_USAGE, argv, args)
     except (actions.Refused, DaemonUnreachable) as exc:
-        _say_error(str(exc))
-        return EXIT_REFUSED
+        return _say_error(str(exc), EXIT_REFUSED, argv, args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # the last line of defence against a traceback
-        _say_error(f"{exc.__class__.__name__}: {exc}")
-        return EXIT_REFUSED
+        return _say_error(f"{exc.__class__.__name__}: {exc}", EXIT_REFUSED, argv, args)
 
 
-def _say_error(message: str) -> None:
-    """One line on stderr; a name echoed in it is shown escaped (core.text)."""
+def _say_error(message: str, code: int, argv: list[str] | None = None, args=None) -> int:
+    """One line on stderr (a name echoed in it is shown escaped, core.text);
+    with ``--json`` also one JSON object on stdout: ``ok`` false, the
+    command, the error and the exit code (unchanged). Returns ``code``."""
     from leash.core.base.text import printable
 
-    sys.stderr.write(f"leash: error: {printable(' '.join(message.split()))}\n")
+    line = " ".join(message.split())
+    sys.stderr.write(f"leash: error: {printable(line)}\n")
+    if _wants_json(argv or [], args):
+        import json
+
+        sys.stdout.write(json.dumps({"ok": False, "command": _command_of(argv or [], args), "exit_code": code,
+                                     "error": line}, ensure_ascii=True) + "\n")
+    return code
+
+
+def _wants_json(argv: list[str], args) -> bool:
+    if args is not None:
+        return bool(getattr(args, "json", False))
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    return "--json" in words
+
+
+def _command_of(argv: list[str], args) -> str:
+    """The command (and its action) as parsed; before parsing, the first word that is not an option."""
+    if args is not None:
+        from leash.console.parser import command_name
+
+        return command_name(args)
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word == "--home":
+            rest = rest[1:]
+        elif not word.startswith("-"):
+            return word
+    return ""
 
 
 if __name__ == "__main__":

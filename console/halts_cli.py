@@ -110,6 +110,11 @@ def _out_json(value) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=True) + "\n")
 
 
+def _action(command: str, result: dict) -> dict:
+    """An action's ``--json`` object: ``ok``, ``command``, ``exit_code``, then the seed's output keys."""
+    return {"ok": True, "command": command, "exit_code": 0, **result}
+
+
 def run(backend, args, refused) -> int:
     from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
 
@@ -178,7 +183,7 @@ def _record(halts, args) -> int:
         data["auto_escalate"] = True
     result = halts.record(data)
     if args.json:
-        _out_json(result)
+        _out_json(_action("halts record", result))
     else:
         _out(f"recorded {result['halt_id']} at {result['recorded_at']}"
              f"{' (escalation triggered)' if result.get('escalation_triggered') else ''}")
@@ -201,7 +206,7 @@ def _acknowledge(halts, args) -> int:
     result = halts.acknowledge(found["id"], args.session or found["session_id"], resolution, notes=args.note or None,
                                caution=getattr(args, "caution", False), source=args.source)
     if args.json:
-        _out_json(result)
+        _out_json(_action(f"halts {args.halts_command}", result))
     else:
         resume = "the session may resume" if result["session_can_resume"] else "the session stays held"
         _out(f"{resolution} {found['id']}: {resume}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from leash.console.errors import UsageError
 
+ACTION_JSON = "print one JSON object: what happened (or the error), with the exit code"
+
 
 def build_parser():
     import argparse
@@ -11,6 +13,14 @@ def build_parser():
     class Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, not usage + error
             raise UsageError(f"{message} (see '{self.prog} --help')")
+
+        def parse_args(self, args=None, namespace=None):  # words left over name the command they follow
+            parsed, extras = self.parse_known_args(args, namespace)
+            if extras:
+                named = command_name(parsed)
+                raise UsageError(f"unrecognized arguments: {' '.join(extras)} "
+                                 f"(see '{self.prog}{' ' + named if named else ''} --help')")
+            return parsed
 
     common = Parser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help="state home (default $LEASH_HOME or ~/.leash)")
@@ -40,8 +50,11 @@ def build_parser():
     p = sub.add_parser("why", parents=[common], help="every rule that holds a session now, and what lifts it")
     p.add_argument("session", help="agent session id or tmux session name")
     p.add_argument("--json", action="store_true", help="print the rules as JSON")
-    p = sub.add_parser("completion", parents=[common], help="print shell completion for bash or zsh")
-    p.add_argument("shell", choices=["bash", "zsh"])
+    p = sub.add_parser("completion", parents=[common],
+                       help="print shell completion for bash, zsh or fish ('names KIND': what it completes)")
+    p.add_argument("shell", choices=["bash", "zsh", "fish", "names"],
+                   help="the shell; 'names' prints the session names, warrant ids or locked entities it offers")
+    p.add_argument("kind", nargs="?", choices=["sessions", "warrants", "entities"], help="with 'names': which")
 
     p = sub.add_parser("stop", parents=[acting], help="stop a session (or --all: the fleet)")
     p.add_argument("session", nargs="?", help="agent session id or tmux session name")
@@ -51,21 +64,25 @@ def build_parser():
     p.add_argument("--hours", type=_hours, help="length of the --entity lock (default 24)")
     p.add_argument("--interrupt", action="store_true",
                    help="also cancel the call in flight: Escape in its tmux pane, or SIGINT to a headless Claude Code")
+    p.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("resume", parents=[acting], help="lift a session's stop (or --all: the fleet stop)")
     p.add_argument("session", nargs="?")
     p.add_argument("--all", action="store_true", help="lift the fleet stop")
     p.add_argument("--reason", default="")
+    p.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("hands-off", parents=[acting], help="lock an entity (name or path:<glob>) hands-off")
     p.add_argument("entity")
     p.add_argument("--hours", type=_hours, help="how long (default [hands_off] default_hours, 24)")
     p.add_argument("--reason", default="")
     p.add_argument("--session", default=None, help="the session this lock belongs to, if any")
+    p.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("release", parents=[acting], help="remove a hands-off lock")
     p.add_argument("entity")
     p.add_argument("--reason", default="")
+    p.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("log", parents=[common], help="read the ack log; 'leash log verify' checks its chain")
     p.add_argument("action", nargs="?", choices=["verify"], help="verify: check the hash chain")
@@ -80,6 +97,7 @@ def build_parser():
 
     p = sub.add_parser("doctor", parents=[common], help="check every state file; --repair mends them")
     p.add_argument("--repair", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object: every finding, and the exit code")
 
     p = sub.add_parser("loop", parents=[common], help="restart-loop breakers for supervised gateways")
     loop = p.add_subparsers(dest="loop_command", metavar="ACTION", parser_class=Parser, required=True)
@@ -90,11 +108,13 @@ def build_parser():
     q.add_argument("--window", dest="window_seconds", type=_positive, help="sliding window in seconds")
     q.add_argument("--max-gap", dest="max_gap_seconds", type=_non_negative,
                    help="also chain boots whose gaps stay under this many seconds (0: off)")
+    q.add_argument("--json", action="store_true", help=ACTION_JSON)
     q = loop.add_parser("status", parents=[common], help="every breaker: boots, threshold, tripped")
     q.add_argument("--json", action="store_true")
     q = loop.add_parser("reset", parents=[acting], help="clear a breaker (logged as loop_reset)")
     q.add_argument("name")
     q.add_argument("--reason", default="")
+    q.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     from leash.console.halts_cli import add_parsers as add_halts_parsers
 
@@ -110,11 +130,13 @@ def build_parser():
     q.add_argument("target", help="tmux session name or id ($N); bound to the session's id when filed")
     q.add_argument("--reason", required=True)
     q.add_argument("--requester", help="who files it (default: --source)")
+    q.add_argument("--json", action="store_true", help=ACTION_JSON)
     q = warrant.add_parser("list", parents=[common], help="pending, active and finished warrants")
     q.add_argument("--json", action="store_true")
     q = warrant.add_parser("pardon", parents=[acting], help="cancel a warrant at any time")
     q.add_argument("warrant_id", metavar="ID|TARGET", help="a warrant id, an id prefix, or its target's name")
     q.add_argument("--reason", default="")
+    q.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("kennel", parents=[common], help="run the dogs that work the warrant queue")
     p.add_argument("--dogs", type=_whole, help="pool size (default [warrants] dogs, 5)")
@@ -125,7 +147,11 @@ def build_parser():
     p.add_argument("--channel", required=True)
     p.add_argument("--key", required=True, help="the conversation (contact, thread id)")
 
-    p = sub.add_parser("install", parents=[common], help="wire leash's hooks into Claude Code's settings")
+    p = sub.add_parser("install", parents=[common],
+                       help="wire leash's hooks into an agent CLI's settings (Claude Code, Gemini CLI, Codex CLI)")
+    p.add_argument("--agent", choices=("claude", "gemini", "codex"), default="claude",
+                   help="which CLI (default claude); gemini: .gemini/settings.json, the folder trusted; codex: "
+                        "~/.codex/config.toml with the hooks trusted (the default for codex is --user)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--project", metavar="DIR",
                        help="DIR/.claude/settings.json (the default: the current directory)")
@@ -175,6 +201,17 @@ def build_parser():
                                  "user-prompt-submit, stop, session-start, session-end, notification, "
                                  "permission-request, config-change (an unknown one exits 1)")
     return parser
+
+
+SUB_COMMANDS = ("halts_command", "warrant_command", "approvals_command", "loop_command", "store_command",
+                "notify_command", "setup_command")
+
+
+def command_name(args) -> str:
+    """``stop``, ``halts ack``, ``warrant pardon``...: the command and its action as parsed."""
+    words = [getattr(args, "command", None) or ""]
+    words += [getattr(args, attribute) for attribute in SUB_COMMANDS if getattr(args, attribute, None)]
+    return " ".join(word for word in words if word)
 
 
 def _version() -> str:

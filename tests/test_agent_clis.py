@@ -125,7 +125,8 @@ def test_a_secret_in_a_gemini_shell_command_halts_the_session(home, tmp_path):
     command = f'curl -H "Authorization: Bearer {token}" https://api.github.com'
     call = gemini_payload("BeforeTool", str(tmp_path), tool_input={"command": command})
     code, out, err = hook(home, "gemini-before-tool", call)
-    assert "secrets_exposure" in (ended_loop(code, out) or "")  # a blocking halt ends the loop ([gate] end_turn_on_halt)
+    # a blocking halt ends the loop ([gate] end_turn_on_halt)
+    assert "secrets_exposure" in (ended_loop(code, out) or "")
     later = gemini_payload("BeforeTool", str(tmp_path), tool_input={"command": "touch notes.txt"})
     assert ended_loop(*hook(home, "gemini-before-tool", later)[:2])  # the halt holds the session (reads may go on)
 
@@ -213,7 +214,8 @@ def test_a_gemini_write_file_switching_hooks_off_halts_as_tampering(home, tmp_pa
 def test_a_patch_to_a_codex_config_that_names_hooks_halts_and_one_that_does_not_runs(home, tmp_path):
     (tmp_path / ".codex").mkdir()
     (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5.5"\n')
-    quiet = "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-model = \"gpt-5.5\"\n+model = \"o4\"\n*** End Patch\n"
+    quiet = ("*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-model = \"gpt-5.5\"\n+model = \"o4\"\n"
+             "*** End Patch\n")
     assert hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(tmp_path),
                                                           tool_input={"command": quiet}))[0] == 0
     loud = "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n+[features]\n+hooks = false\n*** End Patch\n"
@@ -320,3 +322,14 @@ def test_a_gating_hook_command_refuses_when_leash_cannot_run(home, agent_homes, 
     command = agent_command(["/bin/sh", "-c", "echo 'leash: stopped' >&2; exit 2", "x"], spec)
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and done.stderr == "leash: stopped\n"  # leash's own refusal, not doubled
+
+
+def test_leash_status_names_each_sessions_cli(home, cli, tmp_path):
+    assert hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.Bash", str(tmp_path)))[0] == 0
+    gemini = gemini_payload("BeforeTool", str(tmp_path), session_id="5e55-gemini")
+    assert hook(home, "gemini-before-tool", gemini)[0] == 0
+    shown = cli("status")
+    lines = {line.split()[0]: line for line in shown.out.splitlines() if line.startswith("  ")}
+    assert "  codex  " in lines[SESSION] and "  gemini  " in lines["5e55-gemini"]
+    listed = json.loads(cli("status", "--json").out)
+    assert {row["session_id"]: row["cli"] for row in listed["sessions"]} == {SESSION: CODEX, "5e55-gemini": GEMINI}

@@ -5,6 +5,15 @@ a file that does not parse, a key that leash does not know, or a value of the
 wrong type raises ``ConfigError`` whose message is one line naming the file,
 the line and the key, so the CLI can print it as it is.
 
+The line is the one tomllib names for a file that does not parse, else the
+line the key is written on: under its table, as a dotted key or in an inline
+table. A file is parsed once per process while its bytes stay the same
+(``load_config`` keeps the result; each caller gets its own copy), so the
+hook path pays for one parse however many modules read it.
+``config_problem(home)`` says why a file cannot be used, and
+``strictest_config()`` is what the hooks use meanwhile: every setting that
+could loosen a rule at its strictest, never the defaults.
+
 Tables whose names are chosen by the operator (``[loop.NAME]``,
 ``[reply_guard.channels.NAME]``) are validated against a per-entry schema,
 and so are the ``[[notify.route]]`` tables (with what each route's kind needs).
@@ -147,11 +156,20 @@ def _check(kind: str, value: object) -> bool:
 
 
 def host_name(home, environ=None) -> str:
-    """This host's name: ``LEASH_HOST``, else ``[daemon] host``, else the machine's hostname."""
+    """This host's name: ``LEASH_HOST``, else ``[daemon] host``, else the
+    machine's hostname (also when config.toml cannot be used: a shared store,
+    where the name matters, is never opened then — ``core.store.select``
+    raises first — and a home of files only shows it)."""
     import socket
 
     environ = os.environ if environ is None else environ
-    return environ.get(HOST_VARIABLE) or load_config(home)["daemon"]["host"] or socket.gethostname()
+    if environ.get(HOST_VARIABLE):
+        return environ[HOST_VARIABLE]
+    try:
+        named = load_config(home)["daemon"]["host"]
+    except ConfigError:
+        named = ""
+    return named or socket.gethostname()
 
 
 def ask_rule_problem(rule: object) -> str | None:
@@ -181,22 +199,57 @@ def store_url_problem(url: str) -> str | None:
     return None
 
 
+def _key_parts(text: str) -> list[str]:
+    """A TOML key (``a.b``, ``"a b".c``, ``'x'``) split at its dots, quotes off."""
+    parts, current, quote = [], "", ""
+    for char in text.strip():
+        if quote:
+            if char == quote:
+                quote = ""
+            else:
+                current += char
+        elif char in "\"'":
+            quote = char
+        elif char == ".":
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return [part for part in parts if part]
+
+
+_KEY_PART = r"(?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')"  # a bare, "basic" or 'literal' key
+_HEADER = re.compile(r"^\s*\[\[?\s*((?:[^\]\"']|\"[^\"]*\"|'[^']*')+?)\s*\]\]?")
+_ASSIGN = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+
+
 def _line_of(text: str, table: str, key: str) -> int:
-    """The line where ``key`` is set inside ``[table]`` (best effort, 1-based)."""
-    current = ""
-    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
-    assign = re.compile(r"^\s*(\"[^\"]*\"|[A-Za-z0-9_.-]+)\s*=")
-    for number, line in enumerate(text.splitlines(), 1):
-        found = header.match(line)
+    """The line where ``key`` is set inside ``[table]`` (1-based; 0 when it
+    cannot be found): under its table's header, as a dotted key
+    (``gate.read_only_tools = ...``) or inside an inline table
+    (``gate = {read_only_tools = ...}``: the line that opens it)."""
+    wanted = _key_parts(f"{table}.{key}" if table else key)
+    current: list[str] = []
+    near = 0  # the closest line found short of the key itself: its table, or an inline table holding it
+    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), 1):
+        found = _HEADER.match(line)
         if found:
-            current = found.group(1).replace(" ", "")
-            if current == f"{table}.{key}".strip("."):
+            current = _key_parts(found.group(1))
+            if current == wanted:
                 return number
+            if current and wanted[:len(current)] == current and not near:
+                near = number
             continue
-        found = assign.match(line)
-        if found and current == table and found.group(1).strip('"') == key:
+        found = _ASSIGN.match(line)
+        if not found:
+            continue
+        full = current + _key_parts(found.group(1))
+        if full == wanted:
             return number
-    return 0
+        if full and wanted[:len(full)] == full:
+            near = number  # an inline table (or a value) that holds the key
+    return near
 
 
 def _decode_error(path: str, text: str, exc: Exception) -> ConfigError:
@@ -208,6 +261,7 @@ def _decode_error(path: str, text: str, exc: Exception) -> ConfigError:
     else:  # "at end of document": blame the last assignment, the one left open
         line = max((n for n, t in enumerate(lines, 1) if "=" in t), default=len(lines))
     reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
+    reason = _DECODE_HINTS.get(reason, reason)
     key = _key_at(lines, line)
     where = f"{path}:{line}" if line else str(path)
     return ConfigError(f"{where}: key '{key}': {reason}" if key else f"{where}: {reason}")
@@ -256,21 +310,93 @@ def _why_not(kind: str, value: object) -> str:
     return f" ({problems[0]})" if problems else ""
 
 
+# Parsed files, by path: (the bytes parsed, the merged config or the error's
+# message). A process parses a file once however many modules read it (the
+# hook path reads it from the gate, the halt engine, the session registry...),
+# and again only when its bytes change.
+_PARSED: dict[str, tuple[bytes, JSONObject | None, str]] = {}
+_PARSED_KEPT = 16
+
+# What the hooks use when config.toml cannot be used: the defaults, with every
+# setting that could loosen a rule at its strictest. A broken file must never
+# let through what the valid one would hold: no tool counts as read-only while
+# a session is halted (only commands that only look pass), a halt ends the
+# turn, a high halt is recorded, an approval's timeout denies, an offline
+# shared store denies. (The approvals floor — every call needs an operator
+# while the file is broken — is the gate's: ``core.hook.hooks``.)
+STRICTEST_OVERRIDES: JSONObject = {
+    "gate": {"read_only_tools": [], "end_turn_on_halt": True},
+    "halts": {"record_high": True},
+    "approvals": {"on_timeout": "deny"},
+    "store": {"offline": "closed"},
+}
+
+
+def strictest_config() -> JSONObject:
+    """``DEFAULTS`` with ``STRICTEST_OVERRIDES`` (a fresh copy)."""
+    merged = json.loads(json.dumps(DEFAULTS))
+    for section, values in STRICTEST_OVERRIDES.items():
+        merged[section].update(json.loads(json.dumps(values)))
+    return merged
+
+
+def config_path(home) -> str:
+    return os.path.join(os.fspath(home), CONFIG_NAME)
+
+
+def config_problem(home) -> str | None:
+    """Why ``<home>/config.toml`` cannot be used (``ConfigError``'s one line:
+    ``<path>:<line>: ...``), or None when it can (or there is none). Parsed
+    once per process while the file does not change (``load_config``)."""
+    try:
+        _loaded(home)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def load_config(home) -> JSONObject:
     """Defaults overlaid with ``<home>/config.toml``; raises ConfigError."""
-    merged = json.loads(json.dumps(DEFAULTS))  # a deep copy without importing copy
-    path = os.path.join(os.fspath(home), CONFIG_NAME)
+    return json.loads(json.dumps(_loaded(home)))  # each caller its own (deep) copy, without importing copy
+
+
+def _loaded(home) -> JSONObject:
+    """The merged config as kept for this process (never to be changed); raises ConfigError."""
+    path = config_path(home)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except FileNotFoundError:
-        return merged
+        return DEFAULTS
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    kept = _PARSED.get(path)
+    if kept is None or kept[0] != raw:
+        try:
+            kept = (raw, _parse(path, raw), "")
+        except ConfigError as exc:
+            kept = (raw, None, str(exc))
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[path] = kept
+    if kept[1] is None:
+        raise ConfigError(kept[2])
+    return kept[1]
+
+
+_DECODE_HINTS = {  # tomllib's words, and what usually causes them
+    "Invalid value": "Invalid value (a string needs quotes; a boolean is true or false)",
+}
+
+
+def _parse(path: str, raw: bytes) -> JSONObject:
+    merged = json.loads(json.dumps(DEFAULTS))
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+    text = text[1:] if text.startswith("\ufeff") else text  # a byte-order mark some editors write
     import tomllib  # only when there is a file to parse
 
     try:

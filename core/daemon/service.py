@@ -181,8 +181,7 @@ class Daemon:
         for listener in self.listeners:
             if listener.thread is not None:
                 listener.thread.join(timeout=5)
-        if hasattr(self.backend, "close"):
-            self.backend.close()
+        self.backend.close()
         if self._lock_fd is not None:
             release_hold(self._lock_fd)
             self._lock_fd = None
@@ -374,7 +373,7 @@ class Daemon:
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:
         send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,
               "kennel": self.kennel is not None, "store": self.backend.name,
-              "shared_host": getattr(self.backend.sessions, "host", "")})
+              "shared_host": self.backend.sessions.host})
 
     def _subscribe(self, request: dict, *, source: str, send, home: str) -> None:
         """Stream ``{"change": {"store", "key"}}`` lines until the client goes."""

@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import shlex
+from typing import Any
 
 from leash.core.base.statefile import write_bytes_atomic
 from leash.core.hook.hooktimes import deadlines, pinned_wait
@@ -104,7 +105,7 @@ def gemini_merged(settings: dict, runner: list[str], *, uninstall: bool = False,
                   socket: str | None = None, home: str | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
-    hooks = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
+    hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
         timeout = timeout_program()
         for spec in events_of(GEMINI):
@@ -121,9 +122,9 @@ def gemini_merged(settings: dict, runner: list[str], *, uninstall: bool = False,
     return result
 
 
-def _without_leash(groups: object) -> object:
+def _without_leash(groups: Any) -> Any:
     if not isinstance(groups, list):
-        return groups
+        return groups  # not leash's to judge: kept as it is
     kept = []
     for group in groups:
         if isinstance(group, dict) and isinstance(group.get("hooks"), list):

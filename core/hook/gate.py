@@ -74,16 +74,17 @@ class Gate:
         self.config_problem: str | None = None  # why config.toml could not be used
 
     def config(self) -> dict:
-        """config.toml, or the defaults when it cannot be used (the gate keeps
-        going; ``config_problem`` then says why, for the rules a default would
-        loosen — the approvals floor holds every call instead)."""
+        """config.toml, or — when it cannot be used — every setting at its
+        strictest (``core.base.config.strictest_config``: the gate keeps going
+        and loosens nothing; ``config_problem`` then says why, and the
+        approvals floor holds every call)."""
         if self._config is None:
-            from leash.core.base.config import DEFAULTS, ConfigError, load_config
+            from leash.core.base.config import ConfigError, load_config, strictest_config
 
             try:
                 self._config = load_config(self.home)
             except ConfigError as exc:
-                self._config = DEFAULTS
+                self._config = strictest_config()
                 self.config_problem = str(exc)
         return self._config
 
@@ -96,7 +97,7 @@ class Gate:
         tmux_name = record.get("tmux_session")
         if tmux_name and tmux_name != session_id:
             names.append(tmux_name)
-            host = getattr(self.sessions, "host", "")
+            host = self.sessions.host
             if host and tmux_name.startswith(host + "/"):  # a bare name means that name on every host
                 names.append(tmux_name[len(host) + 1:])
         if record.get("parent"):  # resumed or forked: a stop on an ancestor holds it too
@@ -155,7 +156,7 @@ class Gate:
         entities = protecting_entities(names, [record])
         try:
             # One reading of the locks answers the whole check (names, then every path).
-            locks = self.locks.view(now=now) if hasattr(self.locks, "view") else self.locks
+            locks = self.locks.view(now=now)
             found = locks.covering(entities, tmux_session_id=tmux_session_id, now=now)
             if found is not None:
                 return Verdict(False, _locked(found.entity, found), "hands_off")

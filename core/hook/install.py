@@ -46,6 +46,7 @@ from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OW
     deadlines,
     pinned_wait,
 )
+from leash.core.wire.hookevents import CLAUDE, events_of
 from leash.core.wire.thinhook import DAEMON_UID_ENV
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
@@ -61,22 +62,12 @@ TIMEOUT_SEARCH_PATH = "/usr/bin:/bin"
 # event: Claude Code's name; verb: leash hook VERB; fail_closed: wrapped so that
 # any failure blocks (exit 2); matcher: the event filters by tool name. (A
 # namedtuple, not a dataclass: the hook path does not pay for ``inspect``.)
+# Every row comes from the one table of hook events (``core.wire.hookevents``).
 HookSpec = namedtuple("HookSpec", "event verb fail_closed matcher")
 
 
-HOOKS = (
-    HookSpec("PreToolUse", "pre-tool-use", True, True),
-    HookSpec("PostToolUse", "post-tool-use", False, True),
-    HookSpec("PostToolUseFailure", "post-tool-use-failure", False, True),
-    HookSpec("PostToolBatch", "post-tool-batch", True, False),
-    HookSpec("UserPromptSubmit", "user-prompt-submit", True, False),
-    HookSpec("Stop", "stop", False, False),
-    HookSpec("SessionStart", "session-start", False, False),
-    HookSpec("SessionEnd", "session-end", False, False),
-    HookSpec("Notification", "notification", False, False),
-    HookSpec("PermissionRequest", "permission-request", True, True),
-    HookSpec("ConfigChange", "config-change", True, False),
-)
+HOOKS = tuple(HookSpec(spec.event, spec.verb, spec.refusal is not None, spec.matcher)
+              for spec in events_of(CLAUDE))
 VERBS = {spec.verb: spec for spec in HOOKS}
 VERBS_BY_EVENT = {spec.event: spec for spec in HOOKS}
 
@@ -94,7 +85,8 @@ def timeout_program() -> str:
 
 
 def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
-                 daemon_uid: int | None = None, timeout: str | None = None, wait: float | None = None) -> str:
+                 daemon_uid: int | None = None, timeout: str | None = None, wait: float | None = None,
+                 home: str | None = None) -> str:
     """``leash`` is a program (the path of a ``leash``) or the words that run
     leash's hook entry (``hook_runner()``). ``socket`` pins the daemon's agent
     socket in the command itself (``LEASH_SOCKET=...``), where the agent's
@@ -102,8 +94,13 @@ def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None =
     ``daemon_uid`` pins the user leashd runs as (``LEASH_DAEMON_UID``), whose
     socket the hook believes. ``timeout``: the program's path
     (``timeout_program()`` when not given). ``wait``: ``[approvals]
-    timeout_s`` (default 300), pinned for the events an approval may hold."""
+    timeout_s`` (default 300), pinned for the events an approval may hold.
+    ``home``: the state home the hook uses, pinned (``--home HOME``) so that
+    an agent's environment (its ``LEASH_HOME`` or none) cannot take it
+    elsewhere: the operator's stops and the agents' hooks meet in one home."""
     words = [leash] if isinstance(leash, str) else list(leash)
+    if home:
+        words += ["--home", home]
     run = f"{shlex.join(words)} hook {spec.verb}"
     if spec.fail_closed:
         run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
@@ -168,11 +165,12 @@ def read_settings(path: str) -> dict:
 
 def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
                on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None,
-               wait: float | None = None) -> dict[str, Any]:
+               wait: float | None = None, home: str | None = None) -> dict[str, Any]:
     """One hook as the settings hold it. ``on_failure``: the installed Claude
     Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
     cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
-    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait)
+    command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait,
+                           home=home)
     entry: dict[str, Any] = {"type": "command", "command": command, "timeout": deadlines(spec.verb, wait)[1]}
     if on_failure and spec.fail_closed:
         entry["onFailure"] = ON_FAILURE_BLOCK
@@ -186,7 +184,8 @@ def hook_group(spec: HookSpec, entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
-           on_failure: bool = False, daemon_uid: int | None = None, wait: float | None = None) -> dict:
+           on_failure: bool = False, daemon_uid: int | None = None, wait: float | None = None,
+           home: str | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
@@ -194,7 +193,7 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
         timeout = timeout_program()
         for spec in HOOKS:
             entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
-                               timeout=timeout, wait=wait)
+                               timeout=timeout, wait=wait, home=home)
             hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
     hooks = {event: groups for event, groups in hooks.items() if groups}
     if hooks:
@@ -228,14 +227,15 @@ def _require_lists(path: str, settings: dict) -> None:
 
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
             socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None,
-            wait: float | None = None) -> bool:
+            wait: float | None = None, home: str | None = None) -> bool:
     """Merge (or remove) leash's hooks in ``path``; True when the file changed.
-    ``wait``: ``[approvals] timeout_s`` (``approval_wait(home)``; default 300)."""
+    ``wait``: ``[approvals] timeout_s`` (``approval_wait(home)``; default 300);
+    ``home``: the state home each hook command pins (None: the agent's own)."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
     wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure,
-                    daemon_uid=daemon_uid, wait=wait)
+                    daemon_uid=daemon_uid, wait=wait, home=home)
     if wanted == current:
         return False
     from leash.core.base.statefile import write_bytes_atomic
@@ -365,10 +365,38 @@ def disabling_change(path: str, *, project: str | None = None, was_wired: bool =
 def doctor_findings(*, project: str | None = None) -> list[tuple[str, str, str]]:
     """``check`` as ``leash doctor`` reports it: wiring that is absent everywhere
     is a warning (leash may be used without Claude Code); wiring that is there
-    but switched off or broken is a failure."""
+    but switched off or broken is a failure (which home the hooks use:
+    ``core.hook.wiring.home_findings``)."""
     findings = check(project=project)
     missing = [f for f in findings if f[0] == "fail" and "is not wired" in f[2]]
     if len(missing) == len(HOOKS):
         rest = [f for f in findings if f not in missing]
-        return rest + [("warn", "claude code", "no leash hook is wired for this directory (leash install)")]
+        findings = rest + [("warn", "claude code", "no leash hook is wired for this directory (leash install)")]
     return findings
+
+
+# ------------------------------------------------------------------ which home the hooks use
+HOME_MISMATCH = "home_mismatch"  # the subject of a finding: the hooks use another home than this leash
+HOME_UNPINNED = "home_unpinned"  # the hooks pin no home: the agent's environment chooses it
+
+
+def pinned_home(command: str) -> str | None:
+    """The home a hook command pins (``... --home HOME hook VERB``), or None."""
+    try:
+        words = shlex.split(command.replace(MARK, ""))
+    except ValueError:
+        return None
+    for index, word in enumerate(words):
+        if word == "hook":
+            return None
+        if word == "--home" and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith("--home="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def pinned_socket(command: str) -> bool:
+    """Whether a hook command pins leashd's agent socket (``LEASH_SOCKET=...``):
+    such a hook asks that daemon, whatever home it names."""
+    return f"{AGENT_SOCKET_ENV}=" in command

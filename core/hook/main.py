@@ -42,10 +42,16 @@ def run_hook_command(argv: list[str]) -> int | None:
         if shared_store_named(home):
             import sys
 
+            from leash.core.base.config import config_problem
+            from leash.core.base.home import resolve_home
             from leash.core.wire.hookio import emit, failed_closed
 
-            out, err, code = failed_closed(event, "leash: this home uses the shared store and no `leash daemon` "
-                                                  "answers here: hooks judge only through it; start it")
+            problem = config_problem(resolve_home(home))  # parsed already: kept for this process
+            said = (f"leash: config_broken: {problem}: it may name the shared store, and no `leash daemon` answers "
+                    "here to judge through it: every call is held until it is mended" if problem else
+                    "leash: this home uses the shared store and no `leash daemon` answers here: hooks judge only "
+                    "through it; start it")
+            out, err, code = failed_closed(event, said)
             return emit(out, err, code, stdout=sys.stdout, stderr=sys.stderr)
         from leash.core.hook.hooks import run
 

@@ -19,8 +19,10 @@ What is compared, per settings file:
   are the user's.
 
 The install record (``<home>/wiring.json``, written by ``leash install``)
-holds, per settings file install wrote, the runner (interpreter and hook
-entry), the ``timeout`` program, the pinned socket and daemon uid,
+holds the home it was written in (``home``) and, per settings file install
+wrote, the runner (interpreter and hook entry), the ``timeout`` program, the
+pinned home (``home``: the state home its hook commands name with ``--home``),
+the pinned socket and daemon uid,
 ``onFailure`` and the approvals' wait (``[approvals] timeout_s``, which sets
 the deadlines of the events an approval may hold; ``--check`` fails when the
 config now says another); fingerprints (resolved path and SHA-256) of every interpreter,
@@ -73,7 +75,8 @@ def read_record(home: str) -> dict | None:
 
 
 def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
-                 on_failure: bool, uninstall: bool = False, wait: float | None = None) -> bytes | None:
+                 on_failure: bool, uninstall: bool = False, wait: float | None = None,
+                 pinned_home: str | None = None) -> bytes | None:
     """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
     that it writes nothing there any more), with fresh fingerprints. Returns
     the record as it was (None: there was none), for ``restore_record``."""
@@ -94,13 +97,15 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
     else:
         files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
                                             "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
-                                            "approval_wait": install.approval_wait(None) if wait is None else wait}
+                                            "approval_wait": install.approval_wait(None) if wait is None else wait,
+                                            "home": pinned_home or ""}
     # Programs other installs recorded keep the fingerprints they had then:
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
     kept: dict = before_prints if isinstance(before_prints, dict) else {}
     programs = [runner[0], timeout] + [word for word in runner[1:] if word.endswith(".py")]
-    record = {"version": RECORD_VERSION, "files": files, "fingerprints": {**kept, **fingerprints(*programs)},
+    record = {"version": RECORD_VERSION, "home": os.path.abspath(home), "files": files,
+              "fingerprints": {**kept, **fingerprints(*programs)},
               "code_root": code_root(), "code": code_hashes()}
     write_bytes_atomic(record_path(home), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
     return before
@@ -166,13 +171,13 @@ def code_hashes() -> dict[str, str]:
 # ------------------------------------------------------------------ expected wiring
 class Option:
     """One way ``install`` wires a file: the runner, the ``timeout`` program,
-    the pinned socket and daemon uid, ``onFailure`` and the approvals' wait."""
+    the pinned home, socket and daemon uid, ``onFailure`` and the approvals' wait."""
 
-    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait")
+    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home")
 
     def __init__(self, runner: list[str], timeout: str, socket: str = "", daemon_uid: int | None = None,
-                 on_failure: bool = False, wait: float | None = None):
-        self.runner, self.timeout, self.socket = runner, timeout, socket
+                 on_failure: bool = False, wait: float | None = None, home: str = ""):
+        self.runner, self.timeout, self.socket, self.home = runner, timeout, socket, home
         self.daemon_uid, self.on_failure = daemon_uid, on_failure
         self.wait = install.approval_wait(None) if wait is None else wait
 
@@ -184,7 +189,8 @@ class Option:
         wait = entry.get("approval_wait")
         return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
                    str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
-                   bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None)
+                   bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None,
+                   str(entry.get("home") or ""))
 
 
 class Expectation:
@@ -217,7 +223,8 @@ class Expectation:
     @staticmethod
     def group(spec, option: Option) -> dict:
         entry = install.hook_entry(option.runner, spec, socket=option.socket or None, daemon_uid=option.daemon_uid,
-                                   on_failure=option.on_failure, timeout=option.timeout, wait=option.wait)
+                                   on_failure=option.on_failure, timeout=option.timeout, wait=option.wait,
+                                   home=option.home or None)
         return install.hook_group(spec, entry)
 
 
@@ -391,4 +398,50 @@ def fingerprint_findings(record: dict) -> list[tuple[str, str, str]]:
                                                     if len(changed) > SHOWN_FILES else "")
         findings.append(("fail", "leash's code", f"changed since leash install: {shown} (added, removed or edited; "
                                                  "run leash install again once they are leash's own)"))
+    return findings
+
+
+def home_findings(home: str, *, project: str | None = None) -> list[tuple[str, str, str]]:
+    """(level, subject, message): the home the wired hooks use against
+    ``home``, the one this leash uses. A hook that pins another home is a
+    failure (the operator's stops and the agents' hooks would never meet); one
+    that pins none uses the agent's ``$LEASH_HOME`` or ``~/.leash``: a warning
+    when that default is not ``home`` (``leash install`` pins it). The install
+    record (``wiring.json``) names the home it was written for: a record found
+    in another home (copied, moved) is a warning."""
+    from leash.core.base.home import DEFAULT_HOME
+
+    here = os.path.realpath(home)
+    findings: list[tuple[str, str, str]] = []
+    for path in install.settings_layers(project=project):
+        try:
+            data = install.read_settings(path)
+        except install.SettingsError:
+            continue
+        commands = [hook.get("command", "") for groups in (data.get("hooks") or {}).values()
+                    for group in (groups if isinstance(groups, list) else [])
+                    for hook in ((group.get("hooks") if isinstance(group, dict) else None) or [])
+                    if install.is_leash_hook(hook)]
+        if not commands:
+            continue
+        homes = sorted({pinned for pinned in map(install.pinned_home, commands) if pinned})
+        others = [pinned for pinned in homes if os.path.realpath(pinned) != here]
+        if others:
+            findings.append(("fail", install.HOME_MISMATCH,
+                             f"{path}: the hooks use the home {others[0]}, this leash uses {home}: the agents never "
+                             f"see its stops (use --home {others[0]} or LEASH_HOME={others[0]}, or run leash "
+                             "install from this home)"))
+        elif any(install.pinned_home(command) is None and not install.pinned_socket(command) for command in commands):
+            default = os.path.abspath(os.path.expanduser(DEFAULT_HOME))
+            if os.path.realpath(default) != here:
+                findings.append(("warn", install.HOME_UNPINNED,
+                                 f"{path}: the hooks pin no home, so agents use their $LEASH_HOME or {default}; this "
+                                 f"leash uses {home} (leash install pins it)"))
+        elif homes:
+            findings.append(("ok", "hooks' home", f"{path}: the hooks use {home}, as this leash does"))
+    record = read_record(home)
+    recorded = record.get("home") if record else None
+    if isinstance(recorded, str) and recorded and os.path.realpath(recorded) != here:
+        findings.append(("warn", install.HOME_MISMATCH, f"the install record in {home} was written for the home "
+                                                        f"{recorded} (copied or moved?): run leash install again"))
     return findings

@@ -182,6 +182,7 @@ class FileBackend:
     """The embedded backend: one home's files and SQLite databases."""
 
     name = "file"
+    host = ""  # one home's files belong to one host
 
     def __init__(self, home: str | os.PathLike | None = None, *, keep_connections: bool = False):
         """``keep_connections``: a long-lived process (leashd) keeps its
@@ -220,6 +221,10 @@ class FileBackend:
             raise AttributeError(name)
         store = self.__dict__.setdefault(name, maker(self.home, self.acklog.log))
         return store
+
+    def close(self) -> None:
+        """Nothing to let go: every file is opened per call (leashd's kept
+        SQLite connection ends with its process)."""
 
     def transaction(self, *, now: float | None = None) -> transaction:
         return transaction(self.stops.registry, self.locks.registry, self.sessions.registry, now=now)

@@ -26,6 +26,17 @@ from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgstate import registries
 from leash.core.store.records import Change
 
+TYPE_CHECKING = False  # the protocols are for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import (
+        ApprovalStore,
+        BreakerStore,
+        HaltStore,
+        KennelRegistry,
+        ReplyLedger,
+        WarrantStore,
+    )
+
 
 def _halts(db, log, home, host):
     """The halt store (imported when first used: it loads the halt engine's rules)."""
@@ -97,13 +108,36 @@ class PostgresBackend:
         stops, locks, sessions = registries(self.acklog, self.home, host=host, mirror=self.mirror)
         self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        maker = PG_STORES.get(name)
-        if maker is None:
-            raise AttributeError(name)
-        return self.__dict__.setdefault(name, maker(self.db, self.acklog, self.home, self.host))
+    def _built(self, name: str):
+        """The store ``name`` (``PG_STORES``), built on first use and kept."""
+        if name not in self.__dict__:
+            self.__dict__[name] = PG_STORES[name](self.db, self.acklog, self.home, self.host)
+        return self.__dict__[name]
+
+    # The stores built on first use: the hook path never pays for their imports.
+    @property
+    def halts(self) -> HaltStore:
+        return self._built("halts")
+
+    @property
+    def warrants(self) -> WarrantStore:
+        return self._built("warrants")
+
+    @property
+    def breakers(self) -> BreakerStore:
+        return self._built("breakers")
+
+    @property
+    def replies(self) -> ReplyLedger:
+        return self._built("replies")
+
+    @property
+    def kennels(self) -> KennelRegistry:
+        return self._built("kennels")
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        return self._built("approvals")
 
     def transaction(self, *, now: float | None = None):
         from leash.core.store.transaction import transaction

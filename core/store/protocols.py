@@ -92,6 +92,10 @@ class LockStore(Protocol):
         """The first active lock on one of ``names`` or on the tmux session id it was bound to when
         filed; ``HandsOffUnreadable`` when the locks cannot be read (never "not locked")."""
 
+    def view(self, *, now: float | None = None) -> LockStore:
+        """These locks read once: every read of the view answers from that reading
+        (one tool call's many path checks read the registry once)."""
+
     def has_path_locks(self, *, now: float | None = None) -> bool:
         """Whether any ``path:`` lock is in force (most calls need no path read then)."""
 
@@ -320,6 +324,7 @@ class Transaction(Protocol):
 class Backend(Protocol):
     name: str
     home: str  # this host's leash home (config.toml, sockets), whatever holds the stores
+    host: str  # this host's name where the stores are shared or leashd's; "" for one home's files
     acklog: AckLogStore
     stops: StopStore
     locks: LockStore
@@ -337,3 +342,6 @@ class Backend(Protocol):
 
     def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[object]:
         """doctor's findings (``level``, ``subject``, ``message``)."""
+
+    def close(self) -> None:
+        """Let go of what the backend holds (connections, a pool); safe to call twice."""

@@ -190,6 +190,9 @@ class RemoteBackend:
     def transaction(self, *, now: float | None = None) -> "RemoteTransaction":
         return RemoteTransaction(self, now)
 
+    def close(self) -> None:
+        """Nothing is held between calls: each opens its own connection."""
+
     def changes(self, *, debounce_ms: int = 150, stop_event=None):
         """The daemon's own change stream (it debounces; ``debounce_ms`` is its)."""
         return subscribed_changes(self.path)

@@ -10,6 +10,12 @@ the fail-policy table and never delete state: stores that are caches of the
 ack log are rebuilt by replaying it, a broken hash chain cannot be mended (the
 log is append-only) and stays a failure.
 
+Besides the stores: ``config_broken`` (config.toml cannot be used; the files
+are still examined unless it may name the shared store), the tmux server
+leash uses (``tmux_no_server`` warns, ``tmux_wrong_socket`` fails), and the
+home the installed hooks use against this one (``home_mismatch``,
+``home_unpinned``: ``core.hook.wiring.home_findings``).
+
 The home itself comes first, and doctor is the one command that runs on an
 unsafe home (``core.home.UnsafeHome``): it reports it, ``--repair`` takes the
 write bits of others off a home the user owns, and the other checks wait until
@@ -48,7 +54,16 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
         load_config(home)
         yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
     except ConfigError as exc:
-        yield Finding("fail", "config.toml", str(exc))
+        from leash.core.views.status import CONFIG_BROKEN, CONFIG_BROKEN_EFFECT, store_may_be_named
+
+        yield Finding("fail", CONFIG_BROKEN, f"{exc} ({CONFIG_BROKEN_EFFECT})")
+        if backend is None and store_may_be_named(str(home)):
+            yield Finding("fail", "state", "not examined: the broken config.toml may name the shared store")
+            return
+        if backend is None:  # it names no shared store: the home's files are the state
+            from leash.core.store.files import FileBackend
+
+            backend = FileBackend.sharing(protocol) if isinstance(protocol, StopProtocol) else FileBackend(str(home))
     if backend is None:
         backend = yield from _shared_store(str(home), repair)
     if backend is None:
@@ -60,10 +75,39 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
     from leash.core.notify.state import findings as notify_findings
 
     yield from notify_findings(str(home), backend=backend, now=now)  # the routes' health, who sends
+    yield from _tmux_findings(str(home), backend)
     from leash.core.hook.install import doctor_findings
+    from leash.core.hook.wiring import home_findings
 
-    for level, subject, message in doctor_findings():
+    for level, subject, message in doctor_findings() + home_findings(str(home)):
         yield Finding(level, subject, message)
+
+
+def _tmux_findings(home: str, backend) -> Iterator[Finding]:
+    """The tmux server leash uses (``core.views.status.tmux_problem``): a wrong
+    socket path fails (the kennel and interrupts cannot reach the agents' panes),
+    no server running is a warning; nothing is said when nothing expects tmux."""
+    from leash.core.base.tmux import resolve_socket
+    from leash.core.views.status import TMUX_WRONG_SOCKET, tmux_problem
+
+    sessions: list = []
+    if backend is not False:
+        try:
+            here = backend.sessions.host
+            sessions = [record for name, record in backend.sessions.all().items()
+                        if not here or name.startswith(here + "/") or "/" not in name]
+        except Exception:  # the stores' own findings say why they cannot be read
+            sessions = []
+    problem = tmux_problem(home, sessions)
+    if problem is not None:
+        yield Finding("fail" if problem["kind"] == TMUX_WRONG_SOCKET else "warn", problem["kind"], problem["message"])
+        return
+    try:
+        socket = resolve_socket(home=home)
+    except ConfigError:
+        return  # config_broken says so
+    if socket is not None or any((s.as_dict() if hasattr(s, "as_dict") else s).get("tmux_pane") for s in sessions):
+        yield Finding("ok", "tmux", f"the server at {socket or 'tmux default socket'} answers")
 
 
 def _shared_store(home: str, repair: bool):

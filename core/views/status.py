@@ -5,6 +5,10 @@
 list of objects with the keys of its file format plus the key it is filed under.
 ``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
 
+``problems(home, sessions)`` is what is wrong around that state, each
+``{"kind", "message"}``: ``config_broken``, ``tmux_no_server``,
+``tmux_wrong_socket`` — for ``leash status``, ``leash doctor`` and the console.
+
 Every store is read through the caller's ``Backend`` (``leash.core.store``);
 the halts through one unit of work on its halt store (the caller's, when it
 holds one open). Failure: an unreadable stop state is reported
@@ -69,7 +73,7 @@ def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_lim
 
     here = host_of_backend(backend)
     result["host"] = here
-    shared = bool(getattr(backend.sessions, "host", ""))
+    shared = bool(backend.sessions.host)
     for session_id, record in backend.sessions.all(now=now).items():
         fields = record.as_dict()
         result["sessions"].append({"session_id": session_id, **fields,
@@ -79,7 +83,7 @@ def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_lim
 
 def host_of_backend(backend) -> str:
     """This host's name (``LEASH_HOST``, ``[daemon] host``, the hostname)."""
-    named = getattr(backend, "host", "")
+    named = backend.host
     if named:
         return named
     from leash.core.base.config import ConfigError
@@ -118,3 +122,90 @@ def _config(backend) -> dict:
         return load_config(backend.home)
     except ConfigError:
         return {}
+
+
+# ------------------------------------------------------------------ problems around the state
+CONFIG_BROKEN = "config_broken"  # config.toml cannot be used: the hooks keep every rule at its strictest
+TMUX_NO_SERVER = "tmux_no_server"  # no tmux server runs on the socket leash uses
+TMUX_WRONG_SOCKET = "tmux_wrong_socket"  # the socket leash uses cannot be the agents' tmux server
+CONFIG_BROKEN_EFFECT = ("the hooks keep every rule at its strictest and every tool call needs an operator "
+                        "until it is mended")
+
+
+def store_may_be_named(home) -> bool:
+    """Whether a config.toml that cannot be used may name the shared store
+    (``LEASH_STORE_URL``, or any ``store`` in its text): the home's files are
+    then not known to be the state."""
+    import os
+
+    from leash.core.store.select import STORE_URL_VARIABLE
+
+    if os.environ.get(STORE_URL_VARIABLE):
+        return True
+    try:
+        with open(os.path.join(os.fspath(home), "config.toml"), "rb") as handle:
+            return b"store" in handle.read()
+    except OSError:
+        return True
+
+
+def config_broken(home) -> str | None:
+    """``config.toml``'s problem (``<path>:<line>: ...``) and what the hooks do
+    meanwhile, as one line; None when it can be used."""
+    from leash.core.base.config import config_problem
+
+    problem = config_problem(home)
+    return f"{problem} ({CONFIG_BROKEN_EFFECT})" if problem else None
+
+
+def tmux_problem(home, sessions=None, *, environ=None) -> dict | None:
+    """``{"kind": TMUX_NO_SERVER | TMUX_WRONG_SOCKET, "message"}`` when the
+    tmux server leash uses cannot be reached and something expects it: a
+    socket is named (``$LEASH_TMUX_SOCKET``, ``[tmux] socket``), or a session
+    on this host was seen in a tmux pane and has not ended (``sessions``:
+    this host's status rows or session records). None otherwise
+    (``core.base.tmux.server_problem``)."""
+    import os
+
+    from leash.core.base.tmux import NO_SERVER, SOCKET_ENV, server_problem
+
+    environ = os.environ if environ is None else environ
+    seen, in_tmux = [], False
+    for session in sessions or ():
+        record = session.as_dict() if hasattr(session, "as_dict") else dict(session)
+        if record.get("status") == "ended":
+            continue
+        in_tmux = in_tmux or bool(record.get("tmux_pane"))
+        process = record.get("agent_process")
+        socket = process.get("tmux_socket") if isinstance(process, dict) else None
+        if isinstance(socket, str) and socket:
+            seen.append(socket)
+    named = bool(environ.get(SOCKET_ENV))
+    if not named:
+        from leash.core.base.config import ConfigError, load_config
+
+        try:
+            named = bool(load_config(home)["tmux"]["socket"])
+        except ConfigError:
+            home = None  # config_broken says so; the server is looked for without [tmux] socket
+    if not (named or in_tmux or seen):
+        return None
+    said = server_problem(home=home, seen_sockets=seen, environ=environ)
+    if said is None:
+        return None
+    return {"kind": TMUX_NO_SERVER if said.startswith(NO_SERVER) else TMUX_WRONG_SOCKET, "message": said}
+
+
+def problems(home, sessions=None, *, environ=None) -> list[dict]:
+    """What is wrong around the state ``leash status`` shows, each
+    ``{"kind", "message"}``: ``config_broken``, then ``tmux_no_server`` or
+    ``tmux_wrong_socket`` (see ``tmux_problem``). For status, the doctor and
+    the console; cheap (a parse kept per process, a stat and a connect)."""
+    found = []
+    broken = config_broken(home)
+    if broken:
+        found.append({"kind": CONFIG_BROKEN, "message": broken})
+    tmux = tmux_problem(home, sessions, environ=environ)
+    if tmux:
+        found.append(tmux)
+    return found

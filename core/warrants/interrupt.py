@@ -115,7 +115,7 @@ class _Reach:
     def __init__(self, backend, source: str, reason: str, *, home, tmux, now: float | None):
         self.backend, self.source, self.reason, self.now = backend, source, reason, now
         self.home = home if home is not None else backend.home
-        self.host = getattr(backend.sessions, "host", "") or ""
+        self.host = backend.sessions.host or ""
         self._tmux: dict[str | None, object] = {None: tmux} if tmux is not None else {}
         self.reached: set[str] = set()
 

@@ -64,7 +64,7 @@ def hands_off_check(home=None, *, backend=None):
     backend = _backend(home, backend)
 
     def check(names, *, tmux_session_id: str | None = None, now: float | None = None) -> str | None:
-        host = getattr(backend.sessions, "host", "")
+        host = backend.sessions.host
         if host:  # a shared store keeps this host's tmux names and ids as HOST/NAME
             names = list(names) + [backend.sessions.hosted(n) for n in names if not n.startswith(host + "/")]
             if tmux_session_id and not tmux_session_id.startswith(host + "/"):
@@ -289,7 +289,7 @@ class Kennel:
     def _orphans(self) -> bool:
         """Whether an active dog this kennel may resume is not working here
         (in a shared store only this host's: another host's dogs are its own)."""
-        host = getattr(self.warrants, "host", None)
+        host = self.backend.sessions.host or None  # None: one home's files, every dog is this host's
         return any(s.get("id") not in self.working and (host is None or (s.get("warrant") or {}).get("host") == host)
                    for s in self.warrants.active())
 

@@ -27,7 +27,7 @@ import os
 from leash.core.wire.hookevents import AGENTS, CLAUDE
 
 # Gemini CLI's tool -> (Claude Code's tool, {Claude key: Gemini keys, first present wins}).
-GEMINI_TOOLS = {
+GEMINI_TOOLS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "run_shell_command": ("Bash", {"command": ("command",), "description": ("description",)}),
     "write_file": ("Write", {"file_path": ("file_path", "absolute_path", "path"), "content": ("content",)}),
     "replace": ("Edit", {"file_path": ("file_path", "absolute_path", "path"), "old_string": ("old_string",),

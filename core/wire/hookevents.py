@@ -158,10 +158,10 @@ def _refusal_reason(out: str, err: str, code: int) -> str | None:
         return None
     if not isinstance(answer, dict):
         return None
-    specific = answer.get("hookSpecificOutput") if isinstance(answer.get("hookSpecificOutput"), dict) else {}
+    specific = _object(answer.get("hookSpecificOutput"))
     if specific.get("permissionDecision") == "deny":
         return str(specific.get("permissionDecisionReason") or "leash refused this call")
-    decision = specific.get("decision") if isinstance(specific.get("decision"), dict) else {}
+    decision = _object(specific.get("decision"))
     if decision.get("behavior") == "deny":
         return str(decision.get("message") or "leash refused this call")
     if answer.get("decision") == "block":
@@ -169,6 +169,10 @@ def _refusal_reason(out: str, err: str, code: int) -> str | None:
     if answer.get("continue") is False:
         return str(answer.get("stopReason") or "leash ended this turn")
     return None
+
+
+def _object(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _json(value: dict) -> str:

@@ -108,9 +108,8 @@ def _path_findings(ctx, call, home: str) -> list[str]:
 
 
 def _settings_findings(ctx) -> list[str]:
-    from leash.core.policy.halts.settingsguard import settings_change
-
     from leash.core.policy.halts.agentsettings import agent_settings_file, edit_findings
+    from leash.core.policy.halts.settingsguard import settings_change
 
     by_file: dict[str, list[dict]] = {}
     others: dict[str, list[dict]] = {}
