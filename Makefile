@@ -35,9 +35,10 @@ test: $(STAMP)
 # times: a failed test runs again (twice at most) and fails only if it fails each time.
 # The other agent CLIs' tests (tests/e2e/agents) do not run in the Claude Code
 # loop: the Codex CLI's run once per Codex version (0.169.0 pinned, ``latest``),
-# the Gemini CLI's once.
+# the Gemini CLI's once per Gemini version (0.61.0 pinned, ``latest``).
 CLAUDE_VERSIONS ?= 2.1.197 latest
 CODEX_VERSIONS ?= 0.169.0 latest
+GEMINI_VERSIONS ?= 0.61.0 latest
 CODEX_TESTS := $(wildcard tests/e2e/agents/test_*codex*.py)
 GEMINI_TESTS := $(wildcard tests/e2e/agents/test_*gemini*.py)
 e2e: $(STAMP)
@@ -51,10 +52,11 @@ e2e: $(STAMP)
 		LEASH_E2E_CODEX_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider $(CODEX_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
 	done; \
-	if [ -n "$(GEMINI_TESTS)" ]; then \
-		echo "e2e: Gemini CLI"; \
-		$(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 --reruns 2 --reruns-delay 1 || status=1; \
-	fi; exit $$status
+	for version in $(GEMINI_VERSIONS); do \
+		echo "e2e: Gemini CLI $$version"; \
+		LEASH_E2E_GEMINI_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 \
+			--reruns 2 --reruns-delay 1 || status=1; \
+	done; exit $$status
 
 # Real hook payloads of every event into tests/fixtures/claude_code/.
 e2e-capture: $(STAMP)

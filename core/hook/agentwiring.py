@@ -476,3 +476,23 @@ def _write_text(path: str, text: str) -> None:
         mode = 0o644
     write_bytes_atomic(path, text.encode())
     os.chmod(path, mode)
+
+
+def wiring(cli: str, *, project: str | None = None) -> str:
+    """``install.wiring``'s answer for a session of ``cli``: whether its CLI's
+    settings wire leash's gate (``WIRED_GATE``) and the hook that reports what
+    each call read (``WIRED_READS``) without a fault, or ``WIRED_NOTHING``."""
+    from leash.core.hook.install import WIRED_GATE, WIRED_NOTHING, WIRED_READS
+    from leash.core.hook.install import wiring as claude_wiring
+
+    if cli not in (GEMINI, CODEX):
+        return claude_wiring(project=project)
+    if cli == GEMINI:
+        findings, gate, reads = check_gemini(project=project), "gemini BeforeTool", "gemini AfterTool"
+    else:
+        findings, gate, reads = check_codex(project=project), "codex PreToolUse", "codex PostToolUse"
+    failing = {subject for level, subject, _ in findings if level == "fail"}
+    if cli in failing:  # the CLI runs no hook at all (switched off, folder untrusted)
+        return WIRED_NOTHING
+    words = [word for subject, word in ((gate, WIRED_GATE), (reads, WIRED_READS)) if subject not in failing]
+    return " ".join(words) or WIRED_NOTHING

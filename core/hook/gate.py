@@ -295,11 +295,12 @@ class Gate:
         PostToolUse hook: as SessionStart recorded them (``wired``), else as
         they are now, judged once and kept on the record (a session whose
         SessionStart came under another id, or was not wired)."""
-        from leash.core.hook.install import WIRED_READS, wiring
+        from leash.core.hook.agentwiring import wiring
+        from leash.core.hook.install import WIRED_READS
 
         wired = record.get("wired") or ""
         if not wired:
-            wired = wiring(project=record.get("cwd") or cwd)
+            wired = wiring(str(record.get("cli") or ""), project=record.get("cwd") or cwd)
             try:
                 self.sessions.observe(session_id, now=now, wired=wired)
             except OSError:

@@ -118,11 +118,13 @@ def session_start(raw: bytes, *, home, env=None, now=None, input_error=None, bac
     if problem is not None:
         return "", f"leash: {problem}\n", 1
     session_id = payload["session_id"]
-    from leash.core.hook.install import wiring
+    from leash.core.hook.agentwiring import wiring
+    from leash.core.wire.agentpayloads import cli_of
 
     # Remembered so that a later settings change that unwires leash is seen as
-    # one, and so that the gate knows whether this session's reads are reported.
-    wired = wiring(project=_text(payload, "cwd") or None)
+    # one, and so that the gate knows whether this session's reads are reported
+    # (judged in the settings of the session's own CLI).
+    wired = wiring(cli_of(payload), project=_text(payload, "cwd") or None)
     # A session that starts (or is resumed or cleared) waits for its prompt; a
     # compaction happens inside a turn, so it changes nothing of what it does.
     status = None if payload.get("source") == "compact" else STATUS_IDLE

@@ -29,7 +29,7 @@ endpoint the CLI starts to call shows up as a failure, not as a silent hang.
 ``before`` maps a conversation request's index (0: the first) to a callable
 run just before that request is answered: what an operator does while the
 model thinks (the prompt is then already accepted, so the next tool call is
-what meets it).
+what meets it); what such a callable raises is kept in ``before_errors``.
 
 Every request is recorded in ``requests`` with its decoded JSON body;
 ``tool_results()`` gives the ``functionResponse`` parts the CLI sent back,
@@ -150,6 +150,7 @@ class GeminiStandin:
         # index (0 = the first) is answered: what an operator or another process
         # does while the agent waits for the model.
         self.before: dict[int, Callable[[], None]] = {}
+        self.before_errors: list[BaseException] = []  # what a ``before`` callable raised (the turn is still served)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -291,7 +292,10 @@ class _Handler(BaseHTTPRequestHandler):
             if request.is_conversation:
                 action = self.owner.before.get(len(self.owner.conversation()) - 1)
                 if action is not None:
-                    action()
+                    try:
+                        action()
+                    except Exception as exc:  # kept for the test to see, not lost in the thread
+                        self.owner.before_errors.append(exc)
                 parts = self.owner._next_turn()
             else:
                 parts = [utility_answer(request.body)]
