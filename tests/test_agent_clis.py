@@ -333,3 +333,24 @@ def test_leash_status_names_each_sessions_cli(home, cli, tmp_path):
     assert "  codex  " in lines[SESSION] and "  gemini  " in lines["5e55-gemini"]
     listed = json.loads(cli("status", "--json").out)
     assert {row["session_id"]: row["cli"] for row in listed["sessions"]} == {SESSION: CODEX, "5e55-gemini": GEMINI}
+
+
+def test_a_codex_session_may_patch_a_file_it_read_through_the_shell_and_not_one_it_never_read(home, cli, agent_homes):
+    """Codex CLI reads only through commands: what they read is reported, so an
+    update of a file the session read goes on and a blind one halts."""
+    assert cli("install", "--agent", "codex").code == 0
+    project = agent_homes / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("hello\n")
+    (project / "other.txt").write_text("hello\n")
+    start = codex_payload("SessionStart", str(project))
+    assert hook(home, "codex-session-start", start)[0] == 0
+    read = codex_payload("PostToolUse.Bash", str(project), tool_input={"command": "cat notes.txt"},
+                         tool_response="hello\n")
+    assert hook(home, "codex-post-tool-use", read)[0] == 0
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(project)))
+    assert (code, out) == (0, ""), err
+    blind = "*** Begin Patch\n*** Update File: other.txt\n@@\n-hello\n+bye\n*** End Patch\n"
+    code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(project),
+                                                                    tool_input={"command": blind}))
+    assert code == 2 and "modifying_unread_code" in err

@@ -255,7 +255,7 @@ class Gate:
         from leash.core.policy.halts.hookcontext import check_input
 
         files_read = self._files_read(session_id, unit, lineage or (), record, cwd=cwd, now=now) \
-            if tool in ("Edit", "Write", "MultiEdit", "NotebookEdit") else None
+            if tool in ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch") else None
         data = check_input(session_id, tool, tool_input, cwd=cwd, env=env if env is not None else os.environ,
                            files_read=files_read, call=reader.read(cwd), home=self.home)
         if data is None:

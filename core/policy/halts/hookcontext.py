@@ -177,6 +177,18 @@ def _known(tool: object, tool_input: dict, cwd: str | None) -> list[str]:
         known.append(_absolute(tool_input[READ_TOOLS[tool]], cwd))
     if tool in FILE_EDITING_TOOLS:
         known += [_absolute(p, cwd) for p in edited_files(tool, tool_input)]
+    patch = patch_text(tool if isinstance(tool, str) else None, tool_input)
+    if patch is not None:
+        from leash.core.policy.patchread import read_patch
+
+        known += [_absolute(p, cwd) for change in read_patch(patch).files for p in change.paths()]
+    if shell_command(tool if isinstance(tool, str) else None, tool_input) is not None:
+        # What a command read (``cat``, ``sed -n``, ``grep`` of a file ...): Codex
+        # CLI reads only this way. What the reader could not see stays unknown.
+        from leash.core.policy.toolcall import read_tool_call
+
+        call = read_tool_call(str(tool), tool_input, cwd=cwd)
+        known += [target.path for target in call.targets if target.role == "read" and not target.subtree]
     return known
 
 
