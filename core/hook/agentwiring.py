@@ -203,7 +203,7 @@ def check_gemini(*, project: str | None = None) -> list[tuple[str, str, str]]:
         except SettingsError as exc:
             findings.append(("fail", "gemini", str(exc)))
             continue
-        config = data.get("hooksConfig") if isinstance(data.get("hooksConfig"), dict) else {}
+        config = _table(data.get("hooksConfig"))
         if index == 0 and config.get("enabled") is True:
             enabled_by_system = True
         if config.get("enabled") is False and not enabled_by_system:
@@ -303,7 +303,7 @@ def codex_hook_lines(path: str, others: dict, runner: list[str], *, wait: float 
     timeout = timeout_program()
     lines: list[str] = []
     trusted: dict[str, str] = {}
-    existing = others.get("hooks") if isinstance(others.get("hooks"), dict) else {}
+    existing = _table(others.get("hooks"))
     for spec in events_of(CODEX):
         handler = {"type": "command", "command": agent_command(runner, spec, timeout=timeout, wait=wait,
                                                                socket=socket, home=home),
@@ -391,7 +391,7 @@ def _trust_in_user_config(user_config: str, own_keys: str, trusted: dict[str, st
 def _leash_handlers(config: dict) -> list[tuple[str, int, int, str | None, dict]]:
     """(event, group index, handler index, matcher, handler) of every leash hook in ``config``."""
     found = []
-    hooks = config.get("hooks") if isinstance(config.get("hooks"), dict) else {}
+    hooks = _table(config.get("hooks"))
     for event, groups in hooks.items():
         if event == "state" or not isinstance(groups, list):
             continue
@@ -419,13 +419,13 @@ def check_codex(*, project: str | None = None) -> list[tuple[str, str, str]]:
         except SettingsError as exc:
             findings.append(("fail", "codex", str(exc)))
             parsed[path] = {}
-    user_hooks = parsed[user_config].get("hooks") if isinstance(parsed[user_config].get("hooks"), dict) else {}
-    states = user_hooks.get("state") if isinstance(user_hooks.get("state"), dict) else {}
-    pinned = (parsed[layers[0][0]].get("features") or {}).get("hooks") is True
+    user_hooks = _table(parsed[user_config].get("hooks"))
+    states = _table(user_hooks.get("state"))
+    pinned = _table(parsed[layers[0][0]].get("features")).get("hooks") is True
     wired: dict[str, list[str]] = {}
     for path, managed in layers:
         config = parsed[path]
-        if (config.get("features") or {}).get("hooks") is False and not pinned:
+        if _table(config.get("features")).get("hooks") is False and not pinned:
             findings.append(("fail", "codex", f"{path}: [features] hooks = false: Codex CLI runs no hooks"))
         for event, group, index, matcher, handler in _leash_handlers(config):
             subject = f"codex {event}"
@@ -435,7 +435,7 @@ def check_codex(*, project: str | None = None) -> list[tuple[str, str, str]]:
                 wired.setdefault(event, []).append(path)
                 continue
             key = f"{os.path.abspath(path)}:{CODEX_EVENT_LABELS[event]}:{group}:{index}"
-            state = states.get(key) if isinstance(states.get(key), dict) else {}
+            state = _table(states.get(key))
             if state.get("trusted_hash") != codex_hook_hash(event, matcher, handler):
                 findings.append(("fail", subject, f"{path}: leash's hook is not trusted: Codex CLI skips it "
                                                   "(`leash install --agent codex` trusts it)"))
@@ -462,6 +462,11 @@ def _program_findings(subject: str, hooks: list[dict]) -> list[tuple[str, str, s
                     and not os.path.exists(word):
                 found.append(("fail", subject, f"runs {word}, which is missing: run `leash install` again"))
     return found
+
+
+def _table(value: object) -> dict:
+    """``value`` when it is a JSON object or TOML table, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def _write_json(path: str, data: dict) -> None:

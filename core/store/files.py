@@ -25,6 +25,17 @@ from leash.core.state.stop import StopRegistry
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
 
+TYPE_CHECKING = False  # the protocols are for the type checker only (the hook path imports this module)
+if TYPE_CHECKING:
+    from leash.core.store.protocols import (
+        ApprovalStore,
+        BreakerStore,
+        HaltStore,
+        KennelRegistry,
+        ReplyLedger,
+        WarrantStore,
+    )
+
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
 
 # A changed file's name -> the store it belongs to.
@@ -211,16 +222,44 @@ class FileBackend:
         self.locks = RegistryLocks(locks)
         self.sessions = RegistrySessions(sessions)
 
-    def __getattr__(self, name: str):
-        # The halt, warrant, breaker, reply, kennel and approval stores are built on first use:
-        # the hook path never pays for their imports.
-        from leash.core.store import filestores
+    def _built(self, name: str):
+        """The store ``name`` (``filestores.STORES``), built on first use and kept."""
+        if name not in self.__dict__:
+            from leash.core.store import filestores
 
-        maker = filestores.STORES.get(name)
-        if maker is None:
-            raise AttributeError(name)
-        store = self.__dict__.setdefault(name, maker(self.home, self.acklog.log))
-        return store
+            self.__dict__[name] = filestores.STORES[name](self.home, self.acklog.log)
+        return self.__dict__[name]
+
+    # The halt, warrant, breaker, reply, kennel and approval stores are built on
+    # first use: the hook path never pays for their imports. (leashd's halt store,
+    # kept open, is set in ``__init__`` and found in ``__dict__``.)
+    @property
+    def halts(self) -> HaltStore:
+        return self._built("halts")
+
+    @halts.setter
+    def halts(self, store: HaltStore) -> None:
+        self.__dict__["halts"] = store
+
+    @property
+    def warrants(self) -> WarrantStore:
+        return self._built("warrants")
+
+    @property
+    def breakers(self) -> BreakerStore:
+        return self._built("breakers")
+
+    @property
+    def replies(self) -> ReplyLedger:
+        return self._built("replies")
+
+    @property
+    def kennels(self) -> KennelRegistry:
+        return self._built("kennels")
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        return self._built("approvals")
 
     def close(self) -> None:
         """Nothing to let go: every file is opened per call (leashd's kept

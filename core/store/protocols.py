@@ -17,7 +17,7 @@ checking and documentation: nothing on the hook path imports it.
 """
 from __future__ import annotations
 
-from typing import AsyncIterator, ContextManager, Iterator, Protocol, Sequence
+from typing import Any, AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
 from leash.core.store.records import (
     ApprovalRecord,
@@ -106,7 +106,8 @@ class SessionStore(Protocol):
     def hosted(self, value: str) -> str:
         """A tmux session name, id or pane as the store keeps it (``HOST/value`` when shared)."""
 
-    def observe(self, session_id: str, *, now: float | None = None, **fields: object) -> None: ...
+    def observe(self, session_id: str, *, now: float | None = None, **fields: Any) -> SessionRecord | None:
+        """Record that the session is alive (and what it does); the record as stored now."""
 
     def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None: ...
 
@@ -322,19 +323,50 @@ class Transaction(Protocol):
 
 
 class Backend(Protocol):
-    name: str
-    home: str  # this host's leash home (config.toml, sockets), whatever holds the stores
-    host: str  # this host's name where the stores are shared or leashd's; "" for one home's files
-    acklog: AckLogStore
-    stops: StopStore
-    locks: LockStore
-    sessions: SessionStore
-    halts: HaltStore
-    warrants: WarrantStore
-    breakers: BreakerStore
-    replies: ReplyLedger
-    kennels: KennelRegistry
-    approvals: ApprovalStore
+    """Every store of one home, whatever holds them. Read-only members: a
+    backend may build a store on first use (the hook path never pays for the
+    stores it does not call)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def home(self) -> str:
+        """This host's leash home (config.toml, sockets), whatever holds the stores."""
+
+    @property
+    def host(self) -> str:
+        """This host's name where the stores are shared or leashd's; "" for one home's files."""
+
+    @property
+    def acklog(self) -> AckLogStore: ...
+
+    @property
+    def stops(self) -> StopStore: ...
+
+    @property
+    def locks(self) -> LockStore: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def halts(self) -> HaltStore: ...
+
+    @property
+    def warrants(self) -> WarrantStore: ...
+
+    @property
+    def breakers(self) -> BreakerStore: ...
+
+    @property
+    def replies(self) -> ReplyLedger: ...
+
+    @property
+    def kennels(self) -> KennelRegistry: ...
+
+    @property
+    def approvals(self) -> ApprovalStore: ...
 
     def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
 

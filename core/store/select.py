@@ -30,6 +30,10 @@ import os
 from leash.core.base.config import HOST_VARIABLE as HOST_VARIABLE
 from leash.core.base.config import host_name as host_name
 
+TYPE_CHECKING = False  # the protocol is for the type checker only: it checks each backend conforms
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 STORE_URL_VARIABLE = "LEASH_STORE_URL"
 OWNER_URL_VARIABLE = "LEASH_STORE_OWNER_URL"
 PASSWORD_FILE_MODE_MASK = 0o077  # group or others may not read the password file
@@ -97,7 +101,7 @@ def password(home: str) -> str | None:
     return raw.decode("utf-8", "replace").strip("\r\n")
 
 
-def daemon_backend(home: str, *, say=None):
+def daemon_backend(home: str, *, say=None) -> Backend:
     """leashd's backend for its life: the files with their connections kept,
     or the shared store with its mirror listening (one line and an exit when
     the database cannot be reached at the start)."""
@@ -118,7 +122,7 @@ def daemon_backend(home: str, *, say=None):
                            schema="upgrade", **_owner_options(home, url))
 
 
-def backend_for(home=None, *, environ=None, schema: str = "create"):
+def backend_for(home=None, *, environ=None, schema: str = "create") -> Backend:
     """The backend of ``home``: ``PostgresBackend`` when a shared store is
     named (``schema`` as ``PostgresBackend`` takes it), else ``FileBackend``."""
     from leash.core.base.home import resolve_home
