@@ -43,6 +43,11 @@ import socket
 import threading
 import time
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 FALLBACK_POLL_SECONDS = 5.0  # how often a waiter looks without being woken (a missed notice)
 # Hooks of a session that show its waiting permission dialog was answered in the
 # pane: the call itself went on (matched by what it runs), or its batch or turn ended.
@@ -54,7 +59,7 @@ WAKING_STORES = frozenset({"approvals", "*"})  # changes that may have closed an
 
 
 class ApprovalDesk:
-    def __init__(self, home: str, backend, *, feed=None, clock=time.time, say=None,
+    def __init__(self, home: str, backend: Backend, *, feed=None, clock=time.time, say=None,
                  poll_seconds: float = FALLBACK_POLL_SECONDS):
         self.home, self.backend, self.feed, self.clock = home, backend, feed, clock
         self.say = say or (lambda *args, **kwargs: None)

@@ -13,6 +13,11 @@ from __future__ import annotations
 import queue
 import threading
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
 WATCH_RETRY_SECONDS = 2.0
 
@@ -21,7 +26,7 @@ class ChangeFeed:
     """The backend's change stream, fanned out to every subscriber's queue,
     in its own thread from the daemon's start."""
 
-    def __init__(self, backend, *, say=None):
+    def __init__(self, backend: Backend, *, say=None):
         self.backend = backend
         self.say = say or (lambda *args, **kwargs: None)
         self.inboxes: list[queue.Queue] = []

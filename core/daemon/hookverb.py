@@ -23,6 +23,11 @@ import threading
 
 from leash.core.daemon.peers import Peer
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
 
 
@@ -67,7 +72,7 @@ class SessionOwners:
 
 
 class HookVerb:
-    def __init__(self, home: str, backend, agents, *, refuse, seen=None):
+    def __init__(self, home: str, backend: Backend, agents, *, refuse, seen=None):
         self.home, self.backend, self.agents = home, backend, agents
         self.refuse = refuse  # refuse(peer, where=, verb=, reason=): logs a refusal
         self.seen = seen  # seen(event, payload): a session's hook, for the calls it holds (the approval desk)

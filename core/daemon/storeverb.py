@@ -17,9 +17,13 @@ import inspect
 
 from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode, protocols
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 
 class StoreVerb:
-    def __init__(self, backend):
+    def __init__(self, backend: Backend):
         self.backend = backend
         self.allowed = {store: callable_methods(protocol) for store, protocol in protocols().items()}
 

@@ -45,6 +45,11 @@ import json
 
 from leash.core.wire.hookio import deny_output
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 PERMISSION_EVENT = "permission-request"
 PRE_TOOL_EVENT = "pre-tool-use"
 HOLDING_EVENTS = (PRE_TOOL_EVENT, PERMISSION_EVENT)
@@ -131,7 +136,7 @@ class Held:
         return STATUS_THINKING
 
 
-def hold(backend, event: str, session_id: str, tool: str | None, tool_input: object, *, kind: str, rule: str,
+def hold(backend: Backend, event: str, session_id: str, tool: str | None, tool_input: object, *, kind: str, rule: str,
          settings: dict, now: float | None = None) -> Held:
     """Open the approval (the session "waiting for approval") and say how to answer once it closes."""
     import time

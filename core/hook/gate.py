@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from leash.core.store.protocols import Backend
+
 
 class Verdict:
     """allow or deny, why, and which rule decided (stop_unreadable,
@@ -62,7 +64,7 @@ ALLOW = Verdict(True)
 class Gate:
     """Reads every store through ``backend`` (default: the home's file backend)."""
 
-    def __init__(self, home: str | os.PathLike, *, backend=None):
+    def __init__(self, home: str | os.PathLike, *, backend: Backend | None = None):
         if backend is None:
             from leash.core.store.files import FileBackend
 

@@ -44,6 +44,11 @@ from leash.core.state.sessions import (
     STATUS_WAITING_PERMISSION,
 )
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 # Verdict rules that hold the whole session (a path lock holds one file only).
 SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop", "hands_off", "locks_unreadable",
                                 "session_paused", "halts_unreadable"})
@@ -51,7 +56,7 @@ SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop",
 HALTED_RULES = frozenset({"session_halted"})
 
 
-def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend=None):
+def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend: Backend | None = None):
     """(the gate, the payload or None, the input problem or None)."""
     from leash.core.base.home import ensure_home
     from leash.core.hook.gate import Gate
@@ -112,7 +117,8 @@ def _unreadable_input(gate, exc) -> tuple[str, str, int]:
 
 
 # ------------------------------------------------------------------ handlers
-def session_start(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def session_start(raw: bytes, *, home, env=None, now=None, input_error=None,
+                  backend: Backend | None = None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -152,7 +158,8 @@ def _parent_of(gate, payload: dict, env, known, *, now=None) -> dict[str, str]:
     return {"parent": predecessor, "parent_by": BY_PANE} if predecessor else found
 
 
-def session_end(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def session_end(raw: bytes, *, home, env=None, now=None, input_error=None,
+                backend: Backend | None = None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -166,7 +173,8 @@ def session_end(raw: bytes, *, home, env=None, now=None, input_error=None, backe
 NOTIFICATION_STATUS = {"idle_prompt": STATUS_WAITING_INPUT, "permission_prompt": STATUS_WAITING_PERMISSION}
 
 
-def notification(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def notification(raw: bytes, *, home, env=None, now=None, input_error=None,
+                 backend: Backend | None = None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -177,7 +185,8 @@ def notification(raw: bytes, *, home, env=None, now=None, input_error=None, back
     return "", "", 0
 
 
-def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None,
+                       backend: Backend | None = None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -193,7 +202,8 @@ def user_prompt_submit(raw: bytes, *, home, env=None, now=None, input_error=None
     return "", "", 0
 
 
-def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None,
+                    backend: Backend | None = None) -> tuple[str, str, int]:
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -207,7 +217,8 @@ def post_tool_batch(raw: bytes, *, home, env=None, now=None, input_error=None, b
     return json.dumps({"continue": False, "stopReason": held.reason}) + "\n", "", 0
 
 
-def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None, hold: bool = False):
+def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None,
+                       backend: Backend | None = None, hold: bool = False):
     env = os.environ if env is None else env
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
@@ -230,7 +241,8 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
     return json.dumps(reply) + "\n", "", 0
 
 
-def config_change(raw: bytes, *, home, env=None, now=None, input_error=None, backend=None) -> tuple[str, str, int]:
+def config_change(raw: bytes, *, home, env=None, now=None, input_error=None,
+                  backend: Backend | None = None) -> tuple[str, str, int]:
     """Block a settings change that switches leash's hooks off or changes
     them: Claude Code reads exit 2 on ConfigChange as "do not apply". The
     changed file's leash hooks must be what ``leash install`` wrote, to the

@@ -26,6 +26,8 @@ TYPE_CHECKING = False  # ``typing`` and its kin are for the type checker only: t
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from leash.core.store.protocols import Backend
+
 KILL_SWITCH = "LEASH_REPLY_GUARD"
 CHANNEL_ENV = "LEASH_TRIGGER_CHANNEL"
 KEY_ENV = "LEASH_TRIGGER_SESSION_KEY"
@@ -54,7 +56,8 @@ def _command_says_pending(argv: list[str], key: str) -> bool:
     return done.returncode == 0
 
 
-def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=None, backend=None) -> tuple[str, str]:
+def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=None,
+           backend: Backend | None = None) -> tuple[str, str]:
     """(stdout, stderr) of the stop hook for a parsed payload; never raises
     for the allow cases it knows, leaves the rest to ``stop_hook``'s fail-open."""
     if payload.get("stop_hook_active") is True:
@@ -92,7 +95,7 @@ def decide(payload: dict, *, home: str, env: Mapping[str, str], config_loader=No
     return json.dumps({"decision": "block", "reason": reminder(channel, key, hint)}) + "\n", ""
 
 
-def _note_idle(backend, payload: dict, *, now: float | None = None) -> str:
+def _note_idle(backend: Backend, payload: dict, *, now: float | None = None) -> str:
     """Record that the session's turn ended (best effort: never holds the stop)."""
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id:
@@ -107,7 +110,7 @@ def _note_idle(backend, payload: dict, *, now: float | None = None) -> str:
 
 
 def stop_hook(raw: bytes, *, home, env: Mapping[str, str] | None = None, input_error: Exception | None = None,
-              backend=None, now: float | None = None, **_ignored) -> tuple[str, str, int]:
+              backend: Backend | None = None, now: float | None = None, **_ignored) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook stop``: fail open on anything."""
     from leash.core.base.home import ensure_home
 

@@ -39,6 +39,11 @@ from leash.core.notify.routes import Route, routes_of
 from leash.core.notify.sender import DeliveryFailed, deliver
 from leash.core.notify.sources import Gatherer
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 TICK_SECONDS = 1.0  # the stores are read at least this often
 SETTLE_SECONDS = 0.05  # after a change, a reading waits this long for the rest of a burst
 MIN_READ_SECONDS = 0.25  # readings are at least this far apart however busy the stores are
@@ -118,7 +123,7 @@ class RouteWorker:
 
 
 class Notifier:
-    def __init__(self, home: str, backend, *, host: str, feed=None, approvals=None, say=None, clock=time.time,
+    def __init__(self, home: str, backend: Backend, *, host: str, feed=None, approvals=None, say=None, clock=time.time,
                  settings: dict | None = None, send=deliver):
         from leash.core.base.config import load_config
 

@@ -41,6 +41,11 @@ from leash.core.notify.events import (
 )
 from leash.core.state.sessions import STATUS_WAITING_INPUT, host_of
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 HALTS_READ = 500  # pending halts read at most; a fuller reading is not taken as complete
 LOG_TAIL_LINES = 500
 ONE_OFF_HORIZON_SECONDS = 900.0  # a warrant or breaker line older than this is history, not news
@@ -50,7 +55,7 @@ LOG_EVENTS = frozenset({"warrant_executed", "warrant_undelivered", "warrant_pard
 
 
 class Gatherer:
-    def __init__(self, backend, *, host: str, waiting_after_s: float, since: float, approvals=None, say=None):
+    def __init__(self, backend: Backend, *, host: str, waiting_after_s: float, since: float, approvals=None, say=None):
         self.backend = backend
         self.host = host
         self.waiting_after_s = waiting_after_s

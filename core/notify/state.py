@@ -29,6 +29,11 @@ from leash.core.base.clock import human_duration, iso, now_seconds
 from leash.core.base.finding import Finding
 from leash.core.base.wellknown import RUN_DIR
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 STATE_NAME = "notify.json"
 LEASE_NAME = "notify"
 SUBJECT = "notify"
@@ -58,7 +63,7 @@ def save(home: str, data: dict) -> None:
     write_json(state_path(home), data, durable=False)
 
 
-def findings(home: str, *, backend=None, now: float | None = None) -> Iterator[Finding]:
+def findings(home: str, *, backend: Backend | None = None, now: float | None = None) -> Iterator[Finding]:
     """The notifications' findings (nothing when no route is configured);
     ``backend`` False: the store could not be opened."""
     from leash.core.base.config import ConfigError, load_config
@@ -79,7 +84,7 @@ def findings(home: str, *, backend=None, now: float | None = None) -> Iterator[F
         yield _route_finding(f"{SUBJECT} route {route.number} ({route.label})", health, moment)
 
 
-def _sender(home: str, backend, moment: float) -> Finding:
+def _sender(home: str, backend: Backend | None, moment: float) -> Finding:
     from leash.core.store.leases import FileLeases, leases_of
 
     if backend is False:

@@ -34,6 +34,11 @@ from leash.core.base.statefile import JSONObject, JSONValue, locked, write_json
 from leash.core.state.acklog import AckLog
 from leash.core.state.selfhealing import SelfHealingJSON
 
+TYPE_CHECKING = False  # typing is for the type checker only: this module is on the hook path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 SESSIONS_NAME = "sessions.json"
 REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
@@ -82,7 +87,7 @@ def tmux_identity_of_pane(pane: str, *, env: dict[str, str] | None = None) -> tu
     return session_id, name
 
 
-def tmux_session_id_for(name: str, *, home=None, known: dict[str, dict] | None = None) -> str:
+def tmux_session_id_for(name: str, *, home=None, known: Mapping[str, Any] | None = None) -> str:
     """The id (``$N``) of the tmux session named exactly ``name`` now, so a
     stop or a lock filed by that name keeps holding it after a rename; else
     the id the hooks last saw under that name; "" when neither knows it."""

@@ -33,6 +33,11 @@ from leash.core.base.clock import now_seconds
 from leash.core.base.wellknown import RUN_DIR
 from leash.core.store.records import HeartbeatRecord
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 LEASE_SUFFIX = ".lease"
 LEASE_KEY_PREFIX = "lease:"
 
@@ -116,19 +121,29 @@ class PgLeases:
                                        holder))
 
 
-def leases_of(backend):
+def _database_of(backend: Backend):
+    """The shared store's database, or None for one home's files (leases and
+    every host's heartbeat are the shared store's own tables, not a protocol's)."""
+    if backend.name != "postgres":
+        return None
+    from leash.core.store.postgres import PostgresBackend
+
+    return backend.db if isinstance(backend, PostgresBackend) else None
+
+
+def leases_of(backend: Backend):
     """The leases of ``backend``'s store (a file home or the shared store)."""
-    if backend.name == "postgres":
-        return PgLeases(backend.db)
-    return FileLeases(backend.home)
+    database = _database_of(backend)
+    return PgLeases(database) if database is not None else FileLeases(backend.home)
 
 
-def kennel_beats(backend) -> list[HeartbeatRecord]:
+def kennel_beats(backend: Backend) -> list[HeartbeatRecord]:
     """Every host's last kennel heartbeat, stopped ones included (a file home
     has its one ``kennel.json``, [] when it cannot be read); ``StoreOffline``
     when the shared store cannot be read."""
-    if backend.name == "postgres":
-        rows = backend.db.rows("SELECT record FROM kennels ORDER BY host")
+    database = _database_of(backend)
+    if database is not None:
+        rows = database.rows("SELECT record FROM kennels ORDER BY host")
         return [HeartbeatRecord.of(record) for (record,) in rows if isinstance(record, dict)]
     from leash.core.base.statefile import read_json
     from leash.core.store.filestores import KENNEL_NAME

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
+from leash.core.base.finding import Finding
 from leash.core.store.records import (
     ApprovalRecord,
     BreakerRecord,
@@ -370,9 +371,11 @@ class Backend(Protocol):
 
     def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
 
-    def changes(self, *, debounce_ms: int = 150) -> AsyncIterator[Change]: ...
+    def changes(self, *, debounce_ms: int = 150, stop_event: Any = None) -> AsyncIterator[Change]:
+        """Each store that changed, once per debounced burst, until ``stop_event`` (a
+        ``threading.Event``) is set."""
 
-    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[object]:
+    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
         """doctor's findings (``level``, ``subject``, ``message``)."""
 
     def close(self) -> None:

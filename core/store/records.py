@@ -8,10 +8,16 @@ every tool call). Each record is built from the stored dict with ``of(dict)``
 and gives it back unchanged with ``as_dict()``, so file formats never depend on
 these classes. Keys a record does not name are kept in ``extra``.
 
-Failure: ``of`` never raises on a missing key (the field is None); checking a
-stored dict's shape is the store's job, not the record's.
+Each field is annotated with the type its store writes, so the type checker
+reads a record's fields as they are. Failure: ``of`` never raises on a missing
+key (the field is None); checking a stored dict's shape is the store's job,
+not the record's.
 """
 from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is for the type checker only: this module is on the hook path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Record:
@@ -37,7 +43,7 @@ class Record:
             object.__setattr__(record, field, value)
         return record
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, Any]:
         return {key: getattr(self, key) if key in self.FIELDS else self.extra[key] for key in self._given}
 
     def get(self, key: str, default: object = None) -> object:
@@ -66,6 +72,12 @@ class StopRecord(Record):
 
     FIELDS = ("key", "stopped_at", "source", "reason", "tmux_session_id", "entity")
     __slots__ = FIELDS
+    key: str
+    stopped_at: str
+    source: str
+    reason: str
+    tmux_session_id: str | None
+    entity: str | None
 
 
 class LockRecord(Record):
@@ -73,6 +85,13 @@ class LockRecord(Record):
 
     FIELDS = ("entity", "locked_at", "expires_at", "reason", "source", "session_id", "tmux_session_id")
     __slots__ = FIELDS
+    entity: str
+    locked_at: str
+    expires_at: str
+    reason: str
+    source: str
+    session_id: str | None
+    tmux_session_id: str | None
 
 
 class SessionRecord(Record):
@@ -81,6 +100,21 @@ class SessionRecord(Record):
     FIELDS = ("session_id", "tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "last_seen",
               "last_tool", "status", "status_since", "parent", "agent", "cli", "transcript_path", "host")
     __slots__ = FIELDS
+    session_id: str
+    tmux_session: str | None
+    tmux_session_id: str | None
+    tmux_pane: str | None
+    entity: str | None
+    cwd: str | None
+    last_seen: str
+    last_tool: str | None
+    status: str | None
+    status_since: str | None
+    parent: str | None
+    agent: str | None
+    cli: str | None
+    transcript_path: str | None
+    host: str | None
 
 
 class HaltRecord(Record):
@@ -89,6 +123,16 @@ class HaltRecord(Record):
     FIELDS = ("halt_id", "session_id", "task_id", "halt_type", "severity", "description", "condition_name",
               "acknowledged", "resolution", "triggered_at")
     __slots__ = FIELDS
+    halt_id: str
+    session_id: str
+    task_id: str | None
+    halt_type: str
+    severity: str
+    description: str
+    condition_name: str
+    acknowledged: bool
+    resolution: str | None
+    triggered_at: str
 
 
 class WarrantRecord(Record):
@@ -96,6 +140,12 @@ class WarrantRecord(Record):
 
     FIELDS = ("id", "target", "target_id", "reason", "requester", "filed_at")
     __slots__ = FIELDS
+    id: str
+    target: str
+    target_id: str | None
+    reason: str
+    requester: str
+    filed_at: str
 
 
 class BreakerRecord(Record):
@@ -103,6 +153,13 @@ class BreakerRecord(Record):
 
     FIELDS = ("name", "boots", "in_loop", "max_restarts", "window_seconds", "max_gap_seconds", "tripped")
     __slots__ = FIELDS
+    name: str
+    boots: list
+    in_loop: int
+    max_restarts: int
+    window_seconds: float
+    max_gap_seconds: float
+    tripped: bool
 
 
 class HeartbeatRecord(Record):
@@ -110,6 +167,13 @@ class HeartbeatRecord(Record):
 
     FIELDS = ("pid", "host", "started_at", "heartbeat_at", "dogs", "working", "stopped_at")
     __slots__ = FIELDS
+    pid: int
+    host: str
+    started_at: str
+    heartbeat_at: str
+    dogs: int
+    working: list
+    stopped_at: str | None
 
 
 class ApprovalRecord(Record):
@@ -123,6 +187,22 @@ class ApprovalRecord(Record):
     FIELDS = ("id", "session_id", "host", "tool", "summary", "detail", "kind", "rule", "requested_at", "deadline",
               "status", "closed_at", "by", "via", "message", "note")
     __slots__ = FIELDS
+    id: str
+    session_id: str
+    host: str
+    tool: str
+    summary: str
+    detail: str
+    kind: str
+    rule: str
+    requested_at: str
+    deadline: str
+    status: str
+    closed_at: str | None
+    by: str | None
+    via: str | None
+    message: str | None
+    note: str | None
 
 
 class LogLine(Record):
@@ -130,6 +210,14 @@ class LogLine(Record):
 
     FIELDS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash")
     __slots__ = FIELDS
+    timestamp: str
+    event: str
+    source: str
+    session_id: str
+    reason: str
+    seq: int | None
+    prev: str | None
+    hash: str | None
 
 
 class LogLines(list):

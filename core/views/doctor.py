@@ -33,9 +33,13 @@ from leash.core.base.finding import Finding
 from leash.core.base.home import home_problem, resolve_home
 from leash.core.views.protocol import StopProtocol
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 
 def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False, now: float | None = None,
-            backend=None) -> Iterator[Finding]:
+            backend: Backend | None = None) -> Iterator[Finding]:
     """Every finding on ``backend`` (default: the one over ``protocol``, a
     ``StopProtocol`` or a home's path; a path when the home is unsafe, since
     no backend can be opened on it until it is repaired)."""
@@ -83,7 +87,7 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
         yield Finding(level, subject, message)
 
 
-def _tmux_findings(home: str, backend) -> Iterator[Finding]:
+def _tmux_findings(home: str, backend: Backend) -> Iterator[Finding]:
     """The tmux server leash uses (``core.views.status.tmux_problem``): a wrong
     socket path fails (the kennel and interrupts cannot reach the agents' panes),
     no server running is a warning; nothing is said when nothing expects tmux."""

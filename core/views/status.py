@@ -21,8 +21,12 @@ from typing import Any
 
 from leash.core.state.stop import StopStateUnreadable
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
 
-def backend_of(owner=None, backend=None):
+
+def backend_of(owner=None, backend: Backend | None = None):
     """The backend to read: ``backend`` when given, else the one over
     ``owner`` (a ``StopProtocol``, whose open registries it shares, or a home)."""
     if backend is not None:
@@ -38,7 +42,7 @@ def backend_of(owner=None, backend=None):
     return owner.backend
 
 
-def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_limit: int = 10_000,
+def snapshot(protocol=None, *, backend: Backend | None = None, now: float | None = None, halts_limit: int = 10_000,
              halts=None, connection=None) -> dict[str, Any]:
     """The state of ``backend`` (default: the one over ``protocol``, a
     ``StopProtocol`` or a home). ``halts``: an open unit of the halt store to
@@ -81,7 +85,7 @@ def snapshot(protocol=None, *, backend=None, now: float | None = None, halts_lim
     return result
 
 
-def host_of_backend(backend) -> str:
+def host_of_backend(backend: Backend) -> str:
     """This host's name (``LEASH_HOST``, ``[daemon] host``, the hostname)."""
     named = backend.host
     if named:
@@ -97,7 +101,7 @@ def host_of_backend(backend) -> str:
         return socket.gethostname()
 
 
-def _pending_halts(result: dict, backend, unit, connection, limit: int, now: float | None) -> None:
+def _pending_halts(result: dict, backend: Backend, unit, connection, limit: int, now: float | None) -> None:
     from leash.core.state.halts import HaltStoreUnavailable
 
     try:
@@ -114,7 +118,7 @@ def _pending_halts(result: dict, backend, unit, connection, limit: int, now: flo
         result["halt_store_error"] = str(exc)
 
 
-def _config(backend) -> dict:
+def _config(backend: Backend) -> dict:
     """config.toml of the backend's home (breakers are described against it); {} when it is bad."""
     from leash.core.base.config import ConfigError, load_config
 

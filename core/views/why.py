@@ -34,6 +34,11 @@ import shlex
 
 from leash.core.base.clock import now_seconds
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
+
 MAX_FILES_SHOWN = 5
 MAX_WALK_ENTRIES = 5000  # files looked at under a session's cwd for path locks
 HALT_ID_SHOWN = 8
@@ -45,7 +50,8 @@ def _command(*words: str) -> str:
     return " ".join(shlex.quote(w) if i else w for i, w in enumerate(words))
 
 
-def _identity(backend, session: str, *, now: float, tmux_session_id: str | None) -> tuple[list, list, list, list]:
+def _identity(backend: Backend, session: str, *, now: float,
+              tmux_session_id: str | None) -> tuple[list, list, list, list]:
     """(names, entities, tmux ids, working directories) of ``session``: an
     agent session id, or a tmux session name with every agent seen in it."""
     from leash.core.base.identity import answers_to
@@ -73,7 +79,7 @@ def _identity(backend, session: str, *, now: float, tmux_session_id: str | None)
 
 
 def why(home=None, session: str = "", *, now: float | None = None, tmux_session_id: str | None = None,
-        halts=None, halts_connection=None, backend=None) -> dict:
+        halts=None, halts_connection=None, backend: Backend | None = None) -> dict:
     """Every rule that holds ``session`` now. ``tmux_session_id``: the tmux
     session's id when the caller knows it ("" to skip asking tmux); ``halts``:
     an open unit of the halt store to read (the console's kept reader,
@@ -109,7 +115,7 @@ def why(home=None, session: str = "", *, now: float | None = None, tmux_session_
             "known": known, "held": bool(rules), "rules": rules, "path_locks_elsewhere": elsewhere}
 
 
-def _stop_rules(backend, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
+def _stop_rules(backend: Backend, names: list[str], tmux_ids: list[str], moment: float) -> list[dict]:
     from leash.core.state.stop import StopStateUnreadable
 
     try:
@@ -138,7 +144,7 @@ def _stop_row(rule: str, subject: str, record, lift: str) -> dict:
             "since": record.get("stopped_at", ""), "lift": lift}
 
 
-def _lock_rules(backend, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
+def _lock_rules(backend: Backend, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
     """(hands-off rules on the session's entities, the active path locks)."""
     from leash.core.state.handsoff import PATH_PREFIX, HandsOffUnreadable
 
@@ -163,7 +169,7 @@ def _lock_rules(backend, entities: list[str], tmux_ids: list[str], moment: float
     return rules, paths
 
 
-def _halt_rules(backend, names: list[str], moment: float, unit=None) -> list[dict]:
+def _halt_rules(backend: Backend, names: list[str], moment: float, unit=None) -> list[dict]:
     from leash.core.state.halts.store import HaltStoreUnavailable
     from leash.core.state.loghead import HeadMismatch
 
@@ -206,7 +212,7 @@ def _halt_row(name: str, halt: dict) -> dict:
             "lift": _command("leash", "halts", "ack", halt["halt_id"][:HALT_ID_SHOWN])}
 
 
-def _files_denied(backend, entity: str, cwds: list[str], moment: float) -> tuple[list[str], bool]:
+def _files_denied(backend: Backend, entity: str, cwds: list[str], moment: float) -> tuple[list[str], bool]:
     """Files under the session's working directories that ``entity`` covers
     (the gate's ``lock_for_path``), at most ``MAX_FILES_SHOWN``; and whether
     there are more (or the walk stopped early)."""

@@ -39,6 +39,12 @@ import os
 
 from leash.core.base.agentproc import JS_RUNTIMES, NotTheAgent, is_headless, is_within, recorded, verify
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+    from leash.core.store.records import LogLine
+
+
 ESCAPE_KEY = "Escape"  # Claude Code's terminal UI: "esc to interrupt"
 METHOD_ESCAPE = "escape"
 METHOD_SIGINT = "sigint"
@@ -58,7 +64,7 @@ class InterruptReport:
     ``refused`` (one line per session that could not be reached)."""
 
     def __init__(self) -> None:
-        self.done: list[dict] = []
+        self.done: list[LogLine] = []
         self.refused: list[str] = []
         self.quiet: list[str] = []  # a fleet's sessions with no call in flight, left alone
 
@@ -75,7 +81,7 @@ class InterruptReport:
         return f"{what} is stopped, but nothing could be interrupted: {why}{more}"
 
 
-def interrupt(names: list[str], *, backend, source: str, reason: str = "", home=None, tmux=None,
+def interrupt(names: list[str], *, backend: Backend, source: str, reason: str = "", home=None, tmux=None,
               now: float | None = None) -> InterruptReport:
     """Interrupt every agent session known by one of ``names`` (its id, its
     tmux session's name or id, or a session it was resumed from). In a store
@@ -94,7 +100,7 @@ def interrupt(names: list[str], *, backend, source: str, reason: str = "", home=
     return _Reach(backend, source, reason, home=home, tmux=tmux, now=now).each(chosen)
 
 
-def interrupt_fleet(*, backend, source: str, reason: str = "", home=None, tmux=None,
+def interrupt_fleet(*, backend: Backend, source: str, reason: str = "", home=None, tmux=None,
                     now: float | None = None) -> InterruptReport:
     """Interrupt every agent session with a call in flight: not those whose
     hooks said the session ended, its turn ended or it waits for input (an
@@ -112,7 +118,7 @@ def interrupt_fleet(*, backend, source: str, reason: str = "", home=None, tmux=N
 class _Reach:
     """One interrupt over some sessions: each target is reached once."""
 
-    def __init__(self, backend, source: str, reason: str, *, home, tmux, now: float | None):
+    def __init__(self, backend: Backend, source: str, reason: str, *, home, tmux, now: float | None):
         self.backend, self.source, self.reason, self.now = backend, source, reason, now
         self.home = home if home is not None else backend.home
         self.host = backend.sessions.host or ""
@@ -132,7 +138,7 @@ class _Reach:
                 report.done.append(line)
         return report
 
-    def one(self, sid: str, record) -> dict | None:
+    def one(self, sid: str, record) -> LogLine | None:
         """The ack-log line of this session's interrupt; None when its target
         was reached already (two sessions in one pane)."""
         method, target, process = self.choose(record)

@@ -35,7 +35,7 @@ from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
 from leash.core.warrants.dog import Dog
 
 if TYPE_CHECKING:
-    from leash.core.store.protocols import Claim
+    from leash.core.store.protocols import Backend, Claim
 
 HEARTBEAT_SECONDS = 1.0
 IDLE_POLL_SECONDS = 0.5
@@ -43,18 +43,18 @@ CLAIM_AHEAD = 1
 ORPHAN_SCAN_SECONDS = 1.0
 
 
-def _backend(home, backend):
+def _backend(home, backend: Backend | None) -> Backend:
     from leash.core.store.select import backend_for
 
     return backend if backend is not None else backend_for(home)
 
 
-def running_kennel(home=None, *, now: float | None = None, backend=None) -> dict | None:
+def running_kennel(home=None, *, now: float | None = None, backend: Backend | None = None) -> dict | None:
     beat = _backend(home, backend).kennels.alive(now=now)
     return beat.as_dict() if beat is not None else None
 
 
-def hands_off_check(home=None, *, backend=None):
+def hands_off_check(home=None, *, backend: Backend | None = None):
     """``check(names, tmux_session_id=, now=)``: the hands-off entity that
     protects a tmux session known by these names and this id (or None). The
     agent sessions seen inside it and their entities count too. Raises when
@@ -83,7 +83,7 @@ def hands_off_check(home=None, *, backend=None):
 class Kennel:
     def __init__(self, home=None, *, dogs: int | None = None, tmux=None, timeouts=None,
                  poll_seconds: float | None = None, pardon_on_activity: bool | None = None, until_idle: bool = False,
-                 handle_signals: bool = True, backend=None):
+                 handle_signals: bool = True, backend: Backend | None = None):
         from leash.core.base.config import load_config
 
         self.backend = _backend(home, backend)
@@ -121,7 +121,7 @@ class Kennel:
 
     def _heartbeat(self, *, stopped: bool = False) -> None:
         self.kennels.beat(pid=self.owner["pid"], host=self.owner["host"], started_at=self.started_at,
-                          dogs=self.size, working=self.working, stopped=stopped, now=time.time())
+                          dogs=self.size, working=sorted(self.working), stopped=stopped, now=time.time())
 
     def _renew_claims(self) -> None:
         """Renew every claim this kennel holds (a shared store's lease). A dog
