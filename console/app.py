@@ -37,6 +37,7 @@ never parse markup either.
 """
 from __future__ import annotations
 
+import gc
 import time
 from typing import AsyncIterator, NamedTuple
 
@@ -45,12 +46,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Container
 from textual.widgets import Footer, Input
 
-from leash.console.app_operations import OperationKeys
+from leash.console.app_operations import ConsoleOperations, OperationKeys
 from leash.console.commands import LeashCommands
 from leash.console.ending import EndsOnSignals
 from leash.console.keymap import PANELS, keymap
-from leash.console.operations import Operations
 from leash.console.screens.acklog import AckLogScreen
+from leash.console.screens.confirm import ConfirmScreen
 from leash.console.screens.help import HelpScreen
 from leash.console.screens.peek import PeekScreen
 from leash.console.screens.why import WhyScreen
@@ -102,15 +103,24 @@ def alerts_of(data: dict) -> dict[str, dict[str, Alert]]:
     critical = {}
     for halt in data["halts"]:
         if halt["severity"] == "critical":
-            what = f"{halt.get('condition_name') or halt['halt_type']} on {halt['session_id']}"
+            what = f"{halt.get('condition_name') or halt['halt_type']} on {halt.get('session') or halt['session_id']}"
             critical[halt["halt_id"]] = Alert(f"Critical halt: {what}", halt["description"][:120],
                                               f"critical halt: {what}")
     executed = {warrant["id"]: Alert(f"Warrant {warrant['outcome']}: {warrant['warrant']['target']}",
-                                     str(warrant.get("log_reason") or warrant["outcome"])[:120])  # the core's words
+                                     _warrant_end(warrant))
                 for warrant in data["finished_warrants"] if warrant.get("outcome") in ALERTED_OUTCOMES}
     tripped = {loop["name"]: Alert(f"Restart-loop breaker tripped: {loop['name']}", "auto-resume is skipped")
                for loop in data["loops"] if loop.get("tripped")}
     return {"approvals": approvals, "critical": critical, "executed": executed, "tripped": tripped}
+
+
+def _warrant_end(warrant: dict) -> str:
+    """How a warrant ended, in the core's words, and the attempt it ended at
+    of the number its dog made (``attempt_label``: the record's own count)."""
+    from leash.core.state.warrants.records import attempt_label
+
+    reason = str(warrant.get("log_reason") or warrant["outcome"])[:120]
+    return f"{reason} (attempt {attempt_label(warrant)})"
 
 
 def desktop_notification(text: str) -> str:
@@ -149,7 +159,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
         self.want_watch = watch
         self.clock = clock
         self.source = source or default_source()
-        self.operations = Operations(self.backend, self.source, home=self.home)  # ``via`` set once mounted
+        self.operations = ConsoleOperations(self.backend, self.source, home=self.home)  # ``via`` set once mounted
         self.view_data: dict = {}
         self.tmux_sessions: list[dict] = []
         self.kennel = None
@@ -204,6 +214,7 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def on_unmount(self) -> None:
         self._restore_signal_handlers()
         self._unmounted = True  # the kennel's thread sees it even if it starts after this
+        gc.unfreeze()  # (frozen by the first view) collectable again once the app is gone
         if self.kennel is not None:
             self.kennel.request_stop()
         if self.on_exit_callback is not None:
@@ -260,7 +271,10 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def _view_read(self, data: dict | None) -> None:
         self._refreshing = False
         if data is not None:
+            first = not self.view_data
             self.apply_view(data)
+            if first:
+                gc.freeze()  # what the first view built lives on: the collector's full passes skip it (stalls)
         if self._refresh_again:
             self._refresh_again = False
             self.refresh_view()
@@ -338,9 +352,17 @@ class LeashApp(OperationKeys, EndsOnSignals, App):
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
         """Every notification, from any widget: plain text (``markup`` is
-        ignored: messages name agent things), one line, controls escaped."""
-        super().notify(printable(message, limit=NOTIFY_LIMIT), title=printable(title, limit=NOTIFY_LIMIT),
-                       severity=severity, timeout=timeout, markup=False)
+        ignored: messages name agent things), one line, controls escaped. While
+        a confirmation is up it shows on the dialog's notice line (no toast
+        covers the dialog; the toast shows once it closes, if still due)."""
+        message, title = printable(message, limit=NOTIFY_LIMIT), printable(title, limit=NOTIFY_LIMIT)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        try:
+            dialog = self.screen_stack[-1]
+        except IndexError:
+            return
+        if isinstance(dialog, ConfirmScreen):  # call_later: notify may be called from any thread
+            self.call_later(dialog.show_notice, f"{title}: {message}" if title else message, severity)
 
     def _alert(self, title: str, message: str, *, desktop: str = "", severity="error") -> None:
         """A notification and the bell; ``desktop``: an OSC 9 notification's text too."""

@@ -53,18 +53,6 @@ class Refusal(Exception):
     """The key does not apply to the selected row; the message says why."""
 
 
-def _hours(text: str, default: float) -> float:
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise Refusal(f"hours must be a number, got {text!r}") from None
-    if value <= 0:
-        raise Refusal("hours must be more than 0")
-    return value
-
-
 class Operations:
     """Builds the operation for a key press, given the backend and who is
     acting. ``home``: where config.toml is read (default the backend's home)."""
@@ -100,20 +88,6 @@ class Operations:
                          f"{INTERRUPT_NOTE}", run, confirm_label="Stop", option_label=INTERRUPT_LABEL,
                          option_key=INTERRUPT_KEY)
 
-    def fleet_stop(self) -> Operation:
-        def run(c):
-            reason = c.text or "fleet stop from the console"
-            self.backend.stops.stop_fleet(source=self.source, reason=reason)
-            if not c.option:
-                return "fleet stopped"
-            from leash.core.warrants.interrupt import interrupt_fleet
-
-            report = interrupt_fleet(backend=self.backend, source=self.source, reason=reason, home=self.home)
-            return self._interrupted(report, "the fleet")
-        return Operation("Stop the whole fleet?", "Every agent's next tool call is refused until the fleet "
-                         f"is resumed.\n{INTERRUPT_NOTE}", run, confirm_label="Stop all",
-                         option_label=INTERRUPT_LABEL, option_key=INTERRUPT_KEY)
-
     @staticmethod
     def _interrupted(report, what: str) -> str:
         """The message of a stop that interrupted (``core.interrupt``); a Refusal
@@ -141,42 +115,6 @@ class Operations:
             self.backend.stops.resume(name, source=self.source, reason=c.text)
             return f"resumed {shown(name)}"
         return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", run, confirm_label="Resume")
-
-    def warrant(self, row: dict) -> Operation:
-        if not row.get("in_tmux"):
-            raise Refusal(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
-        target = row["tmux_session"]
-
-        def run(c):
-            warrant, created = self.backend.warrants.file(target, reason=c.text or "filed from the console",
-                                                          requester=self.source)
-            return f"warrant {shown(warrant['id'])} filed" if created else f"{shown(target)} already has a live warrant"
-        return Operation(f"File a death warrant for {shown(target)}?", "A dog interrogates the session three times "
-                         "and kills it if it never answers ALIVE.", run, text_label="Reason",
-                         confirm_label="File warrant")
-
-    def hands_off(self, row: dict | None) -> Operation:
-        """On a session: lock it, asking for hours. Elsewhere: ask which entity
-        (a name or ``path:<glob>``) to lock for the default time."""
-        default = self.default_hours()
-        if row is not None and "name" in row:
-            entity = row["name"]
-
-            def run(c):
-                lock = self.backend.locks.lock(entity, hours=_hours(c.extra, default), reason=c.text,
-                                               source=self.source)
-                return f"{shown(entity)} is hands-off until {lock['expires_at'][:19]}"
-            return Operation(f"Lock {shown(entity)} hands-off?", "Its tool calls are refused (and no warrant kills it) "
-                             "until the lock expires or is released.", run, extra_label="Hours",
-                             extra_value=f"{default:g}", confirm_label="Lock")
-
-        def run(c):
-            if not c.extra:
-                raise Refusal("name the entity to lock")
-            lock = self.backend.locks.lock(c.extra, hours=self.default_hours(), reason=c.text, source=self.source)
-            return f"{shown(c.extra)} is hands-off until {lock['expires_at'][:19]}"
-        return Operation("Lock an entity hands-off?", f"A name (an agent, a session) or path:<glob>, for "
-                         f"{default:g} hours.", run, extra_label="Entity", confirm_label="Lock")
 
     # ------------------------------------------------------------ locks
     def release(self, row: dict) -> Operation:

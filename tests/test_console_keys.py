@@ -171,7 +171,7 @@ async def test_hands_off_a_session_and_release_it(console_app, home):
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("h")
         await pilot.pause()
-        app.screen.query_one("#confirm-extra").value = "2"
+        app.screen.query_one("#confirm-hours").value = "2"
         await pilot.press("y")
         await settle(pilot, app)
         protocol = StopProtocol(home)
@@ -191,8 +191,8 @@ async def test_hands_off_an_entity_from_the_locks_panel(console_app, home):
         await pilot.press("4")
         await pilot.press("h")
         await pilot.pause()
-        app.screen.query_one("#confirm-extra").value = "path:src/billing/**"
-        await pilot.press("y")
+        app.screen.query_one("#confirm-entity").value = "path:src/billing/**"
+        app.screen.query_one("#confirm-ok").press()  # y in the entity field is a letter of it
         await settle(pilot, app)
         assert StopProtocol(home).is_hands_off("path:src/billing/**")
 
@@ -368,3 +368,230 @@ async def test_a_new_row_takes_its_place_and_the_cursor_stays_on_its_row(console
         severities = [panel.rows[key]["severity"] for key in shown]
         assert severities == ["critical", "critical", "high"]
         assert panel.selected()["halt_id"] == high["halt_id"]
+
+
+# ---------------------------------------------------------------- found at 80x24 and larger
+def _second_rows(home):
+    """A second row in every panel: a lock, a breaker, a warrant, an approval (the seeded fleet has one each)."""
+    from leash.core.store.select import backend_for
+
+    from .conftest import CONSOLE_NOW
+
+    backend = backend_for(home)
+    backend.locks.lock("zed", hours=1, reason="second lock", source="ops@test", now=CONSOLE_NOW - 60)
+    backend.breakers.record_boot("worker", window_seconds=60, now=CONSOLE_NOW - 5)
+    backend.warrants.file("agent-chatty", reason="second warrant", requester="ops@test", now=CONSOLE_NOW - 5)
+    backend.approvals.request("claude-c044", "Bash", {"command": "make"}, timeout_s=300, now=CONSOLE_NOW - 5)
+
+
+async def test_home_and_end_move_the_cursor_to_the_first_and_last_row_in_every_panel(console_app, home):
+    from leash.console.keymap import PANELS
+
+    _second_rows(home)
+    app = console_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        for index, panel in enumerate(PANELS, start=1):
+            await pilot.press(str(index))
+            await settle(pilot, app)
+            table = app.panel(panel).table
+            assert table.row_count >= 2, panel
+            await pilot.press("end")
+            await pilot.pause()
+            assert table.cursor_row == table.row_count - 1, panel
+            await pilot.press("home")
+            await pilot.pause()
+            assert table.cursor_row == 0, panel
+            await pilot.press("end")
+            await pilot.pause()
+            assert table.cursor_row == table.row_count - 1, panel
+        await pilot.press("l")  # the ack-log screen's table too
+        await settle(pilot, app)
+        table = app.screen.query_one("#acklog-table")
+        assert table.row_count >= 2 and table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        await pilot.pause()
+        assert table.cursor_row == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_row == table.row_count - 1
+
+
+async def test_the_lock_dialog_starts_in_its_entity_field_and_asks_for_hours(console_app, home):
+    from leash.core.base.hours import parse_hours
+
+    app = console_app(clock=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("4", "h")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        assert app.focused.id == "confirm-entity"  # the entity: what the dialog asks for
+        await pilot.press(*"path:src/auth/**")
+        assert app.screen.query_one("#confirm-entity").value == "path:src/auth/**"  # y and n are letters here
+        hours = app.screen.query_one("#confirm-hours")
+        for bad in ("nan", "-1"):
+            hours.value = bad
+            app.screen.query_one("#confirm-ok").press()
+            await settle(pilot, app)
+            assert app.screen.__class__.__name__ == "ConfirmScreen", bad  # refused: the dialog stays
+            try:
+                parse_hours(bad)
+            except ValueError as exc:
+                core_says = str(exc)
+            notice = str(app.screen.query_one("#confirm-notice").render())
+            assert core_says in notice and "\n" not in notice.strip(), notice
+            assert not StopProtocol(home).is_hands_off("path:src/auth/**")
+        hours.value = "2"
+        app.screen.query_one("#confirm-ok").press()
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ != "ConfirmScreen"
+        from leash.core.base.clock import parse_iso
+        from leash.core.store.select import backend_for
+
+        lock = backend_for(home).locks.active()["path:src/auth/**"]
+        assert abs(parse_iso(lock.expires_at) - time.time() - 2 * 3600) < 120
+
+
+async def test_a_session_lock_refuses_bad_hours_with_the_cores_words(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-answers")
+        await pilot.press("h")
+        await settle(pilot, app)
+        app.screen.query_one("#confirm-hours").value = "nan"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        assert "must be a positive number, got 'nan'" in str(app.screen.query_one("#confirm-notice").render())
+        assert not StopProtocol(home).is_hands_off("agent-answers")
+
+
+async def test_resume_on_a_halted_session_points_at_acknowledging_its_halt(console_app, home):
+    app = console_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-chatty")
+        assert app.panel("sessions").selected()["state"] == "halted"  # a pending halt, no stop
+        before = len(app._notifications)
+        await pilot.press("u")
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ != "ConfirmScreen"
+        (notice,) = list(app._notifications)[before:]
+        assert "halt" in notice.message and "acknowledge" in notice.message.lower()
+        assert "2" in notice.message and "'a'" in notice.message, notice.message  # the keys that acknowledge
+
+
+async def test_the_halts_table_names_sessions_as_the_sessions_panel_does(console_app, home):
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        sessions = app.panel("sessions").rows
+        named = {agent: row["name"] for row in sessions.values() for agent in row["agents"]}
+        table = app.panel("halts").table
+        shown = {str(key.value): table.get_cell(key, "session").plain for key in table.rows}
+        for key, row in app.panel("halts").rows.items():
+            assert shown[key] == named[row["session_id"]], (shown[key], row["session_id"])
+        assert set(shown.values()) == {"agent-silent", "agent-chatty"}
+
+
+async def test_a_breaker_shows_the_window_its_supervisor_passes(console_app, home):
+    from leash.core.store.select import backend_for
+
+    from .conftest import CONSOLE_NOW
+
+    breakers = backend_for(home).breakers
+    for t in (CONSOLE_NOW - 250, CONSOLE_NOW - 150, CONSOLE_NOW - 10):
+        breakers.check_and_record("nightly", max_restarts=5, window_seconds=300, now=t)
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        row = app.panel("loops").rows["loop:nightly"]
+        assert (row["window_seconds"], row["max_restarts"], row["in_loop"]) == (300, 5, 3)
+        cells = app.panel("loops").table.get_row("loop:nightly")
+        assert cells[1].plain == "3/5" and cells[2].plain == "300s"
+
+
+def test_escalation_triggered_is_said_only_when_it_was(cli, home):
+    plain = cli("halts", "record", "--session", "s1", "--type", "security", "--severity", "critical",
+                "--description", "a critical halt that is not escalated")
+    assert plain.code == 0 and "escalation triggered" not in plain.out, plain
+    escalated = cli("halts", "record", "--session", "s1", "--type", "security", "--severity", "high",
+                    "--description", "an escalated one", "--auto-escalate")
+    assert escalated.code == 0 and "(escalation triggered)" in escalated.out, escalated
+
+
+async def test_a_fleet_stop_from_the_console_records_only_the_operators_reason(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("S")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot, app)
+        fleet = StopProtocol(home).stops.snapshot()["fleet"]
+        assert fleet is not None and fleet["reason"] == "", fleet  # no reason the console made up
+        assert AckLog(home).read().entries[-1]["reason"] == ""
+
+
+async def test_a_warrant_needs_the_reason_the_core_asks_for_and_names_the_configured_attempts(console_app, home):
+    (home / "config.toml").write_text("[warrants]\ntimeouts = [30, 60, 90, 120, 240]\n")
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-chatty")
+        await pilot.press("w")
+        await pilot.pause()
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert "5 times" in body and "three" not in body, body
+        await pilot.press("y")  # no reason: the core refuses a warrant without one
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        assert "a warrant needs a reason" in str(app.screen.query_one("#confirm-notice").render())
+        assert WarrantQueue(home).pending() == []
+        app.screen.query_one("#confirm-text").value = "loops on the same file"
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert [(w["target"], w["reason"]) for w in WarrantQueue(home).pending()] == \
+            [("agent-chatty", "loops on the same file")]
+
+
+async def test_an_executed_warrants_alert_gives_the_cores_reason_and_the_records_attempts(console_app, home):
+    from leash.core.state.warrants.outcome import finish
+
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        queue = WarrantQueue(home)
+        queue.file("agent-chatty", reason="stuck")
+        state, fd = queue.claim_next(owner={"pid": 0, "host": "t"})
+        state.update(attempt=5, attempts=5)  # a dog that ran with five timeouts
+        finish(queue, state, "executed", now=time.time(), timeouts=[1, 1, 1, 1, 1])
+        queue.release(state["id"], fd)
+        app.refresh_view()
+        await settle(pilot, app)
+        (alert,) = [n for n in app._notifications if n.title.startswith("Warrant executed")]
+        done = next(d for d in queue.completed() if d["id"] == state["id"])
+        assert alert.message == f"{done['log_reason']} (attempt 5/5)", alert.message
+        assert "3" not in alert.message
+
+
+async def test_the_sessions_panel_names_each_sessions_cli(console_app, home):
+    """Claude Code, Gemini CLI and Codex CLI sessions side by side in one console."""
+    from leash.core.state.sessions import SessionRegistry
+
+    from .conftest import CONSOLE_NOW
+
+    registry = SessionRegistry(str(home))
+    for session_id, cli in (("gemini-01", "gemini"), ("codex-01", "codex")):
+        registry.observe(session_id, now=CONSOLE_NOW - 30, tool="Bash", cli=cli, cwd="/work/x", status="thinking")
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        table = app.panel("sessions").table
+        columns = [str(column.label) for column in table.columns.values()]
+        cli = columns.index("CLI")
+        shown = {str(table.get_row(key)[0]).rstrip(" ·"): str(table.get_row(key)[cli]) for key in table.rows}
+        assert shown["gemini-01"] == "gemini" and shown["codex-01"] == "codex"
+        assert shown["agent-answers"] == "claude"

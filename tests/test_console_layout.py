@@ -231,6 +231,123 @@ async def test_why_screen_in_the_console(long_app):
         assert "claude-legacy is held by 1 rule" in shown and "lift: leash resume claude-legacy" in shown
 
 
+def _row_in_view(table, index: int) -> bool:
+    top = round(table.scroll_y)
+    rows = table.scrollable_content_region.height - table.header_height
+    return top <= index < top + rows
+
+
+async def test_the_ack_log_panel_keeps_following_the_newest_line_after_a_resize(long_app, home):
+    protocol = StopProtocol(home)
+    for n in range(45):
+        protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
+    app = long_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await pilot.press("6")
+        await settle(pilot, app)
+        table = app.panel("acklog").table
+        newest = table.row_count - 1
+        for size in (MIDDLE, LARGE, SMALL, MIDDLE, (100, 30), LARGE):
+            await pilot.resize_terminal(*size)
+            await settle(pilot, app)
+            assert table.cursor_row == newest, size
+            assert "bulk line 44" in app.query_one("#detail").plain
+            assert _row_in_view(table, newest), (size, table.scroll_y, table.size)
+
+
+LONG_CRITICAL = "Credentials would be exposed: " + " ".join(f"word{n:03d}" for n in range(110))  # < 1000
+
+
+async def test_a_long_critical_halt_keeps_the_dialogs_title_target_and_buttons_on_screen(console_app, home):
+    halt_id = halts.record_halt({"session_token": LONG_SESSION, "halt_type": "security", "severity": "critical",
+                                 "condition_name": "secrets_exposure", "description": LONG_CRITICAL},
+                                home=home, now=CONSOLE_NOW - 30)["halt_id"]
+    app = console_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "halts", halt_id)
+        await pilot.press("d")
+        await settle(pilot, app)
+        for size in (SMALL, (80, 30), MIDDLE, SMALL):
+            await pilot.resize_terminal(*size)
+            await settle(pilot, app)
+            shown = screen_text(app)
+            assert "Dismiss this halt?" in shown, shown
+            assert "critical secrets_exposure on claude-7f3a:" in shown, shown
+            assert "Cancel (n)" in shown and "Dismiss (y)" in shown, shown
+            dialog = app.screen.query_one("#confirm-dialog").region
+            assert dialog.y >= 0 and dialog.bottom <= size[1], (size, dialog)
+        body = app.screen.query_one("#confirm-body")
+        assert "word109" in str(body.render())  # the whole description is there, to scroll to
+
+
+async def test_a_toast_never_covers_a_dialogs_buttons(console_app, home):
+    app = console_app()
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "halts", "halt:")
+        await pilot.press("d")
+        await settle(pilot, app)
+        for n in range(4):
+            app.notify(f"a long notification number {n} " + "x" * 90, title="Critical halt: something",
+                       severity="error")
+        await settle(pilot, app)
+        shown = screen_text(app)
+        assert "Cancel (n)" in shown and "Dismiss (y)" in shown, shown
+        buttons = [app.screen.query_one(f"#confirm-{b}").region for b in ("cancel", "ok")]
+        from textual.widgets._toast import Toast
+
+        for toast in app.screen.query(Toast):
+            if toast.display and toast.visible and toast.region.area:
+                assert not any(toast.region.overlaps(b) for b in buttons), (toast.region, buttons)
+        assert "a long notification number 3" in str(app.screen.query_one("#confirm-notice").render())
+        await pilot.press("y")  # refused: caution not ticked; the dialog says why, inside itself
+        await settle(pilot, app)
+        assert "continue with caution" in str(app.screen.query_one("#confirm-notice").render())
+        assert "Cancel (n)" in screen_text(app)
+
+
+KEY_COLUMNS = {"sessions": ("name", "state"), "halts": ("severity", "condition", "session", "age"),
+               "warrants": ("target", "state", "attempt"), "locks": ("entity", "left", "source"),
+               "loops": ("name", "boots", "window", "tripped"), "acklog": ("seq", "time", "event"),
+               "approvals": ("session", "tool", "age", "left")}
+
+
+async def test_columns_share_the_width_they_have(long_app):
+    from rich.text import Text
+
+    from leash.console.keymap import PANELS
+
+    for size in (SMALL, MIDDLE, LARGE):
+        app = long_app()
+        async with app.run_test(size=size) as pilot:
+            await ready(pilot, app)
+            for index, name in enumerate(PANELS, start=1):
+                await pilot.press(str(index))
+                await settle(pilot, app)
+                table = app.panel(name).table
+                room = table.scrollable_content_region.width
+                widths = {str(key.value): column.get_render_width(table) - 2 * table.cell_padding
+                          for key, column in table.columns.items()}
+                content = {}
+                for key, column in table.columns.items():
+                    cells = [table.get_cell(row, key) for row in table.rows]
+                    content[str(key.value)] = max([Text.from_markup(str(column.label)).cell_len]
+                                                  + [c.cell_len if isinstance(c, Text) else len(str(c)) for c in cells])
+                used = sum(w + 2 * table.cell_padding for w in widths.values())
+                assert used <= room, (size, name, widths, room)
+                starved = [k for k in widths if widths[k] < content[k]]
+                wider = [k for k in widths if widths[k] > content[k]]
+                assert not (starved and wider), (size, name, widths, content)  # nothing wasted while one is cut
+                for key in starved:  # a cut column still shows some of its text
+                    assert widths[key] >= min(content[key], 3), (size, name, key, widths)
+                if room + 2 * table.cell_padding * len(widths) < SMALL[0] - 4:
+                    continue  # a panel of the grid narrower than one at 80 columns
+                for key in KEY_COLUMNS[name]:
+                    assert widths[key] >= content[key], (size, name, key, widths, content)  # readable
+
+
 # ---------------------------------------------------------------- snapshots
 async def _settled(pilot):
     for _ in range(3):
@@ -295,7 +412,7 @@ def test_a_halts_description_read_off_a_real_80x24_terminal(home, tmux_socket):
     subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "2"], check=True)
     _wait_for(tmux_socket, "hands_off_path_write")
     for _ in range(2):  # critical halts by age: the long one is second
-        if "hands_off_path_write on claude-7f3a" in " ".join(_screen(tmux_socket).split()):
+        if "hands_off_path_write on claude-7f3a" in " ".join(_screen(tmux_socket).split()):  # no tmux here
             break
         subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "Down"], check=True)
         time.sleep(0.5)

@@ -53,6 +53,13 @@ def matches(record: dict, terms: dict[str, str], words: list[str]) -> bool:
     return True
 
 
+class LogTable(DataTable):
+    """The log's lines; ``home`` and ``end`` go to the first and the newest line."""
+
+    BINDINGS = [Binding("home", "scroll_top", "First line", show=False),
+                Binding("end", "scroll_bottom", "Newest line", show=False)]
+
+
 class AckLogScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "close", "Back"),
@@ -74,7 +81,7 @@ class AckLogScreen(Screen[None]):
             yield Label("Ack log", id="acklog-title")
             yield Label("verifying the chain...", id="acklog-verify")
             yield Input(placeholder="filter: session:ID event:NAME source:WHO words...", id="acklog-filter")
-            yield DataTable(id="acklog-table", cursor_type="row")
+            yield LogTable(id="acklog-table", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -116,16 +123,18 @@ class AckLogScreen(Screen[None]):
                 len(shown) > len(wanted):
             table.clear()
             shown = set()
+        added = False
         for key, r in wanted:
             if key in shown:
                 continue
+            added = True
             table.add_row(_cell(r.get("seq", "")), _cell(str(r.get("timestamp", ""))[:19]),
                           _cell(r.get("event", "")), _cell(r.get("source", "")), _cell(r.get("session_id") or "-"),
                           _cell(r.get("reason") or "", REASON_LIMIT), key=key)
         mode = "following" if self.follow else "paused"
         self.query_one("#acklog-title", Label).update(
             Text(f"Ack log — {total} matching line(s), showing the newest {len(wanted)} ({mode}; f toggles)"))
-        if self.follow and table.row_count:
+        if self.follow and added:  # to the newest line as it arrives (a cursor moved meanwhile stays till then)
             table.move_cursor(row=table.row_count - 1, animate=False)
 
     @work(thread=True, exclusive=True, group="acklog-verify")
@@ -159,6 +168,9 @@ class AckLogScreen(Screen[None]):
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
+        table = self.query_one("#acklog-table", DataTable)
+        if self.follow and table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
         self.reload()
 
     def action_close(self) -> None:

@@ -22,6 +22,7 @@ def help_table(actions) -> Table:
             PANEL_TITLES[p] for p in PANEL_TITLES if p in action.panels)
         table.add_row(display(action.key), action.description, where, "yes" if action.changes_state else "")
     table.add_row("tab", "Next panel", "everywhere", "")
+    table.add_row("home / end", "First / last row", "everywhere", "")
     table.add_row("escape", "Close a screen, clear the filter", "everywhere", "")
     return table
 

@@ -6,7 +6,7 @@ the end of the log at any height; a cursor moved up stays where it was put.
 """
 from __future__ import annotations
 
-from leash.console.widgets.panel import Panel
+from leash.console.widgets.panel import Column, Panel
 
 EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "fleet_resume": "green",
                "interrupt": "bold red"}
@@ -15,8 +15,13 @@ EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "
 class AckTailPanel(Panel):
     PANEL = "acklog"
     TITLE = "Ack log"
-    COLUMNS = (("seq", "#", 5), ("time", "Time", 8), ("event", "Event", 18), ("source", "Source", 12),
-               ("session", "Session", 13), ("reason", "Reason", None))
+    COLUMNS = (Column("seq", "#", keep=True),
+               Column("time", "Time", keep=True),
+               Column("event", "Event", keep=True),
+               Column("source", "Source"),
+               Column("session", "Session"),
+               Column("reason", "Reason"))
+    FILL = "reason"
 
     def show(self, rows: list[dict], now: float) -> None:
         table = self.table

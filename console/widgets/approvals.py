@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from leash.console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Column, Panel, duration
 from leash.core.views.fleet import approval_due
 
 WAITING_STYLE = "bold yellow"
@@ -29,8 +29,12 @@ def left_text(row: dict, now: float) -> Text:
 class ApprovalsPanel(Panel):
     PANEL = "approvals"
     TITLE = "Approvals"
-    COLUMNS = (("session", "Session", 18), ("tool", "Tool", 10), ("age", "Age", 6), ("left", "Left", 6),
-               ("what", "What it would do", None))
+    COLUMNS = (Column("session", "Session", keep=True),
+               Column("tool", "Tool", keep=True),
+               Column("age", "Age", keep=True),
+               Column("left", "Left", keep=True),
+               Column("what", "What it would do"))
+    FILL = "what"
 
     def cells(self, row: dict, now: float) -> tuple:
         requested = row.get("requested_epoch")

@@ -1,7 +1,8 @@
 """The detail line: the selected row's whole text, above the footer.
 
 Two lines, wrapped to the screen's width (what does not fit ends in ``…``):
-a halt's full description, condition, session and age; a session's state and
+a halt's full description, condition, session (as the Sessions panel names
+it; its agent's id last) and age; a session's state and
 every rule that holds it (``core.why``, the gate's own answer, read off the UI
 thread by the app); a lock's reason and expiry; a warrant's reason and gate; a
 breaker's boots; an ack-log line's whole text. An approval takes more lines
@@ -37,8 +38,10 @@ def halt_detail(row: dict, now: float) -> str:
     age = duration(now - row["triggered_epoch"]) if row.get("triggered_epoch") else duration(row.get("age"))
     escalated = f", {row['resolution']}" if row.get("resolution") else ""
     condition = row.get("condition_name") or row["halt_type"]
-    return f"{row['description']} — {row['severity']} {condition} on {row['session_id']}, {age} ago " \
-           f"({row['halt_type']}{escalated})"
+    session = row.get("session") or row["session_id"]
+    agent = f"; agent {row['session_id']}" if session != row["session_id"] else ""
+    return f"{row['description']} — {row['severity']} {condition} on {session}, {age} ago " \
+           f"({row['halt_type']}{escalated}{agent})"
 
 
 def session_detail(row: dict, answer: dict | None) -> str:

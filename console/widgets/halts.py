@@ -1,9 +1,12 @@
-"""Pending halts panel: severity, type, condition, session, age, description."""
+"""Pending halts panel: severity, type, condition, session, age, description.
+
+The session is named as the Sessions panel names it (the core's ``session``:
+the tmux session its agent is in, else the agent's id)."""
 from __future__ import annotations
 
 from rich.text import Text
 
-from leash.console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Column, Panel, duration
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "dim"}
 
@@ -11,12 +14,17 @@ SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium":
 class HaltsPanel(Panel):
     PANEL = "halts"
     TITLE = "Pending halts"
-    COLUMNS = (("severity", "Severity", 9), ("type", "Type", 11), ("condition", "Condition", 20),
-               ("session", "Session", 13), ("age", "Age", 6), ("description", "Description", None))
+    COLUMNS = (Column("severity", "Severity", keep=True),
+               Column("type", "Type", 5),
+               Column("condition", "Condition", keep=True),
+               Column("session", "Session", keep=True),
+               Column("age", "Age", keep=True),
+               Column("description", "Description"))
+    FILL = "description"
 
     def cells(self, row: dict, now: float) -> tuple:
         severity = row["severity"] + (" ⇡" if row.get("resolution") in ("escalated", "timeout") else "")
         return (Text(severity, style=SEVERITY_STYLE.get(row["severity"], "")), row["halt_type"],
-                row.get("condition_name") or "-", row["session_id"],
+                row.get("condition_name") or "-", row.get("session") or row["session_id"],
                 duration(now - row["triggered_epoch"]) if row.get("triggered_epoch") else duration(row.get("age")),
                 row["description"])

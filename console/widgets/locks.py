@@ -1,13 +1,17 @@
 """Hands-off locks panel: entity, time left, reason."""
 from __future__ import annotations
 
-from leash.console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Column, Panel, duration
 
 
 class LocksPanel(Panel):
     PANEL = "locks"
     TITLE = "Hands-off locks"
-    COLUMNS = (("entity", "Entity", 22), ("left", "Left", 7), ("source", "By", 12), ("reason", "Reason", None))
+    COLUMNS = (Column("entity", "Entity", keep=True),
+               Column("left", "Left", keep=True),
+               Column("source", "By", keep=True),
+               Column("reason", "Reason"))
+    FILL = "reason"
 
     def cells(self, row: dict, now: float) -> tuple:
         left = row["expires_epoch"] - now if row.get("expires_epoch") is not None else row.get("left")

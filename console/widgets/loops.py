@@ -3,13 +3,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from leash.console.widgets.panel import Panel
+from leash.console.widgets.panel import Column, Panel
 
 
 class LoopsPanel(Panel):
     PANEL = "loops"
     TITLE = "Loop breakers"
-    COLUMNS = (("name", "Breaker", 18), ("boots", "Boots", 7), ("window", "Window", 8), ("tripped", "State", 9))
+    COLUMNS = (Column("name", "Breaker", keep=True),
+               Column("boots", "Boots", keep=True),
+               Column("window", "Window", keep=True),
+               Column("tripped", "State", keep=True))
 
     def cells(self, row: dict, now: float) -> tuple:
         state = Text("TRIPPED", style="bold red") if row.get("tripped") else Text("ok", style="green")

@@ -10,10 +10,23 @@ Cells are agent text: ``literal`` turns each into a ``Text`` (a plain ``str``
 cell would be parsed as markup by DataTable) with its control characters
 escaped (``core.text.printable``). A row whose cells are unchanged keeps its
 ``Text`` objects, so a refresh builds new ones only for the cells that moved.
+
+The columns share the table's width (``share``): each is as wide as its
+widest cell when all fit, and the panel's free-text column takes what is
+left; when they do not fit, the widest are cut first (a cut cell ends in
+``…``), key columns last: a name, a state, an age keep their whole text (up to
+``KEEP_LIMIT`` cells) while the free-text columns give up theirs, so they stay
+readable at 80 columns. Widths are shared again when the rows change and when the table is
+resized, and a resize keeps the cursor's row in view (the ack log keeps
+following its newest line). Home and End move the cursor to the first and
+last row.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -25,34 +38,112 @@ from leash.core.base.text import printable
 # A cell changes at most once a minute after the first one, so refreshes touch few cells.
 duration = human_duration
 CELL_LIMIT = 200  # characters of a cell's text kept: wider than any column, so the cut never shows
+# How the columns share a table's width (``share``); a free-text column's whole text is on the detail line.
+KEEP_LIMIT = 24  # cells of its text a key column keeps before a free-text one has more than TEXT_MIN
+TEXT_MIN = 3  # cells a free-text column keeps before a key column is cut
+TEXT_FLOOR = 8  # cells a free-text column has (its floor) before any column grows past its floor
+
+
+class Column(NamedTuple):
+    key: str
+    label: str
+    floor: int = TEXT_FLOOR  # a free-text column: this many cells before the others grow past their floors
+    keep: bool = False  # a key column: its whole text (up to KEEP_LIMIT) before the free-text ones pass TEXT_MIN
+
+
+def share(wants: list[int], stages: list[list[int]], room: int) -> list[int]:
+    """Each column's width, never more than it ``wants``: stage by stage, each
+    column grows to its target in the stage (the last stage: what it wants);
+    in the first stage that does not fit in ``room``, the widest are cut to
+    one level, so the room left is shared fairly, and the sharing ends."""
+    shared = [0] * len(wants)
+    for stage in [*stages, wants]:
+        targets = [max(now, min(target, want)) for now, target, want in zip(shared, stage, wants, strict=True)]
+        if sum(targets) <= room:
+            shared = targets
+            continue
+        low, high = 0, max(targets)
+        while low < high:  # the highest level that fits
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if sum(_level(shared, targets, middle)) <= room else (low, middle - 1)
+        cut = _level(shared, targets, low)
+        spare = room - sum(cut)
+        for index, target in enumerate(targets):  # what is left over goes to the cut ones, one cell each
+            if spare > 0 and cut[index] < target:
+                cut[index] += 1
+                spare -= 1
+        return cut
+    return shared
+
+
+def _level(shared: list[int], targets: list[int], height: int) -> list[int]:
+    """Each column grown toward its target, up to ``height`` (never shrunk)."""
+    return [max(now, min(target, height)) for now, target in zip(shared, targets, strict=True)]
 
 
 def literal(value: object) -> Text:
     """A table cell that shows ``value`` as it is: never parsed as markup, one
-    line, control characters escaped. A styled ``Text`` keeps its style."""
+    line, control characters escaped, cut with ``…`` where its column ends. A
+    styled ``Text`` keeps its style."""
     if isinstance(value, Text):
         if value.plain.isprintable():
+            value.no_wrap, value.overflow = True, "ellipsis"
             return value
-        return Text(printable(value.plain, limit=CELL_LIMIT), style=value.style, no_wrap=True, end="")
-    return Text(printable(value, limit=CELL_LIMIT), no_wrap=True, end="")
+        return Text(printable(value.plain, limit=CELL_LIMIT), style=value.style, no_wrap=True, end="",
+                    overflow="ellipsis")
+    return Text(printable(value, limit=CELL_LIMIT), no_wrap=True, end="", overflow="ellipsis")
 
 
 class PanelTable(DataTable):
     """The table inside a panel (the focusable part). ``tab`` and
-    ``shift+tab`` go to the next and previous panel, shown or not."""
+    ``shift+tab`` go to the next and previous panel, shown or not; ``home``
+    and ``end`` to the first and last row."""
 
     BINDINGS = [Binding("tab", "app.next_panel(1)", "Next panel", show=False),
-                Binding("shift+tab", "app.next_panel(-1)", "Previous panel", show=False)]
+                Binding("shift+tab", "app.next_panel(-1)", "Previous panel", show=False),
+                Binding("home", "scroll_top", "First row", show=False),
+                Binding("end", "scroll_bottom", "Last row", show=False)]
 
     def __init__(self, panel: str, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self.panel = panel
 
+    def room(self) -> int:
+        """The cells the columns' text may take: the table's width, less the
+        scroll bar its rows need and each column's padding."""
+        width = self.content_region.width
+        if self.row_count + (1 if self.show_header else 0) > self.content_region.height:
+            width -= self.styles.scrollbar_size_vertical
+        return max(0, width - 2 * self.cell_padding * len(self.columns))
+
+    def set_widths(self, widths: dict[str, int]) -> None:
+        """Give the columns these widths (by key); lay the table out again only when one changed."""
+        changed = False
+        for key, column in self.columns.items():
+            width = widths.get(str(key.value))
+            if width is not None and (column.width != width or column.auto_width):
+                column.width, column.auto_width = width, False
+                changed = True
+        if changed:  # as DataTable does when a column changes: measure again, render every cell again
+            self._require_update_dimensions = True
+            self._update_count += 1
+            self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Share the new width, and keep the cursor's row in view (a panel
+        following its newest line goes on showing it)."""
+        panel = next((ancestor for ancestor in self.ancestors if isinstance(ancestor, Panel)), None)
+        if panel is not None:
+            panel.fit_columns()
+        if self.row_count:
+            self.call_after_refresh(self._scroll_cursor_into_view)
+
 
 class Panel(Vertical):
     PANEL = ""
     TITLE = ""
-    COLUMNS: tuple[tuple[str, str, int | None], ...] = ()  # (key, label, width)
+    COLUMNS: tuple[Column, ...] = ()
+    FILL = ""  # the free-text column that takes the width the others leave
 
     def __init__(self, **kwargs):
         super().__init__(id=f"panel-{self.PANEL}", classes="panel", **kwargs)
@@ -68,9 +159,33 @@ class Panel(Vertical):
         yield PanelTable(self.PANEL, id=f"table-{self.PANEL}")
 
     def on_mount(self) -> None:
+        self.add_columns()
+
+    def add_columns(self) -> None:
         table = self.table
-        for key, label, width in self.COLUMNS:
-            table.add_column(label, key=key, width=width)
+        for column in self.COLUMNS:
+            table.add_column(column.label, key=column.key, width=Text(column.label).cell_len)
+
+    def fit_columns(self) -> None:
+        """Share the table's width among the columns (``share``): first the key
+        columns' whole text (up to ``KEEP_LIMIT``) and ``TEXT_MIN`` cells of each
+        other, then each column's floor, then what each wants; the ``FILL``
+        column takes what is left. Nothing while the table is not shown."""
+        table = self.table
+        if not table.content_region.width or len(table.columns) != len(self.COLUMNS):
+            return
+        wants = [Text(column.label).cell_len for column in self.COLUMNS]
+        for cells in self._shown.values():
+            for index, cell in enumerate(cells[:len(wants)]):
+                wants[index] = max(wants[index], cell.cell_len if isinstance(cell, Text) else len(str(cell)))
+        key_text = [KEEP_LIMIT if column.keep else TEXT_MIN for column in self.COLUMNS]
+        floors = [KEEP_LIMIT if column.keep else column.floor for column in self.COLUMNS]
+        room = table.room()
+        widths = share(wants, [key_text, floors], room)
+        keys = [column.key for column in self.COLUMNS]
+        if self.FILL in keys and sum(widths) < room:
+            widths[keys.index(self.FILL)] += room - sum(widths)
+        table.set_widths(dict(zip(keys, widths, strict=True)))
 
     @property
     def table(self) -> PanelTable:
@@ -130,6 +245,7 @@ class Panel(Vertical):
             self._resort(wanted, current)
         self._shown = dict(wanted)
         self._count = len(rows)
+        self.fit_columns()
         title = self.title_text()
         if title != self._title:  # a label update re-lays out the screen: only when it changed
             self._title = title

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from leash.console.widgets.panel import Panel, duration
+from leash.console.widgets.panel import Column, Panel, duration
 from leash.core.state.sessions import AGENT_STATUSES
 
 STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow", "paused": "bold magenta",
@@ -18,10 +18,15 @@ STATE_WIDTH = max(len(state) for state in (*STATE_STYLE, *AGENT_STATUSES))
 class SessionsPanel(Panel):
     PANEL = "sessions"
     TITLE = "Sessions"
-    COLUMNS = (("name", "Session", 18), ("state", "State", None), ("detail", "Why", 18),
-               ("tool", "Last tool", 9), ("age", "Age", 6))
+    COLUMNS = (Column("name", "Session", keep=True),
+               Column("state", "State", keep=True),
+               Column("cli", "CLI", keep=True),
+               Column("detail", "Why"),
+               Column("tool", "Last tool", 6),
+               Column("age", "Age", keep=True))
+    FILL = "detail"
 
-    HOST_COLUMN = ("host", "Host", 8)
+    HOST_COLUMN = Column("host", "Host", keep=True)
     HOST_FILTER = "host:"  # ``/host:web1`` shows that host's sessions only
 
     def show(self, rows: list[dict], now: float) -> None:
@@ -31,10 +36,8 @@ class SessionsPanel(Panel):
         # A shared store's fleet: the sessions of many hosts, so a column (after
         # the name) says whose. The table is laid out again with it.
         self.COLUMNS = (self.COLUMNS[0], self.HOST_COLUMN, *self.COLUMNS[1:])
-        table = self.table
-        table.clear(columns=True)
-        for key, label, width in self.COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self.table.clear(columns=True)
+        self.add_columns()
         self._shown, self._literals = {}, {}
         super().show(rows, now)
 
@@ -43,7 +46,8 @@ class SessionsPanel(Panel):
 
     def cells(self, row: dict, now: float) -> tuple:
         name = row["name"] + ("" if row.get("in_tmux") else " ·")
-        rest = (Text(row["state"], style=STATE_STYLE.get(row["state"], "")), row.get("detail") or "",
+        rest = (Text(row["state"], style=STATE_STYLE.get(row["state"], "")), row.get("cli") or "",
+                row.get("detail") or "",
                 row.get("last_tool") or "", duration(row.get("age")))
         if self._hosts_shown():
             return (name, row.get("host") or "every", *rest)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from leash.console.widgets.panel import Panel
+from leash.console.widgets.panel import Column, Panel
 
 BAR_WIDTH = 12
 
@@ -22,8 +22,12 @@ def countdown_bar(fraction: float | None, seconds: float | None) -> Text:
 class WarrantsPanel(Panel):
     PANEL = "warrants"
     TITLE = "Warrants"
-    COLUMNS = (("target", "Target", 14), ("state", "State", 13), ("attempt", "Try", 4),
-               ("gate", "Gate", 18), ("reason", "Reason", None))
+    COLUMNS = (Column("target", "Target", keep=True),
+               Column("state", "State", keep=True),
+               Column("attempt", "Try", keep=True),
+               Column("gate", "Gate", keep=True),
+               Column("reason", "Reason"))
+    FILL = "reason"
 
     def cells(self, row: dict, now: float) -> tuple:
         fraction = seconds = None

@@ -13,6 +13,11 @@ profile only leashd) adds ``mac`` after ``hash``: HMAC-SHA256 of the hash,
 outside the hashed part (``core.logverify`` says why), so a line added by
 anyone without the key is named by ``verify``.
 
+Reading: no reader holds the whole file. ``lines()`` streams the intact
+lines in blocks of ``READ_BLOCK`` bytes (what a replay, a scan for the head and
+the chain walk use), ``tail()`` reads from the end, and ``read()`` is the list
+of them for a caller that asks for one (``leash log``, the tests).
+
 Failure: appends go through ``core.statefile.append_line`` (lock, torn-tail
 repair, one write, fsync). Readers skip a torn tail and count it, and skip lines
 that do not parse; nothing in the log is ever rewritten. ``verify`` fails on a
@@ -45,7 +50,6 @@ from leash.core.base.statefile import (
     last_lines,
     locked,
     open_state,
-    read_state_bytes,
 )
 
 TYPE_CHECKING = False  # for the type checker only: the head is imported when first used
@@ -71,6 +75,7 @@ RESERVED_KEYS = HEAD_KEYS + CHAIN_KEYS + (MAC_KEY,)  # no extra key of a line ma
 STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"), ("approvals.json", "head"))
 # How far back an append looks for the last intact line before scanning it all.
 _TAIL_LOOKBACK = 64
+READ_BLOCK = 1 << 20  # bytes a streaming reader holds of the file at once (plus one line)
 
 
 class LogRead:
@@ -80,6 +85,63 @@ class LogRead:
         self.entries = entries
         self.torn_bytes = 0        # a final line without its newline
         self.unreadable_lines = 0  # complete lines that are not JSON objects
+
+
+class RawLines:
+    """The complete lines of ``path`` (bytes, without their newline), oldest
+    first, from byte ``start`` (the start of a line), read ``block`` bytes at
+    a time up to the size the file had when the iteration began (lines
+    appended meanwhile are the next reader's). After the iteration,
+    ``torn_bytes`` counts a final line without its newline."""
+
+    def __init__(self, path: str, block: int | None = None, *, start: int = 0):
+        self.path, self.block, self.start = path, block or READ_BLOCK, start
+        self.torn_bytes = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.torn_bytes = 0
+        try:
+            fd = open_state(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            left = os.fstat(fd).st_size - self.start
+            if self.start:
+                handle.seek(self.start)
+            pending = b""
+            while left > 0:
+                chunk = handle.read(min(self.block, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                *complete, pending = (pending + chunk).split(b"\n")
+                yield from complete
+            self.torn_bytes = len(pending)
+
+
+class LineStream:
+    """The intact lines of the log, parsed and filtered as they stream by
+    (``AckLog.lines``); after the iteration, ``torn_bytes`` and
+    ``unreadable_lines`` say what was skipped."""
+
+    def __init__(self, path: str, filters: dict, *, start: int = 0):
+        self.raw = RawLines(path, start=start)
+        self.filters = filters
+        self.unreadable_lines = 0
+
+    @property
+    def torn_bytes(self) -> int:
+        return self.raw.torn_bytes
+
+    def __iter__(self) -> Iterator[JSONObject]:
+        self.unreadable_lines = 0
+        filtered = any(value is not None for value in self.filters.values())
+        for raw in self.raw:
+            record = _parse(raw)
+            if record is None:
+                self.unreadable_lines += 1
+            elif not filtered or matches(record, **self.filters):
+                yield record
 
 
 class AckLog:
@@ -187,7 +249,7 @@ class AckLog:
             if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
                 return record["hash"], record["seq"] + 1
         last = None
-        for raw in _complete_lines(self.path):
+        for raw in RawLines(self.path):
             record = _parse(raw)
             if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
                 last = record
@@ -204,24 +266,53 @@ class AckLog:
         since: float | None = None,
         source: str | None = None,
     ) -> LogRead:
-        """Every intact line, filtered; torn and unreadable lines are counted."""
-        result = LogRead(entries=[])
-        data = _read_all(self.path)
-        if data is None:
-            return result
-        body, _, tail = data.rpartition(b"\n")
-        if tail:
-            result.torn_bytes = len(tail)
-        if not body and not data.endswith(b"\n"):
-            return result
-        for raw in body.split(b"\n"):
-            record = _parse(raw)
-            if record is None:
-                result.unreadable_lines += 1
-                continue
-            if matches(record, session=session, event=event, since=since, source=source):
-                result.entries.append(record)
+        """Every intact line, filtered, as a list; torn and unreadable lines are
+        counted. A reader that goes through the lines once wants ``lines``."""
+        stream = self.lines(session=session, event=event, since=since, source=source)
+        result = LogRead(entries=list(stream))
+        result.torn_bytes, result.unreadable_lines = stream.torn_bytes, stream.unreadable_lines
         return result
+
+    def lines(
+        self,
+        *,
+        session: str | None = None,
+        event: str | None = None,
+        since: float | None = None,
+        source: str | None = None,
+        start: int = 0,
+    ) -> LineStream:
+        """Every intact line, filtered, streamed from the file (``READ_BLOCK``
+        bytes of it held at a time; from byte ``start``, the start of a line);
+        iterate it again to read it again."""
+        return LineStream(self.path, {"session": session, "event": event, "since": since, "source": source},
+                          start=start)
+
+    def line_ending_at(self, offset: int) -> JSONObject | None:
+        """The line whose newline is the byte just before ``offset``, read
+        backwards from there; None when that byte is no newline or the line
+        does not parse."""
+        if offset <= 0:
+            return None
+        try:
+            fd = open_state(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            if os.pread(fd, 1, offset - 1) != b"\n":
+                return None
+            line, end = b"", offset - 1
+            while end > 0:
+                start = max(0, end - 65536)
+                chunk = os.pread(fd, end - start, start)
+                index = chunk.rfind(b"\n")
+                line = chunk[index + 1:] + line
+                if index >= 0:
+                    break
+                end = start
+            return _parse(line)
+        finally:
+            os.close(fd)
 
     def tail(self, count: int) -> list[JSONObject]:
         """The last ``count`` intact lines, oldest first, without reading it all."""
@@ -255,7 +346,7 @@ class AckLog:
                     if size < position:  # a torn tail was cut off
                         position, pending = size, b""
                     handle.seek(position)
-                    chunk = handle.read()
+                    chunk = handle.read(READ_BLOCK)  # the rest on the next turn, without a pause
             except FileNotFoundError:
                 chunk = b""
             if chunk:
@@ -268,7 +359,7 @@ class AckLog:
                         continue
                     if matches(record, session=session, event=event, since=since, source=source):
                         yield record
-            else:
+            if len(chunk) < READ_BLOCK:
                 time.sleep(poll_seconds)
 
     # ------------------------------------------------------------ verifying
@@ -310,28 +401,28 @@ class AckLog:
 
     def chain_problem(self) -> str:
         """Why the log cannot be replayed into a state ("" when it can): a
-        chain that does not verify, or a line whose mac is wrong or missing."""
-        report = self._verify_chain()
+        chain that does not verify, or a line whose mac is wrong or missing.
+        The same walk as ``verify``, streamed, keeping no hash but the last."""
+        report = self._verify_chain(keep_hashes=False)
         return "" if report.ok else f"line {report.first_broken_line} of the ack log: {report.problem}"
 
-    def _verify_chain(self) -> ChainReport:
+    def _verify_chain(self, *, keep_hashes: bool = True) -> ChainReport:
         from leash.core.base.logverify import ChainWalker
 
         walker = ChainWalker(*self.mac_key())
         report = walker.report
+        if not keep_hashes:
+            report.hashes = _LastHash()
         try:
             report.torn_file_bytes = os.stat(self.path + TORN_SUFFIX).st_size
         except FileNotFoundError:
             pass
-        data = _read_all(self.path)
-        if data is None:
-            return walker.finish()
-        body, _, tail = data.rpartition(b"\n")
-        report.torn_bytes = len(tail)
-        if data.endswith(b"\n") or body:
-            for raw in body.split(b"\n"):
-                if not walker.feed(raw):
-                    return report
+        lines = RawLines(self.path)
+        for raw in lines:
+            if not walker.feed(raw):
+                report.torn_bytes = _torn_tail(self.path)
+                return report
+        report.torn_bytes = lines.torn_bytes
         return walker.finish()
 
 
@@ -341,6 +432,33 @@ def _parse(raw: bytes) -> JSONObject | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
+
+
+class _LastHash(dict):
+    """``ChainReport.hashes`` for a walk that needs only the last line's (``seq -> hash``)."""
+
+    def __setitem__(self, seq, line_hash) -> None:
+        self.clear()
+        super().__setitem__(seq, line_hash)
+
+
+def _torn_tail(path: str) -> int:
+    """How many bytes follow the file's last newline, read from its end."""
+    try:
+        fd = open_state(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        end = size = os.fstat(fd).st_size
+        while end > 0:
+            start = max(0, end - 65536)
+            index = os.pread(fd, end - start, start).rfind(b"\n")
+            if index >= 0:
+                return size - (start + index + 1)
+            end = start
+        return size
+    finally:
+        os.close(fd)
 
 
 def matches(record: JSONObject, *, session, event, since, source) -> bool:
@@ -357,16 +475,3 @@ def matches(record: JSONObject, *, session, event, since, source) -> bool:
         except ValueError:
             return False
     return True
-
-
-def _read_all(path: str) -> bytes | None:
-    return read_state_bytes(path)  # never through a symbolic link
-
-
-def _complete_lines(path: str) -> Iterator[bytes]:
-    data = _read_all(path)
-    if data is None:
-        return
-    body, _, _ = data.rpartition(b"\n")
-    if body or data.endswith(b"\n"):
-        yield from body.split(b"\n")

@@ -10,7 +10,9 @@ halt states and the approvals: each of those state files is a cache of the log l
 the log's last line, the log's size after it, and, for each store, the last
 line that changed it. A reader checks the size against the log (one ``stat``):
 a log that grew without its head (a writer died between the two) has its head
-recomputed; a log that shrank or vanished was cut, and that is reported. A state
+recomputed (from the recorded size on, when the line ending there is the one
+the head names; else from the whole log, streamed); a log that shrank or
+vanished was cut, and that is reported. A state
 file records the same ``{"seq", "hash"}`` for the lines it reflects, so a reader
 that finds the two disagreeing (the file was removed, emptied, replaced by an
 older copy, or written without a log line) rebuilds it by replaying the log.
@@ -140,10 +142,12 @@ class AckHead:
                     raise HeadMismatch(f"the ack log is shorter than its head (line {head['seq']}): it was cut")
             if size is None:
                 return None
-            grown = scan(acklog)
-            if head.get("seq", 0) > 0 and mark(head) not in grown.pop("marks"):
-                raise HeadMismatch(f"the ack log grew but no longer holds the line its head names (line "
-                                   f"{head['seq']}): it was rewritten")
+            grown = appended(acklog, head)
+            if grown is None:  # not a log that merely grew past its head: all of it is read
+                grown, held = scan_holding(acklog, mark(head) if head.get("seq", 0) > 0 else None)
+                if not held:
+                    raise HeadMismatch(f"the ack log grew but no longer holds the line its head names (line "
+                                       f"{head['seq']}): it was rewritten")
             write_json(self.path, grown)
             self._cache.forget()
             return grown
@@ -158,7 +162,6 @@ class AckHead:
         """Replace the head with the one the log itself gives (``doctor
         --repair``: a head that was missing, or a cut the operator accepts)."""
         head = scan(acklog)
-        head.pop("marks")
         write_json(self.path, head)
         self._cache.forget()
         return head
@@ -166,7 +169,7 @@ class AckHead:
 
 def _refuse_headless(acklog) -> None:
     """A log without its head: fine while it holds no line, tampering once it does."""
-    lines = sum(1 for line in acklog.read().entries if isinstance(line.get("seq"), int))
+    lines = sum(1 for line in acklog.lines() if isinstance(line.get("seq"), int))
     if lines:
         raise HeadMissing(f"acklog.head is missing or unreadable beside a log of {lines} lines (deleted?): the "
                           "ack log cannot be held to its length — leash doctor")
@@ -179,25 +182,51 @@ def _size(path: str) -> int | None:
         return None
 
 
+def appended(log, head: JSONObject) -> JSONObject | None:
+    """The head of ``log`` read from the end ``head`` records on: the lines
+    appended since, folded into it. None unless the line that ends at that
+    size is the one ``head`` names (then ``scan`` reads the whole log)."""
+    start = head.get("size")
+    if not isinstance(head.get("seq"), int) or head["seq"] <= 0 or not isinstance(start, int) or start <= 0:
+        return None
+    last = log.line_ending_at(start)
+    if last is None or last.get("seq") != head["seq"] or last.get("hash") != head.get("hash"):
+        return None
+    grown: JSONObject = {"seq": head["seq"], "hash": head["hash"], "size": _size(log.path),
+                         "stores": dict(head.get("stores") or {})}
+    for line in log.lines(start=start):
+        if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):
+            continue
+        grown["seq"], grown["hash"] = line["seq"], line["hash"]
+        store = STORE_OF_EVENT.get(line.get("event", ""))
+        if store is not None:
+            grown["stores"][store] = mark(line)
+    return grown
+
+
 def scan(log, *, before: int | None = None) -> JSONObject:
     """The head computed by reading the whole of ``log`` (an ``AckLog``; the
-    lines with seq < ``before``); without ``before``, with the ``marks`` of
-    every line read (for the caller to look one up and drop)."""
+    lines with seq < ``before``), streamed: no line is kept but the last of
+    each store."""
+    return scan_holding(log, None, before=before)[0]
+
+
+def scan_holding(log, find: JSONObject | None, *, before: int | None = None) -> tuple[JSONObject, bool]:
+    """(``scan``'s head, whether a line of the log is the one ``find`` names;
+    True when ``find`` is None)."""
     head: JSONObject = {"seq": 0, "hash": "0" * 64, "size": _size(log.path), "stores": {}}
-    marks = []
-    for line in log.read().entries:
+    held = find is None
+    for line in log.lines():
         if not isinstance(line.get("seq"), int) or not isinstance(line.get("hash"), str):
             continue
         if before is not None and line["seq"] >= before:
             continue
-        marks.append(mark(line))
         head["seq"], head["hash"] = line["seq"], line["hash"]
+        held = held or mark(line) == find
         store = STORE_OF_EVENT.get(line.get("event", ""))
         if store is not None:
             head["stores"][store] = mark(line)
-    if before is None:
-        head["marks"] = marks
-    return head
+    return head, held
 
 
 def anchor_head(command: list[str], line: JSONObject) -> None:

@@ -176,7 +176,7 @@ class LogBackedJSON:
         """(the state the log gives, the head of its last line of this store,
         whether the line ``find`` names is one of them)."""
         state, head, found = self.empty(), None, False
-        for line in self.acklog.read().entries:
+        for line in self.acklog.lines():  # streamed: the state grows, the log is not held
             if STORE_OF_EVENT.get(line.get("event")) == self.store and isinstance(line.get("seq"), int):
                 self.apply(state, line, now)
                 head = mark(line)

@@ -8,7 +8,10 @@ the loop is tripped; when it is, it skips auto-resume for that boot, which
 breaks the cycle and puts a human back in the loop.
 
 State: ``<home>/<name>/restart_loop.json`` = ``{"boots": [<unix seconds>, ...]}``,
-hermes's own file and format (``name="gateway"`` is hermes's path). A name is
+hermes's own file and format (``name="gateway"`` is hermes's path); beside it
+``restart_loop.limits.json`` keeps the limits the supervisor passed with its
+newest boot (``max_restarts``, ``window_seconds``, ``max_gap_seconds``), which
+``describe`` reports over config.toml's ``[loop.NAME]`` and the defaults. A name is
 a plain file name (letters, digits, ``.``, ``_``, ``-``; no leading dot) that is
 not one leash uses in the home (``core.home.RESERVED_NAMES``: ``stops.json``,
 ``warrants``, ``*.lock`` ...); any other name is refused with ``ValueError``,
@@ -35,6 +38,7 @@ read-modify-write under the file's lock, so concurrent boots are all kept.
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 from leash.core.base.clock import now_seconds
@@ -49,6 +53,8 @@ DEFAULT_WINDOW_SECONDS = 60
 DEFAULT_MAX_GAP_SECONDS = 0
 MAX_BOOTS_KEPT = 50
 STATE_NAME = "restart_loop.json"
+LIMITS_NAME = "restart_loop.limits.json"
+LIMIT_KEYS = ("max_restarts", "window_seconds", "max_gap_seconds")
 
 
 def check_name(name: object) -> str:
@@ -63,6 +69,23 @@ def check_name(name: object) -> str:
 
 def state_path(name: str = DEFAULT_NAME, home=None) -> str:
     return os.path.join(resolve_home(home), check_name(name), STATE_NAME)
+
+
+def limits_path(name: str = DEFAULT_NAME, home=None) -> str:
+    return os.path.join(resolve_home(home), check_name(name), LIMITS_NAME)
+
+
+def _stored_limits(path: str) -> dict[str, float]:
+    """The limits a supervisor passed with its newest boot: the valid ones, {} when none can be read."""
+    try:
+        data = read_json(path, {})
+    except (StateCorrupt, OSError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {key: data[key] for key in LIMIT_KEYS
+            if isinstance(data.get(key), (int, float)) and not isinstance(data[key], bool)
+            and math.isfinite(data[key])}
 
 
 def parse_boots(data: object) -> list[float]:
@@ -132,17 +155,24 @@ def record_restart_interrupted_boot(
     name: str = DEFAULT_NAME,
     home=None,
     max_gap_seconds: float = DEFAULT_MAX_GAP_SECONDS,
+    max_restarts: int | None = None,
 ) -> list[float]:
     """Record a restart-interrupted boot; returns the stored boots, newest last.
+    The limits it was recorded with (``max_restarts`` when given) are kept
+    beside them, for ``describe``.
 
     Prunes boots that can no longer count. Best effort: a persistence failure
     returns the in-memory list without raising."""
     moment = now_seconds(now)
     path = state_path(name, home)
+    limits = {"window_seconds": window_seconds, "max_gap_seconds": max_gap_seconds}
+    if max_restarts is not None:
+        limits["max_restarts"] = max_restarts
     try:
         private_dir(os.path.dirname(path))
         with locked(path):
             boots = kept_boots(_load_boots(path, now=moment) + [moment], window_seconds, max_gap_seconds, moment)
+            write_json(limits_path(name, home), {**_stored_limits(limits_path(name, home)), **limits})
             write_json(path, {"boots": boots})
         return boots
     except OSError as exc:
@@ -199,7 +229,7 @@ def check_and_record(
     A trip is written to the ack log (``loop_tripped``)."""
     moment = now_seconds(now)
     boots = record_restart_interrupted_boot(window_seconds, now=moment, name=name, home=home,
-                                            max_gap_seconds=max_gap_seconds)
+                                            max_gap_seconds=max_gap_seconds, max_restarts=max_restarts)
     tripped = loop_tripped(name, boots, max_restarts=max_restarts, window_seconds=window_seconds,
                            max_gap_seconds=max_gap_seconds, moment=moment)
     if tripped:
@@ -222,6 +252,10 @@ def clear(*, name: str = DEFAULT_NAME, home=None) -> bool:
     try:
         with locked(path):
             os.unlink(path)
+            try:
+                os.unlink(limits_path(name, home))
+            except FileNotFoundError:
+                pass
         return True
     except FileNotFoundError:
         return False
@@ -263,9 +297,10 @@ def thresholds(config: dict, name: str) -> dict[str, float]:
 
 
 def describe(name: str, *, home=None, config: dict | None = None, now: float | None = None) -> dict:
-    """A breaker's state for status displays: its boots plus the verdict."""
+    """A breaker's state for status displays: its boots plus the verdict, by
+    the limits its supervisor passed with its newest boot (over ``thresholds``)."""
     moment = now_seconds(now)
-    limits = thresholds(config or {}, name)
+    limits = {**thresholds(config or {}, name), **_stored_limits(limits_path(name, home))}
     boots = _load_boots(state_path(name, home), now=moment)
     size = loop_size(boots, limits["window_seconds"], limits["max_gap_seconds"], moment)
     return {

@@ -58,9 +58,10 @@ class FileAckLog:
                                           **extra))
 
     def read(self, **filters) -> LogLines:
-        read = self.log.read(**filters)
-        return LogLines((LogLine.of(line) for line in read.entries), torn_bytes=read.torn_bytes,
-                        unreadable_lines=read.unreadable_lines)
+        stream = self.log.lines(**filters)  # one list, of the records: the parsed lines are not kept twice
+        lines = LogLines(LogLine.of(line) for line in stream)
+        lines.torn_bytes, lines.unreadable_lines = stream.torn_bytes, stream.unreadable_lines
+        return lines
 
     def tail(self, count: int) -> list[LogLine]:
         return [LogLine.of(line) for line in self.log.tail(count)]

@@ -38,7 +38,7 @@ import uuid
 
 from leash.core.base.clock import iso, now_seconds
 from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
-from leash.core.state.warrants.records import dog_problem, validate_target
+from leash.core.state.warrants.records import dog_problem, reason_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.records import WarrantRecord
@@ -101,8 +101,9 @@ class PgWarrants:
     def file(self, target: str, *, reason: str, requester: str = DEFAULT_REQUESTER,
              now: float | None = None) -> tuple[WarrantRecord, bool]:
         validate_target(target)
-        if not isinstance(reason, str) or not reason.strip():
-            raise ValueError("a warrant needs a reason")
+        problem = reason_problem(reason)
+        if problem:
+            raise ValueError(problem)
         from leash.core.base.secrets import mask  # a warrant never holds a secret
 
         host, name = self.placed(target)

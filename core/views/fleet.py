@@ -5,15 +5,21 @@
 unit of its kept halt reader, and returns plain data: sessions (tmux sessions joined with the agent sessions the
 hooks have seen), pending halts, live warrants (with their open gate), hands-off
 locks, loop breakers, the ack-log tail, recent finished warrants, the
-approvals waiting for an operator (oldest first, each naming its session as
-the Sessions panel names it, with its age and the time left to its
-deadline), and a summary. The rules that decide what a session's state *is*
+approvals waiting for an operator (oldest first, with its age and the time
+left to its deadline), and a summary. An approval and a pending halt name
+their session as the Sessions panel names it (``session``). The rules that decide what a session's state *is*
 live here, not in the console:
 
     stopped > paused > halted > under warrant > hands-off > running
 
 (the first that applies wins). Every row has a stable ``key`` so the console can
 update cells in place.
+
+The ack log is read from its end only (its last ``ack_tail`` lines): the
+stores' state comes from their caches, which ``acklog.head`` holds to the log
+with a ``stat`` and a small file; a cache found out of step with it is rebuilt
+by streaming the log (``core.logstate``, ``core.halts.ledger``), never by
+holding it (``tests/test_log_reads_bounded.py``).
 
 Failure: unreadable stop state or halt store are reported in ``problems`` and
 make every session "stopped"/"halted" as the gate would treat them; an
@@ -131,7 +137,8 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
         "locks": len(lock_rows),
     }
     return {"now": moment, "home": backend.home, "summary": summary, "sessions": sessions,
-            "halts": _halt_rows(raw["pending_halts"], moment), "warrants": warrants,
+            "halts": _halt_rows(raw["pending_halts"], moment, _names_of_agents(every_session)),
+            "warrants": warrants,
             "finished_warrants": _finished_warrants(backend), "locks": lock_rows, "loops": loops,
             "acklog": _ack_rows(backend, ack_tail), "approvals": approvals[:max_rows],
             "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
@@ -282,7 +289,14 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
         "tmux_session_id": tmux.get("id", ""),  # as the store names it (HOST/$N in a shared one)
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
+        "cli": _cli_of(agents),
     }
+
+
+def _cli_of(agents: list[dict]) -> str:
+    """Which agent CLI runs in a session: its agents' (``claude``, ``gemini``,
+    ``codex``, several joined by ``+``), "" when no hook has spoken yet."""
+    return "+".join(sorted({str(a.get("cli") or "claude") for a in agents}))
 
 
 def _left_its_pane(agent: dict) -> bool:
@@ -327,7 +341,7 @@ def _agent_row(rule: _SessionStates, agent: dict, moment: float, *, gone: bool =
         "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
         "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
         "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
-        "in_tmux": False,
+        "in_tmux": False, "cli": _cli_of([agent]),
     }
 
 
@@ -341,10 +355,20 @@ def _unseen_stop_rows(stops, rows: list[dict], tmux_ids: set[str], moment: float
             if stopped_id not in known and record.get("tmux_session_id") not in tmux_ids]
 
 
-def _halt_rows(pending: list[dict], moment: float) -> list[dict]:
+def _names_of_agents(sessions: list[dict]) -> dict[str, str]:
+    """Each agent session id -> the name the Sessions panel shows its row by
+    (the tmux session it is in, else its own id)."""
+    return {agent: row["name"] for row in sessions for agent in row["agents"]}
+
+
+def _halt_rows(pending: list[dict], moment: float, named: dict[str, str] | None = None) -> list[dict]:
+    """Pending halts by severity, then age; each names its session as the
+    Sessions panel does (``session``; ``session_id`` stays the agent's id)."""
+    named = named or {}
     halts = sorted(pending, key=lambda h: (SEVERITY_ORDER.get(h["severity"], 9), h["triggered_at"]))
     for halt in halts:
         halt["key"] = f"halt:{halt['halt_id']}"
+        halt["session"] = named.get(halt["session_id"], halt["session_id"])
         halt["age"] = _age(halt["triggered_at"], moment)
         halt["triggered_epoch"] = moment - (halt["age"] or 0.0)
     return halts
@@ -411,7 +435,7 @@ def _approval_rows(backend, sessions: list[dict], moment: float) -> tuple[list[d
         waiting = store.pending(now=moment)
     except (ApprovalsUnreadable, RemoteStoreError) as exc:
         return [], [f"approvals unreadable ({exc})"]
-    named = {agent: row["name"] for row in sessions for agent in row["agents"]}
+    named = _names_of_agents(sessions)
     rows = [_approval_row(record, named, moment) for record in waiting]
     rows.sort(key=lambda row: (str(row.get("requested_at") or ""), str(row.get("id") or "")))
     return rows, []

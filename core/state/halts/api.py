@@ -175,7 +175,7 @@ def recorded_lines(halt: dict, data: dict) -> list[tuple[str, str, str, dict]]:
 def recorded_answer(halt: dict, stamp: str) -> dict:
     """The seed's ``RecordHaltOutput`` for a stored halt."""
     return {"halt_id": halt["id"], "recorded_at": stamp, "requires_acknowledgment": halt["severity"] != "low",
-            "escalation_triggered": halt["escalate"] or halt["severity"] == "critical"}
+            "escalation_triggered": halt["escalate"]}  # auto-escalated now; a critical halt is not, by itself
 
 
 def _insert(connection, home: str, data: dict, config: dict[str, dict], *, now: float, auto: bool) -> dict:

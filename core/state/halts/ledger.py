@@ -85,7 +85,7 @@ def replay(home: str) -> tuple[dict[str, dict], dict | None]:
 
     halts: dict[str, dict] = {}
     head = None
-    for line in AckLog(home).read().entries:
+    for line in AckLog(home).lines():  # streamed: the halts grow, the log is not held
         event = line.get("event", "")
         if STORE_OF_EVENT.get(event) != HALTS_STORE or not isinstance(line.get("halt_id"), str):
             continue
@@ -159,7 +159,7 @@ def _refuse_unheld(connection, home: str) -> None:
     log = AckLog(home)
     recorded = recorded_head(connection)
     if isinstance(recorded, dict) and isinstance(recorded.get("seq"), int) and recorded["seq"] > 0:
-        held = ({"seq": line.get("seq"), "hash": line.get("hash")} for line in log.read().entries)
+        held = ({"seq": line.get("seq"), "hash": line.get("hash")} for line in log.lines())
         if recorded not in held:
             raise HeadMismatch(f"halts.db names line {recorded['seq']}, which the ack log does not hold: the ack "
                                "log is shorter than its head or was rewritten")

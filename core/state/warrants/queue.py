@@ -52,6 +52,7 @@ from leash.core.state.warrants.records import (
     dog_problem,
     file_problem,
     is_record,
+    reason_problem,
     validate_target,
     warrant_problem,
 )
@@ -268,8 +269,9 @@ class WarrantQueue:
         already has a live warrant. ``target_id`` is None when no tmux session
         has that name (or id) now."""
         validate_target(target)
-        if not isinstance(reason, str) or not reason.strip():
-            raise ValueError("a warrant needs a reason")
+        problem = reason_problem(reason)
+        if problem:
+            raise ValueError(problem)
         from leash.core.base.secrets import mask  # the warrant file never holds a secret
 
         reason, requester = mask(reason), mask(requester or DEFAULT_REQUESTER)

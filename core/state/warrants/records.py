@@ -3,6 +3,7 @@
 ``validate_target`` refuses what no tmux session can be called and nothing
 may type: empty text, control or format characters, more than
 ``MAX_TARGET_LENGTH`` characters (``ValueError`` with a one-line message).
+``reason_problem`` says why a reason will not do (a warrant needs one).
 ``warrant_problem`` and ``dog_problem`` say what makes a record unworkable
 (None when it is fine); the queue quarantines such records.
 
@@ -52,6 +53,13 @@ def validate_target(target) -> None:
         raise ValueError(f"a warrant target is at most {MAX_TARGET_LENGTH} characters, got {len(target)}")
     if not target.isprintable():
         raise ValueError(f"a warrant target must be printable text without control characters, got {target!r}")
+
+
+def reason_problem(reason) -> str | None:
+    """Why ``reason`` cannot be a warrant's, or None: every warrant says why it was filed."""
+    if not isinstance(reason, str) or not reason.strip():
+        return "a warrant needs a reason"
+    return None
 
 
 def is_record(name: str) -> bool:
