@@ -17,7 +17,14 @@ from __future__ import annotations
 import os
 
 from leash.core.base.clock import iso, now_seconds
-from leash.core.store.records import BreakerRecord, HaltRecord, HeartbeatRecord, WarrantRecord
+from leash.core.store.records import (
+    BreakerRecord,
+    DogRecord,
+    HaltEventRecord,
+    HaltRecord,
+    HeartbeatRecord,
+    WarrantRecord,
+)
 
 
 # ---------------------------------------------------------------- halts
@@ -125,10 +132,10 @@ class FileHalts:
 
         return check_halt_conditions(data, home=self.home, now=now, record=record, record_high=record_high)
 
-    def find(self, halt_id: str) -> dict | None:
+    def find(self, halt_id: str) -> HaltEventRecord | None:
         from leash.core.state.halts.api import find_halt
 
-        return find_halt(halt_id, home=self.home)
+        return HaltEventRecord.of(find_halt(halt_id, home=self.home))
 
     def config(self) -> list[dict]:
         from leash.core.state.halts.api import list_config
@@ -220,11 +227,11 @@ class FileWarrants:
     def pending(self) -> list[WarrantRecord]:
         return [WarrantRecord.of(w) for w in self.queue.pending()]
 
-    def active(self) -> list[dict]:
-        return self.queue.active()
+    def active(self) -> list[DogRecord]:
+        return [DogRecord.of(state) for state in self.queue.active()]
 
-    def completed(self, newest: int | None = None) -> list[dict]:
-        return self.queue.completed(newest)
+    def completed(self, newest: int | None = None) -> list[DogRecord]:
+        return [DogRecord.of(state) for state in self.queue.completed(newest)]
 
     def claim_next(self, *, owner: dict, now: float | None = None) -> FileClaim | None:
         taken = self.queue.claim_next(owner=owner, now=now)

@@ -67,6 +67,7 @@ from leash.core.state.halts.store import (
 from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pghalts_unit import UnitScope, as_uuid, at, dicts, one, reachable, state_of
+from leash.core.store.records import HaltEventRecord
 
 CONFIG_CACHE_SECONDS = 60  # the seed: condition config cached in memory, refreshed every 60 s
 FIND_PREFIX_MIN = 6  # an id prefix shorter than this never names a halt
@@ -291,7 +292,7 @@ class PgHalts:
         self._defaults_stored = True
 
     # ------------------------------------------------------------ finding
-    def find(self, halt_id: str) -> dict | None:
+    def find(self, halt_id: str) -> HaltEventRecord | None:
         """One halt (every column, as ``halts.db`` holds it) by id or an unambiguous prefix."""
         with reachable(), self.db.session() as conn:
             row = self._halt(conn, halt_id)
@@ -299,7 +300,7 @@ class PgHalts:
                 found = dicts(conn.execute("SELECT * FROM halt_events WHERE id::text LIKE %s LIMIT 2",
                                            (halt_id.lower() + "%",)))
                 row = found[0] if len(found) == 1 else None
-        return _as_stored(row) if row else None
+        return HaltEventRecord.of(_as_stored(row)) if row else None
 
     def _halt(self, conn, halt_id: str, *, lock: bool = False) -> dict | None:
         exact = as_uuid(halt_id)

@@ -41,7 +41,7 @@ from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
 from leash.core.state.warrants.records import dog_problem, reason_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.records import WarrantRecord
+from leash.core.store.records import DogRecord, WarrantRecord
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long is an orphan another worker may take
 FILING_LOCK = 0x6C65617368_10  # pg_advisory_xact_lock key: one live warrant per target
@@ -155,11 +155,11 @@ class PgWarrants:
     def pending(self) -> list[WarrantRecord]:
         return [WarrantRecord.of(record) for record in self._entries("status = 'pending'")]
 
-    def active(self) -> list[dict]:
-        return self._entries("status = 'active'")
+    def active(self) -> list[DogRecord]:
+        return [DogRecord.of(state) for state in self._entries("status = 'active'")]
 
-    def completed(self, newest: int | None = None) -> list[dict]:
-        return self._entries("status = 'completed'", newest=newest)
+    def completed(self, newest: int | None = None) -> list[DogRecord]:
+        return [DogRecord.of(state) for state in self._entries("status = 'completed'", newest=newest)]
 
     def find(self, warrant_id: str) -> tuple[str, dict] | None:
         """("pending" | "active" | "completed", record) for an id or an unambiguous prefix."""
@@ -276,7 +276,8 @@ class PgWarrants:
 
         copied = 0
         for status, records in (("pending", [w.as_dict() for w in home.warrants.pending()]),
-                                ("active", home.warrants.active()), ("completed", home.warrants.completed())):
+                                ("active", [d.as_dict() for d in home.warrants.active()]),
+                                ("completed", [d.as_dict() for d in home.warrants.completed()])):
             for record in records:
                 name = f"{record.get('id')}.json"
                 if (warrant_problem if status == "pending" else dog_problem)(record, name):

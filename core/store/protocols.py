@@ -24,6 +24,8 @@ from leash.core.store.records import (
     ApprovalRecord,
     BreakerRecord,
     Change,
+    DogRecord,
+    HaltEventRecord,
     HaltRecord,
     HeartbeatRecord,
     LockRecord,
@@ -159,7 +161,7 @@ class HaltStore(Protocol):
               now: float | None = None) -> dict:
         """The seed's ``CheckHaltConditionsOutput`` (recording what fires unless ``record`` is false)."""
 
-    def find(self, halt_id: str) -> dict | None:
+    def find(self, halt_id: str) -> HaltEventRecord | None:
         """One halt event by id, or by an unambiguous prefix of six characters or more."""
 
     def config(self) -> list[dict]:
@@ -208,9 +210,9 @@ class WarrantStore(Protocol):
 
     def pending(self) -> list[WarrantRecord]: ...
 
-    def active(self) -> list[dict]: ...
+    def active(self) -> list[DogRecord]: ...
 
-    def completed(self, newest: int | None = None) -> list[dict]: ...
+    def completed(self, newest: int | None = None) -> list[DogRecord]: ...
 
     def claim_next(self, *, owner: dict, now: float | None = None) -> Claim | None: ...
 

@@ -53,10 +53,27 @@ class Record:
             return default if value is None else value
         return self.extra.get(key, default)
 
-    def __getitem__(self, key: str) -> object:
+    def __getitem__(self, key: str) -> Any:
         if key in self.FIELDS:
             return getattr(self, key)
         return self.extra[key]
+
+    # Read as a mapping of the stored keys (``{**record}``, ``dict(record)``,
+    # ``key in record``): callers that format a record need not know its class.
+    def keys(self) -> tuple[str, ...]:
+        return self._given
+
+    def __iter__(self):
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._given
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self.as_dict().items())
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.as_dict() == self.as_dict() and \
@@ -146,6 +163,54 @@ class WarrantRecord(Record):
     reason: str
     requester: str
     filed_at: str
+
+
+class DogRecord(Record):
+    """A warrant a dog works or has finished (``dogs/active/<id>.json``,
+    ``dogs/completed``): the warrant it carries, where its state machine is,
+    and, once complete, its outcome and epitaph."""
+
+    FIELDS = ("id", "warrant", "state", "attempt", "started_at", "last_message_at", "next_timeout", "outcome",
+              "epitaph", "completed_at")
+    __slots__ = FIELDS
+    id: str
+    warrant: dict
+    state: str
+    attempt: int
+    started_at: str | None
+    last_message_at: str | None
+    next_timeout: str | None
+    outcome: str | None
+    epitaph: str | None
+    completed_at: str | None
+
+
+class HaltEventRecord(Record):
+    """One stored halt, every column (``halts.db``'s ``halt_events`` row, the
+    shared store's the same): what ``HaltStore.find`` gives."""
+
+    FIELDS = ("id", "session_id", "task_id", "halt_type", "severity", "description", "context", "triggered_at",
+              "acknowledged", "acknowledged_at", "acknowledged_by", "resolution", "resolution_notes",
+              "attempt_count", "previous_error", "condition_name", "escalate_at", "auto_recorded")
+    __slots__ = FIELDS
+    id: str
+    session_id: str
+    task_id: str | None
+    halt_type: str
+    severity: str
+    description: str
+    context: Any
+    triggered_at: str
+    acknowledged: bool
+    acknowledged_at: str | None
+    acknowledged_by: str | None
+    resolution: str | None
+    resolution_notes: str | None
+    attempt_count: int | None
+    previous_error: str | None
+    condition_name: str
+    escalate_at: str | None
+    auto_recorded: bool | None
 
 
 class BreakerRecord(Record):

@@ -69,7 +69,7 @@ def snapshot(protocol=None, *, backend: Backend | None = None, now: float | None
     for warrant in backend.warrants.pending():
         result["warrants"].append({**warrant.as_dict(), "state": "pending", "attempt": 0})
     for dog in backend.warrants.active():
-        result["warrants"].append({**dog.get("warrant", {}), **{k: v for k, v in dog.items() if k != "warrant"}})
+        result["warrants"].append({**(dog.warrant or {}), **{k: v for k, v in dog.items() if k != "warrant"}})
     config = _config(backend)
     for name in backend.breakers.names():
         result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())

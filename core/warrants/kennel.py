@@ -290,8 +290,8 @@ class Kennel:
         """Whether an active dog this kennel may resume is not working here
         (in a shared store only this host's: another host's dogs are its own)."""
         host = self.backend.sessions.host or None  # None: one home's files, every dog is this host's
-        return any(s.get("id") not in self.working and (host is None or (s.get("warrant") or {}).get("host") == host)
-                   for s in self.warrants.active())
+        return any(dog.id not in self.working and (host is None or (dog.warrant or {}).get("host") == host)
+                   for dog in self.warrants.active())
 
 
 def run_kennel(home=None, **options) -> list[dict]:
