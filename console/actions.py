@@ -717,26 +717,26 @@ def cmd_install(protocol, args) -> int:
 
 def _install_agent(protocol, args) -> int:
     """``leash install --agent gemini|codex``: that CLI's wiring written, or checked (exit 3 on a failure)."""
-    from leash.core.hook import agentwiring, install
+    from leash.core.hook import codexwiring, geminiwiring, install
 
     gemini = args.agent == "gemini"
     user = args.user or (not gemini and not args.project and not args.managed)  # Codex's hooks are the user's
     if args.check:
-        findings = (agentwiring.check_gemini(project=args.project or ".") if gemini
-                    else agentwiring.check_codex(project=args.project))
+        findings = (geminiwiring.check_gemini(project=args.project or ".") if gemini
+                    else codexwiring.check_codex(project=args.project))
         for level, subject, message in findings:
             _out(f"{level:<5} {subject}: {message}")
         return 3 if any(level == "fail" for level, _, _ in findings) else 0
     wait = install.approval_wait(protocol.home)
     try:
         if gemini:
-            path = agentwiring.gemini_settings_path(project=args.project, user=args.user, managed=args.managed)
-            changed = agentwiring.install_gemini(path, project=None if (user or args.managed) else args.project or ".",
+            path = geminiwiring.gemini_settings_path(project=args.project, user=args.user, managed=args.managed)
+            changed = geminiwiring.install_gemini(path, project=None if (user or args.managed) else args.project or ".",
                                                  uninstall=args.uninstall, wait=wait, socket=args.socket,
                                                  home=protocol.home)
         else:
-            path = agentwiring.codex_config_path(project=args.project, user=user, managed=args.managed)
-            changed = agentwiring.install_codex(path, managed=args.managed, uninstall=args.uninstall, wait=wait,
+            path = codexwiring.codex_config_path(project=args.project, user=user, managed=args.managed)
+            changed = codexwiring.install_codex(path, managed=args.managed, uninstall=args.uninstall, wait=wait,
                                                 socket=args.socket, home=protocol.home)
     except PermissionError as exc:
         raise Refused(f"{exc.filename}: {exc.strerror} (system settings need root)") from None

@@ -310,7 +310,7 @@ def test_a_gating_hook_command_refuses_when_leash_cannot_run(home, agent_homes, 
     deadline is exit 2 with a reason on stderr, the form both CLIs refuse on."""
     import subprocess
 
-    from leash.core.hook.agentwiring import agent_command
+    from leash.core.hook.agentcommon import agent_command
 
     spec = BY_VERB["codex-pre-tool-use"]
     command = agent_command(["/bin/sh", "-c", "exit 1", "x"], spec)
