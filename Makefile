@@ -14,15 +14,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]' 
 	touch $(STAMP)
 
-# ruff on the tree, then mypy on the core (both run; either failing fails it).
-# mypy resolves ``leash.core`` through a link to core/ (the install maps the
-# folder, which mypy cannot see); its file names are printed relative to the tree.
+# ruff on the tree, then mypy on the core and the console (both run; either
+# failing fails it). mypy resolves ``leash.core`` and ``leash.console`` through
+# links to core/ and console/ (the install maps the folders, which mypy cannot
+# see); its file names are printed relative to the tree.
 MYPY_PATH := .cache/mypy-path
 lint: $(STAMP)
-	@mkdir -p $(MYPY_PATH)/leash && ln -sfn ../../../core $(MYPY_PATH)/leash/core
+	@mkdir -p $(MYPY_PATH)/leash && ln -sfn ../../../core $(MYPY_PATH)/leash/core \
+		&& ln -sfn ../../../console $(MYPY_PATH)/leash/console
 	@status=0; \
 	echo "ruff check ."; $(VENV)/bin/ruff check . || status=1; \
-	echo "mypy (leash.core)"; $(VENV)/bin/mypy > .cache/mypy.out 2>&1 || status=1; \
+	echo "mypy (leash.core, leash.console)"; $(VENV)/bin/mypy > .cache/mypy.out 2>&1 || status=1; \
 	sed 's#^$(MYPY_PATH)/leash/##' .cache/mypy.out; exit $$status
 
 test: $(STAMP)

@@ -126,7 +126,7 @@ def across_hosts(runs: int) -> None:
     one PostgreSQL store (the throwaway server the tests use): the answer
     reaches c's waiting hook through the store's change feed."""
     from leash.core.store.remote import RemoteBackend
-    from tests.postgres_support import Cluster
+    from tests.support.postgres import Cluster
 
     try:
         cluster = Cluster()

@@ -203,15 +203,15 @@ class Instruments:
                     self.running -= 1
                     self.views.append((start, time.perf_counter()))
 
-        for name in ("tick_ages", "tick_countdown"):
-            original_tick = getattr(app, name)
+        for name in ("tick_ages", "tick_countdown"):  # the dashboard's timers call its own
+            original_tick = getattr(app.dashboard, name)
 
             def tick(original_tick=original_tick, name=name) -> None:
                 start = time.perf_counter()
                 original_tick()
                 self.ticks.append((name, time.perf_counter() - start))
 
-            setattr(app, name, tick)
+            setattr(app.dashboard, name, tick)
         app.apply_view = apply_view
         fleet.view = view
 
@@ -221,7 +221,7 @@ class Instruments:
 
 # ------------------------------------------------------------------ homes
 def seed_small(home: str) -> tuple[list[dict], float]:
-    from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
+    from tests.support.console import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
 
     seed_console_fleet(home)
     return CONSOLE_TMUX, CONSOLE_NOW

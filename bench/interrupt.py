@@ -19,7 +19,7 @@ loopback stand-in of the Messages API, its scripted Bash call
 The clock starts when the ``leash`` process is started (the operator pressing
 Enter) and stops when the stand-in shows the cancellation, so it includes
 leash's own start-up, the stop being filed, and, with leashd, the command's
-trip through the operator socket. The stand-ins are ``tests/interrupt_support.py``'s.
+trip through the operator socket. The stand-ins are ``tests/support/interrupt.py``'s.
 Prints figures only; everything lives in a temporary directory removed at
 the end, and the tmux server and every process started here are ended.
 """
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests import interrupt_support as standins  # noqa: E402  (the stand-ins the tests use)
+from tests.support import interrupt as standins  # noqa: E402  (the stand-ins the tests use)
 
 RUNS = 10
 POLL_SECONDS = 0.001

@@ -377,7 +377,7 @@ def count(totals: dict, label: str, outcome: str, gates: tuple[str, str]) -> Non
 
 
 def run_postgres(root: Path, args, totals: dict) -> None:
-    from tests.postgres_support import Cluster, binaries
+    from tests.support.postgres import Cluster, binaries
 
     if binaries() is None:
         print("\nPostgreSQL cases skipped: initdb/pg_ctl not installed")

@@ -2,7 +2,7 @@
 a real ``leash daemon`` (p50, p99 and max over several runs).
 
 A webhook route points at an HTTP server on 127.0.0.1 in this process (the
-tests' ``notify_support.Inbox``); its ``rate_per_minute`` is raised so the rate
+tests' ``support.notify.Inbox``); its ``rate_per_minute`` is raised so the rate
 limit, which this does not measure, never holds a message back. Each run
 records one critical halt through the file backend, in this process, and waits
 for its POST: the clock starts just before the record and stops when the server
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.daemon_support import daemon_process, stop  # noqa: E402  (the helpers the tests use)
-from tests.notify_support import Inbox, write_routes  # noqa: E402
+from tests.support.daemon import daemon_process, stop  # noqa: E402  (the helpers the tests use)
+from tests.support.notify import Inbox, write_routes  # noqa: E402
 
 RUNS = 50
 ARRIVES_WITHIN_SECONDS = 10.0

@@ -3,12 +3,12 @@
 Prints, never asserts:
 
   (a) path-lock probes: the commands and tool calls of
-      tests/test_path_lock_probes.py (``PROBES``, ``CALL_PROBES``) against a
+      tests/policy/test_path_lock_probes.py (``PROBES``, ``CALL_PROBES``) against a
       ``path:src/auth/**`` lock on a fresh git work tree; a probe *escapes*
       when the gate allows it, and is *missed* when something other than the
       path lock denied it;
-  (b) tampering: the corpus of tests/test_tampering.py and
-      tests/test_tampering_reach.py (``TAMPER_CASES``) judged against a
+  (b) tampering: the corpus of tests/policy/test_tampering.py and
+      tests/policy/test_tampering_reach.py (``TAMPER_CASES``) judged against a
       scene with a stopped session, a locked entity and leash's hooks wired;
       a case *lifts control* when the gate allows it; and the calls of
       ``NOT_TAMPERING`` that were wrongly taken for tampering.
@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from leash.core.hook.gate import Gate  # noqa: E402
 from leash.core.views.protocol import StopProtocol  # noqa: E402
-from tests import test_path_lock_probes as lock_probes  # noqa: E402
-from tests import test_tampering as tampering  # noqa: E402
-from tests import test_tampering_reach as reach  # noqa: E402
+from tests.policy import test_path_lock_probes as lock_probes  # noqa: E402
+from tests.policy import test_tampering as tampering  # noqa: E402
+from tests.policy import test_tampering_reach as reach  # noqa: E402
 
 SHOWN = 60  # characters of a case shown when it gets through
 _sessions = itertools.count(1)

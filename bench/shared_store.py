@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
-from tests.postgres_support import Cluster  # noqa: E402  (the throwaway server the tests use)
+from tests.support.postgres import Cluster  # noqa: E402  (the throwaway server the tests use)
 
 STOPS = 200
 

@@ -1,8 +1,10 @@
-"""The main screen's keys that change state, as a mixin of ``LeashApp``.
+"""What the dashboard's keys that change state ask, and what they do once confirmed.
 
-Each key confirms in ``ConfirmScreen`` and then calls ``console.operations``,
-which calls the core; ``run_operation`` is the one path of every key and
-palette entry that changes state, and a read-only console refuses there.
+Each key (and palette entry) asks ``ConsoleOperations.ask(kind, row)`` for its
+dialog, an ``Ask``; the app confirms it in ``ConfirmScreen``
+(``confirm_screen``), runs it off the UI thread, and says how it went with an
+``OperationDone`` message. What does not apply to the row is a ``Refused``
+(``console.errors``) naming why.
 
 ``ConsoleOperations`` is ``console.operations.Operations`` with the dialogs
 whose rules come from the core: a lock's hours (``core.base.hours``) and
@@ -17,17 +19,19 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from textual import work
+from textual.message import Message
+from textual.notifications import SeverityLevel
 
-from leash.console.keymap import display
+from leash.console.errors import Refused
+from leash.console.keymap import KeyAction, display
 from leash.console.operations import (
     FOCUS_CANCEL,
     FOCUS_TEXT,
     INTERRUPT_KEY,
     INTERRUPT_LABEL,
     INTERRUPT_NOTE,
+    Operation,
     Operations,
-    Refusal,
     shown,
 )
 from leash.console.screens.confirm import FOCUS_FIELD, Confirmed, ConfirmScreen, Field
@@ -42,7 +46,7 @@ class Ask(NamedTuple):
     typed while the dialog is still open)."""
     title: str
     body: str
-    run: Callable  # (Confirmed) -> str, the message shown when it is done
+    run: Callable[[Confirmed], str]  # the message shown when it is done
     text_label: str | None = "Reason (optional)"
     fields: tuple[Field, ...] = ()
     caution: bool = False
@@ -53,7 +57,15 @@ class Ask(NamedTuple):
     check: Callable[[Confirmed], str | None] | None = None
 
 
-def ask_of(operation) -> Ask:
+class OperationDone(Message):
+    """A confirmed operation has run: what to say (``severity`` "warning" for a refusal, "error" for a failure)."""
+
+    def __init__(self, said: str, severity: SeverityLevel = "information") -> None:
+        super().__init__()
+        self.said, self.severity = said, severity
+
+
+def ask_of(operation: Operation | Ask) -> Ask:
     """An ``Operation`` (console.operations) as an ``Ask``; an ``Ask`` as it is."""
     if isinstance(operation, Ask):
         return operation
@@ -62,6 +74,13 @@ def ask_of(operation) -> Ask:
                caution=operation.caution, confirm_label=operation.confirm_label,
                option_label=operation.option_label, option_key=operation.option_key,
                focus=FOCUS_TEXT if operation.focus == FOCUS_TEXT else FOCUS_CANCEL)
+
+
+def confirm_screen(ask: Ask) -> ConfirmScreen:
+    """The dialog that confirms ``ask``."""
+    return ConfirmScreen(ask.title, ask.body, text_label=ask.text_label, fields=ask.fields, caution=ask.caution,
+                         confirm_label=ask.confirm_label, option_label=ask.option_label, option_key=ask.option_key,
+                         focus=ask.focus, check=ask.check)
 
 
 def _problem(rule: Callable[[], object], prefix: str = "") -> str | None:
@@ -76,7 +95,45 @@ def _problem(rule: Callable[[], object], prefix: str = "") -> str | None:
 class ConsoleOperations(Operations):
     """``Operations`` with the dialogs that ask more than a reason: a fleet stop,
     a warrant (its reason required by the core) and a lock (its entity and
-    hours read by the core's rules before the dialog closes)."""
+    hours read by the core's rules before the dialog closes). ``keys``: the
+    keymap, to name the keys that acknowledge a halt."""
+
+    def __init__(self, backend, source: str, *, home=None, keys: tuple[KeyAction, ...] = ()) -> None:
+        super().__init__(backend, source, home=home)
+        self.keys = {action.name: display(action.key) for action in keys}
+
+    def ask(self, kind: str, row: dict | None) -> Ask:
+        """The dialog of ``kind`` on ``row``: every key and palette entry that
+        changes state asks here (``Refused`` when it does not apply)."""
+        if kind == "fleet_stop":
+            return self.fleet_stop()
+        if kind == "fleet_resume":
+            return ask_of(self.resume({"name": "*", "agents": []}))
+        if kind == "hands_off":
+            return self.hands_off(row or None)
+        on_row: dict[str, Callable[[dict], Operation | Ask]] = {
+            "stop": self.stop, "resume": self._resume, "pardon": self.pardon, "warrant": self.warrant,
+            "acknowledge": lambda r: self.halt(r, "resolved"), "dismiss": lambda r: self.halt(r, "dismissed"),
+            "escalate": lambda r: self.halt(r, "escalated"), "release": self.release,
+            "loop_reset": self.loop_reset, "allow": self.allow, "deny": self.deny,
+        }
+        if row is None:
+            raise Refused(f"{kind} needs a row: select one first")
+        return ask_of(on_row[kind](row))
+
+    def _resume(self, row: dict) -> Operation:
+        """Resume what stops the session; when no stop holds it but a halt does
+        (the core's state of its row), say which keys acknowledge the halt."""
+        try:
+            return self.resume(row)
+        except Refused:
+            held = HELD_BY_HALT.get(row.get("state", ""))
+            if held is None:
+                raise
+            halts, acknowledge = self.keys.get("focus_panel('halts')", "2"), self.keys.get("acknowledge", "a")
+            raise Refused(f"{shown(row['name'])} is {row['state']}, not stopped: {held}, and resuming lifts only "
+                          f"a stop. Acknowledge the halt: '{halts}' shows Pending halts, then '{acknowledge}' "
+                          "acknowledges the selected one.") from None
 
     def _hours(self, confirmed: Confirmed, default: float) -> float:
         """The hours typed, read by the core's parser (empty: the default shown)."""
@@ -90,7 +147,7 @@ class ConsoleOperations(Operations):
 
     def fleet_stop(self) -> Ask:
         """The reason is the operator's, as typed (none is made up)."""
-        def run(c):
+        def run(c: Confirmed) -> str:
             self.backend.stops.stop_fleet(source=self.source, reason=c.text)
             if not c.option:
                 return "fleet stopped"
@@ -108,11 +165,11 @@ class ConsoleOperations(Operations):
         from leash.core.state.warrants.records import configured_attempts, reason_problem
 
         if not row.get("in_tmux"):
-            raise Refusal(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
+            raise Refused(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
         target = row["tmux_session"]
         attempts = configured_attempts(self.home)
 
-        def run(c):
+        def run(c: Confirmed) -> str:
             warrant, created = self.backend.warrants.file(target, reason=c.text, requester=self.source)
             return f"warrant {shown(warrant['id'])} filed" if created else f"{shown(target)} already has a live warrant"
         times = f"{attempts} time{'s' if attempts != 1 else ''}"
@@ -132,138 +189,19 @@ class ConsoleOperations(Operations):
         if row is not None and "name" in row:
             entity = row["name"]
 
-            def run(c):
+            def lock_session(c: Confirmed) -> str:
                 lock = self.backend.locks.lock(entity, hours=self._hours(c, default), reason=c.text,
                                                source=self.source)
                 return f"{shown(entity)} is hands-off until {lock['expires_at'][:19]}"
             return Ask(f"Lock {shown(entity)} hands-off?", "Its tool calls are refused (and no warrant kills it) "
-                       "until the lock expires or is released.", run, fields=(hours,), confirm_label="Lock",
+                       "until the lock expires or is released.", lock_session, fields=(hours,), confirm_label="Lock",
                        check=lambda c: self._hours_problem(c, default))
 
-        def run(c):
+        def lock_entity(c: Confirmed) -> str:
             lock = self.backend.locks.lock(c.value("entity"), hours=self._hours(c, default), reason=c.text,
                                            source=self.source)
             return f"{shown(c.value('entity'))} is hands-off until {lock['expires_at'][:19]}"
         return Ask("Lock an entity hands-off?", "A name (an agent, a session) or path:<glob>, for the hours given.",
-                   run, fields=(Field("Entity", "", "entity"), hours), confirm_label="Lock", focus=FOCUS_FIELD,
+                   lock_entity, fields=(Field("Entity", "", "entity"), hours), confirm_label="Lock", focus=FOCUS_FIELD,
                    check=lambda c: _problem(lambda: validate_entity(c.value("entity")))
                    or self._hours_problem(c, default))
-
-
-class OperationKeys:
-    def _selected(self, panel: str) -> dict | None:
-        row = self.panel(panel).selected()
-        if row is None:
-            self.notify(f"Select a row in {panel} first.", severity="warning")
-        return row
-
-    def run_operation(self, kind: str, row: dict | None = None, *, panel: str | None = None) -> None:
-        """Confirm, then change state: the one path of every key and palette
-        entry that does. ``panel``: act on that panel's selected row."""
-        if self.read_only:
-            self.notify("read-only console", severity="warning")
-            return
-        if panel is not None:
-            row = self._selected(panel)
-            if row is None:
-                return
-        try:
-            operation = ask_of(self._operation(kind, row))
-        except Refusal as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        except Exception as exc:
-            self.notify(f"{exc}", severity="error")
-            return
-        screen = ConfirmScreen(operation.title, operation.body, text_label=operation.text_label,
-                               fields=operation.fields, caution=operation.caution,
-                               confirm_label=operation.confirm_label, option_label=operation.option_label,
-                               option_key=operation.option_key, focus=operation.focus, check=operation.check)
-
-        def done(confirmed) -> None:
-            if confirmed is not None:
-                self._perform(operation, confirmed)
-        self.push_screen(screen, done)
-
-    def _operation(self, kind: str, row: dict | None):
-        ops = self.operations
-        if kind == "resume":
-            return self._resume(row)
-        return {
-            "stop": lambda: ops.stop(row), "fleet_stop": ops.fleet_stop,
-            "fleet_resume": lambda: ops.resume({"name": "*", "agents": []}),
-            "acknowledge": lambda: ops.halt(row, "resolved"), "dismiss": lambda: ops.halt(row, "dismissed"),
-            "escalate": lambda: ops.halt(row, "escalated"), "pardon": lambda: ops.pardon(row),
-            "warrant": lambda: ops.warrant(row), "hands_off": lambda: ops.hands_off(row or None),
-            "release": lambda: ops.release(row), "loop_reset": lambda: ops.loop_reset(row),
-            "allow": lambda: ops.allow(row), "deny": lambda: ops.deny(row),
-        }[kind]()
-
-    def _resume(self, row: dict):
-        """Resume what stops the session; when no stop holds it but a halt does
-        (the core's state of its row), say which keys acknowledge the halt."""
-        try:
-            return self.operations.resume(row)
-        except Refusal:
-            held = HELD_BY_HALT.get(row.get("state", ""))
-            if held is None:
-                raise
-            keys = {action.name: display(action.key) for action in self.key_actions}
-            halts, acknowledge = keys["focus_panel('halts')"], keys["acknowledge"]
-            raise Refusal(f"{shown(row['name'])} is {row['state']}, not stopped: {held}, and resuming lifts only "
-                          f"a stop. Acknowledge the halt: '{halts}' shows Pending halts, then '{acknowledge}' "
-                          "acknowledges the selected one.") from None
-
-    @work(thread=True, group="operation")
-    def _perform(self, operation, confirmed) -> None:
-        try:
-            message = operation.run(confirmed)
-        except Refusal as exc:
-            self.call_from_thread(self.notify, str(exc), severity="warning")
-        except Exception as exc:  # the core's refusal (e.g. HaltRefused) is the operator's answer
-            self.call_from_thread(self.notify, str(exc), severity="error")
-        else:
-            self.call_from_thread(self.notify, message)
-        self.call_from_thread(self.refresh_view)
-
-    def _row_action(self, kind: str, panel: str) -> None:
-        self.run_operation(kind, panel=panel)
-
-    def action_stop(self) -> None:
-        self._row_action("stop", "sessions")
-
-    def action_fleet_stop(self) -> None:
-        self.run_operation("fleet_stop", None)
-
-    def action_resume(self) -> None:
-        self._row_action("resume", "sessions")
-
-    def action_acknowledge(self) -> None:
-        self._row_action("acknowledge", "halts")
-
-    def action_dismiss(self) -> None:
-        self._row_action("dismiss", "halts")
-
-    def action_escalate(self) -> None:
-        self._row_action("escalate", "halts")
-
-    def action_pardon(self) -> None:
-        self._row_action("pardon", "warrants")
-
-    def action_warrant(self) -> None:
-        self._row_action("warrant", "sessions")
-
-    def action_hands_off(self) -> None:
-        if self.focused_panel() == "sessions":
-            self._row_action("hands_off", "sessions")
-        else:
-            self.run_operation("hands_off", None)
-
-    def action_release(self) -> None:
-        self._row_action("release", "locks")
-
-    def action_allow(self) -> None:
-        self._row_action("allow", "approvals")
-
-    def action_deny(self) -> None:
-        self._row_action("deny", "approvals")

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import sys
+from argparse import Namespace
 
+from leash.console.errors import Refused
 from leash.core.base.text import printable
+from leash.core.store.protocols import Backend
 
 ANSWER_VIA = "cli"
 
@@ -42,7 +45,7 @@ def _out(text: str) -> None:
     sys.stdout.write(printable(text) + "\n")
 
 
-def run(backend, args, refused) -> int:
+def run(backend: Backend, args: Namespace) -> int:
     from leash.core.store.approvals import ApprovalError
 
     command = args.approvals_command or "list"
@@ -51,7 +54,7 @@ def run(backend, args, refused) -> int:
             return _list(backend, args)
         return _answer(backend, args, allow=command == "allow")
     except ApprovalError as exc:
-        raise refused(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 def _list(backend, args) -> int:

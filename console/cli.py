@@ -3,9 +3,11 @@
 Every subcommand calls the core and prints what happened. Exit codes:
 0 ok, 1 operation refused (nothing to resume, no such lock), 2 usage or bad
 input, 3 a verdict that says no (broken hash chain, unhealthy state).
-Errors are one line on stderr, never a traceback; with ``--json`` stdout
-also gets one object saying so (``ok`` false, ``command``, ``exit_code``,
-``error``), the exit code unchanged.
+Errors are one line on stderr, never a traceback: every command raises
+``console.errors.Refused`` for a refusal (a ``UsageError`` for bad input),
+and it is printed here with its exit code; with ``--json`` stdout also gets
+one object saying so (``ok`` false, ``command``, ``exit_code``, ``error``), the
+exit code unchanged.
 
 ``leash hook ...`` is handed to ``core.hookmain`` before anything else of the
 console is imported: the hook path is the standard library and the core. So
@@ -14,16 +16,18 @@ runs while completing a word.
 """
 from __future__ import annotations
 
+import io
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     for stream in (sys.stdout, sys.stderr):
-        try:  # ids may hold any bytes; never die printing one
-            stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError):
-            pass
+        if isinstance(stream, io.TextIOWrapper):  # ids may hold any bytes; never die printing one
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except ValueError:
+                pass
     from leash.core.hook.main import run_hook_command
 
     hooked = run_hook_command(argv)
@@ -42,7 +46,7 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
     daemon's home as ``peer_source``; elsewhere a command that acts on state goes
     to a running daemon's operator socket (``console.remote``)."""
     from leash.console import actions, remote
-    from leash.console.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
+    from leash.console.errors import EXIT_OK, EXIT_REFUSED, Refused, UsageError
     from leash.console.parser import build_parser
     from leash.core.wire.operator import DaemonUnreachable, operator_socket
 
@@ -68,9 +72,9 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
                 if code is not None:
                     return code
         return actions.run(args)
-    except UsageError as exc:
-        return _say_error(str(exc), EXIT_USAGE, argv, args)
-    except (actions.Refused, DaemonUnreachable) as exc:
+    except Refused as exc:  # every refusal, bad input too (a UsageError: exit 2)
+        return _say_error(str(exc), exc.exit_code, argv, args)
+    except DaemonUnreachable as exc:
         return _say_error(str(exc), EXIT_REFUSED, argv, args)
     except KeyboardInterrupt:
         return 130

@@ -1,9 +1,11 @@
-"""Command palette (ctrl+p): every action by name, for every row it applies to.
+"""Command palette (ctrl+p) of the dashboard: every action by name, for every row it applies to.
 
 "Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
 warrant agent-7", "Release ezra", "Reset breaker gateway", "Allow Bash for
 agent-3", "Deny Edit for agent-5", "Fleet stop", "Open the ack log"... Each
-runs the same confirmation flow as its key.
+runs the same confirmation flow as its key (``DashboardScreen.ask``). The
+provider is the dashboard's (``DashboardScreen.COMMANDS``): ``self.screen`` is
+the dashboard the palette was opened over, and its view names the rows.
 
 Entry names hold agent text (session ids, halt conditions, breaker names):
 they are shown as plain ``Content`` with control characters escaped, and the
@@ -12,13 +14,18 @@ help line (which the palette parses as markup) has its brackets escaped.
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING, Callable, cast
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
 from textual.content import Content
 
 from leash.core.base.text import printable
 
+if TYPE_CHECKING:
+    from leash.console.screens.dashboard import DashboardScreen
+
 NAME_LIMIT = 120
+Entry = tuple[str, Callable[[], object], str]  # (name, what it does, help)
 
 
 def _markup_escaped(text: str) -> str:
@@ -26,7 +33,7 @@ def _markup_escaped(text: str) -> str:
     return printable(text).replace("[", "\\[")
 
 
-def _highlighted(matcher, name: str) -> Content:
+def _highlighted(matcher: Matcher, name: str) -> Content:
     """``name`` as plain content with the query's letters highlighted (the
     matcher's own highlight would parse the name as markup)."""
     content = Content(name)
@@ -38,44 +45,44 @@ def _highlighted(matcher, name: str) -> Content:
 
 
 class LeashCommands(Provider):
-    def _entries(self) -> list[tuple[str, object, str]]:
-        app = self.app
-        view = getattr(app, "view_data", None) or {}
-        entries: list[tuple[str, object, str]] = [
-            ("Fleet stop", partial(app.run_operation, "fleet_stop", None), "Stop every session"),
-            ("Resume the fleet", partial(app.run_operation, "fleet_resume", None), "Lift the fleet stop"),
-            ("Open the ack log", app.action_ack_log, "Every control action"),
-            ("Help: keys and screens", app.action_help, "What every key does"),
-            ("Lock an entity hands-off", partial(app.run_operation, "hands_off", {}), "A name or path:<glob>"),
+    def _entries(self) -> list[Entry]:
+        dashboard = cast("DashboardScreen", self.screen)  # the provider of DashboardScreen.COMMANDS only
+        view, ask = dashboard.view, dashboard.ask
+        entries: list[Entry] = [
+            ("Fleet stop", partial(ask, "fleet_stop", None), "Stop every session"),
+            ("Resume the fleet", partial(ask, "fleet_resume", None), "Lift the fleet stop"),
+            ("Open the ack log", dashboard.action_ack_log, "Every control action"),
+            ("Help: keys and screens", dashboard.action_help, "What every key does"),
+            ("Lock an entity hands-off", partial(ask, "hands_off", {}), "A name or path:<glob>"),
         ]
         for row in view.get("sessions", []):
             name = printable(row["name"], limit=NAME_LIMIT)
-            entries += [(f"Stop session {name}", partial(app.run_operation, "stop", row), row["state"]),
-                        (f"Resume session {name}", partial(app.run_operation, "resume", row), row["state"]),
-                        (f"Lock session {name} hands-off", partial(app.run_operation, "hands_off", row), ""),
-                        (f"Peek at session {name}", partial(app.peek, row), "")]
+            entries += [(f"Stop session {name}", partial(ask, "stop", row), row["state"]),
+                        (f"Resume session {name}", partial(ask, "resume", row), row["state"]),
+                        (f"Lock session {name} hands-off", partial(ask, "hands_off", row), ""),
+                        (f"Peek at session {name}", partial(dashboard.peek, row), "")]
             if row.get("in_tmux"):
-                entries.append((f"File warrant against {name}", partial(app.run_operation, "warrant", row), ""))
+                entries.append((f"File warrant against {name}", partial(ask, "warrant", row), ""))
         for row in view.get("halts", []):
             label = printable(f"{row.get('condition_name') or row['halt_type']} on {row['session_id']}",
                               limit=NAME_LIMIT)
             for verb, op in (("Acknowledge", "acknowledge"), ("Dismiss", "dismiss"), ("Escalate", "escalate")):
-                entries.append((f"{verb} halt {label}", partial(app.run_operation, op, row), row["severity"]))
+                entries.append((f"{verb} halt {label}", partial(ask, op, row), row["severity"]))
         for row in view.get("warrants", []):
             entries.append((f"Pardon warrant {printable(row.get('target'), limit=NAME_LIMIT)}",
-                            partial(app.run_operation, "pardon", row),
+                            partial(ask, "pardon", row),
                             row.get("state", "")))
         for row in view.get("locks", []):
             entries.append((f"Release {printable(row['entity'], limit=NAME_LIMIT)}",
-                            partial(app.run_operation, "release", row), ""))
+                            partial(ask, "release", row), ""))
         for row in view.get("loops", []):
             entries.append((f"Reset breaker {printable(row['name'], limit=NAME_LIMIT)}",
-                            partial(app.run_operation, "loop_reset", row),
+                            partial(ask, "loop_reset", row),
                             "TRIPPED" if row.get("tripped") else ""))
         for row in view.get("approvals", []):
             label = printable(f"{row.get('tool')} for {row.get('session')}", limit=NAME_LIMIT)
             for verb, op in (("Allow", "allow"), ("Deny", "deny")):
-                entries.append((f"{verb} {label}", partial(app.run_operation, op, row), str(row.get("summary") or "")))
+                entries.append((f"{verb} {label}", partial(ask, op, row), str(row.get("summary") or "")))
         return entries
 
     async def discover(self) -> Hits:

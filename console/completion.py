@@ -334,7 +334,8 @@ def names(kind: str, *, home=None) -> list[str]:
                 if entry.endswith(".json"):
                     found.add(entry[:-len(".json")])
                     record = _json_object(os.path.join(where, folder, entry))
-                    warrant = record.get("warrant") if isinstance(record.get("warrant"), dict) else record
+                    inner = record.get("warrant")
+                    warrant = inner if isinstance(inner, dict) else record
                     if isinstance(warrant.get("target"), str):
                         found.add(warrant["target"])
     else:

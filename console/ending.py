@@ -9,22 +9,48 @@ Textual's shutdown forever: then stdin, stdout and stderr are pointed at
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from leash.core.warrants.kennel import Kennel
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 HANGUP_GRACE_SECONDS = 3.0
 
 
+class Ending(Protocol):
+    """What of the app an ending reaches (the mixin's methods take it as
+    ``self``): its exit, its kennel and its callbacks."""
+
+    kennel: Kennel | None
+    on_exit_callback: Callable[[], object] | None
+    on_hangup: Callable[[], object] | None
+    _unmounted: bool
+    _ending_loop: asyncio.AbstractEventLoop
+    _previous_handlers: dict[int, Any]
+
+    def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None: ...
+
+    def wait_for_kennel(self, timeout: float) -> None: ...
+
+    def _signalled(self, number: int, frame: object = None) -> None: ...
+
+    def _last_resort(self, number: int) -> None: ...
+
+
 class EndsOnSignals:
-    def _catch_ending_signals(self) -> None:
+    _ending_loop: asyncio.AbstractEventLoop
+    _previous_handlers: dict[int, Any]
+
+    def _catch_ending_signals(self: Ending) -> None:
         """Python-level handlers, not the event loop's: when the terminal hangs
         up, Textual's shutdown can block the loop itself (joining its writer
         thread), and only a handler that runs in the main thread between
         bytecodes still gets to start the last resort."""
-        import asyncio
-
         self._ending_loop = asyncio.get_running_loop()
         self._previous_handlers = {}
         for number in ENDING_SIGNALS:
@@ -40,7 +66,7 @@ class EndsOnSignals:
             except (ValueError, TypeError):
                 pass
 
-    def _signalled(self, number: int, frame=None) -> None:
+    def _signalled(self: Ending, number: int, frame: object = None) -> None:
         """End as ``q`` does, which restores the terminal. When the terminal
         has hung up, writes go to /dev/null instead (a write to a hung-up
         terminal can block Textual's shutdown forever); and if the app still
@@ -56,7 +82,7 @@ class EndsOnSignals:
         except RuntimeError:  # the loop has closed: the app has ended already
             pass
 
-    def _last_resort(self, number: int) -> None:
+    def _last_resort(self: Ending, number: int) -> None:
         time.sleep(HANGUP_GRACE_SECONDS)
         self._unmounted = True
         if self.kennel is not None:
@@ -75,8 +101,11 @@ def _terminal_alive() -> bool:
     import sys
     import termios
 
+    stdin = sys.__stdin__
+    if stdin is None:
+        return False
     try:
-        termios.tcgetattr(sys.__stdin__.fileno())
+        termios.tcgetattr(stdin.fileno())
     except (OSError, ValueError, AttributeError, termios.error):
         return False
     return True

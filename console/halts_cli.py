@@ -1,7 +1,8 @@
 """``leash halts ...``: the halt engine from the command line.
 
 Parsers and handlers for list, check, record, ack, dismiss, escalate and
-config. Every handler calls the backend's halt store (``backend.halts``);
+config. Every handler calls the backend's halt store (``backend.halts``); what
+it refuses (the core's ``HaltRefused``, an unknown halt) is a ``Refused``;
 ``--json`` prints the seed's output shapes as exact ASCII JSON. Human-readable lines show agent text (session ids,
 descriptions) escaped on one line (``core.text.printable``).
 """
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
+from argparse import Namespace
 
+from leash.console.errors import Refused, UsageError
 from leash.core.base.text import printable
+from leash.core.store.protocols import Backend
 
 
 def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
@@ -115,7 +119,7 @@ def _action(command: str, result: dict) -> dict:
     return {"ok": True, "command": command, "exit_code": 0, **result}
 
 
-def run(backend, args, refused) -> int:
+def run(backend: Backend, args: Namespace) -> int:
     from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
 
     try:
@@ -123,9 +127,9 @@ def run(backend, args, refused) -> int:
             return _check(backend.halts, args, home=backend.home)
         return HANDLERS[args.halts_command](backend.halts, args)
     except HaltRefused as exc:
-        raise refused(str(exc)) from None
+        raise Refused(str(exc)) from None
     except HaltStoreUnavailable as exc:
-        raise refused(f"halt store unavailable: {exc} (leash doctor)") from None
+        raise Refused(f"halt store unavailable: {exc} (leash doctor)") from None
 
 
 def _list(halts, args) -> int:
@@ -152,9 +156,7 @@ def _check(halts, args, *, home) -> int:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        from leash.core.state.halts import HaltInputError
-
-        raise HaltInputError(f"stdin is not JSON ({exc})") from None
+        raise UsageError(f"stdin is not JSON ({exc})") from None
     from leash.core.base.config import load_config
 
     record_high = load_config(home)["halts"]["record_high"]  # a bad config.toml is a usage error, as before any check
@@ -194,14 +196,12 @@ HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
 
 
 def _acknowledge(halts, args) -> int:
-    from leash.core.state.halts import HaltRefused
-
     found = halts.find(args.halt_id)
     if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
-        raise HaltRefused(f"halt ID prefix {args.halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
+        raise Refused(f"halt ID prefix {args.halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
                           "give at least 8 (leash halts list shows them)")
     if found is None:
-        raise HaltRefused(f"no halt {args.halt_id}")
+        raise Refused(f"no halt {args.halt_id}")
     resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]
     result = halts.acknowledge(found["id"], args.session or found["session_id"], resolution, notes=args.note or None,
                                caution=getattr(args, "caution", False), source=args.source)
@@ -222,9 +222,7 @@ def _config(halts, args) -> int:
     if args.escalate_after is not None:
         changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
     if changes and not args.name:
-        from leash.core.state.halts import HaltInputError
-
-        raise HaltInputError("name the condition to change")
+        raise UsageError("name the condition to change")
     if changes:
         result = halts.configure({"condition_name": args.name, **changes})
         if args.json:
@@ -239,9 +237,7 @@ def _config(halts, args) -> int:
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
         if not rows:
-            from leash.core.state.halts import HaltRefused
-
-            raise HaltRefused(f"no condition {args.name!r}")
+            raise Refused(f"no condition {args.name!r}")
     if args.json:
         _out_json(rows)
         return 0

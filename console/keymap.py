@@ -1,42 +1,57 @@
 """Every key of the console in one place: action, default key, where it applies.
 
-The main screen builds its bindings from ``ACTIONS``; the footer shows the
+The dashboard builds its bindings from ``keymap()``; the footer shows the
 ones that apply to the focused panel; the help screen lists them all; the
-command palette offers them. ``[console.keys]`` in config.toml remaps an
-action to another key (``stop = "x"``).
+command palette offers them. The number keys come from the panel registry
+(``console.panels``: ``1`` shows its first panel). ``[console.keys]`` in
+config.toml remaps an action to another key (``stop = "x"``; a panel's
+number key is ``focus_<panel>``).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-PANELS = ("sessions", "halts", "warrants", "locks", "loops", "acklog", "approvals")
-PANEL_TITLES = {"sessions": "Sessions", "halts": "Pending halts", "warrants": "Warrants",
-                "locks": "Hands-off locks", "loops": "Loop breakers", "acklog": "Ack log",
-                "approvals": "Approvals"}
+from leash.console import panels as registry
+
+PANELS = registry.KEYS  # the panels' keys, in the order of their number keys
+PANEL_TITLES = {spec.key: spec.title for spec in registry.PANELS}
 EVERYWHERE = frozenset(PANELS)
+# The keymap's actions that are the app's (``q`` and ctrl+q quit, ctrl+p opens
+# the palette): they act over the dashboard only, as its own keys do.
+APP_ACTIONS = frozenset({"quit", "command_palette"})
 
 
 class KeyAction(NamedTuple):
-    name: str           # the action method is action_<name>
+    name: str           # its name in [console.keys]; the action method is action_<name> (but see ``method``)
     key: str
     description: str
     panels: frozenset   # where it applies (footer, check_action)
     changes_state: bool = False
+    method: str = ""    # the dashboard's action, when ``name`` is taken (Screen.action_dismiss)
+
+    @property
+    def base(self) -> str:
+        """The action without its arguments (``focus_panel``)."""
+        return (self.method or self.name).split("(")[0]
+
+    @property
+    def binding(self) -> str:
+        """The action as the dashboard binds it (the app's with its namespace)."""
+        return f"app.{self.name}" if self.base in APP_ACTIONS else self.method or self.name
+
+    @property
+    def shown(self) -> bool:
+        """In the footer: not the number keys, nor peek (``enter`` selects a row)."""
+        return self.base != "focus_panel" and self.name != "peek"
 
 
 ACTIONS: tuple[KeyAction, ...] = (
-    KeyAction("focus_panel('sessions')", "1", "Sessions", EVERYWHERE),
-    KeyAction("focus_panel('halts')", "2", "Halts", EVERYWHERE),
-    KeyAction("focus_panel('warrants')", "3", "Warrants", EVERYWHERE),
-    KeyAction("focus_panel('locks')", "4", "Locks", EVERYWHERE),
-    KeyAction("focus_panel('loops')", "5", "Breakers", EVERYWHERE),
-    KeyAction("focus_panel('acklog')", "6", "Ack log", EVERYWHERE),
-    KeyAction("focus_panel('approvals')", "7", "Approvals", EVERYWHERE),
+    *(KeyAction(f"focus_panel('{spec.key}')", number, spec.short, EVERYWHERE) for number, spec in registry.numbered()),
     KeyAction("stop", "s", "Stop", frozenset({"sessions"}), True),
     KeyAction("fleet_stop", "S", "Fleet stop", EVERYWHERE, True),
     KeyAction("resume", "u", "Resume", frozenset({"sessions"}), True),
     KeyAction("acknowledge", "a", "Acknowledge", frozenset({"halts"}), True),
-    KeyAction("dismiss", "d", "Dismiss", frozenset({"halts"}), True),
+    KeyAction("dismiss", "d", "Dismiss", frozenset({"halts"}), True, method="dismiss_halt"),
     KeyAction("escalate", "e", "Escalate", frozenset({"halts"}), True),
     KeyAction("pardon", "p", "Pardon", frozenset({"warrants"}), True),
     KeyAction("warrant", "w", "File warrant", frozenset({"sessions"}), True),
@@ -55,7 +70,7 @@ ACTIONS: tuple[KeyAction, ...] = (
 )
 # Config names of the actions that take an argument.
 CONFIG_NAMES = {a.name: a.name for a in ACTIONS}
-CONFIG_NAMES.update({f"focus_{p}": f"focus_panel('{p}')" for p in PANELS})
+CONFIG_NAMES.update({f"focus_{key}": f"focus_panel('{key}')" for key in PANELS})
 
 
 class KeymapError(ValueError):
@@ -77,6 +92,12 @@ def keymap(overrides: dict[str, str] | None = None) -> tuple[KeyAction, ...]:
     if clash:
         raise KeymapError(f"[console.keys] gives more than one action the key(s) {', '.join(clash)}")
     return result
+
+
+def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:
+    """The key action of the action ``name`` (without its arguments:
+    ``focus_panel``; its name too: ``dismiss``), or None."""
+    return next((action for action in actions if name in (action.base, action.name)), None)
 
 
 def display(key: str) -> str:

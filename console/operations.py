@@ -5,7 +5,7 @@ body and fields (and which has the focus first), and ``run(confirmed)`` — a
 call into the backend's stores (``leash.core.store``) whose result is in the
 store for every other process (the CLI, the hooks, the kennel) at once. An
 approval's answer names the path it came by (``via``: the console, or
-"serve" in a browser); one that came second is a ``Refusal`` naming who
+"serve" in a browser); one that came second is a ``Refused`` naming who
 answered first. The console decides nothing here: whether a halt may be
 dismissed, which stop a resume lifts, how long a lock lasts — the core
 answers all of it.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from leash.console.errors import Refused
 from leash.core.base.text import printable
 
 NAME_LIMIT = 80  # characters of a name in a modal's title or a message
@@ -47,10 +48,6 @@ class Operation(NamedTuple):
     option_label: str | None = None  # the action's own check box, ``Confirmed.option``
     option_key: str = ""
     focus: str = FOCUS_CANCEL
-
-
-class Refusal(Exception):
-    """The key does not apply to the selected row; the message says why."""
 
 
 class Operations:
@@ -90,10 +87,10 @@ class Operations:
 
     @staticmethod
     def _interrupted(report, what: str) -> str:
-        """The message of a stop that interrupted (``core.interrupt``); a Refusal
+        """The message of a stop that interrupted (``core.interrupt``); a Refused
         naming why when nothing could be (the stop stays filed)."""
         if not report.ok:
-            raise Refusal(shown(report.failure(what), DESCRIPTION_LIMIT))
+            raise Refused(shown(report.failure(what), DESCRIPTION_LIMIT))
         targets = ", ".join(f"{shown(line['session_id'])} ({line['method']})" for line in report.done)
         return f"{what} stopped; interrupted {targets}"
 
@@ -101,20 +98,21 @@ class Operations:
         names = [row["name"]] + row.get("agents", [])
         covering = self.backend.stops.covering(names)
         if covering is None:
-            raise Refusal(f"{shown(row['name'])} is not stopped")
+            raise Refused(f"{shown(row['name'])} is not stopped")
         kind, name = covering
         if kind == "fleet":
-            def run(c):
+            def resume_fleet(c) -> str:
                 self.backend.stops.resume_fleet(source=self.source, reason=c.text)
                 return "fleet resumed"
             return Operation("Resume the fleet?", f"{shown(row['name'])} is held by the fleet stop; resuming lifts "
-                             "it for every session (sessions stopped one by one stay stopped).", run,
+                             "it for every session (sessions stopped one by one stay stopped).", resume_fleet,
                              confirm_label="Resume fleet")
 
-        def run(c):
+        def resume_one(c) -> str:
             self.backend.stops.resume(name, source=self.source, reason=c.text)
             return f"resumed {shown(name)}"
-        return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", run, confirm_label="Resume")
+        return Operation(f"Resume {shown(name)}?", f"Lift the stop on {shown(name)}.", resume_one,
+                         confirm_label="Resume")
 
     # ------------------------------------------------------------ locks
     def release(self, row: dict) -> Operation:
@@ -188,7 +186,7 @@ class Operations:
             return self.backend.approvals.answer(row["id"], allow=allow, by=self.source, via=self.via,
                                                  message=message, note=note)
         except (ApprovalClosed, UnknownApproval) as exc:
-            raise Refusal(shown(exc, DESCRIPTION_LIMIT)) from None
+            raise Refused(shown(exc, DESCRIPTION_LIMIT)) from None
 
     @staticmethod
     def _approval_body(row: dict) -> str:

@@ -84,8 +84,7 @@ def run_for_peer(dispatch, request: dict, *, source: str, send, home: str) -> No
 
 def run_daemon(args, dispatch) -> int:
     """``leash daemon``: start, serve until SIGTERM/SIGINT, exit 0."""
-    from leash.console.actions import Refused
-    from leash.console.errors import UsageError
+    from leash.console.errors import Refused, UsageError
     from leash.core.base.config import ConfigError
     from leash.core.base.home import UnsafeHome
     from leash.core.daemon.service import Daemon, DaemonRunning

@@ -121,8 +121,7 @@ SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_ac
 async def render(name: str, scene, size, long_halt: bool) -> str:
     from leash.console.app import LeashApp
     from leash.core import StopProtocol
-    from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet
-    from tests.test_console_layout import seed_long_fleet
+    from tests.support.console import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet, seed_long_fleet
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["LEASH_HOME"] = home
@@ -144,9 +143,8 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
 async def render_shared(scene) -> str:
     """The console of host web1 on a shared PostgreSQL store holding two hosts' fleet."""
     from leash.console.app import LeashApp
-    from tests.conftest import CONSOLE_NOW, CONSOLE_TMUX
-    from tests.postgres_support import Cluster
-    from tests.test_postgres_console import seed_shared_fleet
+    from tests.support.console import CONSOLE_NOW, CONSOLE_TMUX, seed_shared_fleet
+    from tests.support.postgres import Cluster
 
     cluster = Cluster()
     try:

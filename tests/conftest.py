@@ -1,5 +1,7 @@
 """Shared fixtures: every test gets its own state home and, where tmux is used,
-its own tmux server on a private socket that is killed afterwards."""
+its own tmux server on a private socket that is killed afterwards. Helpers the
+tests share are in ``tests/support/`` (the names imported from there below are
+also read from here by older callers: the console's tests, bench/, screenshots/)."""
 from __future__ import annotations
 
 import io
@@ -8,15 +10,42 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+# The helpers' own asserts report their values as a test's do.
+pytest.register_assert_rewrite("tests.support")
+
+from .support.backends import BACKENDS, make_backend  # noqa: E402
+from .support.checkout import ROOT, leash_argv  # noqa: E402
+from .support.console import CONSOLE_NOW, CONSOLE_TMUX, console, seed_console_fleet  # noqa: E402
 
 # The end-to-end suite runs the real Claude Code CLI; `make e2e` runs it on its own.
 collect_ignore = ["e2e"]
+
+# Temporary files (every tmp_path, the PostgreSQL servers' data, mkdtemp's) go
+# to a RAM disk when the machine has one to spare: leash fsyncs every state
+# write, and on a disk the fsyncs were much of the suite's time. What a test
+# checks does not change (a killed writer's file is the same on tmpfs); a
+# TMPDIR of one's own, or --basetemp, is kept; so is the end-to-end suite's.
+RAM_DISK, RAM_DISK_SPARE_BYTES = "/dev/shm", 2 << 30
+
+
+def pytest_configure(config):
+    if config.option.basetemp or os.environ.get("TMPDIR") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    if any("e2e" in Path(str(arg).split("::")[0]).parts for arg in config.args):
+        return
+    try:
+        disk = os.statvfs(RAM_DISK)
+    except OSError:
+        return
+    if disk.f_bavail * disk.f_frsize >= RAM_DISK_SPARE_BYTES and os.access(RAM_DISK, os.W_OK | os.X_OK):
+        os.environ["TMPDIR"] = RAM_DISK  # child processes (and xdist's workers) too
+        tempfile.tempdir = None  # read again: this process's mkdtemp and pytest's base directory
 
 
 @pytest.hookimpl(trylast=True)
@@ -97,10 +126,6 @@ def cli(home):
     return run
 
 
-def leash_argv() -> list[str]:
-    return [sys.executable, "-m", "leash.console.cli"]
-
-
 @pytest.fixture
 def leash_proc(home):
     """Run ``leash ARGS`` as a real process (stdin bytes, env overrides)."""
@@ -168,46 +193,19 @@ def tmux_socket(tmp_path):
     subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, check=False)
 
 
+@pytest.fixture
+def tmux(tmux_socket, monkeypatch, home):
+    """A ``Tmux`` on this test's private server (its socket also exported to
+    child processes as ``LEASH_TMUX_SOCKET``), killed afterwards."""
+    from leash.core.base.tmux import Tmux
+
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
+    server = Tmux(str(tmux_socket))
+    yield server
+    server.kill_server()
+
+
 # ---------------------------------------------------------------- the console
-CONSOLE_NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
-CONSOLE_TMUX = [
-    {"name": "agent-answers", "created": int(CONSOLE_NOW - 3600), "attached": False,
-     "panes": [{"id": "%0", "pid": 101, "command": "python3", "active": True}]},
-    {"name": "agent-chatty", "created": int(CONSOLE_NOW - 3000), "attached": False,
-     "panes": [{"id": "%1", "pid": 102, "command": "python3", "active": True}]},
-    {"name": "agent-silent", "created": int(CONSOLE_NOW - 2400), "attached": False,
-     "panes": [{"id": "%2", "pid": 103, "command": "cat", "active": True}]},
-]
-
-
-def seed_console_fleet(home) -> None:
-    """The demo's fleet at a fixed time, with one warrant mid-interrogation."""
-    from leash.console.demo import seed_fleet, seed_warrant
-    from leash.core.base.clock import iso
-    from leash.core.base.statefile import write_json
-    from leash.core.state.warrants import WarrantQueue
-
-    seed_fleet(home, now=CONSOLE_NOW)
-    seed_warrant(home, now=CONSOLE_NOW - 10)
-    queue = WarrantQueue(home)
-    state, fd = queue.claim_next(owner={"pid": 0, "host": "test"}, now=CONSOLE_NOW - 8)
-    state.update(state="interrogating", attempt=1, last_message_at=iso(CONSOLE_NOW - 5),
-                 next_timeout=iso(CONSOLE_NOW + 15), baseline=0)
-    write_json(queue.active_path(state["id"]), state)
-    queue.release(state["id"], fd)
-
-
-def console(home, **options):
-    """The console as every test builds it: no kennel and no watcher unless
-    asked for, acting as ``ops@test``; ``options`` go to ``LeashApp``."""
-    from leash.console.app import LeashApp
-
-    options.setdefault("run_kennel", False)
-    options.setdefault("watch", False)
-    options.setdefault("source", "ops@test")
-    return LeashApp(home, **options)
-
-
 @pytest.fixture
 def console_app(home):
     """A console on a seeded home with a fixed clock, a fixed tmux list, no
@@ -222,13 +220,23 @@ def console_app(home):
     return make
 
 
+# ---------------------------------------------------------------- tampering
+@pytest.fixture
+def scene(home, tmp_path):
+    """The tampering tests' scene (``support/tampering.py``'s ``build_scene``):
+    session "other" stopped, "ezra" locked, a project wired with leash's hooks."""
+    from .support.tampering import build_scene
+
+    return build_scene(home, tmp_path)
+
+
 # ---------------------------------------------------------------- leashd
 @pytest.fixture
 def daemon(home):
     """A leash daemon in this process on the test's home (real sockets and
-    threads, no kennel), closed afterwards; ``tests/daemon_support.py`` has the
+    threads, no kennel), closed afterwards; ``tests/support/daemon.py`` has the
     clients."""
-    from .daemon_support import start_daemon
+    from .support.daemon import start_daemon
 
     running = start_daemon(home, line_deadline=0.5)
     yield running
@@ -238,12 +246,39 @@ def daemon(home):
 # ---------------------------------------------------------------- PostgreSQL
 @pytest.fixture(scope="session")
 def postgres_cluster():
-    """A throwaway PostgreSQL server for this test worker (``postgres_support``),
+    """A throwaway PostgreSQL server for this test worker (``support/postgres.py``),
     stopped and removed at the end; each test takes a schema of its own."""
-    from .postgres_support import Cluster, binaries
+    from .support.postgres import Cluster, binaries
 
     if binaries() is None:
         pytest.skip("PostgreSQL is not installed (initdb/pg_ctl); .ci/run installs it")
     cluster = Cluster()
     yield cluster
     cluster.stop()
+
+
+# ---------------------------------------------------------------- the store contract's backends
+@pytest.fixture(params=BACKENDS)
+def backend(request, home):
+    """Each kind of backend in turn (``support/backends.py``): the file backend,
+    the shared PostgreSQL store with one role, and with two."""
+    if request.param == "file":
+        yield make_backend("file", home)
+        return
+    cluster = request.getfixturevalue("postgres_cluster")
+    if request.param == "postgres-roles":
+        runtime, owner = cluster.two_roles()
+        made = make_backend("postgres", home, url=runtime, owner_url=owner)
+    else:
+        made = make_backend("postgres", home, url=cluster.url(cluster.fresh_schema()))
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def second_backend(backend, home):
+    """Another client of the same store (another host's or process's view)."""
+    made = make_backend(backend.name, home, url=getattr(backend, "url", None))
+    yield made
+    if hasattr(made, "close"):
+        made.close()

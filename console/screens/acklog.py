@@ -11,15 +11,20 @@ escaped: the lines hold what agents and operators wrote.
 """
 from __future__ import annotations
 
+from typing import cast
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
+from leash.console.reports import ChainStatus
 from leash.core.base.text import printable
+from leash.core.store.protocols import AckLogStore
 
 SHOWN_LINES = 2000
 REASON_LIMIT = 300
@@ -68,13 +73,28 @@ class AckLogScreen(Screen[None]):
         Binding("v", "verify", "Verify"),
     ]
 
-    def __init__(self, acklog):
+    class NewerLines(Message):
+        """The log's newest line is another one."""
+
+    class LinesRead(Message):
+        """The newest matching lines (``entries``) of ``total`` matching."""
+
+        def __init__(self, entries: list[dict], total: int) -> None:
+            super().__init__()
+            self.entries, self.total = entries, total
+
+    class ChainVerified(Message):
+        def __init__(self, text: str, ok: bool) -> None:
+            super().__init__()
+            self.text, self.ok = text, ok
+
+    def __init__(self, acklog: AckLogStore) -> None:
         """``acklog``: the ack-log store to show (``backend.acklog``)."""
         super().__init__()
         self.acklog = acklog
         self.follow = True
         self.filter_text = ""
-        self._signature = None
+        self._signature: tuple[object, object] | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="acklog-screen"):
@@ -101,8 +121,9 @@ class AckLogScreen(Screen[None]):
         signature = (newest[-1].get("seq"), newest[-1].get("hash")) if newest else None
         if signature != self._signature:
             self._signature = signature
-            self.app.call_from_thread(self._newer_lines)
+            self.post_message(self.NewerLines())
 
+    @on(NewerLines)
     def _newer_lines(self) -> None:
         if self.is_attached:
             self.reload()
@@ -111,11 +132,13 @@ class AckLogScreen(Screen[None]):
     def reload(self) -> None:
         terms, words = parse_filter(self.filter_text)
         entries = [r for r in (line.as_dict() for line in self.acklog.read()) if matches(r, terms, words)]
-        self.app.call_from_thread(self._show, entries[-SHOWN_LINES:], len(entries))
+        self.post_message(self.LinesRead(entries[-SHOWN_LINES:], len(entries)))
 
-    def _show(self, entries: list[dict], total: int) -> None:
+    @on(LinesRead)
+    def _show(self, message: AckLogScreen.LinesRead) -> None:
         if not self.is_attached:
             return
+        entries, total = message.entries, message.total
         table = self.query_one("#acklog-table", DataTable)
         shown = {str(k.value) for k in table.rows}
         wanted = [(f"{r.get('seq')}:{str(r.get('hash', ''))[:12]}", r) for r in entries]
@@ -139,20 +162,21 @@ class AckLogScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="acklog-verify")
     def action_verify(self) -> None:
-        report = self.acklog.verify()
+        report = cast(ChainStatus, self.acklog.verify())  # typed ``object`` by the protocol
         if report.ok:
             text = f"chain intact: {report.lines} lines verified"
             if report.torn_bytes:
                 text += f" (torn tail of {report.torn_bytes} bytes skipped)"
         else:
             text = f"CHAIN BROKEN at line {report.first_broken_line}: {report.problem}"
-        self.app.call_from_thread(self._verified, text, report.ok)
+        self.post_message(self.ChainVerified(text, report.ok))
 
-    def _verified(self, text: str, ok: bool) -> None:
+    @on(ChainVerified)
+    def _verified(self, message: AckLogScreen.ChainVerified) -> None:
         if self.is_attached:
             label = self.query_one("#acklog-verify", Label)
-            label.update(Text(printable(text)))
-            label.set_class(not ok, "broken")
+            label.update(Text(printable(message.text)))
+            label.set_class(not message.ok, "broken")
 
     @on(Input.Changed, "#acklog-filter")
     def _filter(self, event: Input.Changed) -> None:

@@ -143,7 +143,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         short = self.size.height < SHORT_ROWS
         self.set_class(short, "-short")
         for widget in self.query("#confirm-dialog Input, #confirm-dialog Checkbox, #confirm-dialog Button"):
-            widget.compact = short
+            if isinstance(widget, (Input, Checkbox, Button)):
+                widget.compact = short
 
     def _fit(self) -> None:
         """The body scrolls in the room the rest of the dialog leaves on the screen."""

@@ -8,10 +8,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from leash.console.keymap import EVERYWHERE, PANEL_TITLES, display
+from leash.console.keymap import EVERYWHERE, PANEL_TITLES, KeyAction, display
 
 
-def help_table(actions) -> Table:
+def help_table(actions: tuple[KeyAction, ...]) -> Table:
     table = Table(title="leash — keys", expand=True, show_edge=False)
     table.add_column("Key", style="bold cyan", no_wrap=True)
     table.add_column("Action")
@@ -41,7 +41,7 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "close", "Close"), Binding("question_mark", "close", "Close"),
                 Binding("q", "close", "Close")]
 
-    def __init__(self, actions):
+    def __init__(self, actions: tuple[KeyAction, ...]) -> None:
         super().__init__()
         self.actions = actions
 

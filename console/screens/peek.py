@@ -9,26 +9,37 @@ text, never parsed as markup, control characters escaped.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from leash.core.base.text import printable
 
 PEEK_LINES = 60
+Capture = Callable[[str, int], list[str]]  # (session, lines) -> the pane's newest lines
 
 
 class PeekScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "close", "Close"), Binding("enter", "close", "Close"), Binding("q", "close", "Close")]
 
-    def __init__(self, session: str, capture):
+    class PaneRead(Message):
+        """The pane's lines as shown (escaped), or why they could not be read."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, session: str, capture: Capture) -> None:
         super().__init__()
         self.session = session
-        self.capture = capture  # name -> list of lines
+        self.capture = capture
 
     def compose(self) -> ComposeResult:
         with Vertical(id="peek-dialog"):
@@ -47,14 +58,15 @@ class PeekScreen(ModalScreen[None]):
             text = "\n".join(map(printable, lines)) if lines else "(the pane is empty)"
         except Exception as exc:
             text = printable(f"(cannot read the pane: {exc})")
-        self.app.call_from_thread(self._show, text)
+        self.post_message(self.PaneRead(text))
 
-    def _show(self, text: str) -> None:
+    @on(PaneRead)
+    def _show(self, message: PeekScreen.PaneRead) -> None:
         if not self.is_attached:
             return
         scroll = self.query_one("#peek-scroll", VerticalScroll)
         following = scroll.scroll_y >= scroll.max_scroll_y
-        self.query_one("#peek-body", Static).update(Text(text))
+        self.query_one("#peek-body", Static).update(Text(message.text))
         if following:
             scroll.call_after_refresh(scroll.scroll_end, animate=False)
 

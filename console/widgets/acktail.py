@@ -13,8 +13,6 @@ EVENT_STYLE = {"stop_ack": "red", "fleet_stop": "bold red", "resume": "green", "
 
 
 class AckTailPanel(Panel):
-    PANEL = "acklog"
-    TITLE = "Ack log"
     COLUMNS = (Column("seq", "#", keep=True),
                Column("time", "Time", keep=True),
                Column("event", "Event", keep=True),

@@ -27,8 +27,6 @@ def left_text(row: dict, now: float) -> Text:
 
 
 class ApprovalsPanel(Panel):
-    PANEL = "approvals"
-    TITLE = "Approvals"
     COLUMNS = (Column("session", "Session", keep=True),
                Column("tool", "Tool", keep=True),
                Column("age", "Age", keep=True),

@@ -4,11 +4,12 @@ Two lines, wrapped to the screen's width (what does not fit ends in ``…``):
 a halt's full description, condition, session (as the Sessions panel names
 it; its agent's id last) and age; a session's state and
 every rule that holds it (``core.why``, the gate's own answer, read off the UI
-thread by the app); a lock's reason and expiry; a warrant's reason and gate; a
+thread by the feed); a lock's reason and expiry; a warrant's reason and gate; a
 breaker's boots; an ack-log line's whole text. An approval takes more lines
 (up to ``APPROVAL_LINES``, and at most a third of the screen): who asks, for
 what and how long is left, then the whole command, or the Edit's or Write's
-diff with its added lines green and its removed ones red. Every value is agent
+diff with its added lines green and its removed ones red. Each panel's entry
+in ``console.panels`` names its function here. Every value is agent
 text: escaped with ``core.text.printable`` (line by line, tabs expanded) and
 shown as ``Text``, never markup.
 """
@@ -106,18 +107,6 @@ def approval_detail(row: dict, now: float) -> Text:
         text.append("\n")
         text.append_text(_diff_line(line) if diff else Text(printable(line.expandtabs(TAB_SIZE))))
     return text
-
-
-DETAILS = {"halts": halt_detail, "locks": lock_detail, "warrants": warrant_detail, "loops": loop_detail,
-           "acklog": log_detail, "approvals": approval_detail}
-
-
-def detail_text(panel: str, row: dict | None, now: float, answer: dict | None = None) -> str | Text:
-    if row is None:
-        return "nothing selected"
-    if panel == "sessions":
-        return session_detail(row, answer)
-    return DETAILS[panel](row, now)
 
 
 class DetailLine(Static):

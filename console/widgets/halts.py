@@ -12,8 +12,6 @@ SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium":
 
 
 class HaltsPanel(Panel):
-    PANEL = "halts"
-    TITLE = "Pending halts"
     COLUMNS = (Column("severity", "Severity", keep=True),
                Column("type", "Type", 5),
                Column("condition", "Condition", keep=True),

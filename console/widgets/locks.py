@@ -5,8 +5,6 @@ from leash.console.widgets.panel import Column, Panel, duration
 
 
 class LocksPanel(Panel):
-    PANEL = "locks"
-    TITLE = "Hands-off locks"
     COLUMNS = (Column("entity", "Entity", keep=True),
                Column("left", "Left", keep=True),
                Column("source", "By", keep=True),

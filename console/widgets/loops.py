@@ -7,8 +7,6 @@ from leash.console.widgets.panel import Column, Panel
 
 
 class LoopsPanel(Panel):
-    PANEL = "loops"
-    TITLE = "Loop breakers"
     COLUMNS = (Column("name", "Breaker", keep=True),
                Column("boots", "Boots", keep=True),
                Column("window", "Window", keep=True),

@@ -30,6 +30,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Label
 
 from leash.core.base.clock import human_duration
@@ -96,15 +97,15 @@ def literal(value: object) -> Text:
 
 class PanelTable(DataTable):
     """The table inside a panel (the focusable part). ``tab`` and
-    ``shift+tab`` go to the next and previous panel, shown or not; ``home``
-    and ``end`` to the first and last row."""
+    ``shift+tab`` go to the next and previous panel, shown or not (the
+    dashboard's ``next_panel``); ``home`` and ``end`` to the first and last row."""
 
-    BINDINGS = [Binding("tab", "app.next_panel(1)", "Next panel", show=False),
-                Binding("shift+tab", "app.next_panel(-1)", "Previous panel", show=False),
+    BINDINGS = [Binding("tab", "screen.next_panel(1)", "Next panel", show=False),
+                Binding("shift+tab", "screen.next_panel(-1)", "Previous panel", show=False),
                 Binding("home", "scroll_top", "First row", show=False),
                 Binding("end", "scroll_bottom", "Last row", show=False)]
 
-    def __init__(self, panel: str, **kwargs):
+    def __init__(self, panel: str, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self.panel = panel
 
@@ -140,13 +141,15 @@ class PanelTable(DataTable):
 
 
 class Panel(Vertical):
-    PANEL = ""
-    TITLE = ""
+    """One panel: ``key`` and ``title`` come from its entry in ``console.panels``."""
+
     COLUMNS: tuple[Column, ...] = ()
     FILL = ""  # the free-text column that takes the width the others leave
 
-    def __init__(self, **kwargs):
-        super().__init__(id=f"panel-{self.PANEL}", classes="panel", **kwargs)
+    def __init__(self, key: str, title: str, *, classes: str = "") -> None:
+        super().__init__(id=f"panel-{key}", classes=f"panel {classes}".strip())
+        self.key = key
+        self.panel_title = title
         self.rows: dict[str, dict] = {}
         self.filter_text = ""
         self._shown: dict[str, tuple] = {}
@@ -155,8 +158,8 @@ class Panel(Vertical):
         self._title = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(self.TITLE, classes="panel-title", id=f"title-{self.PANEL}")
-        yield PanelTable(self.PANEL, id=f"table-{self.PANEL}")
+        yield Label(self.panel_title, classes="panel-title", id=f"title-{self.key}")
+        yield PanelTable(self.key, id=f"table-{self.key}")
 
     def on_mount(self) -> None:
         self.add_columns()
@@ -199,10 +202,10 @@ class Panel(Vertical):
         if not table.row_count or table.cursor_row is None or table.cursor_row < 0:
             return None
         try:
-            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         except Exception:
             return None
-        return self.rows.get(key)
+        return self.rows.get(key) if key is not None else None
 
     def _matches(self, cells: tuple) -> bool:
         if not self.filter_text:
@@ -249,7 +252,7 @@ class Panel(Vertical):
         title = self.title_text()
         if title != self._title:  # a label update re-lays out the screen: only when it changed
             self._title = title
-            self.query_one(f"#title-{self.PANEL}", Label).update(Text(printable(title)))
+            self.query_one(f"#title-{self.key}", Label).update(Text(printable(title)))
 
     @staticmethod
     def _literal_cells(given: tuple, cached: tuple[tuple, tuple] | None) -> tuple:
@@ -289,7 +292,7 @@ class Panel(Vertical):
     def title_text(self) -> str:
         shown = len(self._shown)
         filtered = f" (filter '{self.filter_text}': {shown})" if self.filter_text else ""
-        return f"{self.TITLE} [{self._count}]{filtered}"
+        return f"{self.panel_title} [{self._count}]{filtered}"
 
     def set_filter(self, text: str, now: float) -> None:
         self.filter_text = text

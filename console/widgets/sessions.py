@@ -16,9 +16,7 @@ STATE_WIDTH = max(len(state) for state in (*STATE_STYLE, *AGENT_STATUSES))
 
 
 class SessionsPanel(Panel):
-    PANEL = "sessions"
-    TITLE = "Sessions"
-    COLUMNS = (Column("name", "Session", keep=True),
+    COLUMNS: tuple[Column, ...] = (Column("name", "Session", keep=True),
                Column("state", "State", keep=True),
                Column("cli", "CLI", keep=True),
                Column("detail", "Why"),

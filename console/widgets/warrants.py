@@ -20,8 +20,6 @@ def countdown_bar(fraction: float | None, seconds: float | None) -> Text:
 
 
 class WarrantsPanel(Panel):
-    PANEL = "warrants"
-    TITLE = "Warrants"
     COLUMNS = (Column("target", "Target", keep=True),
                Column("state", "State", keep=True),
                Column("attempt", "Try", keep=True),

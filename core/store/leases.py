@@ -17,7 +17,7 @@ less than the lease time agree on who holds it.
   already may insert and update ``leash_meta``.
 
 ``leases_of(backend)`` and ``kennel_beats(backend)`` pick the implementation
-by the backend's name; tests/test_store_leases.py is their contract.
+by the backend's name; tests/store/test_store_leases.py is their contract.
 
 Failure: a lease file that cannot be parsed is taken as free (the next claim
 writes a good one); a database that cannot be reached raises ``StoreOffline``

@@ -23,7 +23,7 @@ ACKLOG_TABLE = "acklog"
 APPEND_ONLY_TRIGGER = "acklog_append_only"
 READ_WRITE = ("SELECT", "INSERT", "UPDATE", "DELETE")
 # Every table of the schema and what the runtime role may do to it (a new table
-# needs its line: tests/test_postgres_roles.py holds the schema to this map).
+# needs its line: tests/store/test_postgres_roles.py holds the schema to this map).
 RUNTIME_GRANTS: dict[str, tuple[str, ...]] = {
     ACKLOG_TABLE: ("SELECT", "INSERT"),
     "leash_meta": ("SELECT", "INSERT", "UPDATE"),  # the archive's last run is kept there

@@ -5,7 +5,7 @@ descriptors or SQL connections. Times are injected with keyword-only ``now=``
 (seconds since the epoch). Records are the classes of
 ``leash.core.store.records``. ``leash.core.store.files.FileBackend`` is the
 embedded backend; a shared one implements the same protocols and passes the same
-contract tests (tests/test_store_contract.py).
+contract tests (tests/store/test_store_contract.py).
 
 Failure: each store raises what its documentation names (``NotStopped``,
 ``NotLocked``, ``HandsOffError``, ``StopStateUnreadable``,

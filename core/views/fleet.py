@@ -19,7 +19,7 @@ The ack log is read from its end only (its last ``ack_tail`` lines): the
 stores' state comes from their caches, which ``acklog.head`` holds to the log
 with a ``stat`` and a small file; a cache found out of step with it is rebuilt
 by streaming the log (``core.logstate``, ``core.halts.ledger``), never by
-holding it (``tests/test_log_reads_bounded.py``).
+holding it (``tests/state/test_log_reads_bounded.py``).
 
 Failure: unreadable stop state or halt store are reported in ``problems`` and
 make every session "stopped"/"halted" as the gate would treat them; an

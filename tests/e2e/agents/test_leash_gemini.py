@@ -356,7 +356,7 @@ def test_check_sees_hooks_switched_off_and_gemini_then_runs_none(rig):
 def test_a_blind_edit_is_halted_from_the_first_call_as_in_claude_code(rig, first):
     """leash install --agent gemini wires AfterTool, so every read is reported
     from the session's first call on, as for a wired Claude Code session
-    (tests/test_unread_first_call.py): an edit of an existing file the session
+    (tests/hook/test_unread_first_call.py): an edit of an existing file the session
     never read is halted (modifying_unread_code) whether or not a call came
     before it. Today only the second case is."""
     app = rig.project / "app.py"

@@ -1,0 +1,345 @@
+"""The dashboard: the console's main screen, its panels, their timers and its keys.
+
+It lays out the panels of ``console.panels`` (from ``WIDE_COLUMNS`` on the
+grid, the panels across its top first; below it one panel at a time under a
+tab strip; ``z`` zooms the focused one), the summary line, the detail line
+and the filter, and owns the ``Feed`` that reads the core off the UI thread.
+The app hands it each view (``show_view``); its timers redraw the counting
+cells between views (a warrant's gate and an approval's time left each
+``COUNTDOWN_SECONDS``, ages each ``AGES_SECONDS``). Its keys are the
+keymap's (``console.keymap``), bound on this screen, so they act only while
+it is on top; each applies where the keymap says (the footer shows those
+that apply to the focused panel). A key that changes state posts
+``OperationAsked`` (the app confirms and runs it); the other keys show a
+panel, filter it, or open a screen (peek, why, the ack log, help).
+
+The detail line shows the selected row's whole text (the panel's ``detail``
+in the registry); for a session, every rule that holds it (``core.why``,
+read by the feed: the answer for the view before shows until the new one
+comes, so nothing flickers).
+"""
+from __future__ import annotations
+
+from typing import AsyncIterator, Callable, Iterable, Iterator
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from leash.console.commands import LeashCommands
+from leash.console.feed import Feed
+from leash.console.keymap import KeyAction, find
+from leash.console.panels import BY_KEY, GRID, KEYS, PANELS, PanelSpec, numbered
+from leash.console.screens.acklog import AckLogScreen
+from leash.console.screens.help import HelpScreen
+from leash.console.screens.peek import Capture, PeekScreen
+from leash.console.screens.why import WhyScreen
+from leash.console.widgets.detail import DetailLine, session_detail
+from leash.console.widgets.panel import Panel, PanelTable
+from leash.console.widgets.summary import SummaryBar
+from leash.console.widgets.tabs import PanelTabs
+from leash.core.store.protocols import Backend
+from leash.core.store.records import Change
+
+COUNTDOWN_SECONDS = 0.5
+AGES_SECONDS = 5.0
+WIDE_COLUMNS = 120  # from this width on, the grid of panels; below it, one panel and a tab strip
+
+
+class DashboardScreen(Screen[None]):
+    COMMANDS = {LeashCommands}
+    AUTO_FOCUS = ""  # the first panel's table takes the focus (on_mount), not the first in the grid
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
+    BINDINGS = [Binding("escape", "clear_filter", "Clear the filter", show=False)]
+
+    class OperationAsked(Message):
+        """A key or a palette entry asks to change state: ``kind`` on ``row``
+        (``panel``: the row is that panel's selected one, None when none is)."""
+
+        def __init__(self, kind: str, row: dict | None = None, panel: str = "") -> None:
+            super().__init__()
+            self.kind, self.row, self.panel = kind, row, panel
+
+    def __init__(self, backend: Backend, key_actions: tuple[KeyAction, ...], *, clock: Callable[[], float],
+                 capture: Capture | None = None, list_tmux: Callable[[], list[dict]],
+                 changes: AsyncIterator[Change] | None = None, watch: bool = True, check_tmux: bool = False) -> None:
+        """``capture``: what peek reads a pane with (none: nothing to peek at);
+        ``check_tmux``: ``list_tmux`` is the real server's (``Feed``)."""
+        super().__init__()
+        self.backend = backend
+        self.key_actions = key_actions
+        self.clock = clock
+        self.capture = capture
+        self.feed = Feed(backend, list_tmux=list_tmux, clock=clock, changes=changes, watch=watch,
+                         check_tmux=check_tmux)
+        self.view: dict = {}
+        self._last_panel = self._shown_panel = KEYS[0]
+        self._filter_panel = KEYS[0]
+        self._why: dict[str, dict] = {}  # row key -> core.why's answer, for the view shown now
+        self._why_before: dict[str, dict] = {}  # the answers for the view before
+        for action in key_actions:  # the keymap as [console.keys] remaps it, in its order (the footer's)
+            if action.name != "command_palette":  # the app's own binding
+                self._bindings.bind(action.key, action.binding, action.description, show=action.shown)
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield SummaryBar(id="summary")
+        yield PanelTabs([(number, spec.key, spec.short) for number, spec in numbered()], id="panel-tabs")
+        with Container(id="panels"):
+            for spec in GRID:
+                yield spec.build()
+        yield DetailLine(id="detail")
+        yield Input(placeholder="filter the focused panel (escape clears)", id="filter")
+        yield Footer()
+        yield self.feed
+
+    def on_mount(self) -> None:
+        self._activate(self._last_panel)
+        self.panel(self._last_panel).table.focus()
+        self.set_interval(COUNTDOWN_SECONDS, self.tick_countdown)
+        self.set_interval(AGES_SECONDS, self.tick_ages)
+
+    def panel(self, name: str) -> Panel:
+        return self.query_one(f"#panel-{name}", Panel)
+
+    def _present(self, specs: Iterable[PanelSpec]) -> Iterator[tuple[PanelSpec, Panel]]:
+        """Each of ``specs`` with its panel, while it is there."""
+        for spec in specs:
+            panel = self.query_one_optional(f"#panel-{spec.key}", Panel)
+            if panel is not None:
+                yield spec, panel
+
+    def _activate(self, name: str) -> None:
+        """Make ``name`` the panel shown on a narrow screen, zoomed, and named by the tab strip."""
+        self._shown_panel = name
+        for panel in self.query(Panel):
+            panel.set_class(panel.key == name, "-active")
+        for tabs in self.query(PanelTabs):
+            tabs.show_panel(name)
+        self.show_detail()
+
+    def focused_panel(self) -> str:
+        widget = self.focused
+        if isinstance(widget, PanelTable):
+            self._last_panel = widget.panel
+        return self._last_panel
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A key of the keymap acts where it applies (the focused panel), and
+        none while a screen is above this one (the footer under a dialog shows none)."""
+        found = find(self.key_actions, action)
+        return found is None or (self.is_active and self.focused_panel() in found.panels)
+
+    # ------------------------------------------------------------ the view
+    def show_view(self, view: dict) -> None:
+        """Each panel shows its slice of ``view`` (``core.views.fleet.view``)."""
+        self.view = view
+        self._why_before, self._why = self._why, {}  # shown until the new answer comes, so nothing flickers
+        now = self.clock()
+        self._show_summary(now)
+        for spec, panel in self._present(PANELS):
+            panel.show(spec.rows(view), now)
+        self.show_detail()
+
+    def _show_summary(self, now: float) -> None:
+        bar = self.query_one_optional(SummaryBar)
+        if bar is not None:
+            bar.show(self.view["summary"], self.view["problems"], now)
+
+    def tick_countdown(self) -> None:
+        """The counting-down cells: a warrant's gate, an approval's time left (and its urgency in the summary)."""
+        if not self.view:
+            return
+        now = self.clock()
+        for spec, panel in self._present(spec for spec in PANELS if spec.tick == "countdown"):
+            panel.show(spec.rows(self.view), now)
+        self._show_summary(now)
+        if BY_KEY[self._last_panel].tick == "countdown":
+            self.show_detail()
+
+    def tick_ages(self) -> None:
+        if not self.view:
+            return
+        now = self.clock()
+        for spec, panel in self._present(spec for spec in PANELS if spec.tick == "ages"):
+            panel.show(spec.rows(self.view), now)
+
+    # ------------------------------------------------------------ the detail line
+    def show_detail(self) -> None:
+        """The selected row's whole text; a session's rules come from the feed."""
+        name = self.focused_panel()
+        panel, line = self.query_one_optional(f"#panel-{name}", Panel), self.query_one_optional(DetailLine)
+        if panel is None or line is None:
+            return
+        row = panel.selected()
+        detail = BY_KEY[name].detail
+        if row is None:
+            line.show("nothing selected")
+        elif detail is not None:
+            line.show(detail(row, self.clock()))
+        else:
+            fresh = self._why.get(row["key"])
+            line.show(session_detail(row, fresh or self._why_before.get(row["key"])))
+            if fresh is None:
+                self.feed.explain(row)
+
+    @on(Feed.Explained)
+    def _explained(self, message: Feed.Explained) -> None:
+        if message.asked:
+            self.app.push_screen(WhyScreen(message.answer))
+            return
+        self._why[message.key] = message.answer
+        self.show_detail()
+
+    @on(PanelTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self.show_detail()
+
+    # ------------------------------------------------------------ showing a panel
+    def action_focus_panel(self, name: str) -> None:
+        self._last_panel = name
+        self._activate(name)
+        self.panel(name).table.focus()
+        self.call_after_refresh(self._focus_shown, name)  # a panel just shown can take the focus once laid out
+        self.refresh_bindings()
+
+    def _focus_shown(self, name: str) -> None:
+        panel = self.query_one_optional(f"#panel-{name}", Panel)
+        if panel is None or not self.is_active or self._last_panel != name:
+            return
+        table = panel.table
+        table.focus()
+        table.move_cursor(row=table.cursor_row, animate=False)  # scrolled to the cursor at its new size
+
+    def action_next_panel(self, step: int = 1) -> None:
+        index = KEYS.index(self.focused_panel())
+        self.action_focus_panel(KEYS[(index + step) % len(KEYS)])
+
+    def action_zoom(self) -> None:
+        self.toggle_class("-zoomed")
+        self.action_focus_panel(self.focused_panel())
+
+    def on_descendant_focus(self) -> None:
+        name = self.focused_panel()
+        if name != self._shown_panel:
+            self._activate(name)
+        self.refresh_bindings()
+
+    @on(PanelTabs.TabActivated)
+    def _tab_clicked(self, event: PanelTabs.TabActivated) -> None:
+        name = (event.tab.id or "").removeprefix("tab-")
+        if name in KEYS and name != self._last_panel:
+            self.action_focus_panel(name)
+
+    # ------------------------------------------------------------ the filter
+    def action_filter(self) -> None:
+        self._filter_panel = self.focused_panel()
+        box = self.query_one("#filter", Input)
+        box.add_class("visible")
+        box.value = self.panel(self._filter_panel).filter_text
+        box.placeholder = f"filter {self._filter_panel} (escape clears)"
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.panel(self._filter_panel).set_filter(event.value, self.clock())
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.panel(self._filter_panel).table.focus()
+
+    def action_clear_filter(self) -> None:
+        """Escape, while the filter shows: clear it and give the panel the focus back."""
+        box = self.query_one("#filter", Input)
+        if not box.has_class("visible"):
+            return
+        box.value = ""
+        box.remove_class("visible")
+        panel = self.panel(self._filter_panel)
+        panel.set_filter("", self.clock())
+        panel.table.focus()
+
+    # ------------------------------------------------------------ screens
+    def _selected(self, panel: str) -> dict | None:
+        row = self.panel(panel).selected()
+        if row is None:
+            self.notify(f"Select a row in {panel} first.", severity="warning")
+        return row
+
+    def action_peek(self) -> None:
+        row = self._selected("sessions")
+        if row is not None:
+            self.peek(row)
+
+    def peek(self, row: dict) -> None:
+        if not row.get("in_tmux") or self.capture is None:
+            self.notify(f"{row['name']} has no tmux pane to peek at.", severity="warning")
+            return
+        self.app.push_screen(PeekScreen(row.get("local_tmux") or row["tmux_session"], self.capture))
+
+    @on(PanelTable.RowSelected)
+    def _row_selected(self, event: PanelTable.RowSelected) -> None:
+        peek = find(self.key_actions, "peek")
+        if getattr(event.data_table, "panel", "") == "sessions" and peek is not None and peek.key == "enter":
+            self.action_peek()
+
+    def action_why(self) -> None:
+        row = self._selected("sessions")
+        if row is not None:
+            self.feed.explain_in_full(row)
+
+    def action_ack_log(self) -> None:
+        self.app.push_screen(AckLogScreen(self.backend.acklog))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.key_actions))
+
+    # ------------------------------------------------------------ keys that change state
+    def ask(self, kind: str, row: dict | None = None) -> None:
+        """Ask the app to confirm and run ``kind`` on ``row`` (the palette's entries)."""
+        self.post_message(self.OperationAsked(kind, row))
+
+    def _operate(self, kind: str, panel: str = "") -> None:
+        """Ask for ``kind`` on ``panel``'s selected row (``panel`` empty: on no row)."""
+        self.post_message(self.OperationAsked(kind, self.panel(panel).selected() if panel else None, panel))
+
+    def action_stop(self) -> None:
+        self._operate("stop", "sessions")
+
+    def action_fleet_stop(self) -> None:
+        self._operate("fleet_stop")
+
+    def action_resume(self) -> None:
+        self._operate("resume", "sessions")
+
+    def action_acknowledge(self) -> None:
+        self._operate("acknowledge", "halts")
+
+    def action_dismiss_halt(self) -> None:  # the key "dismiss" (Screen's action_dismiss ends a screen)
+        self._operate("dismiss", "halts")
+
+    def action_escalate(self) -> None:
+        self._operate("escalate", "halts")
+
+    def action_pardon(self) -> None:
+        self._operate("pardon", "warrants")
+
+    def action_warrant(self) -> None:
+        self._operate("warrant", "sessions")
+
+    def action_hands_off(self) -> None:
+        """On a session: lock it; elsewhere (the Locks panel): any entity, asked for."""
+        self._operate("hands_off", "sessions" if self.focused_panel() == "sessions" else "")
+
+    def action_release(self) -> None:
+        self._operate("release", "locks")
+
+    def action_allow(self) -> None:
+        self._operate("allow", "approvals")
+
+    def action_deny(self) -> None:
+        self._operate("deny", "approvals")

@@ -1,0 +1,1 @@
+"""Tests of the console: keys, layout, snapshots, live updates, serve."""

@@ -1,0 +1,163 @@
+"""The console's stop modal with "also interrupt the call in flight": the same
+core call as ``leash stop --interrupt`` (Pilot drives the keys; a real pane
+on a private tmux server records what it gets)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from leash.core import StopProtocol
+from leash.core.base.tmux import Tmux
+from leash.core.state.acklog import AckLog
+
+from ..support.console import console, settle
+from ..support.interrupt import read, start_headless, start_in_pane, stop, wait_ready
+
+SIZE = (160, 45)
+SETTLE_SECONDS = 0.5  # long enough for a stray key to arrive, if one were sent
+
+
+def interrupts(home) -> list[dict]:
+    return [line for line in AckLog(home).read().entries if line["event"] == "interrupt"]
+
+
+@pytest.fixture
+def agent_pane(home, tmp_path, tmux_socket, monkeypatch):
+    """``agent-esc``: an interactive Claude Code stand-in in a pane, its call in flight."""
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
+    where = tmp_path / "agent"
+    start_in_pane(tmux_socket, "agent-esc", where, home, "sess-console")
+    wait_ready(where)
+    return where
+
+
+def make_console(home, tmux_socket):
+    return console(home, tmux=Tmux(str(tmux_socket)), clock=time.time)
+
+
+async def open_stop(pilot, app, key: str = "s"):
+    await settle(pilot, app)
+    if key == "s":
+        await pilot.press("1")
+        table = app.panel("sessions").table
+        row_key = next(str(k.value) for k in table.rows if "agent-esc" in str(k.value))
+        table.move_cursor(row=table.get_row_index(row_key))
+        await pilot.pause()
+    await pilot.press(key)
+    await pilot.pause()
+    assert app.screen.__class__.__name__ == "ConfirmScreen"
+
+
+async def test_stop_with_interrupt_presses_escape_in_the_pane(home, agent_pane, tmux_socket):
+    app = make_console(home, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app)
+        await pilot.press("i")
+        await pilot.press("y")
+        await settle(pilot, app)
+    assert StopProtocol(home).is_stopped("sess-console")
+    (line,) = interrupts(home)
+    assert (line["session_id"], line["method"], line["source"]) == ("sess-console", "escape", "ops@test")
+    time.sleep(SETTLE_SECONDS)
+    assert (agent_pane / "keys").read_bytes() == b"\x1b"
+
+
+async def test_a_plain_stop_presses_nothing(home, agent_pane, tmux_socket):
+    app = make_console(home, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app)
+        assert app.screen.query_one("#confirm-option").value is False  # offered, not ticked
+        await pilot.press("y")
+        await settle(pilot, app)
+    assert StopProtocol(home).is_stopped("sess-console")
+    time.sleep(SETTLE_SECONDS)
+    assert read(agent_pane, "keys") == "" and interrupts(home) == []
+
+
+async def test_ticking_then_cancelling_changes_nothing(home, agent_pane, tmux_socket):
+    app = make_console(home, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app)
+        await pilot.press("i")
+        assert app.screen.query_one("#confirm-option").value is True
+        await pilot.press("n")
+        await settle(pilot, app)
+    assert not StopProtocol(home).is_stopped("sess-console")
+    time.sleep(SETTLE_SECONDS)
+    assert read(agent_pane, "keys") == "" and interrupts(home) == []
+
+
+async def test_the_key_types_into_the_reason_field_instead_of_ticking(home, agent_pane, tmux_socket):
+    app = make_console(home, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app)
+        app.screen.query_one("#confirm-text").focus()
+        await pilot.press("i", "t")
+        assert app.screen.query_one("#confirm-text").value == "it"
+        assert app.screen.query_one("#confirm-option").value is False
+        await pilot.press("enter")  # to the next field, never a confirm
+        await pilot.press("y")
+        await settle(pilot, app)
+    assert StopProtocol(home).stops.snapshot()["sessions"]["agent-esc"]["reason"] == "it"
+    assert interrupts(home) == []
+
+
+async def test_fleet_stop_with_interrupt(home, agent_pane, tmux_socket):
+    app = make_console(home, tmux_socket)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app, "S")
+        await pilot.press("i")
+        await pilot.press("y")
+        await settle(pilot, app)
+    assert StopProtocol(home).is_stopped("anyone")
+    (line,) = interrupts(home)
+    assert line["session_id"] == "sess-console" and line["reason"] == ""  # the operator typed none; none is made up
+    time.sleep(SETTLE_SECONDS)
+    assert (agent_pane / "keys").read_bytes() == b"\x1b"
+
+
+async def test_nothing_to_interrupt_says_so_and_the_stop_holds(home, tmux_socket, monkeypatch):
+    monkeypatch.setenv("LEASH_TMUX_SOCKET", str(tmux_socket))
+    app = console(home, list_tmux=lambda: [{"id": "$9", "name": "agent-esc", "created": 0, "attached": False,
+                                            "panes": [{"id": "%9", "pid": 1, "command": "bash", "active": True}]}],
+                  clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_stop(pilot, app)
+        await pilot.press("i")
+        await pilot.press("y")
+        await settle(pilot, app)
+        said = [n.message for n in app._notifications]
+    assert StopProtocol(home).is_stopped("agent-esc")
+    assert any("agent-esc is stopped, but nothing could be interrupted" in message for message in said), said
+
+
+async def test_through_leashd_the_console_interrupts_a_headless_session(home, tmp_path, daemon):
+    """With a daemon, the console's keys act through its operator socket
+    (RemoteBackend); the session it stops is a headless one: SIGINT."""
+    from leash.core.store.remote import RemoteBackend
+
+    where = tmp_path / "agent"
+    proc = start_headless(where, home, "sess-remote")
+    try:
+        wait_ready(where)
+        app = console(home, list_tmux=lambda: [], backend=RemoteBackend(str(home / "run" / "operator.sock")),
+                      clock=time.time)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("1")
+            table = app.panel("sessions").table
+            row_key = next(str(k.value) for k in table.rows if "sess-remote" in str(k.value))
+            table.move_cursor(row=table.get_row_index(row_key))
+            await pilot.pause()
+            await pilot.press("s")
+            await pilot.pause()
+            await pilot.press("i", "y")
+            await settle(pilot, app)
+        assert proc.wait(timeout=10) == 130
+        assert read(where, "signals") == "SIGINT\n"
+        (line,) = interrupts(home)
+        assert (line["session_id"], line["method"]) == ("sess-remote", "sigint")
+        assert StopProtocol(home).is_stopped("sess-remote")
+    finally:
+        stop(proc)

@@ -1,0 +1,1 @@
+"""Tests of the daemon layer: leashd, approvals through it, notifications."""

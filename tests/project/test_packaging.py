@@ -1,0 +1,105 @@
+"""The distribution: one import package ``leash`` (``leash.core`` from core/,
+``leash.console`` from console/), a wheel that holds everything the program
+reads at run time, and a console and a hook that start from that wheel alone."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ..support.checkout import ROOT
+
+CONSOLE_CHECK = """
+import asyncio, sys
+from leash.console.app import LeashApp
+
+async def main():
+    app = LeashApp(sys.argv[1], run_kennel=False, watch=False, list_tmux=lambda: [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        print("drawn", type(app.screen).__name__)
+
+asyncio.run(main())
+"""
+
+
+def test_every_package_folder_is_in_the_distribution():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    mapped = {source: package for package, source in config["package-dir"].items()}
+    found = set()
+    for folder in ("core", "console"):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT).parts
+            found.add(".".join([mapped[relative[0]], *relative[1:]]))
+    assert found == listed
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a copy of the source: setuptools builds in the
+    tree it is given (``build/``, ``*.egg-info``), and two test workers building
+    in the same tree at once would trip over each other."""
+    import shutil
+
+    source = tmp_path_factory.mktemp("source") / "leash"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".cache", "build", "*.egg-info", "__pycache__", "node_modules", "snapshot_report.html"))
+    out = tmp_path_factory.mktemp("wheel")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [built] = out.glob("leash-*.whl")
+    return built
+
+
+def test_the_wheel_holds_only_leash_and_what_it_reads_at_run_time(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert all(n.startswith(("leash/", "leash-")) for n in names), [n for n in names if not n.startswith("leash")]
+    for needed in ("leash/console/leash.tcss", "leash/console/serve_assets/index.html",
+                   "leash/core/base/gitleaks_rules.py", "leash/console/cli.py"):
+        assert needed in names
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh virtualenv holding the wheel; the dependencies come from this
+    one's site-packages (added as a path, so its editable leash is not)."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    zipfile.ZipFile(wheel).extractall(purelib)
+    (purelib / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def test_the_hook_and_the_console_start_from_the_wheel(installed, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "LEASH_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    where = subprocess.run([str(installed), "-c", "import leash.core, sys; print(leash.core.__file__); "
+                            "print('core' in sys.modules or 'console' in sys.modules)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert where.returncode == 0, where.stderr
+    assert str(installed.parent.parent) in where.stdout and where.stdout.split()[-1] == "False"
+
+    payload = json.dumps({"session_id": "from-wheel", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}, "cwd": str(tmp_path)}).encode()
+    hook = subprocess.run([str(installed), "-m", "leash.console.cli", "hook", "pre-tool-use"], input=payload,
+                          capture_output=True, cwd=tmp_path, env=env, timeout=60)
+    assert (hook.returncode, hook.stdout) == (0, b""), hook.stderr
+    subprocess.run([str(installed), "-m", "leash.console.cli", "stop", "--all", "--reason", "from the wheel"],
+                   check=True, capture_output=True, cwd=tmp_path, env=env, timeout=60)
+    hook = subprocess.run([str(installed), "-m", "leash.console.cli", "hook", "pre-tool-use"], input=payload,
+                          capture_output=True, cwd=tmp_path, env=env, timeout=60)
+    assert b"fleet is stopped" in hook.stdout
+
+    drawn = subprocess.run([str(installed), "-c", CONSOLE_CHECK, str(tmp_path / "home")], capture_output=True,
+                           text=True, cwd=tmp_path, env=env, timeout=120)
+    assert drawn.returncode == 0 and drawn.stdout.startswith("drawn"), drawn.stderr[-2000:]

@@ -1,0 +1,1 @@
+"""Tests of the store layer: the protocol contract, the file, PostgreSQL and remote backends."""
