@@ -307,38 +307,38 @@ KEY_COLUMNS = {"sessions": ("name", "state"), "halts": ("severity", "condition",
                "approvals": ("session", "tool", "age", "left")}
 
 
-async def test_columns_share_the_width_they_have(long_app):
+@pytest.mark.parametrize("size", [SMALL, MIDDLE, LARGE], ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_columns_share_the_width_they_have(long_app, size):
     from rich.text import Text
 
     from leash.console.keymap import PANELS
 
-    for size in (SMALL, MIDDLE, LARGE):
-        app = long_app()
-        async with app.run_test(size=size) as pilot:
-            await ready(pilot, app)
-            for index, name in enumerate(PANELS, start=1):
-                await pilot.press(str(index))
-                await settle(pilot, app)
-                table = app.panel(name).table
-                room = table.scrollable_content_region.width
-                widths = {str(key.value): column.get_render_width(table) - 2 * table.cell_padding
-                          for key, column in table.columns.items()}
-                content = {}
-                for key, column in table.columns.items():
-                    cells = [table.get_cell(row, key) for row in table.rows]
-                    content[str(key.value)] = max([Text.from_markup(str(column.label)).cell_len]
-                                                  + [c.cell_len if isinstance(c, Text) else len(str(c)) for c in cells])
-                used = sum(w + 2 * table.cell_padding for w in widths.values())
-                assert used <= room, (size, name, widths, room)
-                starved = [k for k in widths if widths[k] < content[k]]
-                wider = [k for k in widths if widths[k] > content[k]]
-                assert not (starved and wider), (size, name, widths, content)  # nothing wasted while one is cut
-                for key in starved:  # a cut column still shows some of its text
-                    assert widths[key] >= min(content[key], 3), (size, name, key, widths)
-                if room + 2 * table.cell_padding * len(widths) < SMALL[0] - 4:
-                    continue  # a panel of the grid narrower than one at 80 columns
-                for key in KEY_COLUMNS[name]:
-                    assert widths[key] >= content[key], (size, name, key, widths, content)  # readable
+    app = long_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot, app)
+        for index, name in enumerate(PANELS, start=1):
+            await pilot.press(str(index))
+            await settle(pilot, app)
+            table = app.panel(name).table
+            room = table.scrollable_content_region.width
+            widths = {str(key.value): column.get_render_width(table) - 2 * table.cell_padding
+                      for key, column in table.columns.items()}
+            content = {}
+            for key, column in table.columns.items():
+                cells = [table.get_cell(row, key) for row in table.rows]
+                content[str(key.value)] = max([Text.from_markup(str(column.label)).cell_len]
+                                              + [c.cell_len if isinstance(c, Text) else len(str(c)) for c in cells])
+            used = sum(w + 2 * table.cell_padding for w in widths.values())
+            assert used <= room, (size, name, widths, room)
+            starved = [k for k in widths if widths[k] < content[k]]
+            wider = [k for k in widths if widths[k] > content[k]]
+            assert not (starved and wider), (size, name, widths, content)  # nothing wasted while one is cut
+            for key in starved:  # a cut column still shows some of its text
+                assert widths[key] >= min(content[key], 3), (size, name, key, widths)
+            if room + 2 * table.cell_padding * len(widths) < SMALL[0] - 4:
+                continue  # a panel of the grid narrower than one at 80 columns
+            for key in KEY_COLUMNS[name]:
+                assert widths[key] >= content[key], (size, name, key, widths, content)  # readable
 
 
 # ---------------------------------------------------------------- snapshots
