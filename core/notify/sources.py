@@ -60,7 +60,7 @@ class Gatherer:
         self.host = host
         self.waiting_after_s = waiting_after_s
         self.since = since
-        self.approvals = _approval_reader(approvals if approvals is not None else getattr(backend, "approvals", None))
+        self.approvals = _approval_reader(approvals if approvals is not None else backend.approvals)
         self.say = say or (lambda *args, **kwargs: None)
         self.made: dict[tuple, Event] = {}
         self.fresh: dict[tuple, Event] = {}
@@ -170,8 +170,8 @@ class Gatherer:
 
     def _store_lost(self, now: float) -> list[Event]:
         """The shared store unreachable past its grace, from leashd's mirror."""
-        mirror = getattr(self.backend, "mirror", None)
-        lost_at = getattr(mirror, "lost_at", None)
+        mirror = _mirror_of(self.backend)
+        lost_at = mirror.lost_at if mirror is not None else None
         if mirror is None or lost_at is None or mirror.listening:
             return []
         down = mirror.clock() - lost_at
@@ -204,3 +204,13 @@ def _approval_reader(found):
     if callable(getattr(found, "pending", None)):
         return lambda now: found.pending(now=now)
     return None
+
+
+def _mirror_of(backend: Backend):
+    """leashd's mirror of the shared store (``core.store.pgmirror``), or None:
+    one home's files, or a store opened without one, are never "lost"."""
+    if backend.name != "postgres":
+        return None
+    from leash.core.store.postgres import PostgresBackend
+
+    return backend.mirror if isinstance(backend, PostgresBackend) else None

@@ -111,7 +111,7 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     moment = now_seconds(now)
     raw = _snapshot(backend, unit, moment, max_rows, halt_problem)
     rule = _SessionStates(backend.home, raw, _stops_or_none_held(backend), unit.states() if unit is not None else {})
-    host = raw["host"] if getattr(backend.sessions, "host", "") else ""
+    host = raw["host"] if backend.sessions.host else ""
     rule.shared = bool(host)
     every_session = _session_rows(rule, raw["sessions"], _hosted(tmux_sessions or [], host), moment)
     if host:
@@ -424,15 +424,12 @@ def _soonest(approvals: list[dict]) -> float | None:
 
 def _approval_rows(backend, sessions: list[dict], moment: float) -> tuple[list[dict], list[str]]:
     """The approvals waiting, oldest first, and a problem when they cannot be
-    read (their state, or a daemon from before approvals that has no such store)."""
+    read (their state, or a daemon from before approvals, which refuses the call)."""
     from leash.core.store.approvals import ApprovalsUnreadable
     from leash.core.store.remote import RemoteStoreError
 
-    store = getattr(backend, "approvals", None)
-    if store is None:  # a backend from before approvals
-        return [], []
     try:
-        waiting = store.pending(now=moment)
+        waiting = backend.approvals.pending(now=moment)
     except (ApprovalsUnreadable, RemoteStoreError) as exc:
         return [], [f"approvals unreadable ({exc})"]
     named = _names_of_agents(sessions)

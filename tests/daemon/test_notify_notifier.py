@@ -119,22 +119,6 @@ def test_another_hosts_leashd_gone_is_told(home, inbox):
     assert len(inbox.posts) == 1
 
 
-def test_the_shared_store_unreachable_is_told(home, inbox):
-    class LostMirror:
-        listening, lost_at, grace_seconds = False, 50.0, 10.0
-
-        @staticmethod
-        def clock():
-            return 65.0
-
-    write_routes(home, [{"kind": "webhook", "url": inbox.url}])
-    backend = FileBackend(home, keep_connections=True)
-    backend.mirror = LostMirror()
-    run(notifier(home, backend), T0)
-    (lost,) = events_of(inbox, 1)
-    assert lost["event"] == "offline" and lost["title"] == "web1: the shared store is unreachable"
-
-
 def test_the_shared_store_lost_is_told_by_the_sender(home, inbox):
     """A PostgreSQL server of its own: this test stops it."""
     from leash.core.store.postgres import PostgresBackend

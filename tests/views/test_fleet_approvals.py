@@ -54,15 +54,6 @@ class Failing:
         raise self.error
 
 
-def test_a_backend_without_approvals_shows_none(home):
-    from leash.core.store.files import FileBackend
-    from leash.core.views.fleet import view
-
-    approvals(home).request("claude-1", "Bash", {"command": "ls"}, timeout_s=60, now=CONSOLE_NOW)
-    shown = view(backend=OtherApprovals(FileBackend(home), None), now=CONSOLE_NOW)
-    assert shown["approvals"] == [] and shown["summary"]["approvals"] == 0 and shown["problems"] == []
-
-
 def test_approvals_that_cannot_be_read_are_a_problem_not_a_broken_view(home):
     from leash.core.store.approvals import ApprovalsUnreadable
     from leash.core.store.files import FileBackend
