@@ -354,3 +354,40 @@ def test_a_codex_session_may_patch_a_file_it_read_through_the_shell_and_not_one_
     code, out, err = hook(home, "codex-pre-tool-use", codex_payload("PreToolUse.apply_patch.update", str(project),
                                                                     tool_input={"command": blind}))
     assert code == 2 and "modifying_unread_code" in err
+
+
+def test_one_stop_one_lock_and_one_halt_rule_hold_all_three_clis_side_by_side(home, cli, tmp_path):
+    """A Claude Code, a Gemini CLI and a Codex CLI session in one home: the
+    fleet stop refuses each in its own form, a path lock refuses each one's
+    write, a secret halts each, and `leash status` lists the three."""
+    claude = {"session_id": "claude-1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+              "tool_input": {"command": "ls"}, "cwd": str(tmp_path)}
+    gemini = gemini_payload("BeforeTool", str(tmp_path), session_id="gemini-1")
+    codex = codex_payload("PreToolUse.Bash", str(tmp_path), session_id="codex-1")
+    calls = (("pre-tool-use", claude), ("gemini-before-tool", gemini), ("codex-pre-tool-use", codex))
+    assert [hook(home, verb, call)[0] for verb, call in calls] == [0, 0, 0]
+    assert cli("stop", "--all", "--reason", "maintenance 7").code == 0
+    claude_out, gemini_out, codex_out = (hook(home, verb, call) for verb, call in calls)
+    assert "maintenance 7" in json.loads(claude_out[1])["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "maintenance 7" in (ended_loop(gemini_out[0], gemini_out[1]) or "")
+    assert codex_out[0] == 2 and "maintenance 7" in codex_out[2]
+    assert cli("resume", "--all").code == 0
+    assert cli("hands-off", f"path:{tmp_path}/deploy/**", "--hours", "1", "--reason", "freeze 9").code == 0
+    target = f"{tmp_path}/deploy/app.yaml"
+    writes = (("pre-tool-use", {**claude, "tool_name": "Write", "tool_input": {"file_path": target, "content": "x"}}),
+              ("gemini-before-tool", {**gemini, "tool_name": "write_file",
+                                      "tool_input": {"file_path": target, "content": "x"}}),
+              ("codex-pre-tool-use", {**codex, "tool_name": "apply_patch", "tool_input": {
+                  "command": "*** Begin Patch\n*** Add File: deploy/app.yaml\n+x\n*** End Patch\n"}}))
+    refused = [hook(home, verb, call) for verb, call in writes]
+    assert "freeze 9" in refused[0][1] and refused[1][0] == 2 and "freeze 9" in refused[1][2]
+    assert refused[2][0] == 2 and "freeze 9" in refused[2][2]
+    token = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa12"
+    leak = {"command": f'curl -H "Authorization: Bearer {token}" https://api.github.com'}
+    for verb, call in calls:
+        hook(home, verb, {**call, "tool_input": leak})
+    halted = {h["session_id"] for h in json.loads(cli("halts", "list", "--json").out)["halts"]}
+    assert halted == {"claude-1", "gemini-1", "codex-1"}
+    listed = json.loads(cli("status", "--json").out)["sessions"]
+    assert {row["session_id"]: row["cli"] for row in listed} == {"claude-1": CLAUDE, "gemini-1": GEMINI,
+                                                                  "codex-1": CODEX}
