@@ -22,19 +22,9 @@ from leash.core.state.acklog import FLEET, AckLog
 from leash.core.state.handsoff import HandsOffRegistry
 from leash.core.state.sessions import SessionRegistry
 from leash.core.state.stop import StopRegistry
+from leash.core.store.lazystores import LazyStores
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
-
-TYPE_CHECKING = False  # the protocols are for the type checker only (the hook path imports this module)
-if TYPE_CHECKING:
-    from leash.core.store.protocols import (
-        ApprovalStore,
-        BreakerStore,
-        HaltStore,
-        KennelRegistry,
-        ReplyLedger,
-        WarrantStore,
-    )
 
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
 
@@ -190,7 +180,7 @@ class RegistrySessions:
         return self.registry.predecessor_in_pane(session_id, pane, now=now)
 
 
-class FileBackend:
+class FileBackend(LazyStores):
     """The embedded backend: one home's files and SQLite databases."""
 
     name = "file"
@@ -203,7 +193,7 @@ class FileBackend:
         if keep_connections:
             from leash.core.store.filestores import FileHalts
 
-            self.halts = FileHalts(self.home, keep_connection=True)
+            self.__dict__["halts"] = FileHalts(self.home, keep_connection=True)  # kept open (LazyStores)
         log = AckLog(self.home)
         self._hold(log, StopRegistry(self.home, log), HandsOffRegistry(self.home, log),
                    SessionRegistry(self.home, log))
@@ -223,44 +213,10 @@ class FileBackend:
         self.locks = RegistryLocks(locks)
         self.sessions = RegistrySessions(sessions)
 
-    def _built(self, name: str):
-        """The store ``name`` (``filestores.STORES``), built on first use and kept."""
-        if name not in self.__dict__:
-            from leash.core.store import filestores
+    def _make(self, name: str):
+        from leash.core.store import filestores
 
-            self.__dict__[name] = filestores.STORES[name](self.home, self.acklog.log)
-        return self.__dict__[name]
-
-    # The halt, warrant, breaker, reply, kennel and approval stores are built on
-    # first use: the hook path never pays for their imports. (leashd's halt store,
-    # kept open, is set in ``__init__`` and found in ``__dict__``.)
-    @property
-    def halts(self) -> HaltStore:
-        return self._built("halts")
-
-    @halts.setter
-    def halts(self, store: HaltStore) -> None:
-        self.__dict__["halts"] = store
-
-    @property
-    def warrants(self) -> WarrantStore:
-        return self._built("warrants")
-
-    @property
-    def breakers(self) -> BreakerStore:
-        return self._built("breakers")
-
-    @property
-    def replies(self) -> ReplyLedger:
-        return self._built("replies")
-
-    @property
-    def kennels(self) -> KennelRegistry:
-        return self._built("kennels")
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        return self._built("approvals")
+        return filestores.STORES[name](self.home, self.acklog.log)
 
     def close(self) -> None:
         """Nothing to let go: every file is opened per call (leashd's kept

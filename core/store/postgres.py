@@ -21,21 +21,11 @@ import os
 import threading
 
 from leash.core.store.files import RegistryLocks, RegistrySessions, RegistryStops
+from leash.core.store.lazystores import LazyStores
 from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgstate import registries
 from leash.core.store.records import Change
-
-TYPE_CHECKING = False  # the protocols are for the type checker only
-if TYPE_CHECKING:
-    from leash.core.store.protocols import (
-        ApprovalStore,
-        BreakerStore,
-        HaltStore,
-        KennelRegistry,
-        ReplyLedger,
-        WarrantStore,
-    )
 
 
 def _halts(db, log, home, host):
@@ -75,7 +65,7 @@ EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "bre
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name
 
 
-class PostgresBackend:
+class PostgresBackend(LazyStores):
     """The shared backend (see the module's docstring)."""
 
     name = "postgres"
@@ -108,36 +98,8 @@ class PostgresBackend:
         stops, locks, sessions = registries(self.acklog, self.home, host=host, mirror=self.mirror)
         self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
-    def _built(self, name: str):
-        """The store ``name`` (``PG_STORES``), built on first use and kept."""
-        if name not in self.__dict__:
-            self.__dict__[name] = PG_STORES[name](self.db, self.acklog, self.home, self.host)
-        return self.__dict__[name]
-
-    # The stores built on first use: the hook path never pays for their imports.
-    @property
-    def halts(self) -> HaltStore:
-        return self._built("halts")
-
-    @property
-    def warrants(self) -> WarrantStore:
-        return self._built("warrants")
-
-    @property
-    def breakers(self) -> BreakerStore:
-        return self._built("breakers")
-
-    @property
-    def replies(self) -> ReplyLedger:
-        return self._built("replies")
-
-    @property
-    def kennels(self) -> KennelRegistry:
-        return self._built("kennels")
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        return self._built("approvals")
+    def _make(self, name: str):
+        return PG_STORES[name](self.db, self.acklog, self.home, self.host)
 
     def transaction(self, *, now: float | None = None):
         from leash.core.store.transaction import transaction
