@@ -47,6 +47,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tests.e2e.agents.jsonlines import json_objects
+
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "codex-cli"  # one npm prefix per version below it
 PACKAGE = "@openai/codex"
@@ -443,15 +445,7 @@ class CodexRun(NamedTuple):
 
     def events(self) -> list[dict]:
         """The ``--json`` events (JSON lines of stdout)."""
-        events = []
-        for line in self.stdout.splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                events.append(value)
-        return events
+        return json_objects(self.stdout)
 
     def items(self, kind: str | None = None) -> list[dict]:
         """The items of ``item.completed`` events (of type ``kind`` when given)."""

@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+from tests.e2e.agents.jsonlines import json_objects
+
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "gemini-cli"  # one npm prefix per version below it
 PACKAGE = "@google/gemini-cli"
@@ -72,15 +74,7 @@ class GeminiRun(NamedTuple):
 
     def events(self) -> list[dict]:
         """The ``stream-json`` events of stdout (lines that are not JSON objects are skipped)."""
-        found = []
-        for line in self.stdout.splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                found.append(value)
-        return found
+        return json_objects(self.stdout)
 
 
 # ------------------------------------------------------------------ installing
