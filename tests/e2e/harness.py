@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from tests.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "claude-code"  # one folder per version below it
 PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSION = "2.1.197"
 VERSION_ENV = "LEASH_E2E_CLAUDE_VERSION"
 LEASH = str(Path(sys.executable).with_name("leash"))
-NPM_TIMEOUT_SECONDS = 300
 RUN_TIMEOUT_SECONDS = 90
 MARK = "# leash-hook"
 # Today's hook verbs, as ``leash install`` wires them (the fallback below).
@@ -138,35 +139,14 @@ def _ensure_claude() -> tuple[list[str], str]:
     if npm is None:
         raise ClaudeUnavailable("npm is not installed, so Claude Code cannot be installed")
     folder = cache_dir(version)
-    fresh = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
     spec = f"{PACKAGE}@{version}"
-    try:
-        done = subprocess.run([npm, "install", "--prefix", str(folder), spec, "--no-audit", "--no-fund",
-                               "--fetch-retries=1", "--fetch-timeout=30000"],
-                              capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=folder)
-    except subprocess.TimeoutExpired:
-        done = None
-    if done is None or done.returncode != 0:
-        if fresh:  # no empty folder left to look like an installed version
-            shutil.rmtree(folder, ignore_errors=True)
-        if done is None:
-            raise ClaudeUnavailable(f"npm install {spec} took over {NPM_TIMEOUT_SECONDS} s "
-                                    "(is the npm registry reachable?)")
-        raise ClaudeUnavailable(f"npm install {spec} failed (is the npm registry reachable?): {npm_error(done.stderr)}")
+    failure = npm_install(npm, spec, folder)
+    if failure is not None:
+        raise ClaudeUnavailable(failure)
     found = installed(version)
     if found is None:
         raise ClaudeUnavailable(f"{spec} installed into {folder} but no claude binary runs")
     return found
-
-
-def npm_error(stderr: str) -> str:
-    """npm's error code and message, without its stack trace and log hints."""
-    errors = [line[len("npm error"):].strip() for line in stderr.splitlines() if line.startswith("npm error")]
-    code = next((line[len("code "):] for line in errors if line.startswith("code ")), "")
-    message = next((line for line in errors if line and not line.startswith(("code ", "syscall ", "errno ", "at ",
-                                                                                "A complete log"))), "")
-    return " ".join(part for part in (code, message[:200]) if part) or "no message"
 
 
 @dataclass

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tests.e2e.agents.jsonlines import json_objects
+from tests.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
 
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "codex-cli"  # one npm prefix per version below it
@@ -55,7 +56,6 @@ PACKAGE = "@openai/codex"
 PINNED_VERSION = "0.169.0"
 VERSION_ENV = "LEASH_E2E_CODEX_VERSION"
 MODEL = "gpt-5.5"  # a model Codex 0.169 knows: an unknown one is offered no apply_patch
-NPM_TIMEOUT_SECONDS = 300
 RUN_TIMEOUT_SECONDS = 90
 APP_SERVER_TIMEOUT_SECONDS = 60
 # Where every proxy variable points when no stand-in proxy is given: nothing
@@ -101,15 +101,6 @@ def _npm() -> str:
     if npm is None:
         raise CodexUnavailable(f"npm is not installed, so {PACKAGE} cannot be installed")
     return npm
-
-
-def npm_error(stderr: str) -> str:
-    """npm's error code and first message line, without its log hints."""
-    errors = [line[len("npm error"):].strip() for line in stderr.splitlines() if line.startswith("npm error")]
-    code = next((line[len("code "):] for line in errors if line.startswith("code ")), "")
-    message = next((line for line in errors if line and not line.startswith(
-        ("code ", "syscall ", "errno ", "at ", "A complete log"))), "")
-    return " ".join(part for part in (code, message[:200]) if part) or (stderr.strip()[-200:] or "no message")
 
 
 @cache
@@ -163,23 +154,12 @@ def install_codex(version: str | None = None) -> Path:
         if codex is not None and binary_version(codex) == number:
             return codex
         npm = _npm()  # before the folder is made: no empty folder is left when npm is missing
-        fresh = not folder.exists()
-        folder.mkdir(parents=True, exist_ok=True)
-        spec = f"{PACKAGE}@{number}"
-        try:
-            done = subprocess.run([npm, "install", "--prefix", str(folder), spec, "--no-audit", "--no-fund",
-                                   "--fetch-retries=1", "--fetch-timeout=30000"],
-                                  capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=folder)
-        except subprocess.TimeoutExpired:
-            done = None
-        if done is None or done.returncode != 0:
-            if fresh:  # no empty folder left to look like an installed version
-                shutil.rmtree(folder, ignore_errors=True)
-            reason = (f"took over {NPM_TIMEOUT_SECONDS} s" if done is None else f"failed: {npm_error(done.stderr)}")
-            raise CodexUnavailable(f"npm install {spec} {reason} (is the npm registry reachable?)")
+        failure = npm_install(npm, f"{PACKAGE}@{number}", folder)
+        if failure is not None:
+            raise CodexUnavailable(failure)
         codex = find_binary(folder)
         if codex is None or binary_version(codex) != number:
-            raise CodexUnavailable(f"{spec} installed into {folder} but no codex {number} binary runs there")
+            raise CodexUnavailable(f"{PACKAGE}@{number} installed into {folder}, but no codex {number} runs there")
         return codex
 
 

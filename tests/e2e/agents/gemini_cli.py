@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tests.e2e.agents.jsonlines import json_objects
+from tests.e2e.npm import npm_error, npm_install
 
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "gemini-cli"  # one npm prefix per version below it
 PACKAGE = "@google/gemini-cli"
 PINNED_VERSION = "0.61.0"
 VERSION_ENV = "LEASH_E2E_GEMINI_VERSION"
-NPM_TIMEOUT_SECONDS = 300
 RUN_TIMEOUT_SECONDS = 120
 API_KEY = "standin-key"
 # What every run needs in the user settings; merged over what the home already has.
@@ -144,23 +144,10 @@ def installed_version(executable: Path) -> str | None:
 def _install(number: str) -> Path:
     npm = _npm()
     folder = CACHE / number
-    fresh = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
     spec = f"{PACKAGE}@{number}"
-    try:
-        done = subprocess.run([npm, "install", "--prefix", str(folder), spec, "--no-audit", "--no-fund",
-                               "--fetch-retries=1", "--fetch-timeout=30000"],
-                              capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=folder)
-    except subprocess.TimeoutExpired:
-        done = None
-    if done is None or done.returncode != 0:
-        if fresh:  # leave no half-installed folder to look like a version
-            shutil.rmtree(folder, ignore_errors=True)
-        if done is None:
-            raise GeminiUnavailable(f"npm install {spec} took over {NPM_TIMEOUT_SECONDS} s "
-                                    "(is the npm registry reachable?)")
-        raise GeminiUnavailable(f"npm install {spec} failed (is the npm registry reachable?): "
-                                f"{npm_error(done.stderr)}")
+    failure = npm_install(npm, spec, folder)
+    if failure is not None:
+        raise GeminiUnavailable(failure)
     executable = _executable(number)
     found = installed_version(executable)
     if found != number:
@@ -175,15 +162,6 @@ def _npm() -> str:
     if shutil.which("node") is None:
         raise GeminiUnavailable("node is not installed, so the Gemini CLI cannot run")
     return npm
-
-
-def npm_error(stderr: str) -> str:
-    """npm's error code and first message line, without its log hints."""
-    errors = [line[len("npm error"):].strip() for line in stderr.splitlines() if line.startswith("npm error")]
-    code = next((line[len("code "):] for line in errors if line.startswith("code ")), "")
-    message = next((line for line in errors if line and not line.startswith(
-        ("code ", "syscall ", "errno ", "at ", "A complete log"))), "")
-    return " ".join(part for part in (code, message[:200]) if part) or "no message"
 
 
 # ------------------------------------------------------------------ the home
