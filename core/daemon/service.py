@@ -290,7 +290,10 @@ class Daemon:
 
     def _serve_operator(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
         if not self.policy.allows(peer):
-            self._refuse(conn, peer, where="operator", verb="*",
+            # Read what it asked first: a client writes its request, then reads;
+            # closing before its write lands would give it EPIPE, not the reason.
+            verb, _ = self._first_request(conn)
+            self._refuse(conn, peer, where="operator", verb=str(verb),
                          reason=f"user {peer.user} (uid {peer.uid}) is not an operator of this daemon")
             return
         agent = self.agents.agent_above(peer.pid)
@@ -318,15 +321,7 @@ class Daemon:
         """One line to a peer that runs below an agent process, and an
         ``operator_refused`` line in the ack log (its request, read first,
         says what it tried)."""
-        verb, argv = "*", None
-        try:
-            first = wire.LineReader(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES,
-                                    deadline_seconds=self.line_deadline).next_line()
-            request = wire.parse_request(first) if first is not None else {}
-            verb = request.get("verb", "*")
-            argv = request.get("argv") if isinstance(request.get("argv"), list) else None
-        except wire.BadRequest:
-            pass
+        verb, argv = self._first_request(conn)
         if agent == UNTOLD:
             reason = (f"process {peer.pid} cannot be seen in /proc, so leashd cannot tell it from an agent's "
                       "processes; operator requests come from outside the agents leash supervises")
@@ -346,6 +341,18 @@ class Daemon:
         except OSError as exc:
             self.say("refusal-not-logged", problem=exc.strerror)
         wire.send(conn, {"error": f"refused: {reason}"})
+
+    def _first_request(self, conn: socket.socket) -> tuple[object, list | None]:
+        """(verb, argv) of a refused peer's first line, ``("*", None)`` when it
+        sent none or garbage within the line deadline."""
+        try:
+            first = wire.LineReader(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES,
+                                    deadline_seconds=self.line_deadline).next_line()
+            request = wire.parse_request(first) if first is not None else {}
+        except wire.BadRequest:
+            return "*", None
+        argv = request.get("argv")
+        return request.get("verb", "*"), argv if isinstance(argv, list) else None
 
     def _refuse(self, conn: socket.socket, peer: Peer, *, where: str, verb: str, reason: str) -> None:
         self._log_refusal(peer, where=where, verb=verb, reason=reason)

@@ -124,6 +124,9 @@ def test_an_agent_uid_on_the_operator_socket_is_refused(home):
     (line,) = refusals(home)
     assert line["socket"] == "operator" and line["source"].startswith("nobody@") and line["peer_uid"] == \
         pwd.getpwnam("nobody").pw_uid
+    # its request was read before the refusal: the line says what it asked, and
+    # a client that writes then reads is never cut off mid-write (EPIPE)
+    assert line["verb"] == "cli"
 
 
 # ---------------------------------------------------------------- bad input
