@@ -75,17 +75,35 @@ def limits_path(name: str = DEFAULT_NAME, home=None) -> str:
     return os.path.join(resolve_home(home), check_name(name), LIMITS_NAME)
 
 
-def _stored_limits(path: str) -> dict[str, float]:
-    """The limits a supervisor passed with its newest boot: the valid ones, {} when none can be read."""
-    try:
-        data = read_json(path, {})
-    except (StateCorrupt, OSError):
-        return {}
+def valid_limits(data: object) -> dict[str, float]:
+    """The limits in ``data`` that are numbers (every backend's reading of what it stored)."""
     if not isinstance(data, dict):
         return {}
     return {key: data[key] for key in LIMIT_KEYS
             if isinstance(data.get(key), (int, float)) and not isinstance(data[key], bool)
             and math.isfinite(data[key])}
+
+
+def passed_limits(window_seconds: float, max_gap_seconds: float, max_restarts: int | None) -> dict[str, float]:
+    """What a boot's supervisor passed, to keep beside the boots (``max_restarts``
+    only when it asked for a verdict)."""
+    limits: dict[str, float] = {"window_seconds": window_seconds, "max_gap_seconds": max_gap_seconds}
+    if max_restarts is not None:
+        limits["max_restarts"] = max_restarts
+    return limits
+
+
+def _stored_limits(path: str) -> dict[str, float]:
+    """The limits a supervisor passed with its newest boot: the valid ones, {} when none can be read."""
+    try:
+        return valid_limits(read_json(path, {}))
+    except (StateCorrupt, OSError):
+        return {}
+
+
+def stored_limits(name: str, *, home=None) -> dict[str, float]:
+    """Breaker ``name``'s limits as its supervisor last passed them ({} when none)."""
+    return _stored_limits(limits_path(name, home))
 
 
 def parse_boots(data: object) -> list[float]:
@@ -165,9 +183,7 @@ def record_restart_interrupted_boot(
     returns the in-memory list without raising."""
     moment = now_seconds(now)
     path = state_path(name, home)
-    limits = {"window_seconds": window_seconds, "max_gap_seconds": max_gap_seconds}
-    if max_restarts is not None:
-        limits["max_restarts"] = max_restarts
+    limits = passed_limits(window_seconds, max_gap_seconds, max_restarts)
     try:
         private_dir(os.path.dirname(path))
         with locked(path):

@@ -185,5 +185,10 @@ MIGRATIONS = (
     CREATE TRIGGER acklog_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON acklog
         FOR EACH STATEMENT EXECUTE FUNCTION leash_acklog_append_only();
     """,
+    # A breaker keeps the limits its supervisor passed with its newest boot, so
+    # `leash loop status` and the console show the window that supervisor uses.
+    """
+    ALTER TABLE breakers ADD COLUMN limits jsonb NOT NULL DEFAULT '{}';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

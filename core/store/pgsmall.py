@@ -6,7 +6,7 @@ alive when its host's row is younger than ``HEARTBEAT_STALE_SECONDS`` and not
 stopped; liveness is the heartbeat's age, never a signal to a pid.
 
 ``PgBreakers`` (``BreakerStore``): one ``breakers`` row per (host, name) with
-its boots; a breaker guards a process of one host, as a home's breakers do.
+its boots and the limits its supervisor passed with the newest; a breaker guards a process of one host, as a home's breakers do.
 The rules are ``core.loopguard``'s (window, chain, future stamps, at most
 ``MAX_BOOTS_KEPT``), and so are the warnings and ack-log lines
 (``loop_tripped``, ``loop_reset``), each written in the transaction of its
@@ -102,20 +102,23 @@ class PgBreakers:
         return parsed_boots(name, rows[0][0]) if rows else []
 
     def _record(self, name: str, *, window_seconds: float, max_gap_seconds: float, moment: float,
-                trip_at: int = 0, source: str = "leash") -> list[float]:
-        """Store this boot; with ``trip_at`` > 0, log ``loop_tripped`` in the same
-        transaction when the loop reaches it. Best effort (loopguard's)."""
+                trip_at: int = 0, max_restarts: int | None = None, source: str = "leash") -> list[float]:
+        """Store this boot and the limits it came with; with ``trip_at`` > 0,
+        log ``loop_tripped`` in the same transaction when the loop reaches it.
+        Best effort (loopguard's)."""
         loopguard.check_name(name)
+        passed = loopguard.passed_limits(window_seconds, max_gap_seconds, max_restarts)
         try:
             with self.db.transaction() as conn:
                 conn.execute("INSERT INTO breakers (host, name, boots) VALUES (%s, %s, '[]') ON CONFLICT DO NOTHING",
                              (self.host, name))
-                (stored,) = conn.execute("SELECT boots FROM breakers WHERE host = %s AND name = %s FOR UPDATE",
-                                         (self.host, name)).fetchone()
+                stored, limits = conn.execute("SELECT boots, limits FROM breakers WHERE host = %s AND name = %s "
+                                              "FOR UPDATE", (self.host, name)).fetchone()
                 boots = loopguard.kept_boots(parsed_boots(name, stored) + [moment], window_seconds, max_gap_seconds,
                                         moment)
-                conn.execute("UPDATE breakers SET boots = %s WHERE host = %s AND name = %s",
-                             (as_json(boots), self.host, name))
+                conn.execute("UPDATE breakers SET boots = %s, limits = %s WHERE host = %s AND name = %s",
+                             (as_json(boots), as_json({**loopguard.valid_limits(limits), **passed}), self.host,
+                              name))
                 size = loopguard.loop_size(boots, window_seconds, max_gap_seconds, moment)
                 if 0 < trip_at <= size:
                     self.log.append("loop_tripped", source=source, session_id="", now=moment, name=name, boots=size,
@@ -148,7 +151,7 @@ class PgBreakers:
                          source: str = "leash", now: float | None = None) -> bool:
         moment = now_seconds(now)
         boots = self._record(name, window_seconds=window_seconds, max_gap_seconds=max_gap_seconds, moment=moment,
-                             trip_at=max(0, max_restarts), source=source)
+                             trip_at=max(0, max_restarts), max_restarts=max_restarts, source=source)
         return loopguard.loop_tripped(name, boots, max_restarts=max_restarts, window_seconds=window_seconds,
                                       max_gap_seconds=max_gap_seconds, moment=moment)
 
@@ -170,14 +173,19 @@ class PgBreakers:
         """A home's breakers, as this host's, with the boots they keep."""
         names = home.breakers.names()
         for name in names:
-            conn.execute("INSERT INTO breakers (host, name, boots) VALUES (%s, %s, %s)",
-                         (self.host, name, as_json(home.breakers.describe(name).boots)))
+            conn.execute("INSERT INTO breakers (host, name, boots, limits) VALUES (%s, %s, %s, %s)",
+                         (self.host, name, as_json(home.breakers.describe(name).boots),
+                          as_json(loopguard.stored_limits(name, home=home.home))))
         return len(names)
 
     def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
+        """Its boots and verdict by the limits its supervisor passed with its
+        newest boot, over config.toml's ``[loop.NAME]`` and the defaults."""
         moment = now_seconds(now)
-        limits = loopguard.thresholds(config or {}, name)
-        boots = self._boots(loopguard.check_name(name))
+        rows = self.db.rows("SELECT boots, limits FROM breakers WHERE host = %s AND name = %s",
+                            (self.host, loopguard.check_name(name)))
+        boots = parsed_boots(name, rows[0][0]) if rows else []
+        limits = {**loopguard.thresholds(config or {}, name), **(loopguard.valid_limits(rows[0][1]) if rows else {})}
         size = loopguard.loop_size(boots, limits["window_seconds"], limits["max_gap_seconds"], moment)
         return BreakerRecord.of({"name": name, "boots": boots, "in_loop": size, **limits,
                                  "tripped": limits["max_restarts"] > 0 and size >= limits["max_restarts"]})

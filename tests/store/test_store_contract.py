@@ -396,6 +396,23 @@ def test_breaker_checked_and_recorded_in_one_call(backend):
     assert "loop_tripped" in [line.event for line in backend.acklog.read()]
 
 
+def test_a_breaker_is_described_by_the_limits_its_supervisor_passed(backend):
+    for n in range(3):
+        backend.breakers.check_and_record("nightly", max_restarts=5, window_seconds=300, max_gap_seconds=30,
+                                          now=NOW + 100 * n)
+    described = backend.breakers.describe("nightly", config={"loop": {"nightly": {"window_seconds": 60}}},
+                                          now=NOW + 200)
+    assert (described.window_seconds, described.max_restarts, described.max_gap_seconds) == (300, 5, 30)
+    assert described.in_loop == 3 and not described.tripped
+    # a boot recorded without a verdict keeps the threshold passed before it
+    backend.breakers.record_boot("nightly", window_seconds=600, now=NOW + 250)
+    described = backend.breakers.describe("nightly", now=NOW + 250)
+    assert (described.window_seconds, described.max_restarts) == (600, 5)
+    # a breaker no supervisor has passed limits to reads config.toml's
+    assert backend.breakers.describe("other", config={"loop": {"other": {"window_seconds": 90}}},
+                                     now=NOW).window_seconds == 90
+
+
 def test_full_stop_step_keeps_a_path_pattern_off_the_session(backend):
     backend.sessions.observe("s1", now=NOW, tool="Bash")
     with backend.transaction(now=NOW) as step:
