@@ -7,10 +7,10 @@ stopped; liveness is the heartbeat's age, never a signal to a pid.
 
 ``PgBreakers`` (``BreakerStore``): one ``breakers`` row per (host, name) with
 its boots and the limits its supervisor passed with the newest; a breaker
-guards a process of one host, as a home's breakers do. The rules are ``core.loopguard``'s (window, chain, future stamps, at most
-``MAX_BOOTS_KEPT``), and so are the warnings and ack-log lines
-(``loop_tripped``, ``loop_reset``), each written in the transaction of its
-row.
+guards a process of one host, as a home's breakers do. The rules are
+``core.loopguard``'s (window, chain, future stamps, at most ``MAX_BOOTS_KEPT``),
+and so are the warnings and ack-log lines (``loop_tripped``, ``loop_reset``),
+each written in the transaction of its row.
 
 ``PgReplies`` (``ReplyLedger``): the ``replies`` table, one row per message
 direction, shared by every host (a conversation is the channel's, not a
