@@ -84,7 +84,8 @@ def cmd_stop(context: Context, args: Namespace) -> int:
         hours = args.hours if args.hours is not None else context.default_hours()
         with backend.transaction() as step:  # the stop and the lock: both or neither
             step.full_stop(args.session, args.entity, hours=hours, source=args.source, reason=args.reason)
-        record, lock = cast(Any, step).results  # what it stored (core.store.transaction); unnamed by the protocol
+        stored, lock = step.results
+        record = StopRecord.of(stored)
         said = {"action": "full_stop", "session": args.session, "stop": plain(record), "entity": args.entity,
                 "lock": plain(lock)}
         if not args.json:

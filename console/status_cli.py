@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import sys
 from argparse import Namespace
-from typing import Any, cast
+from typing import Any
 
 from leash.console.context import Context
 from leash.console.errors import EXIT_USAGE, EXIT_VERDICT, Refused, UsageError
 from leash.console.output import ago, done, out, out_json, out_painted, section
-from leash.console.reports import ChainStatus
 from leash.core.base.clock import human_duration, now_seconds, parse_iso
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
@@ -140,7 +139,7 @@ def cmd_log(context: Context, args: Namespace) -> int:
 
     log = context.backend.acklog
     if args.action == "verify":
-        report = cast(ChainStatus, log.verify(anchor=args.anchor))  # typed ``object`` by the protocol
+        report = log.verify(anchor=args.anchor)
         notes = []
         if report.torn_bytes:
             notes.append(f"torn tail of {report.torn_bytes} bytes skipped")

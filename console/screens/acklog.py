@@ -11,8 +11,6 @@ escaped: the lines hold what agents and operators wrote.
 """
 from __future__ import annotations
 
-from typing import cast
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,7 +20,6 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
-from leash.console.reports import ChainStatus
 from leash.core.base.text import printable
 from leash.core.store.protocols import AckLogStore
 
@@ -162,7 +159,7 @@ class AckLogScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="acklog-verify")
     def action_verify(self) -> None:
-        report = cast(ChainStatus, self.acklog.verify())  # typed ``object`` by the protocol
+        report = self.acklog.verify()
         if report.ok:
             text = f"chain intact: {report.lines} lines verified"
             if report.torn_bytes:

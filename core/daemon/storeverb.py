@@ -61,7 +61,7 @@ class StoreVerb:
                     if name not in self.allowed["transaction"]:
                         raise ValueError(f"a transaction offers no {name!r}")
                     _called(getattr(step, name), step_args, step_kwargs, source)
-            return None
+            return step.results
         return _called(getattr(getattr(self.backend, store), method), args, kwargs, source)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from leash.core.base.home import ensure_home
+from leash.core.base.logverify import ChainReport
 from leash.core.base.statefile import JSONObject
 from leash.core.state.acklog import FLEET, AckLog
 from leash.core.state.handsoff import HandsOffRegistry
@@ -60,7 +61,7 @@ class FileAckLog:
         for line in self.log.follow(**options):
             yield LogLine.of(line)
 
-    def verify(self, *, anchor: dict | None = None):
+    def verify(self, *, anchor: dict | None = None) -> ChainReport:
         return self.log.verify(anchor=anchor)
 
 

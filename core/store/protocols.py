@@ -38,6 +38,20 @@ from leash.core.store.records import (
 )
 
 
+class ChainStatus(Protocol):
+    """What ``AckLogStore.verify`` says of the hash chain: a
+    ``core.base.logverify.ChainReport``, or its attributes as they come
+    through leashd (``core.store.remote``)."""
+
+    ok: bool
+    lines: int
+    first_broken_line: int | None
+    problem: str
+    torn_bytes: int  # a final line without its newline, skipped
+    torn_file_bytes: int  # bytes set aside in the .torn file
+    macs: str  # what was found of the lines' MACs ("" when there is nothing to say)
+
+
 class AckLogStore(Protocol):
     """The hash-chained log every control action is appended to first."""
 
@@ -53,8 +67,7 @@ class AckLogStore(Protocol):
     def follow(self, *, from_start: bool = True, stop_after: float | None = None,
                poll_seconds: float = 0.25) -> Iterator[LogLine]: ...
 
-    def verify(self, *, anchor: dict | None = None) -> object:
-        """A report with ``ok``, ``lines``, ``problem``, ``first_broken_line``."""
+    def verify(self, *, anchor: dict | None = None) -> ChainStatus: ...
 
 
 class StopStore(Protocol):
@@ -312,6 +325,9 @@ class ApprovalStore(Protocol):
 
 class Transaction(Protocol):
     """Writes queued under ``Backend.transaction()``, applied as one step at its end."""
+
+    results: list[dict]
+    """After the step: the entries the stop and lock writes stored, in order."""
 
     def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None: ...
 

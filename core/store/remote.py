@@ -248,13 +248,14 @@ class RemoteTransaction:
     def __init__(self, backend: RemoteBackend, now: float | None):
         self._backend, self._now = backend, now
         self._steps: list[list] = []
+        self.results: list[dict] = []
 
     def __enter__(self) -> "RemoteTransaction":
         return self
 
     def __exit__(self, kind, *exc_info) -> None:
         if kind is None:
-            self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now})
+            self.results = self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now}) or []
 
     def __getattr__(self, method: str):
         if method.startswith("_"):
