@@ -104,6 +104,11 @@ async def scene_deny(pilot):
     await pilot.pause()
 
 
+async def scene_tmux_unreachable(pilot):
+    """The console asking a tmux server that is not there: the summary says so."""
+    await _settle(pilot)
+
+
 # name: (scene, size, whether the fleet has the long halt)
 SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_acklog, SIZE, False),
           "console-help": (scene_help, SIZE, False), "console-dismiss-modal": (scene_modal, SIZE, False),
@@ -116,6 +121,8 @@ SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_ac
           "console-200x50-zoomed": (scene_zoomed, (200, 50), True),
           "console-80x24-why": (scene_why, (80, 24), True),
           "console-200x50-why": (scene_why, (200, 50), True)}
+# Scenes whose console asks a real tmux client at a socket nothing listens on.
+DEAD_TMUX_SCENES = {"console-tmux-unreachable": scene_tmux_unreachable}
 
 
 async def render(name: str, scene, size, long_halt: bool) -> str:
@@ -132,8 +139,14 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
                                         now=CONSOLE_NOW - 60)
         else:
             seed_console_fleet(Path(home))
-        app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,
-                       clock=lambda: CONSOLE_NOW, source="ops@demo")
+        if name in DEAD_TMUX_SCENES:
+            from leash.core.base.tmux import Tmux
+
+            app = LeashApp(home, tmux=Tmux(os.path.join(home, "no-tmux-here.sock"), home=home), run_kennel=False,
+                           watch=False, clock=lambda: CONSOLE_NOW, source="ops@demo")
+        else:
+            app = LeashApp(home, list_tmux=lambda: CONSOLE_TMUX, run_kennel=False, watch=False,
+                           clock=lambda: CONSOLE_NOW, source="ops@demo")
         app.long_halt_id = halt_id
         async with app.run_test(size=size) as pilot:
             await scene(pilot)
@@ -183,7 +196,8 @@ def to_png(svg: str, target: Path, width: int = 1600) -> None:
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    for name, (scene, size, long_halt) in SCENES.items():
+    for name, (scene, size, long_halt) in [*SCENES.items(),
+                                           *((name, (scene, SIZE, False)) for name, scene in DEAD_TMUX_SCENES.items())]:
         svg = asyncio.run(render(name, scene, size, long_halt))
         (OUT / f"{name}.svg").write_text(svg)
         to_png(svg, OUT / f"{name}.png", width=max(800, size[0] * 10))
