@@ -42,6 +42,8 @@ def test_a_message_is_typed_literally_and_enter_is_a_key_of_its_own(tmux):
     """Words tmux knows as key names reach the pane as text: ``C-c`` does not
     interrupt cat, ``Enter`` inside the text does not end the line early."""
     tmux.new_session("agent", "cat")
+    # typed before cat runs, a line can be flushed as the pane's terminal is set up
+    wait_for(lambda: tmux.list_sessions()[0]["panes"][0]["command"] == "cat", what="cat to run")
     session_id = tmux.resolve("agent")["id"]
     for target in ("agent", session_id, tmux.resolve("agent")["panes"][0]):
         tmux.send_message(target, "C-c Enter Escape $(id) ; q")
@@ -52,6 +54,7 @@ def test_a_message_is_typed_literally_and_enter_is_a_key_of_its_own(tmux):
 
 def test_a_message_that_tmux_would_read_as_flags_is_refused(tmux):
     tmux.new_session("agent", "cat")
+    wait_for(lambda: tmux.list_sessions()[0]["panes"][0]["command"] == "cat", what="cat to run")
     with pytest.raises(TmuxError, match="cannot begin with"):
         tmux.send_message("agent", "-x yes")
     tmux.send_message("agent", "after")
