@@ -109,9 +109,15 @@ class DashboardScreen(Screen[None]):
     def _present(self, specs: Iterable[PanelSpec]) -> Iterator[tuple[PanelSpec, Panel]]:
         """Each of ``specs`` with its panel, while it is there."""
         for spec in specs:
-            panel = self.query_one_optional(f"#panel-{spec.key}", Panel)
+            panel = self._whole_panel(spec.key)
             if panel is not None:
                 yield spec, panel
+
+    def _whole_panel(self, name: str) -> Panel | None:
+        """Panel ``name`` while it has its table: at shutdown Textual removes a
+        panel's table before the panel, and a tick or a read can land between."""
+        panel = self.query_one_optional(f"#panel-{name}", Panel)
+        return panel if panel is not None and panel.query_one_optional(PanelTable) is not None else None
 
     def _activate(self, name: str) -> None:
         """Make ``name`` the panel shown on a narrow screen, zoomed, and named by the tab strip."""
@@ -172,7 +178,7 @@ class DashboardScreen(Screen[None]):
     def show_detail(self) -> None:
         """The selected row's whole text; a session's rules come from the feed."""
         name = self.focused_panel()
-        panel, line = self.query_one_optional(f"#panel-{name}", Panel), self.query_one_optional(DetailLine)
+        panel, line = self._whole_panel(name), self.query_one_optional(DetailLine)
         if panel is None or line is None:
             return
         row = panel.selected()
@@ -208,7 +214,7 @@ class DashboardScreen(Screen[None]):
         self.refresh_bindings()
 
     def _focus_shown(self, name: str) -> None:
-        panel = self.query_one_optional(f"#panel-{name}", Panel)
+        panel = self._whole_panel(name)
         if panel is None or not self.is_active or self._last_panel != name:
             return
         table = panel.table

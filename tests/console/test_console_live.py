@@ -137,14 +137,16 @@ async def test_the_ack_log_screen_reads_the_backend_given_and_follows_it(home, t
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""
-    from leash.console.widgets.panel import Panel
+    from leash.console.widgets.panel import Panel, PanelTable
 
     StopProtocol(home)
     app = console(home, list_tmux=lambda: CONSOLE_TMUX)
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(pilot, app)
         data = app.view_data
-        for gone in ("#panel-warrants", Panel):  # one panel gone, then all of them
+        # one panel gone; every table gone with its panel still there (as
+        # Textual takes them down, children first); then all of them
+        for gone in ("#panel-warrants", PanelTable, Panel):
             await app.query(gone).remove()
             app.tick_countdown()
             app.tick_ages()
