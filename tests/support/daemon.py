@@ -47,19 +47,29 @@ def sockets(home: Path) -> tuple[str, str]:
     return str(run / "agent.sock"), str(run / "operator.sock")
 
 
-def connect(path: str, *, timeout: float = 10.0) -> socket.socket:
+def connect(path: str, *, timeout: float = 10.0, retry_full_queue: bool = False) -> socket.socket:
+    """A connection to ``path``; with ``retry_full_queue``, a listen queue
+    that is full for a moment (EAGAIN) is tried again, as leash's hook client does."""
     from leash.core.wire.thinhook import connect as connect_unix
 
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     _leftovers.pop(id(conn), None)  # an id of a socket gone before
     conn.settimeout(timeout)
-    connect_unix(conn, path)
-    return conn
+    give_up = time.monotonic() + timeout
+    while True:
+        try:
+            connect_unix(conn, path)
+            return conn
+        except BlockingIOError:
+            if not retry_full_queue or time.monotonic() > give_up:
+                conn.close()
+                raise
+            time.sleep(0.01)
 
 
 def exchange(path: str, request, *, replies: int = 1, timeout: float = 10.0) -> list[dict]:
     """Send one request (a dict, or raw bytes as they are) and read ``replies`` lines."""
-    with connect(path, timeout=timeout) as conn:
+    with connect(path, timeout=timeout, retry_full_queue=True) as conn:
         data = request if isinstance(request, bytes) else json.dumps(request).encode() + b"\n"
         conn.sendall(data)
         return read_replies(conn, replies)
