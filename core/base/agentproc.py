@@ -1,56 +1,55 @@
-"""The Claude Code process behind a hook call, and a signal that reaches that
-process and no other.
+"""The agent CLI process behind a hook call (Claude Code, Gemini CLI, Codex
+CLI), and a signal that reaches that process and no other.
 
-Claude Code runs each hook command through a shell
+Each CLI runs a hook command through a shell
 (``sh -c "timeout -k 2 25 PYTHON -P hookentry.py hook pre-tool-use || exit 2"``),
 so its process is the nearest ancestor of the hook's process once the
-launchers on the way (shells, ``timeout``, ``env``...) are passed. A process is
-Claude Code when its name (``/proc/<pid>/comm``) or its program is ``claude``,
-or when it is a JavaScript runtime (``node``, ``bun``) running the
-``claude-code`` package or a ``claude`` script. ``agent_process(hook_pid, uid=)``
-walks ``/proc/<pid>/stat`` (its parent, field 4) up from the hook and returns
-``{"pid", "started", "uid", "headless"}``: ``started`` is field 22 of the
-stat (clock ticks since boot), which with the pid names one process for the
-whole life of the machine, so a pid the kernel hands to another process later
-is never taken for it; ``headless`` says whether it runs with ``-p``/``--print``.
-The walk stops at the first process that is neither a launcher nor Claude Code:
-a hook judged inside some other program (a test, a script run from a terminal
-inside Claude Code) has no Claude Code of its own, and none is recorded.
+launchers on the way (shells, ``timeout``, ``env``...) are passed; which
+process is which CLI is ``core.base.agentprograms``'s reading of its name and
+command line. ``agent_process(hook_pid, uid=)`` walks ``/proc/<pid>/stat``
+(its parent, field 4) up from the hook and returns ``{"pid", "started",
+"uid", "headless", "cli"}``: ``started`` is field 22 of the stat (clock ticks
+since boot), which with the pid names one process for the whole life of the
+machine, so a pid the kernel hands to another process later is never taken
+for it; ``headless`` says whether it runs with no terminal UI (``claude -p``,
+``gemini -p``, ``codex exec``). The walk stops at the first process that is
+neither a launcher nor an agent CLI: a hook judged inside some other program
+(a test, a script run from a terminal inside an agent) has no agent of its
+own, and none is recorded.
 
 ``hook_agent(env, known)`` is what a PreToolUse hook records (with the tmux
 server of its ``$TMUX`` as ``tmux_socket``); while the process already
 recorded still runs, it costs one read instead of a walk.
 
-``verify(process)`` says whether a recorded process is still that Claude Code:
+``verify(process)`` says whether a recorded process is still that agent CLI:
 the same pid and start time, owned by the user recorded with it (the owner of
-``/proc/<pid>``), and still Claude Code. ``send_signal(process, signum)``
+``/proc/<pid>``), and still that CLI (a record from before the CLI was
+recorded is Claude Code's). ``send_signal(process, signum)``
 verifies through a pidfd taken first (Linux >= 5.3), so the signal goes to the
 process that was checked even if its pid is recycled in between.
 
 Failure: whatever cannot be read counts as "not known" (``agent_process``
 returns None) or as a refusal: ``NotTheAgent`` with one line saying why
-(ended, another process now, another user's, no longer Claude Code, not
+(ended, another process now, another user's, no longer that CLI, not
 permitted). Nothing here raises anything else for a process that has gone.
 
-This module is on the hook path: it imports ``os`` and nothing else at import time.
+This module is on the hook path: it imports ``os`` and ``core.base.agentprograms`` only.
 """
 from __future__ import annotations
 
 import os
 
+from leash.core.base.agentprograms import BY_CLI, CLAUDE, is_headless, is_shared_server, name_of, program_of
+
 PROC = "/proc"
-# Hook -> timeout -> sh -> Claude Code is three steps; a few more launchers
+# Hook -> timeout -> sh -> the agent CLI is three steps; a few more launchers
 # (env, nice, a wrapper shell) fit, a long unrelated chain does not.
 MAX_ANCESTRY = 8
 # Programs that only start another program: the walk from a hook passes them.
 LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "fish", "busybox", "timeout", "env",
                        "nice", "ionice", "stdbuf", "setsid", "nohup", "flock", "chrt", "taskset", "time"})
-CLAUDE_PROGRAM = "claude"
-JS_RUNTIMES = frozenset({"node", "nodejs", "bun"})
-CLAUDE_PACKAGE = "claude-code"
-HEADLESS_FLAGS = frozenset({"-p", "--print"})
 STAT_BYTES = 1024  # a stat line is a few hundred bytes
-# Processes (pid, start time) that asked and were run by no Claude Code: one
+# Processes (pid, start time) that asked and were run by no agent CLI: one
 # that asks again (leashd's caller over a kept connection, a program using the
 # API in-process) is not walked again. A new hook process is a new entry.
 NO_AGENT_KEPT = 1024
@@ -60,6 +59,7 @@ MAX_DEPTH = 64  # no process tree is deeper; a loop in a racing /proc read ends 
 MAX_TREE = 4096  # processes looked at below one pane
 # stat fields after the ``(comm)``: state is field 3, so field N is at N - 3.
 _PPID_AT = 4 - 3
+_SESSION_AT = 6 - 3
 _STARTTIME_AT = 22 - 3
 
 
@@ -84,6 +84,18 @@ def _read(path: str, limit: int) -> bytes | None:
 
 def stat_of(pid: int) -> tuple[str, int, int] | None:
     """(comm, parent pid, start time in clock ticks) of ``pid``; None when gone."""
+    found = _stat(pid)
+    return (found[0], found[1][_PPID_AT], found[1][_STARTTIME_AT]) if found is not None else None
+
+
+def session_of(pid: int) -> int | None:
+    """The session id of ``pid`` (stat field 6); None when gone."""
+    found = _stat(pid)
+    return found[1][_SESSION_AT] if found is not None else None
+
+
+def _stat(pid: int) -> tuple[str, dict[int, int]] | None:
+    """(comm, the numeric fields read: parent, session, start time) of ``pid``."""
     data = _read(f"{PROC}/{pid}/stat", STAT_BYTES)
     if data is None:
         return None
@@ -92,9 +104,10 @@ def stat_of(pid: int) -> tuple[str, int, int] | None:
     if opened < 0 or closed < opened or len(fields) <= _STARTTIME_AT:
         return None
     try:
-        return data[opened + 1:closed].decode("utf-8", "replace"), int(fields[_PPID_AT]), int(fields[_STARTTIME_AT])
+        numbers = {at: int(fields[at]) for at in (_PPID_AT, _SESSION_AT, _STARTTIME_AT)}
     except ValueError:
         return None
+    return data[opened + 1:closed].decode("utf-8", "replace"), numbers
 
 
 def argv_of(pid: int) -> list[str]:
@@ -113,27 +126,10 @@ def owner_of(pid: int) -> int | None:
         return None
 
 
-def is_claude(comm: str, argv: list[str]) -> bool:
-    """Whether a process named ``comm`` running ``argv`` is Claude Code."""
-    program = os.path.basename(argv[0]) if argv else ""
-    if CLAUDE_PROGRAM in (comm, program):
-        return True
-    if comm not in JS_RUNTIMES and program not in JS_RUNTIMES:
-        return False
-    # The script is the first word that is not an option of the runtime.
-    script = next((word for word in argv[1:] if not word.startswith("-")), "")
-    return CLAUDE_PACKAGE in script or os.path.basename(script) == CLAUDE_PROGRAM
-
-
-def is_headless(argv: list[str]) -> bool:
-    """``claude -p``: no TUI to press a key in; SIGINT is its interrupt."""
-    return any(word in HEADLESS_FLAGS for word in argv[1:])
-
-
 def agent_process(hook_pid: int, *, uid: int) -> dict | None:
-    """The Claude Code process that ran the hook process ``hook_pid`` on
-    behalf of user ``uid``, as ``{"pid", "started", "uid", "headless"}``;
-    None when the hook was not run by a Claude Code of that user."""
+    """The agent CLI process that ran the hook process ``hook_pid`` on
+    behalf of user ``uid``, as ``{"pid", "started", "uid", "headless", "cli"}``;
+    None when the hook was not run by an agent CLI of that user."""
     facts = stat_of(hook_pid)
     for _ in range(MAX_ANCESTRY):
         if facts is None or facts[1] <= 1:
@@ -146,14 +142,16 @@ def agent_process(hook_pid: int, *, uid: int) -> dict | None:
         if comm in LAUNCHERS:
             continue
         argv = argv_of(pid)
-        if not is_claude(comm, argv) or owner_of(pid) != uid:
+        program = program_of(comm, argv)
+        if program is None or owner_of(pid) != uid:
             return None
-        return {"pid": pid, "started": started, "uid": uid, "headless": is_headless(argv)}
+        return {"pid": pid, "started": started, "uid": uid, "headless": is_headless(argv, program),
+                "cli": program.cli, "shared_server": is_shared_server(argv, program)}
     return None
 
 
 def hook_agent(env, known: object = None) -> dict | None:
-    """The Claude Code process behind this hook call, with the tmux server its
+    """The agent CLI process behind this hook call, with the tmux server its
     ``$TMUX`` names (``tmux_socket``). The hook process is leashd's peer
     (``LEASH_HOOK_PID``, which leashd sets from SO_PEERCRED over whatever the
     client sent) or, in-process, this process; the user is that process's.
@@ -161,7 +159,7 @@ def hook_agent(env, known: object = None) -> dict | None:
     ``known``: the process the session's record names. While that process
     runs (same pid, same start time) it is the answer and nothing is walked:
     one read instead of a walk on every call. (A session id resumed in a
-    second Claude Code while the first still runs keeps the first's.)"""
+    second agent while the first still runs keeps the first's.)"""
     if isinstance(known, dict) and running(known):
         return known
     from leash.core.base.wellknown import HOOK_PID_ENV
@@ -171,7 +169,7 @@ def hook_agent(env, known: object = None) -> dict | None:
     facts = stat_of(hook_pid)
     caller = (PROC, hook_pid, facts[2]) if facts is not None else None
     if caller is not None and caller in _NO_AGENT:
-        return None  # the same process asked before, and no Claude Code ran it
+        return None  # the same process asked before, and no agent CLI ran it
     uid = owner_of(hook_pid)
     process = agent_process(hook_pid, uid=uid) if uid is not None else None
     if process is None and caller is not None:
@@ -179,7 +177,7 @@ def hook_agent(env, known: object = None) -> dict | None:
             _NO_AGENT.clear()
         _NO_AGENT.add(caller)
     tmux = env.get("TMUX", "") if env is not None else ""
-    if process is not None and tmux:
+    if process is not None and tmux and not process.get("shared_server"):
         process["tmux_socket"] = tmux.split(",")[0]
     return process
 
@@ -204,23 +202,31 @@ def running(process: object) -> bool:
 
 def verify(process: dict) -> list[str]:
     """The command line of the recorded ``process`` when it is still that
-    Claude Code; ``NotTheAgent`` (one line) otherwise."""
+    agent CLI; ``NotTheAgent`` (one line) otherwise."""
     known = recorded(process)
     if known is None:
-        raise NotTheAgent("no Claude Code process is recorded for it")
+        raise NotTheAgent("no agent CLI process is recorded for it")
     pid, started, uid = known
+    cli = recorded_cli(process)
     facts = stat_of(pid)
     if facts is None:
-        raise NotTheAgent(f"its Claude Code (pid {pid}) has ended")
+        raise NotTheAgent(f"its {name_of(cli)} (pid {pid}) has ended")
     if facts[2] != started:
         raise NotTheAgent(f"pid {pid} is another process now (its start time changed): not signalled")
     owner = owner_of(pid)
     if owner != uid:
         raise NotTheAgent(f"pid {pid} belongs to uid {owner}, not to the session's user (uid {uid}): not signalled")
     argv = argv_of(pid)
-    if not is_claude(facts[0], argv):
-        raise NotTheAgent(f"pid {pid} no longer runs Claude Code: not signalled")
+    program = program_of(facts[0], argv)
+    if program is None or program.cli != cli:
+        raise NotTheAgent(f"pid {pid} no longer runs {name_of(cli)}: not signalled")
     return argv
+
+
+def recorded_cli(process: dict) -> str:
+    """The CLI a recorded process was (Claude Code's when it predates the field)."""
+    cli = process.get("cli")
+    return cli if isinstance(cli, str) and cli in BY_CLI else CLAUDE.cli
 
 
 def send_signal(process: dict, signum: int) -> int:
@@ -231,9 +237,9 @@ def send_signal(process: dict, signum: int) -> int:
 
     known = recorded(process)
     if known is None:
-        raise NotTheAgent("no Claude Code process is recorded for it")
+        raise NotTheAgent("no agent CLI process is recorded for it")
     pid = known[0]
-    handle = _pidfd(pid)
+    handle = _pidfd(pid, recorded_cli(process))
     try:
         verify(process)
         if handle is not None:
@@ -241,7 +247,7 @@ def send_signal(process: dict, signum: int) -> int:
         else:
             os.kill(pid, signum)
     except ProcessLookupError:
-        raise NotTheAgent(f"its Claude Code (pid {pid}) has ended") from None
+        raise NotTheAgent(f"its {name_of(recorded_cli(process))} (pid {pid}) has ended") from None
     except PermissionError:
         raise NotTheAgent(f"not permitted to signal pid {pid}: run this as its user or as root") from None
     finally:
@@ -250,13 +256,13 @@ def send_signal(process: dict, signum: int) -> int:
     return pid
 
 
-def _pidfd(pid: int) -> int | None:
+def _pidfd(pid: int, cli: str) -> int | None:
     """A pidfd for ``pid`` (None where the kernel or Python has none: the
     checks and the signal are then a moment apart)."""
     try:
         return os.pidfd_open(pid)
     except ProcessLookupError:
-        raise NotTheAgent(f"its Claude Code (pid {pid}) has ended") from None
+        raise NotTheAgent(f"its {name_of(cli)} (pid {pid}) has ended") from None
     except (AttributeError, OSError):
         return None
 
@@ -273,15 +279,21 @@ def is_within(pid: int, ancestor: int) -> bool:
     return False
 
 
-def claude_below(pid: int) -> bool:
-    """Whether a Claude Code process runs at or below ``pid`` (a tmux pane's
-    first process, when no hook has named its Claude Code yet)."""
+def children_of_all() -> dict[int, list[int]]:
+    """Every process's children, by parent pid (one pass over ``/proc``)."""
     children: dict[int, list[int]] = {}
     for name in os.listdir(PROC):
         if name.isdigit():
             facts = stat_of(int(name))
             if facts is not None:
                 children.setdefault(facts[1], []).append(int(name))
+    return children
+
+
+def agent_below(pid: int, cli: str) -> bool:
+    """Whether a process of agent CLI ``cli`` runs at or below ``pid`` (a tmux
+    pane's first process, when no hook has named its agent process yet)."""
+    children = children_of_all()
     todo, seen = [pid], set[int]()
     while todo and len(seen) < MAX_TREE:
         current = todo.pop()
@@ -289,7 +301,8 @@ def claude_below(pid: int) -> bool:
             continue
         seen.add(current)
         facts = stat_of(current)
-        if facts is not None and is_claude(facts[0], argv_of(current)):
+        program = program_of(facts[0], argv_of(current)) if facts is not None else None
+        if program is not None and program.cli == cli:
             return True
         todo.extend(children.get(current, []))
     return False

@@ -1,11 +1,12 @@
 """The agent processes leashd knows, and whether a process runs below one.
 
 Every hook request's peer (the hook process, by ``SO_PEERCRED``) leads up its
-ancestry to the Claude Code process that ran it (``core.agentproc``); leashd
+ancestry to the agent CLI process that ran it (Claude Code, Gemini CLI or
+Codex CLI: ``core.base.agentproc``); leashd
 keeps that process as (pid, start time), which names one process for the
 machine's life however its pid is reused later. At start it also takes the
 processes the session records name (``agent_process``) that still run as
-Claude Code, so a restarted daemon knows the agents that ran before it.
+that CLI, so a restarted daemon knows the agents that ran before it.
 
 ``agent_above(pid)`` walks a process's ancestry in ``/proc`` (at most
 ``MAX_DEPTH`` steps) and says which known agent it runs below: the operator
@@ -42,7 +43,7 @@ class KnownAgents:
         return len(self.known)
 
     def learn_from_hook(self, hook_pid: int, uid: int, *, session: str = "") -> tuple[int, int] | None:
-        """Remember the Claude Code process behind the hook process
+        """Remember the agent CLI process behind the hook process
         ``hook_pid`` (of user ``uid``, for ``session``); returns it as (pid,
         start ticks), None when there is none."""
         process = agentproc.agent_process(hook_pid, uid=uid)
@@ -58,7 +59,7 @@ class KnownAgents:
 
     def learn_recorded(self, records: dict) -> int:
         """Remember the recorded ``agent_process`` of each session record
-        (session id -> record) that is still that Claude Code; returns how many."""
+        (session id -> record) that is still that agent CLI; returns how many."""
         learned = 0
         for session, record in records.items():
             process = record.get("agent_process") if hasattr(record, "get") else None  # a dict or a SessionRecord
@@ -85,6 +86,14 @@ class KnownAgents:
                     del self.known[stale]
                 while len(self.known) > MAX_KNOWN:
                     del self.known[next(iter(self.known))]
+
+    def name_of(self, key: tuple[int, int]) -> str:
+        """The agent CLI a known agent runs, as a person says it."""
+        from leash.core.base.agentprograms import name_of, program_of
+
+        facts = agentproc.stat_of(key[0])
+        program = program_of(facts[0], agentproc.argv_of(key[0])) if facts is not None else None
+        return name_of(program.cli if program is not None else None)
 
     def agent_above(self, pid: int) -> tuple[int, int] | None:
         """The known agent (pid, start ticks) that ``pid`` is or runs below;

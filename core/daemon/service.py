@@ -112,7 +112,7 @@ class Daemon:
         self.feed = ChangeFeed(self.backend, say=self.say)
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
-        self.agents = KnownAgents()  # the Claude Code processes whose hooks this daemon answered
+        self.agents = KnownAgents()  # the agent CLI processes whose hooks this daemon answered
         self.agent_refusals = RefusalLog(self._append_operator_refusal)
         self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
         self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self.desk.seen_hook)
@@ -328,7 +328,8 @@ class Daemon:
             agent_pid = agent_started = None
         else:
             agent_pid, agent_started = agent
-            reason = (f"process {peer.pid} runs below Claude Code process {agent_pid}, an agent leash supervises: "
+            reason = (f"process {peer.pid} runs below {self.agents.name_of(agent)} process {agent_pid}, an agent "
+                      "leash supervises: "
                       "an agent cannot act as the operator (run leash from your own terminal)")
         self.say("refused", socket="operator", verb=verb, uid=peer.uid, pid=peer.pid, agent=agent_pid)
         extra: dict[str, object] = {"agent_pid": agent_pid, "agent_started": agent_started,

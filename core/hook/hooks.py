@@ -79,13 +79,16 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     tool_input = payload.get("tool_input")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     registry = gate.sessions
-    local_pane = env.get("TMUX_PANE", "")
-    pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
     warning = ""
     seen = None
     try:
         stored = registry.get(session_id, now=now)
         known = stored.as_dict() if stored is not None else {}
+        process = _agent_process(env, known)
+        # A server that runs many terminal UIs' calls (codex app-server) keeps
+        # the environment of the one that started it: its pane is not this session's.
+        local_pane = "" if process and process.get("shared_server") else env.get("TMUX_PANE", "")
+        pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
         same_pane = known.get("tmux_pane") == pane
         tmux_id = known.get("tmux_session_id", "") if same_pane else ""
         tmux_name = known.get("tmux_session", "") if same_pane else ""
@@ -98,7 +101,7 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
                                 tmux_session=tmux_name,
                                 tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
                                 transcript_path=transcript, known=known, cli=cli_of(payload),
-                                agent_process=_agent_process(env, known),
+                                agent_process=process,
                                 **_lineage(registry, session_id, transcript, known, env, now=now))
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
@@ -137,7 +140,7 @@ def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: objec
 
 
 def _agent_process(env, known: dict) -> dict | None:
-    """The Claude Code process that ran this call (``core.agentproc``), kept so
+    """The agent CLI process that ran this call (``core.base.agentproc``), kept so
     ``leash stop --interrupt`` can reach a headless session."""
     from leash.core.base.agentproc import hook_agent
 

@@ -2,18 +2,30 @@
 console's stop modal with "interrupt" ticked, and a fleet stop with it.
 
 The stop is filed first, by the caller, as any stop; then each agent session
-it names is reached the way its Claude Code takes an interrupt from a person:
+it names is reached the way its agent CLI (Claude Code, Gemini CLI, Codex
+CLI: the session's ``cli``) takes an interrupt from a person:
 
-* an interactive Claude Code in a tmux pane gets the terminal UI's own
-  interrupt key, Escape, pressed in that pane on its own (``send-keys -t %N
-  Escape``). The pane must show that Claude Code: when a hook recorded the
-  session's process (``core.agentproc``), that process is the pane's or runs
-  below it; otherwise the pane's program is ``claude`` (or a JavaScript
-  runtime with Claude Code below it) in the tmux session the hooks recorded;
-* a headless one (``claude -p``, in a pane or not) gets SIGINT, sent to the
-  process its hooks recorded and only while that pid still has the recorded
-  start time and user and still runs Claude Code. Claude Code aborts the
-  running tool (its process group too) and ends the run.
+* an interactive one in a tmux pane gets the terminal UI's own interrupt
+  key, Escape (``INTERRUPT_KEYS``), pressed in that pane on its own
+  (``send-keys -t %N Escape``); Codex CLI's TUI then gets ``/stop`` typed and
+  Enter (``AFTER_THE_KEY``): its Escape ends the turn but leaves the running
+  command on as a "background terminal". The pane must show that agent: when a hook
+  recorded the session's process (``core.base.agentproc``), that process is
+  the pane's or runs below it; otherwise the pane's program is the CLI's
+  (``claude``, ``gemini``, ``codex``, or a JavaScript runtime with that CLI
+  at or below it) in the tmux session the hooks recorded;
+* a headless one (``claude -p``, ``gemini -p``, ``codex exec``; in a pane or
+  not) gets SIGINT, sent to the process its hooks recorded and only while that
+  pid still has the recorded start time and user and still runs that CLI,
+  which aborts the running tool and ends the run. Gemini CLI ends but leaves
+  its running shell command behind in a session of its own: leash takes the
+  tool sessions below it before the signal and ends them after
+  (``core.base.agenttools``).
+
+A Codex CLI TUI whose hooks ran in Codex's shared background server (``codex
+app-server``, the default) has no pane on record (``core.hook.hooks``): it is
+refused as a terminal UI outside any pane leash knows; run it with
+``codex --no-daemon`` for leash to reach it.
 
 A terminal UI outside any tmux pane is not signalled: SIGINT ends an
 interactive Claude Code and leaves its running tool behind, so the operator is
@@ -36,8 +48,11 @@ be interrupted, and the CLI exits 1 on it with the stop still filed.
 from __future__ import annotations
 
 import os
+import time
+from typing import Callable
 
-from leash.core.base.agentproc import JS_RUNTIMES, NotTheAgent, is_headless, is_within, recorded, verify
+from leash.core.base.agentproc import NotTheAgent, is_within, recorded, recorded_cli, verify
+from leash.core.base.agentprograms import BY_CLI, CLAUDE, JS_RUNTIMES, is_headless, name_of
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -45,10 +60,17 @@ if TYPE_CHECKING:
     from leash.core.store.records import LogLine
 
 
-ESCAPE_KEY = "Escape"  # Claude Code's terminal UI: "esc to interrupt"
+ESCAPE_KEY = "Escape"
+# Each terminal UI's interrupt key: Claude Code's "esc to interrupt", Gemini
+# CLI's "esc to cancel", Codex CLI's "Esc to interrupt".
+INTERRUPT_KEYS = {"claude": ESCAPE_KEY, "gemini": ESCAPE_KEY, "codex": ESCAPE_KEY}
+# Typed (then Enter) after the key where the key alone leaves the command running.
+AFTER_THE_KEY = {"codex": "/stop"}
+# Between the key and what is typed after it: a terminal UI reads an Escape
+# followed at once by a character as Alt and that character.
+KEY_SETTLE_SECONDS = 0.3
 METHOD_ESCAPE = "escape"
 METHOD_SIGINT = "sigint"
-CLAUDE_COMMAND = "claude"  # tmux's pane_current_command for the native binary
 INPUT_SUMMARY_CHARS = 300
 TRANSCRIPT_TAIL_BYTES = 256 * 1024  # the call in flight is among the last lines
 REASONS_SHOWN = 3  # refusals named in the one-line failure
@@ -118,8 +140,9 @@ def interrupt_fleet(*, backend: Backend, source: str, reason: str = "", home=Non
 class _Reach:
     """One interrupt over some sessions: each target is reached once."""
 
-    def __init__(self, backend: Backend, source: str, reason: str, *, home, tmux, now: float | None):
-        self.backend, self.source, self.reason, self.now = backend, source, reason, now
+    def __init__(self, backend: Backend, source: str, reason: str, *, home, tmux, now: float | None,
+                 wait: Callable[[float], None] = time.sleep):
+        self.backend, self.source, self.reason, self.now, self.wait = backend, source, reason, now, wait
         self.home = home if home is not None else backend.home
         self.host = backend.sessions.host or ""
         self._tmux: dict[str | None, object] = {None: tmux} if tmux is not None else {}
@@ -144,17 +167,11 @@ class _Reach:
         method, target, process = self.choose(record)
         if target in self.reached:
             return None
+        cli = session_cli(record, process)
         if method == METHOD_ESCAPE:
-            self.press(process, target)
+            self.press(process, target, cli)
         else:
-            from signal import SIGINT
-
-            from leash.core.base.agentproc import send_signal
-
-            try:
-                send_signal(process or {}, SIGINT)
-            except NotTheAgent as exc:
-                raise Unreachable(str(exc)) from None
+            self.signal(process or {}, cli)
         self.reached.add(target)
         tool, summary = running_call(record, process)
         extra = {"method": method, "target": target, "tool": tool, "input": summary}
@@ -169,17 +186,18 @@ class _Reach:
         if self.host and host and host != self.host:
             raise Unreachable(f"it runs on host {host}: interrupt it from there")
         process, argv, gone = live_process(record)
+        cli = session_cli(record, process)
         pane = self.local(record.get("tmux_pane") or "")
-        if pane and not (argv is not None and is_headless(argv)):
-            if gone:  # the pane may hold another Claude Code now; this one is not there to interrupt
+        if pane and not (argv is not None and is_headless(argv, BY_CLI[cli])):
+            if gone:  # the pane may hold another agent now; this one is not there to interrupt
                 raise Unreachable(gone)
-            self.check_pane(pane, record, process if argv is not None else None)
+            self.check_pane(pane, record, process if argv is not None else None, cli)
             return METHOD_ESCAPE, pane, process
         if argv is None or process is None:
-            raise Unreachable(gone or "no tmux pane shows it and no Claude Code process of it is known")
-        if not is_headless(argv):
-            raise Unreachable(f"its Claude Code (pid {process['pid']}) is a terminal UI outside any tmux pane "
-                              "leash knows: press Escape in its terminal")
+            raise Unreachable(gone or f"no tmux pane shows it and no {name_of(cli)} process of it is known")
+        if not is_headless(argv, BY_CLI[cli]):
+            raise Unreachable(f"its {name_of(cli)} (pid {process['pid']}) is a terminal UI outside any tmux pane "
+                              f"leash knows: press {INTERRUPT_KEYS[cli]} in its terminal")
         return METHOD_SIGINT, f"pid {process['pid']}", process
 
     def local(self, value: str) -> str:
@@ -206,27 +224,27 @@ class _Reach:
                 raise Unreachable(f"tmux cannot be asked ({exc.__class__.__name__}: {exc})") from None
         return self._tmux[socket]
 
-    def check_pane(self, pane: str, record, process: dict | None) -> None:
-        """Unreachable unless tmux pane ``pane`` shows this session's Claude Code."""
+    def check_pane(self, pane: str, record, process: dict | None, cli: str) -> None:
+        """Unreachable unless tmux pane ``pane`` shows this session's agent CLI ``cli``."""
         found = self.pane_of(pane, process)
         if found is None:
             raise Unreachable(f"its tmux pane {pane} is gone")
         session_id, pane_pid, command = found
         if process is not None:
             if not is_within(process["pid"], pane_pid):
-                raise Unreachable(f"tmux pane {pane} does not run its Claude Code (pid {process['pid']})")
+                raise Unreachable(f"tmux pane {pane} does not run its {name_of(cli)} (pid {process['pid']})")
             return
         bound = self.local(record.get("tmux_session_id") or "")
         if bound and bound != session_id:
             raise Unreachable(f"tmux pane {pane} belongs to another tmux session now")
-        if command == CLAUDE_COMMAND:
+        if command in BY_CLI[cli].programs:
             return
         if command in JS_RUNTIMES:
-            from leash.core.base.agentproc import claude_below
+            from leash.core.base.agentproc import agent_below
 
-            if claude_below(pane_pid):
+            if agent_below(pane_pid, cli):
                 return
-        raise Unreachable(f"tmux pane {pane} runs {command or 'nothing'!r}, not Claude Code")
+        raise Unreachable(f"tmux pane {pane} runs {command or 'nothing'!r}, not {name_of(cli)}")
 
     def pane_of(self, pane: str, process: dict | None) -> tuple[str, int, str] | None:
         """(tmux session id, first pid, current command) of ``pane``; None when gone."""
@@ -242,18 +260,49 @@ class _Reach:
                     return session["id"], found["pid"], found["command"]
         return None
 
-    def press(self, process: dict | None, pane: str) -> None:
+    def press(self, process: dict | None, pane: str, cli: str) -> None:
+        """The CLI's interrupt key in ``pane``, and what it types after it."""
         from leash.core.base.tmux import TmuxError
 
+        key, after = INTERRUPT_KEYS[cli], AFTER_THE_KEY.get(cli)
         try:
-            self.tmux(process).press(pane, ESCAPE_KEY)
+            tmux = self.tmux(process)
+            tmux.press(pane, key)
+            if after:
+                self.wait(KEY_SETTLE_SECONDS)
+                tmux.type_text(pane, after)
+                tmux.send_keys(pane, "Enter")
         except TmuxError as exc:
-            raise Unreachable(f"tmux could not press Escape in {pane} ({exc})") from None
+            raise Unreachable(f"tmux could not press {key} in {pane} ({exc})") from None
+
+    def signal(self, process: dict, cli: str) -> None:
+        """SIGINT to the agent; the tool sessions it would leave behind ended after."""
+        from signal import SIGINT
+
+        from leash.core.base.agentproc import send_signal
+        from leash.core.base.agenttools import end_sessions, tool_sessions
+
+        leaves_tools = not BY_CLI[cli].ends_its_tools and recorded(process) is not None
+        tools = tool_sessions(process["pid"], process["uid"]) if leaves_tools else []
+        try:
+            send_signal(process, SIGINT)
+        except NotTheAgent as exc:
+            raise Unreachable(str(exc)) from None
+        end_sessions(tools, process["uid"] if tools else 0)
+
+
+def session_cli(record, process: dict | None) -> str:
+    """The agent CLI of a session: its recorded process's, else the one its
+    hooks' payloads were read as (``cli``), else Claude Code."""
+    if process is not None and recorded(process) is not None:
+        return recorded_cli(process)
+    cli = record.get("cli")
+    return cli if isinstance(cli, str) and cli in BY_CLI else CLAUDE.cli
 
 
 def live_process(record) -> tuple[dict | None, list[str] | None, str]:
-    """(the recorded process, its command line when it is still that Claude
-    Code, why not when it is not): ``(None, None, "")`` when none is recorded."""
+    """(the recorded process, its command line when it is still that agent
+    CLI, why not when it is not): ``(None, None, "")`` when none is recorded."""
     found = record.get(PROCESS_FIELD)
     if not isinstance(found, dict) or recorded(found) is None:
         return None, None, ""

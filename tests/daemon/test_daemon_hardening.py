@@ -1,6 +1,7 @@
 """leashd against its own agents, for real: a process tree with a fake Claude
-Code at its top (a Python script run through a program named ``claude``, as
-``core.agentproc`` recognises one) that runs leash's hook through ``sh -c``,
+Code, Gemini CLI or Codex CLI at its top (a Python script run through a
+program named ``claude`` or ``codex``, or as Gemini's script by one named
+``node``, as ``core.base.agentprograms`` recognises them) that runs leash's hook through ``sh -c``,
 as Claude Code does, and then starts ``leash resume`` as its child. The
 daemon has learned the agent from the hook's peer, so the child is refused on
 the operator socket although it is the operator's own Unix user; the same
@@ -50,14 +51,23 @@ for line in sys.stdin:
 """
 
 
-class FakeAgent:
-    """A fake Claude Code process (its program is named ``claude``)."""
+# Each agent CLI as its process shows (tests/e2e/agents/PROCESS_FACTS.md): a
+# program named claude or codex, or a JavaScript runtime running Gemini CLI's script.
+FAKE_PROGRAMS = {"claude": ("claude", "agent.py"), "codex": ("codex", "agent.py"),
+                 "gemini": ("node", "node_modules/.bin/gemini")}
+CLI_NAMES = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
-    def __init__(self, tmp_path):
-        program = tmp_path / "bin" / "claude"
+
+class FakeAgent:
+    """A fake agent CLI process (Claude Code's program is named ``claude``)."""
+
+    def __init__(self, tmp_path, cli: str = "claude"):
+        link, script_name = FAKE_PROGRAMS[cli]
+        program = tmp_path / "bin" / link
         program.parent.mkdir()
-        program.symlink_to(os.path.realpath(sys.executable))  # a bare interpreter named claude
-        script = tmp_path / "agent.py"
+        program.symlink_to(os.path.realpath(sys.executable))  # a bare interpreter named as the CLI's program
+        script = tmp_path / script_name
+        script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(FAKE_AGENT)
         (pre_tool_use,) = [spec for spec in HOOKS if spec.verb == "pre-tool-use"]
         self.proc = subprocess.Popen([str(program), str(script), hook_command(hook_runner(), pre_tool_use),
@@ -77,6 +87,14 @@ class FakeAgent:
         self.proc.stdout.close()  # type: ignore[union-attr]
 
 
+@pytest.fixture(params=["claude", "gemini", "codex"])
+def any_agent(request, tmp_path):
+    made = FakeAgent(tmp_path, request.param)
+    made.cli = request.param
+    yield made
+    made.close()
+
+
 @pytest.fixture
 def agent(tmp_path):
     made = FakeAgent(tmp_path)
@@ -84,7 +102,8 @@ def agent(tmp_path):
     made.close()
 
 
-def test_an_agents_child_is_refused_on_the_operator_socket(daemon, home, agent):
+def test_an_agents_child_is_refused_on_the_operator_socket(daemon, home, any_agent):
+    agent = any_agent
     protocol = StopProtocol(home)
     protocol.acknowledge_stop("ops", "victim", "hold on")
     hooked = agent.do("hook")
@@ -92,7 +111,7 @@ def test_an_agents_child_is_refused_on_the_operator_socket(daemon, home, agent):
     resumed = agent.do("resume")
     assert resumed["code"] == 1, resumed
     (line,) = resumed["err"].splitlines()
-    assert "refused" in line and f"Claude Code process {hooked['agent']}" in line and "operator" in line
+    assert "refused" in line and f"{CLI_NAMES[agent.cli]} process {hooked['agent']}" in line and "operator" in line
     assert protocol.is_stopped("victim")
     (refused,) = AckLog(home).read(event="operator_refused").entries
     assert (refused["peer_pid"], refused["agent_pid"]) == (resumed["pid"], hooked["agent"])
