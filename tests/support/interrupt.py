@@ -14,6 +14,13 @@ Both are Python run through a link named ``claude`` (so the process's name is
 ``claude``, as the real binary's is); what makes them Claude Code to leash is
 that name, and what ties them to their session is the process tree their
 hook ran in. Each writes ``ready`` once its call is in flight.
+
+``cli="gemini"`` or ``"codex"`` makes them stand for those CLIs as
+tests/e2e/agents/PROCESS_FACTS.md found them: Gemini CLI is a JavaScript
+runtime (a link named ``node``) running ``node_modules/.bin/gemini`` (``-p``
+headless), and on SIGINT it leaves its tool running in a session of its own
+(the tool's pid in ``tool_pid``); Codex CLI is a program named ``codex``
+(``exec`` headless; ``app-server`` as the background server of its TUIs).
 """
 from __future__ import annotations
 
@@ -47,10 +54,15 @@ def run_hook():
 
 HEADLESS = _COMMON + r'''
 run_hook()
-tool = subprocess.Popen(["sleep", "60"])  # in the stand-in's own group: ``stop`` ends both
+if config["leaves_tool"]:  # Gemini CLI's way: the tool leads a session of its own, left running on SIGINT
+    tool = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    note("tool_pid", str(tool.pid))
+else:
+    tool = subprocess.Popen(["sleep", "60"])  # in the stand-in's own group: ``stop`` ends both
 def interrupted(signum, frame):
-    tool.kill()
-    tool.wait()
+    if not config["leaves_tool"]:
+        tool.kill()
+        tool.wait()
     note("signals", "SIGINT\n")
     sys.exit(130)
 signal.signal(signal.SIGINT, interrupted)
@@ -95,6 +107,37 @@ def claude_link(where: Path) -> Path:
     return link
 
 
+# How each CLI's stand-in is started: (link name, the program's file name or
+# None for a script of its own, the arguments before the config that make it headless).
+STAND_INS = {"claude": ("claude", None, ["-p", "do the long thing"]),
+             "gemini": ("node", "node_modules/.bin/gemini", ["-p", "do the long thing"]),
+             "codex": ("codex", None, ["exec", "do the long thing"])}
+
+
+def agent_argv(where: Path, cli: str, text: str, *, headless: bool, extra: tuple[str, ...] = ()) -> list[str]:
+    """The command line of ``cli``'s stand-in running ``text`` (a program)."""
+    link_name, script, headless_args = STAND_INS[cli]
+    link = claude_link(where)
+    if link_name != "claude":
+        link = link.with_name(link_name)
+        if not link.exists():
+            link.symlink_to(os.path.realpath(sys.executable))
+    program = where / (script or ("headless.py" if headless else "in_pane.py"))
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(text)
+    return [str(link), str(program), *extra, *(headless_args if headless else [])]
+
+
+def end_tool(where: Path) -> None:
+    """End the tool a stand-in left running in a session of its own, if it still runs."""
+    pid = read(where, "tool_pid")
+    if pid:
+        try:
+            os.killpg(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def hook_command() -> str:
     """What ``leash install`` wires for PreToolUse, run from this checkout."""
     from leash.core.hook.install import VERBS
@@ -122,44 +165,51 @@ def write_transcript(where: Path, command: str = TOOL_COMMAND) -> None:
 
 
 def _config(where: Path, home: Path, session_id: str, *, command: str, live_seconds: float,
-            exit_on_escape: bool = False, drop_env: tuple[str, ...] = ()) -> Path:
+            exit_on_escape: bool = False, drop_env: tuple[str, ...] = (), leaves_tool: bool = False) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     config = where / "config.json"
     config.write_text(json.dumps({"dir": str(where), "home": str(home), "hook": hook_command(),
                                   "payload": payload(session_id, where, command), "live_seconds": live_seconds,
-                                  "exit_on_escape": exit_on_escape, "drop_env": list(drop_env)}))
+                                  "exit_on_escape": exit_on_escape, "drop_env": list(drop_env),
+                                  "leaves_tool": leaves_tool}))
     return config
 
 
 def start_headless(where: Path, home: Path, session_id: str, *, command: str = TOOL_COMMAND,
-                   live_seconds: float = 30, env: dict | None = None) -> subprocess.Popen:
-    """The ``claude -p`` stand-in, started; the caller waits with ``wait_ready``
-    and ends it (``stop``)."""
-    config = _config(where, home, session_id, command=command, live_seconds=live_seconds)
-    program = where / "headless.py"
-    program.write_text(HEADLESS)
-    return subprocess.Popen([str(claude_link(where)), str(program), "-p", "do the long thing", str(config)],
-                            cwd=where, env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                   live_seconds: float = 30, env: dict | None = None, cli: str = "claude",
+                   extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    """The ``claude -p`` stand-in (or ``cli``'s headless run; ``extra``
+    arguments before its own), started; the caller waits with ``wait_ready``
+    and ends it (``stop``, and ``end_tool``)."""
+    config = _config(where, home, session_id, command=command, live_seconds=live_seconds,
+                     leaves_tool=cli == "gemini")
+    argv = agent_argv(where, cli, HEADLESS, headless=not extra, extra=extra)
+    return subprocess.Popen([*argv, str(config)], cwd=where, env=dict(os.environ, **(env or {})),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def start_in_pane(socket: Path, name: str, where: Path, home: Path, session_id: str, *,
                   command: str = TOOL_COMMAND, live_seconds: float = 30, exit_on_escape: bool = False,
-                  program_name: str = "claude") -> None:
+                  program_name: str = "claude", cli: str = "claude") -> None:
     """The interactive stand-in in a new tmux session ``name`` on ``socket``
     (run as ``program_name``: ``claude``, or another name to stand for a pane
-    that runs something else)."""
+    that runs something else; or as ``cli``'s terminal UI)."""
     config = _config(where, home, session_id, command=command, live_seconds=live_seconds,
                      exit_on_escape=exit_on_escape)
-    program = where / "in_pane.py"
-    program.write_text(IN_PANE)
-    link = claude_link(where)
-    if program_name != "claude":
-        link = link.with_name(program_name)
-        if not link.exists():
-            link.symlink_to(os.path.realpath(sys.executable))
+    if cli != "claude":
+        argv = agent_argv(where, cli, IN_PANE, headless=False)
+    else:
+        program = where / "in_pane.py"
+        program.write_text(IN_PANE)
+        link = claude_link(where)
+        if program_name != "claude":
+            link = link.with_name(program_name)
+            if not link.exists():
+                link.symlink_to(os.path.realpath(sys.executable))
+        argv = [str(link), str(program)]
     subprocess.run(["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "80",
-                    "-y", "20", "-e", f"LEASH_HOME={home}", f"{link} {program} {config}"], check=True,
+                    "-y", "20", "-e", f"LEASH_HOME={home}", " ".join([*argv, str(config)])], check=True,
                    env=dict(os.environ, LEASH_HOME=str(home)))
 
 
