@@ -54,8 +54,6 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     the answer is a ``core.approvals.hold.Held`` to wait on, without it a deny."""
     from leash.core.base.home import ensure_home
     from leash.core.hook.gate import Gate
-    from leash.core.state.sessions import STATUS_WORKING, tmux_identity_of_pane
-    from leash.core.wire.agentpayloads import cli_of
 
     env = os.environ if env is None else env
     home = ensure_home(home)
@@ -78,31 +76,10 @@ def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now:
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
     tool_input = payload.get("tool_input")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    registry = gate.sessions
     warning = ""
     seen = None
     try:
-        stored = registry.get(session_id, now=now)
-        known = stored.as_dict() if stored is not None else {}
-        process = _agent_process(env, known)
-        # A server that runs many terminal UIs' calls (codex app-server) keeps
-        # the environment of the one that started it: its pane is not this session's.
-        local_pane = "" if process and process.get("shared_server") else env.get("TMUX_PANE", "")
-        pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
-        same_pane = known.get("tmux_pane") == pane
-        tmux_id = known.get("tmux_session_id", "") if same_pane else ""
-        tmux_name = known.get("tmux_session", "") if same_pane else ""
-        if pane and not tmux_id:
-            tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
-        agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
-        transcript = payload.get("transcript_path")
-        transcript = transcript if isinstance(transcript, str) else ""
-        seen = registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=pane,
-                                tmux_session=tmux_name,
-                                tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent,
-                                transcript_path=transcript, known=known, cli=cli_of(payload),
-                                agent_process=process,
-                                **_lineage(registry, session_id, transcript, known, env, now=now))
+        seen = _observe(gate.sessions, payload, tool=tool, cwd=cwd, env=env, now=now)
     except OSError as exc:  # registering is best effort; judging is not
         warning = f"leash: could not record session ({exc.strerror})\n"
     verdict = gate.check(session_id, tool, tool_input, cwd=cwd, now=now, env=env, session=seen)
@@ -137,6 +114,34 @@ def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: objec
         return deny_output(holding.NEEDS_DAEMON.format(rule=rule)) + "\n"
     return holding.hold(gate.backend, holding.PRE_TOOL_EVENT, session_id, tool, tool_input, kind="ask", rule=rule,
                         settings=settings, now=now)
+
+
+def _observe(registry, payload: dict, *, tool: str | None, cwd: str | None, env, now: float | None) -> dict:
+    """Record the session's call: working, with its tmux pane and session, its
+    agent process, its CLI and lineage; the record as stored now."""
+    from leash.core.state.sessions import STATUS_WORKING, tmux_identity_of_pane
+    from leash.core.wire.agentpayloads import cli_of
+
+    session_id = payload["session_id"]
+    stored = registry.get(session_id, now=now)
+    known = stored.as_dict() if stored is not None else {}
+    process = _agent_process(env, known)
+    # A server that runs many terminal UIs' calls (codex app-server) keeps
+    # the environment of the one that started it: its pane is not this session's.
+    local_pane = "" if process and process.get("shared_server") else env.get("TMUX_PANE", "")
+    pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
+    same_pane = known.get("tmux_pane") == pane
+    tmux_id = known.get("tmux_session_id", "") if same_pane else ""
+    tmux_name = known.get("tmux_session", "") if same_pane else ""
+    if pane and not tmux_id:
+        tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
+    agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
+    transcript = payload.get("transcript_path")
+    transcript = transcript if isinstance(transcript, str) else ""
+    return registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=pane,
+                            tmux_session=tmux_name, tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""),
+                            cwd=cwd, agent=agent, transcript_path=transcript, known=known, cli=cli_of(payload),
+                            agent_process=process, **_lineage(registry, session_id, transcript, known, env, now=now))
 
 
 def _agent_process(env, known: dict) -> dict | None:
