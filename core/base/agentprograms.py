@@ -34,22 +34,31 @@ On the hook path: the standard library only (``os``).
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 JS_RUNTIMES = frozenset({"node", "nodejs", "bun"})
 
 
-class AgentProgram(NamedTuple):
-    """How one agent CLI's process is known."""
+class AgentProgram:
+    """How one agent CLI's process is known (a plain class: the hook path
+    does not import ``typing``)."""
 
-    cli: str  # the session record's ``cli``
-    name: str  # as a person says it, in refusals
-    programs: frozenset[str]  # its native program's name (comm, argv[0])
-    packages: tuple[str, ...]  # a word of the script path a JavaScript runtime runs
-    headless_flags: frozenset[str]  # an option that means no terminal UI
-    headless_commands: frozenset[str]  # a subcommand that means no terminal UI
-    server_commands: frozenset[str] = frozenset()  # a subcommand that serves many terminal UIs
-    ends_its_tools: bool = True  # SIGINT ends the running tool too (Gemini CLI's leaves it running)
+    __slots__ = ("cli", "name", "programs", "packages", "headless_flags", "headless_commands", "server_commands",
+                 "ends_its_tools")
+
+    def __init__(self, cli: str, name: str, programs: frozenset[str], packages: tuple[str, ...],
+                 headless_flags: frozenset[str], headless_commands: frozenset[str], *,
+                 server_commands: frozenset[str] = frozenset(), ends_its_tools: bool = True):
+        self.cli = cli  # the session record's ``cli``
+        self.name = name  # as a person says it, in refusals
+        self.programs = programs  # its native program's name (comm, argv[0])
+        self.packages = packages  # a word of the script path a JavaScript runtime runs
+        self.headless_flags = headless_flags  # an option that means no terminal UI
+        self.headless_commands = headless_commands  # a subcommand that means no terminal UI
+        self.server_commands = server_commands  # a subcommand that serves many terminal UIs
+        self.ends_its_tools = ends_its_tools  # SIGINT ends the running tool too (Gemini CLI's leaves it running)
+
+    def __repr__(self) -> str:
+        return f"AgentProgram({self.cli!r})"
 
 
 CLAUDE = AgentProgram("claude", "Claude Code", frozenset({"claude"}), ("claude-code",),

@@ -119,37 +119,22 @@ def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: objec
 def _observe(registry, payload: dict, *, tool: str | None, cwd: str | None, env, now: float | None) -> dict:
     """Record the session's call: working, with its tmux pane and session, its
     agent process, its CLI and lineage; the record as stored now."""
-    from leash.core.state.sessions import STATUS_WORKING, tmux_identity_of_pane
+    from leash.core.hook.whereabouts import whereabouts
+    from leash.core.state.sessions import STATUS_WORKING
     from leash.core.wire.agentpayloads import cli_of
 
     session_id = payload["session_id"]
     stored = registry.get(session_id, now=now)
     known = stored.as_dict() if stored is not None else {}
-    process = _agent_process(env, known)
-    # A server that runs many terminal UIs' calls (codex app-server) keeps
-    # the environment of the one that started it: its pane is not this session's.
-    local_pane = "" if process and process.get("shared_server") else env.get("TMUX_PANE", "")
-    pane = registry.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
-    same_pane = known.get("tmux_pane") == pane
-    tmux_id = known.get("tmux_session_id", "") if same_pane else ""
-    tmux_name = known.get("tmux_session", "") if same_pane else ""
-    if pane and not tmux_id:
-        tmux_id, tmux_name = map(registry.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
+    where = whereabouts(registry, env, known)  # the process kept so `leash stop --interrupt` can reach it
     agent = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else ""
     transcript = payload.get("transcript_path")
     transcript = transcript if isinstance(transcript, str) else ""
-    return registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=pane,
-                            tmux_session=tmux_name, tmux_session_id=tmux_id, entity=env.get("LEASH_ENTITY", ""),
-                            cwd=cwd, agent=agent, transcript_path=transcript, known=known, cli=cli_of(payload),
-                            agent_process=process, **_lineage(registry, session_id, transcript, known, env, now=now))
-
-
-def _agent_process(env, known: dict) -> dict | None:
-    """The agent CLI process that ran this call (``core.base.agentproc``), kept so
-    ``leash stop --interrupt`` can reach a headless session."""
-    from leash.core.base.agentproc import hook_agent
-
-    return hook_agent(env, known.get("agent_process"))
+    return registry.observe(session_id, now=now, tool=tool, status=STATUS_WORKING, tmux_pane=where.pane,
+                            tmux_session=where.tmux_session, tmux_session_id=where.tmux_session_id,
+                            entity=env.get("LEASH_ENTITY", ""), cwd=cwd, agent=agent, transcript_path=transcript,
+                            known=known, cli=cli_of(payload), agent_process=where.process,
+                            **_lineage(registry, session_id, transcript, known, env, now=now))
 
 
 def _lineage(registry, session_id: str, transcript: str, known: dict, env, *, now: float | None) -> dict:

@@ -73,23 +73,17 @@ def _read(raw: bytes, home, input_error, *, need_session: bool = True, backend: 
 
 def _register(gate, payload: dict, env, *, now=None, status: str | None = None, wired: str = "") -> dict:
     """Record the session (and, until it is settled, which session it continues)."""
-    from leash.core.state.sessions import tmux_identity_of_pane
+    from leash.core.hook.whereabouts import whereabouts
     from leash.core.wire.agentpayloads import cli_of
 
     session_id = payload["session_id"]
-    local_pane = env.get("TMUX_PANE", "")
-    pane = gate.sessions.hosted(local_pane)  # HOST/%N in a shared store: panes are one host's
     known = gate.sessions.get(session_id, now=now) or {}
-    tmux_id, tmux_name = "", ""
-    if pane and known.get("tmux_pane") == pane and known.get("tmux_session_id"):
-        tmux_id, tmux_name = known["tmux_session_id"], known.get("tmux_session", "")
-    elif pane:
-        tmux_id, tmux_name = map(gate.sessions.hosted, tmux_identity_of_pane(local_pane, env=dict(env)))
+    where = whereabouts(gate.sessions, env, known)
     return gate.sessions.observe(
-        session_id, now=now, status=status, tmux_pane=pane, tmux_session=tmux_name, tmux_session_id=tmux_id,
-        entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
+        session_id, now=now, status=status, tmux_pane=where.pane, tmux_session=where.tmux_session,
+        tmux_session_id=where.tmux_session_id, entity=env.get("LEASH_ENTITY", ""), cwd=_text(payload, "cwd"),
         transcript_path=_text(payload, "transcript_path"), wired=wired, cli=cli_of(payload),
-        **_parent_of(gate, payload, env, known, now=now))
+        agent_process=where.process, **_parent_of(gate, payload, env, known, now=now))
 
 
 def _text(payload: dict, key: str) -> str:
@@ -153,7 +147,7 @@ def _parent_of(gate, payload: dict, env, known, *, now=None) -> dict[str, str]:
     found = settle(gate.sessions, session_id, _text(payload, "transcript_path"), known, env, now=now)
     if found.get("parent") or settled(known) or payload.get("source") != "resume":
         return found
-    pane = gate.sessions.hosted(env.get("TMUX_PANE", ""))
+    pane = gate.sessions.hosted(env.get("TMUX_PANE", ""))  # Claude Code's resume: no shared server
     predecessor = gate.sessions.predecessor_in_pane(session_id, pane, now=now)
     return {"parent": predecessor, "parent_by": BY_PANE} if predecessor else found
 

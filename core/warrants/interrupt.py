@@ -271,6 +271,7 @@ class _Reach:
             if after:
                 self.wait(KEY_SETTLE_SECONDS)
                 tmux.type_text(pane, after)
+                self.wait(KEY_SETTLE_SECONDS)  # typed with its Enter in one burst, a TUI takes a paste
                 tmux.send_keys(pane, "Enter")
         except TmuxError as exc:
             raise Unreachable(f"tmux could not press {key} in {pane} ({exc})") from None

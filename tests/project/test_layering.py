@@ -67,6 +67,8 @@ def test_the_hook_path_imports_only_the_standard_library_and_leash(home, tmp_pat
                          and t not in ("core", "console", "leash") and not t.startswith("_")
                          and t not in ("sitecustomize", "usercustomize", "encodings"))
         assert foreign == [], (event, foreign)
+        costly = sorted(modules & {"typing", "dataclasses", "inspect"})  # milliseconds on every call
+        assert costly == [], (event, costly)
 
 
 def test_the_hook_command_is_handed_to_the_core_before_the_console_loads(home, tmp_path):

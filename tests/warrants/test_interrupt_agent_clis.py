@@ -137,6 +137,28 @@ def test_a_codex_app_server_is_never_taken_to_be_in_the_pane_its_environment_nam
         stop(proc)
 
 
+def test_a_prompt_run_by_the_codex_app_server_records_no_pane_either(home, tmp_path, tmux_env):
+    """The session's first hook is its prompt's: a lifecycle hook below the
+    shared server takes no pane from its environment either."""
+    from leash.core.base.agentproc import children_of_all
+    from leash.core.hook.hooks import answer
+
+    where = tmp_path / "server"
+    proc = start_headless(where, home, "sess-first", cli="codex", extra=("app-server",))
+    try:
+        wait_ready(where)
+        (below,) = children_of_all()[proc.pid]  # its running tool: a process the server runs
+        prompt = json.dumps({"session_id": "sess-prompt", "hook_event_name": "UserPromptSubmit", "prompt": "go",
+                             "cwd": str(tmp_path), "turn_id": "t1", "model": "gpt-5.5"}).encode()
+        said = answer("codex-user-prompt-submit", prompt, home=home,
+                      env={"LEASH_HOOK_PID": str(below), "TMUX_PANE": "%0", "TMUX": f"{tmux_env},1,0"})
+        assert said[2] == 0, said
+        record = record_of(home, "sess-prompt")
+        assert not record["tmux_pane"] and record["agent_process"]["shared_server"] is True
+    finally:
+        stop(proc)
+
+
 def test_a_recorded_process_that_now_runs_another_cli_is_never_signalled(home, tmp_path, cli):
     """A record says Codex CLI; the pid now runs something leash reads as
     Gemini CLI (the record was forged or the pid reused): no signal."""
