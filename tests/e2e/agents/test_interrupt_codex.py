@@ -1,0 +1,229 @@
+"""``leash stop SESSION --interrupt`` against the real Codex CLI (npm's
+``codex``, as a person runs it), wired by the real ``leash install --agent
+codex --user`` (HOME and CODEX_HOME in the test's folder), against the loopback
+Responses stand-in, on a LEASH_HOME of its own (``agent_tui`` has the shared lab).
+
+The scripted model calls the shell tool with ``sleep 60; echo done > marker``.
+Once that call is in flight (PreToolUse has recorded the session working on
+it, and its ``sleep 60`` runs), the operator's stop with ``--interrupt``:
+
+* headless ``codex exec``: SIGINT to the native ``codex`` the hook recorded
+  (not npm's node wrapper above it); Codex kills its tool itself and the run
+  ends;
+* the TUI run with ``--no-daemon`` in a pane of a private tmux server: Escape
+  pressed in the pane, then ``/stop`` typed and Enter (Escape alone leaves the
+  command running as a "background terminal"); the TUI runs on;
+
+each long before the minute is up, with the marker never written, an
+``interrupt`` line in the ack log saying how, and the stop still filed.
+
+* the TUI in its default mode: a shared background ``codex app-server`` (its
+  own session, from a copy of the binary in CODEX_HOME) runs the hooks and the
+  tools, and the ``TMUX_PANE`` it hands them may be another TUI's. leash must
+  record no tmux pane for that session, and ``leash stop --interrupt`` files
+  the stop but exits 1 saying nothing could be interrupted.
+
+The app-server outlives the TUI: the lab ends it (SIGTERM) and removes its
+socket in ``/tmp/codex-daemon-<uid>`` (PROCESS_FACTS.md).
+
+The Codex version is ``LEASH_E2E_CODEX_VERSION`` (a number or ``latest``), else
+the pinned one; every test is skipped, with the reason, when npm cannot
+install it or tmux is missing.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from leash.core import StopProtocol
+
+from .agent_tui import (
+    GONE_WITHIN_SECONDS,
+    LONG_CALL,
+    PROMPT,
+    RUN_ENDS_WITHIN_SECONDS,
+    InFlight,
+    Lab,
+    Leash,
+    gone,
+    prompt_long_call,
+    still_running,
+    tool_processes,
+)
+from .capture_processes import CODEX_TUI_SETTINGS, alive, proc, wait_for
+from .codex_cli import EXEC_ARGS, CodexUnavailable, codex_env, install_codex, write_codex_config
+from .codex_standin import CodexStandin, shell, text
+
+pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
+
+REASON = "cancel the wait"
+READY = "Ask Codex to do anything"  # the TUI's input box
+TUI_FLAGS = "--dangerously-bypass-approvals-and-sandbox"
+
+
+@pytest.fixture(scope="module")
+def codex() -> Path:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    try:
+        return install_codex()
+    except CodexUnavailable as exc:
+        pytest.skip(f"Codex CLI unavailable: {exc}")
+
+
+class Rig:
+    """A project and a Codex home wired by ``leash install --agent codex --user``,
+    the stand-in, the lab (tmux server, processes)."""
+
+    def __init__(self, codex: Path, base: Path, home: Path, lab: Lab, api: CodexStandin):
+        self.native, self.base, self.lab, self.api = codex, base, lab, api
+        self.npm_bin = next(parent for parent in codex.parents if parent.name == "node_modules") / ".bin"
+        self.codex_home, self.project = base / "codex-home", base / "project"
+        self.project.mkdir()
+        # The first-run screens of a TUI are answered in the config; the project is trusted.
+        write_codex_config(self.codex_home, api.url, settings=json.loads(json.dumps(CODEX_TUI_SETTINGS)),
+                           trusted_projects=(self.project,))
+        self.leash = Leash(home, lab.socket, HOME=str(self.codex_home), CODEX_HOME=str(self.codex_home))
+        done = self.leash("install", "--agent", "codex", "--user", cwd=self.project)
+        assert str(self.codex_home / "config.toml") in done.stdout, done.stdout
+
+    @property
+    def marker(self) -> Path:
+        return self.project / "marker"
+
+    def env(self) -> dict[str, str]:
+        env = codex_env(self.codex_home, proxy_url=self.api.proxy_url)
+        env["PATH"] = f"{self.npm_bin}:{env['PATH']}"
+        return env
+
+    def interrupt(self, session_id: str) -> tuple[subprocess.CompletedProcess, float]:
+        """``leash stop SESSION --interrupt``: (its result, seconds it took)."""
+        began = time.monotonic()
+        done = self.leash("stop", session_id, "--interrupt", "--reason", REASON, expect=None)
+        return done, time.monotonic() - began
+
+    def tui(self, *flags: str) -> str:
+        """``codex FLAGS`` typed into a new pane, ready for a prompt; the pane."""
+        env = self.env()
+        env.pop("TERM"), env.pop("NO_COLOR")
+        pane = self.lab.new_pane("codex", self.project, env)
+        self.lab.type_line(pane, " ".join(["codex", *flags]))
+        self.lab.wait_screen(pane, READY)
+        return pane
+
+    def prompt_long_call(self, pane: str) -> InFlight:
+        return prompt_long_call(self.lab, pane, self.leash, self.project, "codex", asked=lambda: bool(self.api.turns))
+
+    def the_interrupt(self, session_id: str) -> dict:
+        lines = self.leash.interrupts()
+        assert len(lines) == 1, lines
+        line = lines[0]
+        assert (line["session_id"], line["tool"], line["reason"]) == (session_id, "Bash", REASON), line
+        return line
+
+
+@pytest.fixture
+def rig(codex, home, tmp_path) -> Iterator[Rig]:
+    with CodexStandin([shell(LONG_CALL), text("done")]) as api:
+        lab = Lab(tmp_path)
+        try:
+            yield Rig(codex, tmp_path, home, lab, api)
+        finally:
+            left = lab.close()
+        assert not left, f"processes left behind: {left}"
+
+
+def assert_native_codex(rig: Rig, record: dict, *, headless: bool) -> dict:
+    """The recorded agent is the native ``codex`` binary of the npm package."""
+    agent = record.get("agent_process")
+    assert isinstance(agent, dict), record
+    assert (agent.get("cli"), agent.get("headless")) == ("codex", headless), agent
+    entry = proc(agent["pid"])
+    assert entry is not None and entry["comm"] == "codex", (agent, entry)
+    assert entry["exe"] == str(rig.native), (agent, entry)
+    return agent
+
+
+def app_server_above(rig: Rig, pid: int) -> dict | None:
+    """The ``codex app-server`` (run from its copy in CODEX_HOME) that ``pid`` runs below, if any."""
+    entry = proc(pid)
+    while entry is not None and entry["pid"] > 1:
+        if entry["comm"] == "codex" and "app-server" in entry["argv"] \
+                and entry["exe"].startswith(str(rig.codex_home) + "/"):
+            return entry
+        entry = proc(entry["ppid"])
+    return None
+
+
+# ------------------------------------------------------------------ 1. codex exec
+def test_interrupt_sigints_codex_exec(rig):
+    run = rig.lab.start(["codex", "exec", *EXEC_ARGS, PROMPT], cwd=rig.project, env=rig.env(), name="codex")
+    call = rig.leash.in_flight(rig.project, "codex", context=lambda: "\n".join(rig.lab.output_of("codex")))
+    agent = assert_native_codex(rig, call.record, headless=True)
+    # npm's codex.js: on node 20 a node process that spawns the binary (from node 22.15 it execs it)
+    assert agent["pid"] == run.pid or proc(agent["pid"])["ppid"] == run.pid, (agent, proc(run.pid))
+    running = tool_processes(rig.project)
+
+    done, took = rig.interrupt(call.session_id)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"interrupted {call.session_id} (sigint to pid {agent['pid']})" in done.stdout, done.stdout
+    ended = wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS)
+    assert ended, ("the run goes on", rig.lab.output_of("codex"))
+    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), tool_processes(rig.project)
+    assert took < GONE_WITHIN_SECONDS
+    assert tool_processes(rig.project) == []
+    assert not alive(agent["pid"], agent["started"])
+    assert not rig.marker.exists()
+    line = rig.the_interrupt(call.session_id)
+    assert (line["method"], line["target"]) == ("sigint", f"pid {agent['pid']}"), line
+    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+
+
+# ------------------------------------------------------------------ 2. the TUI without the app-server
+def test_interrupt_escapes_and_stops_the_codex_tui(rig):
+    lab = rig.lab
+    pane = rig.tui(TUI_FLAGS, "--no-daemon")
+    call = rig.prompt_long_call(pane)
+    assert call.record.get("tmux_pane") == pane, call.record
+    agent = assert_native_codex(rig, call.record, headless=False)
+    assert agent["pid"] in [entry["pid"] for entry in lab.below(pane)], (agent, lab.below(pane))
+    running = tool_processes(rig.project)
+
+    done, took = rig.interrupt(call.session_id)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"interrupted {call.session_id} (escape to {pane})" in done.stdout, done.stdout
+    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (
+        "the call's command still runs", done.stdout, tool_processes(rig.project), lab.screen(pane))
+    assert took < GONE_WITHIN_SECONDS
+    assert tool_processes(rig.project) == []
+    assert not rig.marker.exists()
+    line = rig.the_interrupt(call.session_id)
+    assert (line["method"], line["target"]) == ("escape", pane), line
+    assert still_running({"pid": agent["pid"], "start": agent["started"]}), lab.screen(pane)  # the TUI runs on
+    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+
+
+# ------------------------------------------------------------------ 3. the TUI with its shared app-server
+def test_interrupt_refuses_a_codex_tui_run_by_its_app_server(rig):
+    lab = rig.lab
+    pane = rig.tui(TUI_FLAGS)
+    call = rig.prompt_long_call(pane)
+    server = app_server_above(rig, call.sleep["pid"])
+    assert server is not None, ("the tool does not run below Codex's app-server", lab.below(pane))
+    assert not call.record.get("tmux_pane"), call.record
+
+    done, _ = rig.interrupt(call.session_id)
+
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "nothing could be interrupted" in done.stdout + done.stderr, (done.stdout, done.stderr)
+    assert call.session_id in rig.leash.stopped_sessions()  # the stop stays filed
+    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+    assert rig.leash.interrupts() == []

@@ -1,0 +1,185 @@
+"""``leash stop SESSION --interrupt`` against the real Gemini CLI, wired by the
+real ``leash install --agent gemini --project``, against the loopback stand-in
+of Gemini's API, on a LEASH_HOME of its own (``agent_tui`` has the shared lab).
+
+The scripted model calls the shell tool with ``sleep 60; echo done > marker``.
+Once that call is in flight (BeforeTool has recorded the session working on
+it, and its ``sleep 60`` runs), the operator's stop with ``--interrupt``
+must cancel it long before the minute is up, the marker never written, and
+the ack log must say how (PROCESS_FACTS.md has what the CLI takes):
+
+* the TUI, typed into a pane of a private tmux server: Escape pressed in that
+  pane (the tool is killed by Gemini, ~0.2 s), and the TUI runs on;
+* headless ``gemini -p``: SIGINT to the relaunched child node (the process
+  the hook recorded), which ends the run; Gemini leaves the shell command of
+  the call running in its own session, so leash must end that too: no
+  process of the call is left.
+
+Both times the session's ``agent_process`` is Gemini's child node (the one
+with ``GEMINI_CLI_NO_RELAUNCH=true``, below the node that was started), and
+the stop stays filed.
+
+The CLI version is ``LEASH_E2E_GEMINI_VERSION`` (a number or ``latest``), else
+the pinned one; every test is skipped, with the reason, when it cannot be
+installed or tmux is missing.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from leash.core import StopProtocol
+
+from .agent_tui import (
+    GONE_WITHIN_SECONDS,
+    LONG_CALL,
+    PROMPT,
+    RUN_ENDS_WITHIN_SECONDS,
+    Lab,
+    Leash,
+    environ_of,
+    gone,
+    prompt_long_call,
+    still_running,
+    tool_processes,
+)
+from .capture_processes import alive, proc, wait_for
+from .gemini_cli import HEADLESS_ARGS, GeminiUnavailable, gemini_env, install_gemini, prepare_home, wanted_version
+from .gemini_standin import GeminiStandin, shell, text
+
+pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
+
+REASON = "cancel the wait"
+READY = "Type your message"  # the TUI's input box
+
+
+@pytest.fixture(scope="module")
+def gemini() -> Path:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    try:
+        return install_gemini(wanted_version())
+    except GeminiUnavailable as exc:
+        pytest.skip(f"Gemini CLI unavailable: {exc}")
+
+
+class Rig:
+    """A project wired by ``leash install --agent gemini --project``, a private
+    HOME for Gemini, the stand-in, the lab (tmux server, processes)."""
+
+    def __init__(self, gemini: Path, base: Path, home: Path, lab: Lab, api: GeminiStandin):
+        self.gemini, self.base, self.lab, self.api = gemini, base, lab, api
+        self.gemini_home, self.project = base / "gemini-home", base / "project"
+        (self.gemini_home / ".gemini").mkdir(parents=True)
+        self.project.mkdir()
+        self.leash = Leash(home, lab.socket, HOME=str(self.gemini_home))
+        done = self.leash("install", "--agent", "gemini", "--project", str(self.project))
+        assert str(self.project / ".gemini" / "settings.json") in done.stdout, done.stdout
+        prepare_home(self.gemini_home, self.project)
+
+    @property
+    def marker(self) -> Path:
+        return self.project / "marker"
+
+    def env(self) -> dict[str, str]:
+        env = gemini_env(self.gemini_home, self.api.url)
+        env["PATH"] = f"{self.gemini.parent}:{env['PATH']}"
+        return env
+
+    def interrupt(self, session_id: str) -> tuple[subprocess.CompletedProcess, float]:
+        """``leash stop SESSION --interrupt``: (its result, seconds it took)."""
+        began = time.monotonic()
+        done = self.leash("stop", session_id, "--interrupt", "--reason", REASON, expect=None)
+        return done, time.monotonic() - began
+
+
+@pytest.fixture
+def rig(gemini, home, tmp_path) -> Iterator[Rig]:
+    with GeminiStandin([shell(LONG_CALL, "wait a minute"), text("done")]) as api:
+        lab = Lab(tmp_path)
+        try:
+            yield Rig(gemini, tmp_path, home, lab, api)
+        finally:
+            left = lab.close()
+        assert not left, f"processes left behind: {left}"
+
+
+def assert_gemini_child(record: dict, parent_pid: int, *, headless: bool) -> dict:
+    """The recorded agent is Gemini's relaunched child node, just below ``parent_pid``."""
+    agent = record.get("agent_process")
+    assert isinstance(agent, dict), record
+    assert (agent.get("cli"), agent.get("headless")) == ("gemini", headless), agent
+    entry = proc(agent["pid"])
+    assert entry is not None and entry["comm"] == "node", (agent, entry)
+    assert entry["ppid"] == parent_pid, (agent, entry, parent_pid)
+    assert environ_of(agent["pid"]).get("GEMINI_CLI_NO_RELAUNCH") == "true", agent
+    return agent
+
+
+def the_interrupt(rig: Rig, session_id: str) -> dict:
+    lines = rig.leash.interrupts()
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert (line["session_id"], line["tool"], line["reason"]) == (session_id, "Bash", REASON), line
+    return line
+
+
+# ------------------------------------------------------------------ 1. the TUI in a tmux pane
+def test_interrupt_presses_escape_in_the_gemini_tui(rig):
+    lab = rig.lab
+    pane = lab.new_pane("gemini", rig.project, rig.env())
+    lab.type_line(pane, "gemini --approval-mode yolo")
+    lab.wait_screen(pane, READY)
+    call = prompt_long_call(lab, pane, rig.leash, rig.project, "gemini", asked=lambda: bool(rig.api.conversation()))
+    record = call.record
+    assert record.get("tmux_pane") == pane, record
+    parent = next(entry for entry in lab.below(pane) if entry["ppid"] == lab.pane_pid(pane))  # the node typed
+    agent = assert_gemini_child(record, parent["pid"], headless=False)
+    running = tool_processes(rig.project)
+
+    done, took = rig.interrupt(call.session_id)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"interrupted {call.session_id} (escape to {pane})" in done.stdout, done.stdout
+    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (tool_processes(rig.project), lab.screen(pane))
+    assert took < GONE_WITHIN_SECONDS
+    assert tool_processes(rig.project) == []
+    assert not rig.marker.exists()
+    line = the_interrupt(rig, call.session_id)
+    assert (line["method"], line["target"]) == ("escape", pane), line
+    assert still_running({"pid": agent["pid"], "start": agent["started"]}), lab.screen(pane)  # the TUI runs on
+    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+
+
+# ------------------------------------------------------------------ 2. headless gemini -p
+def test_interrupt_sigints_headless_gemini_and_ends_its_tool(rig):
+    session_id = str(uuid.uuid4())
+    run = rig.lab.start([str(rig.gemini), "-p", PROMPT, *HEADLESS_ARGS,
+                         "--session-id", session_id], cwd=rig.project, env=rig.env(), name="gemini")
+    call = rig.leash.in_flight(rig.project, "gemini", session_id=session_id,
+                               context=lambda: "\n".join(rig.lab.output_of("gemini")))
+    agent = assert_gemini_child(call.record, run.pid, headless=True)
+    running = tool_processes(rig.project)
+    assert any(entry["argv"] != ["sleep", "60"] for entry in running), running  # the call's shell, too
+
+    done, took = rig.interrupt(session_id)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"interrupted {session_id} (sigint to pid {agent['pid']})" in done.stdout, done.stdout
+    ended = wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS)
+    assert ended, ("the run goes on", rig.lab.output_of("gemini"))
+    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), ("the call's processes were left running",
+                                                                  tool_processes(rig.project))
+    assert took < GONE_WITHIN_SECONDS
+    assert tool_processes(rig.project) == []
+    assert not alive(agent["pid"], agent["started"])
+    assert not rig.marker.exists()
+    line = the_interrupt(rig, session_id)
+    assert (line["method"], line["target"]) == ("sigint", f"pid {agent['pid']}"), line
+    assert StopProtocol(rig.leash.home).is_stopped(session_id)
