@@ -18,7 +18,10 @@ CODEX_HOME: SIGTERM first, so it removes its socket), by pid and start time,
 never by name; then the tmux server. Codex's app-server makes its control
 socket in ``/tmp/codex-daemon-<uid>``: entries made during the test that are
 still there are removed, and the folder too when the test made it and it is
-empty. ``close`` returns what it could not end (a test's teardown fails on it).
+empty. ``close`` returns what it could not end; ``with Lab(base) as lab``
+fails the test (AssertionError) when something was left behind. The tmux part
+(``tmux``, ``new_pane``, ``screen``, ``keys``, ``type_line``, ``wait_screen``)
+is ``panes.PaneServer``, shared with the ``Lab`` of ``capture_processes``.
 
 ``Leash(home, tmux_socket)`` runs ``leash ARGS`` as a process of its own on
 that home, with the tmux server named in ``LEASH_TMUX_SOCKET`` (so nothing can
@@ -30,12 +33,14 @@ on a Bash call, and the call's ``sleep 60`` runs in the project.
 The long call is ``sleep 60; echo done > marker``. Its processes are found in
 /proc by their working directory (the project) and command line: the
 ``sleep 60`` and the tool's shell, whose command line holds the call
-(``tool_processes``).
+(``tool_processes``). ``assert_interrupted`` has what every interrupt that
+works must show; ``installed`` skips a test module whose CLI or tmux is missing.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -43,13 +48,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
+from leash.core import StopProtocol
+
 from ..harness import LEASH
-from .capture_processes import CODEX_DAEMON_DIR, alive, all_pids, descendants, proc, wait_for
+from .capture_processes import CODEX_DAEMON_DIR, CodexDaemonDir, alive, all_pids, descendants, proc
+from .panes import POLL, PaneServer, wait_for
 
 LONG_CALL = "sleep 60; echo done > marker"
 SLEEP_ARGV = ["sleep", "60"]
-PANE_WIDTH, PANE_HEIGHT = 120, 40
-ENTER_PAUSE_SECONDS = 0.4  # a burst of text that ends in Enter reads as a paste
 START_SECONDS = 60  # for a TUI to draw its input box (a few seconds here; slower on a busy machine)
 CALL_STARTS_WITHIN_SECONDS = 60  # for the long call to be in flight after the prompt
 GONE_WITHIN_SECONDS = 15  # for the interrupted call's processes to be gone (the call would take 60)
@@ -57,11 +65,23 @@ RUN_ENDS_WITHIN_SECONDS = 15  # for a headless run to end after its interrupt
 STILL_RUNNING_SECONDS = 1.5  # how long a TUI is watched after its interrupt
 FIRST_ENTER_SECONDS = 10  # a TUI just started may miss the first Enter: it is pressed again after this
 PROMPT = "wait a minute, then write the marker"
-POLL = 0.05
+REASON = "cancel the wait"  # the operator's reason for ``leash stop --interrupt``
 TERM_GRACE_SECONDS = 2  # for a process to end on SIGTERM at teardown
 # What leash's commands must not inherit from whoever runs the suite.
 FOREIGN_ENV = ("LEASH_SOCKET", "LEASH_OPERATOR_SOCKET", "LEASH_ENTITY", "TMUX", "TMUX_PANE", "CLAUDE_PROJECT_DIR",
                "CODEX_HOME", "LEASH_HOME", "LEASH_TMUX_SOCKET")
+
+
+# ----------------------------------------------------------------- the CLI
+def installed(install: Callable[[], Path], unavailable: type[Exception], what: str) -> Path:
+    """What ``install()`` returns (the CLI); the test is skipped, with the
+    reason, when tmux is missing or ``install`` raises ``unavailable``."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    try:
+        return install()
+    except unavailable as exc:
+        pytest.skip(f"{what} unavailable: {exc}")
 
 
 # ----------------------------------------------------------------- the long call
@@ -104,70 +124,28 @@ def environ_of(pid: int) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------- the lab
-class Lab:
+class Lab(PaneServer):
     """One test's private tmux server and processes, and the cleanup of all of them."""
 
     def __init__(self, base: Path):
+        # a tmux command that fails, or a screen that never shows what is awaited, fails the test
+        super().__init__(base, check=True, error=AssertionError, screen_seconds=START_SECONDS, screen_required=True)
         self.base = base
-        self.socket = base / "tmux.sock"
         self.output = base / "output"
         self.output.mkdir(parents=True, exist_ok=True)
         self.popens: list[subprocess.Popen] = []
-        self.daemon_dir_existed = CODEX_DAEMON_DIR.exists()
-        self.daemon_entries = set(os.listdir(CODEX_DAEMON_DIR)) if self.daemon_dir_existed else set()
+        self.daemon_dir = CodexDaemonDir()
 
     def __enter__(self) -> Lab:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        """``close``; then, unless the body raised, AssertionError when processes were left behind."""
+        left = self.close()
+        if exc_type is None:
+            assert not left, f"processes left behind: {left}"
 
-    # ------------------------------------------------------------- tmux
-    def tmux(self, *args: str, check: bool = True, path: str | None = None) -> subprocess.CompletedProcess:
-        # The first command starts the server with this environment, not the test's; tmux gives a
-        # new pane the PATH of the client that asks for it, whatever ``-e`` says.
-        env = {"PATH": path or os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.base), "LANG": "C.UTF-8",
-               "TERM": "xterm-256color"}
-        done = subprocess.run(["tmux", "-S", str(self.socket), "-f", "/dev/null", *args], capture_output=True,
-                              text=True, env=env, timeout=30)
-        if check and done.returncode != 0:
-            raise AssertionError(f"tmux {' '.join(args[:2])} failed: {done.stderr.strip()}")
-        return done
-
-    def new_pane(self, name: str, cwd: Path, env: dict[str, str]) -> str:
-        """A tmux session ``name`` whose pane runs ``bash --noprofile --norc`` in
-        ``cwd`` with ``env`` (and the server's HOME, LANG, TERM); its pane id."""
-        args = ["new-session", "-d", "-s", name, "-x", str(PANE_WIDTH), "-y", str(PANE_HEIGHT), "-c", str(cwd),
-                "-P", "-F", "#{pane_id}"]
-        for key, value in env.items():
-            args += ["-e", f"{key}={value}"]
-        pane = self.tmux(*args, "--", "bash", "--noprofile", "--norc", path=env.get("PATH")).stdout.strip()
-        self.tmux("set-option", "-t", name, "remain-on-exit", "on")
-        return pane
-
-    def pane_pid(self, pane: str) -> int:
-        return int(self.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").stdout.strip())
-
-    def screen(self, pane: str) -> str:
-        return self.tmux("capture-pane", "-p", "-t", pane, check=False).stdout
-
-    def keys(self, pane: str, *keys: str) -> None:
-        self.tmux("send-keys", "-t", pane, *keys)
-
-    def type_line(self, pane: str, words: str) -> None:
-        """Type ``words``, then Enter a moment later, as a person does."""
-        self.tmux("send-keys", "-t", pane, "-l", words)
-        time.sleep(ENTER_PAUSE_SECONDS)
-        self.keys(pane, "Enter")
-
-    def wait_screen(self, pane: str, words: str, seconds: float = START_SECONDS) -> str:
-        """The screen once it shows ``words``; AssertionError with the screen after ``seconds``."""
-        found = wait_for(lambda: (lambda s: s if words in s else None)(self.screen(pane)), seconds)
-        if found is None:
-            raise AssertionError(f"pane {pane} did not show {words!r} within {seconds} s; its screen:\n"
-                                 f"{self.screen(pane)}")
-        return found
-
+    # ------------------------------------------------------------- tmux (the panes: PaneServer)
     def below(self, pane: str) -> list[dict]:
         """Every living process below the pane's shell."""
         return [entry for entry in descendants(self.pane_pid(pane)) if entry["state"] not in ("Z", "X")]
@@ -239,21 +217,12 @@ class Lab:
         """What Codex's app-server left in ``CODEX_DAEMON_DIR`` since the test
         began: the sockets our processes listened on (and their ``.lock``), and
         new sockets nothing listens on; not another test's live one."""
-        if not CODEX_DAEMON_DIR.exists():
-            return
-        for name in sorted(set(os.listdir(CODEX_DAEMON_DIR)) - self.daemon_entries):
+        def removable(name: str) -> bool:
             path = CODEX_DAEMON_DIR / name
             socket_path = str(path.with_suffix("")) if name.endswith(".lock") else str(path)
-            if socket_path in ours or (not name.endswith(".lock") and stale_socket(path)):
-                try:
-                    path.unlink()
-                except OSError:
-                    pass
-        if not self.daemon_dir_existed:
-            try:
-                CODEX_DAEMON_DIR.rmdir()
-            except OSError:
-                pass
+            return socket_path in ours or (not name.endswith(".lock") and stale_socket(path))
+
+        self.daemon_dir.remove([name for name in self.daemon_dir.added() if removable(name)])
 
 
 def unix_sockets_of(pids: list[int], folder: Path) -> set[str]:
@@ -321,6 +290,16 @@ class InFlight:
     record: dict
     sleep: dict
 
+    def agent(self, cli: str, comm: str, *, headless: bool) -> tuple[dict, dict]:
+        """The session's recorded ``agent_process``, of ``cli`` run headless or
+        not, and what /proc says of it: a living process named ``comm``."""
+        agent = self.record.get("agent_process")
+        assert isinstance(agent, dict), self.record
+        assert (agent.get("cli"), agent.get("headless")) == (cli, headless), agent
+        entry = proc(agent["pid"])
+        assert entry is not None and entry["comm"] == comm, (agent, entry)
+        return agent, entry
+
 
 class Leash:
     """leash's CLI and state on one home, with the test's tmux server."""
@@ -353,6 +332,20 @@ class Leash:
         from leash.core.state.acklog import AckLog
 
         return [line for line in AckLog(self.home).read().entries if line.get("event") == "interrupt"]
+
+    def interrupt(self, session_id: str, reason: str = REASON) -> tuple[subprocess.CompletedProcess, float]:
+        """``leash stop SESSION --interrupt --reason REASON``: (its result, seconds it took)."""
+        began = time.monotonic()
+        done = self("stop", session_id, "--interrupt", "--reason", reason, expect=None)
+        return done, time.monotonic() - began
+
+    def the_interrupt(self, session_id: str, reason: str = REASON) -> dict:
+        """The ack log's one ``interrupt`` line: of the session's Bash call, with ``reason``."""
+        lines = self.interrupts()
+        assert len(lines) == 1, lines
+        line = lines[0]
+        assert (line["session_id"], line["tool"], line["reason"]) == (session_id, "Bash", reason), line
+        return line
 
     def stopped_sessions(self) -> list[str]:
         status = json.loads(self("status", "--json").stdout)
@@ -394,3 +387,33 @@ def prompt_long_call(lab: Lab, pane: str, leash: Leash, project: Path, cli: str,
         if not asked():
             lab.keys(pane, "Enter")
     return leash.in_flight(project, cli, context=lambda: lab.screen(pane))
+
+
+def assert_interrupted(leash: Leash, project: Path, session_id: str,
+                       interrupted: tuple[subprocess.CompletedProcess, float], running: list[dict], agent: dict, *,
+                       method: str, target: str, run: subprocess.Popen | None = None,
+                       context: Callable[[], object] = lambda: ()) -> None:
+    """What an interrupt that works shows: ``leash stop SESSION --interrupt``
+    (``interrupted``: its result, seconds it took) exits 0 saying it
+    interrupted the session by ``method`` to ``target``; a headless ``run``
+    ends, the recorded ``agent`` with it; the call's processes (``running``)
+    are gone within ``GONE_WITHIN_SECONDS`` and none is left; the marker is never
+    written; the ack log has the one ``interrupt`` line saying how; a TUI (no
+    ``run``) runs on; the stop is filed. ``context()`` goes with a failure."""
+    done, took = interrupted
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"interrupted {session_id} ({method} to {target})" in done.stdout, done.stdout
+    if run is not None:
+        assert wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS), ("the run goes on", context())
+    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (
+        "the call's processes still run", done.stdout, tool_processes(project), context())
+    assert took < GONE_WITHIN_SECONDS
+    assert tool_processes(project) == []
+    if run is not None:
+        assert not alive(agent["pid"], agent["started"]), agent
+    assert not (project / "marker").exists()
+    line = leash.the_interrupt(session_id)
+    assert (line["method"], line["target"]) == (method, target), line
+    if run is None:  # the TUI runs on
+        assert still_running({"pid": agent["pid"], "start": agent["started"]}), context()
+    assert StopProtocol(leash.home).is_stopped(session_id)

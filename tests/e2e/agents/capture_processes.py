@@ -42,18 +42,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from tests.e2e.agents import codex_cli, gemini_cli
 from tests.e2e.agents import codex_standin as cs
 from tests.e2e.agents import gemini_standin as gs
+from tests.e2e.agents.panes import POLL, PaneServer, wait_for
 
 PYTHON = sys.executable
 SLEEP_SECONDS = 60  # the long call's sleep: anything that ends it early was the interrupt
 CALL_START_SECONDS = 90  # for the long call's sleep to appear
 WATCH_SECONDS = 15  # how long the effect of a signal or key is watched
-POLL = 0.05
-PANE_WIDTH, PANE_HEIGHT = 120, 40
 CODEX_DAEMON_DIR = Path(f"/tmp/codex-daemon-{os.getuid()}")
 # What is recorded of a process's environment when the dump reads it.
 ENV_NAMES = ("GEMINI_CLI_NO_RELAUNCH", "TMUX_PANE", "CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT",
@@ -179,16 +178,6 @@ def find_sleep(project: Path, seconds: int = SLEEP_SECONDS) -> dict | None:
     return None
 
 
-def wait_for(what: Callable[[], Any], seconds: float) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(POLL)
-    return None
-
-
 def short(entry: dict, width: int = 150) -> str:
     argv = " ".join(entry["argv"])
     if len(argv) > width:
@@ -198,17 +187,45 @@ def short(entry: dict, width: int = 150) -> str:
             f"exe={entry['exe']} argv={argv}")
 
 
+# ----------------------------------------------------------------- Codex's daemon folder
+class CodexDaemonDir:
+    """``CODEX_DAEMON_DIR`` as it was when made: what has been added to it
+    since, and their removal (with the folder, when it was not there)."""
+
+    def __init__(self) -> None:
+        self.existed = CODEX_DAEMON_DIR.exists()
+        self.entries = set(os.listdir(CODEX_DAEMON_DIR)) if self.existed else set()
+
+    def added(self) -> list[str]:
+        if not CODEX_DAEMON_DIR.exists():
+            return []
+        return sorted(set(os.listdir(CODEX_DAEMON_DIR)) - self.entries)
+
+    def remove(self, names: list[str]) -> None:
+        """``names`` removed from the folder; then the folder, when it was not there before and is empty."""
+        for name in names:
+            try:
+                (CODEX_DAEMON_DIR / name).unlink()
+            except OSError:
+                pass
+        if not self.existed:
+            try:
+                CODEX_DAEMON_DIR.rmdir()
+            except OSError:
+                pass
+
+
 # ----------------------------------------------------------------- the lab
-class Lab:
-    """The temporary folder, the private tmux server, and cleanup of all of it."""
+class Lab(PaneServer):
+    """The temporary folder, the private tmux server (its panes: ``PaneServer``), and cleanup of all of it."""
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="leash-procs-", dir="/dev/shm"))
-        self.socket = self.root / "tmux.sock"
+        # what fails is reported, not raised: a tmux command that fails returns, a screen never shown is None
+        super().__init__(self.root, check=False, error=RuntimeError, screen_seconds=40, screen_required=False)
         self.dump = self.root / "dump.py"
         self.dump.write_text(DUMP)
-        self.daemon_dir_existed = CODEX_DAEMON_DIR.exists()
-        self.daemon_entries = set(os.listdir(CODEX_DAEMON_DIR)) if self.daemon_dir_existed else set()
+        self.daemon_dir = CodexDaemonDir()
         self.popens: list[subprocess.Popen] = []
         self.counter = 0
         self.report: list[str] = []
@@ -222,48 +239,6 @@ class Lab:
     def say(self, line: str = "") -> None:
         print(line, flush=True)
         self.report.append(line)
-
-    # ------------------------------------------------------------- tmux
-    def tmux(self, *args: str, check: bool = False, path: str | None = None) -> subprocess.CompletedProcess:
-        # tmux gives a new pane the PATH of the client that asks for it, whatever ``-e`` says
-        env = {"PATH": path or os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root), "LANG": "C.UTF-8",
-               "TERM": "xterm-256color"}
-        done = subprocess.run(["tmux", "-S", str(self.socket), "-f", "/dev/null", *args], capture_output=True,
-                              text=True, env=env, timeout=30)
-        if check and done.returncode != 0:
-            raise RuntimeError(f"tmux {args[:2]} failed: {done.stderr.strip()}")
-        return done
-
-    def new_pane(self, name: str, cwd: Path, env: dict[str, str]) -> str:
-        """A session ``name`` whose pane runs ``bash --noprofile --norc`` in ``cwd``
-        with ``env``; returns the pane id (``%N``)."""
-        args = ["new-session", "-d", "-s", name, "-x", str(PANE_WIDTH), "-y", str(PANE_HEIGHT), "-c", str(cwd),
-                "-P", "-F", "#{pane_id}"]
-        for key, value in env.items():
-            args += ["-e", f"{key}={value}"]
-        pane = self.tmux(*args, "--", "bash", "--noprofile", "--norc", check=True, path=env.get("PATH")).stdout.strip()
-        self.tmux("set-option", "-t", name, "remain-on-exit", "on")
-        return pane
-
-    def pane_pid(self, pane: str) -> int:
-        return int(self.tmux("display-message", "-p", "-t", pane, "#{pane_pid}", check=True).stdout.strip())
-
-    def screen(self, pane: str) -> str:
-        return self.tmux("capture-pane", "-p", "-t", pane).stdout
-
-    def keys(self, pane: str, *keys: str) -> None:
-        self.tmux("send-keys", "-t", pane, *keys, check=True)
-
-    def type_line(self, pane: str, words: str) -> None:
-        """Type ``words`` and, a moment later, Enter (a burst with Enter reads as a paste)."""
-        self.tmux("send-keys", "-t", pane, "-l", words, check=True)
-        time.sleep(0.4)
-        self.keys(pane, "Enter")
-
-    def wait_screen(self, pane: str, words: str | tuple[str, ...], seconds: float = 40) -> str | None:
-        wanted = (words,) if isinstance(words, str) else words
-        found = wait_for(lambda: (lambda s: s if any(w in s for w in wanted) else None)(self.screen(pane)), seconds)
-        return found
 
     # ------------------------------------------------------------- processes
     def start(self, argv: list[str], *, cwd: Path, env: dict[str, str], out: Path) -> subprocess.Popen:
@@ -315,17 +290,7 @@ class Lab:
         self.sweep()
         self.tmux("kill-server")
         wait_for(lambda: not [e for e in self.ours() if e["state"] != "Z"], 5)
-        if CODEX_DAEMON_DIR.exists():
-            for name in set(os.listdir(CODEX_DAEMON_DIR)) - self.daemon_entries:
-                try:
-                    (CODEX_DAEMON_DIR / name).unlink()
-                except OSError:
-                    pass
-            if not self.daemon_dir_existed:
-                try:
-                    CODEX_DAEMON_DIR.rmdir()
-                except OSError:
-                    pass
+        self.daemon_dir.remove(self.daemon_dir.added())
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -33,9 +33,6 @@ install it or tmux is missing.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -44,37 +41,29 @@ import pytest
 from leash.core import StopProtocol
 
 from .agent_tui import (
-    GONE_WITHIN_SECONDS,
     LONG_CALL,
     PROMPT,
-    RUN_ENDS_WITHIN_SECONDS,
     InFlight,
     Lab,
     Leash,
-    gone,
+    assert_interrupted,
+    installed,
     prompt_long_call,
-    still_running,
     tool_processes,
 )
-from .capture_processes import CODEX_TUI_SETTINGS, alive, proc, wait_for
+from .capture_processes import CODEX_TUI_SETTINGS, proc
 from .codex_cli import EXEC_ARGS, CodexUnavailable, codex_env, install_codex, write_codex_config
 from .codex_standin import CodexStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 
-REASON = "cancel the wait"
 READY = "Ask Codex to do anything"  # the TUI's input box
 TUI_FLAGS = "--dangerously-bypass-approvals-and-sandbox"
 
 
 @pytest.fixture(scope="module")
 def codex() -> Path:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    try:
-        return install_codex()
-    except CodexUnavailable as exc:
-        pytest.skip(f"Codex CLI unavailable: {exc}")
+    return installed(install_codex, CodexUnavailable, "Codex CLI")
 
 
 class Rig:
@@ -93,20 +82,10 @@ class Rig:
         done = self.leash("install", "--agent", "codex", "--user", cwd=self.project)
         assert str(self.codex_home / "config.toml") in done.stdout, done.stdout
 
-    @property
-    def marker(self) -> Path:
-        return self.project / "marker"
-
     def env(self) -> dict[str, str]:
         env = codex_env(self.codex_home, proxy_url=self.api.proxy_url)
         env["PATH"] = f"{self.npm_bin}:{env['PATH']}"
         return env
-
-    def interrupt(self, session_id: str) -> tuple[subprocess.CompletedProcess, float]:
-        """``leash stop SESSION --interrupt``: (its result, seconds it took)."""
-        began = time.monotonic()
-        done = self.leash("stop", session_id, "--interrupt", "--reason", REASON, expect=None)
-        return done, time.monotonic() - began
 
     def tui(self, *flags: str) -> str:
         """``codex FLAGS`` typed into a new pane, ready for a prompt; the pane."""
@@ -120,32 +99,17 @@ class Rig:
     def prompt_long_call(self, pane: str) -> InFlight:
         return prompt_long_call(self.lab, pane, self.leash, self.project, "codex", asked=lambda: bool(self.api.turns))
 
-    def the_interrupt(self, session_id: str) -> dict:
-        lines = self.leash.interrupts()
-        assert len(lines) == 1, lines
-        line = lines[0]
-        assert (line["session_id"], line["tool"], line["reason"]) == (session_id, "Bash", REASON), line
-        return line
-
 
 @pytest.fixture
 def rig(codex, home, tmp_path) -> Iterator[Rig]:
     with CodexStandin([shell(LONG_CALL), text("done")]) as api:
-        lab = Lab(tmp_path)
-        try:
+        with Lab(tmp_path) as lab:
             yield Rig(codex, tmp_path, home, lab, api)
-        finally:
-            left = lab.close()
-        assert not left, f"processes left behind: {left}"
 
 
-def assert_native_codex(rig: Rig, record: dict, *, headless: bool) -> dict:
+def assert_native_codex(rig: Rig, call: InFlight, *, headless: bool) -> dict:
     """The recorded agent is the native ``codex`` binary of the npm package."""
-    agent = record.get("agent_process")
-    assert isinstance(agent, dict), record
-    assert (agent.get("cli"), agent.get("headless")) == ("codex", headless), agent
-    entry = proc(agent["pid"])
-    assert entry is not None and entry["comm"] == "codex", (agent, entry)
+    agent, entry = call.agent("codex", "codex", headless=headless)
     assert entry["exe"] == str(rig.native), (agent, entry)
     return agent
 
@@ -165,25 +129,15 @@ def app_server_above(rig: Rig, pid: int) -> dict | None:
 def test_interrupt_sigints_codex_exec(rig):
     run = rig.lab.start(["codex", "exec", *EXEC_ARGS, PROMPT], cwd=rig.project, env=rig.env(), name="codex")
     call = rig.leash.in_flight(rig.project, "codex", context=lambda: "\n".join(rig.lab.output_of("codex")))
-    agent = assert_native_codex(rig, call.record, headless=True)
+    agent = assert_native_codex(rig, call, headless=True)
     # npm's codex.js: on node 20 a node process that spawns the binary (from node 22.15 it execs it)
     assert agent["pid"] == run.pid or proc(agent["pid"])["ppid"] == run.pid, (agent, proc(run.pid))
     running = tool_processes(rig.project)
 
-    done, took = rig.interrupt(call.session_id)
+    interrupted = rig.leash.interrupt(call.session_id)
 
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    assert f"interrupted {call.session_id} (sigint to pid {agent['pid']})" in done.stdout, done.stdout
-    ended = wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS)
-    assert ended, ("the run goes on", rig.lab.output_of("codex"))
-    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), tool_processes(rig.project)
-    assert took < GONE_WITHIN_SECONDS
-    assert tool_processes(rig.project) == []
-    assert not alive(agent["pid"], agent["started"])
-    assert not rig.marker.exists()
-    line = rig.the_interrupt(call.session_id)
-    assert (line["method"], line["target"]) == ("sigint", f"pid {agent['pid']}"), line
-    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+    assert_interrupted(rig.leash, rig.project, call.session_id, interrupted, running, agent, method="sigint",
+                       target=f"pid {agent['pid']}", run=run, context=lambda: rig.lab.output_of("codex"))
 
 
 # ------------------------------------------------------------------ 2. the TUI without the app-server
@@ -192,23 +146,14 @@ def test_interrupt_escapes_and_stops_the_codex_tui(rig):
     pane = rig.tui(TUI_FLAGS, "--no-daemon")
     call = rig.prompt_long_call(pane)
     assert call.record.get("tmux_pane") == pane, call.record
-    agent = assert_native_codex(rig, call.record, headless=False)
+    agent = assert_native_codex(rig, call, headless=False)
     assert agent["pid"] in [entry["pid"] for entry in lab.below(pane)], (agent, lab.below(pane))
     running = tool_processes(rig.project)
 
-    done, took = rig.interrupt(call.session_id)
+    interrupted = rig.leash.interrupt(call.session_id)
 
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    assert f"interrupted {call.session_id} (escape to {pane})" in done.stdout, done.stdout
-    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (
-        "the call's command still runs", done.stdout, tool_processes(rig.project), lab.screen(pane))
-    assert took < GONE_WITHIN_SECONDS
-    assert tool_processes(rig.project) == []
-    assert not rig.marker.exists()
-    line = rig.the_interrupt(call.session_id)
-    assert (line["method"], line["target"]) == ("escape", pane), line
-    assert still_running({"pid": agent["pid"], "start": agent["started"]}), lab.screen(pane)  # the TUI runs on
-    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+    assert_interrupted(rig.leash, rig.project, call.session_id, interrupted, running, agent, method="escape",
+                       target=pane, context=lambda: lab.screen(pane))  # the TUI runs on
 
 
 # ------------------------------------------------------------------ 3. the TUI with its shared app-server
@@ -220,7 +165,7 @@ def test_interrupt_refuses_a_codex_tui_run_by_its_app_server(rig):
     assert server is not None, ("the tool does not run below Codex's app-server", lab.below(pane))
     assert not call.record.get("tmux_pane"), call.record
 
-    done, _ = rig.interrupt(call.session_id)
+    done, _ = rig.leash.interrupt(call.session_id)
 
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "nothing could be interrupted" in done.stdout + done.stderr, (done.stdout, done.stderr)

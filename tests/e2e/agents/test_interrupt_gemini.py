@@ -25,48 +25,35 @@ installed or tmux is missing.
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from leash.core import StopProtocol
-
 from .agent_tui import (
-    GONE_WITHIN_SECONDS,
     LONG_CALL,
     PROMPT,
-    RUN_ENDS_WITHIN_SECONDS,
+    InFlight,
     Lab,
     Leash,
+    assert_interrupted,
     environ_of,
-    gone,
+    installed,
     prompt_long_call,
-    still_running,
     tool_processes,
 )
-from .capture_processes import alive, proc, wait_for
 from .gemini_cli import HEADLESS_ARGS, GeminiUnavailable, gemini_env, install_gemini, prepare_home, wanted_version
 from .gemini_standin import GeminiStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 
-REASON = "cancel the wait"
 READY = "Type your message"  # the TUI's input box
 
 
 @pytest.fixture(scope="module")
 def gemini() -> Path:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    try:
-        return install_gemini(wanted_version())
-    except GeminiUnavailable as exc:
-        pytest.skip(f"Gemini CLI unavailable: {exc}")
+    return installed(lambda: install_gemini(wanted_version()), GeminiUnavailable, "Gemini CLI")
 
 
 class Rig:
@@ -83,51 +70,25 @@ class Rig:
         assert str(self.project / ".gemini" / "settings.json") in done.stdout, done.stdout
         prepare_home(self.gemini_home, self.project)
 
-    @property
-    def marker(self) -> Path:
-        return self.project / "marker"
-
     def env(self) -> dict[str, str]:
         env = gemini_env(self.gemini_home, self.api.url)
         env["PATH"] = f"{self.gemini.parent}:{env['PATH']}"
         return env
 
-    def interrupt(self, session_id: str) -> tuple[subprocess.CompletedProcess, float]:
-        """``leash stop SESSION --interrupt``: (its result, seconds it took)."""
-        began = time.monotonic()
-        done = self.leash("stop", session_id, "--interrupt", "--reason", REASON, expect=None)
-        return done, time.monotonic() - began
-
 
 @pytest.fixture
 def rig(gemini, home, tmp_path) -> Iterator[Rig]:
     with GeminiStandin([shell(LONG_CALL, "wait a minute"), text("done")]) as api:
-        lab = Lab(tmp_path)
-        try:
+        with Lab(tmp_path) as lab:
             yield Rig(gemini, tmp_path, home, lab, api)
-        finally:
-            left = lab.close()
-        assert not left, f"processes left behind: {left}"
 
 
-def assert_gemini_child(record: dict, parent_pid: int, *, headless: bool) -> dict:
+def assert_gemini_child(call: InFlight, parent_pid: int, *, headless: bool) -> dict:
     """The recorded agent is Gemini's relaunched child node, just below ``parent_pid``."""
-    agent = record.get("agent_process")
-    assert isinstance(agent, dict), record
-    assert (agent.get("cli"), agent.get("headless")) == ("gemini", headless), agent
-    entry = proc(agent["pid"])
-    assert entry is not None and entry["comm"] == "node", (agent, entry)
+    agent, entry = call.agent("gemini", "node", headless=headless)
     assert entry["ppid"] == parent_pid, (agent, entry, parent_pid)
     assert environ_of(agent["pid"]).get("GEMINI_CLI_NO_RELAUNCH") == "true", agent
     return agent
-
-
-def the_interrupt(rig: Rig, session_id: str) -> dict:
-    lines = rig.leash.interrupts()
-    assert len(lines) == 1, lines
-    line = lines[0]
-    assert (line["session_id"], line["tool"], line["reason"]) == (session_id, "Bash", REASON), line
-    return line
 
 
 # ------------------------------------------------------------------ 1. the TUI in a tmux pane
@@ -140,21 +101,13 @@ def test_interrupt_presses_escape_in_the_gemini_tui(rig):
     record = call.record
     assert record.get("tmux_pane") == pane, record
     parent = next(entry for entry in lab.below(pane) if entry["ppid"] == lab.pane_pid(pane))  # the node typed
-    agent = assert_gemini_child(record, parent["pid"], headless=False)
+    agent = assert_gemini_child(call, parent["pid"], headless=False)
     running = tool_processes(rig.project)
 
-    done, took = rig.interrupt(call.session_id)
+    interrupted = rig.leash.interrupt(call.session_id)
 
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    assert f"interrupted {call.session_id} (escape to {pane})" in done.stdout, done.stdout
-    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (tool_processes(rig.project), lab.screen(pane))
-    assert took < GONE_WITHIN_SECONDS
-    assert tool_processes(rig.project) == []
-    assert not rig.marker.exists()
-    line = the_interrupt(rig, call.session_id)
-    assert (line["method"], line["target"]) == ("escape", pane), line
-    assert still_running({"pid": agent["pid"], "start": agent["started"]}), lab.screen(pane)  # the TUI runs on
-    assert StopProtocol(rig.leash.home).is_stopped(call.session_id)
+    assert_interrupted(rig.leash, rig.project, call.session_id, interrupted, running, agent, method="escape",
+                       target=pane, context=lambda: lab.screen(pane))  # the TUI runs on
 
 
 # ------------------------------------------------------------------ 2. headless gemini -p
@@ -164,22 +117,12 @@ def test_interrupt_sigints_headless_gemini_and_ends_its_tool(rig):
                          "--session-id", session_id], cwd=rig.project, env=rig.env(), name="gemini")
     call = rig.leash.in_flight(rig.project, "gemini", session_id=session_id,
                                context=lambda: "\n".join(rig.lab.output_of("gemini")))
-    agent = assert_gemini_child(call.record, run.pid, headless=True)
+    agent = assert_gemini_child(call, run.pid, headless=True)
     running = tool_processes(rig.project)
     assert any(entry["argv"] != ["sleep", "60"] for entry in running), running  # the call's shell, too
 
-    done, took = rig.interrupt(session_id)
+    interrupted = rig.leash.interrupt(session_id)
 
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    assert f"interrupted {session_id} (sigint to pid {agent['pid']})" in done.stdout, done.stdout
-    ended = wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS)
-    assert ended, ("the run goes on", rig.lab.output_of("gemini"))
-    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), ("the call's processes were left running",
-                                                                  tool_processes(rig.project))
-    assert took < GONE_WITHIN_SECONDS
-    assert tool_processes(rig.project) == []
-    assert not alive(agent["pid"], agent["started"])
-    assert not rig.marker.exists()
-    line = the_interrupt(rig, session_id)
-    assert (line["method"], line["target"]) == ("sigint", f"pid {agent['pid']}"), line
-    assert StopProtocol(rig.leash.home).is_stopped(session_id)
+    # no process of the call is left: leash ends the shell command Gemini leaves running
+    assert_interrupted(rig.leash, rig.project, session_id, interrupted, running, agent, method="sigint",
+                       target=f"pid {agent['pid']}", run=run, context=lambda: rig.lab.output_of("gemini"))
