@@ -47,7 +47,10 @@ def test_a_message_is_typed_literally_and_enter_is_a_key_of_its_own(tmux):
     session_id = tmux.resolve("agent")["id"]
     for target in ("agent", session_id, tmux.resolve("agent")["panes"][0]):
         tmux.send_message(target, "C-c Enter Escape $(id) ; q")
-    wait_for(lambda: shows(tmux, "agent", "C-c Enter Escape $(id) ; q", times=6), what="three echoed lines")
+    try:
+        wait_for(lambda: shows(tmux, "agent", "C-c Enter Escape $(id) ; q", times=6), what="three echoed lines")
+    except AssertionError:
+        raise AssertionError(f"three echoed lines never showed: {tmux.capture('agent')!r}") from None
     assert tmux.has_session(session_id)  # cat never saw a Ctrl-C
     assert tmux.list_sessions()[0]["panes"][0]["command"] == "cat"
 
