@@ -23,9 +23,9 @@ CLI: the session's ``cli``) takes an interrupt from a person:
   (``core.base.agenttools``).
 
 A Codex CLI TUI whose hooks ran in Codex's shared background server (``codex
-app-server``, the default) has no pane on record (``core.hook.hooks``): it is
-refused as a terminal UI outside any pane leash knows; run it with
-``codex --no-daemon`` for leash to reach it.
+app-server``, the default) has no pane on record (``core.hook.whereabouts``):
+it is refused, and the operator told to run it with ``codex --no-daemon`` for
+leash to reach it.
 
 A terminal UI outside any tmux pane is not signalled: SIGINT ends an
 interactive Claude Code and leaves its running tool behind, so the operator is
@@ -195,6 +195,10 @@ class _Reach:
             return METHOD_ESCAPE, pane, process
         if argv is None or process is None:
             raise Unreachable(gone or f"no tmux pane shows it and no {name_of(cli)} process of it is known")
+        if process.get("shared_server"):
+            raise Unreachable(f"its {name_of(cli)} calls run in a server shared by its terminal UIs (pid "
+                              f"{process['pid']}), with no tmux pane leash knows: interrupt it in its terminal, "
+                              "and start it with --no-daemon for leash to reach it")
         if not is_headless(argv, BY_CLI[cli]):
             raise Unreachable(f"its {name_of(cli)} (pid {process['pid']}) is a terminal UI outside any tmux pane "
                               f"leash knows: press {INTERRUPT_KEYS[cli]} in its terminal")

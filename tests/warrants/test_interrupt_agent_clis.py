@@ -130,7 +130,7 @@ def test_a_codex_app_server_is_never_taken_to_be_in_the_pane_its_environment_nam
 
         result = cli("stop", "sess-served", "--interrupt")
 
-        assert result.code == 1 and "terminal UI outside any tmux pane" in result.err, result
+        assert result.code == 1 and "no tmux pane leash knows" in result.err and "--no-daemon" in result.err, result
         assert "Codex CLI" in result.err and StopProtocol(home).is_stopped("sess-served")
         assert proc.poll() is None and not interrupts(home)  # nothing was signalled
     finally:
