@@ -274,14 +274,12 @@ def script(shell: str, parser) -> str:
 # ------------------------------------------------------------------ names
 def names_call(argv: list[str]) -> tuple[str | None, str] | None:
     """``(home, kind)`` when ``argv`` is ``[--home DIR] completion names KIND``."""
-    home, rest = None, list(argv)
-    while rest and rest[0].startswith("--home"):
-        if rest[0] == "--home" and len(rest) >= 2:
-            home, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--home="):
-            home, rest = rest[0].split("=", 1)[1], rest[1:]
-        else:
-            return None
+    from leash.core.base.homearg import leading_home
+
+    found = leading_home(argv)
+    if found is None:
+        return None
+    home, rest = found
     if len(rest) == 3 and rest[:2] == ["completion", NAMES_WORD]:
         return home, rest[2]
     return None

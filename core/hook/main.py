@@ -15,14 +15,12 @@ from __future__ import annotations
 
 def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
     """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
-    home, rest = None, list(argv)
-    while rest and rest[0].startswith("--home"):
-        if rest[0] == "--home" and len(rest) >= 2:
-            home, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--home="):
-            home, rest = rest[0].split("=", 1)[1], rest[1:]
-        else:
-            return None
+    from leash.core.base.homearg import leading_home
+
+    found = leading_home(argv)
+    if found is None:
+        return None
+    home, rest = found
     if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
         return home, rest[1]
     return None
