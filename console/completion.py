@@ -274,7 +274,7 @@ def script(shell: str, parser) -> str:
 # ------------------------------------------------------------------ names
 def names_call(argv: list[str]) -> tuple[str | None, str] | None:
     """``(home, kind)`` when ``argv`` is ``[--home DIR] completion names KIND``."""
-    from leash.core.base.homearg import leading_home
+    from leash.core.hook.main import leading_home
 
     found = leading_home(argv)
     if found is None:

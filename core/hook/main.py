@@ -13,10 +13,24 @@ describes.
 from __future__ import annotations
 
 
+def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(the home given, the words after it) for the ``--home DIR`` /
+    ``--home=DIR`` that may lead leash's command line, read before argparse
+    (the hook entry and completion's name lookups take fast paths on it);
+    None when a leading ``--home`` has no value (the full parser reports it)."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    return home, rest
+
+
 def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
     """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
-    from leash.core.base.homearg import leading_home
-
     found = leading_home(argv)
     if found is None:
         return None
