@@ -77,10 +77,15 @@ def _tmux(args: list[str], *, env: dict[str, str] | None = None, socket: str | N
 
 def tmux_identity_of_pane(pane: str, *, env: dict[str, str] | None = None) -> tuple[str, str]:
     """(session id ``$N``, session name) of the tmux session holding ``pane``
-    (``%N``); ("", "") when tmux cannot say. The id survives a rename."""
-    if not pane:
+    (``%N``), asked of the server ``$TMUX`` names; ("", "") when tmux cannot
+    say. The id survives a rename. A pane with no ``$TMUX`` beside it is not
+    asked: the default server's pane of that number may be another one (and
+    asking it would make tmux's socket directory in /tmp)."""
+    socket = (env if env is not None else os.environ).get("TMUX", "").split(",")[0]
+    if not pane or not socket:
         return "", ""
-    out = _tmux(["display-message", "-p", "-t", pane, f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], env=env)
+    out = _tmux(["display-message", "-p", "-t", pane, f"#{{session_id}}{_SEPARATOR}#{{session_name}}"], env=env,
+                socket=socket)
     if not out or _SEPARATOR not in out[0]:
         return "", ""
     session_id, _, name = out[0].partition(_SEPARATOR)
