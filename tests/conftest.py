@@ -82,7 +82,7 @@ def _remove_tree(path: Path) -> None:
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
+def home(tmp_path, tmp_path_factory, monkeypatch) -> Path:
     """A fresh LEASH_HOME for this test (also exported to child processes)."""
     path = tmp_path / "leash-home"
     monkeypatch.setenv("LEASH_HOME", str(path))
@@ -92,6 +92,10 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("LEASH_SOCKET", raising=False)
     monkeypatch.delenv("LEASH_OPERATOR_SOCKET", raising=False)
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)  # path locks are anchored at it when set
+    # tmux asked with no socket (leash's default) meets no server of the user's,
+    # and leaves its socket directory in the run's folder, not in /tmp (beside
+    # tmp_path: tests hold what is in it)
+    monkeypatch.setenv("TMUX_TMPDIR", str(tmp_path_factory.mktemp("default-tmux")))
     return path
 
 
