@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from typing import Any
 
 from leash.core.base.statefile import write_bytes_atomic
 from leash.core.hook.hooktimes import deadlines, pinned_wait
-from leash.core.hook.install import MARK, is_leash_hook, timeout_program
+from leash.core.hook.install import MARK, timeout_program
 
 
 def agent_command(runner: list[str], spec, *, timeout: str | None = None, wait: float | None = None,
@@ -79,19 +78,3 @@ def write_text(path: str, text: str) -> None:
         mode = 0o644
     write_bytes_atomic(path, text.encode())
     os.chmod(path, mode)
-
-
-def without_leash(groups: Any) -> Any:
-    """A settings event's hook groups with leash's hooks taken out (a group
-    left empty goes); anything that is not a list is not leash's to judge."""
-    if not isinstance(groups, list):
-        return groups
-    kept = []
-    for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            others = [hook for hook in group["hooks"] if not is_leash_hook(hook)]
-            if not others and group["hooks"]:
-                continue
-            group = {**group, "hooks": others}
-        kept.append(group)
-    return kept

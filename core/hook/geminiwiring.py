@@ -22,10 +22,16 @@ from leash.core.hook.agentcommon import (
     hook_seconds,
     program_findings,
     table,
-    without_leash,
     write_json,
 )
-from leash.core.hook.install import SettingsError, hook_runner, is_leash_hook, read_settings, timeout_program
+from leash.core.hook.install import (
+    SettingsError,
+    hook_runner,
+    is_leash_hook,
+    read_settings,
+    timeout_program,
+    without_leash,
+)
 from leash.core.wire.hookevents import GEMINI, events_of
 
 GEMINI_SYSTEM_SETTINGS = "/etc/gemini-cli/settings.json"

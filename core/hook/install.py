@@ -188,7 +188,7 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
            home: str | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
-    hooks: dict[str, Any] = {event: _without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
+    hooks: dict[str, Any] = {event: without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
         timeout = timeout_program()
         for spec in HOOKS:
@@ -203,9 +203,11 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
     return result
 
 
-def _without_leash(groups: object) -> object:
+def without_leash(groups: object) -> object:
+    """A settings event's hook groups with leash's hooks taken out (a group
+    left empty goes); anything that is not a list is not leash's to judge."""
     if not isinstance(groups, list):
-        return groups  # not ours to judge: kept as it is
+        return groups
     kept = []
     for group in groups:
         if isinstance(group, dict) and isinstance(group.get("hooks"), list):
