@@ -267,6 +267,7 @@ class _Reach:
     def press(self, process: dict | None, pane: str, cli: str) -> None:
         """The CLI's interrupt key in ``pane``, and what it types after it."""
         from leash.core.base.tmux import TmuxError
+        from leash.core.warrants.speech import ENTER_PAUSE_SECONDS
 
         key, after = INTERRUPT_KEYS[cli], AFTER_THE_KEY.get(cli)
         try:
@@ -275,7 +276,7 @@ class _Reach:
             if after:
                 self.wait(KEY_SETTLE_SECONDS)
                 tmux.type_text(pane, after)
-                self.wait(KEY_SETTLE_SECONDS)  # typed with its Enter in one burst, a TUI takes a paste
+                self.wait(ENTER_PAUSE_SECONDS)  # typed with its Enter in one burst, a TUI takes a paste
                 tmux.send_keys(pane, "Enter")
         except TmuxError as exc:
             raise Unreachable(f"tmux could not press {key} in {pane} ({exc})") from None
