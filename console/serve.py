@@ -40,7 +40,7 @@ ASSETS = Path(__file__).resolve().parent / "serve_assets"
 MAX_MESSAGE_BYTES = 64 * 1024
 HEARTBEAT_SECONDS = 15
 TERMINAL_SIZE_LIMIT = 1000     # columns or rows a browser may ask for
-DEFAULT_FONT_SIZE = 16
+AUTO_FONT_SIZE = "auto"        # the page's choice: 16 px, smaller on a phone's narrow screen
 EXIT_NO_LISTEN = 1
 MAX_PORT = 65535
 
@@ -189,7 +189,8 @@ class ConsoleServer:
             redirect = web.HTTPSeeOther("/")
             redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
             raise redirect
-        font_size = _bounded(request.query.get("fontsize"), DEFAULT_FONT_SIZE, 6, 64)
+        asked = request.query.get("fontsize")
+        font_size = AUTO_FONT_SIZE if asked is None else _bounded(asked, 16, 6, 64)
         text = (ASSETS / "index.html").read_text(encoding="utf-8")
         text = text.replace("{{ websocket_url }}", html.escape(f"ws://{request.headers['Host']}/ws"))
         text = text.replace("{{ font_size }}", str(font_size))

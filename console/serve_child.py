@@ -9,11 +9,18 @@ it is in: the protocol's quit and the end of its stdin first, SIGTERM to its
 process group after ``QUIT_GRACE_SECONDS``, SIGKILL after
 ``TERM_GRACE_SECONDS`` more. Files offered for download and URLs to open are
 dropped: a served console offers neither.
+
+A console ended while it starts (its browser left at once) never says it is
+ready; textual-serve logs that as "Application failed to start". That is no
+failure, so the line is dropped for a console being stopped; a console that
+fails on its own still gets it.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import logging
 import os
 import signal
 import sys
@@ -25,6 +32,19 @@ QUIT_GRACE_SECONDS = 0.5
 TERM_GRACE_SECONDS = 0.7
 STOP_SECONDS = QUIT_GRACE_SECONDS + TERM_GRACE_SECONDS + 0.3
 DRIVER = f"{__package__}.serve_driver:ServedDriver"
+# The console whose protocol task is running (each task has its own context).
+_reading: contextvars.ContextVar[ConsoleProcess | None] = contextvars.ContextVar("leash_served", default=None)
+
+
+class _QuietWhenStopped(logging.Filter):
+    """Drop textual-serve's lines about a console that is being stopped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        console = _reading.get()
+        return console is None or not console.stopping
+
+
+logging.getLogger("textual-serve").addFilter(_QuietWhenStopped())
 
 
 class ConsoleProcess(AppService):
@@ -32,6 +52,7 @@ class ConsoleProcess(AppService):
         super().__init__(" ".join(argv), write_bytes=websocket.send_bytes, write_str=websocket.send_str,
                          close=websocket.close, download_manager=DownloadManager())
         self.argv = argv
+        self.stopping = False
 
     @property
     def pid(self) -> int | None:
@@ -48,6 +69,10 @@ class ConsoleProcess(AppService):
             stderr=asyncio.subprocess.PIPE, env=self._build_environment(width, height), start_new_session=True)
         self._stdin = process.stdin
         return process
+
+    async def run(self) -> None:
+        _reading.set(self)
+        await super().run()
 
     async def on_meta(self, data: bytes) -> None:
         import json
@@ -70,6 +95,7 @@ class ConsoleProcess(AppService):
 
     async def stop(self) -> None:
         """End the child (quit, SIGTERM, SIGKILL) and the task reading it."""
+        self.stopping = True
         process = self._process
         if process is not None and process.returncode is None:
             with contextlib.suppress(Exception):

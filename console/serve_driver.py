@@ -11,6 +11,10 @@ ask the app to exit, and arm a timer that ends the process outright if a
 normal exit has not happened within ``HARD_EXIT_SECONDS``. The kennel's
 claims are file locks and its heartbeat goes stale, so a hard exit loses
 nothing: the next kennel resumes the dogs.
+
+Textual's web driver starts the app blurred, and a blurred app's footer is
+not drawn: the page showed no keys until the terminal was clicked. This
+driver starts it focused (the browser's own focus and blur still follow).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import os
 import signal
 import threading
 
-from textual import messages
+from textual import events, messages
 from textual.drivers.web_driver import WebDriver
 
 HARD_EXIT_SECONDS = 1.0
@@ -33,6 +37,7 @@ class ServedDriver(WebDriver):
     def start_application_mode(self) -> None:
         loop = self._leave_loop = asyncio.get_running_loop()  # before the input thread starts
         super().start_application_mode()
+        self._app.call_later(self._app.post_message, events.AppFocus())   # after the web driver's AppBlur
         for signal_number in (signal.SIGTERM, signal.SIGHUP):   # replaces the web driver's own
             loop.add_signal_handler(signal_number, self.leave)
 

@@ -36,10 +36,12 @@ from ..support.serve import (
     gone_within,
     read_until,
     start_server,
+    stop_and_read,
     stop_servers,
 )
 
 SLOT_ROUNDS = 200            # tries 50 ms apart, at least, for a freed slot
+QUICK_LEAVERS = 3            # browsers closed while their consoles start
 HANG_SECONDS = 30.0          # what counts as hung, not how fast it must be
 
 
@@ -137,6 +139,18 @@ async def test_console_draws_and_a_quick_leaver_takes_it_along(serve):
                 pass
             assert json.loads(message.data) == ["pong", "t1"]
         assert not await gone_within({drawn}, LEAVE_SECONDS), "a console outlived its client"
+
+
+async def test_clients_that_leave_before_their_console_starts_are_no_failure(serve):
+    served = serve("--no-kennel")
+    consoles = set()
+    async with client() as session:
+        for _ in range(QUICK_LEAVERS):
+            async with served.ws(session):   # leaves at once, before its console has drawn anything
+                consoles.add(await console_started(served, consoles))
+    assert not await gone_within(consoles, LEAVE_SECONDS), "a console outlived its client"
+    said = stop_and_read(served)
+    assert said == "", said
 
 
 async def test_max_clients_refuses_the_next_until_one_leaves(serve):

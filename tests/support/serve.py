@@ -122,6 +122,17 @@ def stop_servers(started: list[Served], seen_children: set[int]) -> None:
     assert not leftovers, f"processes outlived the server: {leftovers}"
 
 
+def stop_and_read(served: Served) -> str:
+    """SIGTERM the server; what it wrote after its first line, stdout and stderr."""
+    served.process.send_signal(signal.SIGTERM)
+    try:
+        out, err = served.process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(served.pid, signal.SIGKILL)
+        out, err = served.process.communicate()
+    return (out + err).decode("utf-8", "replace")
+
+
 @asynccontextmanager
 async def client(**options):
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), **options) as session:
