@@ -12,8 +12,15 @@ live here, not in the console:
 
     stopped > paused > halted > under warrant > hands-off > running
 
-(the first that applies wins). Every row has a stable ``key`` so the console can
-update cells in place.
+(the first that applies wins). A session whose agent is dead is ``gone``: its
+tmux session (or its pane) is no longer listed, or a warrant executed on it
+after the hooks last saw it. Its hooks' last word (waiting for permission,
+working...) is no longer true, so it is never shown; a rule that still holds
+the name (a stop, a halt) is, with "gone" in the detail. A gone row carries
+``gone: True`` and sorts with the rest, never among those that need a human.
+Rows sort by ``attention_order``: need-a-human first, then by ``natural_key``
+of the name (s1, s2, ..., s10). Every row has a stable ``key`` so the console
+can update cells in place.
 
 The ack log is read from its end only (its last ``ack_tail`` lines): the
 stores' state comes from their caches, which ``acklog.head`` holds to the log
@@ -29,6 +36,7 @@ without an approval store shows none.
 from __future__ import annotations
 
 from leash.core.base.clock import now_seconds, parse_iso
+from leash.core.views.gone import STATE_GONE, as_gone, killed_targets, pane_gone, why_killed  # noqa: F401 (named here)
 
 ACK_TAIL_LINES = 200
 MAX_ROWS = 300  # per list; an operator filters or uses the palette beyond that
@@ -41,7 +49,6 @@ APPROVAL_DUE_SECONDS = 60.0
 # Which sessions need a human, most urgent first: they sort before the rest
 # (then by name). A stop is the operator's own doing, so it needs no one.
 NEEDS_HUMAN = ("waiting for approval", "waiting for permission", "paused", "halted", "waiting for input")
-STATE_GONE = "gone"  # its tmux session is gone
 STATE_RUNNING = "running"  # held by nothing, and its hooks have not said what it does
 
 
@@ -70,10 +77,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
 
 
-def attention_order(row: dict) -> tuple[int, str]:
-    """Sessions that need a human first (in ``NEEDS_HUMAN``'s order), then by name."""
+def natural_key(name: str) -> tuple:
+    """A name's sort key with its runs of digits as numbers: s1, s2, s10 (not
+    s1, s10, s2); letters compare without case, the name itself breaks ties."""
+    import re
+
+    parts = re.split(r"([0-9]+)", name)  # text, digits, text, ...: the same kind at each index
+    return tuple(int(part) if index % 2 else part.casefold() for index, part in enumerate(parts)), name
+
+
+def attention_order(row: dict) -> tuple[int, tuple]:
+    """Sessions that need a human first (in ``NEEDS_HUMAN``'s order), then by
+    ``natural_key`` of the name; a gone session needs no one."""
     state = row.get("state", "")
-    return (NEEDS_HUMAN.index(state) if state in NEEDS_HUMAN else len(NEEDS_HUMAN), row.get("name", ""))
+    urgent = state in NEEDS_HUMAN and not row.get("gone")
+    return (NEEDS_HUMAN.index(state) if urgent else len(NEEDS_HUMAN), natural_key(str(row.get("name", ""))))
 
 
 def _age(stamp: str | None, moment: float) -> float | None:
@@ -113,6 +131,8 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     rule = _SessionStates(backend.home, raw, _stops_or_none_held(backend), unit.states() if unit is not None else {})
     host = raw["host"] if backend.sessions.host else ""
     rule.shared = bool(host)
+    finished = _finished_warrants(backend)
+    rule.killed = killed_targets(finished)
     every_session = _session_rows(rule, raw["sessions"], _hosted(tmux_sessions or [], host), moment)
     if host:
         from leash.core.state.sessions import host_of
@@ -139,7 +159,7 @@ def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem
     return {"now": moment, "home": backend.home, "summary": summary, "sessions": sessions,
             "halts": _halt_rows(raw["pending_halts"], moment, _names_of_agents(every_session)),
             "warrants": warrants,
-            "finished_warrants": _finished_warrants(backend), "locks": lock_rows, "loops": loops,
+            "finished_warrants": finished, "locks": lock_rows, "loops": loops,
             "acklog": _ack_rows(backend, ack_tail), "approvals": approvals[:max_rows],
             "problems": [raw[k] for k in ("stop_state_error", "halt_store_error") if k in raw]
             + approval_problems}
@@ -198,6 +218,7 @@ class _SessionStates:
 
         self.locks_by_tmux_id = {bound: lock for lock in raw["hands_off"] for bound in bound_tmux_ids(lock)}
         self.shared = False  # a shared store: a bare name stops or locks that name on every host
+        self.killed: list[tuple[set[str], float]] = []  # (the names a warrant killed, when)
         self.live_warrants = {w["target"]: w for w in raw["warrants"]}
         self.attempts = configured_attempts(home) if raw["warrants"] else None
 
@@ -267,8 +288,10 @@ def _session_rows(rule: _SessionStates, agents: list[dict], tmux_sessions: list[
     rows = [_tmux_row(rule, tmux, by_tmux.get(tmux["name"], []), moment) for tmux in tmux_sessions]
     elsewhere, loose = _other_hosts_tmux(loose) if rule.shared else ({}, loose)
     rows += [_elsewhere_row(rule, name, members, moment) for name, members in sorted(elsewhere.items())]
-    listed = bool(tmux_sessions)  # with no tmux listing, nothing can be said gone
-    rows += [_agent_row(rule, agent, moment, gone=listed and _left_its_pane(agent)) for agent in loose]
+    listed = bool(tmux_sessions)  # with no tmux listing, tmux cannot say what is gone (a warrant can)
+    rows += [_agent_row(rule, agent, moment, gone=why_killed(rule.killed, agent) or (
+        f"tmux session {agent['tmux_session']} gone" if listed and _left_its_pane(agent) else ""))
+        for agent in loose]
     rows += _unseen_stop_rows(rule.stops, rows, {s["id"] for s in tmux_sessions if s.get("id")}, moment)
     rows.sort(key=attention_order)
     return rows
@@ -280,7 +303,12 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
     names = [tmux["name"]] + [a["session_id"] for a in agents]
     state, detail = rule.state_of(names, protecting_entities([tmux["name"]], agents), tmux.get("id", ""))
     latest = max(agents, key=lambda a: a.get("last_seen", ""), default=None)
-    state, detail = _with_status(state, detail, latest, moment)
+    alive = [a for a in agents if not pane_gone(a, tmux) and not why_killed(rule.killed, a)]
+    speaking = max(alive, key=lambda a: a.get("last_seen", ""), default=None)
+    gone = bool(agents) and not alive  # the session is there, but no agent seen in it is
+    state, detail = _with_status(state, detail, speaking, moment)
+    if gone:
+        state, detail = as_gone(state, detail, why_killed(rule.killed, agents[0]) or "its agent's pane is gone")
     pane = next((p for p in tmux.get("panes", []) if p.get("active")), (tmux.get("panes") or [{}])[0])
     age = _age(latest.get("last_seen"), moment) if latest else max(0.0, moment - tmux.get("created", moment))
     return {
@@ -289,7 +317,7 @@ def _tmux_row(rule: _SessionStates, tmux: dict, agents: list[dict], moment: floa
         "tmux_session_id": tmux.get("id", ""),  # as the store names it (HOST/$N in a shared one)
         "agents": [a["session_id"] for a in agents], "state": state, "detail": detail,
         "last_tool": (latest or {}).get("last_tool", "") or pane.get("command", ""), "age": age, "in_tmux": True,
-        "cli": _cli_of(agents),
+        "cli": _cli_of(agents), "gone": gone,
     }
 
 
@@ -330,18 +358,19 @@ def _elsewhere_row(rule: _SessionStates, name: str, agents: list[dict], moment: 
     return row
 
 
-def _agent_row(rule: _SessionStates, agent: dict, moment: float, *, gone: bool = False) -> dict:
+def _agent_row(rule: _SessionStates, agent: dict, moment: float, *, gone: str = "") -> dict:
+    """``gone``: why the agent is dead ("" when it is not known to be)."""
     from leash.core.base.identity import protecting_entities
 
     names = [agent["session_id"]] + ([agent["tmux_session"]] if agent.get("tmux_session") else [])
     state, detail = _with_status(*rule.state_of(names, protecting_entities(names, [agent])), agent, moment)
-    if state not in ("ended", *NEEDS_HUMAN) and gone:  # its pane's session is no longer there
-        state = STATE_GONE
+    if gone:
+        state, detail = as_gone(state, detail, gone)
     return {
         "key": f"agent:{agent['session_id']}", "name": agent["session_id"],
         "tmux_session": agent.get("tmux_session", ""), "agents": [agent["session_id"]], "state": state,
         "detail": detail, "last_tool": agent.get("last_tool", ""), "age": _age(agent.get("last_seen"), moment),
-        "in_tmux": False, "cli": _cli_of([agent]),
+        "in_tmux": False, "cli": _cli_of([agent]), "gone": bool(gone),
     }
 
 
