@@ -23,6 +23,7 @@ def cmd_status(context: Context, args: Namespace) -> int:
     """The snapshot, and what is wrong around it (``core.views.status.problems``):
     a broken config.toml is shown with the state (exit 2, as for any bad
     config) unless it may name the shared store, when no state can be shown."""
+    from leash.core.views.fleet import natural_key
     from leash.core.views.status import CONFIG_BROKEN, config_broken, problems, snapshot, store_may_be_named
 
     moment = now_seconds()
@@ -37,7 +38,7 @@ def cmd_status(context: Context, args: Namespace) -> int:
 
         backend = FileBackend(context.home)
     state = snapshot(backend=backend, now=moment)
-    _add_session_states(backend, state["sessions"], moment)
+    _add_session_states(backend, state["sessions"], moment, _tmux_listing(context.home))
     here = [row for row in state["sessions"] if row.get("host", state.get("host")) == state.get("host")]
     found = problems(context.home, here)
     if found:  # the key is there only when something is wrong
@@ -58,8 +59,15 @@ def cmd_status(context: Context, args: Namespace) -> int:
         fleet = state["fleet_stopped"][0]
         out_painted(("fleet: ", None), ("STOPPED", "alarm"),
                     (f" {ago(fleet['stopped_at'], moment)} by {fleet['source']}: {fleet['reason']}", None))
+    elif "stop_state_error" in state:  # the gate denies every call while it lasts: the fleet is not running
+        out_painted(("fleet: ", None), ("STOPPED", "alarm"), (" (stop state unreadable: every tool call is denied)",
+                                                              None))
+    elif "halt_store_error" in state:  # the gate holds every call while it lasts
+        out_painted(("fleet: ", None), ("HELD", "alarm"),
+                    (" (halt store unreadable: every tool call is held until it can be read; leash doctor)", None))
     else:
         out_painted(("fleet: ", None), ("running", "green"))
+    state["stopped_sessions"].sort(key=lambda r: natural_key(r["session_id"]))
     section("stopped sessions", state["stopped_sessions"], lambda r: (
         f"{r['session_id']}  {ago(r.get('stopped_at', ''), moment)} by {r.get('source', '?')}: "
         f"{r.get('reason') or '-'}"))
@@ -79,25 +87,41 @@ def cmd_status(context: Context, args: Namespace) -> int:
 
     out_painted(("sessions seen", "bold"), (f": {len(state['sessions'])}", None))
     for r in state["sessions"]:
+        tmux = r.get("tmux_session") or "-"
+        tmux += " (gone)" if r.get("gone") and r.get("tmux_session") else ""  # never shown as its live one
         out_painted(("  " + r["session_id"] + "  ", None), (r["state"], STATE_STYLE.get(r["state"].split(",")[0])), (
-            f"  {r.get('cli') or 'claude'}  tmux {r.get('tmux_session') or '-'}  entity {r.get('entity') or '-'}  "
+            f"  {r.get('cli') or 'claude'}  tmux {tmux}  entity {r.get('entity') or '-'}  "
             f"last tool {r.get('last_tool') or '-'}  seen {ago(r.get('last_seen', ''), moment)}", None))
     return code
 
 
-def _add_session_states(backend: Backend, sessions: list[dict[str, Any]], moment: float) -> None:
-    """Each seen session's state as the console shows it (``core.fleet``):
-    stopped, paused, halted, under warrant, hands-off, running, or what the
-    hooks last said of it (waiting for input, ended)."""
-    from leash.core.views.fleet import view
+def _tmux_listing(home: str) -> list[dict] | None:
+    """The sessions of the tmux server leash uses, for telling which seen
+    sessions are gone; None when tmux cannot be asked."""
+    try:
+        from leash.core.base.tmux import Tmux
 
-    rows = {row["name"]: row for row in view(backend=backend, now=moment)["sessions"]}
+        return Tmux(home=home).list_sessions()
+    except Exception:  # no tmux, a bad [tmux] socket (status reports it): nothing is said gone by tmux
+        return None
+
+
+def _add_session_states(backend: Backend, sessions: list[dict[str, Any]], moment: float,
+                        tmux_sessions: list[dict] | None) -> None:
+    """Each seen session's state as the console shows it (``core.views.fleet``,
+    by the row its agent is in): stopped, paused, halted, under warrant,
+    hands-off, running, what the hooks last said of it (waiting for input,
+    ended), or gone (``gone`` true: its tmux session is not its live one).
+    The sessions are sorted as the console sorts names (``natural_key``)."""
+    from leash.core.views.fleet import natural_key, view
+
+    rows = view(backend=backend, tmux_sessions=tmux_sessions, now=moment)["sessions"]
+    by_agent = {agent: row for row in rows for agent in row["agents"]}
     for session in sessions:
-        row = rows.get(session["session_id"], {})
-        state = row.get("state") or "running"
-        status = row.get("status")
-        session["state"] = f"{state}, {status}" if status and status != state and state != "running" else \
-            (status or state)
+        row = by_agent.get(session["session_id"], {})
+        session["state"] = row.get("state") or "running"
+        session["gone"] = bool(row.get("gone"))
+    sessions.sort(key=lambda session: natural_key(session["session_id"]))
 
 
 def cmd_why(context: Context, args: Namespace) -> int:

@@ -27,11 +27,13 @@ def epoch(stamp: object) -> float | None:
 
 
 def pane_gone(agent: dict, tmux: dict) -> bool:
-    """An agent seen in a pane its tmux session no longer has (judged only when
-    both the agent's pane and the session's panes are known)."""
+    """An agent seen in a pane its tmux session no longer has: judged only when
+    the hooks saw it in this very session (its id) and in a pane, and the
+    session's panes are listed."""
     pane = str(agent.get("tmux_pane") or "")
+    same = bool(tmux.get("id")) and agent.get("tmux_session_id") == tmux.get("id")
     listed = {p.get("id") for p in tmux.get("panes") or [] if p.get("id")}
-    return bool(pane and listed) and (pane.rpartition("/")[2] or pane) not in listed
+    return same and bool(pane and listed) and (pane.rpartition("/")[2] or pane) not in listed
 
 
 def killed_targets(finished: list) -> list[tuple[set[str], float]]:

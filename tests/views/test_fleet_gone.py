@@ -33,8 +33,10 @@ def test_an_agent_waiting_for_permission_whose_tmux_session_is_gone_is_gone(home
 
 def test_an_agent_whose_pane_is_gone_from_a_live_tmux_session_is_gone(home, tmux):
     tmux.new_session("agent-1", "sleep 600")
+    (listed,) = tmux.list_sessions()
     sessions = StopProtocol(home).sessions
-    sessions.observe("sess-1", now=T0, status="waiting for permission", tmux_session="agent-1", tmux_pane="%77")
+    sessions.observe("sess-1", now=T0, status="waiting for permission", tmux_session="agent-1",
+                     tmux_session_id=listed["id"], tmux_pane="%77")
     (row,) = rows_of(home, tmux.list_sessions(), T0 + 5)
     assert (row["name"], row["state"], row["gone"]) == ("agent-1", "gone", True)
 
