@@ -48,6 +48,9 @@
     goes (cProfile, top 10 by cumulative time, event-loop plumbing left out).
 
 Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/console.py``.
+``--smoke``: every part on a home of 40 sessions, 100 halts and 500 log lines,
+a few refreshes and short waits: it shows the bench works, its figures mean
+nothing. A part that fails ends the bench with exit 1.
 The state homes live in a temporary directory that is removed afterwards; no
 tmux server is started (the tmux list is a fixed list).
 """
@@ -78,6 +81,13 @@ REFRESHES, REORDER_REFRESHES, TRIALS = 20, 5, 10
 FIRST_PAINT_TARGET_MS, RSS_TARGET_MB, FRAME_TARGET_MS, LATENCY_TARGET_MS = 1000.0, 200.0, 50.0, 300.0
 HEARTBEAT_SECONDS = 0.002
 SOURCE = "bench@console"
+SETTLE_SECONDS, IDLE_SECONDS = 1.0, 3.0
+# --smoke, passed on to this file's child processes as BENCH_SMOKE=1.
+SMOKE = "--smoke" in sys.argv[1:] or os.environ.get("BENCH_SMOKE") == "1"
+if SMOKE:
+    BIG_SESSIONS, BIG_HALTS, BIG_ACK_LINES, BIG_ESCALATED = 40, 100, 500, 5
+    REFRESHES, REORDER_REFRESHES, TRIALS = 2, 1, 2
+    SETTLE_SECONDS, IDLE_SECONDS = 0.2, 0.5
 
 
 # ------------------------------------------------------------------ helpers
@@ -430,7 +440,7 @@ async def big_static_run(home: str, tmux: list[dict]) -> dict:
             out["first"] = await wait_first_paint(app, instruments, pilot, started, constructed)
             out["first_stall_ms"] = ms(heartbeat.max_stall(started, time.perf_counter()))
             out["summary"] = app.view_data["summary"]
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(SETTLE_SECONDS)
             gc.collect()
             out["rss"] = rss_mb()
 
@@ -540,7 +550,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
             out["rss"] = rss_mb()
 
             # idle: nothing but the console touches the home
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(SETTLE_SECONDS)
             seen: dict[str, int] = {}
             stop = asyncio.Event()
 
@@ -553,7 +563,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
             listener = asyncio.get_running_loop().create_task(listen())
             views_before, applies_before = len(instruments.views), len(instruments.applies)
             idle_start = time.perf_counter()
-            await asyncio.sleep(3.0)
+            await asyncio.sleep(IDLE_SECONDS)
             idle_seconds = time.perf_counter() - idle_start
             stop.set()
             await listener
@@ -799,15 +809,14 @@ def main() -> None:
         print("\n(2) the big home")
         big = os.path.join(scratch, "big-home")
         now = time.time()
-        env = dict(os.environ, LEASH_HOME=big, BENCH_NOW=repr(now))
+        env = dict(os.environ, LEASH_HOME=big, BENCH_NOW=repr(now), BENCH_SMOKE="1" if SMOKE else "")
         for name in ("TMUX", "TMUX_PANE", "LEASH_ENTITY"):
             env.pop(name, None)
         seeded = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--seed-big", big], env=env,
                                 cwd=str(ROOT), capture_output=True, text=True, timeout=120)
         sys.stdout.write(seeded.stdout)
         if seeded.returncode != 0:
-            print(f"  seeding failed:\n{seeded.stderr}")
-            return
+            raise SystemExit(f"  seeding failed:\n{seeded.stderr}")
         peak, current = rss_mb()
         print(f"  this process before the big console: peak RSS {peak:.1f} MB, current {current:.1f} MB")
         tmux = fake_tmux(now)
@@ -817,16 +826,14 @@ def main() -> None:
                                  cwd=str(ROOT), capture_output=True, text=True, timeout=240)
         lines = watched.stdout.strip().splitlines()
         if watched.returncode != 0 or not lines or not lines[-1].startswith("{"):
-            print(f"  the watch=True run failed:\n{watched.stdout[-2000:]}\n{watched.stderr[-4000:]}")
-            return
+            raise SystemExit(f"  the watch=True run failed:\n{watched.stdout[-2000:]}\n{watched.stderr[-4000:]}")
         results["watch"] = json.loads(lines[-1])
         report_watch(results["watch"])
         repaired = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--repair-run", big], env=env,
                                   cwd=str(ROOT), capture_output=True, text=True, timeout=240)
         lines = repaired.stdout.strip().splitlines()
         if repaired.returncode != 0 or not lines or not lines[-1].startswith("{"):
-            print(f"  the repair run failed:\n{repaired.stdout[-2000:]}\n{repaired.stderr[-4000:]}")
-            return
+            raise SystemExit(f"  the repair run failed:\n{repaired.stdout[-2000:]}\n{repaired.stderr[-4000:]}")
         results["repair"] = json.loads(lines[-1])
         report_repair(results["repair"])
         summary(results)

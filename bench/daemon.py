@@ -9,6 +9,9 @@
    writes as a process, back to back, for 30 s (`--seconds`), with a daemon
    running and without one: calls per second and p50/p99 whole-process latency.
    leash runs installed from its wheel in a fresh venv (bench/hook_latency.py).
+
+``--smoke``: 20 checks, 2 clients for half a second, the checkout's own
+interpreter (no wheel): it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import hook_latency  # noqa: E402  (the wheel install and the daemon process)
 
-CHECKS = 2000
+CHECKS, WARMUP = 2000, 100
 CLIENTS = 16
 
 
@@ -77,7 +80,7 @@ def daemon_side() -> None:
                                           **call})
                     request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
                                "env": forwarded_env(os.environ)}  # what a thin hook sends
-                    for _ in range(100):
+                    for _ in range(WARMUP):
                         daemon._hook(request, me)
                     times = []
                     for _ in range(CHECKS):
@@ -116,9 +119,10 @@ def load(command: list[str], env: dict[str, str], seconds: float) -> tuple[int, 
     return len(latencies), latencies
 
 
-def throughput(seconds: float) -> None:
+def throughput(seconds: float, *, wheel: bool = True) -> None:
     with tempfile.TemporaryDirectory() as build:
-        hook_latency.PYTHON = hook_latency.installed_from_wheel(build)
+        if wheel:
+            hook_latency.PYTHON = hook_latency.installed_from_wheel(build)
         command = hook_latency.installed_hook() + ["hook", "pre-tool-use"]
         for with_daemon in (True, False):
             with tempfile.TemporaryDirectory() as home:
@@ -143,10 +147,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each throughput run")
     parser.add_argument("--daemon-side", action="store_true", help="only the daemon-side check (part 1)")
+    parser.add_argument("--smoke", action="store_true", help="both parts in their smallest form (figures mean nothing)")
     args = parser.parse_args()
+    if args.smoke:
+        global CHECKS, WARMUP, CLIENTS
+        CHECKS, WARMUP, CLIENTS, args.seconds = 20, 5, 2, 0.5
     daemon_side()
     if not args.daemon_side:
-        throughput(args.seconds)
+        throughput(args.seconds, wheel=not args.smoke)
 
 
 if __name__ == "__main__":

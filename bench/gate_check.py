@@ -14,9 +14,13 @@ builds one Gate, and times single ``Gate.check`` calls with
 Each case is warmed up, then called CALLS times; median and p99 are printed in
 microseconds against the target (median < 50 us). The first, cold check, which
 parses and indexes the files, is timed on its own.
+
+``--smoke``: 200 calls per case, 20 warm-up: it shows the bench works, its
+figures mean little.
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -105,6 +109,11 @@ def report(label: str, call, expect_allow: bool, target: float | None = TARGET_U
 
 
 def main() -> None:
+    global CALLS, WARMUP
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="each case in its smallest form (figures mean little)")
+    if parser.parse_args().smoke:
+        CALLS, WARMUP = 200, 20
     # Modules the gate imports on first use, so the cold figure is parsing only.
     import leash.core.base.globs  # noqa: F401
     import leash.core.policy.toolcall  # noqa: F401

@@ -22,9 +22,12 @@
     (cProfile) for that case.
 
 Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/halts.py``.
+``--smoke``: every part in its smallest form (a few calls, 2,000 events,
+64 KiB commands): it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import os
@@ -226,18 +229,26 @@ def bench_list(home: str) -> list[tuple[str, object, float]]:
 # ------------------------------------------------------------------ (3) 1 MiB commands
 MIB = 1 << 20
 HUGE_CALLS, HUGE_TARGET_MS = 3, 100.0
-HUGE_SHAPES = {
-    "one long argument": "echo " + "a" * MIB,
-    "many words": "echo " + "ab " * (MIB // 3),
-    "many commands": "ls; " * (MIB // 4),
-    "pipelines": "cat x | grep y | " * (MIB // 17),
-    "quoted code": "python3 -c '" + "x = 1; " * (MIB // 7) + "'",
-    "nested substitutions": "echo " + "$(" * 5000 + "x" + ")" * 5000 + " " + "b" * MIB,
-    "unbalanced quotes": 'echo "' + "'$(`" * (MIB // 4),
-    "here-document": "cat <<'EOF' > notes.md\n" + "line of text\n" * (MIB // 13) + "EOF\n",
-    "one long path": "rm " + "a/" * (MIB // 2),
-    "one long word": "f" * MIB + " ()",
-}
+PROFILED_CALLS, PROFILED_HUGE_CALLS = 200, 2
+
+
+def huge_shapes(size: int) -> dict[str, str]:
+    """Commands of about ``size`` bytes, by shape."""
+    return {
+        "one long argument": "echo " + "a" * size,
+        "many words": "echo " + "ab " * (size // 3),
+        "many commands": "ls; " * (size // 4),
+        "pipelines": "cat x | grep y | " * (size // 17),
+        "quoted code": "python3 -c '" + "x = 1; " * (size // 7) + "'",
+        "nested substitutions": "echo " + "$(" * 5000 + "x" + ")" * 5000 + " " + "b" * size,
+        "unbalanced quotes": 'echo "' + "'$(`" * (size // 4),
+        "here-document": "cat <<'EOF' > notes.md\n" + "line of text\n" * (size // 13) + "EOF\n",
+        "one long path": "rm " + "a/" * (size // 2),
+        "one long word": "f" * size + " ()",
+    }
+
+
+HUGE_SIZE = MIB
 
 
 def bench_huge(project: str) -> list[tuple[str, object, float]]:
@@ -245,13 +256,14 @@ def bench_huge(project: str) -> list[tuple[str, object, float]]:
     from leash.core.policy.halts.context import CheckContext
     from leash.core.policy.toolcall import read_commands
 
-    print(f"\n(3) check_halt_conditions on 1 MiB commands (median of {HUGE_CALLS}; no halts.db, record=False)")
+    print(f"\n(3) check_halt_conditions on {HUGE_SIZE // 1024:,} KiB commands (median of {HUGE_CALLS}; no halts.db, "
+          "record=False)")
     print(f"  {'shape':<22} {'check':>9} {'reader':>9} {'w/o secrets':>12}  outcome")
     config = api.default_config()
     no_secrets = {name: dict(row, enabled=name != "secrets_exposure") for name, row in config.items()}
     missed = []
     with tempfile.TemporaryDirectory() as home:
-        for name, command in HUGE_SHAPES.items():
+        for name, command in huge_shapes(HUGE_SIZE).items():
             data = {"session_token": SESSION, "current_context": {"commands": [command], "cwd": project,
                                                                   "leash_home": home}}
 
@@ -270,11 +282,18 @@ def bench_huge(project: str) -> list[tuple[str, object, float]]:
             cut = f"; reader stopped: {call.incomplete}" if call.incomplete else ""
             print(f"  {name:<22} {times[0]:7.1f}ms {times[1]:7.1f}ms {times[2]:10.1f}ms  {fired}{cut}")
             if times[0] >= HUGE_TARGET_MS:
-                missed.append((f"1 MiB: {name}", whole, HUGE_TARGET_MS))
+                missed.append((f"{HUGE_SIZE // 1024:,} KiB: {name}", whole, HUGE_TARGET_MS))
     return missed
 
 
 def main() -> None:
+    global CHECK_CALLS, CHECK_WARMUP, LIST_CALLS, LIST_WARMUP, EVENTS, SESSIONS, HUGE_CALLS, HUGE_SIZE
+    global PROFILED_CALLS, PROFILED_HUGE_CALLS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="every part in its smallest form (figures mean nothing)")
+    if parser.parse_args().smoke:
+        CHECK_CALLS, CHECK_WARMUP, LIST_CALLS, LIST_WARMUP, EVENTS, SESSIONS = 20, 4, 5, 1, 2_000, 20
+        HUGE_CALLS, HUGE_SIZE, PROFILED_CALLS, PROFILED_HUGE_CALLS = 1, 64 * 1024, 2, 1
     with tempfile.TemporaryDirectory() as scratch:
         project = os.path.join(scratch, "project")
         os.makedirs(project)
@@ -285,7 +304,7 @@ def main() -> None:
         missed += bench_huge(project)
         print("\n(4) targets missed: " + (", ".join(label for label, _, _ in missed) if missed else "none"))
         for label, call, _ in missed:
-            profile(label, call, 2 if label.startswith("1 MiB") else 200)
+            profile(label, call, PROFILED_HUGE_CALLS if " KiB: " in label else PROFILED_CALLS)
     print("\nwhole-hook latency: bench/hook_latency.py")
 
 

@@ -10,9 +10,16 @@ file in that home; every lifecycle hook on Claude Code's real payloads; a 1 MiB
 command; and a home with 100,000 past sessions. leash runs installed from its
 own wheel in a fresh virtualenv, as users run it. Also prints every non-stdlib
 module the hook imports (there should be none besides leash), from `python -X importtime`.
+
+``--smoke``: one run of each case (one lifecycle hook, no warm-up call, not
+through the console script), with the checkout's own interpreter (no wheel),
+1 halt, a 64 KiB command and 1,000 past sessions: it shows the bench works,
+its figures mean nothing.
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
 import statistics
@@ -24,6 +31,8 @@ import time
 from pathlib import Path
 
 RUNS = 20
+OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES = 20, 100_000, 1 << 20, None
+SMOKE = False
 # The hook command is what `leash install` writes (the interpreter on leash's
 # hook entry); `leash hook` through the console script is shown beside it.
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,11 +45,16 @@ def leash_command() -> list[str]:
     return [str(Path(PYTHON).parent / "leash")]
 
 
+@functools.cache
+def _hook_runner(python: str) -> tuple[str, ...]:
+    out = subprocess.run([python, "-c", "import json; from leash.core.hook.install import hook_runner; "
+                                        "print(json.dumps(hook_runner()))"], capture_output=True, text=True, check=True)
+    return tuple(json.loads(out.stdout))
+
+
 def installed_hook() -> list[str]:
     """What `leash install` writes before `hook EVENT`: the interpreter on the hook entry."""
-    out = subprocess.run([PYTHON, "-c", "import json; from leash.core.hook.install import hook_runner; "
-                                        "print(json.dumps(hook_runner()))"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    return list(_hook_runner(PYTHON))
 
 
 def installed_from_wheel(where: str) -> str:
@@ -82,7 +96,8 @@ TARGET = 3.0  # set per mode in main()
 
 def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) -> None:
     bare = [PYTHON, "-c", "pass"]
-    timed(hook, payload, env)  # registers the session, as a real agent's first call does
+    if not SMOKE:
+        timed(hook, payload, env)  # registers the session, as a real agent's first call does
     hook_times, bare_times = [], []
     for _ in range(RUNS):
         hook_times.append(timed(hook, payload, env))
@@ -94,10 +109,18 @@ def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) ->
 
 
 def main() -> None:
-    global PYTHON, TARGET
+    global PYTHON, TARGET, RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES, SMOKE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="one run each, no wheel (figures mean nothing)")
+    smoke = SMOKE = parser.parse_args().smoke
+    if smoke:
+        RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES = 1, 1, 1_000, 64 * 1024, 1
     with tempfile.TemporaryDirectory() as build:
-        PYTHON = installed_from_wheel(build)
-        print("leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
+        if smoke:
+            print("leash as this checkout's interpreter runs it (--smoke: no wheel)")
+        else:
+            PYTHON = installed_from_wheel(build)
+            print("leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
         print("\n== with a leash daemon: the hook is a thin client of its agent socket")
         TARGET = 1.5
         run_all(daemon=True)
@@ -134,14 +157,16 @@ def run_all(*, daemon: bool) -> None:
 
 def run_cases(home: str, env: dict[str, str], leash: list[str], *, daemon: bool) -> None:
     if True:
-        subprocess.run(leash + ["stop", "someone-else", "--reason", "bench"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        from leash.core.views.protocol import StopProtocol
+
+        StopProtocol(home).acknowledge_stop("bench", "someone-else", "bench")  # a stop on a session not seen
         subprocess.run(leash + ["hands-off", "path:vendor/**"], env=env, check=True, stdout=subprocess.DEVNULL)
         payload = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                               "tool_input": {"command": "ls src/ | grep -c py"}, "cwd": home}).encode()
         hook = installed_hook() + ["hook", "pre-tool-use"]  # what Claude Code runs
         measure("Bash, no halts.db", hook, payload, env)
-        measure("  (as `leash hook`)", leash + ["hook", "pre-tool-use"], payload, env)
+        if not SMOKE:
+            measure("  (as `leash hook`)", leash + ["hook", "pre-tool-use"], payload, env)
 
         source = Path(home) / "app.py"
         source.write_text("def main():\n    return 1\n")
@@ -151,7 +176,7 @@ def run_cases(home: str, env: dict[str, str], leash: list[str], *, daemon: bool)
                        "tool_input": {"command": "make lint"}}):
             subprocess.run(post, input=json.dumps({"session_id": "bench-session", "cwd": home, **event}).encode(),
                            env=env, check=True)
-        for n in range(20):
+        for n in range(OTHER_HALTS):
             subprocess.run(leash + ["halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
                                     "medium", "--description", "bench"], env=env, check=True,
                            stdout=subprocess.DEVNULL)
@@ -164,8 +189,9 @@ def run_cases(home: str, env: dict[str, str], leash: list[str], *, daemon: bool)
         measure_lifecycle(leash, env)
 
         big = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "echo " + "x" * (1 << 20)}, "cwd": home}).encode()
-        measure("Bash, 1 MiB command", hook, big, env)
+                          "tool_input": {"command": "echo " + "x" * BIG_COMMAND}, "cwd": home}).encode()
+        size = f"{BIG_COMMAND >> 20} MiB" if BIG_COMMAND >= 1 << 20 else f"{BIG_COMMAND >> 10} KiB"
+        measure(f"Bash, {size} command", hook, big, env)
         if not daemon:  # a home of its own, with no daemon on it
             measure_past_sessions(leash, payload, env)
 
@@ -191,7 +217,7 @@ LIFECYCLE = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptS
 def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
     """Each lifecycle hook on Claude Code's real payloads (tests/fixtures/claude_code)."""
     fixtures = ROOT / "tests" / "fixtures" / "claude_code"
-    for verb, event in LIFECYCLE.items():
+    for verb, event in list(LIFECYCLE.items())[:LIFECYCLE_CASES]:
         data = json.loads((fixtures / f"{event}.json").read_text())
         data["session_id"] = "bench-session"
         label = event
@@ -201,21 +227,22 @@ def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
 
 
 def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
-    """A home whose sessions.json holds 100,000 sessions last seen weeks ago:
+    """A home whose sessions.json holds 100,000 sessions (``PAST_SESSIONS``) last seen weeks ago:
     the first write forgets them, and every later call reads a small file."""
     from leash.core.base.clock import iso
 
     with tempfile.TemporaryDirectory() as home:
         old = iso(time.time() - 30 * 86400)
         past = {f"past-{n}": {"tmux_session": "", "tmux_session_id": "", "tmux_pane": "", "entity": "",
-                              "cwd": "/", "last_seen": old, "last_tool": "Bash"} for n in range(100_000)}
+                              "cwd": "/", "last_seen": old, "last_tool": "Bash"} for n in range(PAST_SESSIONS)}
         Path(home, "sessions.json").write_text(json.dumps(past))
         os.chmod(home, 0o700)
         local = dict(env, LEASH_HOME=home)
         first = timed(leash + ["hook", "pre-tool-use"], payload, local)
-        print(f"100,000 past sessions: first call {first * 1000:.0f} ms (forgets them); "
+        print(f"{PAST_SESSIONS:,} past sessions: first call {first * 1000:.0f} ms (forgets them); "
               f"sessions.json now {Path(home, 'sessions.json').stat().st_size} bytes")
-        measure("Bash, after 100k past", installed_hook() + ["hook", "pre-tool-use"], payload, local)
+        hook = installed_hook() + ["hook", "pre-tool-use"]
+        measure(f"Bash, after {PAST_SESSIONS // 1000}k past", hook, payload, local)
 
 
 def _third_party(top: str, stdlib: set[str]) -> bool:

@@ -22,6 +22,8 @@ leash's own start-up, the stop being filed, and, with leashd, the command's
 trip through the operator socket. The stand-ins are ``tests/support/interrupt.py``'s.
 Prints figures only; everything lives in a temporary directory removed at
 the end, and the tmux server and every process started here are ended.
+``--smoke``: one run of each case: it shows the bench works, its figures mean
+little.
 """
 from __future__ import annotations
 
@@ -189,7 +191,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per case (default {RUNS})")
     parser.add_argument("--claude", action="store_true",
                         help="also a real headless claude -p (the end-to-end harness's install)")
+    parser.add_argument("--smoke", action="store_true", help="one run of each case (figures mean little)")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
     base = Path(tempfile.mkdtemp(prefix="leash-bench-interrupt-"))

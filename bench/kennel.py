@@ -29,6 +29,8 @@ Figures printed (no assertions):
     ~3 s after start-up (target: under 1 %).
 
 The tmux server is killed by its socket at the end, also on error or Ctrl-C.
+``--smoke``: 4 sessions (one silent), 2 dogs, timeouts of 0.2 s, 0.5 s idle:
+it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
@@ -136,7 +138,10 @@ def main() -> int:
     parser.add_argument("--poll", type=float, default=0.05, help="poll_seconds")
     parser.add_argument("--idle-seconds", type=float, default=3.0)
     parser.add_argument("--child", nargs=3, metavar=("HOME", "SOCKET", "RESULT"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="4 sessions, 2 dogs, short timeouts")
     args = parser.parse_args()
+    if args.smoke:
+        args.sessions, args.silent, args.dogs, args.timeouts, args.idle_seconds = 4, 1, 2, "0.2,0.2,0.2", 0.5
     if args.child:
         child(*args.child)
         return 0

@@ -10,9 +10,12 @@ Target: the whole check on 1 MiB under 100 ms. CPU time (``process_time``) is
 printed beside wall time, as other work on the machine inflates the latter.
 
 Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/secret_rules.py``.
+``--smoke``: 64 KiB instead of 1 MiB, a few calls each: it shows the bench
+works, its figures mean nothing.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -24,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 MIB = 1 << 20
+SIZE = MIB            # of the big cases (--smoke: 64 KiB)
+TYPICAL_RUNS, BIG_RUNS = 200, 5
 TARGET_MS = 100.0
 TYPICAL = "git status --short && pytest -q tests/test_app.py -k 'login or logout' && git diff --stat HEAD~1 -- src/"
 PLAIN_LINE = "cd /srv/app && make -j4 build && ls -la dist/ | grep -v '.map$' && echo \"step $i done\" >> build.log\n"
@@ -45,10 +50,11 @@ def cases() -> dict[str, str]:
     from leash.core.base import gitleaks_rules
 
     keywords = "".join(sorted({k for rule in gitleaks_rules.RULES for k in rule[4]}))
+    size = f"{SIZE // MIB} MiB" if SIZE >= MIB else f"{SIZE // 1024} KiB"
     return {
         "typical 200 B command": TYPICAL[:200],
-        "plain 1 MiB command": (PLAIN_LINE * (MIB // len(PLAIN_LINE) + 1))[:MIB],
-        "adversarial 1 MiB token": (keywords * (MIB // len(keywords) + 1))[:MIB],
+        f"plain {size} command": (PLAIN_LINE * (SIZE // len(PLAIN_LINE) + 1))[:SIZE],
+        f"adversarial {size} token": (keywords * (SIZE // len(keywords) + 1))[:SIZE],
     }
 
 
@@ -83,6 +89,11 @@ def profile_top(call, count: int = 6) -> None:
 
 
 def main() -> None:
+    global SIZE, TYPICAL_RUNS, BIG_RUNS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="each case in its smallest form (figures mean nothing)")
+    if parser.parse_args().smoke:
+        SIZE, TYPICAL_RUNS, BIG_RUNS = 64 * 1024, 5, 1
     from leash.core.base import secrets
     from leash.core.state.halts.api import check_halt_conditions
 
@@ -91,7 +102,7 @@ def main() -> None:
     first_use()
     with tempfile.TemporaryDirectory(prefix="leash-bench-") as home:
         for label, text in cases().items():
-            runs = 200 if len(text) < 10_000 else 5
+            runs = TYPICAL_RUNS if len(text) < 10_000 else BIG_RUNS
 
             def scan_and_mask(text=text):
                 fresh = (" " + text)[1:]  # a new string: the last scan is remembered by identity
@@ -108,7 +119,7 @@ def main() -> None:
             met = "met" if cpu < TARGET_MS else "MISSED"
             verdict = "" if len(text) < MIB else f"  (target < {TARGET_MS:g} ms: {met})"
             print(f"  {label:<26} whole halt check  {wall:8.2f} ms wall {cpu:8.2f} ms CPU{verdict}")
-            if len(text) >= MIB:
+            if len(text) >= SIZE:
                 profile_top(whole_check)
 
 

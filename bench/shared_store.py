@@ -16,6 +16,10 @@ pg_stat_statements loaded) serves every part.
    answered per second, database CPU and statements per call
    (pg_stat_statements), then the console's first paint and a change made on
    another host to the screen on that fleet.
+
+``--smoke`` runs every part in its smallest form (3 stops, a few calls, a
+fleet of 2 hosts of 5 sessions for half a second, the checkout's own
+interpreter for the hook): it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.postgres import Cluster  # noqa: E402  (the throwaway server the tests use)
 
 STOPS = 200
+DAEMON_CALLS, DAEMON_WARMUP = 1000, 100
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -78,10 +83,14 @@ def cli(operator: str, *argv: str) -> int:
     raise SystemExit("the daemon closed the connection")
 
 
-def denies(agent: str, request: bytes) -> bool:
+ASK_SECONDS = 5.0  # a reply later than this is a failure of the bench, not a figure
+
+
+def denies(agent: str, request: bytes, home: str) -> bool:
+    """Does the daemon behind ``agent`` (of ``home``) deny, as the thin hook asks it?"""
     from leash.core.wire.thinhook import ask
 
-    reply = ask(agent, request)
+    reply = ask(agent, request, home=home, deadline=time.monotonic() + ASK_SECONDS)
     return '"deny"' in reply.get("stdout", "")
 
 
@@ -102,19 +111,20 @@ def propagation(cluster: Cluster, root: str) -> None:
         payload = json.dumps({"session_id": "claude-c", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                               "tool_input": {"command": "ls"}, "cwd": "/"}).encode()
         request = hook_request("pre-tool-use", payload, None, env={})
-        assert not denies(agent, request), "c's hook denies before any stop"
+        asked = homes["c"]
+        assert not denies(agent, request, asked), "c's hook denies before any stop"
         delays, polls = [], 0
         for n in range(STOPS):
             assert cli(operator, "stop", "claude-c", "--reason", f"bench {n}") == 0
             started = time.perf_counter()
-            while not denies(agent, request):
+            while not denies(agent, request, asked):
                 polls += 1
                 if time.perf_counter() - started > 10:
                     raise SystemExit("c never denied")
             delays.append(time.perf_counter() - started)
             assert cli(operator, "resume", "claude-c") == 0
             deadline = time.perf_counter() + 10
-            while denies(agent, request):
+            while denies(agent, request, asked):
                 if time.perf_counter() > deadline:
                     raise SystemExit("c never allowed again")
         print(f"stop on host a -> hook on host c denies: p50 {statistics.median(delays) * 1000:5.1f} ms, "
@@ -152,15 +162,15 @@ def daemon_side(cluster: Cluster, root: str) -> None:
                 payload = json.dumps({"session_id": "bench", "hook_event_name": "PreToolUse", "cwd": root, **call})
                 request = {"verb": "hook", "event": "pre-tool-use", "payload": payload,
                            "env": forwarded_env(os.environ)}
-                for _ in range(100):
+                for _ in range(DAEMON_WARMUP):
                     daemon._hook(request, me)
                 times = []
-                for _ in range(1000):
+                for _ in range(DAEMON_CALLS):
                     start = time.perf_counter()
                     daemon._hook(request, me)
                     times.append(time.perf_counter() - start)
                 print(f"daemon-side on PostgreSQL {label:<4} median {statistics.median(times) * 1e6:5.0f} us, "
-                      f"p99 {percentile(times, 0.99) * 1e6:6.0f} us (1,000 calls)")
+                      f"p99 {percentile(times, 0.99) * 1e6:6.0f} us ({DAEMON_CALLS:,} calls)")
         finally:
             daemon.close()
     finally:
@@ -168,14 +178,17 @@ def daemon_side(cluster: Cluster, root: str) -> None:
         os.environ.pop("LEASH_HOST", None)
 
 
-def hook_process(cluster: Cluster, root: str) -> None:
+def hook_process(cluster: Cluster, root: str, *, smoke: bool) -> None:
     """The hook `leash install` wires, as a whole process, with leashd on the
     shared store, against `python -c pass` (hook_latency.py's measure)."""
     sys.path.append(str(ROOT / "bench"))
     import hook_latency
 
     url = cluster.url(cluster.fresh_schema())
-    hook_latency.PYTHON = hook_latency.installed_from_wheel(os.path.join(root, "wheel"))
+    if smoke:
+        hook_latency.RUNS = 1
+    else:
+        hook_latency.PYTHON = hook_latency.installed_from_wheel(os.path.join(root, "wheel"))
     hook_latency.TARGET = 1.5
     home = os.path.join(root, "home-hook")
     os.makedirs(home, mode=0o700)
@@ -311,7 +324,8 @@ async def console_on_fleet(backends: list, root: str) -> tuple[float, float]:
             await asyncio.sleep(1.0)  # the live view is listening
             target = "h0-s5"  # a session the first screenful shows (the view holds 300 rows per list)
             filed = time.perf_counter()
-            await asyncio.to_thread(backends[7].stops.stop, target, source="bench@h7", reason="bench")
+            other = backends[-1]  # another host than the console's
+            await asyncio.to_thread(other.stops.stop, target, source=f"bench@{other.host}", reason="bench")
             while not any(row["name"] == target and row["state"] == "stopped"
                           for row in app.view_data["sessions"]):
                 await asyncio.sleep(0.002)
@@ -320,12 +334,22 @@ async def console_on_fleet(backends: list, root: str) -> tuple[float, float]:
         own.close()
 
 
+def smallest(args) -> None:
+    """``--smoke``: each part once, as small as it goes."""
+    global STOPS, DAEMON_CALLS, DAEMON_WARMUP, FLEET_HOSTS, SESSIONS_PER_HOST
+    STOPS, DAEMON_CALLS, DAEMON_WARMUP, FLEET_HOSTS, SESSIONS_PER_HOST = 3, 10, 2, 2, 5
+    args.seconds = min(args.seconds, 0.5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="propagation,daemon,hook,fleet", help="propagation,daemon,hook,fleet")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--smoke", action="store_true", help="every part in its smallest form (figures mean nothing)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    if args.smoke:
+        smallest(args)
     sys.stdout.reconfigure(line_buffering=True)
     cluster = Cluster(settings="-c shared_preload_libraries=pg_stat_statements -c max_connections=200")
     try:
@@ -335,7 +359,7 @@ def main() -> None:
             if "daemon" in parts:
                 daemon_side(cluster, root)
             if "hook" in parts:
-                hook_process(cluster, root)
+                hook_process(cluster, root, smoke=args.smoke)
             if "fleet" in parts:
                 fleet(cluster, root, seconds=args.seconds)
     finally:

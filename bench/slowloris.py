@@ -7,6 +7,8 @@ Then 300 connections (``--stalled``) each send the start of a request line and
 stall; while they hang, the same 40 requests again (each given at most 15 s).
 Printed: p50, p99 and the worst latency of both runs, and how many requests
 failed. Loopback Unix socket only; the whole run is bounded (under a minute).
+``--smoke``: 3 calls each, 10 stalled connections: it shows the bench works,
+its figures mean little.
 """
 from __future__ import annotations
 
@@ -104,7 +106,11 @@ def stall(path: str, count: int) -> list[socket.socket]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stalled", type=int, default=STALLED, help="stalled connections (at most 2,000)")
+    parser.add_argument("--smoke", action="store_true", help="3 calls, 10 stalled (figures mean little)")
     args = parser.parse_args()
+    if args.smoke:
+        global CALLS
+        CALLS, args.stalled = 3, 10
     count = max(0, min(args.stalled, 2000))
     here = os.path.dirname(os.path.abspath(__file__))
     # This folder has scripts named like standard modules (secrets.py), which leash imports.

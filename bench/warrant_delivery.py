@@ -12,7 +12,8 @@ every other warrant, put back). Figures only; nothing is asserted.
     .venv/bin/python bench/warrant_delivery.py [--runs 10] [--versions 2.1.197 latest]
 
 Needs npm and its registry the first time (as ``make e2e``); says so and
-exits 0 when Claude Code cannot be had.
+exits 0 when Claude Code cannot be had. ``--smoke``: one warrant on the pinned
+version: it shows the bench works, its figures mean little.
 """
 from __future__ import annotations
 
@@ -84,7 +85,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--versions", nargs="+", default=[harness.PINNED_VERSION, "latest"])
+    parser.add_argument("--smoke", action="store_true", help="one warrant on the pinned version")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.versions = 1, [harness.PINNED_VERSION]
     for version in args.versions:
         bench_version(version, args.runs)
     return 0
