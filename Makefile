@@ -10,9 +10,16 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' 
-	touch $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP) $(RUNTIME_STAMP)
+
+# leash alone, without the test extras: what ``make demo`` needs.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $(RUNTIME_STAMP)
 
 # ruff on the tree, then mypy on the core and the console (both run; either
 # failing fails it). mypy resolves ``leash.core`` and ``leash.console`` through
@@ -79,7 +86,7 @@ bench: $(STAMP)
 	$(PY) bench/policy_audit.py
 	$(PY) bench/approvals.py
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(VENV)/bin/leash demo
 
 # PNG pictures of the console for the README (needs the cairo library).
