@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 
 KENNEL_WATCH_SECONDS = 0.1  # how soon the console's kennel notices the console has gone
 NOTIFY_LIMIT = 300  # characters of a notification's message
+CONFIG_NOTICE_SECONDS = 60  # how long what config.toml says stays on screen
 DESKTOP_LIMIT = 160  # characters of an OSC 9 desktop notification's text
 DESKTOP_PREFIX = "leash: "  # never a digit first: OSC 9;<n> means other things to some terminals
 ALERTED_OUTCOMES = frozenset({"executed", "undelivered"})  # a warrant's end an operator must hear of
@@ -163,6 +164,16 @@ class LeashApp(EndsOnSignals, App[None]):
             self._catch_ending_signals()
         if self.want_kennel:
             self.start_kennel()
+        self._say_config()
+
+    def _say_config(self) -> None:
+        """What config.toml says that the console does not use (a file that
+        cannot be used, an unknown key, a binding of [console.keys] left out):
+        a warning each, as every command says it on stderr."""
+        from leash.core.base.config import config_notices
+
+        for notice in config_notices(self.home):
+            self.notify(notice, title="config.toml", severity="warning", timeout=CONFIG_NOTICE_SECONDS)
 
     def on_unmount(self) -> None:
         self._restore_signal_handlers()

@@ -68,10 +68,16 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
         elif args.command not in remote.LOCAL_COMMANDS:
             path, required = operator_socket(getattr(args, "home", None))
             if path is not None:
-                code = remote.forward(argv, path, required=required)
+                code = remote.forward(argv, path, required=required)  # the daemon says what config.toml says
                 if code is not None:
                     return code
-        return actions.run(args)
+        if args.command == "hook":  # the hooks judge a broken config.toml by its own rules (core.hook)
+            return actions.run(args)
+        from leash.core.base.config import strictest_when_broken
+
+        with strictest_when_broken():  # a broken config.toml never locks the operator out
+            _say_config_notices(args)
+            return actions.run(args)
     except Refused as exc:  # every refusal, bad input too (a UsageError: exit 2)
         return _say_error(str(exc), exc.exit_code, argv, args)
     except DaemonUnreachable as exc:
@@ -82,6 +88,32 @@ def dispatch(argv: list[str], *, daemon_home: str | None = None, peer_source: st
         return EXIT_OK
     except Exception as exc:  # the last line of defence against a traceback
         return _say_error(f"{exc.__class__.__name__}: {exc}", EXIT_REFUSED, argv, args)
+
+
+# Commands that say nothing of config.toml before they run: doctor reports
+# every line of it itself; status reports a file that cannot be used itself;
+# completion answers a shell that is completing a word.
+QUIET_ABOUT_CONFIG = frozenset({"doctor", "completion"})
+SAY_OWN_CONFIG_PROBLEM = frozenset({"status"})
+
+
+def _say_config_notices(args) -> None:
+    """One ``leash: warning:`` line on stderr for each thing config.toml says
+    that the command does not use (``core.base.config.config_notices``): the
+    problem of a file that cannot be used, or each key it ignores."""
+    from leash.core.base.config import config_notices, config_problem
+    from leash.core.base.home import home_problem, resolve_home
+    from leash.core.base.text import printable
+
+    if args.command in QUIET_ABOUT_CONFIG:
+        return
+    home = resolve_home(getattr(args, "home", None))
+    if home_problem(home) is not None:  # an unsafe home is refused, its files unread
+        return
+    if args.command in SAY_OWN_CONFIG_PROBLEM and config_problem(home) is not None:
+        return
+    for notice in config_notices(home):
+        sys.stderr.write(f"leash: warning: {printable(notice)}\n")
 
 
 def _say_error(message: str, code: int, argv: list[str] | None = None, args=None) -> int:

@@ -5,7 +5,9 @@ ones that apply to the focused panel; the help screen lists them all; the
 command palette offers them. The number keys come from the panel registry
 (``console.panels``: ``1`` shows its first panel). ``[console.keys]`` in
 config.toml remaps an action to another key (``stop = "x"``; a panel's
-number key is ``focus_<panel>``).
+number key is ``focus_<panel>``); the names and default keys an operator
+writes there are ``core.base.consolekeys``'s, so that reading the file and
+``leash doctor`` judge a binding as the console does.
 """
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ ACTIONS: tuple[KeyAction, ...] = (
     KeyAction("command_palette", "ctrl+p", "Palette", EVERYWHERE),
     KeyAction("quit", "q", "Quit", EVERYWHERE),
 )
-# Config names of the actions that take an argument.
-CONFIG_NAMES = {a.name: a.name for a in ACTIONS}
+# Each action's name in [console.keys] (the operator's word: ``focus_acklog``)
+# -> its name here (``focus_panel('acklog')``, never shown to the operator).
+CONFIG_NAMES = {a.name: a.name for a in ACTIONS if a.base != "focus_panel"}
 CONFIG_NAMES.update({f"focus_{key}": f"focus_panel('{key}')" for key in PANELS})
 
 
@@ -78,20 +81,18 @@ class KeymapError(ValueError):
 
 
 def keymap(overrides: dict[str, str] | None = None) -> tuple[KeyAction, ...]:
-    """The actions with ``[console.keys]`` applied; unknown names are an error."""
-    overrides = overrides or {}
-    by_action = {}
-    for config_name, key in overrides.items():
-        if config_name not in CONFIG_NAMES:
-            known = ", ".join(sorted(CONFIG_NAMES))
-            raise KeymapError(f"[console.keys] {config_name!r} is not an action (known: {known})")
-        by_action[CONFIG_NAMES[config_name]] = key
-    result = tuple(a._replace(key=by_action.get(a.name, a.key)) for a in ACTIONS)
-    keys = [a.key for a in result]
-    clash = sorted({k for k in keys if keys.count(k) > 1})
-    if clash:
-        raise KeymapError(f"[console.keys] gives more than one action the key(s) {', '.join(clash)}")
-    return result
+    """The actions with ``[console.keys]`` applied. Reading config.toml
+    leaves out, with a warning naming its line, every binding the console
+    cannot use (``core.base.consolekeys.rebind``, the same rule): one given
+    here anyway is a ``KeymapError`` in the operator's words."""
+    from leash.core.base.consolekeys import rebind
+
+    kept, left_out = rebind(dict(overrides or {}))
+    if left_out:
+        name, why = left_out[0]
+        raise KeymapError(f"[console.keys] {name}: {why}")
+    by_action = {CONFIG_NAMES[name]: key for name, key in kept.items()}
+    return tuple(a._replace(key=by_action.get(a.name, a.key)) for a in ACTIONS)
 
 
 def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:

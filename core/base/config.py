@@ -1,9 +1,14 @@
 """``config.toml``: every setting leash reads, with its default and its type.
 
-The file is optional and every key has a default. It is read with ``tomllib``;
-a file that does not parse, a key that leash does not know, or a value of the
-wrong type raises ``ConfigError`` whose message is one line naming the file,
-the line and the key, so the CLI can print it as it is.
+The file is optional and every key has a default. It is read with ``tomllib``.
+A file that does not parse, or a known key with a value of the wrong type,
+cannot be used: ``ConfigError``, whose message is one line naming the file,
+the line and the key, so the CLI can print it as it is. A key leash does not
+know is not an error: the file is still understood, the key is ignored and
+``config_warnings(home)`` names it (file, line, key and, for a near miss, the
+known key meant: ``timeout`` -> ``timeouts``). So are the bindings of
+``[console.keys]`` the console cannot use (``core.base.consolekeys``): the
+console's alone, they never make the file unusable.
 
 The line is the one tomllib names for a file that does not parse, else the
 line the key is written on: under its table, as a dotted key or in an inline
@@ -11,8 +16,13 @@ table. A file is parsed once per process while its bytes stay the same
 (``load_config`` keeps the result; each caller gets its own copy), so the
 hook path pays for one parse however many modules read it.
 ``config_problem(home)`` says why a file cannot be used, and
-``strictest_config()`` is what the hooks use meanwhile: every setting that
-could loosen a rule at its strictest, never the defaults.
+``strictest_config()`` is what is used meanwhile: every setting that could
+loosen a rule at its strictest, never the defaults, never a value of the
+broken file. The hooks ask ``config_problem`` themselves (the gate then holds
+every call for an operator); ``load_config`` raises, except while an
+operator's command or leashd holds ``strictest_when_broken()``: it then
+answers with ``strictest_config()``, so the operator is never locked out by
+the file (the command says so on stderr: ``config_notices``).
 
 Tables whose names are chosen by the operator (``[loop.NAME]``,
 ``[reply_guard.channels.NAME]``) are validated against a per-entry schema,
@@ -199,109 +209,6 @@ def store_url_problem(url: str) -> str | None:
     return None
 
 
-def _key_parts(text: str) -> list[str]:
-    """A TOML key (``a.b``, ``"a b".c``, ``'x'``) split at its dots, quotes off."""
-    parts, current, quote = [], "", ""
-    for char in text.strip():
-        if quote:
-            if char == quote:
-                quote = ""
-            else:
-                current += char
-        elif char in "\"'":
-            quote = char
-        elif char == ".":
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    parts.append(current.strip())
-    return [part for part in parts if part]
-
-
-_KEY_PART = r"(?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')"  # a bare, "basic" or 'literal' key
-_HEADER = re.compile(r"^\s*\[\[?\s*((?:[^\]\"']|\"[^\"]*\"|'[^']*')+?)\s*\]\]?")
-_ASSIGN = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
-
-
-def _line_of(text: str, table: str, key: str) -> int:
-    """The line where ``key`` is set inside ``[table]`` (1-based; 0 when it
-    cannot be found): under its table's header, as a dotted key
-    (``gate.read_only_tools = ...``) or inside an inline table
-    (``gate = {read_only_tools = ...}``: the line that opens it)."""
-    wanted = _key_parts(f"{table}.{key}" if table else key)
-    current: list[str] = []
-    near = 0  # the closest line found short of the key itself: its table, or an inline table holding it
-    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), 1):
-        found = _HEADER.match(line)
-        if found:
-            current = _key_parts(found.group(1))
-            if current == wanted:
-                return number
-            if current and wanted[:len(current)] == current and not near:
-                near = number
-            continue
-        found = _ASSIGN.match(line)
-        if not found:
-            continue
-        full = current + _key_parts(found.group(1))
-        if full == wanted:
-            return number
-        if full and wanted[:len(full)] == full:
-            near = number  # an inline table (or a value) that holds the key
-    return near
-
-
-def _decode_error(path: str, text: str, exc: Exception) -> ConfigError:
-    message = str(exc)
-    lines = text.splitlines()
-    found = re.search(r"at line (\d+)", message)
-    if found:
-        line = int(found.group(1))
-    else:  # "at end of document": blame the last assignment, the one left open
-        line = max((n for n, t in enumerate(lines, 1) if "=" in t), default=len(lines))
-    reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
-    reason = _DECODE_HINTS.get(reason, reason)
-    key = _key_at(lines, line)
-    where = f"{path}:{line}" if line else str(path)
-    return ConfigError(f"{where}: key '{key}': {reason}" if key else f"{where}: {reason}")
-
-
-def _key_at(lines: list[str], line: int) -> str:
-    """The dotted key set on ``line`` (its table included), or its table header."""
-    if not 0 < line <= len(lines):
-        return ""
-    table = ""
-    for source in lines[:line - 1]:
-        header = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]", source)
-        if header:
-            table = header.group(1).replace(" ", "")
-    source = lines[line - 1]
-    header = re.match(r"^\s*\[+\s*([^\]]*)", source)
-    if header:
-        return header.group(1).strip()
-    left = source.split("=", 1)[0].strip() if "=" in source else source.strip()
-    return f"{table}.{left}" if table and left else left
-
-
-def _bad(path: str, text: str, table: str, key: str, problem: str) -> ConfigError:
-    line = _line_of(text, table, key)
-    dotted = f"{table}.{key}" if table else key
-    where = f"{path}:{line}" if line else str(path)
-    return ConfigError(f"{where}: key '{dotted}': {problem}")
-
-
-def _validate_entries(path, text, table, entries, schema, merged_into):
-    for key, value in entries.items():
-        if key not in schema:
-            raise _bad(path, text, table, key, "unknown setting")
-        (kind,) = schema[key]
-        if not _check(kind, value):
-            said = "" if kind in _NEVER_ECHOED else f", got {value!r}"
-            raise _bad(path, text, table, key, f"must be {_KIND_SAID.get(kind, kind)}{said}{_why_not(kind, value)}")
-        merged_into[key] = value
-
-
 def _why_not(kind: str, value: object) -> str:
     """What is wrong with the first bad rule of a list of ask rules ("" for other kinds)."""
     if kind != "ask rules" or not isinstance(value, list):
@@ -310,11 +217,11 @@ def _why_not(kind: str, value: object) -> str:
     return f" ({problems[0]})" if problems else ""
 
 
-# Parsed files, by path: (the bytes parsed, the merged config or the error's
-# message). A process parses a file once however many modules read it (the
-# hook path reads it from the gate, the halt engine, the session registry...),
-# and again only when its bytes change.
-_PARSED: dict[str, tuple[bytes, JSONObject | None, str]] = {}
+# Parsed files, by path: (the bytes parsed, the merged config or None, the
+# error's message, the warnings). A process parses a file once however many
+# modules read it (the hook path reads it from the gate, the halt engine, the
+# session registry...), and again only when its bytes change.
+_PARSED: dict[str, tuple[bytes, JSONObject | None, str, list[str]]] = {}
 _PARSED_KEPT = 16
 
 # What the hooks use when config.toml cannot be used: the defaults, with every
@@ -340,6 +247,35 @@ def strictest_config() -> JSONObject:
     return merged
 
 
+class _FloorHold:
+    """One holder of ``strictest_when_broken()``; a context manager, or ``release()`` it."""
+
+    def __enter__(self) -> _FloorHold:
+        _FLOOR_HOLDERS.append(self)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.release()
+
+    def release(self) -> None:
+        if self in _FLOOR_HOLDERS:  # list.append and list.remove: safe from any thread
+            _FLOOR_HOLDERS.remove(self)
+
+
+_FLOOR_HOLDERS: list[_FloorHold] = []
+
+
+def strictest_when_broken() -> _FloorHold:
+    """While held (``with strictest_when_broken():``, or entered and later
+    ``release()``d), ``load_config`` answers a file that cannot be used with
+    ``strictest_config()`` instead of raising: what an operator's command, the
+    console and leashd run on, so a broken file never locks the operator out
+    and no value of it is used. Process-wide (the console's threads, leashd's
+    connections): the hooks' own process never holds it, and the gate asks
+    ``config_problem`` itself wherever it runs."""
+    return _FloorHold()
+
+
 def config_path(home) -> str:
     return os.path.join(os.fspath(home), CONFIG_NAME)
 
@@ -355,9 +291,67 @@ def config_problem(home) -> str | None:
     return None
 
 
+def config_warnings(home) -> list[str]:
+    """What a usable ``<home>/config.toml`` says that leash ignores, one line
+    each (``<path>:<line>: key 'warrants.timeout': unknown setting, ignored
+    (did you mean 'timeouts'?)``); [] when there is none, or the file cannot
+    be used (``config_problem`` says why)."""
+    try:
+        _loaded(home)
+    except ConfigError:
+        return []
+    kept = _PARSED.get(config_path(home))
+    return list(kept[3]) if kept is not None else []
+
+
+BROKEN_EFFECT = ("leash runs on the strictest settings meanwhile: the hooks hold every tool call for an operator "
+                 "until it is mended; leash doctor")
+
+
+def config_notices(home) -> list[str]:
+    """The lines an operator is told about ``<home>/config.toml`` (a command
+    on stderr, leashd at start, the console as a notice): the one problem of
+    a file that cannot be used and what leash does meanwhile, else each
+    warning; [] for a file with nothing to say."""
+    problem = config_problem(home)
+    if problem is not None:
+        return [f"config.toml cannot be used: {problem} ({BROKEN_EFFECT})"]
+    return config_warnings(home)
+
+
+def may_name_store(home) -> bool:
+    """Whether ``<home>/config.toml``, when it cannot be used, may name the
+    shared store (any ``store`` in its text, or it cannot be read): the home's
+    files are then not known to be the state, and nothing falls back to them."""
+    try:
+        with open(config_path(home), "rb") as handle:
+            return b"store" in handle.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
 def load_config(home) -> JSONObject:
-    """Defaults overlaid with ``<home>/config.toml``; raises ConfigError."""
-    return json.loads(json.dumps(_loaded(home)))  # each caller its own (deep) copy, without importing copy
+    """Defaults overlaid with ``<home>/config.toml`` (its unknown keys left
+    out: ``config_warnings``); raises ConfigError for a file that cannot be
+    used, unless ``strictest_when_broken()`` is held: ``strictest_config()``."""
+    try:
+        return json.loads(json.dumps(_loaded(home)))  # each caller its own (deep) copy, without importing copy
+    except ConfigError:
+        if _FLOOR_HOLDERS:
+            return strictest_config()
+        raise
+
+
+def judged_config(home) -> tuple[JSONObject, str | None]:
+    """What the hooks judge by, in one read of the file: (its config, None),
+    or (``strictest_config()``, why it cannot be used), whoever holds
+    ``strictest_when_broken()``."""
+    try:
+        return json.loads(json.dumps(_loaded(home))), None
+    except ConfigError as exc:
+        return strictest_config(), str(exc)
 
 
 def _loaded(home) -> JSONObject:
@@ -373,9 +367,9 @@ def _loaded(home) -> JSONObject:
     kept = _PARSED.get(path)
     if kept is None or kept[0] != raw:
         try:
-            kept = (raw, _parse(path, raw), "")
+            kept = (raw, *_parse(path, raw))
         except ConfigError as exc:
-            kept = (raw, None, str(exc))
+            kept = (raw, None, str(exc), [])
         if len(_PARSED) >= _PARSED_KEPT:
             _PARSED.clear()
         _PARSED[path] = kept
@@ -384,13 +378,9 @@ def _loaded(home) -> JSONObject:
     return kept[1]
 
 
-_DECODE_HINTS = {  # tomllib's words, and what usually causes them
-    "Invalid value": "Invalid value (a string needs quotes; a boolean is true or false)",
-}
-
-
-def _parse(path: str, raw: bytes) -> JSONObject:
-    merged = json.loads(json.dumps(DEFAULTS))
+def _parse(path: str, raw: bytes) -> tuple[JSONObject, str, list[str]]:
+    """(the defaults overlaid with the file's known keys, "", a line for each
+    key it ignores); raises ConfigError for a file that cannot be used."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -402,45 +392,106 @@ def _parse(path: str, raw: bytes) -> JSONObject:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise _decode_error(path, text, exc) from None
+        from leash.core.base.tomllines import decode_error
 
+        raise ConfigError(decode_error(path, text, exc)) from None
+    reading = _Reading(path, text)
+    merged = json.loads(json.dumps(DEFAULTS))
     for section, body in data.items():
         if section not in DEFAULTS:
-            raise _bad(path, text, "", section, "unknown section")
-        if not isinstance(body, dict):
-            raise _bad(path, text, "", section, "must be a table")
-        if section == "loop":
-            for name, entry in body.items():
-                if not isinstance(entry, dict):
-                    raise _bad(path, text, "loop", name, "must be a table [loop.NAME]")
-                merged["loop"][name] = {}
-                _validate_entries(path, text, f"loop.{name}", entry, LOOP_ENTRY, merged["loop"][name])
-        elif section == "reply_guard":
-            for key, channels in body.items():
-                if key != "channels" or not isinstance(channels, dict):
-                    raise _bad(path, text, "reply_guard", key, "only [reply_guard.channels.NAME] tables are known")
-                for name, entry in channels.items():
-                    if not isinstance(entry, dict):
-                        raise _bad(path, text, "reply_guard.channels", name, "must be a table")
-                    merged["reply_guard"]["channels"][name] = {}
-                    _validate_entries(
-                        path, text, f"reply_guard.channels.{name}", entry, CHANNEL_ENTRY,
-                        merged["reply_guard"]["channels"][name],
-                    )
-        elif section == "console":
-            for key, value in body.items():
-                if key != "keys" or not isinstance(value, dict):
-                    raise _bad(path, text, "console", key, "only [console.keys] is known")
-                for action, binding in value.items():
-                    if not isinstance(binding, str) or not binding:
-                        raise _bad(path, text, "console.keys", action, "must be a key name string")
-                    merged["console"]["keys"][action] = binding
-        elif section == "notify":
-            _validate_notify(path, text, body, merged["notify"])
+            reading.unknown("", section, DEFAULTS, "section")
+        elif not isinstance(body, dict):
+            raise reading.bad("", section, "must be a table")
+        elif section in _SECTION_READERS:
+            _SECTION_READERS[section](reading, body, merged[section])
         else:
-            _validate_entries(path, text, section, body, _SCHEMA[section], merged[section])
-    return merged
+            reading.entries(section, body, _SCHEMA[section], merged[section])
+    return merged, "", reading.warnings
 
+
+class _Reading:
+    """One file being read: its path and text (for the lines messages name), and its warnings."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path, self.text = path, text
+        self.found: list[tuple[int, str]] = []  # (line, warning)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings in the order of their lines."""
+        return [said for _, said in sorted(self.found, key=lambda found: found[0])]
+
+    def where(self, table: str, key: str, line: int | None = None) -> str:
+        """``<path>:<line>: key '<table.key>'`` (the line found in the text unless given)."""
+        from leash.core.base.tomllines import line_of
+
+        line = line_of(self.text, table, key) if line is None else line
+        dotted = f"{table}.{key}" if table else key
+        return f"{self.path}:{line}: key '{dotted}'" if line else f"{self.path}: key '{dotted}'"
+
+    def bad(self, table: str, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.where(table, key)}: {problem}")
+
+    def warn(self, table: str, key: str, problem: str, line: int | None = None) -> None:
+        from leash.core.base.tomllines import line_of
+
+        line = line_of(self.text, table, key) if line is None else line
+        self.found.append((line, f"{self.where(table, key, line)}: {problem}"))
+
+    def unknown(self, table: str, key: str, known, what: str = "setting") -> None:
+        from leash.core.base.tomllines import did_you_mean
+
+        self.warn(table, key, f"unknown {what}, ignored{did_you_mean(key, known)}")
+
+    def entries(self, table: str, entries: dict, schema: dict, merged_into: dict) -> None:
+        for key, value in entries.items():
+            if key not in schema:
+                self.unknown(table, key, schema)
+                continue
+            (kind,) = schema[key]
+            if not _check(kind, value):
+                said = "" if kind in _NEVER_ECHOED else f", got {value!r}"
+                raise self.bad(table, key, f"must be {_KIND_SAID.get(kind, kind)}{said}{_why_not(kind, value)}")
+            merged_into[key] = value
+
+
+def _read_loop(reading: _Reading, body: dict, merged: dict) -> None:
+    for name, entry in body.items():
+        if not isinstance(entry, dict):
+            raise reading.bad("loop", name, "must be a table [loop.NAME]")
+        merged[name] = {}
+        reading.entries(f"loop.{name}", entry, LOOP_ENTRY, merged[name])
+
+
+def _read_reply_guard(reading: _Reading, body: dict, merged: dict) -> None:
+    for key, channels in body.items():
+        if key != "channels":
+            reading.unknown("reply_guard", key, ("channels",))
+            continue
+        if not isinstance(channels, dict):
+            raise reading.bad("reply_guard", key, "must be [reply_guard.channels.NAME] tables")
+        for name, entry in channels.items():
+            if not isinstance(entry, dict):
+                raise reading.bad("reply_guard.channels", name, "must be a table")
+            merged["channels"][name] = {}
+            reading.entries(f"reply_guard.channels.{name}", entry, CHANNEL_ENTRY, merged["channels"][name])
+
+
+def _read_console(reading: _Reading, body: dict, merged: dict) -> None:
+    """``[console.keys]``: a binding the console cannot use is left out with a
+    warning (``core.base.consolekeys``), never an error: it loosens nothing."""
+    from leash.core.base.consolekeys import rebind
+
+    for key, value in body.items():
+        if key != "keys":
+            reading.unknown("console", key, ("keys",))
+        elif not isinstance(value, dict):
+            reading.warn("console", key, "must be a table [console.keys] of action = \"key\", ignored")
+        else:
+            kept, left_out = rebind(value)
+            merged["keys"].update(kept)
+            for action, why in left_out:
+                reading.warn("console.keys", action, f"{why}: ignored, the action keeps its own key")
 
 # ---------------------------------------------------------------- [notify]
 # The [[notify.route]] tables: each entry's keys and defaults, then what its kind needs.
@@ -452,35 +503,38 @@ ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list
 ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": ""}
 
 
-def _validate_notify(path: str, text: str, body: dict, merged: dict) -> None:
+def _read_notify(reading: _Reading, body: dict, merged: dict) -> None:
     routes = body.get("route", [])
-    _validate_entries(path, text, "notify", {k: v for k, v in body.items() if k != "route"}, _SCHEMA["notify"],
-                      merged)
+    reading.entries("notify", {k: v for k, v in body.items() if k != "route"}, _SCHEMA["notify"], merged)
     if not isinstance(routes, list):
-        raise _bad(path, text, "notify", "route", "must be [[notify.route]] tables")
-    merged["route"] = [_notify_route(path, text, number, entry) for number, entry in enumerate(routes, 1)]
+        raise reading.bad("notify", "route", "must be [[notify.route]] tables")
+    merged["route"] = [_notify_route(reading, number, entry) for number, entry in enumerate(routes, 1)]
 
 
-def _notify_route(path: str, text: str, number: int, entry: object) -> dict:
-    def bad(key: str, problem: str) -> ConfigError:
-        line = _route_line(text, number, key)
-        return ConfigError(f"{path}{f':{line}' if line else ''}: key 'notify.route[{number}].{key}': {problem}")
+def _notify_route(reading: _Reading, number: int, entry: object) -> dict:
+    from leash.core.base.tomllines import did_you_mean, route_line
+
+    table = f"notify.route[{number}]"
+
+    def where(key: str) -> str:
+        return reading.where(table, key, route_line(reading.text, number, key))
 
     if not isinstance(entry, dict):
-        raise bad("", "must be a table")
+        raise ConfigError(f"{where('')}: must be a table")
     route = dict(ROUTE_DEFAULTS, argv=[], events=list(NOTIFY_EVENTS))
     for key, value in entry.items():
         if key not in ROUTE_ENTRY:
-            raise bad(key, "unknown setting")
+            reading.warn(table, key, f"unknown setting, ignored{did_you_mean(key, ROUTE_ENTRY)}",
+                         route_line(reading.text, number, key))
+            continue
         if not _check(ROUTE_ENTRY[key], value):
             said = "" if key == "url" else f", got {value!r}"  # a url may hold a token: never repeated
-            raise bad(key, f"must be {ROUTE_ENTRY[key]}{said}")
+            raise ConfigError(f"{where(key)}: must be {ROUTE_ENTRY[key]}{said}")
         route[key] = value
     key, problem = _route_problem(route)
     if problem:
-        raise bad(key, problem)
+        raise ConfigError(f"{where(key)}: {problem}")
     return route
-
 
 def _route_problem(route: dict) -> tuple[str, str]:
     """(key, why) when a route's keys do not fit its kind; ("", "") when they do."""
@@ -507,18 +561,6 @@ def _route_problem(route: dict) -> tuple[str, str]:
     return "", ""
 
 
-def _route_line(text: str, number: int, key: str) -> int:
-    """The line of ``key`` in the ``number``-th ``[[notify.route]]`` table (its header when not set there)."""
-    seen, header = 0, 0
-    for line_number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            if seen == number:
-                break
-            if stripped.replace(" ", "").startswith("[[notify.route]]"):
-                seen += 1
-                header = line_number if seen == number else header
-            continue
-        if seen == number and key and re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line):
-            return line_number
-    return header
+# The sections read by a rule of their own (the others: by ``_SCHEMA``).
+_SECTION_READERS = {"loop": _read_loop, "reply_guard": _read_reply_guard, "console": _read_console,
+                    "notify": _read_notify}

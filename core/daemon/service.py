@@ -67,6 +67,7 @@ SHARED_OPERATOR_SOCKET_MODE = 0o666
 # What an operator_refused line keeps of the refused command line.
 ARGV_WORDS_LOGGED = 20
 ARGV_WORD_LOGGED = 200
+NOTICE_LIMIT = 1000  # what a config_broken or config_warning line keeps of its notice
 
 
 class DaemonRunning(Exception):
@@ -78,10 +79,28 @@ class Daemon:
                  agent_socket: str | None = None, operator_socket: str | None = None, log=None,
                  line_deadline: float = wire.LINE_DEADLINE_SECONDS, clock=time.time,
                  max_connections: int = MAX_CONNECTIONS, open_connections: int = MAX_OPEN_CONNECTIONS):
-        from leash.core.base.config import load_config
-        from leash.core.base.home import ensure_home, private_dir
+        from leash.core.base.config import strictest_when_broken
+        from leash.core.base.home import ensure_home
 
         self.home = ensure_home(home)
+        # A config.toml that cannot be used never keeps leashd down: it runs on
+        # the strictest settings (none of the file's), the gate holding every
+        # call for an operator, so the held calls can be answered through it.
+        self._floor = strictest_when_broken().__enter__()
+        try:
+            self._set_up(operator_verbs, kennel=kennel, agent_socket=agent_socket, operator_socket=operator_socket,
+                         log=log, line_deadline=line_deadline, clock=clock, max_connections=max_connections,
+                         open_connections=open_connections)
+        except BaseException:
+            self._floor.release()
+            raise
+
+    def _set_up(self, operator_verbs: dict | None, *, kennel: bool | None, agent_socket: str | None,
+                operator_socket: str | None, log, line_deadline: float, clock, max_connections: int,
+                open_connections: int) -> None:
+        from leash.core.base.config import load_config
+        from leash.core.base.home import private_dir
+
         self.config = load_config(self.home)["daemon"]
         run_dir = os.path.join(self.home, RUN_DIR)
         private_dir(run_dir)
@@ -125,8 +144,10 @@ class Daemon:
         lock_path = os.path.join(self.run_dir, LOCK_NAME)
         fd = try_hold(lock_path)
         if fd is None:
+            self._floor.release()
             raise DaemonRunning(f"a leash daemon already runs on {self.home} ({lock_path} is held)")
         self._lock_fd = fd
+        self._say_config()
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._warm()
@@ -185,7 +206,21 @@ class Daemon:
         if self._lock_fd is not None:
             release_hold(self._lock_fd)
             self._lock_fd = None
+        self._floor.release()
         self.say("stopped")
+
+    def _say_config(self) -> None:
+        """One line for each thing config.toml says that leashd does not use
+        (``core.base.config.config_notices``): ``config_broken`` and what leashd
+        does meanwhile, or a ``config_warning`` for each key it ignores."""
+        from leash.core.base.clock import iso
+        from leash.core.base.config import config_notices, config_problem
+        from leash.core.base.text import printable
+
+        event = "config_broken" if config_problem(self.home) is not None else "config_warning"
+        for notice in config_notices(self.home):
+            self.log_stream.write(f"leashd {iso(self.clock())} {event} {printable(notice, limit=NOTICE_LIMIT)}\n")
+        self.log_stream.flush()
 
     def _warm(self) -> None:
         """Import the whole hook path now, not on the first tool call."""

@@ -55,6 +55,9 @@ PRE_TOOL_EVENT = "pre-tool-use"
 HOLDING_EVENTS = (PRE_TOOL_EVENT, PERMISSION_EVENT)
 NEEDS_DAEMON = ("leash: this call needs an operator's approval ({rule}, an [approvals] ask rule) and only `leash "
                 "daemon` can hold a call until an operator answers: start it; until then such calls are denied")
+CONFIG_BROKEN = ("leash: this call is denied because config.toml cannot be used: {problem}. Until the operator "
+                 "mends that line (`leash doctor` shows it), every tool call needs an operator's approval; ask "
+                 "them to fix config.toml")
 
 _parsed_rules: dict[tuple, list] = {}  # the configured texts -> their rules, read once per process
 

@@ -81,13 +81,11 @@ class Gate:
         and loosens nothing; ``config_problem`` then says why, and the
         approvals floor holds every call)."""
         if self._config is None:
-            from leash.core.base.config import ConfigError, load_config, strictest_config
+            from leash.core.base.config import judged_config
 
-            try:
-                self._config = load_config(self.home)
-            except ConfigError as exc:
-                self._config = strictest_config()
-                self.config_problem = str(exc)
+            # Asked, not caught: in leashd (and an operator's command) load_config
+            # answers a broken file with the floor instead of raising.
+            self._config, self.config_problem = judged_config(self.home)
         return self._config
 
     def names(self, session_id: str, *, now: float | None = None, session=None) -> tuple[list[str], dict[str, Any]]:

@@ -100,7 +100,11 @@ def _held_by_ask_rule(gate, session_id: str, tool: str | None, tool_input: objec
     if gate.config_problem is not None and tool:
         # The ask rules cannot be read: the floor they set is unknown, so every
         # call needs a human until config.toml is mended (never a looser rule).
-        rule = f"config.toml unreadable ({gate.config_problem}): every call needs an operator; leash doctor"
+        if not hold:  # the file is what must be mended, whether or not a leashd runs to hold the call
+            from leash.core.hook.approvalhold import CONFIG_BROKEN
+
+            return deny_output(CONFIG_BROKEN.format(problem=gate.config_problem)) + "\n"
+        rule = f"config.toml cannot be used ({gate.config_problem}): every call needs an operator; leash doctor"
     elif not settings["ask"]:
         return None
     else:

@@ -59,8 +59,9 @@ def run_hook_command(argv: list[str]) -> int | None:
             from leash.core.wire.hookio import emit, failed_closed
 
             problem = config_problem(resolve_home(home))  # parsed already: kept for this process
-            said = (f"leash: config_broken: {problem}: it may name the shared store, and no `leash daemon` answers "
-                    "here to judge through it: every call is held until it is mended" if problem else
+            said = (f"leash: config_broken: {problem}: config.toml cannot be used and may name the shared store, "
+                    "so no hook can judge here: every call is denied until the operator mends it (`leash doctor` "
+                    "shows it)" if problem else
                     "leash: this home uses the shared store and no `leash daemon` answers here: hooks judge only "
                     "through it; start it")
             out, err, code = failed_closed(event, said)

@@ -61,7 +61,21 @@ def _named_url(home: str, variable: str, key: str, environ=None) -> str:
         if problem and not problem.startswith("holds a password"):
             raise StoreSelectionError(f"{variable} {problem}")
         return named
-    return _config(home)["store"][key]
+    configured = _config(home)["store"][key]  # a broken file: ConfigError, or the floor (operators' commands)
+    if key == "url" and not configured:
+        _refuse_a_broken_file_that_may_name_the_store(home)
+    return configured
+
+
+def _refuse_a_broken_file_that_may_name_the_store(home: str) -> None:
+    """A config.toml that cannot be used and may name the shared store: the
+    home's files are then not known to be the state (never fall back to them)."""
+    from leash.core.base.config import config_problem, may_name_store
+
+    problem = config_problem(home)
+    if problem is not None and may_name_store(home):
+        raise StoreSelectionError(f"config.toml cannot be used and may name the shared store, so leash cannot "
+                                  f"tell which store holds the state: {problem} (mend it: leash doctor)")
 
 
 def store_url(home: str, environ=None) -> str:
@@ -110,9 +124,11 @@ def daemon_backend(home: str, *, say=None) -> Backend:
         from leash.core.store.files import FileBackend
 
         backend = FileBackend(home, keep_connections=True)
+        from leash.core.base.config import config_problem
         from leash.core.base.logkey import ensure_key
 
-        ensure_key(home, next_seq=backend.acklog.log.next_seq())  # `leash doctor` then says "macs checked"
+        if config_problem(home) is None:  # a broken file may name another key file: no key made meanwhile
+            ensure_key(home, next_seq=backend.acklog.log.next_seq())  # `leash doctor` then says "macs checked"
         return backend
     from leash.core.store.postgres import PostgresBackend
 

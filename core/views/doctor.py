@@ -11,7 +11,8 @@ ack log are rebuilt by replaying it, a broken hash chain cannot be mended (the
 log is append-only) and stays a failure.
 
 Besides the stores: ``config_broken`` (config.toml cannot be used; the files
-are still examined unless it may name the shared store), the tmux server
+are still examined unless it may name the shared store), ``config_warning``
+(each key of a usable config.toml that leash ignores), the tmux server
 leash uses (``tmux_no_server`` warns, ``tmux_wrong_socket`` fails), and the
 home the installed hooks use against this one (``home_mismatch``,
 ``home_unpinned``: ``core.hook.wiring.home_findings``).
@@ -28,10 +29,12 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from leash.core.base.config import ConfigError, load_config
+from leash.core.base.config import ConfigError, config_problem, config_warnings
 from leash.core.base.finding import Finding
 from leash.core.base.home import home_problem, resolve_home
 from leash.core.views.protocol import StopProtocol
+
+CONFIG_WARNING = "config_warning"  # something in a usable config.toml that leash ignores
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -54,13 +57,14 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
     if not safe:
         yield Finding("fail", "state", "not examined: leash uses no state in an unsafe home")
         return
-    try:
-        load_config(home)
-        yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
-    except ConfigError as exc:
+    problem = config_problem(home)  # asked, not caught: an operator's command holds the floor (core.base.config)
+    if problem is None:
+        yield from _config_findings(home)
+    else:
         from leash.core.views.status import CONFIG_BROKEN, CONFIG_BROKEN_EFFECT, store_may_be_named
 
-        yield Finding("fail", CONFIG_BROKEN, f"{exc} ({CONFIG_BROKEN_EFFECT})")
+        yield Finding("fail", CONFIG_BROKEN, f"{problem} ({CONFIG_BROKEN_EFFECT}; leashd and every command run "
+                                             "on the strictest settings)")
         if backend is None and store_may_be_named(str(home)):
             yield Finding("fail", "state", "not examined: the broken config.toml may name the shared store")
             return
@@ -85,6 +89,17 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
 
     for level, subject, message in doctor_findings() + home_findings(str(home)):
         yield Finding(level, subject, message)
+
+
+def _config_findings(home: Path) -> Iterator[Finding]:
+    """A usable config.toml: valid, or a warning for each thing in it leash
+    ignores (an unknown key, a ``[console.keys]`` binding the console cannot
+    use), as every command says it on stderr."""
+    warnings = config_warnings(home)
+    for warning in warnings:
+        yield Finding("warn", CONFIG_WARNING, warning)
+    if not warnings:
+        yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
 
 
 def _tmux_findings(home: str, backend: Backend) -> Iterator[Finding]:

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from leash.core import StopProtocol
+from leash.core.base.clock import parse_iso
 from leash.core.base.home import safe_component
 from leash.core.state.acklog import AckLog
 
@@ -162,24 +163,25 @@ def test_safe_component_is_injective():
     assert len({safe_component(n) for n in names}) == len(names)
 
 
-def test_bad_config_is_one_line_with_file_line_and_key(cli, home):
+def test_bad_config_is_one_warning_line_with_file_line_and_key_and_none_of_its_values(cli, home):
     home.mkdir(parents=True)
-    (home / "config.toml").write_text("[hands_off]\ndefault_hours = \"soon\"\n")
-    result = cli("hands-off", "ezra")
-    one_line_error(result, 2)
-    assert f"{home}/config.toml:2" in result.err and "hands_off.default_hours" in result.err
-    assert not (home / "hands_off_registry.json").exists()
+    (home / "config.toml").write_text("[hands_off]\ndefault_hours = 2\n[warrants]\ndogs = 0\n")
+    result = cli("hands-off", "ezra", "--json")
+    assert result.code == 0 and result.err.count("\n") == 1 and result.err.startswith("leash: warning: "), result
+    assert f"{home}/config.toml:4" in result.err and "warrants.dogs" in result.err
+    lock = result.json()["lock"]  # for the default 24 hours, not the broken file's 2
+    assert parse_iso(lock["expires_at"]) - parse_iso(lock["locked_at"]) == pytest.approx(24 * 3600, abs=5)
 
 
-def test_bad_config_stops_a_halt_check_before_it_records(cli, home):
+def test_bad_config_checks_halts_on_the_strictest_settings(cli, home):
     home.mkdir(parents=True)
-    (home / "config.toml").write_text("[hands_off]\ndefault_hours = \"soon\"\n")
+    (home / "config.toml").write_text("[halts]\nrecord_high = false\n[hands_off]\ndefault_hours = \"soon\"\n")
     unread_edit = {"session_token": "s1", "current_context": {"target_files": ["src/auth.js"], "files_read": []},
                    "proposed_changes": {"files_to_modify": ["src/auth.js"], "has_rollback_plan": False}}
     result = cli("halts", "check", "--json", stdin=json.dumps(unread_edit).encode())
-    one_line_error(result, 2)
-    assert "hands_off.default_hours" in result.err
-    assert not (home / "halts.db").exists()
+    assert "hands_off.default_hours" in result.err and result.err.count("\n") == 1, result
+    (high,) = [reason for reason in json.loads(result.out)["halt_reasons"] if reason["severity"] == "high"]
+    assert high["auto_recorded"] is True, result  # the broken file's record_high = false is not used
 
 
 def test_console_script_is_installed():

@@ -283,13 +283,6 @@ async def test_keys_can_be_remapped(console_app, home):
         assert StopProtocol(home).is_stopped("agent-answers")
 
 
-def test_unknown_remapped_action_is_a_one_line_error(cli, home):
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text('[console.keys]\nfrobnicate = "x"\n')
-    result = cli("console", "--no-kennel")
-    assert result.code == 2 and "frobnicate" in result.err and result.err.count("\n") == 1
-
-
 async def test_palette_lists_actions_for_rows(console_app):
     from leash.console.commands import LeashCommands
 

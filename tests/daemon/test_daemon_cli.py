@@ -7,6 +7,7 @@ import os
 import pwd
 import signal
 import socket
+import stat
 import subprocess
 
 from leash.core.state.acklog import AckLog
@@ -104,8 +105,13 @@ def test_the_daemon_refuses_a_home_it_cannot_use(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("leash: error: unsafe state home")
 
 
-def test_a_bad_socket_mode_is_one_line_and_exit_2(home, leash_proc):
+def test_a_bad_socket_mode_is_one_line_and_the_strictest_mode(home):
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "config.toml").write_text('[daemon]\nagent_socket_mode = "rw-rw-rw-"\n')
-    done = leash_proc("daemon", "--no-kennel", timeout=30)
-    assert done.code == 2 and done.err.count("\n") == 1 and "agent_socket_mode" in done.err and "octal" in done.err
+    proc = daemon_process(home, "--no-kennel")
+    try:
+        said = proc.stderr.readline().decode()
+        assert " config_broken " in said and "agent_socket_mode" in said and "octal" in said, said
+        assert stat.S_IMODE(os.stat(sockets(home)[0]).st_mode) == 0o600
+    finally:
+        stop(proc)

@@ -153,7 +153,6 @@ def test_text_is_masked_escaped_and_bounded(inbox):
     ({"kind": "desktop", "events": ["halts"]}, "key 'notify.route[1].events': unknown event 'halts'"),
     ({"kind": "desktop", "min_severity": "urgent"}, "key 'notify.route[1].min_severity': must be one of low"),
     ({"kind": "desktop", "rate_per_minute": 0}, "key 'notify.route[1].rate_per_minute': must be positive int"),
-    ({"kind": "desktop", "colour": "red"}, "key 'notify.route[1].colour': unknown setting"),
 ])
 def test_a_bad_route_is_one_line_naming_its_key(home, table, problem):
     write_routes(home, [table])

@@ -24,6 +24,8 @@ def test_a_broken_config_holds_every_call_rather_than_dropping_the_ask_rules(hom
     (Path(home) / "config.toml").write_text('[approvals]\nask = ["Bash(git push*)"\n')  # a missing bracket
     said = pre_tool_use(home)
     assert said.get("permissionDecision") == "deny"
-    assert "config.toml unreadable" in said["permissionDecisionReason"]
+    reason = said["permissionDecisionReason"]  # what the operator must mend, not "start leash daemon"
+    assert f"config.toml cannot be used: {home}/config.toml:2: key 'approvals.ask'" in reason, reason
+    assert "leash doctor" in reason and "start it" not in reason
     (Path(home) / "config.toml").write_text('[approvals]\nask = ["Bash(git push*)"]\n')
     assert pre_tool_use(home) == {}  # mended: a call no rule names runs
