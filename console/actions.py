@@ -31,7 +31,7 @@ from leash.core.store.records import StopRecord
 
 def run(args: Namespace) -> int:
     from leash.core.base.config import ConfigError
-    from leash.core.base.home import UnsafeHome, ensure_home, resolve_home
+    from leash.core.base.home import MissingHome, UnsafeHome, enter_home, resolve_home
     from leash.core.base.source import default_source
     from leash.core.state.handsoff import NotLocked
     from leash.core.state.stop import NotStopped
@@ -39,7 +39,10 @@ def run(args: Namespace) -> int:
     from leash.core.store.select import StoreSelectionError
 
     try:
-        context = Context(ensure_home(getattr(args, "home", None)))
+        home, created = enter_home(getattr(args, "home", None), create=may_create_home(args))
+        context = Context(home)
+    except MissingHome as exc:
+        raise UsageError(f"{exc}; {_how_to_create(args, exc.path)}") from None
     except UnsafeHome as exc:
         if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
             from leash.core.hook.hooks import run as run_hook
@@ -50,6 +53,9 @@ def run(args: Namespace) -> int:
         context = Context(resolve_home(getattr(args, "home", None)))
     except OSError as exc:
         raise Refused(f"cannot use state home: {exc.strerror}: {exc.filename}") from None
+    else:
+        if created and args.command != "hook":  # a misspelt --home is seen at once, not found empty later
+            sys.stderr.write(f"leash: created state home {printable(home)} (its first use)\n")
     if getattr(args, "source", None) is None and args.command in ACTING:
         args.source = default_source()
     try:
@@ -60,6 +66,34 @@ def run(args: Namespace) -> int:
         raise UsageError(str(exc)) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+# Commands that only read: they never create a home (a missing one is an error).
+READ_ONLY = frozenset({"status", "why", "log", "console", "serve", "completion"})
+READ_ONLY_ACTIONS = {"loop_command": "status", "halts_command": "list", "approvals_command": "list",
+                     "warrant_command": "list"}
+
+
+def may_create_home(args: Namespace) -> bool:
+    """Whether the command may create a missing home (in an existing parent):
+    one that changes state or sets up (stop, hands-off, install, demo,
+    ``doctor --repair``...); never one that only reads."""
+    if args.command in READ_ONLY or (args.command == "doctor" and not getattr(args, "repair", False)):
+        return False
+    if args.command == "approvals" and getattr(args, "approvals_command", None) is None:  # its default: list
+        return False
+    return not any(getattr(args, attribute, None) == action for attribute, action in READ_ONLY_ACTIONS.items())
+
+
+def _how_to_create(args: Namespace, path: str) -> str:
+    """What makes the home, for the one-line error."""
+    import os
+
+    if not os.path.isdir(os.path.dirname(path)):
+        return "check --home and $LEASH_HOME, or make its parent directory first"
+    named = f" --home {path}" if getattr(args, "home", None) else ""
+    return (f"check --home and $LEASH_HOME, or create it with `leash doctor --repair{named}` "
+            f"(or `leash install`, `leash demo`, `leash daemon`)")
 
 
 # ------------------------------------------------------------------ stop/resume
@@ -80,6 +114,8 @@ def cmd_stop(context: Context, args: Namespace) -> int:
     if args.hours is not None and not args.entity:
         raise UsageError("--hours applies to the --entity lock; give --entity too")
     backend = context.backend
+    if not args.force:
+        _refuse_unknown(backend, args.session)
     if args.entity:
         hours = args.hours if args.hours is not None else context.default_hours()
         with backend.transaction() as step:  # the stop and the lock: both or neither
@@ -99,6 +135,19 @@ def cmd_stop(context: Context, args: Namespace) -> int:
     if warning:
         said["warning"] = warning
     return _interrupt(context, backend, args, record, said) if args.interrupt else finish(args, said)
+
+
+def _refuse_unknown(backend: Backend, name: str) -> None:
+    """Refused (exit 1, nothing filed) when nothing knows ``name``, with the
+    known names near it (``core.views.names``); ``--force`` files it anyway."""
+    from leash.core.views.names import unknown
+
+    why = unknown(backend, name)
+    if why:
+        import shlex
+
+        raise Refused(f"{why}; nothing was filed (`leash stop --force {shlex.quote(name)}` files it for a session "
+                      "not yet seen)")
 
 
 def _warn_if_nothing_answers(backend: Backend, name: str, stop: StopRecord | dict) -> str:
@@ -164,7 +213,14 @@ def cmd_resume(context: Context, args: Namespace) -> int:
         return 0
     if not args.session:
         raise UsageError("resume needs a SESSION (or --all)")
-    lifted = context.backend.stops.resume(args.session, source=args.source, reason=args.reason)
+    from leash.core.state.stop import NotStopped
+    from leash.core.views.names import did_you_mean
+
+    stops = context.backend.stops
+    try:
+        lifted = stops.resume(args.session, source=args.source, reason=args.reason)
+    except NotStopped as exc:  # the stopped names near it: a typo is named at once
+        raise Refused(f"{exc}{did_you_mean(args.session, stops.stopped())}") from None
     if args.json:
         return done(args, action="resume", session=args.session, stop=plain(lifted))
     out(f"resumed {args.session}")

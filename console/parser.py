@@ -64,6 +64,8 @@ def build_parser():
     p.add_argument("--hours", type=_hours, help="length of the --entity lock (default 24)")
     p.add_argument("--interrupt", action="store_true",
                    help="also cancel the call in flight: Escape in its tmux pane, or SIGINT to a headless Claude Code")
+    p.add_argument("--force", action="store_true",
+                   help="file it even though nothing knows the name yet (a session about to start)")
     p.add_argument("--json", action="store_true", help=ACTION_JSON)
 
     p = sub.add_parser("resume", parents=[acting], help="lift a session's stop (or --all: the fleet stop)")

@@ -126,15 +126,19 @@ def _add_session_states(backend: Backend, sessions: list[dict[str, Any]], moment
 
 def cmd_why(context: Context, args: Namespace) -> int:
     """Every rule that holds a session now; exit 3 when one does."""
+    from leash.core.views.names import did_you_mean, known_names
     from leash.core.views.why import describe, why
 
+    if not args.session.strip():
+        raise UsageError("why needs a SESSION: an agent session id or a tmux session name (leash status lists them)")
     answer = why(session=args.session, backend=context.backend)
     if args.json:
         out_json(answer, indent=2)
         return 3 if answer["held"] else 0 if answer["known"] else 1
     if not answer["known"]:
+        near = did_you_mean(args.session, known_names(context.backend))
         raise Refused(f"nothing knows {args.session!r}: no agent session, tmux session, stop, lock or halt by "
-                      "that name (leash status lists them)")
+                      f"that name (leash status lists them){near}")
     if not answer["held"]:
         out_painted((args.session, "bold"), (" is free: nothing holds it now", "green"))
     else:

@@ -3,7 +3,9 @@
 The home is ``--home`` when given, else ``$LEASH_HOME``, else ``~/.leash``. It is
 created 0700 on first use; every file in it is written 0600 by ``core.statefile``,
 and every directory leash makes in it (or on the way to it) by ``private_dir``,
-0700 whatever the umask.
+0700 whatever the umask. A command that only reads never creates it, and no
+command creates its parent (``enter_home``): a misspelt ``--home`` is an
+error, not a new empty fleet (``MissingHome``).
 
 Failure: a home that others could write to, or that belongs to another user, is
 refused (``UnsafeHome``) rather than used: whoever can write it can lift any
@@ -103,6 +105,36 @@ def ensure_home(home: str | os.PathLike | None = None, *, check: bool = True) ->
     if not os.path.isdir(path):
         private_dir(path)
     return path
+
+
+class MissingHome(Exception):
+    """The state home does not exist, and it may not be made here: the command
+    only reads, or its parent directory does not exist either."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"no state home at {path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def enter_home(home: str | os.PathLike | None = None, *, create: bool, check: bool = True) -> tuple[str, bool]:
+    """(the state home, whether it was made now). A missing home is made
+    (0700, that one directory) only when ``create`` and its parent exists;
+    else ``MissingHome``, with nothing made. ``check``: as ``ensure_home``."""
+    path = resolve_home(home)
+    if os.path.lexists(path):
+        return ensure_home(path, check=check), False
+    parent = os.path.dirname(path)
+    if not create:
+        raise MissingHome(path, "it does not exist, and a command that only reads never creates one")
+    if not os.path.isdir(parent):
+        raise MissingHome(path, f"it does not exist, nor does its parent {parent} (leash creates no parents)")
+    try:
+        os.mkdir(path, HOME_MODE)
+    except FileExistsError:  # made by another process at the same moment
+        return ensure_home(path, check=check), False
+    os.chmod(path, HOME_MODE)  # mkdir's mode is masked by the umask
+    return ensure_home(path, check=check), True
 
 
 def private_dir(path: str | os.PathLike) -> str:

@@ -114,6 +114,20 @@ def tmux_session_id_for(name: str, *, home=None, known: Mapping[str, Any] | None
     return ""
 
 
+def tmux_session_names(*, home=None) -> list[str]:
+    """The names of the tmux sessions running now on the server leash uses
+    ([] when none runs, or tmux cannot say)."""
+    from leash.core.base.tmux import resolve_socket
+
+    try:
+        socket = resolve_socket(home=home)
+    except Exception:  # a bad config names no server to ask
+        return []
+    if not _server_may_run(socket):
+        return []
+    return [line for line in _tmux(["list-sessions", "-F", "#{session_name}"], socket=socket) or [] if line]
+
+
 BOUND_KEYS = ("tmux_session_id", "tmux_session_ids")  # a stop's or lock's tmux session ids
 
 
