@@ -1,9 +1,13 @@
-"""A config.toml that cannot be used never loosens a rule and is never
-silent: the hooks keep every setting at its strictest (the approvals floor
-holds every call; no tool counts as read-only for a halted session) and say
-so on stderr, naming the file and the line; ``leash doctor`` and ``leash
-status`` show a ``config_broken`` finding. The file is parsed once per
-process however many modules read it."""
+"""A config.toml that cannot be used never loosens a rule, is never silent
+and never locks the operator out: the hooks keep every setting at its
+strictest (the approvals floor holds every call; no tool counts as read-only
+for a halted session) and say so on stderr, naming the file and the line, and
+tell the agent what the operator must mend; ``leash doctor`` and ``leash
+status`` show a ``config_broken`` finding; every other command runs on the
+strictest settings with one warning line naming the file and the line. A
+file with only an unknown key is understood: a warning, and the hooks judge
+by the rest of it. The file is parsed once per process however many modules
+read it."""
 from __future__ import annotations
 
 import json
@@ -12,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from leash.core.base import config as settings
+from leash.core.base.clock import parse_iso
 from leash.core.hook.gate import Gate
 from leash.core.hook.hooks import answer
 from leash.core.state.halts import api as halts
+from leash.core.store.files import FileBackend
 from leash.core.views.protocol import StopProtocol
 
 NOW = 1_800_000_000.0
@@ -143,3 +149,86 @@ def test_a_broken_file_that_may_name_the_shared_store_holds_every_call_and_says_
     assert done.code == 0 and said["permissionDecision"] == "deny"
     assert said["permissionDecisionReason"].startswith(f"leash: config_broken: {home}/config.toml:2: key 'store.url'")
     assert "config_broken" in done.err
+
+
+def operator_commands(home) -> list[list[str]]:
+    """Every command an operator answers held calls with, on a home with a
+    seen session s1 and two approvals waiting."""
+    backend = FileBackend(home)
+    backend.sessions.observe("s1", now=NOW, tool="Bash")
+    first, second = (backend.approvals.request("s1", "Bash", {"command": "ls"}, kind="ask", rule="held",
+                                               timeout_s=300) for _ in range(2))
+    return [["stop", "s1", "--reason", "x"], ["stop", "--all", "--reason", "x"], ["resume", "--all"],
+            ["resume", "s1"], ["hands-off", "ezra"], ["release", "ezra"], ["approvals"],
+            ["approvals", "allow", first.id], ["approvals", "deny", second.id], ["log"], ["log", "verify"],
+            ["halts", "list"], ["halts", "record", "--session", "s1", "--type", "security", "--severity", "low",
+                                "--description", "d"],
+            ["warrant", "file", "s1", "--reason", "x"], ["warrant", "list"], ["warrant", "pardon", "s1"],
+            ["why", "s1"]]
+
+
+def test_every_operator_command_runs_with_one_warning_naming_the_file_and_line(cli, home, broken):
+    for argv in operator_commands(home):
+        result = cli(*argv)
+        assert result.code == 0, (argv, result)
+        warnings = [line for line in result.err.splitlines() if line.startswith("leash: warning: config.toml")]
+        assert len(warnings) == 1, (argv, result)
+        assert warnings[0].startswith(f"leash: warning: config.toml cannot be used: {broken}:5: key 'approvals.ask'")
+    approvals = FileBackend(home).approvals
+    assert approvals.pending() == [] and {record.status for record in approvals.recent()} == {"allowed", "denied"}
+
+
+def test_no_command_uses_a_value_of_the_broken_file(cli, home):
+    StopProtocol(home)
+    (home / "config.toml").write_text("[hands_off]\ndefault_hours = 2\n[tmux]\nsocket = 3\n")
+    result = cli("hands-off", "ezra", "--json")
+    assert result.code == 0 and f"{home}/config.toml:4: key 'tmux.socket'" in result.err, result
+    lock = result.json()["lock"]  # for the default 24 hours, not the broken file's 2
+    assert parse_iso(lock["expires_at"]) - parse_iso(lock["locked_at"]) == pytest.approx(24 * 3600, abs=5)
+
+
+def test_a_broken_file_that_may_name_the_shared_store_refuses_in_one_line(cli, home):
+    StopProtocol(home)
+    (home / "config.toml").write_text('[store]\nurl = "postgresql://db/leash\n')
+    result = cli("stop", "--all", "--reason", "x")
+    assert result.code == 1, result
+    error = [line for line in result.err.splitlines() if line.startswith("leash: error:")]
+    assert len(error) == 1 and "may name the shared store" in error[0] and f"{home}/config.toml:2" in error[0]
+    assert not StopProtocol(home).stops.snapshot().get("fleet")  # nothing filed in the home's files
+
+
+def test_without_leashd_the_agent_is_told_what_to_mend_not_to_start_the_daemon(home, broken):
+    out, _, _ = answer("pre-tool-use", payload("Bash", command="ls"), home=str(home), env={}, now=NOW)
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"config.toml cannot be used: {broken}:5: key 'approvals.ask'" in reason, reason
+    assert "leash doctor" in reason and "operator" in reason
+    assert "start it" not in reason and "only `leash daemon`" not in reason
+
+
+UNKNOWN_KEY = "[warrants]\ntimeout = 5\n[hands_off]\ndefault_hours = 2\n"
+
+
+def test_an_unknown_key_is_a_warning_and_the_hooks_judge_by_the_rest(home):
+    StopProtocol(home)
+    (home / "config.toml").write_text(UNKNOWN_KEY)
+    out, err, code = answer("pre-tool-use", payload("Bash", command="ls"), home=str(home), env={}, now=NOW)
+    assert code == 0 and out.strip() == "" and "config_broken" not in err  # `ls` runs: no strictest floor
+    assert Gate(home).config()["hands_off"]["default_hours"] == 2
+
+
+def test_an_unknown_key_is_a_warning_on_every_command_and_a_doctor_finding(cli, home):
+    StopProtocol(home)
+    (home / "config.toml").write_text(UNKNOWN_KEY)
+    said = f"{home}/config.toml:2: key 'warrants.timeout': unknown setting, ignored (did you mean 'timeouts'?)"
+    for argv in operator_commands(home):
+        result = cli(*argv)
+        assert result.code == 0 and result.err.count(said) == 1, (argv, result)
+        assert "cannot be used" not in result.err
+    lock = cli("hands-off", "ezra", "--json").json()["lock"]  # the rest of the file is used: 2 hours
+    assert parse_iso(lock["expires_at"]) - parse_iso(lock["locked_at"]) == pytest.approx(2 * 3600, abs=5)
+    doctor = cli("doctor")
+    assert doctor.code == 0, doctor
+    assert f"warn  config_warning: {said}" in doctor.out.splitlines()
+    assert "config.toml: valid" not in doctor.out and "config_broken" not in doctor.out
+    status = cli("status")
+    assert status.code == 0 and said in status.err, status
