@@ -88,8 +88,11 @@ def build_parser():
 
     p = sub.add_parser("log", parents=[common], help="read the ack log; 'leash log verify' checks its chain")
     p.add_argument("action", nargs="?", choices=["verify"], help="verify: check the hash chain")
-    p.add_argument("--session", help="only this session id")
-    p.add_argument("--event", help="only this event")
+    from leash.core.views.history import event_help
+
+    p.add_argument("--session", help="only this session, by any of its names (agent session id, tmux session name, "
+                                     "HOST/NAME): its whole history")
+    p.add_argument("--event", help=event_help())
     p.add_argument("--source", help="only actions by this source")
     p.add_argument("--since", type=_since, help="only lines at or after this ISO-8601 time")
     p.add_argument("--json", action="store_true", help="print the stored JSON lines")

@@ -186,20 +186,43 @@ def cmd_log(context: Context, args: Namespace) -> int:
             where = f"chain broken at line {report.first_broken_line}: " if report.first_broken_line else ""
             sys.stderr.write(printable(f"leash: {where}{report.problem}{note}") + "\n")
         return 0 if report.ok else 3
-    filters = dict(session=args.session, event=args.event, since=args.since, source=args.source)
+    filters, wanted = _log_filters(context, args)
     show = out_json if args.json else (lambda r: out(format_line(r)))
     if args.follow:
         for line in log.follow(**filters):
-            show(line.as_dict())
-            sys.stdout.flush()
+            if wanted(line):
+                show(line.as_dict())
+                sys.stdout.flush()
         return 0
     read = log.read(**filters)
     for line in read:
-        show(line.as_dict())
+        if wanted(line):
+            show(line.as_dict())
     if read.torn_bytes or read.unreadable_lines:
         sys.stderr.write(f"leash: skipped {read.unreadable_lines} unreadable lines and a torn tail of "
                          f"{read.torn_bytes} bytes (leash log verify)\n")
     return 0
+
+
+def _log_filters(context: Context, args: Namespace) -> tuple[dict[str, Any], Any]:
+    """The filters the log applies itself, and the test each line it yields
+    must pass too: ``--session`` by any of the session's names and ``--event``
+    by a name or an alias (``core.views.history``) may each mean several."""
+    from leash.core.views.history import UnknownEvent, resolve_events, session_names
+
+    try:
+        events = set(resolve_events(args.event)) if args.event is not None else None
+    except UnknownEvent as exc:
+        raise UsageError(str(exc)) from None
+    names = session_names(context.backend, args.session) if args.session is not None else None
+    filters = dict(since=args.since, source=args.source,
+                   session=next(iter(names)) if names and len(names) == 1 else None,
+                   event=next(iter(events)) if events and len(events) == 1 else None)
+
+    def wanted(line) -> bool:
+        return (names is None or line.get("session_id") in names) and (events is None or line.get("event") in events)
+
+    return filters, wanted
 
 
 def cmd_doctor(context: Context, args: Namespace) -> int:
