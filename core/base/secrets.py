@@ -24,6 +24,11 @@ Cost, for a hook that runs on every tool call:
   lies whole in some window; a longer one (other than a private key block,
   which is found without windows) may be seen only in part, or not at all.
 
+A secret found inside a URL's credentials (``scheme://user:secret@host/path``)
+ends at their ``@``, whichever rule found it, so the masked URL still shows
+where it goes; the rule then looks again from the ``@``, so what its match
+had run on over is scanned too.
+
 ``mask`` replaces each secret with ``[REDACTED:<rule id>]``; overlapping
 findings merge, so a secret is never left half shown. It never fails on a
 string: anything not a string is returned as it is.
@@ -49,7 +54,7 @@ REDACTED = "[REDACTED:{}]"
 # Rules that find a secret by what surrounds it; where one overlaps a rule that
 # knows the secret's own shape, the mask is named after the latter.
 CONTEXT_RULES = frozenset({"generic-api-key", "curl-auth-header", "curl-auth-user", "password-assignment",
-                           "aws-access-key-id"})
+                           "aws-access-key-id", "url-credentials"})
 
 # Leash's own rules, in the generated rules' shape: (id, description, regex,
 # secret group, keywords, entropy, allowlists, lead).
@@ -65,7 +70,7 @@ HAND_RULES: tuple[tuple, ...] = (
      ("a3t", "abia", "acca", "agpa", "aida", "aipa", "akia", "anpa", "anva", "aroa", "asia"), 3.0,
      (("secret", (r".+EXAMPLE$",), ()),), 0),
     ("url-credentials", "A password inside a URL (scheme://user:password@host).",
-     r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{1,200}:([^\s@/'\"]{1,200})@", 1, ("://",), 0.0, (), 0),
+     r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"\[\]]{1,200}:([^\s@/'\"]{1,200})@", 1, ("://",), 0.0, (), 0),
     ("password-option", "A password, secret or token given to a command-line option (--password VALUE).",
      r"(?i:--(?:password|passwd|pass|secret|token|api-key|apikey|access-token|auth-token|client-secret)"
      r"(?:=|\s+)([\"']?)(?![-$<*{%])([^\s\"'&;|]{4,200})\1)", 2,
@@ -78,6 +83,9 @@ HAND_RULES: tuple[tuple, ...] = (
 )
 PLACEHOLDER = lazy(r"^(?:x+|\*+|\.+|changeme|password|secret|example|none|null|true|false|redacted.*)$",
                    re.IGNORECASE)
+# A URL's authority ends at the first of these; its credentials before its last "@".
+AUTHORITY_STOP = lazy(r"[\s/?#'\"`<>]")
+URL_LOOKBACK = 512     # how far around a secret its URL's "://" and authority's end are looked for
 PRIVATE_KEY_ID = "private-key"
 PRIVATE_KEY_BEGIN = lazy(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.IGNORECASE)
 PRIVATE_KEY_END = lazy(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.IGNORECASE)
@@ -302,14 +310,44 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
     return findings
 
 
+def _userinfo_end(text: str, begin: int, finish: int) -> int | None:
+    """Where the credentials end (their last ``@``) when ``text[begin:finish]``
+    starts inside a URL's ``user:password@`` and runs on past them into the
+    host, else None. The authority of ``scheme://user:password@host/path``
+    ends at the first ``/ ? #``, blank or quote, so its last ``@`` is where
+    the credentials end even when a password holds a raw ``@``."""
+    if text.find("@", begin, finish) < 0:
+        return None
+    scheme_end = text.rfind("://", max(0, begin - URL_LOOKBACK), begin)
+    if scheme_end < 0 or AUTHORITY_STOP.search(text, scheme_end + 3, begin):
+        return None
+    limit = min(len(text), finish + URL_LOOKBACK)
+    stop = AUTHORITY_STOP.search(text, begin, limit)
+    if stop is None and limit < len(text):
+        return None  # an authority this long is no URL's: the whole finding stays masked
+    at = text.rfind("@", begin, stop.start() if stop else limit)
+    return at if begin < at < finish else None
+
+
 def _run(rules: _Ruleset, rule: _Rule, text: str, start: int, end: int) -> list[tuple[int, int, str]]:
-    """One rule's findings in one window."""
-    found, next_start = [], end - OVERLAP
-    for match in rule.regex.finditer(text, start, end):
+    """One rule's findings in one window. A secret found inside a URL's
+    credentials ends at their ``@``, so the host and path stay readable, and
+    the rule looks again from there: what it had swallowed is scanned too."""
+    found, next_start, position = [], end - OVERLAP, start
+    while position <= end:
+        match = rule.regex.search(text, position, end)
+        if match is None:
+            break
+        position = match.end() if match.end() > match.start() else match.end() + 1
         if match.end() == end < len(text) and match.start() >= next_start:
             continue  # cut by the window's end; the next window sees it whole
         span = _secret_span(rule, match)
-        if span and _is_finding(rules, rule, text, match, span, start, end):
+        if not span:
+            continue
+        at = _userinfo_end(text, span[0], span[1])
+        if at is not None:
+            span, position = (span[0], at), at
+        if _is_finding(rules, rule, text, match, span, start, end):
             found.append((span[0], span[1], rule.id))
     return found
 
