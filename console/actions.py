@@ -42,7 +42,10 @@ def run(args: Namespace) -> int:
         home, created = enter_home(getattr(args, "home", None), create=may_create_home(args))
         context = Context(home)
     except MissingHome as exc:
-        raise UsageError(f"{exc}; {_how_to_create(args, exc.path)}") from None
+        if args.command not in NEEDS_NO_HOME:
+            raise UsageError(f"{exc}; {_how_to_create(args, exc.path)}") from None
+        home, created = exc.path, False
+        context = Context(home)
     except UnsafeHome as exc:
         if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
             from leash.core.hook.hooks import run as run_hook
@@ -53,23 +56,44 @@ def run(args: Namespace) -> int:
         context = Context(resolve_home(getattr(args, "home", None)))
     except OSError as exc:
         raise Refused(f"cannot use state home: {exc.strerror}: {exc.filename}") from None
-    else:
-        if created and args.command != "hook":  # a misspelt --home is seen at once, not found empty later
-            sys.stderr.write(f"leash: created state home {printable(home)} (its first use)\n")
     if getattr(args, "source", None) is None and args.command in ACTING:
         args.source = default_source()
     try:
-        return COMMANDS[args.command](context, args)
+        code = _first_use(COMMANDS[args.command], context, args, home if created else None)
     except (NotStopped, NotLocked, StoreOffline, StoreSelectionError) as exc:
         raise Refused(str(exc)) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    return code
+
+
+def _first_use(command: Callable[[Context, Namespace], int], context: Context, args: Namespace,
+               created: str | None) -> int:
+    """Run the command; in a home it has just ``created``, say so when it
+    succeeded (a misspelt --home is seen at once), and take the home away
+    again, while it is still empty, when it failed."""
+    if created is None:
+        return command(context, args)
+    try:
+        code = command(context, args)
+    except BaseException:
+        import os
+
+        try:
+            os.rmdir(created)
+        except OSError:  # something was written in it: kept
+            pass
+        raise
+    if args.command != "hook":
+        sys.stderr.write(f"leash: created state home {printable(created)} (its first use)\n")
+    return code
 
 
 # Commands that only read: they never create a home (a missing one is an error).
 READ_ONLY = frozenset({"status", "why", "log", "console", "serve", "completion"})
+NEEDS_NO_HOME = frozenset({"completion"})  # a shell's script; names of a missing home are none
 READ_ONLY_ACTIONS = {"loop_command": "status", "halts_command": "list", "approvals_command": "list",
                      "warrant_command": "list"}
 
@@ -240,6 +264,8 @@ def cmd_hands_off(context: Context, args: Namespace) -> int:
 
 
 def cmd_release(context: Context, args: Namespace) -> int:
+    if not args.entity.strip():
+        raise UsageError("release needs an ENTITY (leash status lists the locks)")
     lock = context.backend.locks.release(args.entity, source=args.source, reason=args.reason)
     if args.json:
         return done(args, action="release", entity=args.entity, lock=plain(lock))

@@ -43,11 +43,24 @@ def test_a_stop_into_a_home_whose_parent_is_missing_is_refused(tmp_path, cli):
 def test_the_first_change_creates_the_home_and_says_so(home, cli):
     first = cli("stop", "agent-1", "--force", "--reason", "before it starts")
     assert first.code == 0, first
-    assert f"leash: created state home {home} (its first use)" in first.err.splitlines()
+    assert first.err.splitlines()[-1] == f"leash: created state home {home} (its first use)"
     assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
     again = cli("stop", "agent-2", "--force")
     assert "created state home" not in again.err
     assert cli("status").code == 0
+
+
+def test_a_refused_first_command_says_nothing_of_a_home(home, cli):
+    result = cli("stop", "--all")
+    assert result.code == 2 and result.err == "leash: error: stop --all needs --reason (every agent will read it)\n"
+    assert not home.exists()  # made for the command, and empty: taken away again
+    typo = cli("stop", "agent-1")  # nothing knows it in a new home
+    assert typo.code == 1 and "created state home" not in typo.err
+
+
+def test_completion_needs_no_home(home, cli):
+    result = cli("completion", "bash")
+    assert result.code == 0 and "complete -F _leash leash" in result.out and not home.exists()
 
 
 def test_doctor_repair_creates_the_home(home, cli):
