@@ -41,7 +41,7 @@ def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
     q.add_argument("--description", required=True)
     q.add_argument("--task")
     q.add_argument("--condition")
-    q.add_argument("--context", help="a JSON object (file_paths, commands, error_messages, ...)")
+    q.add_argument("--context", type=_json_object, help="a JSON object (file_paths, commands, error_messages, ...)")
     q.add_argument("--attempt", type=positive_int)
     q.add_argument("--previous-error")
     q.add_argument("--auto-escalate", action="store_true")
@@ -180,7 +180,7 @@ def _record(halts, args) -> int:
         if value is not None:
             data[key] = value
     if args.context is not None:
-        data["context"] = _json_object(args.context) if isinstance(args.context, str) else args.context
+        data["context"] = _context_object(args.context)
     if args.auto_escalate:
         data["auto_escalate"] = True
     result = halts.record(data)
@@ -192,17 +192,63 @@ def _record(halts, args) -> int:
     return 0
 
 
+def _context_object(value) -> dict:
+    """``--context`` as a dict: parsed already by the parser, or a string
+    (an operator request's arguments) that must hold a JSON object."""
+    import argparse
+
+    if isinstance(value, dict):
+        return value
+    try:
+        return _json_object(value)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--context {exc}") from None
+
+
 HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
+PREFIX_PAGE = 500    # halts read at once while counting those a prefix matches
+
+
+def _prefix_matches(halts, prefix: str) -> int:
+    """How many stored halts have an id starting with ``prefix``."""
+    count, offset = 0, 0
+    while True:
+        page = halts.listing({"include_acknowledged": True, "pending": False, "limit": PREFIX_PAGE,
+                              "offset": offset})
+        count += sum(1 for h in page["halts"] if h["halt_id"].lower().startswith(prefix.lower()))
+        offset += len(page["halts"])
+        if not page["halts"] or offset >= page["total_count"]:
+            return count
+
+
+def _find(halts, halt_id: str):
+    """The halt ``halt_id`` names (its id, or a prefix of at least
+    ``HALT_PREFIX_MIN`` characters that only it has); UsageError for a prefix
+    too short or shared, Refused when no halt has it."""
+    found = halts.find(halt_id) if halt_id.strip() else None
+    if found is not None and found["id"] == halt_id:
+        return found
+    if len(halt_id) < HALT_PREFIX_MIN:
+        raise UsageError(f"halt ID prefix {halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
+                         f"give at least {HALT_PREFIX_MIN} (leash halts list shows them)")
+    if found is not None:
+        return found
+    matches = _prefix_matches(halts, halt_id)
+    if matches > 1:
+        raise UsageError(f"halt ID prefix {halt_id!r} matches {matches} halts; give more of the ID "
+                         "(leash halts list --all --json shows whole IDs)")
+    raise Refused(f"no halt {halt_id}")
 
 
 def _acknowledge(halts, args) -> int:
-    found = halts.find(args.halt_id)
-    if len(args.halt_id) < HALT_PREFIX_MIN and (found is None or found["id"] != args.halt_id):
-        raise Refused(f"halt ID prefix {args.halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
-                          "give at least 8 (leash halts list shows them)")
-    if found is None:
-        raise Refused(f"no halt {args.halt_id}")
+    from leash.core.policy.halts.rules import dismissal_needs_caution
+
+    found = _find(halts, args.halt_id)
     resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]
+    if resolution == "dismissed" and not args.caution and dismissal_needs_caution(found["severity"]) \
+            and found["resolution"] not in ("resolved", "dismissed"):
+        raise Refused(f"halt {found['id']} is {found['severity']}: dismissing it means going on with caution; "
+                      "add --caution")
     result = halts.acknowledge(found["id"], args.session or found["session_id"], resolution, notes=args.note or None,
                                caution=getattr(args, "caution", False), source=args.source)
     if args.json:
@@ -223,6 +269,10 @@ def _config(halts, args) -> int:
         changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
     if changes and not args.name:
         raise UsageError("name the condition to change")
+    rows = halts.config()
+    if args.name and args.name not in {r["condition_name"] for r in rows}:
+        raise UsageError(f"no condition {args.name!r}; the conditions are: "
+                         f"{', '.join(sorted(r['condition_name'] for r in rows))}")
     if changes:
         result = halts.configure({"condition_name": args.name, **changes})
         if args.json:
@@ -233,11 +283,8 @@ def _config(halts, args) -> int:
                 mark = f"  (was {json.dumps(before)})" if before != value else ""
                 _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
         return 0
-    rows = halts.config()
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
-        if not rows:
-            raise Refused(f"no condition {args.name!r}")
     if args.json:
         _out_json(rows)
         return 0

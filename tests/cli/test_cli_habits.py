@@ -121,7 +121,7 @@ def test_a_halt_id_prefix_shorter_than_8_says_so(cli, home):
     halt_id = halts.record_halt({"session_token": "s1", "halt_type": "security", "severity": "high",
                                  "description": "x"}, home=home, now=NOW)["halt_id"]
     short = cli("halts", "ack", halt_id[:6])
-    assert short.code == 1 and "shorter than 8 characters" in short.err
+    assert short.code == 2 and "shorter than 8 characters" in short.err
     assert cli("halts", "ack", halt_id[:8]).code == 0
 
 

@@ -92,8 +92,7 @@ async def test_a_view_that_cannot_be_read_is_said_once_as_an_error(home, monkeyp
 
 @pytest.mark.parametrize("argv, words", [
     (("resume", "nobody"), "not stopped"),  # the core refuses
-    (("halts", "ack", "abc"), "shorter than 8"),  # the command refuses
-    (("halts", "ack", "abcdefgh"), "no halt abcdefgh"),
+    (("halts", "ack", "abcdefgh"), "no halt abcdefgh"),  # the command refuses
     (("release", "nothing-locked"), "nothing-locked"),
 ])
 def test_every_refusal_is_one_line_and_exit_1(cli, argv, words):

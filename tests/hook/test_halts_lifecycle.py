@@ -755,7 +755,7 @@ def test_cli_ack_dismiss_escalate_exit_codes(cli, home):
     assert cli("halts", "ack", high).code == 0
     assert cli("halts", "ack", high).code == 1  # already resolved
     refused = cli("halts", "dismiss", critical)
-    assert refused.code == 1 and "continue_with_caution" in refused.err
+    assert refused.code == 1 and "add --caution" in refused.err
     assert session_state(home, "s") == "halted"
     assert cli("halts", "dismiss", critical, "--caution", "--note", "accepted").code == 0
     assert cli("halts", "escalate", other).code == 0
@@ -775,7 +775,7 @@ def test_cli_ack_dismiss_escalate_exit_codes(cli, home):
 def test_cli_config_and_record_usage_errors(cli, home):
     bad = cli("halts", "config", "three_strikes", "--severity", "bogus")
     assert bad.code == 2 and bad.err.startswith("leash: error:")
-    assert cli("halts", "config", "no_such_condition", "--severity", "high").code == 1
+    assert cli("halts", "config", "no_such_condition", "--severity", "high").code == 2
     changed = cli("halts", "config", "three_strikes", "--severity", "critical", "--json")
     assert changed.code == 0 and changed.json()["current_values"]["severity"] == "critical"
     assert cli("halts", "config", "three_strikes", "--escalate-after", "soon").code == 2
