@@ -358,9 +358,12 @@ def cmd_console(context: Context, args: Namespace) -> int:
 
 
 def cmd_demo(context: Context, args: Namespace) -> int:
-    from leash.console.demo import run_demo
+    from leash.console.demo import DemoHomeTaken, run_demo
 
-    return run_demo(keep=args.keep)
+    try:  # only a --home given here: $LEASH_HOME is the operator's real home, never the demo's
+        return run_demo(keep=args.keep, home=getattr(args, "home", None))
+    except DemoHomeTaken as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_serve(context: Context, args: Namespace) -> int:

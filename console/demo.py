@@ -7,15 +7,25 @@ interrogation with demo-length timeouts; a restart-loop breaker one boot
 short of tripping; an Edit waiting for an operator's approval. ``seed_fleet``
 is also what the snapshot tests and the screenshots use (with a fixed clock
 and no tmux).
+
+The live demo (``prepare_demo``) holds its warrant and breaker long enough to
+be looked at: the silent agent's warrant is interrogated for five minutes a
+gate, and the breaker is tripped (a third boot, in an hour's window) until
+someone resets it. Its home passes ``leash doctor``: config.toml is 0600 and
+the agents' programs are given on their command lines, not written into it.
+``leash demo --home DIR`` builds it in DIR (new or empty), kept afterwards.
 """
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import tempfile
 
-DEMO_TIMEOUTS = [20, 40, 60]
+DEMO_TIMEOUTS = [300, 300, 300]   # seconds a gate: the interrogation is there to watch for a quarter of an hour
+DEMO_BREAKER = "gateway"
+DEMO_BREAKER_LIMITS = {"max_restarts": 3, "window_seconds": 3600}  # tripped by the third boot, for an hour
 KENNEL_STOP_SECONDS = 5.0
 REMOVE_ATTEMPTS = 20
 AGENT_SCRIPTS = {
@@ -87,17 +97,12 @@ def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
     return warrant.as_dict()
 
 
-def write_agents(home) -> dict[str, str]:
-    directory = os.path.join(home, "demo-agents")
-    from leash.core.base.home import private_dir
-
-    private_dir(directory)
-    paths = {}
-    for name, body in AGENT_SCRIPTS.items():
-        paths[name] = os.path.join(directory, f"{name}.py")
-        with open(paths[name], "w") as handle:
-            handle.write(body)
-    return paths
+def agent_command(script: str | None) -> str:
+    """The shell command of a demo agent's pane: its program on the command
+    line (nothing written to disk), or an agent that never answers."""
+    if script is None:
+        return "cat > /dev/null"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(AGENT_SCRIPTS[script])}"
 
 
 def demo_socket(home: str) -> str:
@@ -109,26 +114,61 @@ def demo_socket(home: str) -> str:
     return os.path.join("/tmp", f"leash-demo-{os.getpid()}-{os.urandom(3).hex()}.sock")
 
 
-def run_demo(*, keep: bool = False) -> int:
+def demo_home(given: str | None) -> str:
+    """The demo's home: ``given`` (made if missing; it must be empty), else a
+    new temporary folder. ``DemoHomeTaken`` for a folder with something in it."""
+    if given is None:
+        return tempfile.mkdtemp(prefix="leash-demo-")
+    home = os.path.abspath(os.path.expanduser(given))
+    if os.path.lexists(home) and (not os.path.isdir(home) or os.path.islink(home) or os.listdir(home)):
+        raise DemoHomeTaken(f"the demo's --home must be a new or empty folder: {home} is not")
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    os.chmod(home, 0o700)
+    return home
+
+
+class DemoHomeTaken(ValueError):
+    """``leash demo --home DIR`` with a DIR that holds something (a real home, perhaps): one line."""
+
+
+def write_config(home: str, socket: str) -> None:
+    """The demo's config.toml, 0600 as leash doctor wants it."""
+    limits = "".join(f"{key} = {value}\n" for key, value in DEMO_BREAKER_LIMITS.items())
+    text = (f"[warrants]\ntimeouts = {DEMO_TIMEOUTS}\npoll_seconds = 0.5\n\n[tmux]\nsocket = \"{socket}\"\n\n"
+            f"[loop.{DEMO_BREAKER}]\n{limits}")
+    descriptor = os.open(os.path.join(home, "config.toml"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+
+
+def prepare_demo(home: str, socket: str, *, now: float):
+    """The live demo in ``home``: its config, its agents on a tmux server at
+    ``socket``, the fleet, the warrant and the tripped breaker. Returns the ``Tmux``."""
+    from leash.core.base.tmux import Tmux
+    from leash.core.store.select import backend_for
+
+    write_config(home, socket)
+    tmux = Tmux(socket)
+    for tmux_name, script, _, _ in DEMO_SESSIONS:
+        tmux.new_session(tmux_name, agent_command(script), width=120, height=30)
+    seed_fleet(home, now=now)
+    seed_warrant(home, now=now)
+    backend_for(home).breakers.check_and_record(DEMO_BREAKER, **DEMO_BREAKER_LIMITS, source="ops@demo", now=now)
+    return tmux
+
+
+def run_demo(*, keep: bool = False, home: str | None = None) -> int:
+    """``DemoHomeTaken`` for a ``home`` that is not new or empty; a given home is kept."""
     import signal
     import time
 
     from leash.console.app import LeashApp
     from leash.console.ending import ENDING_SIGNALS
-    from leash.core.base.tmux import Tmux
 
-    home = tempfile.mkdtemp(prefix="leash-demo-")
+    keep = keep or home is not None
+    home = demo_home(home)
     socket = demo_socket(home)
-    with open(os.path.join(home, "config.toml"), "w") as handle:
-        handle.write(f"[warrants]\ntimeouts = {DEMO_TIMEOUTS}\npoll_seconds = 0.5\n\n[tmux]\nsocket = \"{socket}\"\n")
-    tmux = Tmux(socket)
-    scripts = write_agents(home)
-    for tmux_name, script, _, _ in DEMO_SESSIONS:
-        command = f"{sys.executable} {scripts[script]}" if script else "cat > /dev/null"
-        tmux.new_session(tmux_name, command, width=120, height=30)
-    now = time.time()
-    seed_fleet(home, now=now)
-    seed_warrant(home, now=now)
+    tmux = prepare_demo(home, socket, now=time.time())
 
     def clean_up() -> None:
         tmux.kill_server()
