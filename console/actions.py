@@ -38,13 +38,13 @@ def run(args: Namespace) -> int:
     from leash.core.store.pg import StoreOffline
     from leash.core.store.select import StoreSelectionError
 
+    home, created = resolve_home(getattr(args, "home", None)), False
     try:
         home, created = enter_home(getattr(args, "home", None), create=may_create_home(args))
         context = Context(home)
     except MissingHome as exc:
         if args.command not in NEEDS_NO_HOME:
             raise UsageError(f"{exc}; {_how_to_create(args, exc.path)}") from None
-        home, created = exc.path, False
         context = Context(home)
     except UnsafeHome as exc:
         if args.command == "hook":  # a hook answers in its own protocol: pre-tool-use denies
@@ -281,10 +281,9 @@ def cmd_loop(context: Context, args: Namespace) -> int:
     config = load_config(context.home)
     breakers = context.backend.breakers
     if args.loop_command == "check-and-record":
-        limits: dict[str, Any] = loopguard.thresholds(config, args.name)  # as config.toml and the options give them
-        for key in ("max_restarts", "window_seconds", "max_gap_seconds"):
-            if getattr(args, key) is not None:
-                limits[key] = getattr(args, key)
+        kept = breakers.describe(args.name)  # the limits its newest boot came with, over the defaults
+        limits: dict[str, Any] = loopguard.limits_for(args.name, config, kept=kept.as_dict(), given={
+            key: getattr(args, key) for key in loopguard.LIMIT_KEYS if getattr(args, key) is not None})
         tripped = breakers.check_and_record(args.name, source=args.source, **limits)
         state = breakers.describe(args.name, config={"loop": {args.name: limits}})
         if args.json:

@@ -60,14 +60,14 @@ def test_doctor_reports_an_unsafe_home_and_repair_makes_it_private(cli, home):
     assert repaired.code == 0, repaired
     assert "fixed home" in repaired.out
     assert mode_of(home) == 0o700
-    assert cli("stop", "s1").code == 0
+    assert cli("stop", "--force", "s1").code == 0
 
 
 def test_a_home_that_is_a_link_is_judged_by_its_target(cli, home, tmp_path):
     target = tmp_path / "real-home"
     target.mkdir(mode=0o700)
     home.symlink_to(target)
-    assert cli("stop", "s1").code == 0
+    assert cli("stop", "--force", "s1").code == 0
     assert (target / "stops.json").exists()
     target.chmod(0o777)
     result = cli("status")
@@ -92,7 +92,7 @@ def test_a_linked_ack_log_is_never_appended_through(cli, home, tmp_path):
     elsewhere.write_bytes(b"precious\n")
     home.mkdir(mode=0o700)
     (home / ACK_LOG_NAME).symlink_to(elsewhere)
-    result = cli("stop", "s1", "--reason", "through the link?")
+    result = cli("stop", "--force", "s1", "--reason", "through the link?")
     assert result.code != 0 and one_line(result.err) and "symbolic link" in result.err
     assert elsewhere.read_bytes() == b"precious\n"
     assert "s1" not in json.loads((home / "stops.json").read_text())["sessions"] \
@@ -132,7 +132,7 @@ def test_a_linked_lock_sidecar_is_never_opened(home, tmp_path):
 
 
 def test_a_linked_stops_file_is_not_read_through(cli, leash, home, tmp_path):
-    assert cli("stop", "sess_123", "--reason", "stays stopped").code == 0
+    assert cli("stop", "--force", "sess_123", "--reason", "stays stopped").code == 0
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_text('{"sessions": {}, "fleet": null}\n')
     (home / "stops.json").unlink()
@@ -148,6 +148,8 @@ def test_a_linked_stops_file_is_not_read_through(cli, leash, home, tmp_path):
 # ---------------------------------------------------------------- 0700 whatever the umask
 def test_every_directory_is_private_under_umask_000(cli, home, tmp_path, monkeypatch):
     deep = tmp_path / "made" / "by" / "leash"
+    deep.parent.mkdir(mode=0o700, parents=True)  # leash makes the home, never its parents
+    (tmp_path / "made").chmod(0o700)
     monkeypatch.setenv("LEASH_HOME", str(deep))
     previous = os.umask(0)
     try:
@@ -156,7 +158,7 @@ def test_every_directory_is_private_under_umask_000(cli, home, tmp_path, monkeyp
         assert cli("halts", "record", "--session", "s1", "--type", "security", "--severity", "high",
                    "--description", "d").code == 0
         assert cli("reply", "in", "--channel", "c", "--key", "k").code == 0
-        assert cli("stop", "s1").code == 0
+        assert cli("stop", "--force", "s1").code == 0
     finally:
         os.umask(previous)
     directories = [tmp_path / "made", tmp_path / "made" / "by"]

@@ -24,7 +24,7 @@ def one_line_error(result, code):
 
 
 def test_stop_resume_round_trip(cli, home):
-    assert cli("stop", "s1", "--reason", "why", "--source", "alice@box").code == 0
+    assert cli("stop", "--force", "s1", "--reason", "why", "--source", "alice@box").code == 0
     assert StopProtocol(home).is_stopped("s1")
     line = AckLog(home).read().entries[-1]
     assert (line["event"], line["source"], line["reason"]) == ("stop_ack", "alice@box", "why")
@@ -34,14 +34,14 @@ def test_stop_resume_round_trip(cli, home):
 
 def test_default_source_is_user_at_host(cli, home, monkeypatch):
     monkeypatch.setenv("USER", "carol")
-    cli("stop", "s1")
+    cli("stop", "--force", "s1")
     import socket
 
     assert AckLog(home).read().entries[-1]["source"] == f"carol@{socket.gethostname()}"
 
 
 def test_full_stop_with_entity_and_hours(cli, home):
-    result = cli("stop", "s1", "--entity", "ezra", "--hours", "2", "--reason", "r")
+    result = cli("stop", "--force", "s1", "--entity", "ezra", "--hours", "2", "--reason", "r")
     assert result.code == 0 and "ezra" in result.out
     lock = StopProtocol(home).hands_off_registry.lock_of("ezra")
     assert lock["session_id"] == "s1"
@@ -65,7 +65,7 @@ def test_refusals_exit_1(cli):
 
 
 def test_refusal_changes_nothing(cli, home):
-    cli("stop", "s1")
+    cli("stop", "--force", "s1")
     before = {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and not p.name.endswith(".lock")}
     cli("resume", "other")
     cli("hands-off", "x", "--hours", "0")
@@ -74,7 +74,7 @@ def test_refusal_changes_nothing(cli, home):
 
 
 def test_status_json_shape(cli, home):
-    cli("stop", "s1", "--reason", "r1")
+    cli("stop", "--force", "s1", "--reason", "r1")
     cli("stop", "--all", "--reason", "fleet")
     cli("hands-off", "ezra", "--reason", "r2")
     StopProtocol(home).sessions.observe("s1", tmux_session="agent-1", cwd="/w")
@@ -93,14 +93,14 @@ def test_status_json_shape(cli, home):
 
 
 def test_status_human(cli):
-    cli("stop", "s1", "--reason", "because")
+    cli("stop", "--force", "s1", "--reason", "because")
     out = cli("status").out
     assert "fleet: running" in out and "s1" in out and "because" in out
 
 
 def test_log_filters_and_json(cli, home):
-    cli("stop", "a", "--reason", "r", "--source", "x@h", )
-    cli("stop", "b", "--source", "y@h")
+    cli("stop", "--force", "a", "--reason", "r", "--source", "x@h", )
+    cli("stop", "--force", "b", "--source", "y@h")
     cli("resume", "a", "--source", "x@h")
     lines = [json.loads(line) for line in cli("log", "--json").out.splitlines()]
     assert [line["event"] for line in lines] == ["stop_ack", "stop_ack", "resume"]
@@ -114,13 +114,13 @@ def test_log_filters_and_json(cli, home):
 
 
 def test_log_follow_prints_new_lines(home, cli):
-    cli("stop", "first")
+    cli("stop", "--force", "first")
     env = dict(os.environ)
     follower = subprocess.Popen(leash_argv() + ["log", "--follow", "--json"], stdout=subprocess.PIPE, cwd=ROOT,
                                 env=env)
     try:
         assert json.loads(follower.stdout.readline())["session_id"] == "first"
-        cli("stop", "second")
+        cli("stop", "--force", "second")
         assert json.loads(follower.stdout.readline())["session_id"] == "second"
     finally:
         follower.kill()
@@ -129,7 +129,7 @@ def test_log_follow_prints_new_lines(home, cli):
 
 def test_log_verify(cli, home):
     for i in range(4):
-        cli("stop", f"s{i}")
+        cli("stop", "--force", f"s{i}")
     result = cli("log", "verify")
     assert result.code == 0 and "4 lines" in result.out
     path = home / "stop_ack_log.jsonl"
@@ -145,7 +145,7 @@ def test_log_verify(cli, home):
 @pytest.mark.parametrize("name", ["../../outside", "/etc/passwd", "..", ".", "a/b/../../c", "\u00e9t\u00e9 ~$x",
                                   "x" * 5000, "line\nbreak", "tab\there"])
 def test_any_string_is_a_session_id_or_entity_and_never_a_path(cli, home, tmp_path, name):
-    assert cli("stop", name, "--entity", name, "--reason", "odd").code == 0
+    assert cli("stop", "--force", name, "--entity", name, "--reason", "odd").code == 0
     sp = StopProtocol(home)
     assert sp.is_stopped(name) and sp.is_hands_off(name)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leash-home"]
@@ -191,7 +191,7 @@ def test_console_script_is_installed():
 
 
 def test_doctor_on_a_healthy_home(cli):
-    cli("stop", "s1")
+    cli("stop", "--force", "s1")
     result = cli("doctor")
     assert result.code == 0 and "hash chain intact" in result.out
 

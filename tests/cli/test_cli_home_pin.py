@@ -75,6 +75,7 @@ def test_check_from_another_home_fails_naming_both(cli, home, isolated):
 def test_doctor_from_another_home_fails_naming_both(cli, home, isolated):
     assert cli("install", "--user").code == 0
     other = isolated / "operator-home"
+    other.mkdir(mode=0o700)  # a doctor reads a home, never creates one
     result = cli("--home", str(other), "doctor")
     assert result.code == 3, result
     (line,) = [line for line in result.out.splitlines() if "home_mismatch" in line]

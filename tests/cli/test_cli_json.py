@@ -22,11 +22,11 @@ def one_object(result, code: int) -> dict:
 
 
 def test_stop_resume_and_the_fleet(cli):
-    stopped = one_object(cli("stop", "s1", "--reason", "look first", "--json"), 0)
+    stopped = one_object(cli("stop", "--force", "s1", "--reason", "look first", "--json"), 0)
     assert stopped["command"] == "stop" and stopped["action"] == "stop" and stopped["session"] == "s1"
     assert stopped["stop"]["reason"] == "look first" and "stopped_at" in stopped["stop"]
     assert "nothing answers" in stopped["warning"]  # the stderr warning is in the object too
-    full = one_object(cli("stop", "s2", "--entity", "ezra", "--hours", "2", "--json"), 0)
+    full = one_object(cli("stop", "--force", "s2", "--entity", "ezra", "--hours", "2", "--json"), 0)
     assert full["action"] == "full_stop" and full["entity"] == "ezra" and "expires_at" in full["lock"]
     fleet = one_object(cli("stop", "--all", "--reason", "window", "--json"), 0)
     assert fleet["action"] == "fleet_stop" and fleet["stop"]["reason"] == "window"
@@ -42,9 +42,9 @@ def test_an_error_is_an_object_with_the_exit_code_unchanged(cli):
     assert plain.code == 1 and refused["command"] == "resume"
     assert refused["error"] == "session 'nobody' is not stopped"
     assert refused["error"] in cli("resume", "nobody", "--json").err  # stderr keeps its one line
-    usage = one_object(cli("stop", "s1", "--json", "--hours", "2"), 2)
+    usage = one_object(cli("stop", "--force", "s1", "--json", "--hours", "2"), 2)
     assert "--entity" in usage["error"]
-    unparsed = one_object(cli("stop", "s1", "--json", "--bogus"), 2)
+    unparsed = one_object(cli("stop", "--force", "s1", "--json", "--bogus"), 2)
     assert unparsed["command"] == "stop" and "--bogus" in unparsed["error"]
 
 
@@ -90,7 +90,7 @@ def test_loop_check_and_reset(cli):
 
 
 def test_doctor(cli, home):
-    cli("stop", "s1")
+    cli("stop", "--force", "s1")
     found = one_object(cli("doctor", "--json"), 0)
     assert found["command"] == "doctor" and found["problems"] == 0 and found["repair"] is False
     assert {"level", "subject", "message"} == set(found["findings"][0])

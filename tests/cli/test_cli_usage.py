@@ -85,8 +85,8 @@ def test_text_that_is_not_utf8_names_its_line(tmp_path):
 
 def test_every_command_names_a_bad_config(cli, home):
     write(home, "[sessions]\nforget_after_days = 0\n")
-    for argv, code in ((["stop", "s1"], 0), (["resume", "s1"], 0), (["release", "ezra"], 1), (["doctor"], 2),
-                       (["status"], 2)):
+    for argv, code in ((["stop", "--force", "s1"], 0), (["resume", "s1"], 0), (["release", "ezra"], 1),
+                       (["doctor"], 2), (["status"], 2)):
         result = cli(*argv)
         assert result.code == code, (argv, result)
         said = result.out + result.err  # the doctor says it as one of its findings

@@ -34,7 +34,7 @@ def me() -> str:
 def test_the_cli_gives_the_same_answers_through_the_daemon(home, leash_proc):
     """Each command run on the home directly, then through a daemon: same
     stdout, stderr and exit code (the state is the same for both runs)."""
-    assert leash_proc("stop", "s1", "--reason", "hold").code == 0
+    assert leash_proc("stop", "--force", "s1", "--reason", "hold").code == 0
     direct = {argv: leash_proc(*argv) for argv in SAME_EITHER_WAY}
     running = start_daemon(home)
     try:
@@ -50,7 +50,7 @@ def test_the_cli_gives_the_same_answers_through_the_daemon(home, leash_proc):
 
 
 def test_the_source_is_the_peer_never_the_clients_claim(daemon, home, leash_proc):
-    done = leash_proc("stop", "s1", "--reason", "hold", "--source", "mallory@elsewhere")
+    done = leash_proc("stop", "--force", "s1", "--reason", "hold", "--source", "mallory@elsewhere")
     assert done.code == 0, done.err
     (line,) = AckLog(home).read(event="stop_ack").entries
     assert line["source"] == f"{me()}@{daemon.host}"
@@ -74,7 +74,7 @@ def test_a_stale_default_socket_means_the_home_directly(home, leash_proc):
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(sockets(home)[1])
     stale.close()
-    done = leash_proc("stop", "s1", "--reason", "hold")
+    done = leash_proc("stop", "--force", "s1", "--reason", "hold")
     assert done.code == 0 and "stopped s1" in done.out
 
 
@@ -83,7 +83,7 @@ def test_the_daemon_process_refuses_a_second_and_ends_on_sigterm(home, leash_pro
     try:
         second = leash_proc("daemon", "--no-kennel", timeout=30)
         assert second.code == 1 and second.err.count("\n") == 1 and "already runs" in second.err
-        assert leash_proc("stop", "s1", "--reason", "through the daemon").code == 0
+        assert leash_proc("stop", "--force", "s1", "--reason", "through the daemon").code == 0
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=20) == 0
         log = first.stderr.read().decode()

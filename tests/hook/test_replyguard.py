@@ -99,7 +99,7 @@ def test_kill_switch_allows(leash, cli):
 
 def test_operator_stop_allows(leash, cli):
     cli("reply", "in", "--channel", "chat", "--key", "alice")
-    cli("stop", "sess_1", "--reason", "operator wants it to stop")
+    cli("stop", "--force", "sess_1", "--reason", "operator wants it to stop")
     assert leash("hook", "stop", stdin=stop_payload(), env=channel_env()).out == ""
 
 

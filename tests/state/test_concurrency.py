@@ -119,7 +119,8 @@ def test_eight_processes_of_cli_stops_lose_nothing(home):
     workers, per_worker = 8, 6
     expected = {f"w{n}-s{i:02d}": f"w{n}" for n in range(workers) for i in range(per_worker)}
     scripts = [
-        cli_worker([["stop", f"w{n}-s{i:02d}", "--reason", "r", "--source", f"w{n}"] for i in range(per_worker)])
+        cli_worker([["stop", "--force", f"w{n}-s{i:02d}", "--reason", "r", "--source", f"w{n}"]
+                    for i in range(per_worker)])
         for n in range(workers)
     ]
     run_workers(scripts, home)  # the home does not exist yet: the workers race to create it too
@@ -144,9 +145,9 @@ def test_concurrent_locks_and_stops_lose_nothing(home):
         commands = []
         for i in range(rounds):
             commands.append(["hands-off", f"ent-{n}-{i}", "--hours", "2", "--source", f"w{n}"])
-            commands.append(["stop", f"mix-{n}-{i}", "--reason", "r", "--source", f"w{n}"])
+            commands.append(["stop", "--force", f"mix-{n}-{i}", "--reason", "r", "--source", f"w{n}"])
             # a full stop takes the stops, hands-off and sessions locks together
-            commands.append(["stop", f"full-{n}-{i}", "--entity", f"fent-{n}-{i}", "--source", f"w{n}"])
+            commands.append(["stop", "--force", f"full-{n}-{i}", "--entity", f"fent-{n}-{i}", "--source", f"w{n}"])
         scripts.append(cli_worker(commands))
     run_workers(scripts, home)
 

@@ -246,7 +246,7 @@ def test_doctor_reports_and_rebuilds_corrupt_stops_file(home, leash_proc):
 def test_stop_on_a_corrupt_stops_file_rebuilds_it(home, leash_proc):
     stops_then_corrupt(home)
 
-    result = leash_proc("stop", "newsess", "--reason", "after corruption", "--source", "op")
+    result = leash_proc("stop", "--force", "newsess", "--reason", "after corruption", "--source", "op")
     assert result.code == 0, result
     [copy] = corrupt_copies(home, STOPS_NAME)
     assert copy.read_bytes() == GARBAGE

@@ -1,6 +1,7 @@
-"""A stop of a name nothing answers to is filed (exit 0) with a one-line
-warning; a look-alike of a known name (a Cyrillic letter, a bidi override) or
-a tmux target with ':' says what it looks like."""
+"""A stop of a name nothing answers to is refused (exit 1) unless --force,
+which files it with a one-line warning; a look-alike of a known name (a
+Cyrillic letter, a bidi override) or a tmux target with ':' says what it
+looks like."""
 from __future__ import annotations
 
 from leash.core.base.nameguard import skeleton, warning_for
@@ -19,7 +20,8 @@ def test_a_known_session_stops_quietly(home, cli):
 
 
 def test_an_unknown_name_is_filed_with_a_warning(home, cli):
-    result = cli("stop", "nobody-yet", "--reason", "r")
+    assert cli("stop", "nobody-yet", "--reason", "r").code == 1
+    result = cli("stop", "nobody-yet", "--force", "--reason", "r")
     assert result.code == 0 and "nothing answers to this name yet" in result.err
     assert StopProtocol(home).is_stopped("nobody-yet")
 
@@ -27,12 +29,14 @@ def test_an_unknown_name_is_filed_with_a_warning(home, cli):
 def test_a_cyrillic_look_alike_is_named(home, cli):
     seen(home, "sess-1", tmux_session="agent-1")
     result = cli("stop", "аgent-1", "--reason", "r")  # the first letter is Cyrillic
-    assert result.code == 0 and "looks like 'agent-1'" in result.err
+    assert result.code == 1 and "looks like 'agent-1'" in result.err
+    forced = cli("stop", "аgent-1", "--force", "--reason", "r")
+    assert forced.code == 0 and "looks like 'agent-1'" in forced.err
 
 
 def test_a_bidi_override_and_a_target_with_a_colon(home, cli):
     assert "invisible formatting" in cli("stop", "agent\u202e1", "--reason", "r").err
-    assert "':' or '.'" in cli("stop", "a:b", "--reason", "r").err
+    assert "':' or '.'" in cli("stop", "a:b", "--force", "--reason", "r").err
 
 
 def test_the_skeleton_maps_homoglyphs():

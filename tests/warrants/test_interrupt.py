@@ -113,7 +113,7 @@ def test_a_headless_session_gets_sigint_and_its_tool_ends(home, tmp_path, cli):
     proc = start_headless(where, home, "sess-headless")
     try:
         wait_ready(where)
-        result = cli("stop", "sess-headless", "--interrupt", "--reason", "look first")
+        result = cli("stop", "--force", "sess-headless", "--interrupt", "--reason", "look first")
         assert result.code == 0, result
         # 130: its SIGINT handler ended it, with its tool; left alone it runs 30 s and exits 0
         assert proc.wait(timeout=10) == 130
@@ -135,7 +135,7 @@ def test_the_ack_line_says_what_was_running_with_secrets_masked(home, tmp_path, 
     proc = start_headless(where, home, "sess-said", command=command)
     try:
         wait_ready(where)
-        result = cli("stop", "sess-said", "--interrupt")
+        result = cli("stop", "--force", "sess-said", "--interrupt")
         assert result.code == 0, result
         (line,) = interrupts(home)
         assert line["tool"] == "Bash"
@@ -155,7 +155,7 @@ def test_through_leashd_the_peer_pid_leads_to_the_process(home, tmp_path, cli, d
     try:
         wait_ready(where)
         assert record_of(home, "sess-daemon")["agent_process"]["pid"] == proc.pid
-        result = cli("stop", "sess-daemon", "--interrupt")
+        result = cli("stop", "--force", "sess-daemon", "--interrupt")
         assert result.code == 0, result
         assert proc.wait(timeout=10) == 130
         assert read(where, "signals") == "SIGINT\n"
@@ -199,7 +199,7 @@ def test_a_recycled_or_foreign_pid_is_never_signalled(home, cli, bystander, chan
         process[key] += delta
     _record(home, "sess-stale", process)
 
-    result = cli("stop", "sess-stale", "--interrupt")
+    result = cli("stop", "--force", "sess-stale", "--interrupt")
 
     assert result.code == 1
     assert said in result.err and "nothing could be interrupted" in result.err
@@ -214,7 +214,7 @@ def test_a_pid_that_no_longer_runs_claude_code_is_never_signalled(home, cli, tmp
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
         _record(home, "sess-other", {"pid": proc.pid, "started": stat_of(proc.pid)[2], "uid": os.getuid()})
-        result = cli("stop", "sess-other", "--interrupt")
+        result = cli("stop", "--force", "sess-other", "--interrupt")
         assert result.code == 1 and "no longer runs Claude Code" in result.err
         assert proc.poll() is None
     finally:
@@ -226,14 +226,14 @@ def test_an_ended_process_is_refused_in_one_line(home, cli):
     started = stat_of(proc.pid)[2] if stat_of(proc.pid) else 0
     proc.wait()
     _record(home, "sess-gone", {"pid": proc.pid, "started": started, "uid": os.getuid()})
-    result = cli("stop", "sess-gone", "--interrupt")
+    result = cli("stop", "--force", "sess-gone", "--interrupt")
     assert result.code == 1
     assert "has ended" in result.err or "another process" in result.err
 
 
 # ------------------------------------------------------------------ the CLI
 def test_nothing_to_interrupt_is_exit_1_with_the_stop_filed(home, cli):
-    result = cli("stop", "ghost", "--interrupt", "--reason", "r")
+    result = cli("stop", "--force", "ghost", "--interrupt", "--reason", "r")
     assert result.code == 1
     assert result.out.startswith("stopped ghost")
     assert result.err.splitlines() == [
@@ -246,7 +246,7 @@ def test_nothing_to_interrupt_is_exit_1_with_the_stop_filed(home, cli):
 def test_a_session_seen_without_pane_or_process_is_named(home, cli, leash_proc):
     payload = json.dumps({"session_id": "sess-plain", "tool_name": "Bash", "tool_input": {"command": "ls"}})
     leash_proc("hook", "pre-tool-use", stdin=payload.encode())
-    result = cli("stop", "sess-plain", "--interrupt")
+    result = cli("stop", "--force", "sess-plain", "--interrupt")
     assert result.code == 1
     assert "sess-plain: no tmux pane shows it and no Claude Code process of it is known" in result.err
 
@@ -279,7 +279,7 @@ def test_without_interrupt_nothing_is_signalled(home, tmp_path, cli):
     try:
         wait_ready(where)
         assert record_of(home, "sess-plainstop")["agent_process"]["pid"] == proc.pid  # reachable, and yet:
-        assert cli("stop", "sess-plainstop").code == 0
+        assert cli("stop", "--force", "sess-plainstop").code == 0
         time.sleep(KEYS_SETTLE_SECONDS)
         assert proc.poll() is None and read(where, "signals") == ""
     finally:
@@ -294,7 +294,7 @@ def test_an_interactive_session_in_a_pane_gets_escape_and_nothing_else(home, tmp
     record = record_of(home, "sess-pane")
     assert record["tmux_pane"].startswith("%") and record["agent_process"]["headless"] is False
 
-    result = cli("stop", "agent-esc", "--interrupt", "--reason", "hold on")
+    result = cli("stop", "--force", "agent-esc", "--interrupt", "--reason", "hold on")
 
     assert result.code == 0, result
     assert eventually(lambda: read(where, "keys") != "")
@@ -316,7 +316,7 @@ def test_a_pane_whose_hook_named_no_process_is_judged_by_its_program(home, tmp_p
     wait_ready(where)
     record = record_of(home, "sess-old")
     SessionRegistry(home).rows.update("sess-old", lambda r: {**r, "agent_process": ""}, horizon=0)
-    result = cli("stop", "sess-old", "--interrupt")
+    result = cli("stop", "--force", "sess-old", "--interrupt")
     assert result.code == 0, result
     assert eventually(lambda: read(where, "keys") != "")
     assert (where / "keys").read_bytes() == b"\x1b"
@@ -330,7 +330,7 @@ def test_a_pane_that_runs_something_else_gets_no_key(home, tmp_path, cli, tmux_e
     start_in_pane(tmux_env, "agent-vim", where, home, "sess-vim", program_name="vim")
     wait_ready(where)
     SessionRegistry(home).rows.update("sess-vim", lambda r: {**r, "agent_process": ""}, horizon=0)
-    result = cli("stop", "sess-vim", "--interrupt")
+    result = cli("stop", "--force", "sess-vim", "--interrupt")
     assert result.code == 1
     assert "runs 'vim', not Claude Code" in result.err
     time.sleep(KEYS_SETTLE_SECONDS)
@@ -350,7 +350,7 @@ def test_a_pane_now_running_another_claude_gets_no_key(home, tmp_path, cli, tmux
         wait_ready(where)
         other = {"pid": elsewhere.pid, "started": stat_of(elsewhere.pid)[2], "uid": os.getuid()}
         SessionRegistry(home).rows.update("sess-moved", lambda r: {**r, "agent_process": other}, horizon=0)
-        result = cli("stop", "sess-moved", "--interrupt")
+        result = cli("stop", "--force", "sess-moved", "--interrupt")
         assert result.code == 1 and "does not run its Claude Code" in result.err
         time.sleep(KEYS_SETTLE_SECONDS)
         assert read(where, "keys") == "" and elsewhere.poll() is None
@@ -364,7 +364,7 @@ def test_an_interactive_claude_outside_tmux_is_not_signalled(home, cli, tmp_path
                             start_new_session=True)
     try:
         _record(home, "sess-tui", {"pid": proc.pid, "started": stat_of(proc.pid)[2], "uid": os.getuid()})
-        result = cli("stop", "sess-tui", "--interrupt")
+        result = cli("stop", "--force", "sess-tui", "--interrupt")
         assert result.code == 1 and "press Escape in its terminal" in result.err
         time.sleep(KEYS_SETTLE_SECONDS)
         assert proc.poll() is None

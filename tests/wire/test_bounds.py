@@ -147,7 +147,7 @@ def test_breaker_names_that_are_not_plain_or_are_leash_s_own_are_refused(cli, ho
 
 def test_a_refused_breaker_name_leaves_the_fleet_working(cli, leash, home):
     assert cli("loop", "check-and-record", "stops.json").code == 2
-    assert cli("stop", "sess_123", "--reason", "held").code == 0
+    assert cli("stop", "--force", "sess_123", "--reason", "held").code == 0
     assert (home / "stops.json").is_file()
     assert_denied(leash("hook", "pre-tool-use", stdin=payload("sess_123")), "held")
     assert leash("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
@@ -156,7 +156,7 @@ def test_a_refused_breaker_name_leaves_the_fleet_working(cli, leash, home):
 
 
 def test_doctor_repair_moves_a_directory_away_from_a_state_file(cli, leash, home):
-    assert cli("stop", "sess_123", "--reason", "held").code == 0
+    assert cli("stop", "--force", "sess_123", "--reason", "held").code == 0
     (home / "stops.json").unlink()
     (home / "stops.json").mkdir()
     (home / "stops.json" / "restart_loop.json").write_text('{"boots": [1]}')
@@ -168,7 +168,7 @@ def test_doctor_repair_moves_a_directory_away_from_a_state_file(cli, leash, home
     assert (moved / "restart_loop.json").read_text() == '{"boots": [1]}'  # nothing is deleted
     assert not (home / "stops.json").is_dir()
     assert leash("hook", "pre-tool-use", stdin=payload("sess_other")).out == ""
-    assert cli("stop", "sess_456", "--reason", "again").code == 0
+    assert cli("stop", "--force", "sess_456", "--reason", "again").code == 0
     assert_denied(leash("hook", "pre-tool-use", stdin=payload("sess_456")), "again")
     events = [json.loads(line)["event"] for line in (home / "stop_ack_log.jsonl").read_text().splitlines()]
     assert "state_quarantined" in events

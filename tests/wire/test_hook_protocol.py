@@ -18,7 +18,7 @@ def test_allow_prints_nothing_and_exits_zero(leash_proc):
 
 
 def test_deny_after_a_stop(leash_proc, cli):
-    assert cli("stop", "sess_123", "--reason", "explicit halt").code == 0
+    assert cli("stop", "--force", "sess_123", "--reason", "explicit halt").code == 0
     result = leash_proc("hook", "pre-tool-use", stdin=payload())
     assert_denied(result, "explicit halt", "stopped")
     # the deny is exactly one JSON document on one line
@@ -93,6 +93,6 @@ def test_stop_by_tmux_session_name_through_a_real_pane(leash, cli, tmux_socket, 
     env = {"TMUX": f"{tmux_socket},0,0", "TMUX_PANE": pane}
     assert leash("hook", "pre-tool-use", stdin=payload("claude-xyz"), env=env).out == ""
     assert StopProtocol(home).sessions.get("claude-xyz")["tmux_session"] == "agent-3"
-    cli("stop", "agent-3", "--reason", "stopped from tmux's name")
+    cli("stop", "--force", "agent-3", "--reason", "stopped from tmux's name")
     assert_denied(leash("hook", "pre-tool-use", stdin=payload("claude-xyz"), env=env),
                   "tmux session 'agent-3'", "stopped from tmux's name")
