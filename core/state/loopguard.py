@@ -11,7 +11,11 @@ State: ``<home>/<name>/restart_loop.json`` = ``{"boots": [<unix seconds>, ...]}`
 hermes's own file and format (``name="gateway"`` is hermes's path); beside it
 ``restart_loop.limits.json`` keeps the limits the supervisor passed with its
 newest boot (``max_restarts``, ``window_seconds``, ``max_gap_seconds``), which
-``describe`` reports over config.toml's ``[loop.NAME]`` and the defaults. A name is
+``describe`` reports over config.toml's ``[loop.NAME]`` and the defaults, and
+which a later boot recorded without a limit of its own keeps (``limits_for``:
+what the call gives, else config.toml's ``[loop.NAME]``, else the stored
+limit, else the default), so ``--window 600`` once is not pruned to 60 s by
+the next call without it. A name is
 a plain file name (letters, digits, ``.``, ``_``, ``-``; no leading dot) that is
 not one leash uses in the home (``core.home.RESERVED_NAMES``: ``stops.json``,
 ``warrants``, ``*.lock`` ...); any other name is refused with ``ValueError``,
@@ -310,6 +314,16 @@ def thresholds(config: dict, name: str) -> dict[str, float]:
                                "max_gap_seconds": DEFAULT_MAX_GAP_SECONDS}
     found.update(config.get("loop", {}).get(name, {}))
     return found
+
+
+def limits_for(name: str, config: dict, *, kept: dict, given: dict) -> dict[str, float]:
+    """The limits a boot of breaker ``name`` is checked and recorded with:
+    those ``given`` with it, else config.toml's ``[loop.NAME]``, else those
+    ``kept`` from its newest boot, else the defaults. A supervisor that passed
+    ``--window 600`` once keeps that window on a later call without it."""
+    written = config.get("loop", {}).get(name, {})
+    return {**thresholds({}, name), **valid_limits(kept),
+            **{key: written[key] for key in LIMIT_KEYS if key in written}, **given}
 
 
 def describe(name: str, *, home=None, config: dict | None = None, now: float | None = None) -> dict:
