@@ -342,7 +342,10 @@ class Daemon:
             if handler is None:
                 wire.send(conn, {"error": f"unknown verb {verb!r} (known: {', '.join(sorted(self.operator_verbs))})"})
                 continue
-            self.say("operator", verb=verb, user=peer.user)
+            said = getattr(handler, "log_fields", None)  # the store verb's reads say nothing
+            fields = said(request) if said is not None else {}
+            if fields is not None:
+                self.say("operator", verb=verb, user=peer.user, **fields)
             # A stream waits on changes, not on work: it holds no serving slot.
             with serving if verb != "subscribe" else contextlib.nullcontext():
                 try:

@@ -7,6 +7,11 @@ and units' lifetimes stay in the daemon). Who acts is the peer: a ``source`` or
 whatever the client sent. A halt unit's read runs in its own unit (the kept
 reader); a transaction's queued steps are applied as one.
 
+leashd says one ``operator`` line for each request that may change state
+(``log_fields``: the store and method, so the line says what was done) and
+none for a read (``READS``): the console reads dozens of times a refresh, and
+those lines would bury the ones that matter.
+
 Failure: an unknown store or method, or arguments that do not fit, is an error
 reply; an exception the store raises is ``{"error", "raised": its class name}``
 for the client to raise again. Nothing a request carries ends the daemon.
@@ -22,10 +27,36 @@ if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
 
 
+# The methods that only read, by store; any other method may change state, and
+# a store not named here (the transaction) is all writes.
+READS = {
+    "acklog": frozenset({"read", "tail", "verify"}),
+    "stops": frozenset({"covering", "current", "fleet", "stopped"}),
+    "locks": frozenset({"active", "covering", "has_path_locks", "lock_for_path", "lock_of", "view"}),
+    "sessions": frozenset({"all", "get", "hosted", "lineage", "predecessor_in_pane"}),
+    "halts": frozenset({"config", "find", "listing", "state"}),
+    "warrants": frozenset({"active", "completed", "find", "has_pending", "listing", "live_for", "pending"}),
+    "breakers": frozenset({"describe", "names", "tripped"}),
+    "replies": frozenset({"pending"}),
+    "kennels": frozenset({"alive"}),
+    "approvals": frozenset({"get", "pending", "recent"}),
+    "unit": frozenset({"check", "files_read", "pending", "pending_counts", "state", "states"}),
+}
+
+
 class StoreVerb:
     def __init__(self, backend: Backend):
         self.backend = backend
         self.allowed = {store: callable_methods(protocol) for store, protocol in protocols().items()}
+
+    @staticmethod
+    def log_fields(request: dict) -> dict | None:
+        """What leashd's ``operator`` line adds for ``request``: its store and
+        method; None (no line) for a read. A request it cannot tell is said."""
+        store, method = request.get("store"), request.get("method")
+        if isinstance(store, str) and method in READS.get(store, ()):
+            return None
+        return {"store": store, "method": method}
 
     def __call__(self, request: dict, *, source: str, send, home: str) -> None:
         store, method = request.get("store"), request.get("method")
