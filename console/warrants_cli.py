@@ -7,6 +7,7 @@ kennel registry); a warrant the store refuses is a ``Refused`` (exit 1).
 from __future__ import annotations
 
 import os
+import sys
 from argparse import Namespace
 
 from leash.console.context import Context
@@ -128,7 +129,15 @@ def cmd_kennel(context: Context, args: Namespace) -> int:
     import asyncio
 
     kennel = Kennel(context.home, dogs=args.dogs, until_idle=args.until_idle)
-    finished = asyncio.run(kennel.run())
+    ending = ("it ends when no warrant is pending or active, or on Ctrl-C or SIGTERM" if args.until_idle
+              else "Ctrl-C or SIGTERM stops it; active dogs keep their state for the next kennel")
+
+    def say_running() -> None:  # once Ctrl-C and SIGTERM stop it cleanly, as the line says
+        out(f"kennel running: {kennel.size} dog{'s' if kennel.size != 1 else ''}, home {context.home}, "
+            f"host {kennel.owner['host']}; {ending}")
+        sys.stdout.flush()  # said now, in a pipe too: the kennel may run for days
+
+    finished = asyncio.run(kennel.run(on_start=say_running))
     for state in finished:
         out(f"{state['id']}  {state['warrant']['target']}  {state['outcome']}")
     return 0

@@ -221,8 +221,9 @@ class Kennel:
         reports of dogs whose state it has filed away)."""
         self.warrants.tidy()
 
-    async def run(self) -> list[dict]:
-        """Work until stopped (or idle, with ``until_idle``); returns the dogs finished."""
+    async def run(self, *, on_start=None) -> list[dict]:
+        """Work until stopped (or idle, with ``until_idle``); returns the dogs
+        finished. ``on_start()`` is called once SIGTERM and SIGINT stop it cleanly."""
         import signal
 
         self.warrants.tidy()
@@ -239,6 +240,8 @@ class Kennel:
                 loop.add_signal_handler(sig, stop.set)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+        if on_start is not None:
+            on_start()
         last_beat = 0.0
         stopping = asyncio.ensure_future(stop.wait())
         self._wake = asyncio.Event()
