@@ -236,7 +236,8 @@ def test_token_file_is_made_private_and_reused(home):
 
 @pytest.mark.parametrize("shape", ["group-readable", "world-readable", "directory", "symlink", "two-lines",
                                    "short", "missing"])
-def test_unsafe_token_file_is_refused(tmp_path, cli, shape):
+def test_unsafe_token_file_is_refused(tmp_path, home, cli, shape):
+    home.mkdir(mode=0o700)  # serve only reads: it never creates a home
     target = tmp_path / "token"
     good = "k" * 43 + "\n"
     if shape in ("group-readable", "world-readable"):
@@ -268,7 +269,8 @@ async def test_pinned_token_file_is_the_one_required(serve, tmp_path):
             assert response.status == 200
 
 
-def test_max_clients_zero_is_a_usage_error(cli):
+def test_max_clients_zero_is_a_usage_error(home, cli):
+    home.mkdir(mode=0o700)
     result = cli("serve", "--port", "0", "--max-clients", "0")
     assert result.code == 2 and "--max-clients" in result.err
 
@@ -318,6 +320,7 @@ def test_a_console_that_leaves_before_its_kennel_starts_still_stops_it(home):
 def test_served_console_exits_when_its_server_goes(home, tmux_socket, ending):
     from leash.console.serve_child import DRIVER, console_argv
 
+    home.mkdir(mode=0o700)  # the console only reads: it never creates a home
     env = dict(os.environ, LEASH_HOME=str(home), LEASH_TMUX_SOCKET=str(tmux_socket), TEXTUAL_DRIVER=DRIVER,
                COLUMNS="100", ROWS="30")
     process = subprocess.Popen(console_argv(home, read_only=False, no_kennel=False), cwd=ROOT, env=env,

@@ -86,6 +86,8 @@ class Served:
 
 
 def start_server(home, tmux_socket, *args: str) -> Served:
+    """``leash serve --port 0 ARGS`` on ``home`` (made first: serve only reads, it never creates a home)."""
+    Path(home).mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, LEASH_HOME=str(home), LEASH_TMUX_SOCKET=str(tmux_socket), PYTHONUNBUFFERED="1")
     process = subprocess.Popen(leash_argv() + ["serve", "--port", "0", *args], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
