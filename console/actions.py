@@ -73,7 +73,7 @@ def _first_use(command: Callable[[Context, Namespace], int], context: Context, a
                created: str | None) -> int:
     """Run the command; in a home it has just ``created``, say so when it
     succeeded (a misspelt --home is seen at once), and take the home away
-    again, while it is still empty, when it failed."""
+    again, while it is still empty, when it raised."""
     if created is None:
         return command(context, args)
     try:
@@ -86,14 +86,15 @@ def _first_use(command: Callable[[Context, Namespace], int], context: Context, a
         except OSError:  # something was written in it: kept
             pass
         raise
-    if args.command != "hook":
+    if code == 0 and args.command != "hook":
         sys.stderr.write(f"leash: created state home {printable(created)} (its first use)\n")
     return code
 
 
 # Commands that only read: they never create a home (a missing one is an error).
 READ_ONLY = frozenset({"status", "why", "log", "console", "serve", "completion"})
-NEEDS_NO_HOME = frozenset({"completion"})  # a shell's script; names of a missing home are none
+# A shell's script (names of a missing home are none); the separated profile (its own --state-home).
+NEEDS_NO_HOME = frozenset({"completion", "setup"})
 READ_ONLY_ACTIONS = {"loop_command": "status", "halts_command": "list", "approvals_command": "list",
                      "warrant_command": "list"}
 
@@ -102,7 +103,7 @@ def may_create_home(args: Namespace) -> bool:
     """Whether the command may create a missing home (in an existing parent):
     one that changes state or sets up (stop, hands-off, install, demo,
     ``doctor --repair``...); never one that only reads."""
-    if args.command in READ_ONLY or (args.command == "doctor" and not getattr(args, "repair", False)):
+    if args.command in READ_ONLY | NEEDS_NO_HOME or (args.command == "doctor" and not getattr(args, "repair", False)):
         return False
     if args.command == "approvals" and getattr(args, "approvals_command", None) is None:  # its default: list
         return False

@@ -134,7 +134,7 @@ def enter_home(home: str | os.PathLike | None = None, *, create: bool, check: bo
     except FileExistsError:  # made by another process at the same moment
         return ensure_home(path, check=check), False
     os.chmod(path, HOME_MODE)  # mkdir's mode is masked by the umask
-    return ensure_home(path, check=check), True
+    return path, True  # made just now, 0700: as safe as ensure_home would make it
 
 
 def private_dir(path: str | os.PathLike) -> str:

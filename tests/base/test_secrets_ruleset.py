@@ -249,7 +249,7 @@ def test_a_hook_process_stores_no_sample(leash_proc, home, tmp_path):
 def test_operator_reasons_never_store_a_sample(cli, home):
     for index, (provider, _rule, command, _secret) in enumerate(SAMPLES):
         reason = f"leaked {command}"
-        assert cli("stop", f"sess-{index}", "--reason", reason).code == 0, provider
+        assert cli("stop", "--force", f"sess-{index}", "--reason", reason).code == 0, provider
         assert cli("hands-off", f"entity-{index}", "--reason", reason).code == 0, provider
         assert cli("warrant", "file", f"target-{index}", "--reason", reason).code == 0, provider
     assert cli("stop", "--all", "--reason", SAMPLES[0][2]).code == 0
@@ -263,7 +263,7 @@ def test_operator_reasons_never_store_a_sample(cli, home):
 
 def test_a_stopped_session_is_told_the_masked_reason(cli, home, tmp_path):
     provider, rule, command, secret = SAMPLES[0]
-    assert cli("stop", "sess-told", "--reason", f"stop: {command}").code == 0
+    assert cli("stop", "--force", "sess-told", "--reason", f"stop: {command}").code == 0
     result = cli("hook", "pre-tool-use", stdin=hook_input("sess-told", "ls", str(tmp_path)))
     assert "deny" in result.out and "[REDACTED:" in result.out and secret not in result.out
 

@@ -197,7 +197,8 @@ def test_tamper_commands_run_as_the_agent_lift_nothing(deployment):
 def test_the_operator_drives_the_cli_through_the_operator_socket(deployment):
     env = {"LEASH_OPERATOR_SOCKET": deployment.operator_socket}
     op = deployment.operator
-    stopped = deployment.leash(op, "stop", "agent-9", "--reason", "review", "--source", "someone-else", env=env)
+    stopped = deployment.leash(op, "stop", "--force", "agent-9", "--reason", "review", "--source", "someone-else",
+                               env=env)
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped agent-9" in stopped.stdout.decode()
     assert deployment.hook("agent-9") == "deny"

@@ -221,10 +221,10 @@ def test_only_leashd_and_doctor_repair_upgrade_an_older_schema(url, home, cli, m
     monkeypatch.setenv("LEASH_STORE_URL", url)
     looked = cli("doctor")
     assert looked.code == 3 and f"schema version {older}, this leash needs {SCHEMA_VERSION}" in looked.out
-    assert cli("stop", "s1").code == 1
+    assert cli("stop", "--force", "s1").code == 1
     mended = cli("doctor", "--repair")
     assert f"schema migrated from version {older} to {SCHEMA_VERSION}" in mended.out
-    assert cli("stop", "s1").code == 0
+    assert cli("stop", "--force", "s1").code == 0
     assert f"schema version {SCHEMA_VERSION}" in cli("doctor").out
 
 
