@@ -19,6 +19,12 @@ their own threads.
   hooks the daemon has answered (``core.daemon.agents``) is refused whatever
   its uid, and an ``operator_refused`` line names it and the agent.
 
+A config.toml that cannot be used never keeps it down: it holds
+``core.base.config.strictest_when_broken()`` for its life, so it starts (and
+its commands run) on the strictest settings, says ``config_broken`` with the
+file and line at start, and the gate holds every call for an operator; a
+``config_warning`` line names each key of a usable file that it ignores.
+
 Failure: a malformed, oversized or unfinished request gets one error reply and
 its connection closes; nothing a client sends ends the daemon. A verb that
 raises answers ``{"error": ...}`` (a thin hook then fails closed on the gating
