@@ -35,6 +35,8 @@ import os
 import re
 
 from leash.core.base.hours import HOURS_RULE, hours_problem
+from leash.core.base.notifyconfig import NOTIFY_EVENTS as NOTIFY_EVENTS
+from leash.core.base.notifyconfig import SEVERITY_ORDER as SEVERITY_ORDER
 from leash.core.base.statefile import JSONObject
 
 CONFIG_NAME = "config.toml"
@@ -493,72 +495,27 @@ def _read_console(reading: _Reading, body: dict, merged: dict) -> None:
             for action, why in left_out:
                 reading.warn("console.keys", action, f"{why}: ignored, the action keeps its own key")
 
-# ---------------------------------------------------------------- [notify]
-# The [[notify.route]] tables: each entry's keys and defaults, then what its kind needs.
-SEVERITY_ORDER = ("low", "medium", "high", "critical")  # core.halts.store.SEVERITIES, lowest first
-NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline")
-ROUTE_KINDS = ("webhook", "ntfy", "slack", "command", "desktop")
-ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list[str]", "min_severity": "str",
-               "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str"}
-ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": ""}
-
-
 def _read_notify(reading: _Reading, body: dict, merged: dict) -> None:
+    """``[notify]`` and its ``[[notify.route]]`` tables (``core.base.notifyconfig``)."""
+    from leash.core.base.notifyconfig import ROUTE_ENTRY, read_route
+    from leash.core.base.tomllines import did_you_mean, route_line
+
     routes = body.get("route", [])
     reading.entries("notify", {k: v for k, v in body.items() if k != "route"}, _SCHEMA["notify"], merged)
     if not isinstance(routes, list):
         raise reading.bad("notify", "route", "must be [[notify.route]] tables")
-    merged["route"] = [_notify_route(reading, number, entry) for number, entry in enumerate(routes, 1)]
-
-
-def _notify_route(reading: _Reading, number: int, entry: object) -> dict:
-    from leash.core.base.tomllines import did_you_mean, route_line
-
-    table = f"notify.route[{number}]"
-
-    def where(key: str) -> str:
-        return reading.where(table, key, route_line(reading.text, number, key))
-
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where('')}: must be a table")
-    route = dict(ROUTE_DEFAULTS, argv=[], events=list(NOTIFY_EVENTS))
-    for key, value in entry.items():
-        if key not in ROUTE_ENTRY:
-            reading.warn(table, key, f"unknown setting, ignored{did_you_mean(key, ROUTE_ENTRY)}",
-                         route_line(reading.text, number, key))
-            continue
-        if not _check(ROUTE_ENTRY[key], value):
-            said = "" if key == "url" else f", got {value!r}"  # a url may hold a token: never repeated
-            raise ConfigError(f"{where(key)}: must be {ROUTE_ENTRY[key]}{said}")
-        route[key] = value
-    key, problem = _route_problem(route)
-    if problem:
-        raise ConfigError(f"{where(key)}: {problem}")
-    return route
-
-def _route_problem(route: dict) -> tuple[str, str]:
-    """(key, why) when a route's keys do not fit its kind; ("", "") when they do."""
-    from urllib.parse import urlsplit
-
-    kind = route.get("kind")
-    if kind not in ROUTE_KINDS:
-        return "kind", f"must be one of {', '.join(ROUTE_KINDS)}"
-    if kind in ("webhook", "ntfy", "slack"):
-        try:
-            parts = urlsplit(route["url"])
-            parts.port  # noqa: B018 - a port that is not a number raises here
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            return "url", f"a {kind} route needs an http:// or https:// url"
-    if kind == "command" and not route["argv"]:
-        return "argv", 'a command route needs argv = ["program", "{title}", "{body}", ...]'
-    unknown = [name for name in route["events"] if name not in NOTIFY_EVENTS]
-    if unknown:
-        return "events", f"unknown event {unknown[0]!r} (known: {', '.join(NOTIFY_EVENTS)})"
-    if route["min_severity"] not in SEVERITY_ORDER:
-        return "min_severity", f"must be one of {', '.join(SEVERITY_ORDER)}"
-    return "", ""
+    merged["route"] = []
+    for number, entry in enumerate(routes, 1):
+        table = f"notify.route[{number}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{reading.where(table, '', route_line(reading.text, number, ''))}: must be a table")
+        route, ignored, (key, problem) = read_route(entry, _check)
+        for name in ignored:
+            reading.warn(table, name, f"unknown setting, ignored{did_you_mean(name, ROUTE_ENTRY)}",
+                         route_line(reading.text, number, name))
+        if problem:
+            raise ConfigError(f"{reading.where(table, key, route_line(reading.text, number, key))}: {problem}")
+        merged["route"].append(route)
 
 
 # The sections read by a rule of their own (the others: by ``_SCHEMA``).
