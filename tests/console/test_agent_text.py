@@ -192,7 +192,7 @@ def hostile_home(cli, home):
     """A home where every agent-supplied field carries escapes and a forged line."""
     from leash.core.state.sessions import SessionRegistry
 
-    assert cli("stop", RETITLE, "--reason", FORGING_REASON, "--source", f"ops{CLEAR}").code == 0
+    assert cli("stop", "--force", RETITLE, "--reason", FORGING_REASON, "--source", f"ops{CLEAR}").code == 0
     assert cli("hands-off", f"ent{CLEAR}", "--reason", FORGING_REASON).code == 0
     assert cli("warrant", "file", "tgt[/oops]", "--reason", FORGING_REASON,
                "--requester", f"req\n {FORGED}").code == 0

@@ -25,7 +25,7 @@ async def test_a_change_by_another_process_shows_through_the_watcher(home):
             if app.view_data:
                 break
         await pilot.pause(0.3)  # the watcher is up
-        subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "from another process"], cwd=ROOT,
+        subprocess.run(leash_argv() + ["stop", "--force", "agent-silent", "--reason", "from another process"], cwd=ROOT,
                        check=True, capture_output=True, env=dict(os.environ))
         # Only the watcher reads the home again: the tmux list and the clock
         # are fixed, and the tickers redraw what was read. How soon it shows
@@ -170,6 +170,7 @@ def test_the_console_in_a_real_terminal(home, tmux_socket):
     """Runs `leash` in a tmux pane, stops a session with real key presses and
     reads the result from the screen and from the core."""
     agents = str(tmux_socket) + "-agents"
+    home.mkdir(mode=0o700)  # the console reads a home, never creates one
     try:
         subprocess.run(["tmux", "-S", agents, "new-session", "-d", "-s", "agent-one", "-x", "80", "-y", "10",
                         "cat > /dev/null"], check=True)
@@ -226,6 +227,7 @@ def test_serve_listens_on_loopback_only(home):
     import socket
     import urllib.request
 
+    home.mkdir(mode=0o700)  # serve reads a home, never creates one
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -288,7 +290,7 @@ async def test_the_console_goes_live_over_a_daemons_subscribe_stream(home):
                 if app.view_data and any("verb=subscribe" in line for line in daemon.log_stream.lines):
                     break
             for _attempt in range(10):  # the daemon's watcher may still be starting
-                done = subprocess.run(leash_argv() + ["stop", "agent-silent", "--reason", "through leashd"],
+                done = subprocess.run(leash_argv() + ["stop", "--force", "agent-silent", "--reason", "through leashd"],
                                       cwd=ROOT, capture_output=True, env=dict(os.environ))
                 assert done.returncode in (0, 1), done.stderr
                 if await _stop_shows(pilot, app, "agent-silent", rounds=150):
