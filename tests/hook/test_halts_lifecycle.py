@@ -713,6 +713,7 @@ def test_concurrent_writers_lose_nothing(home):
 
 # ------------------------------------------------------------------ the CLI
 def test_cli_list_json_is_get_session_halts_output(cli, home):
+    home.mkdir(mode=0o700, exist_ok=True)  # a read-only command never creates the home
     empty = cli("halts", "list", "--json")
     assert empty.code == 0 and empty.json() == {"total_count": 0, "halts": [], "unacknowledged_count": 0}
     recorded = cli("halts", "record", "--session", "s", "--type", "scope", "--severity", "high",
