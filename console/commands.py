@@ -3,8 +3,10 @@
 "Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
 warrant agent-7", "Release ezra", "Reset breaker gateway", "Allow Bash for
 agent-3", "Deny Edit for agent-5", "Fleet stop", "Open the ack log"... Each
-runs the same confirmation flow as its key (``DashboardScreen.ask``). The
-provider is the dashboard's (``DashboardScreen.COMMANDS``): ``self.screen`` is
+runs the same confirmation flow as its key (``DashboardScreen.ask``). Only
+what the core's view says can be done is offered: a session's resume while a
+stop holds it (its state ``stopped``), the fleet's while a fleet stop is filed.
+The provider is the dashboard's (``DashboardScreen.COMMANDS``): ``self.screen`` is
 the dashboard the palette was opened over, and its view names the rows.
 
 Entry names hold agent text (session ids, halt conditions, breaker names):
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from leash.console.screens.dashboard import DashboardScreen
 
 NAME_LIMIT = 120
+STOPPED = "stopped"  # the state the core's view gives a session a stop holds (core.views.fleet)
 Entry = tuple[str, Callable[[], object], str]  # (name, what it does, help)
 
 
@@ -50,16 +53,18 @@ class LeashCommands(Provider):
         view, ask = dashboard.view, dashboard.ask
         entries: list[Entry] = [
             ("Fleet stop", partial(ask, "fleet_stop", None), "Stop every session"),
-            ("Resume the fleet", partial(ask, "fleet_resume", None), "Lift the fleet stop"),
             ("Open the ack log", dashboard.action_ack_log, "Every control action"),
             ("Help: keys and screens", dashboard.action_help, "What every key does"),
             ("Lock an entity hands-off", partial(ask, "hands_off", {}), "A name or path:<glob>"),
         ]
+        if view.get("summary", {}).get("fleet_stopped"):
+            entries.insert(1, ("Resume the fleet", partial(ask, "fleet_resume", None), "Lift the fleet stop"))
         for row in view.get("sessions", []):
             name = printable(row["name"], limit=NAME_LIMIT)
-            entries += [(f"Stop session {name}", partial(ask, "stop", row), row["state"]),
-                        (f"Resume session {name}", partial(ask, "resume", row), row["state"]),
-                        (f"Lock session {name} hands-off", partial(ask, "hands_off", row), ""),
+            entries.append((f"Stop session {name}", partial(ask, "stop", row), row["state"]))
+            if row["state"] == STOPPED:
+                entries.append((f"Resume session {name}", partial(ask, "resume", row), row["state"]))
+            entries += [(f"Lock session {name} hands-off", partial(ask, "hands_off", row), ""),
                         (f"Peek at session {name}", partial(dashboard.peek, row), "")]
             if row.get("in_tmux"):
                 entries.append((f"File warrant against {name}", partial(ask, "warrant", row), ""))

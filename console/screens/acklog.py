@@ -5,30 +5,43 @@ any other words are searched for in the whole line. ``f`` toggles follow
 (jump to the newest line as lines arrive). The lines come from the
 backend's ack-log store (``backend.acklog``); looking for new lines, reading
 and verifying run in worker threads; the newest ``SHOWN_LINES`` matches are
-shown. Every field is
+shown. The columns share the screen's width as the dashboard's panels do
+(``widgets.panel.layout``): short of room the date goes first, then the
+source, and the reason takes what the others leave; the detail line under the
+table shows the selected line whole (its reason, source, date). Every field is
 shown as plain text (never parsed as markup) with its control characters
 escaped: the lines hold what agents and operators wrote.
 """
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
+from leash.console.widgets.detail import DetailLine, log_detail
+from leash.console.widgets.panel import Column, FittedTable, cell_width, label_width, layout
 from leash.core.base.text import printable
 from leash.core.store.protocols import AckLogStore
 
 SHOWN_LINES = 2000
 REASON_LIMIT = 300
+DETAIL_LINES = 5  # the selected line's whole text: a reason of REASON_LIMIT at 80 columns
+# Short of room the date goes first, then the source (the detail line shows both); the reason takes the rest.
+COLUMNS = (Column("seq", "#", keep=True), Column("date", "Date", keep=True, drop=1),
+           Column("time", "Time", keep=True), Column("event", "Event", keep=True),
+           Column("source", "Source", drop=2), Column("session", "Session", 12),
+           Column("reason", "Reason", 24))
+FILL = "reason"
 
 
 def _cell(value: object, limit: int | None = None) -> Text:
-    return Text(printable(value, limit=limit), no_wrap=True, end="")
+    return Text(printable(value, limit=limit), no_wrap=True, end="", overflow="ellipsis")
 
 
 def parse_filter(text: str) -> tuple[dict[str, str], list[str]]:
@@ -55,11 +68,24 @@ def matches(record: dict, terms: dict[str, str], words: list[str]) -> bool:
     return True
 
 
-class LogTable(DataTable):
+def cells_of(record: dict) -> tuple[Text, ...]:
+    """A line's cell in each of ``COLUMNS``."""
+    stamp = str(record.get("timestamp", ""))
+    return (_cell(record.get("seq", "")), _cell(stamp[:10]), _cell(stamp[11:19]), _cell(record.get("event", "")),
+            _cell(record.get("source", "")), _cell(record.get("session_id") or "-"),
+            _cell(record.get("reason") or "", REASON_LIMIT))
+
+
+class LogTable(FittedTable):
     """The log's lines; ``home`` and ``end`` go to the first and the newest line."""
 
     BINDINGS = [Binding("home", "scroll_top", "First line", show=False),
                 Binding("end", "scroll_bottom", "Newest line", show=False)]
+
+    def on_resize(self, event: events.Resize) -> None:
+        screen = self.screen
+        if isinstance(screen, AckLogScreen):
+            screen.fit_columns()
 
 
 class AckLogScreen(Screen[None]):
@@ -92,6 +118,9 @@ class AckLogScreen(Screen[None]):
         self.follow = True
         self.filter_text = ""
         self._signature: tuple[object, object] | None = None
+        self._lines: dict[str, tuple[dict, tuple[Text, ...]]] = {}  # row key -> (line, its every cell), as shown
+        self._wants = [label_width(column) for column in COLUMNS]  # the widest cell of each column
+        self._columns: tuple[int, ...] = ()  # the indexes in COLUMNS of the table's columns
 
     def compose(self) -> ComposeResult:
         with Vertical(id="acklog-screen"):
@@ -99,13 +128,12 @@ class AckLogScreen(Screen[None]):
             yield Label("verifying the chain...", id="acklog-verify")
             yield Input(placeholder="filter: session:ID event:NAME source:WHO words...", id="acklog-filter")
             yield LogTable(id="acklog-table", cursor_type="row")
+            yield DetailLine(id="acklog-detail", lines=DETAIL_LINES)
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#acklog-table", DataTable)
-        for key, label in (("seq", "#"), ("time", "Time"), ("event", "Event"), ("source", "Source"),
-                           ("session", "Session"), ("reason", "Reason")):
-            table.add_column(label, key=key)
+        table = self.query_one("#acklog-table", LogTable)
+        self._add_columns(tuple(range(len(COLUMNS))))
         table.focus()
         self.reload()
         self.action_verify()
@@ -136,26 +164,67 @@ class AckLogScreen(Screen[None]):
         if not self.is_attached:
             return
         entries, total = message.entries, message.total
-        table = self.query_one("#acklog-table", DataTable)
+        table = self.query_one("#acklog-table", LogTable)
         shown = {str(k.value) for k in table.rows}
         wanted = [(f"{r.get('seq')}:{str(r.get('hash', ''))[:12]}", r) for r in entries]
         if [k for k, _ in wanted[:len(shown)]] != [str(k.value) for k in table.rows][:len(wanted)] or \
                 len(shown) > len(wanted):
             table.clear()
             shown = set()
+            self._lines = {}
+            self._wants = [label_width(column) for column in COLUMNS]
         added = False
         for key, r in wanted:
             if key in shown:
                 continue
             added = True
-            table.add_row(_cell(r.get("seq", "")), _cell(str(r.get("timestamp", ""))[:19]),
-                          _cell(r.get("event", "")), _cell(r.get("source", "")), _cell(r.get("session_id") or "-"),
-                          _cell(r.get("reason") or "", REASON_LIMIT), key=key)
+            cells = cells_of(r)
+            self._lines[key] = (r, cells)
+            self._wants = [max(want, cell_width(cell)) for want, cell in zip(self._wants, cells, strict=True)]
+            table.add_row(*self._in_table(cells), key=key)
+        self.fit_columns()
         mode = "following" if self.follow else "paused"
         self.query_one("#acklog-title", Label).update(
             Text(f"Ack log — {total} matching line(s), showing the newest {len(wanted)} ({mode}; f toggles)"))
         if self.follow and added:  # to the newest line as it arrives (a cursor moved meanwhile stays till then)
             table.move_cursor(row=table.row_count - 1, animate=False)
+        self._show_detail()
+
+    # ------------------------------------------------------------ the columns and the detail line
+    def _add_columns(self, shown: tuple[int, ...]) -> None:
+        self._columns = shown
+        table = self.query_one("#acklog-table", LogTable)
+        for index in shown:
+            table.add_column(COLUMNS[index].label, key=COLUMNS[index].key, width=label_width(COLUMNS[index]))
+
+    def _in_table(self, cells: tuple[Text, ...]) -> tuple[Text, ...]:
+        return tuple(cells[index] for index in self._columns)
+
+    def fit_columns(self) -> None:
+        """The columns that fit the table's width (the others left out), and their widths."""
+        table = self.query_one("#acklog-table", LogTable)
+        if not table.content_region.width:
+            return
+        shown, widths = layout(COLUMNS, self._wants, table.width(), 2 * table.cell_padding, FILL)
+        if shown != self._columns:  # the table again, with these columns, its cursor kept
+            cursor = table.cursor_row
+            table.clear(columns=True)
+            self._add_columns(shown)
+            for key, (_, cells) in self._lines.items():
+                table.add_row(*self._in_table(cells), key=key)
+            if table.row_count:
+                table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+        table.set_widths(widths)
+
+    @on(DataTable.RowHighlighted, "#acklog-table")
+    def _show_detail(self) -> None:
+        """The selected line, whole, on the detail line."""
+        table = self.query_one("#acklog-table", LogTable)
+        line = None
+        if table.row_count and table.cursor_row >= 0:
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+            line = self._lines.get(str(key))
+        self.query_one("#acklog-detail", DetailLine).show(log_detail(line[0], 0.0) if line else "no line selected")
 
     @work(thread=True, exclusive=True, group="acklog-verify")
     def action_verify(self) -> None:
@@ -189,7 +258,7 @@ class AckLogScreen(Screen[None]):
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
-        table = self.query_one("#acklog-table", DataTable)
+        table = self.query_one("#acklog-table", LogTable)
         if self.follow and table.row_count:
             table.move_cursor(row=table.row_count - 1, animate=False)
         self.reload()

@@ -9,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from leash.console.keymap import EVERYWHERE, PANEL_TITLES, KeyAction, display
+from leash.console.widgets.legend import legend_text
 
 
 def help_table(actions: tuple[KeyAction, ...]) -> Table:
@@ -49,6 +50,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-dialog"):
             yield Static(help_table(self.actions))
             yield Static(SCREENS_TEXT)
+            yield Static(legend_text())  # what the summary line's and the Sessions panel's symbols stand for
 
     def action_close(self) -> None:
         self.dismiss(None)

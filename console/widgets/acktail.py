@@ -16,7 +16,7 @@ class AckTailPanel(Panel):
     COLUMNS = (Column("seq", "#", keep=True),
                Column("time", "Time", keep=True),
                Column("event", "Event", keep=True),
-               Column("source", "Source"),
+               Column("source", "Source", drop=1),  # short of room: the detail line names it
                Column("session", "Session"),
                Column("reason", "Reason"))
     FILL = "reason"

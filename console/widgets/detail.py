@@ -5,10 +5,13 @@ a halt's full description, condition, session (as the Sessions panel names
 it; its agent's id last) and age; a session's state and
 every rule that holds it (``core.why``, the gate's own answer, read off the UI
 thread by the feed); a lock's reason and expiry; a warrant's reason and gate; a
-breaker's boots; an ack-log line's whole text. An approval takes more lines
-(up to ``APPROVAL_LINES``, and at most a third of the screen): who asks, for
-what and how long is left, then the whole command, or the Edit's or Write's
-diff with its added lines green and its removed ones red. Each panel's entry
+breaker's boots; an ack-log line's whole text. Toasts show just above the
+line, never over it. An approval takes more lines
+(up to ``APPROVAL_LINES``, and at most a quarter of the screen, so the panels
+keep their rows): who asks, for what and how long is left, then the command,
+or the Edit's or Write's diff with its added lines green and its removed ones
+red; what does not fit ends in a line saying how many more lines there are
+(the Allow and Deny dialogs show the whole call). Each panel's entry
 in ``console.panels`` names its function here. Every value is agent
 text: escaped with ``core.text.printable`` (line by line, tabs expanded) and
 shown as ``Text``, never markup.
@@ -16,17 +19,19 @@ shown as ``Text``, never markup.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.screen import Screen
 from textual.widgets import Static
 
 from leash.console.widgets.panel import duration
 from leash.core.base.text import printable
 
 DETAIL_LINES = 2
-APPROVAL_LINES = 12  # an approval's command or diff shows this many lines at most
-SCREEN_SHARE = 3  # ... and never more than a third of the screen's height
+APPROVAL_LINES = 12  # the most lines an approval's detail takes (who asks, then its command or diff)
+SCREEN_SHARE = 4  # ... and never more than a quarter of the screen's height
 TAB_SIZE = 4
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
 DIFF_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
+TOAST_RACK = "#textual-toastrack"  # where Textual puts a screen's toasts
 LOG_KEYS = ("timestamp", "event", "source", "session_id", "reason", "seq", "prev", "hash", "key")
 
 
@@ -48,6 +53,7 @@ def halt_detail(row: dict, now: float) -> str:
 def session_detail(row: dict, answer: dict | None) -> str:
     agents = ", ".join(row.get("agents") or [])
     head = _join(f"{row['name']}: {row['state']}", f"tmux {row['tmux_session']}" if row.get("tmux_session") else "",
+                 "" if row.get("in_tmux") else "no tmux pane on this host (·)",
                  f"agents {agents}" if agents and agents != row["name"] else "")
     if answer is None:
         return f"{head} — {row.get('detail') or '...'}"
@@ -103,27 +109,45 @@ def approval_detail(row: dict, now: float) -> Text:
     text.append(printable(head), style="bold")
     body = str(row.get("detail") or row.get("summary") or "").rstrip("\n")
     diff = row.get("tool") in DIFF_TOOLS
-    for line in body.split("\n")[:APPROVAL_LINES]:  # the line shows no more (a long diff is cut with its mark)
+    for line in body.split("\n"):  # the whole of it (the store keeps it short): DetailLine says what it cuts
         text.append("\n")
         text.append_text(_diff_line(line) if diff else Text(printable(line.expandtabs(TAB_SIZE))))
     return text
 
 
 class DetailLine(Static):
-    """Shows one string, escaped, wrapped into ``DETAIL_LINES`` lines; or a
-    ``Text`` of many lines, escaped line by line by its maker (an approval's),
-    in up to ``APPROVAL_LINES`` (its height follows)."""
+    """Shows one string, escaped, wrapped into ``DETAIL_LINES`` lines (the
+    last cut with ``…``); or a ``Text`` of many lines, escaped line by line by
+    its maker (an approval's), in up to ``APPROVAL_LINES`` (its height
+    follows), the last saying how many more there are."""
 
     _text = Text("")
-    _lines = DETAIL_LINES
+
+    def __init__(self, *, lines: int = DETAIL_LINES, **kwargs) -> None:
+        """``lines``: the most a string takes (wrapped)."""
+        super().__init__(**kwargs)
+        self.string_lines = self._lines = lines
 
     def show(self, text: str | Text) -> None:
         shown = text if isinstance(text, Text) else Text(printable(text))
-        lines = APPROVAL_LINES if isinstance(text, Text) else DETAIL_LINES
+        lines = APPROVAL_LINES if isinstance(text, Text) else self.string_lines
         if shown != self._text or lines != self._lines:
             relayout = lines != self._lines or lines != DETAIL_LINES  # its height may change: lay the screen out
             self._text, self._lines = shown, lines
             self.refresh(layout=relayout)
+
+    def on_mount(self) -> None:
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._keep_toasts_above)
+
+    def _keep_toasts_above(self, screen: Screen) -> None:
+        """Toasts rise from just above this line (Textual docks them at the
+        screen's bottom): never over it (an approval's diff) nor under it (the footer)."""
+        rack = screen.query_one_optional(TOAST_RACK)
+        if rack is None or not self.region.height:
+            return
+        below = screen.size.height - self.region.y
+        if rack.styles.margin.bottom != below:
+            rack.styles.margin = (0, 0, below, 0)
 
     @property
     def plain(self) -> str:
@@ -136,7 +160,12 @@ class DetailLine(Static):
         width = max(8, self.size.width)
         limit = self._line_limit()
         lines = list(self._text.wrap(self.app.console, width))
-        if len(lines) > limit:
+        if len(lines) > limit and self._lines == APPROVAL_LINES:
+            more = Text(f"… {len(lines) - limit + 1} more lines: the Allow and Deny dialogs show the whole call",
+                        style="dim")
+            more.truncate(width, overflow="ellipsis")
+            lines = lines[:limit - 1] + [more]
+        elif len(lines) > limit:
             last = lines[limit - 1]
             last.truncate(width - 1)
             last.append("…")

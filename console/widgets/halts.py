@@ -12,12 +12,13 @@ SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium":
 
 
 class HaltsPanel(Panel):
+    # Short of room: the description goes first (the detail line shows it), then the age.
     COLUMNS = (Column("severity", "Severity", keep=True),
-               Column("type", "Type", 5),
+               Column("type", "Type", keep=True),
                Column("condition", "Condition", keep=True),
                Column("session", "Session", keep=True),
-               Column("age", "Age", keep=True),
-               Column("description", "Description"))
+               Column("age", "Age", keep=True, drop=2),
+               Column("description", "Description", drop=1))
     FILL = "description"
 
     def cells(self, row: dict, now: float) -> tuple:

@@ -13,10 +13,13 @@ escaped (``core.text.printable``). A row whose cells are unchanged keeps its
 
 The columns share the table's width (``share``): each is as wide as its
 widest cell when all fit, and the panel's free-text column takes what is
-left; when they do not fit, the widest are cut first (a cut cell ends in
-``…``), key columns last: a name, a state, an age keep their whole text (up to
-``KEEP_LIMIT`` cells) while the free-text columns give up theirs, so they stay
-readable at 80 columns. Widths are shared again when the rows change and when the table is
+left. When they do not fit, the least important columns are left out first
+(``Column.drop``: a row's last tool, a halt's description, which the detail
+line shows), until every column left can have its floor: a key column (a
+name, a state, a halt's type, an age) its whole text up to ``KEEP_LIMIT``
+cells, a free-text one its ``floor``, and every column its header. Only then
+are the widest cut (a cut cell ends in ``…``), key columns last and headers
+never. Widths are shared again when the rows change and when the table is
 resized, and a resize keeps the cursor's row in view (the ack log keeps
 following its newest line). Home and End move the cursor to the first and
 last row.
@@ -50,6 +53,54 @@ class Column(NamedTuple):
     label: str
     floor: int = TEXT_FLOOR  # a free-text column: this many cells before the others grow past their floors
     keep: bool = False  # a key column: its whole text (up to KEEP_LIMIT) before the free-text ones pass TEXT_MIN
+    drop: int = 0  # left out when the room is short: 1 first, then 2...; 0 never
+
+
+def label_width(column: Column) -> int:
+    return Text(column.label).cell_len
+
+
+def floor_of(column: Column, want: int) -> int:
+    """The cells ``column`` has before any column is cut: a key column's whole
+    text (up to ``KEEP_LIMIT``), a free-text one's ``floor``; its header always."""
+    return max(label_width(column), min(want, KEEP_LIMIT if column.keep else column.floor))
+
+
+def fitting(columns: tuple[Column, ...], wants: list[int], width: int, padding: int) -> tuple[int, ...]:
+    """The indexes of the columns shown in ``width`` cells (each column takes
+    ``padding`` more): the ``drop`` ones are left out, the least important
+    first, while the columns left cannot each have their floor."""
+    shown = list(range(len(columns)))
+    droppable = sorted((column.drop, index) for index, column in enumerate(columns) if column.drop)
+    for _, index in droppable:
+        if sum(floor_of(columns[i], wants[i]) + padding for i in shown) <= width:
+            break
+        shown.remove(index)
+    return tuple(shown)
+
+
+def layout(columns: tuple[Column, ...], wants: list[int], width: int, padding: int,
+           fill: str = "") -> tuple[tuple[int, ...], dict[str, int]]:
+    """The columns shown in ``width`` cells (``fitting``: indexes in
+    ``columns``) and each one's width (by key): shared (``share``) first to
+    their headers, then the key columns' whole text (up to ``KEEP_LIMIT``) and
+    ``TEXT_MIN`` cells of each other, then each column's floor, then what each
+    wants; the ``fill`` column takes what is left."""
+    shown = fitting(columns, wants, width, padding)
+    chosen = [columns[index] for index in shown]
+    room = max(0, width - padding * len(shown))
+    stages = [[label_width(column) for column in chosen],
+              [KEEP_LIMIT if column.keep else TEXT_MIN for column in chosen],
+              [KEEP_LIMIT if column.keep else column.floor for column in chosen]]
+    widths = share([wants[index] for index in shown], stages, room)
+    keys = [column.key for column in chosen]
+    if fill in keys and sum(widths) < room:
+        widths[keys.index(fill)] += room - sum(widths)
+    return shown, dict(zip(keys, widths, strict=True))
+
+
+def cell_width(cell: object) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
 
 
 def share(wants: list[int], stages: list[list[int]], room: int) -> list[int]:
@@ -95,27 +146,16 @@ def literal(value: object) -> Text:
     return Text(printable(value, limit=CELL_LIMIT), no_wrap=True, end="", overflow="ellipsis")
 
 
-class PanelTable(DataTable):
-    """The table inside a panel (the focusable part). ``tab`` and
-    ``shift+tab`` go to the next and previous panel, shown or not (the
-    dashboard's ``next_panel``); ``home`` and ``end`` to the first and last row."""
+class FittedTable(DataTable):
+    """A table whose columns are given their widths (``share``), never left to measure themselves."""
 
-    BINDINGS = [Binding("tab", "screen.next_panel(1)", "Next panel", show=False),
-                Binding("shift+tab", "screen.next_panel(-1)", "Previous panel", show=False),
-                Binding("home", "scroll_top", "First row", show=False),
-                Binding("end", "scroll_bottom", "Last row", show=False)]
-
-    def __init__(self, panel: str, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
-        self.panel = panel
-
-    def room(self) -> int:
-        """The cells the columns' text may take: the table's width, less the
-        scroll bar its rows need and each column's padding."""
+    def width(self) -> int:
+        """The cells the columns may take, their padding too: the table's
+        width, less the scroll bar its rows need."""
         width = self.content_region.width
         if self.row_count + (1 if self.show_header else 0) > self.content_region.height:
             width -= self.styles.scrollbar_size_vertical
-        return max(0, width - 2 * self.cell_padding * len(self.columns))
+        return max(0, width)
 
     def set_widths(self, widths: dict[str, int]) -> None:
         """Give the columns these widths (by key); lay the table out again only when one changed."""
@@ -129,6 +169,21 @@ class PanelTable(DataTable):
             self._require_update_dimensions = True
             self._update_count += 1
             self.refresh()
+
+
+class PanelTable(FittedTable):
+    """The table inside a panel (the focusable part). ``tab`` and
+    ``shift+tab`` go to the next and previous panel, shown or not (the
+    dashboard's ``next_panel``); ``home`` and ``end`` to the first and last row."""
+
+    BINDINGS = [Binding("tab", "screen.next_panel(1)", "Next panel", show=False),
+                Binding("shift+tab", "screen.next_panel(-1)", "Previous panel", show=False),
+                Binding("home", "scroll_top", "First row", show=False),
+                Binding("end", "scroll_bottom", "Last row", show=False)]
+
+    def __init__(self, panel: str, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.panel = panel
 
     def on_resize(self, event: events.Resize) -> None:
         """Share the new width, and keep the cursor's row in view (a panel
@@ -152,8 +207,9 @@ class Panel(Vertical):
         self.panel_title = title
         self.rows: dict[str, dict] = {}
         self.filter_text = ""
-        self._shown: dict[str, tuple] = {}
+        self._shown: dict[str, tuple] = {}  # key -> every column's cell (the table holds the shown columns')
         self._literals: dict[str, tuple[tuple, tuple]] = {}  # key -> (cells as given, cells as shown)
+        self._columns: tuple[int, ...] = ()  # the indexes in COLUMNS of the table's columns
         self._count = 0
         self._title = ""
 
@@ -164,31 +220,44 @@ class Panel(Vertical):
     def on_mount(self) -> None:
         self.add_columns()
 
-    def add_columns(self) -> None:
+    def add_columns(self, shown: tuple[int, ...] | None = None) -> None:
+        """Give the table the columns ``shown`` (indexes in ``COLUMNS``; default all)."""
+        self._columns = tuple(range(len(self.COLUMNS))) if shown is None else shown
         table = self.table
-        for column in self.COLUMNS:
-            table.add_column(column.label, key=column.key, width=Text(column.label).cell_len)
+        for index in self._columns:
+            column = self.COLUMNS[index]
+            table.add_column(column.label, key=column.key, width=label_width(column))
+
+    def in_table(self, cells: tuple) -> tuple:
+        """The cells of the table's columns, of a row's every cell."""
+        return tuple(cells[index] for index in self._columns)
 
     def fit_columns(self) -> None:
-        """Share the table's width among the columns (``share``): first the key
-        columns' whole text (up to ``KEEP_LIMIT``) and ``TEXT_MIN`` cells of each
-        other, then each column's floor, then what each wants; the ``FILL``
-        column takes what is left. Nothing while the table is not shown."""
+        """Lay the columns out in the table's width (``layout``): those that
+        do not fit left out, the others' widths shared, the ``FILL`` column
+        taking what is left. Nothing while the table is not shown."""
         table = self.table
-        if not table.content_region.width or len(table.columns) != len(self.COLUMNS):
+        if not table.content_region.width or len(table.columns) != len(self._columns):
             return
-        wants = [Text(column.label).cell_len for column in self.COLUMNS]
+        wants = [label_width(column) for column in self.COLUMNS]
         for cells in self._shown.values():
             for index, cell in enumerate(cells[:len(wants)]):
-                wants[index] = max(wants[index], cell.cell_len if isinstance(cell, Text) else len(str(cell)))
-        key_text = [KEEP_LIMIT if column.keep else TEXT_MIN for column in self.COLUMNS]
-        floors = [KEEP_LIMIT if column.keep else column.floor for column in self.COLUMNS]
-        room = table.room()
-        widths = share(wants, [key_text, floors], room)
-        keys = [column.key for column in self.COLUMNS]
-        if self.FILL in keys and sum(widths) < room:
-            widths[keys.index(self.FILL)] += room - sum(widths)
-        table.set_widths(dict(zip(keys, widths, strict=True)))
+                wants[index] = max(wants[index], cell_width(cell))
+        shown, widths = layout(self.COLUMNS, wants, table.width(), 2 * table.cell_padding, self.FILL)
+        if shown != self._columns:
+            self._show_columns(shown)
+        table.set_widths(widths)
+
+    def _show_columns(self, shown: tuple[int, ...]) -> None:
+        """Lay the table out again with the columns ``shown``, its rows and cursor kept."""
+        table = self.table
+        current = self.selected()
+        table.clear(columns=True)
+        self.add_columns(shown)
+        for key, cells in self._shown.items():
+            table.add_row(*self.in_table(cells), key=key)
+        if current is not None and current["key"] in self._shown:
+            table.move_cursor(row=table.get_row_index(current["key"]), animate=False)
 
     @property
     def table(self) -> PanelTable:
@@ -228,17 +297,15 @@ class Panel(Vertical):
         for key in [k for k in self._shown if k not in wanted]:
             table.remove_row(key)
             del self._shown[key]
-        column_keys = [c[0] for c in self.COLUMNS]
         for key, cells in wanted.items():
             old = self._shown.get(key)
             if old is None:
-                table.add_row(*cells, key=key)
-            elif old != cells:
-                for column, value, before in zip(column_keys, cells, old, strict=False):
-                    if value != before:
-                        table.update_cell(key, column, value)
-                    else:
-                        cells = cells[:column_keys.index(column)] + (before,) + cells[column_keys.index(column) + 1:]
+                table.add_row(*self.in_table(cells), key=key)
+            elif old != cells:  # the unchanged cells keep the objects the table holds
+                cells = tuple(before if value == before else value for value, before in zip(cells, old, strict=True))
+                for index in self._columns:
+                    if cells[index] is not old[index]:
+                        table.update_cell(key, self.COLUMNS[index].key, cells[index])
             else:
                 cells = old  # the table holds the old (equal) objects
             wanted[key] = cells
@@ -270,7 +337,7 @@ class Panel(Vertical):
         values; the cells are the very objects given to it, so their ids name
         the row."""
         table = self.table
-        order = {tuple(map(id, cells)): index for index, cells in enumerate(wanted.values())}
+        order = {tuple(map(id, self.in_table(cells))): index for index, cells in enumerate(wanted.values())}
         try:
             table.sort(key=lambda values: order.get(tuple(map(id, values)), len(order)))
         except Exception:
@@ -284,7 +351,7 @@ class Panel(Vertical):
         current = self.selected()
         table.clear()
         for key, cells in wanted.items():
-            table.add_row(*cells, key=key)
+            table.add_row(*self.in_table(cells), key=key)
         self._shown = dict(wanted)
         if current is not None and current["key"] in wanted:
             table.move_cursor(row=list(wanted).index(current["key"]), animate=False)

@@ -1,4 +1,8 @@
-"""Sessions panel: tmux sessions joined with the agent sessions the hooks saw."""
+"""Sessions panel: tmux sessions joined with the agent sessions the hooks saw.
+
+A session with no tmux pane on this host (nothing to peek at) has
+``NO_TMUX_MARK`` after its name; ``LEGEND`` says so on the help screen, and
+the detail line says so in words."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -10,18 +14,23 @@ STATE_STYLE = {"running": "green", "stopped": "bold red", "halted": "bold yellow
                "under warrant": "bold red", "hands-off": "cyan", "working": "green", "thinking": "green",
                "idle": "dim", "waiting for input": "bold cyan", "waiting for permission": "bold yellow",
                "waiting for approval": "bold yellow", "ended": "dim", "gone": "dim"}
+NO_TMUX_MARK = " ·"
+LEGEND = (("·", "after a session's name: no tmux pane of it on this host (nothing to peek at)"),)
+# The Why column's floor: the core's short reasons ("pending halt", "escalated halt") whole.
+WHY_FLOOR = 14
 # The longest state there is (the State column sizes itself to the states it
 # shows, so a state is never cut and a short one wastes no width).
 STATE_WIDTH = max(len(state) for state in (*STATE_STYLE, *AGENT_STATUSES))
 
 
 class SessionsPanel(Panel):
+    # Short of room: the last tool goes first, then the CLI, then the age (``Column.drop``).
     COLUMNS: tuple[Column, ...] = (Column("name", "Session", keep=True),
-               Column("state", "State", keep=True),
-               Column("cli", "CLI", keep=True),
-               Column("detail", "Why"),
-               Column("tool", "Last tool", 6),
-               Column("age", "Age", keep=True))
+                                   Column("state", "State", keep=True),
+                                   Column("cli", "CLI", keep=True, drop=2),
+                                   Column("detail", "Why", WHY_FLOOR),
+                                   Column("tool", "Last tool", 6, drop=1),
+                                   Column("age", "Age", keep=True, drop=3))
     FILL = "detail"
 
     HOST_COLUMN = Column("host", "Host", keep=True)
@@ -43,7 +52,7 @@ class SessionsPanel(Panel):
         return len(self.COLUMNS) > 1 and self.COLUMNS[1][0] == "host"
 
     def cells(self, row: dict, now: float) -> tuple:
-        name = row["name"] + ("" if row.get("in_tmux") else " ·")
+        name = row["name"] + ("" if row.get("in_tmux") else NO_TMUX_MARK)
         rest = (Text(row["state"], style=STATE_STYLE.get(row["state"], "")), row.get("cli") or "",
                 row.get("detail") or "",
                 row.get("last_tool") or "", duration(row.get("age")))

@@ -1,13 +1,15 @@
 """The header line that sums up the fleet, fitted to the screen's width.
 
 What must be seen comes first and is never cut: a fleet stop, then each
-unreadable state ("STOP STATE UNREADABLE", from the problem's own words).
+problem's banner ("⚠ STOP STATE UNREADABLE", from the problem's own words).
 Then the counts, approvals waiting first, in the colour of their urgency
 (bold yellow while any waits, red when one is within ``APPROVAL_DUE_SECONDS``
 of its deadline), in the widest wording that fits: words and numbers, then
-short words, then numbers alone (letters for the halt severities); then the
-problems' full text as far as it goes. Problems are agent-reachable text:
-shown escaped, never as markup.
+short words, then one letter or symbol each (``LEGEND`` says what each
+stands for; the help screen shows it); short of room, the halts count only
+their critical ones and the severities that are not zero. Then what each
+banner did not say of its problem (its cause, what to do), as far as it goes.
+Problems are agent-reachable text: shown escaped, never as markup.
 """
 from __future__ import annotations
 
@@ -19,18 +21,42 @@ from leash.core.views.fleet import approval_due
 
 SEVERITIES = (("critical", "bold white on red"), ("high", "bold red"), ("medium", "yellow"), ("low", "dim"))
 # (sessions, stopped, halts, warrants, locks, breakers tripped, approvals) in three widths: words, short
-# words, none.
+# words, a letter or symbol (none the same as another, nor as a severity's letter).
 LABELS = (("sessions ", "stopped ", "halts ", "warrants ", "locks ", "breakers tripped ", "approvals "),
           ("sess ", "stop ", "halts ", "warr ", "locks ", "trip ", "appr "),
-          ("", "■", "", "W", "L", "T", "A"))
+          ("S", "■", "", "W", "K", "T", "A"))
+# What the summary line's words and symbols stand for, widest first (the help screen shows it).
+LEGEND = (("approvals, appr, A", "approvals waiting for an answer (yellow; red within a minute of the deadline)"),
+          ("sessions, sess, S", "sessions"),
+          ("stopped, stop, ■", "sessions stopped"),
+          ("halts C H M L", "pending halts by severity: critical, high, medium, low (short of room, the critical "
+                            "count and the others that are not zero)"),
+          ("warrants, warr, W", "warrants filed"),
+          ("locks, K", "hands-off locks"),
+          ("breakers tripped, trip, T", "restart-loop breakers tripped"),
+          ("⚠ NAME", "something leash cannot read or reach; what it is and what to do follow the counts"))
 APPROVALS_WAITING_STYLE = "bold yellow"
 APPROVALS_DUE_STYLE = "bold white on red"
 PROBLEM_MARK_LIMIT = 30
 
 
+def _head(problem: str) -> str:
+    """ "stop state unreadable (...) — run ..." -> "stop state unreadable"."""
+    return problem.split(" (")[0].split(" —")[0]
+
+
 def _marker(problem: str) -> str:
-    """ "stop state unreadable (...) — run ..." -> "STOP STATE UNREADABLE"."""
-    return printable(problem.split(" (")[0].split(" —")[0], limit=PROBLEM_MARK_LIMIT).upper()
+    """The problem's banner: its head in capitals ("STOP STATE UNREADABLE")."""
+    return printable(_head(problem), limit=PROBLEM_MARK_LIMIT).upper()
+
+
+def _rest(problem: str) -> str:
+    """What the banner does not say: "stop state unreadable (bad JSON) — run x" -> "bad JSON — run x"."""
+    rest = problem[len(_head(problem)):].strip(" —")
+    if rest.startswith("(") and ")" in rest:
+        inside, _, after = rest[1:].partition(")")
+        rest = f"{inside}{after}" if after.strip() else inside
+    return printable(rest)
 
 
 def approvals_style(summary: dict, now: float | None) -> str:
@@ -41,7 +67,9 @@ def approvals_style(summary: dict, now: float | None) -> str:
     return APPROVALS_DUE_STYLE if due else APPROVALS_WAITING_STYLE
 
 
-def _counts(summary: dict, labels: tuple[str, ...], gap: str, approvals: str) -> Text:
+def _counts(summary: dict, labels: tuple[str, ...], gap: str, approvals: str, every_severity: bool = True) -> Text:
+    """The counts in ``labels``' wording; without ``every_severity``, the
+    halts' critical count and the other severities' that are not zero."""
     text = Text()
     stopped, warrants = summary.get("stopped", 0), summary.get("warrants", 0)
     tripped = summary.get("breakers_tripped", 0)
@@ -54,7 +82,8 @@ def _counts(summary: dict, labels: tuple[str, ...], gap: str, approvals: str) ->
     halts = summary.get("halts", {})
     for index, (severity, style) in enumerate(SEVERITIES):
         count = halts.get(severity, 0)
-        text.append(("" if index == 0 else " ") + f"{severity[0].upper()}{count}", style=style if count else "dim")
+        if every_severity or index == 0 or count:
+            text.append(("" if index == 0 else " ") + f"{severity[0].upper()}{count}", style=style if count else "dim")
     text.append(gap)
     text.append(f"{labels[3]}{warrants}", style="bold" if warrants else "")
     text.append(gap + f"{labels[4]}{summary.get('locks', 0)}")
@@ -73,13 +102,15 @@ def summary_text(summary: dict, problems: list[str], width: int = 1000, approval
         text.append(f" ⚠ {_marker(problem)} ", style="bold white on dark_orange3")
         text.append(" ")
     room = width - text.cell_len
-    for labels, gap in zip(LABELS, ("  ", " ", " "), strict=True):
-        counts = _counts(summary, labels, gap, approvals or approvals_style(summary, None))
+    for index, (labels, gap) in enumerate(zip(LABELS, ("  ", " ", " "), strict=True)):
+        counts = _counts(summary, labels, gap, approvals or approvals_style(summary, None), every_severity=index == 0)
         if counts.cell_len <= room:
             break
     text.append_text(counts)
-    for problem in problems:
-        text.append(f"   ⚠ {printable(problem)}", style="bold yellow")
+    for problem in problems:  # its banner is drawn: the rest of what it says
+        rest = _rest(problem)
+        if rest:
+            text.append(f"   {rest}", style="bold yellow")
     text.truncate(width, overflow="ellipsis")
     return text
 

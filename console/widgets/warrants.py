@@ -24,7 +24,7 @@ class WarrantsPanel(Panel):
                Column("state", "State", keep=True),
                Column("attempt", "Try", keep=True),
                Column("gate", "Gate", keep=True),
-               Column("reason", "Reason"))
+               Column("reason", "Reason", drop=1))  # short of room: the detail line shows it
     FILL = "reason"
 
     def cells(self, row: dict, now: float) -> tuple:
