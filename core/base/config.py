@@ -26,7 +26,8 @@ the file (the command says so on stderr: ``config_notices``).
 
 Tables whose names are chosen by the operator (``[loop.NAME]``,
 ``[reply_guard.channels.NAME]``) are validated against a per-entry schema,
-and so are the ``[[notify.route]]`` tables (with what each route's kind needs).
+and so are the ``[[notify.route]]`` tables (with what each route's kind needs)
+and ``[budget]`` (``core.base.budgetconfig``).
 """
 from __future__ import annotations
 
@@ -79,6 +80,8 @@ DEFAULTS: JSONObject = {
     # "tool:mcp__*"), how long one waits, and what its timeout decides ("ask": PermissionRequest falls
     # back to Claude Code's own dialog; an ask rule's call is denied).
     "approvals": {"ask": [], "timeout_s": 300, "on_timeout": "deny"},
+    # Spend caps, accounts and price overrides (core.base.budgetconfig; see [budget] below).
+    "budget": {"cap": [], "accounts": {}, "prices": {}},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -518,6 +521,19 @@ def _read_notify(reading: _Reading, body: dict, merged: dict) -> None:
         merged["route"].append(route)
 
 
+def _read_budget(reading: _Reading, body: dict, merged: dict) -> None:
+    """``[budget]``: its caps, accounts and prices (``core.base.budgetconfig``)."""
+    from leash.core.base.budgetconfig import read_budget
+
+    budget, ignored, problem = read_budget(body, reading.text)
+    for table, key, line, said in ignored:
+        reading.warn(table, key, said, line)
+    if problem:
+        table, key, line, said = problem
+        raise ConfigError(f"{reading.where(table, key, line) if key else reading.where('', table, line)}: {said}")
+    merged.update(budget)
+
+
 # The sections read by a rule of their own (the others: by ``_SCHEMA``).
 _SECTION_READERS = {"loop": _read_loop, "reply_guard": _read_reply_guard, "console": _read_console,
-                    "notify": _read_notify}
+                    "notify": _read_notify, "budget": _read_budget}
