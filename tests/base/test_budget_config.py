@@ -53,7 +53,8 @@ def test_caps_accounts_and_prices_are_read_with_their_defaults(tmp_path):
             resume_at_reset=True, account="work", stale_after=3.0, on_stale="hold"),
     )
     daily = caps_of(budget)[0]
-    assert (daily.warn_at, daily.resume_at_reset, daily.stale_after, daily.on_stale) == ((0.75, 0.95), False, 10, "warn")
+    defaults = (daily.warn_at, daily.resume_at_reset, daily.stale_after, daily.on_stale)
+    assert defaults == ((0.75, 0.95), False, 10, "warn")
     assert (daily.unit, daily.limit, caps_of(budget)[1].unit) == ("usd", 20.0, "percent")
 
 
