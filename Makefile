@@ -85,6 +85,7 @@ bench: $(STAMP)
 	$(PY) bench/notify.py
 	$(PY) bench/policy_audit.py
 	$(PY) bench/approvals.py
+	$(PY) bench/budget.py
 
 demo: $(RUNTIME_STAMP)
 	$(VENV)/bin/leash demo

@@ -51,6 +51,8 @@ BENCHES = [
     pytest.param("secret_rules.py", ["--smoke"], ["fresh process:", "adversarial 64 KiB token   whole halt check"],
                  id="secret_rules"),
     pytest.param("policy_audit.py", [], ["path-lock probes:", "tampering:"], id="policy_audit"),
+    pytest.param("budget.py", ["--smoke"], ["(1) first read of", "(2) incremental read after a 10 KB append"],
+                 id="budget"),
     pytest.param("notify.py", ["--smoke"], ["webhook POST received, 2 runs", "p50"], id="notify"),
     pytest.param("slowloris.py", ["--smoke"], ["hooks, nothing stalled", "hooks, 10 stalled connections"],
                  id="slowloris"),
