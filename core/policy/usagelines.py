@@ -111,7 +111,9 @@ class TokenUsage:
 
     def with_counts(self, counts: list[int]) -> TokenUsage:
         """This usage with other counts (``COUNTS`` order)."""
-        return TokenUsage(self.cli, self.model, *counts, key=self.key, sidechain=self.sidechain)
+        given, output, cache_write, cache_read, reasoning = counts
+        return TokenUsage(self.cli, self.model, given, output, cache_write, cache_read, reasoning, key=self.key,
+                          sidechain=self.sidechain)
 
 
 class Malformed:
@@ -165,12 +167,12 @@ def claude_code_usage(line: object) -> Reading:
     if not isinstance(usage, dict):
         return MALFORMED
     try:
-        counts = [_count(usage, "input_tokens", required=True), _count(usage, "output_tokens", required=True),
-                  _count(usage, "cache_creation_input_tokens"), _count(usage, "cache_read_input_tokens")]
+        given, output = _count(usage, "input_tokens", required=True), _count(usage, "output_tokens", required=True)
+        cache_write, cache_read = _count(usage, "cache_creation_input_tokens"), _count(usage, "cache_read_input_tokens")
     except _Bad:
         return MALFORMED
-    return TokenUsage(CLAUDE_CODE_CLI, _text(message.get("model")), *counts, key=_claude_key(line, message),
-                      sidechain=line.get("isSidechain") is True)
+    return TokenUsage(CLAUDE_CODE_CLI, _text(message.get("model")), given, output, cache_write, cache_read,
+                      key=_claude_key(line, message), sidechain=line.get("isSidechain") is True)
 
 
 def _claude_key(line: dict, message: dict) -> str:

@@ -115,9 +115,11 @@ class MeterCursor:
     def _from_json(cls, value: object) -> MeterCursor:
         if not isinstance(value, dict):
             raise TypeError(value)
-        numbers = [_natural(value[name]) for name in ("device", "inode", "offset", "size", "head_bytes")]
-        cursor = cls(*numbers[:4], head=_string(value["head"]), head_bytes=numbers[4], tail=_string(value["tail"]),
-                     in_long_line=value["in_long_line"] is True, codex_model=_string(value["codex_model"]))
+        device, inode, offset, size, head_bytes = (_natural(value[name]) for name in (
+            "device", "inode", "offset", "size", "head_bytes"))
+        cursor = cls(device=device, inode=inode, offset=offset, size=size, head=_string(value["head"]),
+                     head_bytes=head_bytes, tail=_string(value["tail"]), in_long_line=value["in_long_line"] is True,
+                     codex_model=_string(value["codex_model"]))
         cursor.seen = [_string(key) for key in value["seen"]][-MAX_SEEN:]
         cursor.recent = {_string(key): _counts(counts) for key, counts in value["recent"].items()}
         totals = value["codex_totals"]

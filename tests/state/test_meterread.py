@@ -10,6 +10,8 @@ import json
 import os
 import tracemalloc
 
+import pytest
+
 from leash.core.state.meterread import MeterCursor, claude_code_files, read_new
 
 from ..support.checkout import ROOT
@@ -171,6 +173,17 @@ def test_codex_running_totals_become_spend_per_model_and_a_repeated_total_adds_n
     assert by_model(later.usages) == {"gpt-5.1-codex-mini": [500, 0, 0, 0, 0]}
 
 
+def test_gemini_after_model_payloads_count_the_last_chunk_once(tmp_path):
+    payload = json.loads((FIXTURES / "gemini_cli" / "AfterModel.json").read_text())
+    chunk = json.loads(json.dumps(payload))
+    chunk["llm_response"]["candidates"][0].pop("finishReason")
+    chunk["llm_response"]["usageMetadata"]["candidatesTokenCount"] = 3
+    path = tmp_path / "after_model.jsonl"
+    path.write_text("".join(json.dumps(value) + "\n" for value in (chunk, payload, payload)))  # sent twice
+    read = read_new(path, cli="gemini")
+    assert [(u.model, u.input, u.output) for u in read.usages] == [("gemini-3.8-flash", 11798, 30)]
+
+
 def test_a_50_mb_line_is_passed_over_in_bounded_memory_and_counted_once(tmp_path):
     path = tmp_path / "t.jsonl"
     with path.open("wb") as handle:
@@ -203,6 +216,8 @@ def test_a_read_stops_at_its_byte_limit_and_the_next_goes_on(tmp_path):
 
 
 def test_a_missing_file_is_an_empty_read_and_a_cursor_that_cannot_be_read_a_whole_read(tmp_path):
+    with pytest.raises(ValueError, match="no usage reader for 'aider'"):
+        read_new(tmp_path / "none.jsonl", cli="aider")
     read = read_new(tmp_path / "none.jsonl", cli="claude")
     assert read.missing and read.usages == [] and read.cursor == MeterCursor()
     path = tmp_path / "t.jsonl"
