@@ -25,6 +25,8 @@ so that a repeated line with larger figures (a growing ``output_tokens``)
 adds only what it adds. Keys are per file: a message copied into another
 file (a forked session) is that file's caller's to recognise, by key.
 Codex's running totals become spend against the last total the cursor kept.
+Each read copies the cursor's keys and makes them a set: a fixed cost that
+grows with them, under a millisecond at ``MAX_SEEN`` (``bench/budget.py``).
 
 Lines: only complete lines are read; a last line without its newline yet is
 left for the next read. A line is parsed only when it holds its CLI's marker
