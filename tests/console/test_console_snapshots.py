@@ -50,6 +50,8 @@ class TestScreens:
             await _settled(pilot)
             await pilot.press("l")
             await _settled(pilot)
+            await pilot.press("up", "up")  # the detail line shows a stop's (the newest names a random warrant id)
+            await _settled(pilot)
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
 
