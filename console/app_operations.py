@@ -25,7 +25,6 @@ from textual.notifications import SeverityLevel
 from leash.console.errors import Refused
 from leash.console.keymap import KeyAction, display
 from leash.console.operations import (
-    FOCUS_CANCEL,
     FOCUS_TEXT,
     INTERRUPT_KEY,
     INTERRUPT_LABEL,
@@ -53,7 +52,7 @@ class Ask(NamedTuple):
     confirm_label: str = "Confirm"
     option_label: str | None = None
     option_key: str = ""
-    focus: str = FOCUS_CANCEL  # FOCUS_CANCEL, FOCUS_TEXT or FOCUS_FIELD (the first field)
+    focus: str = FOCUS_TEXT  # FOCUS_TEXT (the reason) or FOCUS_FIELD (the first field) has the focus first
     check: Callable[[Confirmed], str | None] | None = None
 
 
@@ -72,8 +71,7 @@ def ask_of(operation: Operation | Ask) -> Ask:
     fields = (Field(operation.extra_label, operation.extra_value),) if operation.extra_label else ()
     return Ask(operation.title, operation.body, operation.run, text_label=operation.text_label, fields=fields,
                caution=operation.caution, confirm_label=operation.confirm_label,
-               option_label=operation.option_label, option_key=operation.option_key,
-               focus=FOCUS_TEXT if operation.focus == FOCUS_TEXT else FOCUS_CANCEL)
+               option_label=operation.option_label, option_key=operation.option_key, focus=operation.focus)
 
 
 def confirm_screen(ask: Ask) -> ConfirmScreen:
@@ -166,26 +164,28 @@ class ConsoleOperations(Operations):
 
         if not row.get("in_tmux"):
             raise Refused(f"{shown(row['name'])} is not a tmux session: a warrant needs a pane to interrogate")
-        target = row["tmux_session"]
+        target, name = row["tmux_session"], row["name"]  # filed on the tmux session, named as the panel names it
         attempts = configured_attempts(self.home)
 
         def run(c: Confirmed) -> str:
             warrant, created = self.backend.warrants.file(target, reason=c.text, requester=self.source)
             return f"warrant {shown(warrant['id'])} filed" if created else f"{shown(target)} already has a live warrant"
         times = f"{attempts} time{'s' if attempts != 1 else ''}"
-        return Ask(f"File a death warrant for {shown(target)}?", f"A dog interrogates the session {times} "
+        on = "" if name == target else f" (tmux session {shown(target)})"
+        return Ask(f"File a death warrant for {shown(name)}?", f"A dog interrogates the session{on} {times} "
                    "([warrants] timeouts) and kills it if it never answers ALIVE.", run, text_label="Reason",
                    confirm_label="File warrant", check=lambda c: reason_problem(c.text))
 
     def hands_off(self, row: dict | None) -> Ask:
-        """On a session: lock it, for the hours asked. Elsewhere: the entity to
+        """On a session: lock it, for the hours asked (the reason has the focus,
+        the hours keep the default unless changed). Elsewhere: the entity to
         lock (a name or ``path:<glob>``; the field has the focus) and its hours.
         The core's parser reads the hours, and its rule the entity, before the
         dialog closes."""
         from leash.core.state.handsoff import validate_entity
 
         default = self.default_hours()
-        hours = Field("Hours", f"{default:g}", "hours")
+        hours = Field("Hours", f"{default:g}", "hours", f"empty: {default:g} ([hands_off] default_hours)")
         if row is not None and "name" in row:
             entity = row["name"]
 
@@ -202,6 +202,7 @@ class ConsoleOperations(Operations):
                                            source=self.source)
             return f"{shown(c.value('entity'))} is hands-off until {lock['expires_at'][:19]}"
         return Ask("Lock an entity hands-off?", "A name (an agent, a session) or path:<glob>, for the hours given.",
-                   lock_entity, fields=(Field("Entity", "", "entity"), hours), confirm_label="Lock", focus=FOCUS_FIELD,
+                   lock_entity, fields=(Field("Entity", "", "entity", "a name or path:<glob> (required)"), hours),
+                   confirm_label="Lock", focus=FOCUS_FIELD,
                    check=lambda c: _problem(lambda: validate_entity(c.value("entity")))
                    or self._hours_problem(c, default))

@@ -1,7 +1,8 @@
 """What each console key does: the confirmation it asks for and the core call it makes.
 
 An ``Operation`` describes one state change on one row: the modal's title,
-body and fields (and which has the focus first), and ``run(confirmed)`` — a
+body and fields (its text field has the focus first, so what the operator
+types after the key is the reason), and ``run(confirmed)`` — a
 call into the backend's stores (``leash.core.store``) whose result is in the
 store for every other process (the CLI, the hooks, the kennel) at once. An
 approval's answer names the path it came by (``via``: the console, or
@@ -10,7 +11,9 @@ answered first. The console decides nothing here: whether a halt may be
 dismissed, which stop a resume lifts, how long a lock lasts — the core
 answers all of it.
 
-Names and descriptions in titles, bodies and messages are agent text: each is
+A dialog names a session as the panel it was opened from does (a halt's
+tmux session, not its agent's id, with the id after it). Names and
+descriptions in titles, bodies and messages are agent text: each is
 put in through ``shown`` (one line, control characters escaped), so it can
 neither forge a line of the modal nor reach the terminal as a control.
 """
@@ -26,10 +29,11 @@ DESCRIPTION_LIMIT = 1000  # characters of a halt's description in its modal
 INTERRUPT_KEY = "i"
 INTERRUPT_LABEL = "Also interrupt the call in flight (i)"
 INTERRUPT_NOTE = "Interrupt: Escape in its tmux pane, or SIGINT if headless."
-APPROVAL_BODY_LINES = 6  # lines of an approval's command or diff its modal shows (the detail line has the rest)
+APPROVAL_BODY_LINES = 200  # lines of an approval's command or diff its modal holds (it scrolls; the CLI has all)
 APPROVAL_LINE_LIMIT = 66  # characters of each (the modal is 72 wide)
-FOCUS_CANCEL = "cancel"  # the modal's Cancel button has the focus first: a stray Enter cancels
-FOCUS_TEXT = "text"  # its text field has it first (Enter there only moves on, so this is as safe)
+APPROVAL_REST = "leash approvals list --json"  # where the whole of a longer one is
+FOCUS_CANCEL = "cancel"  # the modal's Cancel button has the focus first (a modal with no text field)
+FOCUS_TEXT = "text"  # its text field has it first: what is typed after the key is the reason
 
 
 def shown(value: object, limit: int | None = NAME_LIMIT) -> str:
@@ -47,7 +51,7 @@ class Operation(NamedTuple):
     confirm_label: str = "Confirm"
     option_label: str | None = None  # the action's own check box, ``Confirmed.option``
     option_key: str = ""
-    focus: str = FOCUS_CANCEL
+    focus: str = FOCUS_TEXT
 
 
 class Operations:
@@ -140,9 +144,15 @@ class Operations:
                   "dismissed": "Proceed anyway: the halt is dismissed and logged.",
                   "escalated": "Hand it to a human: the session pauses (nothing runs) until it is resolved."}
         body = f"{shown(row['severity'])} {shown(row.get('condition_name') or row['halt_type'])} on " \
-               f"{shown(row['session_id'])}:\n{shown(row['description'], DESCRIPTION_LIMIT)}\n\n{effect[resolution]}"
+               f"{self._halt_session(row)}:\n{shown(row['description'], DESCRIPTION_LIMIT)}\n\n{effect[resolution]}"
         return Operation(f"{verb} this halt?", body, run, text_label="Note (optional)", caution=caution,
                          confirm_label=verb)
+
+    @staticmethod
+    def _halt_session(row: dict) -> str:
+        """The halt's session as the halts panel names it (its tmux session), its agent's id after it."""
+        named = row.get("session") or row["session_id"]
+        return shown(named) if named == row["session_id"] else f"{shown(named)} (agent {shown(row['session_id'])})"
 
     # ------------------------------------------------------------ warrants
     def pardon(self, row: dict) -> Operation:
@@ -176,7 +186,7 @@ class Operations:
             return f"denied {shown(record.tool)} for {shown(row.get('session'))}"
         return Operation(f"Deny {shown(row.get('tool'))} for {shown(row.get('session'))}?",
                          f"{self._approval_body(row)}\n\nThe call is refused; the agent reads the message.", run,
-                         text_label="Message to the agent", confirm_label="Deny", focus=FOCUS_TEXT)
+                         text_label="Message to the agent", confirm_label="Deny")
 
     def _answer(self, row: dict, *, allow: bool, message: str = "", note: str = ""):
         """The store's answer; another's answer first (or an id it does not know) is the operator's to read."""
@@ -190,10 +200,13 @@ class Operations:
 
     @staticmethod
     def _approval_body(row: dict) -> str:
-        """Who asks, why it asks (a rule, or Claude Code's own prompt), and the start of the command or diff."""
+        """Who asks, why it asks (a rule, or Claude Code's own prompt), and the
+        command or diff: the whole of it up to ``APPROVAL_BODY_LINES`` (the
+        dialog scrolls), and past that how many lines are cut and where they are."""
         why = f"ask rule {row['rule']}" if row.get("kind") == "ask" and row.get("rule") else "a permission prompt"
         lines = str(row.get("detail") or row.get("summary") or "").rstrip("\n").split("\n")
         shown_lines = [shown(line.expandtabs(4), APPROVAL_LINE_LIMIT) for line in lines[:APPROVAL_BODY_LINES]]
         if len(lines) > APPROVAL_BODY_LINES:
-            shown_lines.append(f"… {len(lines) - APPROVAL_BODY_LINES} more lines")
+            shown_lines.append(f"… {len(lines) - APPROVAL_BODY_LINES} more lines cut here: {APPROVAL_REST} "
+                               "shows the whole call")
         return f"{shown(row.get('session'))} asks ({why}):\n" + "\n".join(shown_lines)

@@ -13,6 +13,20 @@ that apply to the focused panel). A key that changes state posts
 ``OperationAsked`` (the app confirms and runs it); the other keys show a
 panel, filter it, or open a screen (peek, why, the ack log, help).
 
+Keys typed at a dialog never reach this screen. Every key of the keymap,
+and the table's own (``TABLE_KEYS``, tab), is a priority binding: Textual
+reads each as it arrives, in the order typed, before it hands the next to a
+widget (a key that opens a dialog acts on the row the keys before it chose).
+``_operate`` waits until the dialog's field has the focus
+(``ConfirmScreen.opened``) before the next key is read, so the rest of a
+reason typed in the same burst lands in the field; ``/`` gives the filter the
+focus at once, for the same reason. For ``SETTLE_SECONDS`` after a dialog closes — or
+after a key that would have opened one was refused — none of this screen's
+keys acts (nor Enter's peek): what was typed on past the close, before the
+operator saw it, does nothing (``key_clock``: monotonic, a test's own). It
+cannot see typing that goes on longer than that, nor keys that reach another
+screen (the log screen, help) on their own.
+
 The detail line shows the selected row's whole text (the panel's ``detail``
 in the registry); for a session, every rule that holds it (``core.why``,
 read by the feed: the answer for the view before shows until the new one
@@ -20,6 +34,7 @@ comes, so nothing flickers).
 """
 from __future__ import annotations
 
+import time
 from typing import AsyncIterator, Callable, Iterable, Iterator
 
 from textual import on
@@ -35,6 +50,7 @@ from leash.console.feed import Feed
 from leash.console.keymap import KeyAction, find
 from leash.console.panels import BY_KEY, GRID, KEYS, PANELS, PanelSpec, numbered
 from leash.console.screens.acklog import AckLogScreen
+from leash.console.screens.confirm import SETTLE_SECONDS, ConfirmScreen, drained
 from leash.console.screens.help import HelpScreen
 from leash.console.screens.peek import Capture, PeekScreen
 from leash.console.screens.why import WhyScreen
@@ -48,13 +64,19 @@ from leash.core.store.records import Change
 COUNTDOWN_SECONDS = 0.5
 AGES_SECONDS = 5.0
 WIDE_COLUMNS = 120  # from this width on, the grid of panels; below it, one panel and a tab strip
+# The focused table's keys, read as they arrive like the keymap's, so a key
+# typed after them acts on the row and panel they chose: (key, PanelTable action).
+TABLE_KEYS = (("up", "cursor_up"), ("down", "cursor_down"), ("pageup", "page_up"), ("pagedown", "page_down"),
+              ("home", "scroll_top"), ("end", "scroll_bottom"), ("enter", "select_cursor"))
+OPEN_WAIT_SECONDS = 2.0  # the longest a key that opens a dialog holds the keys after it
 
 
 class DashboardScreen(Screen[None]):
     COMMANDS = {LeashCommands}
     AUTO_FOCUS = ""  # the first panel's table takes the focus (on_mount), not the first in the grid
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
-    BINDINGS = [Binding("escape", "clear_filter", "Clear the filter", show=False)]
+    BINDINGS = [Binding("escape", "clear_filter", "Clear the filter", show=False, priority=True),
+                Binding("enter", "filter_done", "Filter", show=False, priority=True)]
 
     class OperationAsked(Message):
         """A key or a palette entry asks to change state: ``kind`` on ``row``
@@ -66,9 +88,11 @@ class DashboardScreen(Screen[None]):
 
     def __init__(self, backend: Backend, key_actions: tuple[KeyAction, ...], *, clock: Callable[[], float],
                  capture: Capture | None = None, list_tmux: Callable[[], list[dict]],
-                 changes: AsyncIterator[Change] | None = None, watch: bool = True, check_tmux: bool = False) -> None:
+                 changes: AsyncIterator[Change] | None = None, watch: bool = True, check_tmux: bool = False,
+                 key_clock: Callable[[], float] = time.monotonic) -> None:
         """``capture``: what peek reads a pane with (none: nothing to peek at);
-        ``check_tmux``: ``list_tmux`` is the real server's (``Feed``)."""
+        ``check_tmux``: ``list_tmux`` is the real server's (``Feed``);
+        ``key_clock``: the seconds the settle after a dialog is measured in."""
         super().__init__()
         self.backend = backend
         self.key_actions = key_actions
@@ -81,9 +105,16 @@ class DashboardScreen(Screen[None]):
         self._filter_panel = KEYS[0]
         self._why: dict[str, dict] = {}  # row key -> core.why's answer, for the view shown now
         self._why_before: dict[str, dict] = {}  # the answers for the view before
+        self.key_clock = key_clock
+        self._settle_until = float("-inf")  # key_clock's time until which no key acts here
         for action in key_actions:  # the keymap as [console.keys] remaps it, in its order (the footer's)
             if action.name != "command_palette":  # the app's own binding
-                self._bindings.bind(action.key, action.binding, action.description, show=action.shown)
+                self._bindings.bind(action.key, action.binding, action.description, show=action.shown,
+                                    priority=True)
+        for key, name in TABLE_KEYS:
+            self._bindings.bind(key, f"table('{name}')", show=False, priority=True)
+        for key, step in (("tab", 1), ("shift+tab", -1)):
+            self._bindings.bind(key, f"next_panel({step})", show=False, priority=True)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -136,9 +167,34 @@ class DashboardScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A key of the keymap acts where it applies (the focused panel), and
-        none while a screen is above this one (the footer under a dialog shows none)."""
+        none while a screen is above this one (the footer under a dialog shows
+        none) or the filter has the focus (its keys are the filter's); none
+        acts while settling after a dialog (the footer shows them dimmed), nor
+        does Enter's peek. The table's keys act on a focused table."""
+        if action in ("clear_filter", "filter_done"):
+            box = self.query_one_optional("#filter", Input)
+            shown = box is not None and box.has_class("visible") and self.is_active
+            return shown and (action == "clear_filter" or self.focused is box)
+        if action in ("table", "next_panel"):
+            on_table = self.is_active and isinstance(self.focused, PanelTable)
+            return on_table and not (parameters == ("select_cursor",) and self.settling())
         found = find(self.key_actions, action)
-        return found is None or (self.is_active and self.focused_panel() in found.panels)
+        if found is None:
+            return True
+        if not self.is_active or self.focused_panel() not in found.panels or isinstance(self.focused, Input):
+            return False
+        return None if self.settling() else True
+
+    # ------------------------------------------------------------ keys typed at a dialog
+    def settling(self) -> bool:
+        """A dialog closed (or was refused) less than ``SETTLE_SECONDS`` ago."""
+        return self.key_clock() < self._settle_until
+
+    def _settle(self) -> None:
+        """A dialog closes or a key that opens one is refused: the keys typed on do nothing for a while."""
+        self._settle_until = self.key_clock() + SETTLE_SECONDS
+        self.refresh_bindings()
+        self.set_timer(SETTLE_SECONDS, self.refresh_bindings)  # the footer's keys lit again
 
     # ------------------------------------------------------------ the view
     def show_view(self, view: dict) -> None:
@@ -209,17 +265,23 @@ class DashboardScreen(Screen[None]):
     def action_focus_panel(self, name: str) -> None:
         self._last_panel = name
         self._activate(name)
-        self.panel(name).table.focus()
+        self.set_focus(self.panel(name).table)  # now: a key read next acts on this panel
         self.call_after_refresh(self._focus_shown, name)  # a panel just shown can take the focus once laid out
         self.refresh_bindings()
 
     def _focus_shown(self, name: str) -> None:
         panel = self._whole_panel(name)
-        if panel is None or not self.is_active or self._last_panel != name:
-            return
+        if panel is None or not self.is_active or self._last_panel != name or isinstance(self.focused, Input):
+            return  # (nor from the filter, given the focus meanwhile)
         table = panel.table
-        table.focus()
+        self.set_focus(table)
         table.move_cursor(row=table.cursor_row, animate=False)  # scrolled to the cursor at its new size
+
+    def action_table(self, name: str) -> None:
+        """One of ``TABLE_KEYS`` on the focused table."""
+        table = self.focused
+        if isinstance(table, PanelTable):
+            getattr(table, f"action_{name}")()
 
     def action_next_panel(self, step: int = 1) -> None:
         index = KEYS.index(self.focused_panel())
@@ -238,6 +300,8 @@ class DashboardScreen(Screen[None]):
     @on(PanelTabs.TabActivated)
     def _tab_clicked(self, event: PanelTabs.TabActivated) -> None:
         name = (event.tab.id or "").removeprefix("tab-")
+        if event.tabs.active != event.tab.id:  # a tab this screen showed and has moved on from (5 then 1, fast)
+            return
         if name in KEYS and name != self._last_panel:
             self.action_focus_panel(name)
 
@@ -248,18 +312,23 @@ class DashboardScreen(Screen[None]):
         box.add_class("visible")
         box.value = self.panel(self._filter_panel).filter_text
         box.placeholder = f"filter {self._filter_panel} (escape clears)"
-        box.focus()
+        self.set_focus(box)  # now: the keys read after '/' are the filter's
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.panel(self._filter_panel).set_filter(event.value, self.clock())
 
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self) -> None:
-        self.panel(self._filter_panel).table.focus()
+    async def action_filter_done(self) -> None:
+        """Enter in the filter: once it has what was typed before, the panel is
+        filtered by it and has the focus (a key read next acts on its rows)."""
+        await drained(self.focused)
+        panel = self.panel(self._filter_panel)
+        panel.set_filter(self.query_one("#filter", Input).value, self.clock())
+        self.set_focus(panel.table)
 
-    def action_clear_filter(self) -> None:
+    async def action_clear_filter(self) -> None:
         """Escape, while the filter shows: clear it and give the panel the focus back."""
+        await drained(self.focused)
         box = self.query_one("#filter", Input)
         if not box.has_class("visible"):
             return
@@ -267,7 +336,7 @@ class DashboardScreen(Screen[None]):
         box.remove_class("visible")
         panel = self.panel(self._filter_panel)
         panel.set_filter("", self.clock())
-        panel.table.focus()
+        self.set_focus(panel.table)
 
     # ------------------------------------------------------------ screens
     def _selected(self, panel: str) -> dict | None:
@@ -290,6 +359,8 @@ class DashboardScreen(Screen[None]):
     @on(PanelTable.RowSelected)
     def _row_selected(self, event: PanelTable.RowSelected) -> None:
         peek = find(self.key_actions, "peek")
+        if self.settling():
+            return
         if getattr(event.data_table, "panel", "") == "sessions" and peek is not None and peek.key == "enter":
             self.action_peek()
 
@@ -307,45 +378,65 @@ class DashboardScreen(Screen[None]):
     # ------------------------------------------------------------ keys that change state
     def ask(self, kind: str, row: dict | None = None) -> None:
         """Ask the app to confirm and run ``kind`` on ``row`` (the palette's entries)."""
-        self.post_message(self.OperationAsked(kind, row))
+        self._open(kind, row)
 
-    def _operate(self, kind: str, panel: str = "") -> None:
-        """Ask for ``kind`` on ``panel``'s selected row (``panel`` empty: on no row)."""
-        self.post_message(self.OperationAsked(kind, self.panel(panel).selected() if panel else None, panel))
+    def _open(self, kind: str, row: dict | None, panel: str = "") -> ConfirmScreen | None:
+        """Have the app open the dialog of ``kind`` now (``run_operation``; an
+        app without it gets ``OperationAsked``): the dialog, or None when the
+        app refused (it says why). The dialog's close starts the settle."""
+        run_operation = getattr(self.app, "run_operation", None)
+        if run_operation is None:
+            self.post_message(self.OperationAsked(kind, row, panel))
+            return None
+        run_operation(kind, row, panel=panel)
+        dialog = self.app.screen
+        if not isinstance(dialog, ConfirmScreen):
+            self._settle()
+            return None
+        dialog.when_closed(self._settle)
+        return dialog
 
-    def action_stop(self) -> None:
-        self._operate("stop", "sessions")
+    async def _operate(self, kind: str, panel: str = "") -> None:
+        """Open the dialog of ``kind`` on ``panel``'s selected row (``panel``
+        empty: on no row), and hold the keys typed after this one until its
+        field has the focus."""
+        dialog = self._open(kind, self.panel(panel).selected() if panel else None, panel)
+        if dialog is not None:
+            await dialog.opened(OPEN_WAIT_SECONDS)
 
-    def action_fleet_stop(self) -> None:
-        self._operate("fleet_stop")
+    async def action_stop(self) -> None:
+        await self._operate("stop", "sessions")
 
-    def action_resume(self) -> None:
-        self._operate("resume", "sessions")
+    async def action_fleet_stop(self) -> None:
+        await self._operate("fleet_stop")
 
-    def action_acknowledge(self) -> None:
-        self._operate("acknowledge", "halts")
+    async def action_resume(self) -> None:
+        await self._operate("resume", "sessions")
 
-    def action_dismiss_halt(self) -> None:  # the key "dismiss" (Screen's action_dismiss ends a screen)
-        self._operate("dismiss", "halts")
+    async def action_acknowledge(self) -> None:
+        await self._operate("acknowledge", "halts")
 
-    def action_escalate(self) -> None:
-        self._operate("escalate", "halts")
+    async def action_dismiss_halt(self) -> None:  # the key "dismiss" (Screen's action_dismiss ends a screen)
+        await self._operate("dismiss", "halts")
 
-    def action_pardon(self) -> None:
-        self._operate("pardon", "warrants")
+    async def action_escalate(self) -> None:
+        await self._operate("escalate", "halts")
 
-    def action_warrant(self) -> None:
-        self._operate("warrant", "sessions")
+    async def action_pardon(self) -> None:
+        await self._operate("pardon", "warrants")
 
-    def action_hands_off(self) -> None:
+    async def action_warrant(self) -> None:
+        await self._operate("warrant", "sessions")
+
+    async def action_hands_off(self) -> None:
         """On a session: lock it; elsewhere (the Locks panel): any entity, asked for."""
-        self._operate("hands_off", "sessions" if self.focused_panel() == "sessions" else "")
+        await self._operate("hands_off", "sessions" if self.focused_panel() == "sessions" else "")
 
-    def action_release(self) -> None:
-        self._operate("release", "locks")
+    async def action_release(self) -> None:
+        await self._operate("release", "locks")
 
-    def action_allow(self) -> None:
-        self._operate("allow", "approvals")
+    async def action_allow(self) -> None:
+        await self._operate("allow", "approvals")
 
-    def action_deny(self) -> None:
-        self._operate("deny", "approvals")
+    async def action_deny(self) -> None:
+        await self._operate("deny", "approvals")

@@ -1,4 +1,5 @@
-"""The help screen: every key, what it does, and where it applies."""
+"""The help screen: every key, what it does, and where it applies; the
+screens; and how a confirmation dialog is typed at and confirmed."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -9,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from leash.console.keymap import EVERYWHERE, PANEL_TITLES, KeyAction, display
+from leash.console.screens.confirm import CANCEL_KEY, CONFIRM_KEY, SETTLE_SECONDS
 from leash.console.widgets.legend import legend_text
 
 
@@ -17,7 +19,7 @@ def help_table(actions: tuple[KeyAction, ...]) -> Table:
     table.add_column("Key", style="bold cyan", no_wrap=True)
     table.add_column("Action")
     table.add_column("Applies to")
-    table.add_column("Asks first", justify="center")
+    table.add_column("Asks first (Dialogs, below)", justify="center")
     for action in actions:
         where = "everywhere" if action.panels == EVERYWHERE else ", ".join(
             PANEL_TITLES[p] for p in PANEL_TITLES if p in action.panels)
@@ -33,8 +35,17 @@ SCREENS_TEXT = (
     "  Ack log (l): every control action; filter by session/event/source, search, follow (f), chain status.\n"
     "  Peek (enter on a session): the pane's last lines, refreshed every second.\n"
     "  Palette (ctrl+p): every action by name — stop a session, acknowledge a halt, pardon a warrant...\n"
-    "  Every state change asks first: y confirms, n or escape cancels; Cancel has the focus.\n"
     "  Keys can be remapped in config.toml, [console.keys] (e.g. stop = \"x\").\n"
+)
+DIALOGS_TEXT = (
+    "\n[b]Dialogs[/b] (every state change asks first)\n"
+    "  The cursor starts in the reason, note or message (or the field the action needs, a lock's entity):\n"
+    "  type it straight after the key. Letters in a field are text: y, n and i too.\n"
+    f"  {CONFIRM_KEY} confirms, {CANCEL_KEY} or escape cancels, from anywhere.\n"
+    "  enter: the next field; from the last, the confirm button (enter again presses it).\n"
+    "  On a button: y confirms, n cancels, i ticks 'also interrupt'; tab moves, space ticks a box\n"
+    "  ('continue with caution' is ticked only so).\n"
+    f"  For {SETTLE_SECONDS:g} s after a dialog closes the main screen's keys do nothing (typing that ran on).\n"
 )
 
 
@@ -51,6 +62,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(help_table(self.actions))
             yield Static(SCREENS_TEXT)
             yield Static(legend_text())  # what the summary line's and the Sessions panel's symbols stand for
+            yield Static(DIALOGS_TEXT)
 
     def action_close(self) -> None:
         self.dismiss(None)

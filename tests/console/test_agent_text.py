@@ -92,7 +92,7 @@ async def test_the_console_starts_and_shows_markup_in_halts_literally(home):
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ConfirmScreen"
         assert "[/oops]" in _rendered(app.screen.query_one("#confirm-body"))
-        await pilot.press("n")
+        await pilot.press("escape")  # cancel (n in the note field is a letter)
         await settle(pilot, app)
 
 
@@ -118,7 +118,7 @@ async def test_the_console_shows_control_characters_escaped(console_app, home):
         await pilot.pause()
         body = _rendered(app.screen.query_one("#confirm-body"))
         assert not _controls(body) and "\\x1b]0;pwned\\x07" in body
-        await pilot.press("n")
+        await pilot.press("escape")  # cancel (n in the note field is a letter)
         await settle(pilot, app)
 
 

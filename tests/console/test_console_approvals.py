@@ -116,9 +116,8 @@ async def test_y_allows_the_selected_approval_with_a_note(console_app, home):
         await pilot.press("y")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ConfirmScreen"
-        assert app.focused.id == "confirm-cancel"  # a stray Enter cancels
-        app.screen.query_one("#confirm-text").value = "looked at the diff"
-        await pilot.press("y")
+        assert app.focused.id == "confirm-text"  # the note: what is typed after y is its text
+        await pilot.press(*"looked at the diff", "ctrl+y")
         await settle(pilot, app)
         answered = approvals(home).get(seeded.id)
         assert (answered.status, answered.by, answered.via, answered.note) == \
@@ -139,10 +138,11 @@ async def test_n_denies_with_the_message_typed_in_the_modal(console_app, home):
         assert app.focused.id == "confirm-text"  # the message is what it asks for
         await pilot.press(*"not on main, use a branch")  # n and y are letters here, never cancel or confirm
         assert app.screen.__class__.__name__ == "ConfirmScreen"
-        await pilot.press("enter")  # moves on, never confirms
+        await pilot.press("enter")  # to the Deny button, never a confirm
         await pilot.pause()
+        assert app.focused.id == "confirm-ok"
         assert approvals(home).get(seeded.id).status == "waiting"
-        await pilot.press("y")
+        await pilot.press("y")  # y on a button confirms
         await settle(pilot, app)
         answered = approvals(home).get(seeded.id)
         assert (answered.status, answered.message, answered.via) == ("denied", "not on main, use a branch", "console")
@@ -157,7 +157,7 @@ async def test_an_answer_that_came_second_is_a_warning_naming_who_answered(conso
         await pilot.press("y")
         await pilot.pause()
         approvals(home).answer(seeded.id, allow=False, by="ops@cli", via="cli", message="no")  # another path, first
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         last = list(app._notifications)[-1]
         assert last.severity == "warning"
@@ -241,7 +241,7 @@ async def test_a_key_answer_through_leash_serve(home, tmux_socket):
             async with served.ws(session, width=160, height=45) as ws:
                 await console_started(served)
                 await read_until(ws, DRAWN)
-                for key, shows in (("7", b"make deploy"), ("y", b"Allow (y)"), ("y", None)):
+                for key, shows in (("7", b"make deploy"), ("y", b"Allow (ctrl+y)"), ("\x19", None)):  # ctrl+y
                     await ws.send_json(["stdin", key])
                     if shows is not None:
                         await read_until(ws, shows)

@@ -53,7 +53,7 @@ async def test_stop_with_interrupt_presses_escape_in_the_pane(home, agent_pane, 
     app = make_console(home, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app)
-        await pilot.press("i")
+        await pilot.press("enter", "i")  # from the reason to the Stop button, where i ticks the box
         await pilot.press("y")
         await settle(pilot, app)
     assert StopProtocol(home).is_stopped("sess-console")
@@ -68,7 +68,7 @@ async def test_a_plain_stop_presses_nothing(home, agent_pane, tmux_socket):
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app)
         assert app.screen.query_one("#confirm-option").value is False  # offered, not ticked
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
     assert StopProtocol(home).is_stopped("sess-console")
     time.sleep(SETTLE_SECONDS)
@@ -79,9 +79,9 @@ async def test_ticking_then_cancelling_changes_nothing(home, agent_pane, tmux_so
     app = make_console(home, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app)
-        await pilot.press("i")
+        await pilot.press("enter", "i")
         assert app.screen.query_one("#confirm-option").value is True
-        await pilot.press("n")
+        await pilot.press("n")  # on the button: cancels
         await settle(pilot, app)
     assert not StopProtocol(home).is_stopped("sess-console")
     time.sleep(SETTLE_SECONDS)
@@ -92,11 +92,12 @@ async def test_the_key_types_into_the_reason_field_instead_of_ticking(home, agen
     app = make_console(home, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app)
-        app.screen.query_one("#confirm-text").focus()
+        assert app.focused.id == "confirm-text"  # the reason has the focus from the start
         await pilot.press("i", "t")
         assert app.screen.query_one("#confirm-text").value == "it"
         assert app.screen.query_one("#confirm-option").value is False
-        await pilot.press("enter")  # to the next field, never a confirm
+        await pilot.press("enter")  # to the Stop button, never a confirm
+        assert not StopProtocol(home).is_stopped("sess-console")
         await pilot.press("y")
         await settle(pilot, app)
     assert StopProtocol(home).stops.snapshot()["sessions"]["agent-esc"]["reason"] == "it"
@@ -107,7 +108,7 @@ async def test_fleet_stop_with_interrupt(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app, "S")
-        await pilot.press("i")
+        await pilot.press("enter", "i")
         await pilot.press("y")
         await settle(pilot, app)
     assert StopProtocol(home).is_stopped("anyone")
@@ -124,7 +125,7 @@ async def test_nothing_to_interrupt_says_so_and_the_stop_holds(home, tmux_socket
                   clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
         await open_stop(pilot, app)
-        await pilot.press("i")
+        await pilot.press("enter", "i")
         await pilot.press("y")
         await settle(pilot, app)
         said = [n.message for n in app._notifications]
@@ -152,7 +153,7 @@ async def test_through_leashd_the_console_interrupts_a_headless_session(home, tm
             await pilot.pause()
             await pilot.press("s")
             await pilot.pause()
-            await pilot.press("i", "y")
+            await pilot.press("enter", "i", "y")
             await settle(pilot, app)
         assert proc.wait(timeout=10) == 130
         assert read(where, "signals") == "SIGINT\n"

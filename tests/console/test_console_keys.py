@@ -24,13 +24,13 @@ async def test_stop_then_resume_a_session(console_app, home):
         await pilot.press("s")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ConfirmScreen"
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert StopProtocol(home).stops.snapshot()["sessions"]["agent-answers"]["source"] == "ops@test"
         assert StopProtocol(home).is_stopped("claude-7f3a")  # the agent inside that tmux session
         await pilot.press("u")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert "agent-answers" not in StopProtocol(home).stops.snapshot()["sessions"]
 
@@ -40,7 +40,7 @@ async def test_cancel_changes_nothing(console_app, home):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         before = (home / "stop_ack_log.jsonl").read_bytes()
-        for key, cancel in (("s", "n"), ("S", "escape"), ("w", "n"), ("h", "escape")):
+        for key, cancel in (("s", "ctrl+n"), ("S", "escape"), ("w", "ctrl+n"), ("h", "escape")):
             await select(pilot, app, "sessions", "agent-silent")
             await pilot.press(key)
             await pilot.pause()
@@ -51,26 +51,58 @@ async def test_cancel_changes_nothing(console_app, home):
         assert (home / "stop_ack_log.jsonl").read_bytes() == before
 
 
-async def test_cancel_button_has_focus_first(console_app, home):
+async def test_every_dialog_opens_with_the_cursor_in_its_field_where_y_and_n_are_letters(console_app, home):
     app = console_app(clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
-        await pilot.press("S")
-        await pilot.pause()
-        assert app.focused.id == "confirm-cancel"
-        await pilot.press("enter")  # a stray Enter cancels
-        await settle(pilot, app)
+        for panel, row, key, field in (("sessions", "agent-silent", "s", "confirm-text"),
+                                       ("sessions", "agent-silent", "S", "confirm-text"),
+                                       ("sessions", "agent-silent", "w", "confirm-text"),
+                                       ("sessions", "agent-silent", "h", "confirm-text"),
+                                       ("halts", "halt:", "a", "confirm-text"),
+                                       ("warrants", "warrant:", "p", "confirm-text"),
+                                       ("locks", "path:", "r", "confirm-text"),
+                                       ("locks", "path:", "h", "confirm-entity"),
+                                       ("approvals", "approval:", "y", "confirm-text"),
+                                       ("approvals", "approval:", "n", "confirm-text")):
+            if panel == "approvals":  # (its one row selected)
+                await pilot.press("7")
+            else:
+                await select(pilot, app, panel, row)
+            await pilot.press(key, *"yes, no", "i")
+            assert app.screen.__class__.__name__ == "ConfirmScreen", key
+            assert app.focused.id == field, key
+            assert app.focused.value == "yes, noi", key  # letters, the option's key too, are text here
+            assert not app.screen.query("#confirm-option") or not app.screen.query_one("#confirm-option").value
+            await pilot.press("escape")
+            await settle(pilot, app)
         assert StopProtocol(home).stops.snapshot()["fleet"] is None
+
+
+async def test_enter_moves_to_the_confirm_button_and_there_y_n_and_i_are_keys(console_app, home):
+    app = console_app(clock=time.time)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await select(pilot, app, "sessions", "agent-silent")
+        await pilot.press("s", *"quiet", "enter")
+        assert app.focused.id == "confirm-ok"
+        hint = str(app.screen.query_one("#confirm-hint").render())
+        assert "y or ctrl+y Stop" in hint and "i ticks the box" in hint, hint
+        await pilot.press("i")
+        assert app.screen.query_one("#confirm-option").value is True
+        await pilot.press("i", "n")  # untick, then n on a button cancels
+        await settle(pilot, app)
+        assert app.screen.__class__.__name__ == "DashboardScreen"
+        await pilot.press("s", *"quiet", "enter", "enter")  # Enter on the button confirms
+        await settle(pilot, app)
+        assert StopProtocol(home).stops.snapshot()["sessions"]["agent-silent"]["reason"] == "quiet"
 
 
 async def test_fleet_stop_with_a_reason(console_app, home):
     app = console_app(clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
-        await pilot.press("S")
-        await pilot.pause()
-        app.screen.query_one("#confirm-text").value = "maintenance window"
-        await pilot.press("y")
+        await pilot.press("S", *"maintenance window", "ctrl+y")
         await settle(pilot, app)
         fleet = StopProtocol(home).stops.snapshot()["fleet"]
         assert fleet["reason"] == "maintenance window" and fleet["source"] == "ops@test"
@@ -84,14 +116,11 @@ async def test_acknowledge_escalate_and_dismiss_halts(console_app, home):
         await select(pilot, app, "halts", high["halt_id"])
         await pilot.press("e")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert halts.session_state(home, "claude-c044") == "paused"
         await select(pilot, app, "halts", high["halt_id"])
-        await pilot.press("a")
-        await pilot.pause()
-        app.screen.query_one("#confirm-text").value = "looked at it"
-        await pilot.press("y")
+        await pilot.press("a", *"looked at it", "ctrl+y")
         await settle(pilot, app)
         assert halts.session_state(home, "claude-c044") == "active"
         events = [line["event"] for line in AckLog(home).read().entries]
@@ -107,11 +136,12 @@ async def test_dismissing_a_critical_halt_asks_for_caution(console_app, home):
         await pilot.press("d")
         await pilot.pause()
         assert app.screen.query("#confirm-caution")
-        await pilot.press("y")  # refused: caution not ticked
+        await pilot.press("ctrl+y")  # refused: caution not ticked
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ConfirmScreen"
-        app.screen.query_one("#confirm-caution").value = True
-        await pilot.press("y")
+        await pilot.press("tab", "space")  # to the box, ticked
+        assert app.screen.query_one("#confirm-caution").value is True
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert critical["halt_id"] not in {h["halt_id"] for h in pending_halts(home)}
         assert AckLog(home).read().entries[-1]["event"] == "halt_dismiss"
@@ -124,7 +154,7 @@ async def test_pardon_a_warrant(console_app, home):
         await select(pilot, app, "warrants", "warrant:")
         await pilot.press("p")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         (done,) = WarrantQueue(home).completed()
         assert done["outcome"] == "pardoned" and done["pardoned_by"] == "ops@test"
@@ -135,10 +165,7 @@ async def test_file_a_warrant(console_app, home):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await select(pilot, app, "sessions", "agent-chatty")
-        await pilot.press("w")
-        await pilot.pause()
-        app.screen.query_one("#confirm-text").value = "loops on the same file"
-        await pilot.press("y")
+        await pilot.press("w", *"loops on the same file", "ctrl+y")
         await settle(pilot, app)
         assert [w["target"] for w in WarrantQueue(home).pending()] == ["agent-chatty"]
 
@@ -151,14 +178,14 @@ async def test_hands_off_a_session_and_release_it(console_app, home):
         await pilot.press("h")
         await pilot.pause()
         app.screen.query_one("#confirm-hours").value = "2"
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         protocol = StopProtocol(home)
         assert protocol.is_hands_off("agent-answers")
         await select(pilot, app, "locks", "agent-answers")
         await pilot.press("r")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert not protocol.is_hands_off("agent-answers")
 
@@ -170,8 +197,7 @@ async def test_hands_off_an_entity_from_the_locks_panel(console_app, home):
         await pilot.press("4")
         await pilot.press("h")
         await pilot.pause()
-        app.screen.query_one("#confirm-entity").value = "path:src/billing/**"
-        app.screen.query_one("#confirm-ok").press()  # y in the entity field is a letter of it
+        await pilot.press(*"path:src/billing/**", "ctrl+y")
         await settle(pilot, app)
         assert StopProtocol(home).is_hands_off("path:src/billing/**")
 
@@ -278,7 +304,7 @@ async def test_keys_can_be_remapped(console_app, home):
         await pilot.press("x")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ConfirmScreen"
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         assert StopProtocol(home).is_stopped("agent-answers")
 
@@ -432,8 +458,7 @@ async def test_a_session_lock_refuses_bad_hours_with_the_cores_words(console_app
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("h")
         await settle(pilot, app)
-        app.screen.query_one("#confirm-hours").value = "nan"
-        await pilot.press("y")
+        await pilot.press("shift+tab", "ctrl+u", *"nan", "ctrl+y")  # from the reason up to the hours
         await settle(pilot, app)
         assert app.screen.__class__.__name__ == "ConfirmScreen"
         assert "must be a positive number, got 'nan'" in str(app.screen.query_one("#confirm-notice").render())
@@ -500,7 +525,7 @@ async def test_a_fleet_stop_from_the_console_records_only_the_operators_reason(c
         await ready(pilot, app)
         await pilot.press("S")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await settle(pilot, app)
         fleet = StopProtocol(home).stops.snapshot()["fleet"]
         assert fleet is not None and fleet["reason"] == "", fleet  # no reason the console made up
@@ -517,16 +542,15 @@ async def test_a_warrant_needs_the_reason_the_core_asks_for_and_names_the_config
         await pilot.pause()
         body = str(app.screen.query_one("#confirm-body").render())
         assert "5 times" in body and "three" not in body, body
-        await pilot.press("y")  # no reason: the core refuses a warrant without one
+        await pilot.press("ctrl+y")  # no reason: the core refuses a warrant without one
         await settle(pilot, app)
         assert app.screen.__class__.__name__ == "ConfirmScreen"
         assert "a warrant needs a reason" in str(app.screen.query_one("#confirm-notice").render())
         assert WarrantQueue(home).pending() == []
-        app.screen.query_one("#confirm-text").value = "loops on the same file"
-        await pilot.press("y")
+        await pilot.press(*"yes: loops on the same file", "ctrl+y")  # the y that opened typing is text
         await settle(pilot, app)
         assert [(w["target"], w["reason"]) for w in WarrantQueue(home).pending()] == \
-            [("agent-chatty", "loops on the same file")]
+            [("agent-chatty", "yes: loops on the same file")]
 
 
 async def test_an_executed_warrants_alert_gives_the_cores_reason_and_the_records_attempts(console_app, home):

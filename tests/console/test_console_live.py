@@ -100,7 +100,7 @@ async def test_the_keys_act_through_the_backend_given(home, tmp_path):
         await ready(pilot, app)
         await pilot.press("s")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")  # the dialog's confirm (y in its reason field is a letter)
         for _ in range(WATCH_ROUNDS):
             await pilot.pause(0.02)
             if elsewhere.stops.stopped():
@@ -184,21 +184,21 @@ def test_the_console_in_a_real_terminal(home, tmux_socket):
             subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", *keys], check=True)
             time.sleep(0.3)
         _wait_for(tmux_socket, "Stop agent-one?")
-        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "y"], check=True)
+        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "C-y"], check=True)
         screen = _wait_for(tmux_socket, "stopped")
         assert "agent-one" in screen
         deadline = time.monotonic() + 5
         while not StopProtocol(home).is_stopped("agent-one") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert StopProtocol(home).stops.snapshot()["sessions"]["agent-one"]["source"].startswith("pilot@")
-        subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], check=True)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # q again while the keys still settle after the dialog
+            subprocess.run(["tmux", "-S", str(tmux_socket), "send-keys", "-t", "console", "q"], capture_output=True)
+            time.sleep(0.3)
             alive = subprocess.run(["tmux", "-S", str(tmux_socket), "has-session", "-t", "console"],
                                    capture_output=True).returncode == 0
             if not alive:
                 break
-            time.sleep(0.1)
         assert not alive, "q did not quit the console"
     finally:
         subprocess.run(["tmux", "-S", agents, "kill-server"], capture_output=True)

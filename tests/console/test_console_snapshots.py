@@ -27,6 +27,16 @@ async def _select_row(pilot, panel: str, contains: str):
     await _settled(pilot)  # the focus change and the detail line's answer have landed
 
 
+async def _open(pilot, *keys: str):
+    """Press ``keys`` (one opens a dialog), its field's cursor steady for the picture."""
+    await pilot.press(*keys)
+    await _settled(pilot)
+    field = pilot.app.focused
+    if field is not None and hasattr(field, "cursor_blink"):
+        field.cursor_blink = False
+    await _settled(pilot)
+
+
 class TestMainScreen:
     def test_seeded_fleet(self, snap_compare, snapshot_app):
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=_settled)
@@ -60,32 +70,52 @@ class TestModals:
         async def run_before(pilot):
             await _settled(pilot)
             await _select_row(pilot, "sessions", "agent-silent")
-            await pilot.press("s")
+            await _open(pilot, "s")
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
     def test_fleet_stop_modal(self, snap_compare, snapshot_app):
         async def run_before(pilot):
             await _settled(pilot)
-            await pilot.press("S")
+            await _open(pilot, "S")
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
     def test_dismiss_critical_halt_modal(self, snap_compare, snapshot_app):
         async def run_before(pilot):
             await _settled(pilot)
             await _select_row(pilot, "halts", "halt:")
-            await pilot.press("d")
+            await _open(pilot, "d")
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
     def test_pardon_modal(self, snap_compare, snapshot_app):
         async def run_before(pilot):
             await _settled(pilot)
             await _select_row(pilot, "warrants", "warrant:")
-            await pilot.press("p")
+            await _open(pilot, "p")
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
     def test_hands_off_modal(self, snap_compare, snapshot_app):
         async def run_before(pilot):
             await _settled(pilot)
             await _select_row(pilot, "sessions", "agent-answers")
-            await pilot.press("h")
+            await _open(pilot, "h")
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+
+    # 80x24: the compact dialog; every field drawn as one (its own background, its placeholder while empty)
+    def test_stop_session_modal_80x24(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _select_row(pilot, "sessions", "agent-silent")
+            await _open(pilot, "s", *"stop it, yes", "enter")
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)
+
+    def test_lock_entity_modal_80x24(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _open(pilot, "4", "h")
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)
+
+    def test_allow_approval_modal_80x24(self, snap_compare, snapshot_app):
+        async def run_before(pilot):
+            await _settled(pilot)
+            await _open(pilot, "7", "y")
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)

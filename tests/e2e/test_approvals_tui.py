@@ -128,14 +128,16 @@ def test_an_answer_from_the_cli_takes_the_dialog_away(fleet, home):
 
 def test_an_answer_from_the_consoles_keys_takes_the_dialog_away(fleet, home):
     """The operator's console (through leashd): `7` shows the Approvals panel,
-    `y` opens the allow modal (Cancel has the focus), `y` confirms."""
+    `y` opens the allow modal (its note field has the cursor), a note typed,
+    ctrl+y confirms."""
     agent, approval = start_asking(fleet)
     console = fleet.console()
     console.keys("7")
     console.wait_for("Approvals", timeout=WAIT_SECONDS)
     console.wait_for("touch marker", timeout=WAIT_SECONDS)
     console.press_until("y", "Allow Bash for")
-    console.keys("y")
+    console.type("only this once")
+    console.keys("C-y")
 
     wait_until(agent.marker.exists, what="the tool")
     line = closing(home, approval["id"])
@@ -144,8 +146,9 @@ def test_an_answer_from_the_consoles_keys_takes_the_dialog_away(fleet, home):
 
 
 def test_a_denial_typed_in_the_console_reaches_the_model(fleet, home):
-    """`n`, a message typed in the modal (its field has the focus), Enter, `y`:
-    the call is refused and the model is given the operator's words."""
+    """`n`, a message typed in the modal (its field has the cursor), Enter (to
+    the Deny button), `y`: the call is refused and the model is given the
+    operator's words."""
     agent, approval = start_asking(fleet)
     console = fleet.console()
     console.keys("7")
@@ -153,8 +156,7 @@ def test_a_denial_typed_in_the_console_reaches_the_model(fleet, home):
     console.press_until("n", "Deny Bash for")
     console.type("not on a Friday")
     console.wait_for("not on a Friday", timeout=WAIT_SECONDS)
-    console.keys("Enter")  # to the next field; then y confirms
-    time.sleep(0.5)  # the console moves the focus before the next key counts
+    console.keys("Enter")  # to the Deny button, where y confirms (the keys are read in order)
     console.keys("y")
 
     line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")

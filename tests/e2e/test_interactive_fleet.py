@@ -38,8 +38,6 @@ INTERRUPT_WITHIN_SECONDS = 20
 # Short gates for the kennel: three attempts of 8 s, looked at twice a second.
 WARRANT_CONFIG = "[warrants]\ntimeouts = [8, 8, 8]\npoll_seconds = 0.5\n"
 KENNEL_SECONDS = 55
-# The console draws a modal before it moves the focus into it.
-MODAL_SETTLE_SECONDS = 0.5
 
 
 @pytest.fixture
@@ -112,8 +110,8 @@ def test_a_fleet_stop_from_the_console_keys_denies_every_agents_next_call(fleet)
         assert (agent.project / "before").exists()
 
     console.press_until("S", "Stop the whole fleet?")
-    time.sleep(MODAL_SETTLE_SECONDS)
-    console.keys("y")  # the reason is optional; the console gives its own
+    console.type("fleet drill")  # the dialog opens with the cursor in its reason field
+    console.keys("C-y")  # its confirm key (y there is a letter of the reason)
     wait_until(lambda: fleet_stopped(fleet), what="the fleet stop")
     (stop,) = json.loads(fleet.leash("status", "--json").stdout)["fleet_stopped"]
     for pause in held:
@@ -155,8 +153,8 @@ def test_a_halt_is_acknowledged_from_the_console(fleet):
     console.keys("2")
     console.wait_for("secrets_exposure")
     console.press_until("a", "Acknowledge this halt?")
-    time.sleep(MODAL_SETTLE_SECONDS)
-    console.keys("y")
+    console.type("key rotated already")  # the note field has the cursor
+    console.keys("C-y")
 
     def acknowledged() -> list[dict]:
         return [halt for halt in json.loads(fleet.leash("halts", "list", "--all", "--json").stdout)["halts"]

@@ -90,7 +90,7 @@ async def test_the_console_reads_and_acts_through_the_daemon(remote, daemon, hom
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("s")
         await pilot.pause()
-        await pilot.press("y")
+        await pilot.press("ctrl+y")  # the dialog's confirm (y in its reason field is a letter)
         await settle(pilot, app)
         assert StopProtocol(home).stops.snapshot()["sessions"]["agent-answers"]["source"] == me(daemon)
         await pilot.press("i")

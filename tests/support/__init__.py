@@ -38,8 +38,12 @@ fixtures from conftest.py), never from another test module.
   ``Served``), its WebSocket ``client`` and ``read_until``, and its consoles in the
   process table (``console_started``, ``children_of``, ``alive``, ``gone_within``).
 * ``console``: the seeded fleet at a fixed time (``CONSOLE_NOW``, ``CONSOLE_TMUX``,
-  ``seed_console_fleet``), the console as tests build it (``console``), and its
+  ``seed_console_fleet``), the console as tests build it (``console``; its keys'
+  settle after a dialog on a ``StridingClock`` unless given a ``key_clock``), and its
   pilot (``SIZE``, ``settle``, ``ready``, ``select``, ``screen_text``).
+* ``console_terminal``: the console as a process in a tmux pane at 80x24 over the
+  demo's fleet (``seed_live_fleet``, ``start_console``, ``run_console``,
+  ``stop_servers``), typed at with send-keys and read with capture-pane (``Terminal``).
 
 conftest.py has pytest rewrite these modules' asserts as it does a test's.
 """

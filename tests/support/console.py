@@ -33,15 +33,33 @@ def seed_console_fleet(home) -> None:
     queue.release(state["id"], fd)
 
 
-def console(home, **options):
+class StridingClock:
+    """The dashboard's key clock in a test (``key_clock``): each reading an hour
+    after the one before, so the keys' settle after a dialog is always over
+    by the next key (a test of the settle gives its own clock)."""
+    STRIDE = 3600.0
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.STRIDE
+        return self.now
+
+
+def console(home, key_clock=None, **options):
     """The console as every test builds it: no kennel and no watcher unless
-    asked for, acting as ``ops@test``; ``options`` go to ``LeashApp``."""
+    asked for, acting as ``ops@test``, its keys' settle after a dialog
+    measured by ``key_clock`` (a ``StridingClock`` unless given); the other
+    ``options`` go to ``LeashApp``."""
     from leash.console.app import LeashApp
 
     options.setdefault("run_kennel", False)
     options.setdefault("watch", False)
     options.setdefault("source", "ops@test")
-    return LeashApp(home, **options)
+    app = LeashApp(home, **options)
+    app.dashboard.key_clock = key_clock or StridingClock()
+    return app
 
 
 async def settle(pilot, app, cycles: int = 3):
