@@ -13,7 +13,8 @@ backend's ``changes()`` (for the file backend, the home watched with a
 stream). Each view arrives as a ``Feed.ViewArrived`` message: the app keeps
 it, raises the alerts it calls for and hands it to the dashboard.
 
-Every key that changes state posts ``OperationAsked``; the app opens the
+Every key and palette entry that changes state asks ``run_operation`` (the
+dashboard calls it, or posts ``OperationAsked``); the app opens the
 confirmation modal and then calls the backend's stores
 (``console.app_operations``, ``console.operations``) off the UI thread; the
 result is in the store for the CLI, the hooks and the kennel at once, and

@@ -62,7 +62,7 @@ async def scene_stop_interrupt(pilot):
     """The stop modal with "also interrupt the call in flight" ticked."""
     await _settle(pilot)
     await _select(pilot, "sessions", "agent-answers")
-    await pilot.press("s")
+    await pilot.press("s", "enter")  # from the reason field to the Stop button, where i ticks the box
     await pilot.pause()
     await pilot.press("i")
     await pilot.pause()
