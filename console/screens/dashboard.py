@@ -9,9 +9,10 @@ cells between views (a warrant's gate and an approval's time left each
 ``COUNTDOWN_SECONDS``, ages each ``AGES_SECONDS``). Its keys are the
 keymap's (``console.keymap``), bound on this screen, so they act only while
 it is on top; each applies where the keymap says (the footer shows those
-that apply to the focused panel). A key that changes state posts
-``OperationAsked`` (the app confirms and runs it); the other keys show a
-panel, filter it, or open a screen (peek, why, the ack log, help).
+that apply to the focused panel). A key that changes state has the app
+open its dialog (``run_operation``; an app without one gets
+``OperationAsked``); the other keys show a panel, filter it, or open a
+screen (peek, why, the ack log, help).
 
 Keys typed at a dialog never reach this screen. Every key of the keymap,
 and the table's own (``TABLE_KEYS``, tab), is a priority binding: Textual
@@ -19,13 +20,14 @@ reads each as it arrives, in the order typed, before it hands the next to a
 widget (a key that opens a dialog acts on the row the keys before it chose).
 ``_operate`` waits until the dialog's field has the focus
 (``ConfirmScreen.opened``) before the next key is read, so the rest of a
-reason typed in the same burst lands in the field; ``/`` gives the filter the
-focus at once, for the same reason. For ``SETTLE_SECONDS`` after a dialog closes — or
-after a key that would have opened one was refused — none of this screen's
-keys acts (nor Enter's peek): what was typed on past the close, before the
-operator saw it, does nothing (``key_clock``: monotonic, a test's own). It
-cannot see typing that goes on longer than that, nor keys that reach another
-screen (the log screen, help) on their own.
+reason typed in the same burst lands in the field; ``/`` gives the filter
+the focus at once, and its Enter filters the panel at once, for the same
+reason. For ``SETTLE_SECONDS`` after a dialog closes — or after a key that
+would have opened one was refused — none of this screen's keys acts (nor
+Enter's peek): what was typed on past the close, before the operator saw
+it, does nothing (``key_clock``: monotonic, a test's own). It cannot see
+typing that goes on longer than that, nor keys that reach another screen
+(the log screen, help) on their own.
 
 The detail line shows the selected row's whole text (the panel's ``detail``
 in the registry); for a session, every rule that holds it (``core.why``,

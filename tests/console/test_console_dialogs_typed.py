@@ -151,7 +151,8 @@ def test_pardon_a_warrant(terminal):
 def test_file_a_warrant(terminal):
     terminal.back_to_dashboard()
     terminal.select("1", "agent-answers")
-    run_dialog(terminal, "w", "stuck in a loop", ("C-y",), [("warrant_filed", "agent-answers", "stuck in a loop")])
+    run_dialog(terminal, "w", "stuck, yes: in a loop", ("C-y",),  # its first y once refused it: no reason yet
+               [("warrant_filed", "agent-answers", "stuck, yes: in a loop")])
 
 
 def test_lock_a_session_hands_off(terminal):
