@@ -6,16 +6,17 @@ types straight after the key that opened it is text: letters typed in a field
 are never keys. From a field, Enter moves to the next one and from the last to
 the confirm button (a second Enter presses it); ctrl+y confirms and ctrl+n or
 escape cancels from anywhere; ``y`` and ``n`` confirm and cancel only while a
-button (or a box) has the focus, never in a field. The action's own check box (a stop's "also interrupt the
-call in flight") is ticked by its key (``i``) only while no field has the
-focus, the "continue with caution" box only by space or a click on it. The
-hint line says which keys act where the focus is. ``check`` (the core's rule,
-e.g. its hours parser) may refuse what was typed: the dialog stays open and
-says why on its notice line. The result is a ``Confirmed`` or None (cancelled).
+button (or a box) has the focus, never in a field. The action's own check box
+(a stop's "also interrupt the call in flight") is ticked by its key (``i``)
+only while no field has the focus, the "continue with caution" box only from
+itself (space or Enter on it, or a click). The hint line says which keys act
+where the focus is. ``check`` (the core's rule, e.g. its hours parser) may
+refuse what was typed: the dialog stays open and says why on its notice line.
+The result is a ``Confirmed`` or None (cancelled).
 
 The keys are priority bindings: Textual reads them as each key arrives, in
 order, before it is handed to a widget, and ``confirm`` and Enter first let
-the field take every key typed before them (``_drained``), so a burst
+the field take every key typed before them (``drained``), so a burst
 "reason, ctrl+y, more" confirms with exactly "reason". ``opened()`` is set
 once the field has the focus (the dashboard waits for it before it reads the
 next key: ``screens.dashboard``); ``when_closed`` callbacks run as the dialog
@@ -146,8 +147,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         """``fields``: the extra text fields (``extra_label``/``extra_value``: one,
         named ``extra``). ``focus``: the field that has the focus first:
         ``text`` (the reason, the default) or ``field`` (the first field); the
-        Cancel button has it only in a dialog without a field. ``check``: what refuses a confirmation, as a one-line
-        problem (None: fine)."""
+        Cancel button has it only in a dialog without a field. ``check``: what
+        refuses a confirmation, as a one-line problem (None: fine)."""
         super().__init__()
         self.fields = tuple(fields) or ((Field(extra_label, extra_value),) if extra_label else ())
         focus = FOCUS_FIELD if focus == FOCUS_FIELD and not focus_text else FOCUS_TEXT

@@ -43,8 +43,8 @@ DIALOGS_TEXT = (
     "  type it straight after the key. Letters in a field are text: y, n and i too.\n"
     f"  {CONFIRM_KEY} confirms, {CANCEL_KEY} or escape cancels, from anywhere.\n"
     "  enter: the next field; from the last, the confirm button (enter again presses it).\n"
-    "  On a button: y confirms, n cancels, i ticks 'also interrupt'; tab moves, space ticks a box\n"
-    "  ('continue with caution' is ticked only so).\n"
+    "  On a button: y confirms, n cancels, i ticks 'also interrupt'. tab moves; space or enter on a box\n"
+    "  ticks it ('continue with caution' is ticked only that way).\n"
     f"  For {SETTLE_SECONDS:g} s after a dialog closes the main screen's keys do nothing (typing that ran on).\n"
 )
 
