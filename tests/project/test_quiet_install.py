@@ -2,6 +2,7 @@
 ``make demo`` installs leash alone (no test extras), with pip kept quiet."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,9 @@ def test_building_leash_prints_no_warning(tmp_path):
 def test_make_demo_installs_leash_alone_and_quietly():
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    planned = subprocess.run(["make", "-n", "-B", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    quiet = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    planned = subprocess.run(["make", "--no-print-directory", "-n", "-B", "demo"], cwd=ROOT, env=quiet,
+                             capture_output=True, text=True, timeout=30)  # as a user runs it, not under make test
     assert planned.returncode == 0, planned.stderr
     installs = [line for line in planned.stdout.splitlines() if "pip install" in line]
     assert installs, planned.stdout
