@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 import re
 
-from leash.core.base.tomllines import did_you_mean, line_of
+from leash.core.base.tomllines import array_table_line, did_you_mean, line_of
 
 BUDGET_DEFAULTS: dict = {"cap": [], "accounts": {}, "prices": {}}
 SCOPES = ("session", "entity", "host", "fleet", "account")
@@ -240,25 +240,6 @@ def cap_problem(cap: dict, entry: dict, accounts: dict) -> tuple[str, str]:
         known = ", ".join(accounts) or "none"
         return "account", f"no account {cap['account']!r} in [budget.accounts] (known: {known})"
     return "", ""
-
-
-def array_table_line(text: str, header: str, number: int, key: str) -> int:
-    """The line of ``key`` in the ``number``-th ``[[header]]`` table (its header's line when
-    ``key`` is "" or not set there; 0 when there is no such table)."""
-    wanted = "[[" + header.replace(" ", "") + "]]"
-    seen, found = 0, 0
-    for line_number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            if seen == number:
-                break
-            if stripped.replace(" ", "").startswith(wanted):
-                seen += 1
-                found = line_number if seen == number else found
-            continue
-        if seen == number and key and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
-            return line_number
-    return found
 
 
 def _number(value: object) -> float | None:

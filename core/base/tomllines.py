@@ -101,21 +101,28 @@ def key_at(lines: list[str], line: int) -> str:
     return f"{table}.{left}" if table and left else left
 
 
-def route_line(text: str, number: int, key: str) -> int:
-    """The line of ``key`` in the ``number``-th ``[[notify.route]]`` table (its header when not set there)."""
-    seen, header = 0, 0
+def array_table_line(text: str, header: str, number: int, key: str) -> int:
+    """The line of ``key`` in the ``number``-th ``[[header]]`` table (its header's line when
+    ``key`` is "" or not set there; 0 when there is no such table)."""
+    wanted = "[[" + header.replace(" ", "") + "]]"
+    seen, found = 0, 0
     for line_number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if stripped.startswith("["):
             if seen == number:
                 break
-            if stripped.replace(" ", "").startswith("[[notify.route]]"):
+            if stripped.replace(" ", "").startswith(wanted):
                 seen += 1
-                header = line_number if seen == number else header
+                found = line_number if seen == number else found
             continue
-        if seen == number and key and re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line):
+        if seen == number and key and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
             return line_number
-    return header
+    return found
+
+
+def route_line(text: str, number: int, key: str) -> int:
+    """The line of ``key`` in the ``number``-th ``[[notify.route]]`` table (its header when not set there)."""
+    return array_table_line(text, "notify.route", number, key)
 
 
 def did_you_mean(name: str, known) -> str:
