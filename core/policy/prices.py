@@ -49,7 +49,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+from leash.core.policy.usagelines import TokenUsage as Usage
 
 if TYPE_CHECKING:
     from genai_prices.data_snapshot import DataSnapshot
@@ -64,25 +66,6 @@ _NAME_PROVIDERS = ((re.compile(r"claude-"), "anthropic"), (re.compile(r"(gpt-|o\
 # The table's rate keys for each kind of token; several: the most expensive counts for an unknown model.
 _RATE_KEYS = {"input": ("input_mtok",), "output": ("output_mtok", "output_reasoning_mtok"),
               "cache_write": ("cache_write_mtok", "cache_write_1h_mtok"), "cache_read": ("cache_read_mtok",)}
-
-
-class Usage(Protocol):
-    """One call's tokens (``core.policy.usagelines.TokenUsage``)."""
-
-    @property
-    def model(self) -> str: ...
-    @property
-    def input(self) -> int: ...
-    @property
-    def output(self) -> int: ...
-    @property
-    def cache_write(self) -> int: ...
-    @property
-    def cache_read(self) -> int: ...
-    @property
-    def reasoning(self) -> int: ...
-    @property
-    def cli(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 from calendar import timegm
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 
 import genai_prices
@@ -17,6 +17,7 @@ import pytest
 from genai_prices.data import providers as table_providers
 
 from leash.core.policy.prices import guess_provider, most_expensive, price, table_date, table_version
+from leash.core.policy.usagelines import TokenUsage
 
 from ..support.checkout import ROOT
 
@@ -24,21 +25,14 @@ WHEN = float(timegm((2026, 11, 28, 12, 0, 0, 0, 0, 0)))
 MOMENT = datetime.datetime.fromtimestamp(WHEN, datetime.UTC)
 
 
-@dataclass(frozen=True)
-class Tokens:  # the fields of core.policy.usagelines.TokenUsage
-    model: str
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0
-    cache_read: int = 0
-    reasoning: int = 0
-    cli: str = ""
+def Tokens(model: str, **counts) -> TokenUsage:  # the model first, as the tests read best
+    return TokenUsage(model=model, **{"cli": "", **counts})
 
 
 CALL = Tokens("claude-opus-4-5-20251101", input=1_000, output=500, cache_write=2_000, cache_read=10_000, cli="claude")
 
 
-def the_tables_own(usage: Tokens, provider: str, model: str | None = None) -> Decimal:
+def the_tables_own(usage: TokenUsage, provider: str, model: str | None = None) -> Decimal:
     """genai-prices' own calculation for the same call (its input counts the cached tokens too)."""
     return genai_prices.calc_price(
         genai_prices.Usage(input_tokens=usage.input + usage.cache_write + usage.cache_read,
