@@ -125,7 +125,8 @@ def test_the_turn_ends_after_a_stop_denies_a_call(agent):
 
 def test_a_stopped_sessions_new_prompt_never_reaches_the_model(agent):
     session_id = str(uuid.uuid4())
-    agent.leash("stop", session_id, "--reason", "review this one first")
+    # Stopped before it ever ran: nothing has seen the id yet, so the stop is filed with --force.
+    agent.leash("stop", session_id, "--force", "--reason", "review this one first")
 
     run = agent.run("carry on", [[text("carrying on")]], args=("--session-id", session_id))
 

@@ -192,7 +192,7 @@ def test_a_stop_refuses_the_call_and_ends_the_loop(rig, scope, end_turn_on_halt)
         if scope == "fleet":
             rig.leash("stop", "--all", "--reason", reason)
         else:
-            rig.leash("stop", session_id, "--reason", reason)
+            rig.leash("stop", session_id, "--force", "--reason", reason)  # it may not have been seen yet
 
     run = rig.run("write out.txt", [write_out(), text("but I really must")], session_id=session_id,
                   before={0: stop})
