@@ -23,6 +23,8 @@ from leash.core.base.finding import Finding
 from leash.core.store.records import (
     ApprovalRecord,
     BreakerRecord,
+    BudgetCounterRecord,
+    BudgetWindowRecord,
     Change,
     DogRecord,
     HaltEventRecord,
@@ -32,6 +34,7 @@ from leash.core.store.records import (
     LogLine,
     LogLines,
     SessionRecord,
+    SpendRecord,
     StopRecord,
     StopState,
     WarrantRecord,
@@ -323,6 +326,71 @@ class ApprovalStore(Protocol):
         """The last ``count`` closed ones, newest first."""
 
 
+class BudgetUnit(Protocol):
+    """One step on the budget store (``core.state.budget`` charges, holds,
+    raises and releases through it): what it reads and writes lands together
+    at its end, or not at all when it raises. A shared store locks each
+    counter row ``counter`` reads until the step ends, so two hosts adding to
+    one fleet cap add in turn."""
+
+    def meter(self, session_id: str, source: str) -> dict | None:
+        """What the meter kept for one source of a session (``source``: a file's
+        path, or ``gemini`` for AfterModel payloads): a JSON object
+        (``cursor``, ``totals``, ``read_at``, ``skipped``: the meter's own), None the first time."""
+
+    def set_meter(self, session_id: str, source: str, state: dict) -> None: ...
+
+    def charge(self, spend: SpendRecord) -> None:
+        """Add ``spend`` to the row of its (hour, session_id, model): usd, tokens
+        and requests added, ``estimated`` kept once set, host/entity/cli the latest."""
+
+    def counter(self, cap: str, bucket: str, period: str) -> BudgetCounterRecord | None:
+        """The counter of (cap, bucket, period), None when none was written."""
+
+    def put_counter(self, counter: BudgetCounterRecord) -> None:
+        """Write ``counter`` (insert or replace its (cap, bucket, period) row)."""
+
+    def counters(self, *, cap: str | None = None, held: bool | None = None) -> list[BudgetCounterRecord]:
+        """Counters of one cap or all; ``held``: only held ones (True) or only others (False)."""
+
+    def window(self, bucket: str, window: str) -> BudgetWindowRecord | None: ...
+
+    def put_window(self, record: BudgetWindowRecord) -> None: ...
+
+
+class BudgetStore(Protocol):
+    """Spend, cap counters, holds and subscription windows (``core.state.budget``
+    writes; the gate reads ``holds``; ``leash costs``, ``leash budget`` and the
+    console read the rest). Failure: ``BudgetUnreadable`` (``core.store.budget``)
+    when the store cannot be read; ``holds`` raises it rather than answering
+    "none", so the gate can fail closed."""
+
+    def unit(self, *, now: float | None = None) -> ContextManager[BudgetUnit]: ...
+
+    def holds(self) -> list[BudgetCounterRecord]:
+        """The counters held now (``held``): the gate's read on every tool call
+        while caps are configured, so it is cheap (no database opened on the
+        file backend)."""
+
+    def counters(self, *, cap: str | None = None) -> list[BudgetCounterRecord]: ...
+
+    def spend(self, *, since: float | None = None, until: float | None = None,
+              session_id: str | None = None) -> list[SpendRecord]:
+        """Spend rows whose hour starts at or after ``since`` and before ``until``."""
+
+    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[dict]:
+        """Spend grouped ``by`` "session", "entity", "host", "model", "cli", "day" or
+        "hour" (a UTC day or hour's start, unix seconds): rows of ``key``, ``usd``,
+        ``estimated``, ``input``, ``output``, ``cache_write``, ``cache_read``,
+        ``reasoning``, ``requests``, ``sessions`` (distinct), largest ``usd`` first
+        (``day``/``hour``: oldest first). ``ValueError`` for another ``by``."""
+
+    def windows(self) -> list[BudgetWindowRecord]: ...
+
+    def meters(self) -> dict[str, dict[str, dict]]:
+        """Every session's kept meter states: session id -> source -> state."""
+
+
 class Transaction(Protocol):
     """Writes queued under ``Backend.transaction()``, applied as one step at its end."""
 
@@ -386,6 +454,9 @@ class Backend(Protocol):
 
     @property
     def approvals(self) -> ApprovalStore: ...
+
+    @property
+    def budget(self) -> BudgetStore: ...
 
     def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
 

@@ -1,6 +1,7 @@
 """Typed records the stores hand out: a stop, a lock, a session, a halt, a
-warrant, a breaker, an approval, a kennel heartbeat, a log line (and the lines of a read)
-and a change.
+warrant, a breaker, an approval, a budget counter, a spend row, a
+subscription window, a kennel heartbeat, a log line (and the lines of a
+read) and a change.
 
 Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
 ``TypedDict``: this module is on the hook path, where each import is paid on
@@ -268,6 +269,87 @@ class ApprovalRecord(Record):
     via: str | None
     message: str | None
     note: str | None
+
+
+class BudgetCounterRecord(Record):
+    """One cap's figure for one bucket and one period (``core.state.budget``):
+    ``cap`` its name, ``bucket`` the session id, ``HOST/entity``, host,
+    ``fleet`` or account it counts (``core.policy.caps.bucket``), ``period``
+    the period's key (``core.policy.caps.Period.key``) and ``period_end`` its
+    end (unix seconds; None: never). ``unit`` "usd" or "percent"; ``used``
+    the spend (or the window's reported percentage); ``estimated`` when any
+    of it was priced without the table knowing the model; ``raised_to`` the
+    limit an operator raised it to for this period (None: the configured
+    limit); ``warned`` the ``warn_at`` points already notified. A hold:
+    ``held_since`` set (unix seconds) and ``released_at`` None; ``held_use``
+    the figure it was placed at; ``released_by`` "raise", "reset" or the
+    operator's ``source``. ``updated_at``: the last write (unix seconds)."""
+
+    FIELDS = ("cap", "bucket", "period", "period_end", "unit", "used", "estimated", "raised_to", "warned",
+              "held_since", "held_use", "released_at", "released_by", "updated_at")
+    __slots__ = FIELDS
+    cap: str
+    bucket: str
+    period: str
+    period_end: float | None
+    unit: str
+    used: float
+    estimated: bool
+    raised_to: float | None
+    warned: list[float]
+    held_since: float | None
+    held_use: float | None
+    released_at: float | None
+    released_by: str | None
+    updated_at: float
+
+    @property
+    def held(self) -> bool:
+        return self.held_since is not None and self.released_at is None
+
+
+class SpendRecord(Record):
+    """What one session spent on one model in one hour (``hour``: the hour's
+    start, unix seconds, UTC): ``usd`` (a float of the ``Decimal`` priced),
+    the tokens of each kind, ``requests`` counted, ``estimated`` when any of
+    it was priced at a provider's top rate. ``host``, ``entity`` and ``cli``
+    are the session's when the spend was read (what ``leash costs --by``
+    groups)."""
+
+    FIELDS = ("hour", "session_id", "model", "host", "entity", "cli", "usd", "estimated", "input", "output",
+              "cache_write", "cache_read", "reasoning", "requests")
+    __slots__ = FIELDS
+    hour: float
+    session_id: str
+    model: str
+    host: str
+    entity: str
+    cli: str
+    usd: float
+    estimated: bool
+    input: int
+    output: int
+    cache_write: int
+    cache_read: int
+    reasoning: int
+    requests: int
+
+
+class BudgetWindowRecord(Record):
+    """A subscription window as an agent CLI last reported it (Claude Code's
+    status line ``rate_limits``): ``bucket`` the account (or ``fleet``) it is
+    the login of, ``window`` "window-5h" or "window-7d", ``used_percent``,
+    ``resets_at`` (unix seconds), ``session_id`` that reported it, ``at``
+    when (unix seconds)."""
+
+    FIELDS = ("bucket", "window", "used_percent", "resets_at", "session_id", "at")
+    __slots__ = FIELDS
+    bucket: str
+    window: str
+    used_percent: float
+    resets_at: float | None
+    session_id: str
+    at: float
 
 
 class LogLine(Record):
