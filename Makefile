@@ -34,8 +34,15 @@ lint: $(STAMP)
 	echo "mypy (leash.core, leash.console)"; $(VENV)/bin/mypy > .cache/mypy.out 2>&1 || status=1; \
 	sed 's#^$(MYPY_PATH)/leash/##' .cache/mypy.out; exit $$status
 
+# Compiled modules are kept in .cache/pycache even where the environment asks
+# Python to write none (PYTHONDONTWRITEBYTECODE): without them every test
+# worker, and every leash process a test starts (a hook, leashd, the CLI),
+# compiles each module it imports again. One collection first fills the cache,
+# so the workers do not all compile the same files at once.
+TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
+	@$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
 
 # The real Claude Code CLI against a loopback stand-in for the API, once per
 # version (each installed once into .cache/claude-code/<version>; ``latest`` is
@@ -53,17 +60,17 @@ GEMINI_TESTS := $(wildcard tests/e2e/agents/test_*gemini*.py)
 e2e: $(STAMP)
 	@status=0; for version in $(CLAUDE_VERSIONS); do \
 		echo "e2e: Claude Code $$version"; \
-		LEASH_E2E_CLAUDE_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider tests/e2e \
+		LEASH_E2E_CLAUDE_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider tests/e2e \
 			--ignore=tests/e2e/agents -n 2 --reruns 2 --reruns-delay 1 || status=1; \
 	done; \
 	for version in $(CODEX_VERSIONS); do \
 		echo "e2e: Codex CLI $$version"; \
-		LEASH_E2E_CODEX_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider $(CODEX_TESTS) -n 2 \
+		LEASH_E2E_CODEX_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(CODEX_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
 	done; \
 	for version in $(GEMINI_VERSIONS); do \
 		echo "e2e: Gemini CLI $$version"; \
-		LEASH_E2E_GEMINI_VERSION=$$version $(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 \
+		LEASH_E2E_GEMINI_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
 	done; exit $$status
 
