@@ -1,7 +1,7 @@
 """leash core: every rule and every piece of state; no UI.
 
-Folders by layer, each importing only the layers below it (DESIGN "Layers";
-``tests/layers/test_layers.py`` holds the order): ``base``, ``wire``,
+Folders by layer, each importing only the layers below it
+(``tests/project/test_layering.py`` holds the order): ``base``, ``wire``,
 ``policy``, ``state``, ``store``, then ``hook``, ``notify``, ``views``,
 ``warrants`` and, on top, ``daemon``.
 
