@@ -1,4 +1,4 @@
-"""The leash console: seven live panels and a key for every control action.
+"""The leash console: eight live panels and a key for every control action.
 
 The app holds no policy. Every read and write goes through one ``Backend``
 (``backend=``, default the home's file backend). The app holds the screens
@@ -55,6 +55,7 @@ from leash.console.feed import Feed
 from leash.console.keymap import keymap
 from leash.console.screens.confirm import Confirmed, ConfirmScreen
 from leash.console.screens.dashboard import DashboardScreen
+from leash.console.widgets.budget import BudgetPanel
 from leash.console.widgets.panel import Panel
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
@@ -210,7 +211,14 @@ class LeashApp(EndsOnSignals, App[None]):
     def apply_view(self, data: dict) -> None:
         """Show ``data`` on the dashboard and alert on what is new in it."""
         self.dashboard.show_view(data)
+        self._show_spend_hours(data.get("spend_hours", []))
         self._notify_changes(data)
+
+    def _show_spend_hours(self, hours: list[float]) -> None:
+        """The Budget panel's sparkline: the last hours' spend the feed read with the view."""
+        panel = self.dashboard.query_one_optional("#panel-budget", BudgetPanel)
+        if panel is not None and panel.query_one_optional("#budget-sparkline") is not None:
+            panel.show_hours(hours)
 
     def refresh_view(self) -> None:
         """Read the view again (the feed serves one read at a time)."""

@@ -11,7 +11,8 @@ whose rules come from the core: a lock's hours (``core.base.hours``) and
 entity (``core.state.handsoff``) checked in the dialog before it closes, a
 warrant's reason (``core.state.warrants.records``: the core refuses a warrant
 without one) and its number of attempts (``[warrants] timeouts``), and a
-fleet stop that records only the reason the operator typed. ``u`` on a
+fleet stop that records only the reason the operator typed, a cap raised
+(``screens.budgetraise``: its new limit and reason). ``u`` on a
 session that no stop holds but a halt does names the keys that acknowledge
 it.
 """
@@ -109,6 +110,10 @@ class ConsoleOperations(Operations):
             return ask_of(self.resume({"name": "*", "agents": []}))
         if kind == "hands_off":
             return self.hands_off(row or None)
+        if kind == "raise_cap" and row is not None:
+            from leash.console.screens.budgetraise import raise_ask
+
+            return raise_ask(self.backend, row, source=self.source, home=self.home)
         on_row: dict[str, Callable[[dict], Operation | Ask]] = {
             "stop": self.stop, "resume": self._resume, "pardon": self.pardon, "warrant": self.warrant,
             "acknowledge": lambda r: self.halt(r, "resolved"), "dismiss": lambda r: self.halt(r, "dismissed"),

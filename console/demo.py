@@ -4,7 +4,8 @@ The fleet: an agent that answers health checks, one that never does (its pane
 only echoes), one that keeps printing, and an agent session seen by the hooks
 in each; a critical and a high halt; a hands-off lock; a warrant in
 interrogation with demo-length timeouts; a restart-loop breaker one boot
-short of tripping; an Edit waiting for an operator's approval. ``seed_fleet``
+short of tripping; an Edit waiting for an operator's approval; a day's
+spend against three caps, one of them holding an agent (``seed_budget``). ``seed_fleet``
 is also what the snapshot tests and the screenshots use (with a fixed clock
 and no tmux).
 
@@ -60,6 +61,18 @@ DEMO_APPROVAL = ("claude-7f3a", "Edit", {
                   "    return round(subtotal * (1 + tax_rate), 2)\n"})
 DEMO_APPROVAL_WAITED = 75  # seconds it has waited
 DEMO_APPROVAL_TIMEOUT = 600
+# The demo's caps (name, scope, period, limit line) and what its agents spent: one (model, usd) per agent of
+# DEMO_SESSIONS for each hour back from now (the first: this hour). claude-c044's own day passes its cap.
+DEMO_SESSION_LIMIT = 8.0
+DEMO_CAPS = (("fleet-daily", "fleet", "day", "limit_usd = 16"),
+             ("session-daily", "session", "day", f"limit_usd = {DEMO_SESSION_LIMIT:g}"),
+             ("max-5h", "fleet", "window-5h", "limit_percent = 90"))
+DEMO_MODEL, DEMO_UNKNOWN_MODEL = "claude-sonnet-4-5", "claude-internal-preview"
+DEMO_SPEND_HOURS = tuple(((DEMO_MODEL, a), ("", 0.0), (DEMO_UNKNOWN_MODEL, c)) for a, c in (
+    (0.84, 1.72), (1.36, 2.41), (0.52, 1.96), (1.10, 1.58), (0.40, 0.71), (0.95, 0.0), (0.0, 0.0), (0.0, 0.0),
+    (0.0, 0.0), (0.31, 0.0), (0.78, 0.0), (1.22, 0.0), (0.66, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)))
+DEMO_HELD_FOR = 420  # seconds claude-c044 has been held by its cap
+DEMO_WINDOW_PERCENT = 63.0
 
 
 def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
@@ -87,6 +100,58 @@ def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -
     session_id, tool, tool_input = DEMO_APPROVAL
     backend.approvals.request(session_id, tool, tool_input, timeout_s=DEMO_APPROVAL_TIMEOUT,
                               now=now - DEMO_APPROVAL_WAITED)
+
+
+def budget_config() -> str:
+    """The demo's ``[[budget.cap]]`` tables (config.toml's text)."""
+    return "".join(f'[[budget.cap]]\nname = "{name}"\nscope = "{scope}"\nperiod = "{period}"\n{limit}\n\n'
+                   for name, scope, period, limit in DEMO_CAPS)
+
+
+def seed_budget(home, *, now: float) -> None:
+    """What the demo's agents spent, an hour at a time over the last
+    ``len(DEMO_SPEND_HOURS)`` hours, charged through the budget store's unit,
+    and the caps' counters it makes today: the fleet's day near its warn
+    point, claude-c044's own day held, the 5-hour window at 63%. Needs
+    ``budget_config()`` in config.toml for the caps to show."""
+    from leash.core.policy.caps import period_of
+    from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+    from leash.core.store.select import backend_for
+
+    hour = int(now // 3600) * 3600
+    day = period_of("day", now=now)
+    if day is None or day.start is None:  # (a day always has its start)
+        return
+    today: dict[str, float] = {}
+    with backend_for(home).budget.unit(now=now) as unit:
+        for back, shares in enumerate(DEMO_SPEND_HOURS):
+            start = hour - 3600 * back
+            for (_, _, session_id, entity), (model, usd) in zip(DEMO_SESSIONS, shares, strict=True):
+                if not usd:
+                    continue
+                unit.charge(SpendRecord(hour=float(start), session_id=session_id, model=model, host="demo",
+                                        entity=entity, cli="claude", usd=usd, estimated=model == DEMO_UNKNOWN_MODEL,
+                                        input=int(usd * 40_000), output=int(usd * 8_000), cache_write=0,
+                                        cache_read=int(usd * 200_000), reasoning=0, requests=int(usd * 6) + 1))
+                if start >= day.start:
+                    today[session_id] = today.get(session_id, 0.0) + usd
+
+        def counter(cap: str, bucket: str, period: str, end: float | None, unit_name: str, used: float,
+                    held_since: float | None = None) -> BudgetCounterRecord:
+            return BudgetCounterRecord(cap=cap, bucket=bucket, period=period, period_end=end, unit=unit_name,
+                                       used=round(used, 2), estimated=unit_name == "usd" and bucket != "claude-7f3a",
+                                       raised_to=None, warned=[], held_since=held_since,
+                                       held_use=round(used, 2) if held_since is not None else None,
+                                       released_at=None, released_by=None, updated_at=now - 30)
+        unit.put_counter(counter("fleet-daily", "fleet", day.key, day.end, "usd", sum(today.values())))
+        for session_id, used in sorted(today.items()):
+            held = now - DEMO_HELD_FOR if used >= DEMO_SESSION_LIMIT else None
+            unit.put_counter(counter("session-daily", session_id, day.key, day.end, "usd", used, held))
+        resets = float(hour + 2 * 3600)
+        unit.put_window(BudgetWindowRecord(bucket="fleet", window="window-5h", used_percent=DEMO_WINDOW_PERCENT,
+                                           resets_at=resets, session_id="claude-7f3a", at=now - 60))
+        unit.put_counter(counter("max-5h", "fleet", f"window-5h@{int(resets)}", resets, "percent",
+                                 DEMO_WINDOW_PERCENT))
 
 
 def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
@@ -135,7 +200,7 @@ def write_config(home: str, socket: str) -> None:
     """The demo's config.toml, 0600 as leash doctor wants it."""
     limits = "".join(f"{key} = {value}\n" for key, value in DEMO_BREAKER_LIMITS.items())
     text = (f"[warrants]\ntimeouts = {DEMO_TIMEOUTS}\npoll_seconds = 0.5\n\n[tmux]\nsocket = \"{socket}\"\n\n"
-            f"[loop.{DEMO_BREAKER}]\n{limits}")
+            f"[loop.{DEMO_BREAKER}]\n{limits}\n{budget_config()}")
     descriptor = os.open(os.path.join(home, "config.toml"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(text)
@@ -152,6 +217,7 @@ def prepare_demo(home: str, socket: str, *, now: float):
     for tmux_name, script, _, _ in DEMO_SESSIONS:
         tmux.new_session(tmux_name, agent_command(script), width=120, height=30)
     seed_fleet(home, now=now)
+    seed_budget(home, now=now)
     seed_warrant(home, now=now)
     backend_for(home).breakers.check_and_record(DEMO_BREAKER, **DEMO_BREAKER_LIMITS, source="ops@demo", now=now)
     return tmux

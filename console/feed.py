@@ -1,8 +1,9 @@
 """The dashboard's data feed: what the core says, read off the UI thread, as messages.
 
 ``Feed`` is a widget that draws nothing. It reads ``core.views.fleet.view``
-over the backend in a worker thread, one read at a time (a request while one
-runs is served once, right after it: reads never pile up); follows the
+(with the budget's figures, ``widgets.budget.add_budget``) over the backend
+in a worker thread, one read at a time (a request while one runs is served
+once, right after it: reads never pile up); follows the
 backend's change stream (or the one given, a daemon's ``subscribe``) in an
 exclusive worker; polls tmux every ``TMUX_POLL_SECONDS`` in a thread; and
 reads ``core.views.why``'s answer for a session when asked. Nothing it reads
@@ -101,13 +102,16 @@ class Feed(Widget):
 
     @work(thread=True, group=VIEW_GROUP)
     def _read_view(self) -> None:
+        from leash.console.widgets.budget import add_budget
         from leash.core.views.fleet import view
 
+        now = self.clock()
         try:
-            data = view(backend=self.backend, tmux_sessions=self.tmux_sessions, now=self.clock())
+            data = view(backend=self.backend, tmux_sessions=self.tmux_sessions, now=now)
         except Exception as exc:  # never let a bad file take the console down
             self.post_message(self.FeedFailed(f"cannot read the state home: {exc}"))
             return
+        add_budget(data, self.backend, now=now)  # the caps, the spend and the sessions' costs (never raises)
         if self.check_tmux and not self.tmux_sessions:
             data["problems"] = [*data["problems"], *self._tmux_problem()]
         self.post_message(self.ViewArrived(data))

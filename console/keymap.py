@@ -61,6 +61,7 @@ ACTIONS: tuple[KeyAction, ...] = (
     KeyAction("release", "r", "Release", frozenset({"locks"}), True),
     KeyAction("allow", "y", "Allow", frozenset({"approvals"}), True),
     KeyAction("deny", "n", "Deny", frozenset({"approvals"}), True),
+    KeyAction("raise_cap", "plus", "Raise cap", frozenset({"budget"}), True),
     KeyAction("peek", "enter", "Peek pane", frozenset({"sessions"})),
     KeyAction("why", "i", "Why held", frozenset({"sessions"})),
     KeyAction("zoom", "z", "Zoom", EVERYWHERE),
@@ -102,4 +103,4 @@ def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:
 
 
 def display(key: str) -> str:
-    return {"slash": "/", "question_mark": "?", "enter": "⏎"}.get(key, key)
+    return {"slash": "/", "question_mark": "?", "enter": "⏎", "plus": "+"}.get(key, key)

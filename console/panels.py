@@ -6,7 +6,7 @@ remaps its number key), its title, its short name (its tab and its number
 key's description), its widget class, the slice of the view it shows, the
 timer that redraws it between views and its detail line. ``PANELS`` is in the
 order of the number keys (``1`` is the first); the dashboard lays them out,
-the keymap binds ``1``-``7`` and ``tab`` from it, the help screen and the tab
+the keymap binds ``1``-``8`` and ``tab`` from it, the help screen and the tab
 strip name them from it.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from rich.text import Text
 
 from leash.console.widgets.acktail import AckTailPanel
 from leash.console.widgets.approvals import ApprovalsPanel
+from leash.console.widgets.budget import BudgetPanel, budget_detail
 from leash.console.widgets.detail import (
     approval_detail,
     halt_detail,
@@ -48,14 +49,16 @@ class PanelSpec(NamedTuple):
     tick: Tick = ""
     newest_last: bool = False  # the view's list ends with the newest: the last MAX_ROWS are shown
     across: bool = False  # across the top of the grid
+    below: bool = False  # across the bottom of the grid
 
     def rows(self, view: dict) -> list[dict]:
-        """The panel's slice of ``core.views.fleet.view``'s answer."""
-        rows: list[dict] = view[self.key]
+        """The panel's slice of ``core.views.fleet.view``'s answer (the
+        budget's: what the feed adds to it, ``widgets.budget.add_budget``)."""
+        rows: list[dict] = view.get(self.key, [])
         return rows[-MAX_ROWS:] if self.newest_last else rows[:MAX_ROWS]
 
     def build(self) -> Panel:
-        return self.widget(self.key, self.title, classes="-across" if self.across else "")
+        return self.widget(self.key, self.title, classes="-across" if self.across else "-below" if self.below else "")
 
 
 PANELS: tuple[PanelSpec, ...] = (
@@ -66,11 +69,13 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("loops", "Loop breakers", "Breakers", LoopsPanel, loop_detail),
     PanelSpec("acklog", "Ack log", "Ack log", AckTailPanel, log_detail, newest_last=True),
     PanelSpec("approvals", "Approvals", "Approvals", ApprovalsPanel, approval_detail, tick="countdown", across=True),
+    PanelSpec("budget", "Budget", "Budget", BudgetPanel, budget_detail, tick="ages", below=True),
 )
 KEYS: tuple[str, ...] = tuple(spec.key for spec in PANELS)
 BY_KEY: dict[str, PanelSpec] = {spec.key: spec for spec in PANELS}
-# The grid's order: the panels across its top first (what waits for an answer), then two by two.
-GRID: tuple[PanelSpec, ...] = tuple(sorted(PANELS, key=lambda spec: not spec.across))
+# The grid's order: the panels across its top first (what waits for an answer), then two by two, then the
+# ones across its bottom (the budget: its spend's sparkline wants the width).
+GRID: tuple[PanelSpec, ...] = tuple(sorted(PANELS, key=lambda spec: (not spec.across, spec.below)))
 
 
 def numbered() -> list[tuple[str, PanelSpec]]:

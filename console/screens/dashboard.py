@@ -442,3 +442,6 @@ class DashboardScreen(Screen[None]):
 
     async def action_deny(self) -> None:
         await self._operate("deny", "approvals")
+
+    async def action_raise_cap(self) -> None:
+        await self._operate("raise_cap", "budget")

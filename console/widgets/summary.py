@@ -7,7 +7,10 @@ Then the counts, approvals waiting first, in the colour of their urgency
 of its deadline), in the widest wording that fits: words and numbers, then
 short words, then one letter or symbol each (``LEGEND`` says what each
 stands for; the help screen shows it); short of room, the halts count only
-their critical ones and the severities that are not zero. Then what each
+their critical ones and the severities that are not zero. After the counts,
+in the same wording, the fleet's spend today and its busiest subscription
+window (``$12.40 today · 5h 63%``) when the budget meters anything and the
+line has room for both. Then what each
 banner did not say of its problem (its cause, what to do), as far as it goes.
 Problems are agent-reachable text: shown escaped, never as markup.
 """
@@ -34,7 +37,11 @@ LEGEND = (("approvals, appr, A", "approvals waiting for an answer (yellow; red w
           ("warrants, warr, W", "warrants filed"),
           ("locks, K", "hands-off locks"),
           ("breakers tripped, trip, T", "restart-loop breakers tripped"),
+          ("$12.40 today", "the fleet's spend today, as metered; ~ before it: part of it is estimated"),
+          ("5h 63%", "the busiest subscription window (5h, 7d) and how much of it is used (yellow from 75%)"),
           ("⚠ NAME", "something leash cannot read or reach; what it is and what to do follow the counts"))
+WINDOW_NAMES = {"five_hour": "5h", "seven_day": "7d"}
+WINDOW_WARN_PERCENT = 75  # a subscription window's percentage shows yellow from here (red at 100)
 APPROVALS_WAITING_STYLE = "bold yellow"
 APPROVALS_DUE_STYLE = "bold white on red"
 PROBLEM_MARK_LIMIT = 30
@@ -92,8 +99,33 @@ def _counts(summary: dict, labels: tuple[str, ...], gap: str, approvals: str, ev
     return text
 
 
+def window_name(name: str) -> str:
+    """A subscription window as the header names it: ``window-5h``/``five_hour`` -> ``5h``."""
+    name = str(name).removeprefix("window-")
+    return WINDOW_NAMES.get(name, name)
+
+
+def _spend(spend: dict | None, index: int) -> Text:
+    """The fleet's spend today and its busiest window, in the wording of level
+    ``index`` (0: ``$12.40 today · 5h 63%``; 1: ``$12.40 · 5h 63%``; 2: ``$12.40 5h63%``)."""
+    text = Text()
+    if not spend:
+        return text
+    mark = "~" if spend.get("estimated") else ""
+    text.append(f"{mark}${float(spend.get('today_usd') or 0):,.2f}{' today' if index == 0 else ''}", style="bold")
+    busiest = spend.get("busiest_window")
+    if busiest:
+        name, percent = busiest
+        style = "bold red" if percent >= 100 else "bold yellow" if percent >= WINDOW_WARN_PERCENT else ""
+        text.append(" · " if index < 2 else " ")
+        text.append(f"{window_name(name)}{' ' if index < 2 else ''}{percent:.0f}%", style=style)
+    return text
+
+
 def summary_text(summary: dict, problems: list[str], width: int = 1000, approvals: str = "") -> Text:
-    """The line; ``approvals``: the style of their count (``approvals_style``)."""
+    """The line; ``approvals``: the style of their count (``approvals_style``).
+    The spend's figures follow the counts in the same wording, when there is
+    room for both; short of it, the counts alone."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if summary.get("fleet_stopped"):
         text.append(" FLEET STOPPED ", style="bold white on red")
@@ -102,11 +134,24 @@ def summary_text(summary: dict, problems: list[str], width: int = 1000, approval
         text.append(f" ⚠ {_marker(problem)} ", style="bold white on dark_orange3")
         text.append(" ")
     room = width - text.cell_len
-    for index, (labels, gap) in enumerate(zip(LABELS, ("  ", " ", " "), strict=True)):
-        counts = _counts(summary, labels, gap, approvals or approvals_style(summary, None), every_severity=index == 0)
+    style = approvals or approvals_style(summary, None)
+    levels = list(enumerate(zip(LABELS, ("  ", " ", " "), strict=True)))
+    chosen: Text | None = None
+    for index, (labels, gap) in levels:
+        counts = _counts(summary, labels, gap, style, every_severity=index == 0)
+        spend = _spend(summary.get("spend"), index)
+        if spend:
+            counts.append(gap + " ")
+            counts.append_text(spend)
         if counts.cell_len <= room:
+            chosen = counts
             break
-    text.append_text(counts)
+    if chosen is None:  # no room for the spend: the counts as they always fit
+        for index, (labels, gap) in levels:
+            chosen = _counts(summary, labels, gap, style, every_severity=index == 0)
+            if chosen.cell_len <= room:
+                break
+    text.append_text(chosen or Text())
     for problem in problems:  # its banner is drawn: the rest of what it says
         rest = _rest(problem)
         if rest:

@@ -13,13 +13,14 @@ config.toml unusable.
 from __future__ import annotations
 
 # The dashboard's panels, in the order of their number keys (console.panels.PANELS; a test holds them equal).
-PANEL_KEYS = ("sessions", "halts", "warrants", "locks", "loops", "acklog", "approvals")
+PANEL_KEYS = ("sessions", "halts", "warrants", "locks", "loops", "acklog", "approvals", "budget")
 
 # Each action's name in [console.keys] and its key (console.keymap.ACTIONS; a test holds them equal).
 DEFAULT_KEYS: dict[str, str] = {
     **{f"focus_{panel}": str(number) for number, panel in enumerate(PANEL_KEYS, start=1)},
     "stop": "s", "fleet_stop": "S", "resume": "u", "acknowledge": "a", "dismiss": "d", "escalate": "e",
     "pardon": "p", "warrant": "w", "hands_off": "h", "release": "r", "allow": "y", "deny": "n",
+    "raise_cap": "plus",
     "peek": "enter", "why": "i", "zoom": "z", "ack_log": "l", "filter": "slash", "help": "question_mark",
     "command_palette": "ctrl+p", "quit": "q",
 }
