@@ -1,4 +1,5 @@
-"""Render the console to PNG for the README: `make screenshots`.
+"""Render the console to PNG for the README: `make screenshots` (or
+`python screenshots/render.py NAME...` for those pictures only).
 
 Each scene runs the real console headless on the seeded demo fleet (fixed
 clock, fixed tmux list), exports Textual's SVG, and converts it to PNG with
@@ -109,6 +110,14 @@ async def scene_tmux_unreachable(pilot):
     await _settle(pilot)
 
 
+async def scene_budget(pilot):
+    """The Budget panel focused (8) on the cap that holds claude-c044: the demo's spend and caps."""
+    await _settle(pilot)
+    await pilot.press("8")
+    await _select(pilot, "budget", "claude-c044")
+    await _settle(pilot)
+
+
 # name: (scene, size, whether the fleet has the long halt)
 SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_acklog, SIZE, False),
           "console-help": (scene_help, SIZE, False), "console-dismiss-modal": (scene_modal, SIZE, False),
@@ -121,6 +130,9 @@ SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_ac
           "console-200x50-zoomed": (scene_zoomed, (200, 50), True),
           "console-80x24-why": (scene_why, (80, 24), True),
           "console-200x50-why": (scene_why, (200, 50), True)}
+# Scenes whose fleet has spent against the demo's caps (console.demo.seed_budget), one of them held.
+BUDGET_SCENES = {"console-budget": (scene_budget, SIZE, False)}
+SCENES.update(BUDGET_SCENES)
 # Scenes whose console asks a real tmux client at a socket nothing listens on.
 DEAD_TMUX_SCENES = {"console-tmux-unreachable": scene_tmux_unreachable}
 
@@ -139,6 +151,12 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
                                         now=CONSOLE_NOW - 60)
         else:
             seed_console_fleet(Path(home))
+        if name in BUDGET_SCENES:
+            from leash.console.demo import budget_config, seed_budget
+
+            with open(os.path.join(home, "config.toml"), "a") as config:
+                config.write(budget_config())
+            seed_budget(home, now=CONSOLE_NOW)
         if name in DEAD_TMUX_SCENES:
             from leash.core.base.tmux import Tmux
 
@@ -194,15 +212,20 @@ def to_png(svg: str, target: Path, width: int = 1600) -> None:
     cairosvg.svg2png(bytestring=svg.encode(), write_to=str(target), output_width=width)
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
+    """Every picture; ``only``: the pictures of those names (``render.py console-budget``)."""
     OUT.mkdir(exist_ok=True)
     for name, (scene, size, long_halt) in [*SCENES.items(),
                                            *((name, (scene, SIZE, False)) for name, scene in DEAD_TMUX_SCENES.items())]:
+        if only and name not in only:
+            continue
         svg = asyncio.run(render(name, scene, size, long_halt))
         (OUT / f"{name}.svg").write_text(svg)
         to_png(svg, OUT / f"{name}.png", width=max(800, size[0] * 10))
         print(f"screenshots/{name}.png")
     for name, scene in SHARED_SCENES.items():
+        if only and name not in only:
+            continue
         svg = asyncio.run(render_shared(scene))
         (OUT / f"{name}.svg").write_text(svg)
         to_png(svg, OUT / f"{name}.png", width=max(800, SIZE[0] * 10))
@@ -210,4 +233,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
