@@ -8,10 +8,11 @@ read with a cap and a deadline (``core.daemon.wire``) and holds no serving
 slot while it is read (``core.daemon.listener``): stalled clients cost only
 their own threads.
 
-* agent socket: ``hook`` only (``core.hooks.answer``, the same code the
+* agent socket: ``hook`` (``core.hooks.answer``, the same code the
   in-process hook runs, with the agent's forwarded environment); a call held
   as an approval waits for its answer in the connection's thread, holding no
-  serving slot (``core.daemon.approvaldesk``);
+  serving slot (``core.daemon.approvaldesk``); and ``status``, Claude Code's
+  status line (``core.daemon.statusverb``);
 * operator socket: ``ping``, ``subscribe`` (a stream of ``{"change": ...}``
   lines from the backend's change feed) and the verbs given by the program that
   starts the daemon (the CLI adds ``cli``, its subcommands run here with the
@@ -50,6 +51,7 @@ from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
 from leash.core.daemon.listener import Listener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
+from leash.core.daemon.statusverb import StatusVerb
 from leash.core.wire import lines as wire
 from leash.core.wire.thinhook import DAEMON_LOCK_NAME
 
@@ -141,6 +143,8 @@ class Daemon:
         self.agent_refusals = RefusalLog(self._append_operator_refusal)
         self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
         self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self.desk.seen_hook)
+        # The status line runs as the agent's child, as a hook does: the same owners of sessions.
+        self.status = StatusVerb(self.home, self.backend, self.hooks.owners, refuse=self._log_refusal, clock=clock)
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -309,9 +313,13 @@ class Daemon:
     def _serve_agent(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
         for request in self._requests(conn, limit=wire.AGENT_LINE_LIMIT_BYTES):
             verb = request["verb"]
+            if verb == "status":
+                with serving:
+                    self._status(conn, request, peer)
+                continue
             if verb != "hook":
                 self._refuse(conn, peer, where="agent", verb=verb,
-                             reason=f"the agent socket answers only hook, not {verb!r}")
+                             reason=f"the agent socket answers only hook and status, not {verb!r}")
                 return
             started = time.perf_counter()
             with serving:
@@ -421,6 +429,14 @@ class Daemon:
     # ------------------------------------------------------------ verbs
     def _hook(self, request: dict, peer: Peer) -> dict:
         return self.hooks.reply(request, peer)
+
+    def _status(self, conn: socket.socket, request: dict, peer: Peer) -> None:
+        """Claude Code's status line (``core.daemon.statusverb``): its figures, or an error reply."""
+        try:
+            reply = self.status.reply(request, peer)
+        except Exception as exc:  # the line shows the user's part alone
+            reply = {"error": f"status failed: {exc.__class__.__name__}: {exc}"}
+        wire.send(conn, reply)
 
     def _ping(self, request: dict, *, source: str, send, home: str) -> None:
         send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,

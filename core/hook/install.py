@@ -6,8 +6,10 @@ project-local); each event maps to a list of matcher groups, each with a list of
 leash's hooks into one of those files and changes nothing else: other keys and
 other hooks stay as they are, a second run writes nothing, ``uninstall``
 removes only leash's (recognised by the ``# leash-hook`` mark at the end of the
-command). The command runs leash's hook entry (``core/hook/hookentry.py``) with the
-interpreter of the ``leash`` that installed it, both by absolute path.
+command). The ``statusLine`` becomes ``leash statusline``, chaining the user's
+own (``core.hook.statuswiring``; uninstall puts it back). The command runs
+leash's hook entry (``core/hook/hookentry.py``) with the interpreter of the
+``leash`` that installed it, both by absolute path.
 
 Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
 (PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
@@ -230,14 +232,21 @@ def _require_lists(path: str, settings: dict) -> None:
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
             socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None,
             wait: float | None = None, home: str | None = None) -> bool:
-    """Merge (or remove) leash's hooks in ``path``; True when the file changed.
+    """Merge (or remove) leash's hooks in ``path``, and its status line
+    (``core.hook.statuswiring``: the user's chained, put back on uninstall);
+    True when the file changed.
     ``wait``: ``[approvals] timeout_s`` (``approval_wait(home)``; default 300);
     ``home``: the state home each hook command pins (None: the agent's own)."""
     current = read_settings(path)
     if not uninstall:
         _require_lists(path, current)
-    wanted = merged(current, leash or hook_runner(), uninstall=uninstall, socket=socket, on_failure=on_failure,
+    runner = leash or hook_runner()
+    wanted = merged(current, runner, uninstall=uninstall, socket=socket, on_failure=on_failure,
                     daemon_uid=daemon_uid, wait=wait, home=home)
+    from leash.core.hook.statuswiring import merged_status
+
+    wanted = merged_status(wanted, path, [runner] if isinstance(runner, str) else runner, uninstall=uninstall,
+                           home=home, socket=socket, daemon_uid=daemon_uid)
     if wanted == current:
         return False
     from leash.core.base.statefile import write_bytes_atomic

@@ -4,6 +4,8 @@ library and the core modules it needs.
 
 With a leash daemon to ask (``core.thinhook``) the hook is a thin client of
 its agent socket; without one, the in-process hook (``core.hooks``) judges.
+``leash [--home DIR] statusline ...`` takes the same short way
+(``core.wire.thinstatus``).
 
 Failure: an argument list that is not exactly a hook call is not this
 module's to judge: ``run_hook_command`` returns None and the full command line
@@ -44,7 +46,7 @@ def run_hook_command(argv: list[str]) -> int | None:
     """The hook's exit code, or None when ``argv`` is not a hook call."""
     call = hook_call(argv)
     if call is None:
-        return None
+        return status_line_command(argv)
     home, event = call
     from leash.core.wire import thinhook
 
@@ -69,6 +71,17 @@ def run_hook_command(argv: list[str]) -> int | None:
         from leash.core.hook.hooks import run
 
         return run(event, home=home, raw=none.raw, input_error=none.input_error)
+
+
+def status_line_command(argv: list[str]) -> int | None:
+    """``[--home DIR] statusline [OPTIONS]``: Claude Code's status line
+    (``core.wire.thinstatus``), as cheap as a hook; None for anything else."""
+    found = leading_home(argv)
+    if found is None or found[1][:1] != ["statusline"]:
+        return None
+    from leash.core.wire import thinstatus
+
+    return thinstatus.main(found[1][1:], home=found[0])
 
 
 def shared_store_named(home: str | None) -> bool:
@@ -105,6 +118,6 @@ def main(argv: list[str]) -> int:
     if code is None:
         import sys
 
-        sys.stderr.write("leash: error: expected `hook EVENT` (this is leash's hook entry)\n")
+        sys.stderr.write("leash: error: expected `hook EVENT` or `statusline` (this is leash's hook entry)\n")
         return 2
     return code

@@ -13,6 +13,9 @@ tampering when the change:
 * removes, changes (command, matcher, timeout, event ...) or adds a leash
   hook: a hook whose command ends in ``# leash-hook`` or runs ``leash hook``
   or leash's ``hookentry.py``;
+* removes or changes leash's ``statusLine`` (its command ends in
+  ``# leash-statusline``: ``core.hook.statuswiring``), which reports the
+  subscription windows the budget caps count;
 * leaves a file that held leash's hooks as something Claude Code cannot
   read (not a JSON object).
 
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 HOOK_MARK = "# leash-hook"
+STATUS_MARK = "# leash-statusline"  # core.hook.statuswiring's
 SETTINGS_READ_LIMIT = 256 * 1024
 SWITCHES = ("disableAllHooks", "allowManagedHooksOnly")
 INSTALLED_CODE = "leash's installed code"
@@ -70,6 +74,15 @@ def leash_hooks(settings: dict) -> list[str]:
                 if is_leash_hook(hook):
                     found.append(json.dumps([event, group.get("matcher"), hook], sort_keys=True, default=str))
     return sorted(found)
+
+
+def leash_status_line(settings: dict) -> str | None:
+    """leash's statusLine of a settings object, as one canonical string (None: not leash's)."""
+    entry = settings.get("statusLine")
+    command = entry.get("command") if isinstance(entry, dict) else None
+    if not isinstance(command, str) or not command.rstrip().endswith(STATUS_MARK):
+        return None
+    return json.dumps(entry, sort_keys=True, default=str)
 
 
 def parsed(text: str) -> dict | None:
@@ -123,6 +136,9 @@ def changes(before: dict | None, after: dict | None) -> list[str]:
         found.append("removes or changes leash's hook")
     elif any(hook not in old for hook in new):
         found.append("adds a hook that runs leash")
+    status = leash_status_line(before)
+    if status is not None and status != leash_status_line(after):
+        found.append("removes or changes leash's status line")
     return found
 
 
