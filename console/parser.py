@@ -201,6 +201,14 @@ def build_parser():
                        help="leashd: the control daemon of this home (agent and operator sockets, the kennel)")
     p.add_argument("--no-kennel", action="store_true", help="run no kennel in the daemon ([daemon] kennel = false)")
 
+    p = sub.add_parser("statusline", parents=[common],
+                       help="Claude Code's status line (stdin: its status JSON): the user's line, then leash's "
+                            "spend, subscription windows and holds from leashd (leash install wires it)")
+    p.add_argument("--user-command", metavar="CMD", help="the user's own statusLine command, run first with the "
+                                                         "same stdin; its output is printed first, unchanged")
+    p.add_argument("--inherited", action="store_true",
+                   help="CMD is the user settings' statusLine (leash install --uninstall then removes leash's)")
+
     p = sub.add_parser("hook", parents=[common], help="Claude Code hook commands (stdin: the hook's JSON)")
     p.add_argument("event", help="pre-tool-use, post-tool-use, post-tool-use-failure, post-tool-batch, "
                                  "user-prompt-submit, stop, session-start, session-end, notification, "

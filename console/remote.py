@@ -27,7 +27,7 @@ from leash.core.wire.operator import DaemonUnreachable
 # programs that hold a terminal or run long, and what acts on the caller's own
 # files (Claude Code settings) or is the daemon.
 LOCAL_COMMANDS = frozenset({"console", "demo", "serve", "kennel", "install", "hook", "daemon", "completion",
-                            "store", "setup"})
+                            "store", "setup", "statusline"})
 
 
 def forward(argv: list[str], path: str, *, required: bool) -> int | None:

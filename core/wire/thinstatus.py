@@ -52,24 +52,48 @@ PIPE_CHUNK_BYTES = 65536
 REAP_POLL_SECONDS = 0.005
 USER_COMMAND_OPTION = "--user-command"
 INHERITED_OPTION = "--inherited"
-USAGE = f"leash statusline [{USER_COMMAND_OPTION} CMD [{INHERITED_OPTION}]]"
+HOME_OPTION = "--home"
 
 
-def parse(words: list[str]) -> tuple[str | None, bool] | None:
-    """(the user's command, inherited) of ``statusline``'s options; None for
-    anything else (the full parser then reports it, or prints the help)."""
-    command, inherited, rest = None, False, list(words)
+def _option(word: str) -> tuple[str, str | None] | None:
+    """(option, value given with ``=``) for a word naming one of statusline's
+    options, abbreviated as argparse allows; None for anything else."""
+    name, eq, value = word.partition("=")
+    if not name.startswith("--") or len(name) < 3:
+        return None
+    known = [option for option in (USER_COMMAND_OPTION, INHERITED_OPTION, HOME_OPTION, "--help")
+             if option.startswith(name)]
+    exact = name if name in known else None
+    chosen = exact or (known[0] if len(known) == 1 else None)
+    return (chosen, value if eq else None) if chosen else None
+
+
+def parse(words: list[str]) -> tuple[str | None, bool, str | None] | None:
+    """(the user's command, inherited, home) of ``statusline``'s options, read
+    as the full parser reads them (the last of a repeated option counts);
+    None for anything else, and for help (the full parser says what is wrong,
+    or prints the help)."""
+    command: str | None = None
+    inherited, home, rest = False, None, list(words)
     while rest:
-        word = rest.pop(0)
-        if word == USER_COMMAND_OPTION and rest and command is None:
-            command = rest.pop(0)
-        elif word.startswith(USER_COMMAND_OPTION + "=") and command is None:
-            command = word.split("=", 1)[1]
-        elif word == INHERITED_OPTION and not inherited:
-            inherited = True
-        else:
+        found = _option(rest.pop(0))
+        if found is None or found[0] == "--help":
             return None
-    return command, inherited
+        option, value = found
+        if option == INHERITED_OPTION:
+            if value is not None:
+                return None
+            inherited = True
+            continue
+        if value is None:
+            if not rest or (rest[0].startswith("-") and rest[0] != "-"):
+                return None
+            value = rest.pop(0)
+        if option == USER_COMMAND_OPTION:
+            command = value
+        else:
+            home = value
+    return command, inherited, home
 
 
 def main(words: list[str], *, home: str | None = None, stdin=None, stdout=None, env=os.environ) -> int | None:
@@ -78,7 +102,7 @@ def main(words: list[str], *, home: str | None = None, stdin=None, stdout=None, 
     parsed = parse(words)
     if parsed is None:
         return None
-    return run(home=home, user_command=parsed[0], stdin=stdin, stdout=stdout, env=env)
+    return run(home=parsed[2] or home, user_command=parsed[0], stdin=stdin, stdout=stdout, env=env)
 
 
 def run(*, home: str | None, user_command: str | None, stdin=None, stdout=None, env=os.environ) -> int:

@@ -188,3 +188,18 @@ def test_an_agent_removing_leashs_statusline_is_tampering(home, tmp_path):
         assert "removes or changes leash's status line" in found
     unchanged = {**wired, "model": "opus"}
     assert settingsguard.settings_change([{"old": before, "new": json.dumps(unchanged)}], str(path)) == []
+
+
+def test_leash_statusline_reads_its_options_as_the_full_parser_does(home, tmp_path):
+    from leash.core.wire.thinstatus import parse
+
+    assert parse(["--user-c", "echo hi", "--home=/h", "--inh"]) == ("echo hi", True, "/h")
+    assert parse(["--user-command", "a", "--user-command=b"]) == ("b", False, None)  # the last counts
+    for unknown in (["--help"], ["--bogus"], ["--user-command"], ["--inherited=1"], ["x"]):
+        assert parse(unknown) is None
+    cli = [sys.executable, "-c", "import sys; from leash.console.cli import main; sys.exit(main(sys.argv[1:]))"]
+    done = subprocess.run([*cli, "statusline", "--home", str(tmp_path / "elsewhere"), "--user-command", "echo hi"],
+                          input=b"{}", capture_output=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stdout) == (0, b"hi\n")
+    wrong = subprocess.run([*cli, "statusline", "--bogus"], input=b"{}", capture_output=True, cwd=ROOT, timeout=60)
+    assert wrong.returncode == 2 and b"unrecognized arguments: --bogus" in wrong.stderr
