@@ -10,6 +10,10 @@ What is compared, per settings file:
   the socket and ``onFailure`` that file was installed with; a file that holds
   some of leash's hooks holds all of them; a file install wired that holds
   none lost them;
+* its ``statusLine``: leash's (``# leash-statusline``) runs the recorded
+  interpreter and hook entry with the pinned home and socket, as ``install``
+  writes it around the user's command it holds; a file install wrote it into
+  (``status_line`` in the record) still has it;
 * its ``env``: Claude Code hands a settings file's ``env`` to hook processes,
   so a name the hook command's resolution or leash's hook reads may not be set
   there at all (``ENV_NAMES``, ``ENV_PREFIXES``): ``PATH``, the shells'
@@ -98,7 +102,7 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
         files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
                                             "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
                                             "approval_wait": install.approval_wait(None) if wait is None else wait,
-                                            "home": pinned_home or ""}
+                                            "home": pinned_home or "", "status_line": status_line_wired(settings)}
     # Programs other installs recorded keep the fingerprints they had then:
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
@@ -109,6 +113,16 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
               "code_root": code_root(), "code": code_hashes()}
     write_bytes_atomic(record_path(home), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
     return before
+
+
+def status_line_wired(settings: str) -> bool:
+    """Whether ``install`` wires leash's status line into the file ``settings`` as it is."""
+    from leash.core.hook.statuswiring import wired
+
+    try:
+        return wired(install.read_settings(settings))
+    except install.SettingsError:
+        return False
 
 
 def restore_record(home: str, before: bytes | None) -> None:
@@ -171,13 +185,15 @@ def code_hashes() -> dict[str, str]:
 # ------------------------------------------------------------------ expected wiring
 class Option:
     """One way ``install`` wires a file: the runner, the ``timeout`` program,
-    the pinned home, socket and daemon uid, ``onFailure`` and the approvals' wait."""
+    the pinned home, socket and daemon uid, ``onFailure``, the approvals' wait
+    and whether it wrote leash's status line."""
 
-    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home")
+    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home", "status_line")
 
     def __init__(self, runner: list[str], timeout: str, socket: str = "", daemon_uid: int | None = None,
-                 on_failure: bool = False, wait: float | None = None, home: str = ""):
+                 on_failure: bool = False, wait: float | None = None, home: str = "", status_line: bool = False):
         self.runner, self.timeout, self.socket, self.home = runner, timeout, socket, home
+        self.status_line = status_line
         self.daemon_uid, self.on_failure = daemon_uid, on_failure
         self.wait = install.approval_wait(None) if wait is None else wait
 
@@ -190,7 +206,7 @@ class Option:
         return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
                    str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
                    bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None,
-                   str(entry.get("home") or ""))
+                   str(entry.get("home") or ""), entry.get("status_line") is True)
 
 
 class Expectation:
@@ -244,7 +260,7 @@ def leash_groups(data: dict) -> list[tuple[str, dict, dict]]:
 def differences(path: str, data: dict, expect: Expectation) -> list[str]:
     """What in the settings object ``data`` (of the file ``path``) is not as
     ``leash install`` writes it; [] when nothing is."""
-    problems = env_problems(data)
+    problems = env_problems(data) + status_line_differences(path, data, expect)
     found = leash_groups(data)
     if not found:
         if expect.installed(path):
@@ -257,6 +273,29 @@ def differences(path: str, data: dict, expect: Expectation) -> list[str]:
         if best is None or len(told) < len(best):
             best = told
     return problems + (best or [])
+
+
+def status_line_differences(path: str, data: dict, expect: Expectation) -> list[str]:
+    """What in the file's ``statusLine`` is not as ``leash install`` writes it:
+    leash's gone from a file install wrote it into, or its command not one
+    install writes (``core.hook.statuswiring``)."""
+    from leash.core.hook import statuswiring
+
+    entry = data.get(statuswiring.KEY)
+    if not isinstance(entry, dict) or not statuswiring.is_leash_status(entry):
+        own = expect.files.get(os.path.abspath(path))
+        return ["statusLine: leash's status line, which leash install wrote here, is gone"] \
+            if own is not None and own.status_line else []
+    command = entry["command"]
+    held = statuswiring.chained_of(command)
+    if held is None:
+        return ["statusLine: leash's command no longer names the user's command as leash install writes it"]
+    wanted = [statuswiring.status_command(option.runner, home=option.home or None, socket=option.socket or None,
+                                          daemon_uid=option.daemon_uid, user_command=held[0], inherited=held[1])
+              for option in expect.options_for(path)]
+    if command in wanted:
+        return []
+    return [f"statusLine: {_command_difference(command, wanted[0])}"]
 
 
 def _hook_differences(found: list[tuple[str, dict, dict]], expect: Expectation, options: Option) -> list[str]:

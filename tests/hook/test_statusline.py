@@ -203,3 +203,30 @@ def test_leash_statusline_reads_its_options_as_the_full_parser_does(home, tmp_pa
     assert (done.returncode, done.stdout) == (0, b"hi\n")
     wrong = subprocess.run([*cli, "statusline", "--bogus"], input=b"{}", capture_output=True, cwd=ROOT, timeout=60)
     assert wrong.returncode == 2 and b"unrecognized arguments: --bogus" in wrong.stderr
+
+
+def test_configchange_and_check_see_leashs_statusline_removed_or_changed(home, tmp_path):
+    from leash.core.hook import wiring
+
+    project = tmp_path / "project"
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"statusLine": {"type": "command", "command": USER_COMMAND}}))
+    cli = [sys.executable, "-c", "import sys; from leash.console.cli import main; sys.exit(main(sys.argv[1:]))"]
+    env = dict(os.environ, HOME=str(tmp_path / "user-home"))
+    done = subprocess.run([*cli, "install", "--project", str(project)], capture_output=True, cwd=ROOT, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert wiring.changed_file_problem(str(path), home=str(home)) == ""
+    wired = json.loads(path.read_text())
+    path.write_text(json.dumps({**wired, "statusLine": {"type": "command", "command": USER_COMMAND}}))
+    assert "leash's status line, which leash install wrote here, is gone" in \
+        wiring.changed_file_problem(str(path), home=str(home))
+    moved = wired["statusLine"]["command"].replace(str(home), str(tmp_path / "other-home"))
+    path.write_text(json.dumps({**wired, "statusLine": {"type": "command", "command": moved}}))
+    assert wiring.changed_file_problem(str(path), home=str(home)).startswith(
+        f"statusLine: the command has `{tmp_path / 'other-home'}` where leash install writes `{home}`")
+    path.write_text(json.dumps(wired))
+    check = subprocess.run([*cli, "install", "--project", str(project), "--check"], capture_output=True, cwd=ROOT,
+                           env=env, timeout=60)
+    assert b"statusLine" not in check.stdout, check.stdout
