@@ -5,9 +5,12 @@ scope and bucket (``session/claude-7f3a``, ``fleet``), what is used of its
 limit (``$8.20 / $10.00``; ``~`` before a figure priced without the table
 knowing the model), the percentage (yellow from the cap's first warn point,
 red once reached), ``HELD`` and for how long while a hold stands, and the
-time left to the period's reset. Under the table a sparkline draws the last
-24 hours' spend, one bar an hour (``core.views.budget.hourly_spend``), with
-its peak and total. The detail line says the row in words, a raise too.
+time left to the period's reset. Beside the title a sparkline draws the
+last 24 hours' spend, one bar an hour (``core.views.budget.hourly_spend``),
+after its peak and total. The detail line says the row in words, a raise
+too. With no cap and nothing spent the panel is ``-idle``: the grid leaves
+it out (its number key still shows it), so a fleet that meters nothing
+loses no room to it.
 
 ``budget_slice`` is what the feed reads for the dashboard off the UI thread:
 the rows, the hours, each session's cost (the Sessions panel's column) and
@@ -25,7 +28,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label, Sparkline
 
-from leash.console.widgets.panel import Column, Panel, duration
+from leash.console.widgets.panel import Column, Panel, PanelTable, duration
 from leash.core.base.text import printable
 
 HELD_STYLE = "bold white on red"
@@ -118,13 +121,13 @@ def budget_detail(row: dict, now: float) -> str:
 def spend_line(hours: list[float]) -> str:
     """What the sparkline draws, in figures."""
     if not hours or not any(hours):
-        return f"Spend per hour, last {HOURS} h: nothing metered"
-    return f"Spend per hour, last {len(hours)} h: peak {money(max(hours))}/h, total {money(sum(hours))}"
+        return f"· spend per hour, last {HOURS} h: nothing metered"
+    return f"· spend per hour, last {len(hours)} h: peak {money(max(hours))}/h, total {money(sum(hours))}"
 
 
 class BudgetPanel(Panel):
     COLUMNS: tuple[Column, ...] = (Column("cap", "Cap", keep=True),
-                                   Column("bucket", "Bucket", 10),
+                                   Column("bucket", "Bucket", keep=True),
                                    Column("used", "Used / limit", keep=True),
                                    Column("percent", "%", keep=True),
                                    Column("held", "Held", keep=True, drop=2),
@@ -132,10 +135,19 @@ class BudgetPanel(Panel):
     FILL = "bucket"
 
     def compose(self) -> ComposeResult:
-        yield from super().compose()
-        with Horizontal(id="budget-spend"):
+        with Horizontal(id="budget-heading"):  # the title, the spend's figures and its sparkline: one line
+            yield Label(self.panel_title, classes="panel-title", id=f"title-{self.key}")
             yield Label(spend_line([]), id="budget-spend-line")
             yield Sparkline([], id="budget-sparkline")
+        yield PanelTable(self.key, id=f"table-{self.key}")
+
+    def show(self, rows: list[dict], now: float) -> None:
+        super().show(rows, now)
+        self._show_idle()
+
+    def _show_idle(self) -> None:
+        """No cap and nothing spent: ``-idle`` (the grid leaves the panel out until its key shows it)."""
+        self.set_class(not self.rows and not any(getattr(self, "_hours", [])), "-idle")
 
     def cells(self, row: dict, now: float) -> tuple:
         unit, estimated = row.get("unit") or "usd", bool(row.get("estimated"))
@@ -145,6 +157,8 @@ class BudgetPanel(Panel):
 
     def show_hours(self, hours: list[float]) -> None:
         """The sparkline of the last hours' spend (oldest first), and its figures."""
+        self._hours = list(hours)
+        self._show_idle()
         line = spend_line(hours)
         label = self.query_one("#budget-spend-line", Label)
         if getattr(self, "_spend_line", None) != line:

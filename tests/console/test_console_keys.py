@@ -365,7 +365,9 @@ async def test_a_new_row_takes_its_place_and_the_cursor_stays_on_its_row(console
 
 # ---------------------------------------------------------------- found at 80x24 and larger
 def _second_rows(home):
-    """A second row in every panel: a lock, a breaker, a warrant, an approval (the seeded fleet has one each)."""
+    """A second row in every panel: a lock, a breaker, a warrant, an approval (the seeded fleet has one each),
+    and the demo's caps and spend (the Budget panel's rows)."""
+    from leash.console.demo import budget_config, seed_budget
     from leash.core.store.select import backend_for
 
     from ..support.console import CONSOLE_NOW
@@ -375,6 +377,9 @@ def _second_rows(home):
     backend.breakers.record_boot("worker", window_seconds=60, now=CONSOLE_NOW - 5)
     backend.warrants.file("agent-chatty", reason="second warrant", requester="ops@test", now=CONSOLE_NOW - 5)
     backend.approvals.request("claude-c044", "Bash", {"command": "make"}, timeout_s=300, now=CONSOLE_NOW - 5)
+    with open(home / "config.toml", "a") as config:
+        config.write(budget_config())
+    seed_budget(home, now=CONSOLE_NOW)
 
 
 async def test_home_and_end_move_the_cursor_to_the_first_and_last_row_in_every_panel(console_app, home):

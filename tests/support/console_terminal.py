@@ -22,7 +22,7 @@ COLUMNS, ROWS = 80, 24
 WAIT_SECONDS = 15.0  # the console's first view on two busy cores; every other wait is much shorter
 POLL_SECONDS = 0.05
 PANEL_TITLES = {"1": "Sessions [", "2": "Pending halts [", "3": "Warrants [", "4": "Hands-off locks [",
-                "5": "Loop breakers [", "6": "Ack log [", "7": "Approvals ["}
+                "5": "Loop breakers [", "6": "Ack log [", "7": "Approvals [", "8": "Budget ["}
 AGENT_SESSIONS = ("agent-answers", "agent-silent", "agent-chatty")
 DIALOG_EDGE = "▀" * 20  # the top of a dialog's thick border
 LOG_SCREEN = ("matching line(s)", "verifying the chain", "chain intact")
