@@ -34,7 +34,7 @@ STORE_OF_FILE = {
     "stops.json": "stops", "hands_off_registry.json": "locks", "sessions.json": "sessions",
     "stop_ack_log.jsonl": "acklog", "halts.db": "halts", "halts.db-wal": "halts", "replies.db": "replies",
     "replies.db-wal": "replies", "kennel.json": "kennels", "restart_loop.json": "breakers",
-    "approvals.json": "approvals",
+    "approvals.json": "approvals", "budget.db": "budget", "budget.db-wal": "budget", "budget-holds.json": "budget",
 }
 WARRANT_DIRS = ("warrants", "dogs")
 

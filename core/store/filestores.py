@@ -1,10 +1,12 @@
-"""The file backend's halt, warrant, breaker, reply and kennel stores.
+"""The file backend's halt, warrant, breaker, reply, kennel, approval and budget stores.
 
 Each delegates to the module that owns its file: the halt API over
 ``halts.db``, ``WarrantQueue`` over ``warrants/`` and ``dogs/``, ``loopguard``
 over ``<name>/restart_loop.json``, ``replyledger`` over ``replies.db`` and the
-kennel's ``kennel.json``. Built on first use by ``FileBackend`` (the hook path
-never imports this module).
+kennel's ``kennel.json``, ``core.store.budget`` over ``budget.db`` and
+``budget-holds.json``. Built on first use by ``FileBackend``: the hook path
+imports this module only for the budget store's holds (nothing costly is
+imported here).
 
 Failure: the owners' policies hold. ``HaltStoreUnavailable`` when halts.db
 cannot be read; a breaker that cannot be read is not tripped; a kennel whose
@@ -389,5 +391,12 @@ def file_approvals(home: str, log):
     return store.file_approvals(home, log)
 
 
+def file_budget(home: str, log):
+    """The budget store over ``budget.db`` and its holds mirror (``core.store.budget``)."""
+    from leash.core.store.budget import FileBudget
+
+    return FileBudget(home, log)
+
+
 STORES: dict = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
-                 "kennels": FileKennels, "approvals": file_approvals}
+                 "kennels": FileKennels, "approvals": file_approvals, "budget": file_budget}

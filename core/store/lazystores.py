@@ -1,8 +1,8 @@
 """The stores a backend builds on first use, declared once for every backend.
 
-The halt, warrant, breaker, reply, kennel and approval stores import what the
-hook path never needs (the halt engine's rules, the dog's speech), so a
-backend builds each the first time it is asked for and keeps it. A backend
+The halt, warrant, breaker, reply, kennel, approval and budget stores import
+what the hook path never needs (the halt engine's rules, the dog's speech,
+sqlite3), so a backend builds each the first time it is asked for and keeps it. A backend
 says how to build one (``_make(name)``); ``LazyStores`` gives the typed
 properties the ``Backend`` protocol reads. A store set before first use (in
 ``__dict__``: leashd's halt store, kept open) is the one given.
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from leash.core.store.protocols import (
         ApprovalStore,
         BreakerStore,
+        BudgetStore,
         HaltStore,
         KennelRegistry,
         ReplyLedger,
@@ -54,3 +55,7 @@ class LazyStores:
     @property
     def approvals(self) -> ApprovalStore:
         return self._built("approvals")
+
+    @property
+    def budget(self) -> BudgetStore:
+        return self._built("budget")

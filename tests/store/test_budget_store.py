@@ -1,0 +1,294 @@
+"""The budget store on every backend: spend rows that add up, cap counters
+(read-modify-write in turn across processes and hosts), meter states,
+subscription windows, and the holds the gate reads (the file backend's
+``budget-holds.json`` mirror: written before the commit that adds a hold,
+never an answer of "none" when it cannot be read)."""
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from leash.core.store.budget import BudgetUnreadable
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, Change, SpendRecord
+
+from ..support.backends import make_backend
+from ..support.changes import changes_after
+
+NOW = 1_900_000_000.0
+HOUR = 3_600.0
+T0 = NOW - NOW % 86_400  # a UTC day's start
+KINDS = ["file"]
+
+
+@pytest.fixture(params=KINDS)
+def budget_backend(request, home):
+    """A file or PostgreSQL backend; ``make`` gives another client of the same store."""
+    if request.param == "file":
+        made = make_backend("file", home)
+    else:
+        cluster = request.getfixturevalue("postgres_cluster")
+        made = make_backend("postgres", home, url=cluster.url(cluster.fresh_schema()))
+    yield made
+    made.close()
+
+
+def another(backend):
+    return make_backend(backend.name, backend.home, url=getattr(backend, "url", None))
+
+
+def spend(hour: float, session: str = "s1", model: str = "claude-sonnet-4-5", usd: float = 0.25, **fields):
+    values = dict(hour=hour, session_id=session, model=model, host="h1", entity="ezra", cli="claude", usd=usd,
+                  estimated=False, input=100, output=10, cache_write=5, cache_read=50, reasoning=0, requests=1)
+    values.update(fields)
+    return SpendRecord.of(values)
+
+
+def counter(cap: str = "daily", bucket: str = "fleet", period: str = "day:2030-03-17", *, used: float = 1.0,
+            held: bool = False, **fields) -> BudgetCounterRecord:
+    values = dict(cap=cap, bucket=bucket, period=period, period_end=NOW + 86_400, unit="usd", used=used,
+                  estimated=False, raised_to=None, warned=[0.75], held_since=NOW if held else None,
+                  held_use=used if held else None, released_at=None, released_by=None, updated_at=NOW)
+    values.update(fields)
+    return BudgetCounterRecord.of(values)
+
+
+def fields_of(record) -> dict:
+    return {field: getattr(record, field) for field in type(record).FIELDS}
+
+
+# ------------------------------------------------------------------ every method
+def test_a_store_never_written_reads_empty_and_creates_nothing(budget_backend, home):
+    before = sorted(os.listdir(home))
+    store = budget_backend.budget
+    assert store.holds() == [] and store.counters() == [] and store.spend() == []
+    assert store.totals("model") == [] and store.windows() == [] and store.meters() == {}
+    assert sorted(os.listdir(home)) == before
+
+
+def test_a_unit_reads_and_writes_each_table(budget_backend):
+    store = budget_backend.budget
+    with store.unit(now=NOW) as unit:
+        assert unit.meter("s1", "/t/main.jsonl") is None and unit.counter("daily", "fleet", "d") is None
+        unit.set_meter("s1", "/t/main.jsonl", {"cursor": {"offset": 10}, "totals": {"input": 3}, "read_at": NOW})
+        unit.set_meter("s1", "gemini", {"cursor": None})
+        unit.charge(spend(T0))
+        unit.put_counter(counter(period="d", used=2.5))
+        unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-5h", used_percent=41.0,
+                                                   resets_at=NOW + 600, session_id="s1", at=NOW)))
+        assert unit.meter("s1", "gemini") == {"cursor": None}
+        assert unit.counter("daily", "fleet", "d").used == 2.5
+        assert unit.window("fleet", "window-5h").used_percent == 41.0
+    with store.unit(now=NOW) as unit:
+        unit.set_meter("s1", "gemini", {"cursor": 7})
+        unit.put_counter(counter(period="d", used=3.5, warned=[0.75, 0.95], raised_to=10.0))
+        unit.put_counter(counter(cap="weekly", period="w", used=9.0, held=True))
+        assert [c.cap for c in unit.counters(held=True)] == ["weekly"]
+        assert [c.cap for c in unit.counters(held=False)] == ["daily"]
+        assert [c.period for c in unit.counters(cap="daily")] == ["d"]
+    assert store.meters() == {"s1": {"/t/main.jsonl": {"cursor": {"offset": 10}, "totals": {"input": 3},
+                                                       "read_at": NOW}, "gemini": {"cursor": 7}}}
+    daily, weekly = store.counters()
+    assert fields_of(daily) == fields_of(counter(period="d", used=3.5, warned=[0.75, 0.95], raised_to=10.0))
+    assert weekly.held and [c.cap for c in store.counters(cap="weekly")] == ["weekly"]
+    assert fields_of(store.windows()[0])["resets_at"] == NOW + 600
+    assert [fields_of(row) for row in store.spend()] == [fields_of(spend(T0))]
+
+
+def test_charges_of_one_hour_session_and_model_add_up(budget_backend):
+    store = budget_backend.budget
+    with store.unit(now=NOW) as unit:
+        unit.charge(spend(T0, usd=0.1))
+        unit.charge(spend(T0, usd=0.2, estimated=True, host="h2", entity="lena", input=1))
+        unit.charge(spend(T0, usd=0.3, estimated=False, host="h3", entity="mara", cli="codex"))
+        unit.charge(spend(T0 + HOUR, session="s2", usd=1.0))
+    first, second = store.spend()
+    assert first.usd == 0.6 and first.estimated and (first.host, first.entity, first.cli) == ("h3", "mara", "codex")
+    assert (first.input, first.output, first.requests) == (201, 30, 3)
+    assert [row.session_id for row in store.spend(session_id="s2")] == ["s2"] == [second.session_id]
+    assert [row.hour for row in store.spend(since=T0 + HOUR)] == [T0 + HOUR]
+    assert [row.hour for row in store.spend(until=T0 + HOUR)] == [T0]
+
+
+def test_totals_group_spend_by_each_key(budget_backend):
+    store = budget_backend.budget
+    with store.unit(now=NOW) as unit:
+        unit.charge(spend(T0, usd=1.0))
+        unit.charge(spend(T0 + HOUR, model="gpt-5", cli="codex", usd=3.0, estimated=True))
+        unit.charge(spend(T0 + 86_400, session="s2", host="h2", entity="lena", usd=0.5))
+    by_model = store.totals("model")
+    assert [(row["key"], row["usd"], row["estimated"]) for row in by_model] == [
+        ("gpt-5", 3.0, True), ("claude-sonnet-4-5", 1.5, False)]
+    assert by_model[1]["sessions"] == 2 and by_model[1]["input"] == 200 and by_model[1]["requests"] == 2
+    assert [(row["key"], row["usd"]) for row in store.totals("session")] == [("s1", 4.0), ("s2", 0.5)]
+    assert [row["key"] for row in store.totals("entity")] == ["ezra", "lena"]
+    assert [row["key"] for row in store.totals("host")] == ["h1", "h2"]
+    assert [row["key"] for row in store.totals("cli")] == ["codex", "claude"]
+    assert [(row["key"], row["usd"]) for row in store.totals("day")] == [(T0, 4.0), (T0 + 86_400, 0.5)]
+    assert [row["key"] for row in store.totals("hour")] == [T0, T0 + HOUR, T0 + 86_400]
+    assert [row["key"] for row in store.totals("hour", since=T0 + HOUR, until=T0 + 86_400)] == [T0 + HOUR]
+    with pytest.raises(ValueError, match="one of session"):
+        store.totals("week")
+
+
+def test_a_unit_that_raises_writes_nothing(budget_backend):
+    store = budget_backend.budget
+    with pytest.raises(RuntimeError):
+        with store.unit(now=NOW) as unit:
+            unit.charge(spend(T0))
+            unit.put_counter(counter(held=True))
+            raise RuntimeError("meter failed")
+    assert store.spend() == [] and store.counters() == [] and store.holds() == []
+
+
+# ------------------------------------------------------------------ holds
+def test_holds_are_the_held_counters(budget_backend):
+    store = budget_backend.budget
+    with store.unit(now=NOW) as unit:
+        unit.put_counter(counter(cap="daily", held=True, used=10.0))
+        unit.put_counter(counter(cap="weekly", used=3.0))
+    assert [(c.cap, c.held_use) for c in store.holds()] == [("daily", 10.0)]
+    with store.unit(now=NOW) as unit:
+        released = unit.counter("daily", "fleet", "day:2030-03-17")
+        released.released_at, released.released_by = NOW + 60, "raise"
+        unit.put_counter(released)
+    assert store.holds() == [] and not store.counters(cap="daily")[0].held
+    assert another(budget_backend).budget.holds() == []
+
+
+@pytest.fixture
+def file_backend(home):
+    return make_backend("file", home)
+
+
+def test_an_unreadable_holds_mirror_raises(file_backend, home):
+    store = file_backend.budget
+    with store.unit(now=NOW) as unit:
+        unit.put_counter(counter(held=True))
+    with open(os.path.join(home, "budget-holds.json"), "w") as handle:
+        handle.write('{"holds": [')
+    with pytest.raises(BudgetUnreadable, match="budget-holds.json"):
+        store.holds()
+    with open(os.path.join(home, "budget-holds.json"), "w") as handle:
+        json.dump({"holds": "none"}, handle)
+    with pytest.raises(BudgetUnreadable):
+        another(file_backend).budget.holds()
+
+
+def test_a_missing_mirror_is_rebuilt_from_the_database(file_backend, home):
+    with file_backend.budget.unit(now=NOW) as unit:
+        unit.put_counter(counter(held=True, used=7.0))
+    os.unlink(os.path.join(home, "budget-holds.json"))
+    assert [c.held_use for c in another(file_backend).budget.holds()] == [7.0]
+    with open(os.path.join(home, "budget-holds.json")) as handle:
+        assert [row["cap"] for row in json.load(handle)["holds"]] == ["daily"]
+    assert oct(os.stat(os.path.join(home, "budget.db")).st_mode & 0o777) == "0o600"
+
+
+KILLED_AFTER_MIRROR = """
+import os, signal, sys
+from leash.core.store.budget import FileBudget
+from leash.core.store.records import BudgetCounterRecord
+written = FileBudget.write_mirror
+def write_then_die(self, holds):
+    if not RELEASED:
+        written(self, holds)
+    os.kill(os.getpid(), signal.SIGKILL)  # the power goes at the mirror's first write (a hold: right after it)
+FileBudget.write_mirror = write_then_die
+store = FileBudget(sys.argv[1])
+with store.unit() as unit:
+    unit.put_counter(BudgetCounterRecord.of(dict(cap="daily", bucket="fleet", period="d", used=12.0,
+                                                 held_since=1.0, held_use=12.0, released_at=RELEASED, warned=[])))
+"""
+
+
+def die_at_the_mirror(home, *, released: float | None) -> None:
+    program = KILLED_AFTER_MIRROR.replace("RELEASED", repr(released))
+    killed = subprocess.run([sys.executable, "-c", program, str(home)], capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+
+
+def test_a_hold_is_mirrored_before_its_commit(file_backend, home):
+    die_at_the_mirror(home, released=None)
+    store = file_backend.budget
+    assert store.counters() == []  # the unit never committed
+    assert [(c.cap, c.held_use) for c in store.holds()] == [("daily", 12.0)]  # yet the gate holds
+
+
+def test_a_release_is_mirrored_after_its_commit(file_backend, home):
+    with file_backend.budget.unit(now=NOW) as unit:
+        unit.put_counter(counter(cap="daily", bucket="fleet", period="d", held=True, used=12.0))
+    die_at_the_mirror(home, released=NOW + 5)
+    store = another(file_backend).budget
+    assert [c.released_at for c in store.counters()] == [NOW + 5]  # committed
+    assert [c.cap for c in store.holds()] == ["daily"]  # the mirror went last: the hold was never lost early
+
+
+HOLDS_READER = ("import sys; from leash.core.store.files import FileBackend; "
+                "print([c.cap for c in FileBackend(sys.argv[1]).budget.holds()], 'sqlite3' in sys.modules)")
+
+
+def test_the_gate_reads_holds_without_sqlite(file_backend, home):
+    with file_backend.budget.unit(now=NOW) as unit:
+        unit.put_counter(counter(held=True))
+    read = subprocess.run([sys.executable, "-c", HOLDS_READER, str(home)], capture_output=True, text=True)
+    assert read.stdout.split() == ["['daily']", "False"], read.stderr
+
+
+# ------------------------------------------------------------------ many writers
+CHARGER = """
+import sys
+from leash.core.store.select import backend_for
+from leash.core.store.records import SpendRecord
+store = backend_for(sys.argv[1]).budget
+row = dict(hour=1.0, session_id="s1", model="m", host="h", entity="e", cli="c", usd=0.001, estimated=False,
+           input=1, output=2, cache_write=0, cache_read=0, reasoning=0, requests=1)
+for _ in range(500):
+    with store.unit() as unit:
+        unit.charge(SpendRecord.of(row))
+"""
+
+
+def test_two_processes_charging_one_row_sum_exactly(budget_backend, home):
+    env = dict(os.environ, LEASH_STORE_URL=getattr(budget_backend, "url", "") or "")
+    chargers = [subprocess.Popen([sys.executable, "-c", CHARGER, str(home)], env=env, stderr=subprocess.PIPE)
+                for _ in range(2)]
+    for charger in chargers:
+        assert charger.wait(timeout=60) == 0, charger.stderr.read()
+    (row,) = budget_backend.budget.spend()
+    assert (row.usd, row.input, row.output, row.requests) == (1.0, 1000, 2000, 1000)
+
+
+def test_two_clients_adding_to_one_counter_add_in_turn(budget_backend):
+    clients = [budget_backend, another(budget_backend)]
+    failures: list[Exception] = []
+
+    def add(store, times: int) -> None:
+        try:
+            for _ in range(times):
+                with store.unit() as unit:
+                    found = unit.counter("fleet-day", "fleet", "d") or counter(cap="fleet-day", period="d", used=0)
+                    found.used = found.used + 1
+                    unit.put_counter(found)
+        except Exception as exc:  # seen by the test, not lost in the thread
+            failures.append(exc)
+
+    workers = [threading.Thread(target=add, args=(client.budget, 200)) for client in clients]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert failures == []
+    assert [c.used for c in budget_backend.budget.counters()] == [400.0]
+    clients[1].close()
+
+
+# ------------------------------------------------------------------ the change feed
+def test_a_write_elsewhere_is_a_change_of_the_budget_store(budget_backend):
+    program = ("import sys; from leash.core.store.select import backend_for; "
+               "from leash.core.store.records import SpendRecord\n"
+               "with backend_for(sys.argv[1]).budget.unit() as unit:\n"
+               "    unit.charge(SpendRecord.of(dict(hour=0.0, session_id='s', model='m', usd=1.0)))")
+    assert Change("budget") in changes_after(budget_backend, program, "budget")
