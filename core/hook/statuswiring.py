@@ -27,6 +27,7 @@ parses as one is left as it is too.
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 
@@ -94,16 +95,16 @@ def inherited_entry(path: str) -> dict | None:
     """The user's statusLine a project's settings file would hide: the one in
     ``~/.claude/settings.json`` (leash's there: the command it chains), for a
     project's ``.claude/settings.json`` only; None otherwise."""
-    from leash.core.hook.install import SettingsError, read_settings
-
     user = settings_path(user=True)
     if os.path.basename(path) != "settings.json" or os.path.basename(os.path.dirname(path)) != ".claude" \
             or os.path.abspath(path) == os.path.abspath(user):
         return None
     try:
-        entry = read_settings(user).get(KEY)
-    except SettingsError:
+        with open(user, "rb") as handle:
+            data = json.loads(handle.read() or b"{}")
+    except (OSError, ValueError):  # none, or one Claude Code cannot read either: nothing to chain
         return None
+    entry = data.get(KEY) if isinstance(data, dict) else None
     if not isinstance(entry, dict) or not chainable(entry):
         return None
     if is_leash_status(entry):
