@@ -230,3 +230,23 @@ def test_configchange_and_check_see_leashs_statusline_removed_or_changed(home, t
     check = subprocess.run([*cli, "install", "--project", str(project), "--check"], capture_output=True, cwd=ROOT,
                            env=env, timeout=60)
     assert b"statusLine" not in check.stdout, check.stdout
+
+
+def test_the_installed_statusline_imports_only_what_the_thin_hook_does(daemon, home):
+    """It runs as often as Claude Code redraws: besides a bare interpreter's
+    modules, the thin client's, ``select``, ``_signal`` and leash's thin
+    status module; never ``subprocess`` (it imports ``re``) or the console."""
+    from leash.core.hook.install import hook_runner
+
+    def imported(argv: list[str]) -> set[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", *argv], input=json.dumps(STATUS).encode(),
+                              capture_output=True, cwd=ROOT, timeout=60)
+        return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line} - {"package"}
+
+    bare = imported(["-c", "pass"])
+    status = imported(hook_runner()[1:] + ["statusline", "--user-command", "cat >/dev/null; echo mine"])
+    thin = {"leash", "leash.core", "leash.core.base", "leash.core.wire", "leash.core.hook", "leash.core.hook.main",
+            "leash.core.wire.thinhook", "leash.core.wire.thinstatus", "leash.core.wire.hookio",
+            "leash.core.base.wellknown"}
+    assert status - bare - thin <= {"_json", "_socket", "select", "time", "_signal"}, sorted(status - bare)
