@@ -74,10 +74,22 @@ class StatusVerb:
         return sum(row.usd for row in rows), any(row.estimated for row in rows)
 
     def held_caps(self, session_id: str, config: dict) -> list[str]:
-        """The names of the caps whose hold covers the session now."""
-        from leash.core.policy.budgethold import covering_holds
+        """The names of the caps whose hold covers the session now, as the
+        gate judges it (``core.policy.budgethold.covering``)."""
+        from leash.core.policy.budgethold import covering
 
-        return sorted({hold.cap for hold in covering_holds(self.backend, session_id, config)})
+        holds = self.backend.budget.holds()
+        if not holds:
+            return []
+        budget = config.get("budget") or {}
+        sessions = self.backend.sessions
+        record = sessions.get(session_id)
+        entity = (record.entity if record is not None else None) or ""
+        host = (record.host if record is not None else None) or sessions.host
+        ids = [session_id, *sessions.lineage(session_id)]
+        return sorted({hold.cap for hold in holds
+                       if covering([hold], budget.get("cap", []), budget.get("accounts", {}), session_ids=ids,
+                                   entity=entity, host=host) is not None})
 
 
 def windows_of(status: dict) -> list[list]:

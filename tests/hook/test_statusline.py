@@ -16,6 +16,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from leash.core.hook import install
 from leash.core.hook.statuswiring import STATUS_MARK
 from leash.core.policy.halts import settingsguard
@@ -30,6 +32,13 @@ STATUS = {"session_id": "s-status", "transcript_path": "/nonexistent/transcript.
           "model": {"id": "claude-opus-4-1", "display_name": "Opus"}, "cost": {"total_cost_usd": 0.5},
           "rate_limits": {"five_hour": {"used_percentage": 42, "resets_at": 1_900_000_000},
                           "seven_day": {"used_percentage": 13.4, "resets_at": 1_900_300_000}}}
+
+
+@pytest.fixture(autouse=True)
+def patient_client(monkeypatch):
+    """leashd's answer is waited for longer than a live status line waits
+    (300 ms): a loaded test machine must not drop leash's part."""
+    monkeypatch.setenv("LEASH_STATUSLINE_DEADLINE", "10")
 
 
 def installed_command(tmp_path, home, settings: dict | None = None) -> str:
@@ -250,3 +259,26 @@ def test_the_installed_statusline_imports_only_what_the_thin_hook_does(daemon, h
             "leash.core.wire.thinhook", "leash.core.wire.thinstatus", "leash.core.wire.hookio",
             "leash.core.base.wellknown"}
     assert status - bare - thin <= {"_json", "_socket", "select", "time", "_signal"}, sorted(status - bare)
+
+
+def test_the_line_shows_the_sessions_spend_and_the_cap_that_holds_it(daemon, home):
+    import time
+
+    from leash.core.store.records import BudgetCounterRecord, SpendRecord
+
+    (home / "config.toml").write_text('[[budget.cap]]\nname = "daily"\nscope = "session"\nperiod = "day"\n'
+                                      'limit_usd = 5\n')
+    now = time.time()
+    hour = now - now % 3600
+    with daemon.backend.budget.unit(now=now) as unit:
+        unit.charge(SpendRecord.of(dict(hour=hour, session_id="s-status", model="claude-opus-4-1", host="", entity="",
+                                        cli="claude", usd=6.5, estimated=False, input=1000, output=100,
+                                        cache_write=0, cache_read=0, reasoning=0, requests=3)))
+        unit.put_counter(BudgetCounterRecord.of(dict(
+            cap="daily", bucket="s-status", period=time.strftime("%Y-%m-%d", time.gmtime(now)),
+            period_end=hour + 86_400, unit="usd", used=6.5, estimated=False, raised_to=None, warned=[0.75, 0.95],
+            held_since=now, held_use=6.5, released_at=None, released_by=None, updated_at=now)))
+    done = direct(stdin=json.dumps(STATUS).encode())
+    assert done.stdout == "leash $6.50 · 5h 42% · 7d 13% · HELD: cap daily\n".encode()
+    other = direct(stdin=json.dumps(dict(STATUS, session_id="s-other")).encode())
+    assert other.stdout == "leash · 5h 42% · 7d 13%\n".encode()  # another session: neither its spend nor its hold
