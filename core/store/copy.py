@@ -5,8 +5,9 @@ with no agent running against it. The ack log's lines are copied as they are
 (the same bytes: the chain is the same chain), the stops and locks are stored
 as the replay of those lines, the sessions row by row, halts.db table by table
 (its text ids, times and JSON become uuid, timestamptz and jsonb), and each
-other store by its class's ``copy_from`` (kennel heartbeats copy nothing: they
-say which kennel is alive now, and a kennel beats again when it starts).
+other store by its class's ``copy_from`` (budget.db's spend, counters, meters
+and windows row by row; kennel heartbeats copy nothing: they say which kennel
+is alive now, and a kennel beats again when it starts).
 Everything is one transaction, and the copy's chain is verified after it,
 against the home's head. The url copied into is the schema owner's
 (``core.store.pgroles``): when the home names another role as its runtime

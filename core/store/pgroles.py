@@ -31,7 +31,8 @@ RUNTIME_GRANTS: dict[str, tuple[str, ...]] = {
     "halt_events_archive": ("SELECT", "INSERT"),
     "halt_conditions_config": ("SELECT", "INSERT", "UPDATE"),
     **{table: READ_WRITE for table in ("sessions", "halt_events", "session_states", "attempts", "files_read",
-                                       "tracked_sessions", "warrants", "kennels", "breakers", "replies")},
+                                       "tracked_sessions", "warrants", "kennels", "breakers", "replies",
+                                       "budget_spend", "budget_counters", "budget_meters", "budget_windows")},
 }
 FORBIDDEN_ON_ACKLOG = ("UPDATE", "DELETE", "TRUNCATE")
 

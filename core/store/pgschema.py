@@ -190,5 +190,64 @@ MIGRATIONS = (
     """
     ALTER TABLE breakers ADD COLUMN limits jsonb NOT NULL DEFAULT '{}';
     """,
+    # The budget store (core.store.pgbudget): budget.db's four tables. Spend is
+    # kept in whole nano-dollars (sums are exact); a counter row that exists
+    # only to be locked before its first write is not ``written``.
+    """
+    CREATE TABLE budget_spend (
+        hour        double precision NOT NULL,
+        session_id  text             NOT NULL,
+        model       text             NOT NULL,
+        host        text             NOT NULL DEFAULT '',
+        entity      text             NOT NULL DEFAULT '',
+        cli         text             NOT NULL DEFAULT '',
+        usd_nanos   bigint           NOT NULL DEFAULT 0,
+        estimated   boolean          NOT NULL DEFAULT false,
+        input       bigint           NOT NULL DEFAULT 0,
+        output      bigint           NOT NULL DEFAULT 0,
+        cache_write bigint           NOT NULL DEFAULT 0,
+        cache_read  bigint           NOT NULL DEFAULT 0,
+        reasoning   bigint           NOT NULL DEFAULT 0,
+        requests    bigint           NOT NULL DEFAULT 0,
+        PRIMARY KEY (hour, session_id, model)
+    );
+    CREATE INDEX budget_spend_session ON budget_spend (session_id);
+    CREATE TABLE budget_counters (
+        cap         text             NOT NULL,
+        bucket      text             NOT NULL,
+        period      text             NOT NULL,
+        period_end  double precision,
+        unit        text,
+        used        double precision NOT NULL DEFAULT 0,
+        estimated   boolean          NOT NULL DEFAULT false,
+        raised_to   double precision,
+        warned      jsonb            NOT NULL DEFAULT '[]',
+        held_since  double precision,
+        held_use    double precision,
+        released_at double precision,
+        released_by text,
+        updated_at  double precision,
+        extra       jsonb            NOT NULL DEFAULT '{}',
+        written     boolean          NOT NULL DEFAULT true,
+        PRIMARY KEY (cap, bucket, period)
+    );
+    CREATE INDEX budget_counters_held ON budget_counters (cap)
+        WHERE held_since IS NOT NULL AND released_at IS NULL;
+    CREATE TABLE budget_meters (
+        session_id text  NOT NULL,
+        source     text  NOT NULL,
+        state      jsonb NOT NULL,
+        PRIMARY KEY (session_id, source)
+    );
+    CREATE TABLE budget_windows (
+        bucket       text             NOT NULL,
+        "window"     text             NOT NULL,
+        used_percent double precision,
+        resets_at    double precision,
+        session_id   text,
+        at           double precision,
+        PRIMARY KEY (bucket, "window")
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

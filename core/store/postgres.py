@@ -2,7 +2,7 @@
 
 The ack log, stops, locks and sessions live in ``pgacklog`` and ``pgstate``
 (the stop, lock and session registries of ``core`` over database rows); the
-halt, warrant, breaker, reply, kennel and approval stores register their makers in
+halt, warrant, breaker, reply, kennel, approval and budget stores register their makers in
 ``PG_STORES`` and are built on first use. Each store takes the one
 ``Database`` (a pool), the ack log (so a write and its line are one
 transaction), this host's home (its ``config.toml``) and this host's name.
@@ -58,10 +58,17 @@ def _approvals(db, log, home, host):
     return pg_approvals(db, log, home, host)
 
 
+def _budget(db, log, home, host):
+    from leash.core.store.pgbudget import PgBudget
+
+    return PgBudget(db, log, home, host)
+
+
 PG_STORES: dict = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
-                   "replies": _small("PgReplies"), "kennels": _small("PgKennels"), "approvals": _approvals}
+                   "replies": _small("PgReplies"), "kennels": _small("PgKennels"), "approvals": _approvals,
+                   "budget": _budget}
 EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
-               "approvals")
+               "approvals", "budget")
 STORE_OF_NOTICE = {"hands_off": "locks"}  # the log-backed states notify under their log store's name
 
 

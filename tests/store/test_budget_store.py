@@ -20,7 +20,7 @@ from ..support.changes import changes_after
 NOW = 1_900_000_000.0
 HOUR = 3_600.0
 T0 = NOW - NOW % 86_400  # a UTC day's start
-KINDS = ["file"]
+KINDS = ["file", "postgres"]
 
 
 @pytest.fixture(params=KINDS)
@@ -292,3 +292,30 @@ def test_a_write_elsewhere_is_a_change_of_the_budget_store(budget_backend):
                "with backend_for(sys.argv[1]).budget.unit() as unit:\n"
                "    unit.charge(SpendRecord.of(dict(hour=0.0, session_id='s', model='m', usd=1.0)))")
     assert Change("budget") in changes_after(budget_backend, program, "budget")
+
+
+# ------------------------------------------------------------------ leash store copy
+def test_a_home_copied_to_the_shared_store_carries_its_budget(cli, home, postgres_cluster):
+    from leash.core.store.postgres import PostgresBackend
+
+    source = make_backend("file", home)
+    source.acklog.append("stop_ack", source="ops", session_id="s1", now=NOW)  # a home to copy has a log
+    with source.budget.unit(now=NOW) as unit:
+        unit.charge(spend(T0, usd=1.25))
+        unit.charge(spend(T0 + HOUR, session="s2", usd=0.5, estimated=True))
+        unit.put_counter(counter(held=True, used=12.0, warned=[0.75, 0.95]))
+        unit.set_meter("s1", "/t/main.jsonl", {"cursor": {"offset": 99}})
+        unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-7d", used_percent=88.5,
+                                                   resets_at=NOW + 60, session_id="s1", at=NOW)))
+    url = postgres_cluster.url(postgres_cluster.fresh_schema())
+    copied = cli("store", "copy", "--from", str(home), "--to", url)
+    assert copied.code == 0 and "budget: 5 copied" in copied.out, copied.err
+    shared = PostgresBackend(url, home=home, host="h1")
+    try:
+        assert [fields_of(row) for row in shared.budget.spend()] == [fields_of(row) for row in source.budget.spend()]
+        assert shared.budget.totals("session") == source.budget.totals("session")
+        assert [fields_of(c) for c in shared.budget.holds()] == [fields_of(c) for c in source.budget.holds()]
+        assert shared.budget.meters() == source.budget.meters()
+        assert [fields_of(w) for w in shared.budget.windows()] == [fields_of(w) for w in source.budget.windows()]
+    finally:
+        shared.close()
