@@ -14,13 +14,14 @@ those lines would bury the ones that matter.
 
 Failure: an unknown store or method, or arguments that do not fit, is an error
 reply; an exception the store raises is ``{"error", "raised": its class name}``
-for the client to raise again. Nothing a request carries ends the daemon.
+(or its nearest the client knows) for the client to raise again. Nothing a
+request carries ends the daemon.
 """
 from __future__ import annotations
 
 import inspect
 
-from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode, protocols
+from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode, errors, protocols
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ READS = {
     "replies": frozenset({"pending"}),
     "kennels": frozenset({"alive"}),
     "approvals": frozenset({"get", "pending", "recent"}),
+    "budget": frozenset({"counters", "holds", "meters", "spend", "totals", "windows"}),
     "unit": frozenset({"check", "files_read", "pending", "pending_counts", "state", "states"}),
 }
 
@@ -76,7 +78,7 @@ class StoreVerb:
             send({"error": f"{store}.{method}: {exc}"})
             return
         except Exception as exc:
-            send({"error": str(exc), "raised": exc.__class__.__name__})
+            send({"error": str(exc), "raised": raised_as(exc)})
             return
         send({"result": encode(result)})
 
@@ -93,7 +95,17 @@ class StoreVerb:
                         raise ValueError(f"a transaction offers no {name!r}")
                     _called(getattr(step, name), step_args, step_kwargs, source)
             return step.results
+        if store == "budget":  # reads only, and its ``by`` is a grouping, not who acts
+            return getattr(self.backend.budget, method)(*args, **kwargs)
         return _called(getattr(getattr(self.backend, store), method), args, kwargs, source)
+
+
+def raised_as(exc: Exception) -> str:
+    """The class the client raises again: the exception's own, or the nearest
+    one the client knows (the shared store's ``BudgetStoreOffline`` is a ``BudgetUnreadable``)."""
+    known = errors()
+    return next((cls.__name__ for cls in type(exc).__mro__ if known.get(cls.__name__) is cls),
+                exc.__class__.__name__)
 
 
 def _called(function, args: list, kwargs: dict, source: str):

@@ -10,9 +10,12 @@ names (``callable_methods``). Who acts is the daemon's business: a ``source`` or
 state and ack-log reads travel as tagged JSON (``encode``/``decode``) and come
 back as the same classes. A halt unit's reads are separate calls, each in its
 own unit of the daemon. A transaction is queued here and sent as one call.
+The budget store offers its reads only: a budget unit holds its rows locked
+until it ends, so it runs in the daemon (``RemoteStoreError`` here).
 
 Failure: an error the store raises comes back as the same class when it is one
-of ``ERRORS`` (``NotStopped``, ``HandsOffError``, ``StopStateUnreadable`` ...);
+of ``errors()`` (``NotStopped``, ``HandsOffError``, ``StopStateUnreadable``,
+``BudgetUnreadable`` ..., or a subclass of one, which comes back as that one);
 anything else, and a daemon that cannot be reached, is ``RemoteStoreError``.
 ``follow``, claims and ``examine`` are not offered remotely: they belong to the
 process that holds the store (the daemon's kennel, ``leash doctor`` on the home).
@@ -38,7 +41,7 @@ def protocols() -> dict:
 
     return {"acklog": p.AckLogStore, "stops": p.StopStore, "locks": p.LockStore, "sessions": p.SessionStore,
             "halts": p.HaltStore, "warrants": p.WarrantStore, "breakers": p.BreakerStore, "replies": p.ReplyLedger,
-            "kennels": p.KennelRegistry, "approvals": p.ApprovalStore, "unit": p.HaltUnit,
+            "kennels": p.KennelRegistry, "approvals": p.ApprovalStore, "budget": p.BudgetStore, "unit": p.HaltUnit,
             "transaction": p.Transaction}
 
 
@@ -54,10 +57,11 @@ def errors() -> dict[str, type[Exception]]:
     from leash.core.state.stop import NotStopped, StopStateUnreadable
     from leash.core.state.warrants import WarrantError
     from leash.core.store.approvals import AmbiguousApproval, ApprovalClosed, ApprovalsUnreadable, UnknownApproval
+    from leash.core.store.budget import BudgetUnreadable
 
     found = (NotStopped, StopStateUnreadable, NotLocked, HandsOffError, HandsOffUnreadable, HaltRefused,
              HaltStoreUnavailable, WarrantError, UnknownApproval, AmbiguousApproval, ApprovalClosed,
-             ApprovalsUnreadable, ValueError, KeyError, LookupError)
+             ApprovalsUnreadable, BudgetUnreadable, ValueError, KeyError, LookupError)
     return {cls.__name__: cls for cls in found}
 
 
@@ -162,7 +166,7 @@ class RemoteBackend:
         self.home = reply.get("home", "")
         self.host = str(reply.get("host", ""))
         for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
-                      "approvals"):
+                      "approvals", "budget"):
             setattr(self, store, RemoteStore(self, store))
         # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
         self.sessions.host = str(reply.get("shared_host") or "")
@@ -216,6 +220,8 @@ class RemoteStore:
         return call
 
     def unit(self, *, now: float | None = None) -> "RemoteUnit":
+        if self._store == "budget":  # its rows stay locked for the unit: that cannot span calls
+            raise RemoteStoreError("a budget unit runs where the store is held (leash daemon), not over its socket")
         return RemoteUnit(self._backend, now)
 
     reading = unit

@@ -319,3 +319,32 @@ def test_a_home_copied_to_the_shared_store_carries_its_budget(cli, home, postgre
         assert [fields_of(w) for w in shared.budget.windows()] == [fields_of(w) for w in source.budget.windows()]
     finally:
         shared.close()
+
+
+# ------------------------------------------------------------------ through leashd's operator socket
+def test_the_remote_backend_reads_the_budget_store(daemon, home):
+    from leash.core.store.remote import RemoteBackend, RemoteStoreError
+
+    from ..support.daemon import sockets
+
+    with make_backend("file", home).budget.unit(now=NOW) as unit:
+        unit.charge(spend(T0, usd=2.5))
+        unit.put_counter(counter(held=True, used=12.0))
+    remote = RemoteBackend(sockets(home)[1]).budget
+    assert [(c.cap, c.held_use) for c in remote.holds()] == [("daily", 12.0)]
+    assert isinstance(remote.counters()[0], BudgetCounterRecord) and remote.counters(cap="none") == []
+    assert [row.usd for row in remote.spend(session_id="s1")] == [2.5]
+    assert [(row["key"], row["usd"]) for row in remote.totals("entity")] == [("ezra", 2.5)]
+    assert remote.windows() == [] and remote.meters() == {}
+    with pytest.raises(ValueError, match="one of session"):
+        remote.totals("week")
+    with pytest.raises(RemoteStoreError, match="runs where the store is held"):
+        remote.unit(now=NOW)
+
+
+def test_the_shared_store_offline_comes_back_to_a_remote_client_as_unreadable():
+    from leash.core.daemon.storeverb import raised_as
+    from leash.core.store.pgbudget import BudgetStoreOffline
+
+    assert raised_as(BudgetStoreOffline("PostgreSQL store: gone")) == "BudgetUnreadable"
+    assert raised_as(KeyError("x")) == "KeyError" and raised_as(OSError("x")) == "OSError"
