@@ -16,10 +16,16 @@ reason, in this order (the first rule that denies wins):
    output, an unknown variable) and a command too large to read to its end
    are denied: neither can be cleared. What read-only tools (Read, Grep)
    read is not held by path locks;
-6. the session's halt state: ``paused`` denies everything, ``halted`` denies
+6. a spend cap that is reached holds the session (``core.policy.budgethold``):
+   every call is denied, read-only ones too (every model request costs),
+   until an operator raises the cap; read only while ``[[budget.cap]]`` is
+   configured, and an unreadable budget store denies (fail closed). The
+   first deny of a session under a hold records one ``budget`` halt (unless
+   the ``budget`` condition is disabled: then caps warn and never hold);
+7. the session's halt state: ``paused`` denies everything, ``halted`` denies
    all but the read-only tools (``[gate] read_only_tools``); an unreadable
    halts.db denies (fail safe);
-7. the halt conditions one tool call can show (``core.halts.hookcontext``):
+8. the halt conditions one tool call can show (``core.halts.hookcontext``):
    a condition of high or critical severity that fires denies the call, and
    is recorded by the seed's auto-record rules, which halts the session;
    ``supervisor_tampering`` also appends a ``tamper_blocked`` ack-log line.
@@ -46,8 +52,8 @@ if TYPE_CHECKING:
 
 class Verdict:
     """allow or deny, why, and which rule decided (stop_unreadable,
-    fleet_stop, session_stop, hands_off, locks_unreadable, path_lock, halts_unreadable,
-    session_paused, session_halted, halt_condition)."""
+    fleet_stop, session_stop, hands_off, locks_unreadable, path_lock, budget_unreadable,
+    budget_hold, halts_unreadable, session_paused, session_halted, halt_condition)."""
 
     __slots__ = ("allow", "reason", "rule")
 
@@ -140,6 +146,8 @@ class Gate:
         verdict = self.check_stops_and_locks(session_id, tool, tool_input, cwd=cwd, now=now, reader=reader,
                                              known=known)
         if verdict.allow:
+            verdict = self.check_budget(session_id, now=now, known=known)
+        if verdict.allow:
             verdict = self.check_halts(session_id, tool, tool_input, cwd=cwd, now=now, env=env, reader=reader,
                                        lineage=known[1].get("lineage", []), record=known[1])
         return verdict
@@ -195,6 +203,28 @@ class Gate:
                                   f"({call.incomplete}); split it into smaller commands.", "path_lock")
         return ALLOW
 
+
+    def check_budget(self, session_id: str, *, now: float | None = None,
+                     known: tuple[list[str], dict[str, Any]] | None = None) -> Verdict:
+        """Rule 6: a held counter of a configured cap that covers the session
+        denies. With no ``[[budget.cap]]`` nothing is read or imported."""
+        budget = self.config()["budget"]
+        if not budget["cap"]:
+            return ALLOW
+        from leash.core.store.budget import BudgetUnreadable
+
+        try:
+            holds = self.backend.budget.holds()
+        except BudgetUnreadable as exc:
+            return Verdict(False, f"leash: budget store unreadable ({exc}) — every tool call is held; "
+                                  "run `leash doctor`", "budget_unreadable")
+        if not holds:
+            return ALLOW
+        from leash.core.hook.budgetgate import held_by
+
+        record = (known if known is not None else self.names(session_id, now=now))[1]
+        reason = held_by(self, session_id, record, holds, budget, now=now)
+        return ALLOW if reason is None else Verdict(False, reason, "budget_hold")
 
     def check_halts(self, session_id: str, tool: str | None, tool_input: object, *, cwd: str | None = None,
                     now: float | None = None, env: Mapping[str, str] | None = None,
@@ -322,6 +352,7 @@ class Gate:
 
 TAMPER_SUMMARY_CHARS = 300
 PATH_MAX = 4096
+
 
 
 class CallReader:

@@ -254,7 +254,10 @@ def _answer_for(spec, raw: bytes, *, parsed: dict | None, **kwargs):
     """Another CLI's event: its payload read into Claude Code's shape, judged as
     ``spec.judged_as``, answered in the CLI's own form."""
     from leash.core.wire.agentpayloads import claude_shaped
+    from leash.core.wire.hookevents import MODEL_RESPONSE
 
+    if spec.judged_as == MODEL_RESPONSE and kwargs["input_error"] is None:
+        return "", "", 0  # every response chunk: nothing to judge (leashd has metered it), nothing to parse
     if kwargs["input_error"] is None:
         try:
             payload = parse_payload(raw) if parsed is None else _with_session(parsed)

@@ -13,16 +13,21 @@ Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
 * ``notification``: ``idle_prompt`` / ``permission_prompt`` make the session
   "waiting for input" / "waiting for permission"; its next prompt or tool call
   clears that.
-* ``user-prompt-submit``: a stopped or paused session's prompt is blocked with
-  the reason; a hands-off entity's prompt gets ``additionalContext``.
+* ``user-prompt-submit``: a stopped or paused session's prompt, or one a spend
+  cap holds, is blocked with the reason; a hands-off entity's prompt gets
+  ``additionalContext``.
 * ``post-tool-batch``: while the whole session is held (a stop, the fleet
-  stop, a hands-off lock on the session, a paused session — and, unless
+  stop, a hands-off lock on the session, a reached spend cap, a paused
+  session — and, unless
   ``[gate] end_turn_on_halt = false``, a halted one) the turn ends:
   ``{"continue": false, "stopReason": ...}``, so the model does not argue with
   the deny.
 * ``permission-request``: a held session's permission dialog is denied; through
   leashd (``hold``) any other is an approval an operator answers
   (``core.approvals.hold``), without it Claude Code shows its own dialog.
+* ``model-request`` / ``model-response``: Gemini CLI's ``BeforeModel`` (a
+  session a spend cap holds sends no model request) and ``AfterModel``
+  (answers nothing: leashd meters it).
 * ``config-change``: a settings change that disables, removes or alters
   leash's hooks, or sets an ``env`` name the hook reads, is blocked (exit 2)
   and recorded as a ``supervisor_tampering`` halt (``core.wiring``).
@@ -51,7 +56,7 @@ if TYPE_CHECKING:
 
 # Verdict rules that hold the whole session (a path lock holds one file only).
 SESSION_WIDE_RULES = frozenset({"stop_unreadable", "fleet_stop", "session_stop", "hands_off", "locks_unreadable",
-                                "session_paused", "halts_unreadable"})
+                                "budget_unreadable", "budget_hold", "session_paused", "halts_unreadable"})
 # A halted session may still run read-only tools, so a halt holds only its turn.
 HALTED_RULES = frozenset({"session_halted"})
 
@@ -94,6 +99,9 @@ def _text(payload: dict, key: str) -> str:
 def _session_hold(gate, session_id: str, *, now=None, env=None, rules=SESSION_WIDE_RULES):
     """The verdict that holds the whole session now (by one of ``rules``), or None."""
     verdict = gate.check_stops_and_locks(session_id, now=now)
+    if not verdict.allow and verdict.rule in rules:
+        return verdict
+    verdict = gate.check_budget(session_id, now=now)
     if not verdict.allow and verdict.rule in rules:
         return verdict
     verdict = gate.check_halts(session_id, None, None, now=now, env=env)
@@ -275,8 +283,34 @@ def _record_tampering(gate, payload: dict, problem: str, *, now=None) -> None:
                                "condition_name": "supervisor_tampering", "description": summary}, now=now)
 
 
+def model_request(raw: bytes, *, home, env=None, now=None, input_error=None,
+                  backend: Backend | None = None) -> tuple[str, str, int]:
+    """Gemini CLI's ``BeforeModel``: a session a spend cap holds (or whose
+    budget store cannot be read) sends no model request — exit 2 with the
+    reason, which aborts the turn before anything is spent. Nothing else is
+    judged here: a stop or a halt ends the loop at the next tool call."""
+    gate, payload, problem = _read(raw, home, input_error, backend=backend)
+    if problem is not None:
+        return _unreadable_input(gate, problem)
+    verdict = gate.check_budget(payload["session_id"], now=now)
+    if verdict.allow:
+        return "", "", 0
+    return "", verdict.reason + "\n", 2
+
+
+def model_response(raw: bytes, *, home, env=None, now=None, input_error=None,
+                   backend: Backend | None = None) -> tuple[str, str, int]:
+    """Gemini CLI's ``AfterModel`` (every response chunk): nothing to judge
+    and nothing answered; leashd's meter reads the chunk's usage before this
+    runs. Input that cannot be read is one stderr line, exit 1 (fails open)."""
+    if input_error is not None:
+        return "", f"leash: {input_error}\n", 1
+    return "", "", 0
+
+
 HANDLERS = {
     "session-start": session_start, "session-end": session_end, "notification": notification,
     "user-prompt-submit": user_prompt_submit, "post-tool-batch": post_tool_batch,
     "permission-request": permission_request, "config-change": config_change,
+    "model-request": model_request, "model-response": model_response,
 }

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from leash.core.policy.budgethold import account_named, bucket_of
+
 DAY = 86_400.0
 WEEK = 7 * DAY
 WINDOW_LENGTHS = {"window-5h": 5 * 3600.0, "window-7d": WEEK}
@@ -185,44 +187,18 @@ def account_of(member: Member, accounts: Mapping[str, Mapping]) -> str:
     """The account (a name of ``[budget.accounts]``) a session is used under: the
     account listing its entity, else the one listing its host; "" when none does.
     An entity listed as ``HOST/NAME`` is that name on that host; a bare ``NAME``
-    is that name on every host."""
-    for name, account in accounts.items():
-        if any(_entity_is(listed, member) for listed in account.get("entities", ())):
-            return name
-    for name, account in accounts.items():
-        if member.host and member.host in account.get("hosts", ()):
-            return name
-    return ""
-
-
-def _entity_is(listed: str, member: Member) -> bool:
-    if not member.entity:
-        return False
-    host, _, bare = member.entity.rpartition("/")
-    host = host or member.host
-    if "/" in listed:
-        return listed == f"{host}/{bare}"
-    return listed == bare
+    is that name on every host (``core.policy.budgethold.account_named``)."""
+    return account_named(member.entity, member.host, accounts)
 
 
 def bucket(cap: Cap, member: Member, accounts: Mapping[str, Mapping]) -> str | None:
     """The bucket of ``cap`` a session's spend counts in: its session id, its
     entity (``HOST/NAME``; a session with no entity counts alone, by its id),
     its host, ``fleet``, or the cap's account; None when the cap does not
-    cover the session (an account cap, for a session of another account)."""
-    if cap.scope == "session":
-        return member.session_id
-    if cap.scope == "entity":
-        if not member.entity:
-            return member.session_id
-        return member.entity if "/" in member.entity or not member.host else f"{member.host}/{member.entity}"
-    if cap.scope == "host":
-        return member.host
-    if cap.scope == "fleet":
-        return "fleet"
-    if cap.scope == "account":
-        return cap.account if account_of(member, accounts) == cap.account else None
-    raise ValueError(f"unknown scope {cap.scope!r}")
+    cover the session (an account cap, for a session of another account).
+    The rule is ``core.policy.budgethold.bucket_of``, which the gate reads too."""
+    return bucket_of(cap.scope, cap.account, session_id=member.session_id, entity=member.entity, host=member.host,
+                     accounts=accounts)
 
 
 def in_scope(cap: Cap, member: Member, accounts: Mapping[str, Mapping]) -> bool:

@@ -17,6 +17,10 @@ are ``apply_patch`` (read by ``core.policy.patchread``). Any other name (an
 MCP tool, ``read_many_files``, a tool a newer CLI adds) stays as it is and is
 judged as a tool leash does not know: every path its input names is a write.
 
+Gemini CLI's ``BeforeModel`` and ``AfterModel`` keep their names and lose
+``llm_request`` / ``llm_response``: the verbs that judge them read the session
+only (leashd's meter reads the usage from the payload as the CLI sent it).
+
 Never raises on a payload that is a JSON object: what it does not know it
 keeps. Everything in a payload is the agent's data; nothing here decides.
 """
@@ -43,7 +47,12 @@ GEMINI_TOOLS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
 # What a translated call must carry, else it stays as the CLI sent it.
 REQUIRED = {"Bash": ("command",), "Write": ("file_path",), "Edit": ("file_path",), "Read": ("file_path",)}
 GEMINI_EVENTS = {"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse", "BeforeAgent": "UserPromptSubmit",
-                 "SessionStart": "SessionStart", "SessionEnd": "SessionEnd"}
+                 "SessionStart": "SessionStart", "SessionEnd": "SessionEnd",
+                 "BeforeModel": "BeforeModel", "AfterModel": "AfterModel"}  # (the model hooks: leash's own verbs)
+# What a model hook carries that no verb judging it reads: the whole
+# conversation (``llm_request``) and the response chunk, dropped so that a
+# request is not copied and written out again on every model call.
+MODEL_PAYLOAD_KEYS = ("llm_request", "llm_response")
 
 
 def claude_shaped(spec, payload: dict) -> dict:
@@ -54,6 +63,9 @@ def claude_shaped(spec, payload: dict) -> dict:
         return shaped
     if spec.agent == "gemini":
         shaped["hook_event_name"] = GEMINI_EVENTS.get(spec.event, spec.event)
+        if spec.event in ("BeforeModel", "AfterModel"):
+            for key in MODEL_PAYLOAD_KEYS:
+                shaped.pop(key, None)
         _gemini_tool(shaped)
     return shaped
 

@@ -10,7 +10,11 @@ Verbs: Claude Code's events keep their plain verbs (``pre-tool-use``); another
 CLI's are prefixed with its name (``gemini-before-tool``, ``codex-pre-tool-use``)
 and are answered by the Claude Code verb named in ``judged_as`` once its
 payload has been read into Claude Code's shape (``core.wire.agentpayloads``);
-the answer is then written in that CLI's own form (``render``).
+the answer is then written in that CLI's own form (``render``). Gemini CLI's
+model hooks have no Claude Code event: ``BeforeModel`` is judged by leash's own
+``model-request`` (only a spend cap's hold refuses it: exit 2, which aborts the
+turn before the request is sent) and ``AfterModel`` by ``model-response``,
+which answers nothing (leashd's meter reads the response's usage).
 
 Refusal forms (``refusal``):
 
@@ -78,6 +82,10 @@ EVENTS = (
               "what the call read and whether it failed (halt evidence)"),
     HookEvent(GEMINI, "BeforeAgent", "gemini-before-agent", "user-prompt-submit", BLOCK, False,
               "refuse a prompt to a stopped or held session"),
+    HookEvent(GEMINI, "BeforeModel", "gemini-before-model", "model-request", DENY, False,
+              "refuse a model request of a session a spend cap holds"),
+    HookEvent(GEMINI, "AfterModel", "gemini-after-model", "model-response", None, False,
+              "a model response's token usage, for the spend meter"),
     HookEvent(GEMINI, "SessionStart", "gemini-session-start", "session-start", None, False, "record the session"),
     HookEvent(GEMINI, "SessionEnd", "gemini-session-end", "session-end", None, False, "the session is gone"),
     HookEvent(CODEX, "PreToolUse", "codex-pre-tool-use", "pre-tool-use", DENY, True,
@@ -93,6 +101,12 @@ EVENTS = (
     HookEvent(CODEX, "Stop", "codex-stop", "stop", None, False, "the reply-send guard; the session is idle"),
 )
 BY_VERB = {spec.verb: spec for spec in EVENTS}
+# The verbs that judge events Claude Code does not have (Gemini CLI's model
+# hooks): a spend cap's hold on a model request, and a response that only
+# feeds the meter (leashd reads its usage; the hook answers nothing).
+MODEL_REQUEST = "model-request"
+MODEL_RESPONSE = "model-response"
+OWN_VERBS = (MODEL_REQUEST, MODEL_RESPONSE)
 
 
 def events_of(agent: str) -> tuple:

@@ -643,7 +643,7 @@ def test_schema(home):
               for name, halt_type, severity, threshold, enabled, auto, after in query(
                   home, "SELECT condition_name, halt_type, severity, threshold, enabled, auto_escalate,"
                         " escalate_after_minutes FROM halt_conditions_config")}
-    assert len(config) == 21  # the seed's 20 and supervisor_tampering
+    assert len(config) == 22  # the seed's 20, supervisor_tampering and budget
     for name, (halt_type, severity, threshold) in SEED_DEFAULTS.items():
         assert config[name] == (halt_type, severity, threshold, 1, 0, None), name
 

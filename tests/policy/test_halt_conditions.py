@@ -1,5 +1,6 @@
-"""The 20 halt conditions, one rule at a time, plus the shell parser, the
-secret masker and the engine that runs them.
+"""The 22 halt conditions (the seed's 20, supervisor_tampering, budget), one
+rule at a time, plus the shell parser, the secret masker and the engine that
+runs them.
 
 Every rule is called through the registry with a ``CheckContext`` built from
 a seed-shaped ``CheckHaltConditionsInput`` dict and the condition's default
@@ -25,7 +26,7 @@ ALL_CONDITIONS = {
     "ambiguous_requirements", "conflicting_instructions", "unauthorized_production", "test_production_mix",
     "credential_confusion", "shared_instances", "three_strikes", "repeated_errors", "cascading_failures",
     "unknown_errors", "secrets_exposure", "privilege_escalation", "data_exposure", "unknown_commands",
-    "uncertainty_scale", "supervisor_tampering",
+    "uncertainty_scale", "supervisor_tampering", "budget",
 }
 DEFAULTS = {name: (halt_type, severity, threshold) for name, halt_type, severity, threshold in DEFAULT_CONDITIONS}
 SEED_ERRORS = ["TypeError: Cannot read property 'x' of null", "TypeError: Cannot read property 'x' of undefined"]
@@ -82,7 +83,7 @@ def check(name: str, data: dict, threshold: dict | None = None, **context_kwargs
 
 
 # ------------------------------------------------------------------ registry
-def test_registry_holds_exactly_the_twenty_conditions():
+def test_registry_holds_exactly_the_twenty_two_conditions():
     assert set(load_all()) == ALL_CONDITIONS
     assert set(DEFAULTS) == ALL_CONDITIONS
 

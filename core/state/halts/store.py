@@ -102,6 +102,7 @@ DEFAULT_CONDITIONS: tuple[tuple[str, str, str, dict], ...] = (
     ("unknown_commands", "security", "medium", {}),
     ("supervisor_tampering", "security", "critical",
      {"supervisor_names": ["leash", "leashd", "kennel", "leash.console.cli"]}),
+    ("budget", "execution", "high", {}),  # a reached spend cap (core.hook.budgetgate records it)
 )
 
 _MIGRATION_1 = f"""
@@ -163,8 +164,9 @@ CREATE TABLE tracked_sessions (session_id TEXT PRIMARY KEY, since TEXT NOT NULL)
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
-# Version 2 adds no table: it seeds the rows of conditions added since (supervisor_tampering).
-MIGRATIONS = (_MIGRATION_1, "")
+# Versions 2 and 3 add no table: they seed the rows of conditions added since
+# (supervisor_tampering; budget).
+MIGRATIONS = (_MIGRATION_1, "", "")
 
 
 class HaltStoreUnavailable(Exception):

@@ -3,7 +3,8 @@
 Each condition is a small function registered with ``@condition(name,
 halt_type, severity)``; it receives the ``CheckContext`` and the threshold
 object from ``halt_conditions_config`` and returns a ``Finding`` when it fires
-(None otherwise). Its docstring states its rule. A finding may raise the
+(None otherwise). Its docstring states its rule. ``budget`` is the one whose
+evidence is outside the call (the budget store): the gate records it. A finding may raise the
 severity above the configured one (a destructive command is critical whatever
 its condition's default), never lower it.
 """
@@ -23,6 +24,7 @@ def load_all() -> dict[str, Condition]:
     if _loaded:  # (every check asks: seven import statements each time cost more than some rules)
         return REGISTRY
     from leash.core.policy.halts.conditions import (  # noqa: F401
+        budget,
         code_safety,
         environment,
         execution,

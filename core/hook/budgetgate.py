@@ -1,0 +1,78 @@
+"""The gate's spend rule, once a cap is held: does the hold cover this
+session, is the ``budget`` condition on, and the one ``budget`` halt it records.
+
+``held_by`` answers the deny's text (``core.policy.budgethold.refusal``) or
+None. The session's host is named as the meter names it: its record's, else
+the store's host, else this machine's (``core.base.config.host_name``).
+
+Failure: a halt store that cannot be read leaves the condition on (its
+default) and the halt unrecorded until the next call; the deny stands either
+way. Imported by the gate only while a counter is held.
+"""
+from __future__ import annotations
+
+from leash.core.policy import budgethold
+from leash.core.state.halts.store import HaltStoreUnavailable
+from leash.core.state.loghead import HeadMismatch
+
+# The halt a spend hold records (``core.policy.halts.conditions.budget``): its
+# type and severity when the condition's settings cannot be read.
+BUDGET_CONDITION = "budget"
+BUDGET_HALT_TYPE = "execution"
+BUDGET_SEVERITY = "high"
+PENDING_READ = 1000  # a session's pending halts read to find its budget halt
+
+
+def held_by(gate, session_id: str, record: dict, holds: list, budget: dict, *, now: float | None) -> str | None:
+    """The deny's text when a hold of ``holds`` covers the session (``record``:
+    its record, with ``lineage`` when it continues another), else None."""
+    found = budgethold.covering(holds, budget["cap"], budget["accounts"],
+                                session_ids=(session_id, *record.get("lineage", ())),
+                                entity=str(record.get("entity") or ""), host=host_of_session(gate, record))
+    if found is None:
+        return None
+    condition = budget_condition(gate.backend)
+    if condition is not None and not condition.get("enabled", True):
+        return None  # the operator switched the condition off: caps warn, never hold
+    hold, cap = found
+    record_halt(gate.backend, session_id, hold, cap, condition, now=now)
+    return budgethold.refusal(hold, cap)
+
+
+def host_of_session(gate, record: dict) -> str:
+    from leash.core.state.sessions import host_of
+
+    found = host_of(record) or gate.sessions.host
+    if found:
+        return found
+    from leash.core.base.config import host_name
+
+    return host_name(gate.home)
+
+
+def budget_condition(backend) -> dict | None:
+    """The ``budget`` halt condition's settings; None when the halt store cannot say."""
+    try:
+        rows = backend.halts.config()
+    except (HaltStoreUnavailable, HeadMismatch, OSError):
+        return None
+    return next((row for row in rows if row.get("condition_name") == BUDGET_CONDITION), None)
+
+
+def record_halt(backend, session_id: str, hold, cap: dict, condition: dict | None, *, now: float | None) -> None:
+    """One ``budget`` halt per session and cap (its ``task_id``: ``budget:CAP``):
+    recorded unless one of the same cap is still pending."""
+    task = f"{BUDGET_CONDITION}:{hold.cap}"
+    settings = condition or {}
+    try:
+        pending = backend.halts.listing({"session_token": session_id, "pending": True, "limit": PENDING_READ},
+                                        now=now)["halts"]
+        if any(h.get("condition_name") == BUDGET_CONDITION and h.get("task_id") == task for h in pending):
+            return
+        backend.halts.record({"session_token": session_id, "task_id": task, "condition_name": BUDGET_CONDITION,
+                              "halt_type": settings.get("halt_type") or BUDGET_HALT_TYPE,
+                              "severity": settings.get("severity") or BUDGET_SEVERITY,
+                              "description": budgethold.halt_description(hold, cap),
+                              "context": budgethold.halt_context(hold, cap)}, now=now)
+    except (HaltStoreUnavailable, HeadMismatch, OSError):
+        pass  # recorded at a later call; a full disk must not turn the deny into an allow
