@@ -36,7 +36,8 @@ OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 RESERVED_NAMES = frozenset({
     "config.toml", "stop_ack_log.jsonl", "acklog.head", "stops.json", "hands_off_registry.json",
     "sessions.json", "halts.db", "halts_unavailable.jsonl", "replies.db", "warrants", "dogs",
-    "kennel.json", "run", "serve.token", "tmux.sock", "demo-agents", "wiring.json",
+    "kennel.json", "run", "serve.token", "tmux.sock", "demo-agents", "wiring.json", "budget.db",
+    "budget-holds.json",
 })
 # Suffixes and marks of the files that go with a state file: its lock, its
 # torn tail, SQLite's companions, quarantined copies and temp files.

@@ -40,7 +40,7 @@ STALE_TEMP_SECONDS = 60
 # State files a bad link or directory may be moved away from: each is rebuilt
 # from the ack log or recreated empty. The log and the databases hold what
 # nothing else does, so a link there is reported and left to the operator.
-_NEVER_MOVED = {ACK_LOG_NAME, "halts.db", "replies.db", "config.toml"}
+_NEVER_MOVED = {ACK_LOG_NAME, "halts.db", "replies.db", "budget.db", "config.toml"}
 _DIRECTORIES = {"warrants", "dogs", "run"}
 
 
@@ -62,6 +62,7 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
     yield from examine_halts(backend.home, repair=repair, now=now)
     yield from _check_halt_thresholds(backend.home, repair, now)
     yield from _check_warrants(backend, repair, now)
+    yield from _check_budget(backend, repair)
     yield from _check_leftovers(home, repair)
 
 
@@ -228,6 +229,60 @@ def _check_warrants(backend, repair: bool, now: float | None) -> Iterator[Findin
     quarantined = queue.quarantined()
     kept = f"; {len(quarantined)} quarantined copies kept (listed below)" if quarantined else ""
     yield Finding("ok", "warrants", f"{len(queue.pending())} pending, {len(queue.active())} active{kept}")
+
+
+def _check_budget(backend, repair: bool) -> Iterator[Finding]:
+    """budget.db (integrity) and budget-holds.json against its held rows: the
+    gate reads only the mirror, so a mirror out of step holds sessions no cap
+    holds, or lets through one a cap holds; repair writes it again from the
+    database. An unreadable budget.db is left to the operator (its spend and
+    holds are nowhere else; the gate still reads the mirror)."""
+    from leash.core.store.budget import DB_NAME, HOLDS_NAME, BudgetUnreadable, counter_key, held_rows
+
+    store = backend.budget
+    try:
+        connection = store.connect()
+    except BudgetUnreadable as exc:
+        yield Finding("fail", DB_NAME, f"unreadable ({exc}); spend is not metered and caps are not counted "
+                                       "until it is moved aside or restored (the holds mirrored stay enforced)")
+        return
+    if connection is None:
+        yield Finding("ok", DB_NAME, "absent; nothing has been metered")
+        held = []
+    else:
+        try:
+            verdict = connection.execute("PRAGMA integrity_check").fetchone()[0]
+            held = held_rows(connection) if verdict == "ok" else []
+            counted = connection.execute("SELECT count(*) FROM counters").fetchone()[0]
+        except Exception as exc:  # noqa: BLE001 - any sqlite failure is a finding
+            verdict = str(exc)
+        finally:
+            connection.close()
+        if verdict != "ok":
+            yield Finding("fail", DB_NAME, f"unreadable ({verdict}); spend is not metered and caps are not counted "
+                                           "until it is moved aside or restored (the holds mirrored stay enforced)")
+            return
+        yield Finding("ok", DB_NAME, f"{counted} cap counters, {len(held)} held")
+    try:
+        mirrored = read_json(store.holds_path, None)
+        problem = "" if mirrored is not None else "missing"
+        keys = [counter_key(c) for c in store.holds()] if mirrored is not None else []
+    except (StateCorrupt, BudgetUnreadable, OSError) as exc:
+        problem, keys = f"unreadable ({exc})", []
+    if not problem and keys != [counter_key(c) for c in held]:
+        problem = f"out of step with {DB_NAME} (mirrors {len(keys)} holds, the database holds {len(held)})"
+    if not problem or (problem == "missing" and connection is None):
+        yield Finding("ok", HOLDS_NAME, f"{len(keys)} holds, as {DB_NAME} holds them")
+    elif repair:
+        if connection is None:
+            store.write_mirror([])
+        else:
+            store.rebuild_mirror()
+        yield Finding("fixed", HOLDS_NAME, f"was {problem}; written again from {DB_NAME}")
+    else:
+        yield Finding("warn" if problem == "missing" else "fail", HOLDS_NAME,
+                      f"{problem}; the gate reads the holds only there (leash doctor --repair writes it again "
+                      f"from {DB_NAME})")
 
 
 def _check_leftovers(home: Path, repair: bool) -> Iterator[Finding]:

@@ -348,3 +348,37 @@ def test_the_shared_store_offline_comes_back_to_a_remote_client_as_unreadable():
 
     assert raised_as(BudgetStoreOffline("PostgreSQL store: gone")) == "BudgetUnreadable"
     assert raised_as(KeyError("x")) == "KeyError" and raised_as(OSError("x")) == "OSError"
+
+
+# ------------------------------------------------------------------ leash doctor
+def budget_findings(backend, *, repair: bool = False) -> list[tuple[str, str, str]]:
+    return [(f.level, f.subject, f.message) for f in backend.examine(repair=repair, now=NOW)
+            if f.subject.startswith("budget")]
+
+
+def test_doctor_mends_a_holds_mirror_out_of_step_with_the_database(file_backend, home):
+    assert [level for level, *_ in budget_findings(file_backend)] == ["ok", "ok"]  # absent, nothing created
+    assert not os.path.exists(os.path.join(home, "budget.db"))
+    with file_backend.budget.unit(now=NOW) as unit:
+        unit.put_counter(counter(held=True))
+    assert [level for level, *_ in budget_findings(file_backend)] == ["ok", "ok"]
+    with open(os.path.join(home, "budget-holds.json"), "w") as handle:
+        json.dump({"holds": []}, handle)
+    (db, mirror), = [budget_findings(file_backend)]
+    assert db[0] == "ok" and mirror[:2] == ("fail", "budget-holds.json") and "out of step" in mirror[2]
+    assert budget_findings(file_backend, repair=True)[1][0] == "fixed"
+    assert [c.cap for c in another(file_backend).budget.holds()] == ["daily"]
+    with open(os.path.join(home, "budget-holds.json"), "w") as handle:
+        handle.write("{")
+    assert budget_findings(file_backend)[1][0] == "fail"
+    assert budget_findings(file_backend, repair=True)[1][0] == "fixed"
+    assert [c.cap for c in another(file_backend).budget.holds()] == ["daily"]
+
+
+def test_doctor_names_an_unreadable_budget_database(file_backend, home):
+    with open(os.path.join(home, "budget.db"), "wb") as handle:
+        handle.write(b"not a database at all, " * 100)
+    (level, subject, message), = budget_findings(file_backend, repair=True)
+    assert (level, subject) == ("fail", "budget.db") and "unreadable" in message
+    with pytest.raises(BudgetUnreadable):
+        file_backend.budget.counters()
