@@ -4,7 +4,8 @@ It reports the connection (the server, never the password), the schema
 version against this leash's, the roles (``core.store.pgroles``: the log's
 trigger, who could alter or rewrite the log, what the runtime role lacks), the
 LISTEN channel (a notice sent on it comes back), the ack log's chain and macs,
-and each log-backed state (stops, locks) against the replay of the log.
+each log-backed state (stops, locks) against the replay of the log, and
+whether the budget tables can be read (their counters and holds).
 ``repair`` applies missing migrations and grants as the owner, switches the
 trigger on again, and stores the replay in place of a state that differs from
 it (logged as ``state_rebuilt``, and announced: every leashd's mirror reads it
@@ -52,6 +53,20 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
     yield from _acklog(backend.acklog.verify())
     for registry in (backend.stops.registry, backend.locks.registry):
         yield from _examine_state(registry.state, repair=repair, now=now)
+    yield _budget_finding(backend)
+
+
+def _budget_finding(backend) -> Finding:
+    """The budget tables read as the gate and ``leash budget`` read them (every host's holds are there)."""
+    from leash.core.store.pgbudget import BudgetStoreOffline
+
+    try:
+        counters = backend.budget.counters()
+    except BudgetStoreOffline as exc:
+        return Finding("fail", "budget", f"the budget tables cannot be read: {' '.join(str(exc).split())[:300]} "
+                                         "(the gate holds every session while it cannot read the holds)")
+    held = sum(1 for counter in counters if counter.held)
+    return Finding("ok", "budget", f"{len(counters)} cap counters, {held} held")
 
 
 def _roles(backend, repair: bool) -> Iterator[Finding]:

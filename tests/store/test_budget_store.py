@@ -382,3 +382,20 @@ def test_doctor_names_an_unreadable_budget_database(file_backend, home):
     assert (level, subject) == ("fail", "budget.db") and "unreadable" in message
     with pytest.raises(BudgetUnreadable):
         file_backend.budget.counters()
+
+
+def test_doctor_reads_the_shared_budget_tables(postgres_cluster, home):
+    backend = make_backend("postgres", home, url=postgres_cluster.url(postgres_cluster.fresh_schema()))
+    try:
+        with backend.budget.unit(now=NOW) as unit:
+            unit.put_counter(counter(held=True))
+            unit.put_counter(counter(cap="weekly"))
+        assert budget_findings(backend) == [("ok", "budget", "2 cap counters, 1 held")]
+        with backend.db.owner_session() as conn, conn.transaction():
+            conn.execute("ALTER TABLE budget_counters RENAME TO budget_counters_gone")
+        (level, subject, message), = budget_findings(backend)
+        assert (level, subject) == ("fail", "budget") and "cannot be read" in message
+        with pytest.raises(BudgetUnreadable):
+            backend.budget.holds()
+    finally:
+        backend.close()
