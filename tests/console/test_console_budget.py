@@ -198,3 +198,45 @@ async def test_a_limit_that_is_not_a_number_keeps_the_dialog_open_saying_so(budg
         await settle(pilot, app)
         counter = next(c for c in backend_for(home).budget.counters(cap="session-daily") if c.bucket == HELD_SESSION)
         assert counter.held and counter.raised_to is None
+
+
+# ---------------------------------------------------------------- through leashd
+def panel_row(home, cap: str, bucket: str, now: float) -> dict:
+    """The Budget panel's row of ``cap`` for ``bucket``, as the feed reads it."""
+    from leash.console.widgets.budget import add_budget
+
+    view: dict = {"sessions": [], "problems": []}
+    add_budget(view, backend_for(home), now=now)
+    assert not view["problems"], view["problems"]
+    return next(row for row in view["budget"] if row["cap"] == cap and row["bucket"] == bucket)
+
+
+def test_through_leashd_the_raise_is_run_by_the_daemon_as_the_operator(home, daemon):
+    """A console on leashd's operator socket (the separated profile) raises
+    through the daemon's ``cli`` verb: the daemon's home is changed, the
+    source is the peer the kernel names (not what the console says), and a
+    refusal comes back as the command's own error line."""
+    import time
+
+    from leash.console.app_operations import ConsoleOperations
+    from leash.console.errors import Refused
+    from leash.console.screens.confirm import Confirmed
+    from leash.core.base.source import default_source
+    from leash.core.store.remote import RemoteBackend
+
+    now = time.time()
+    with open(home / "config.toml", "a") as config:
+        config.write(budget_config())
+    seed_budget(home, now=now)
+    row = panel_row(home, "session-daily", HELD_SESSION, now)
+    operations = ConsoleOperations(RemoteBackend(str(home / "run" / "operator.sock")), "forged@elsewhere",
+                                   home=home)
+    with pytest.raises(Refused) as refused:
+        operations.ask("raise_cap", row).run(Confirmed(text="too low", values=(("limit", "5"),)))
+    assert "session-daily" in str(refused.value)
+    said = operations.ask("raise_cap", row).run(Confirmed(text="reviewed the refactor", values=(("limit", "12.5"),)))
+    assert said.startswith("raised session-daily")
+    counter = next(c for c in backend_for(home).budget.counters(cap="session-daily") if c.bucket == HELD_SESSION)
+    assert counter.raised_to == 12.5 and not counter.held
+    (line,) = [line for line in backend_for(home).acklog.read() if line.event == "budget_raised"]
+    assert line.source == default_source() and line.reason == "reviewed the refactor"
