@@ -161,13 +161,12 @@ def span(since: float | None, until: float | None, *, placeholder: str = "?") ->
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def totals_sql(by: str, where: str, *, usd: str = "usd_nanos", estimated: str = "MAX(estimated)",
+def totals_sql(by: str, where: str, *, table: str = "spend", estimated: str = "MAX(estimated)",
                sqlite: bool = True) -> str:
-    """The GROUP BY of ``totals`` (``usd``, ``estimated``: the backend's spellings of the sum and the flag)."""
+    """The GROUP BY of ``totals`` (``table``, ``estimated``: the backend's spend table and "any estimated")."""
     tokens = ", ".join(f"SUM({field})" for field in TOKEN_FIELDS)
-    order = totals_order(by).replace("usd_nanos", usd)
-    return (f"SELECT {grouping(by, sqlite=sqlite)} AS key, SUM({usd}), {estimated}, {tokens},"
-            f" COUNT(DISTINCT session_id) FROM spend{where} GROUP BY 1 ORDER BY {order}")
+    return (f"SELECT {grouping(by, sqlite=sqlite)} AS key, SUM(usd_nanos), {estimated}, {tokens},"
+            f" COUNT(DISTINCT session_id) FROM {table}{where} GROUP BY 1 ORDER BY {totals_order(by)}")
 
 
 def holds_of(data: object, path: str) -> list[BudgetCounterRecord]:
@@ -335,6 +334,8 @@ class FileBudget:
                         if statement.strip():
                             connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            if version == 0 and not os.path.lexists(self.holds_path):
+                self._mirror_now(connection)  # a gate reading holds never needs to open a new database
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
@@ -423,11 +424,19 @@ class FileBudget:
             return []
         return self.rebuild_mirror()
 
+    def _mirror_now(self, connection: sqlite3.Connection) -> list[BudgetCounterRecord]:
+        """Mirror the held rows as ``connection`` (holding the write lock) reads them."""
+        from leash.core.base.statefile import locked
+
+        held = held_rows(connection)
+        with locked(self.holds_path):
+            self.write_mirror(held)
+        return held
+
     def rebuild_mirror(self) -> list[BudgetCounterRecord]:
         """The held rows of budget.db, mirrored again (under the write lock, so no unit's mirror is lost)."""
         import sqlite3
 
-        from leash.core.base.statefile import locked
 
         connection = self.connect()
         if connection is None:
@@ -435,9 +444,7 @@ class FileBudget:
         try:
             connection.execute("BEGIN IMMEDIATE")
             try:
-                held = held_rows(connection)
-                with locked(self.holds_path):
-                    self.write_mirror(held)
+                held = self._mirror_now(connection)
             finally:
                 connection.execute("ROLLBACK")
         except sqlite3.Error as exc:

@@ -211,6 +211,8 @@ def die_at_the_mirror(home, *, released: float | None) -> None:
 
 
 def test_a_hold_is_mirrored_before_its_commit(file_backend, home):
+    with file_backend.budget.unit(now=NOW):
+        pass  # budget.db made, and its empty mirror with it
     die_at_the_mirror(home, released=None)
     store = file_backend.budget
     assert store.counters() == []  # the unit never committed
@@ -231,6 +233,10 @@ HOLDS_READER = ("import sys; from leash.core.store.files import FileBackend; "
 
 
 def test_the_gate_reads_holds_without_sqlite(file_backend, home):
+    with file_backend.budget.unit(now=NOW) as unit:  # a new budget.db, and no hold ever
+        unit.charge(spend(T0))
+    read = subprocess.run([sys.executable, "-c", HOLDS_READER, str(home)], capture_output=True, text=True)
+    assert read.stdout.split() == ["[]", "False"], read.stderr
     with file_backend.budget.unit(now=NOW) as unit:
         unit.put_counter(counter(held=True))
     read = subprocess.run([sys.executable, "-c", HOLDS_READER, str(home)], capture_output=True, text=True)
