@@ -143,6 +143,21 @@ def test_a_unit_that_raises_writes_nothing(budget_backend):
     assert store.spend() == [] and store.counters() == [] and store.holds() == []
 
 
+def test_the_runtime_role_may_write_and_read_the_budget_tables(postgres_cluster, home):
+    runtime, owner = postgres_cluster.two_roles()
+    backend = make_backend("postgres", home, url=runtime, owner_url=owner)
+    try:
+        with backend.budget.unit(now=NOW) as unit:
+            assert unit.counter("daily", "fleet", "d") is None  # the placeholder: insert and delete
+            unit.charge(spend(T0))
+            unit.set_meter("s1", "gemini", {"cursor": 1})
+            unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-5h", used_percent=1.0)))
+            unit.put_counter(counter(held=True))
+        assert [c.cap for c in backend.budget.holds()] == ["daily"] and backend.budget.meters()
+    finally:
+        backend.close()
+
+
 # ------------------------------------------------------------------ holds
 def test_holds_are_the_held_counters(budget_backend):
     store = budget_backend.budget
