@@ -237,7 +237,8 @@ def _check_budget(backend, repair: bool) -> Iterator[Finding]:
     holds, or lets through one a cap holds; repair writes it again from the
     database. An unreadable budget.db is left to the operator (its spend and
     holds are nowhere else; the gate still reads the mirror)."""
-    from leash.core.store.budget import DB_NAME, HOLDS_NAME, BudgetUnreadable, counter_key, held_rows
+    from leash.core.store.budget import DB_NAME, HOLDS_NAME, BudgetUnreadable, held_rows
+    from leash.core.store.budgetrows import counter_key
 
     store = backend.budget
     try:

@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
-from leash.core.store.budget import (
+from leash.core.store.budget import BudgetUnreadable
+from leash.core.store.budgetrows import (
     COUNTER_COLUMNS,
     HELD,
     SPEND_COLUMNS,
     TOKEN_FIELDS,
-    BudgetUnreadable,
     counter_of,
     counter_values,
     span,
