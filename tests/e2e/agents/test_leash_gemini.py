@@ -323,7 +323,7 @@ def test_a_home_that_is_a_file_from_the_start_refuses_the_prompt(rig):
 # ------------------------------------------------------------------ 6. --check
 def test_check_sees_hooks_switched_off_and_gemini_then_runs_none(rig):
     checked = rig.install("--check")
-    assert "5 leash hooks wired, enabled, folder trusted" in checked.stdout, checked.stdout
+    assert "7 leash hooks wired, enabled, folder trusted" in checked.stdout, checked.stdout
 
     settings = rig.settings()
     settings["hooksConfig"]["enabled"] = False
