@@ -198,13 +198,16 @@ TABLE = [
     # uncertainty_scale
     ("uncertainty_scale", seed(uncertainty_score=7), None, True, "Uncertainty 7/10", None),
     ("uncertainty_scale", seed(uncertainty_score=6), None, False, "", None),
+    # budget: a call carries no spend (the gate records it from the budget store: tests/hook/test_budget_hold.py)
+    ("budget", seed(commands=["make test"]), None, False, "", None),
 ]
 
 
 def test_table_covers_every_condition_both_ways():
     fires = {row[0] for row in TABLE if row[3]}
     quiet = {row[0] for row in TABLE if not row[3]}
-    assert fires == ALL_CONDITIONS - {"unknown_dependencies"}  # its firing cases need real files, below
+    # unknown_dependencies' firing cases need real files (below); budget's, a held budget counter
+    assert fires == ALL_CONDITIONS - {"unknown_dependencies", "budget"}
     assert quiet == ALL_CONDITIONS
 
 
