@@ -102,8 +102,6 @@ def covering(holds: Iterable, caps: Iterable[Mapping], accounts: Mapping[str, Ma
                 found = None
             if found is not None and found == hold.bucket:
                 return hold, cap
-            if scope != "session":
-                break  # the other scopes do not depend on the session's id
     return None
 
 

@@ -17,6 +17,8 @@ import sys
 import pytest
 
 from leash.core.hook.hooks import answer
+from leash.core.state.lineage import BY_TRANSCRIPT
+from leash.core.state.sessions import SessionRegistry
 from leash.core.store.files import FileBackend
 from leash.core.store.records import BudgetCounterRecord
 
@@ -29,6 +31,7 @@ SESSION = "9b2e0d1e-0000-4000-8000-00000000b0d9"
 HOST = "web1"
 FLEET_CAP = '[[budget.cap]]\nname = "daily"\nscope = "fleet"\nperiod = "day"\nlimit_usd = 10\n'
 ENTITY_CAP = '[[budget.cap]]\nname = "per-agent"\nscope = "entity"\nperiod = "day"\nlimit_usd = 5\n'
+SESSION_CAP = '[[budget.cap]]\nname = "per-session"\nscope = "session"\nperiod = "total"\nlimit_usd = 2\n'
 WINDOW_CAP = ('[[budget.cap]]\nname = "window"\nscope = "fleet"\nperiod = "window-5h"\nlimit_percent = 80\n')
 FIGURE = "$10.42 of $10.00 spent (fleet, 2026-11-28)"
 READ = {"session_id": SESSION, "hook_event_name": "PreToolUse", "tool_name": "Read",
@@ -122,6 +125,15 @@ def test_only_the_sessions_of_the_held_bucket_are_held(home):
     other = bash("other-session")
     assert call(home, "pre-tool-use", other, env={"LEASH_ENTITY": "mabel"}) == ("", "", 0)
     assert call(home, "post-tool-batch", {"session_id": "other-session"}) == ("", "", 0)
+
+
+def test_a_fork_of_a_session_held_by_a_session_cap_is_held_too(home):
+    configure(home, SESSION_CAP)
+    place_hold(home, "per-session", SESSION, used=2.5)
+    SessionRegistry(str(home)).observe("fork-of-it", now=NOW, parent=SESSION, parent_by=BY_TRANSCRIPT)
+    reason = denied_reason(call(home, "pre-tool-use", bash("fork-of-it"))[0])
+    assert "budget cap 'per-session' is reached: $2.50 of $2.00 spent" in reason
+    assert call(home, "pre-tool-use", bash("unrelated")) == ("", "", 0)
 
 
 def test_a_hold_of_a_cap_no_longer_configured_holds_nobody(home):
