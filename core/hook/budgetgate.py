@@ -11,6 +11,9 @@ way. Imported by the gate only while a counter is held.
 """
 from __future__ import annotations
 
+import os
+
+from leash.core.base.statefile import locked
 from leash.core.policy import budgethold
 from leash.core.state.halts.store import HaltStoreUnavailable
 from leash.core.state.loghead import HeadMismatch
@@ -21,6 +24,7 @@ BUDGET_CONDITION = "budget"
 BUDGET_HALT_TYPE = "execution"
 BUDGET_SEVERITY = "high"
 PENDING_READ = 1000  # a session's pending halts read to find its budget halt
+RECORDING_LOCK = "budget-halt"  # (its flock: budget-halt.lock in the home)
 
 
 def held_by(gate, session_id: str, record: dict, holds: list, budget: dict, *, now: float | None) -> str | None:
@@ -35,7 +39,7 @@ def held_by(gate, session_id: str, record: dict, holds: list, budget: dict, *, n
     if condition is not None and not condition.get("enabled", True):
         return None  # the operator switched the condition off: caps warn, never hold
     hold, cap = found
-    record_halt(gate.backend, session_id, hold, cap, condition, now=now)
+    record_halt(gate.backend, gate.home, session_id, hold, cap, condition, now=now)
     return budgethold.refusal(hold, cap)
 
 
@@ -59,20 +63,24 @@ def budget_condition(backend) -> dict | None:
     return next((row for row in rows if row.get("condition_name") == BUDGET_CONDITION), None)
 
 
-def record_halt(backend, session_id: str, hold, cap: dict, condition: dict | None, *, now: float | None) -> None:
+def record_halt(backend, home: str, session_id: str, hold, cap: dict, condition: dict | None, *,
+                now: float | None) -> None:
     """One ``budget`` halt per session and cap (its ``task_id``: ``budget:CAP``):
     recorded unless one of the same cap is still pending."""
     task = f"{BUDGET_CONDITION}:{hold.cap}"
     settings = condition or {}
     try:
-        pending = backend.halts.listing({"session_token": session_id, "pending": True, "limit": PENDING_READ},
-                                        now=now)["halts"]
-        if any(h.get("condition_name") == BUDGET_CONDITION and h.get("task_id") == task for h in pending):
-            return
-        backend.halts.record({"session_token": session_id, "task_id": task, "condition_name": BUDGET_CONDITION,
-                              "halt_type": settings.get("halt_type") or BUDGET_HALT_TYPE,
-                              "severity": settings.get("severity") or BUDGET_SEVERITY,
-                              "description": budgethold.halt_description(hold, cap),
-                              "context": budgethold.halt_context(hold, cap)}, now=now)
+        # A batch of parallel calls asks at once: one of them records, in turn
+        # (a session's hooks all run on its host, so a lock in the home suffices).
+        with locked(os.path.join(home, RECORDING_LOCK)):
+            pending = backend.halts.listing({"session_token": session_id, "pending": True, "limit": PENDING_READ},
+                                            now=now)["halts"]
+            if any(h.get("condition_name") == BUDGET_CONDITION and h.get("task_id") == task for h in pending):
+                return
+            backend.halts.record({"session_token": session_id, "task_id": task, "condition_name": BUDGET_CONDITION,
+                                  "halt_type": settings.get("halt_type") or BUDGET_HALT_TYPE,
+                                  "severity": settings.get("severity") or BUDGET_SEVERITY,
+                                  "description": budgethold.halt_description(hold, cap),
+                                  "context": budgethold.halt_context(hold, cap)}, now=now)
     except (HaltStoreUnavailable, HeadMismatch, OSError):
         pass  # recorded at a later call; a full disk must not turn the deny into an allow

@@ -183,6 +183,17 @@ def test_the_budget_halt_is_recorded_once_and_listed(home, cli):
         {"cap": "daily", "bucket": "fleet", "period": "2026-11-28", "used": 10.42, "limit": 10.0}
 
 
+def test_a_batch_of_parallel_calls_records_one_budget_halt(home, cli):
+    """Claude Code runs a batch's hooks at once: each is denied, one records."""
+    configure(home, FLEET_CAP)
+    place_hold(home)
+    running = [hook("pre-tool-use", bash(command=f"echo {n}"), background=True) for n in range(6)]
+    answers = [proc.communicate(timeout=60)[0] for proc in running]
+    assert all(b"budget cap 'daily' is reached" in out for out in answers), answers
+    halts = json.loads(cli("halts", "list", "--json").out)["halts"]
+    assert [h["condition_name"] for h in halts] == ["budget"]
+
+
 def test_halts_config_lists_budget_and_switched_off_caps_never_hold(home, cli):
     configure(home, FLEET_CAP)
     place_hold(home)
