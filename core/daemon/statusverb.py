@@ -81,11 +81,16 @@ class StatusVerb:
         holds = self.backend.budget.holds()
         if not holds:
             return []
+        from leash.core.base.config import host_name
+        from leash.core.state.sessions import host_of
+
         budget = config.get("budget") or {}
         sessions = self.backend.sessions
         record = sessions.get(session_id)
-        entity = (record.entity if record is not None else None) or ""
-        host = (record.host if record is not None else None) or sessions.host
+        known = record.as_dict() if record is not None else {}
+        entity = str(known.get("entity") or "")
+        # Named as the gate and the meter name it: the record's, the store's, this machine's.
+        host = host_of(known) or sessions.host or host_name(self.home)
         ids = [session_id, *sessions.lineage(session_id)]
         return sorted({hold.cap for hold in holds
                        if covering([hold], budget.get("cap", []), budget.get("accounts", {}), session_ids=ids,
