@@ -22,6 +22,7 @@ from leash.core.state.sessions import SessionRegistry
 from leash.core.store.files import FileBackend
 from leash.core.store.records import BudgetCounterRecord
 
+from ..support.backends import make_backend
 from ..support.checkout import ROOT, leash_argv
 from ..support.thin_hook import decision, hook
 
@@ -233,6 +234,31 @@ def test_codex_pre_tool_use_and_prompt_are_refused_with_exit_2(home):
     assert (out, code) == ("", 2) and FIGURE in err
     out, err, code = call(home, "codex-user-prompt-submit", {"session_id": SESSION, "prompt": "go", "cwd": "/"})
     assert (out, code) == ("", 2) and FIGURE in err
+
+
+def test_on_the_shared_store_the_hold_and_its_halt_are_the_databases(home, postgres_cluster):
+    """leashd on PostgreSQL: the gate reads the holds from the shared tables and
+    records the budget halt there (host h1 names the sessions' entity buckets)."""
+    configure(home, ENTITY_CAP)
+    backend = make_backend("postgres", home, url=postgres_cluster.url(postgres_cluster.fresh_schema()))
+    try:
+        counter = BudgetCounterRecord.of(dict(
+            cap="per-agent", bucket="h1/ezra", period="2026-11-28", period_end=DAY_END, unit="usd", used=6.0,
+            estimated=False, raised_to=None, warned=[], held_since=NOW, held_use=6.0, released_at=None,
+            released_by=None, updated_at=NOW))
+        with backend.budget.unit(now=NOW) as unit_of_work:
+            unit_of_work.put_counter(counter)
+        said = answer("pre-tool-use", json.dumps(bash()).encode(), home=str(home), env={"LEASH_ENTITY": "ezra"},
+                      now=NOW, backend=backend)
+        assert "budget cap 'per-agent' is reached: $6.00 of $5.00 spent (h1/ezra, 2026-11-28)" in denied_reason(said[0])
+        other = answer("pre-tool-use", json.dumps(bash("s2")).encode(), home=str(home), env={"LEASH_ENTITY": "mabel"},
+                       now=NOW, backend=backend)
+        assert other == ("", "", 0)
+        halts = backend.halts.listing({"pending": True}, now=NOW)["halts"]
+        assert [(h["condition_name"], h["session_id"], h["task_id"]) for h in halts] == \
+            [("budget", SESSION, "budget:per-agent")]
+    finally:
+        backend.close()
 
 
 # ------------------------------------------------------------------ processes
