@@ -304,7 +304,7 @@ async def test_a_toast_never_covers_a_dialogs_buttons(console_app, home):
 KEY_COLUMNS = {"sessions": ("name", "state"), "halts": ("severity", "condition", "session", "age"),
                "warrants": ("target", "state", "attempt"), "locks": ("entity", "left", "source"),
                "loops": ("name", "boots", "window", "tripped"), "acklog": ("seq", "time", "event"),
-               "approvals": ("session", "tool", "age", "left")}
+               "approvals": ("session", "tool", "age", "left"), "budget": ("cap", "bucket", "used", "percent")}
 
 
 @pytest.mark.parametrize("size", [SMALL, MIDDLE, LARGE], ids=lambda size: f"{size[0]}x{size[1]}")
