@@ -180,7 +180,7 @@ async def test_a_raise_the_core_refuses_is_said_and_the_hold_stays(budget_app, h
         await settle(pilot, app)
         assert "Raise cap session-daily?" not in screen_text(app)  # the dialog closed; a toast says why
         said = " ".join(str(n.message) for n in app._notifications)
-        assert "session-daily" in said or "above" in said or "5" in said, said
+        assert f"cap session-daily ({HELD_SESSION}): 5 is not above its use" in said, said
         counter = next(c for c in backend_for(home).budget.counters(cap="session-daily") if c.bucket == HELD_SESSION)
         assert counter.held and counter.raised_to is None
         assert not [line for line in backend_for(home).acklog.read() if line.event == "budget_raised"]
