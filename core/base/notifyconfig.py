@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # The [[notify.route]] tables: each entry's keys and defaults, then what its kind needs.
 SEVERITY_ORDER = ("low", "medium", "high", "critical")  # core.halts.store.SEVERITIES, lowest first
-NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline")
+NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline", "budget")
 ROUTE_KINDS = ("webhook", "ntfy", "slack", "command", "desktop")
 ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list[str]", "min_severity": "str",
                "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str"}

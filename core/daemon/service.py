@@ -1,4 +1,4 @@
-"""``leash daemon``: the two sockets, the warm hook, the kennel, the change feed.
+"""``leash daemon``: the two sockets, the warm hook, the kennel, the change feed, the spend meter.
 
 One daemon per home: it holds ``<home>/run/leashd.lock`` (flock) for its whole
 life, so a second one refuses to start with one line. Its sockets are created
@@ -142,7 +142,10 @@ class Daemon:
         self.agents = KnownAgents()  # the agent CLI processes whose hooks this daemon answered
         self.agent_refusals = RefusalLog(self._append_operator_refusal)
         self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
-        self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self.desk.seen_hook)
+        from leash.core.daemon.meter import Meter
+
+        self.meter = Meter(self.home, self.backend, say=self.say, clock=clock)
+        self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self._seen_hook)
         # The status line runs as the agent's child, as a hook does: the same owners of sessions.
         self.status = StatusVerb(self.home, self.backend, self.hooks.owners, refuse=self._log_refusal, clock=clock)
         self._lock_fd: int | None = None
@@ -171,6 +174,7 @@ class Daemon:
             self._start_kennel()
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
         self._start_desk()
+        self.meter.start()
         self._start_notifier()
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
@@ -204,6 +208,7 @@ class Daemon:
             except OSError:
                 pass
         self.feed.close()
+        self.meter.close()
         if self.notifier is not None:
             self.notifier.close()
         if self.kennel is not None:
@@ -240,6 +245,11 @@ class Daemon:
         import leash.core.hook.replyguard  # noqa: F401
         import leash.core.policy.shellread  # noqa: F401
         import leash.core.state.halts.api  # noqa: F401
+
+    def _seen_hook(self, event: str, payload: dict) -> None:
+        """A session's hook, once answered: the approval desk and the spend meter learn from it."""
+        self.desk.seen_hook(event, payload)
+        self.meter.seen_hook(event, payload)
 
     def _start_kennel(self) -> None:
         import asyncio

@@ -5,7 +5,8 @@ waits for an answer), ``waiting`` (a session has waited for input longer than
 ``[notify] waiting_after_s``), ``halt`` (a pending halt), ``warrant`` (one
 finished: executed, undelivered, pardoned), ``breaker`` (a restart-loop
 breaker tripped), ``offline`` (the shared store, or another host's leashd,
-gone); ``summary`` and ``test`` are the notifier's own.
+gone), ``budget`` (a spend cap's warn point crossed, a cap reached and its
+sessions held, a meter silent while its session works); ``summary`` and ``test`` are the notifier's own.
 
 An event's ``id`` names the occurrence, so a route sends it once: a halt's id,
 an approval's id, a session's wait by the time it began. A *lasting* event
@@ -40,7 +41,8 @@ BODY_LIMIT = 1000
 FIELD_LIMIT = 200  # session, host, id
 MASK_WINDOW = 4  # mask this many times the limit: what is cut later is never shown, a secret inside it is
 REMINDED_KINDS = frozenset({"approval", "halt"})
-KIND_SEVERITY = {"approval": "high", "waiting": "medium", "breaker": "high", "offline": "critical", "test": "low"}
+KIND_SEVERITY = {"approval": "high", "waiting": "medium", "breaker": "high", "offline": "critical", "test": "low",
+                 "budget": "high"}
 WARRANT_OUTCOMES = {"warrant_executed": ("executed", "high"), "warrant_undelivered": ("undelivered", "high"),
                     "warrant_pardoned": ("pardoned", "low")}
 
@@ -151,6 +153,23 @@ def breaker_event(line, *, host: str, now: float) -> Event:
     return Event("breaker", f"breaker:{line.get('seq')}:{str(line.get('hash') or '')[:12]}",
                  title=f"restart-loop breaker {name} tripped", body=line.get("reason") or "", host=host,
                  time=moment(line.get("timestamp"), now))
+
+
+BUDGET_SEVERITY = {"budget_hold": "critical", "budget_warn": "high", "budget_stale": "high"}
+
+
+def budget_event(line, *, host: str, now: float) -> Event | None:
+    """A spend cap's news from its ack-log line (``core.state.budget``); None for other lines."""
+    event = line.get("event") or ""
+    if event not in BUDGET_SEVERITY:
+        return None
+    cap, bucket = line.get("cap") or "?", line.get("bucket") or "?"
+    titles = {"budget_hold": f"spend cap {cap} reached: {bucket} held",
+              "budget_warn": f"spend cap {cap} at {float(line.get('point') or 0):.0%} ({bucket})",
+              "budget_stale": f"spend cap {cap}: {line.get('session_id') or '?'}'s meter is silent"}
+    return Event("budget", f"budget:{line.get('seq')}:{str(line.get('hash') or '')[:12]}", title=titles[event],
+                 body=line.get("reason") or "", session=line.get("session_id") or "", host=host,
+                 severity=BUDGET_SEVERITY[event], time=moment(line.get("timestamp"), now))
 
 
 def store_offline_event(*, host: str, down_seconds: float, lost_at: float, now: float) -> Event:

@@ -10,9 +10,9 @@ One reading reads every source through the backend's protocols:
   (``pending()``, ``core.approvals.store``), or the source given (an
   ``ApprovalSource``'s ``waiting(now=)``); each is sent once and reminded
   every ``remind_after_s`` while it waits;
-* ``warrant`` and ``breaker``: the ack log's last ``LOG_TAIL_LINES`` lines
+* ``warrant``, ``breaker`` and ``budget``: the ack log's last ``LOG_TAIL_LINES`` lines
   (cheap on both backends, and read again only when the last line moved):
-  finished warrants and ``loop_tripped`` lines no older than
+  finished warrants, ``loop_tripped`` and ``budget_warn``/``budget_hold``/``budget_stale`` lines no older than
   ``ONE_OFF_HORIZON_SECONDS`` nor than the notifier's first run;
 * ``offline``: the shared store unreachable past its grace (leashd's mirror),
   and other hosts whose kennel heartbeat is ``HOST_GONE_SECONDS`` old and not
@@ -32,6 +32,7 @@ from leash.core.notify.events import (
     Event,
     approval_event,
     breaker_event,
+    budget_event,
     halt_event,
     host_offline_event,
     moment,
@@ -51,7 +52,8 @@ LOG_TAIL_LINES = 500
 ONE_OFF_HORIZON_SECONDS = 900.0  # a warrant or breaker line older than this is history, not news
 HOST_GONE_SECONDS = 30.0  # a kennel heartbeat this old (and not stopped) is a host gone
 WAITING_STATUSES = (STATUS_WAITING_INPUT,)
-LOG_EVENTS = frozenset({"warrant_executed", "warrant_undelivered", "warrant_pardoned", "loop_tripped"})
+LOG_EVENTS = frozenset({"warrant_executed", "warrant_undelivered", "warrant_pardoned", "loop_tripped",
+                        "budget_warn", "budget_hold", "budget_stale"})
 
 
 class Gatherer:
@@ -75,7 +77,7 @@ class Gatherer:
         read: set[str] = set()
         self.fresh = {}
         for kinds, source in ((("waiting",), self._waiting), (("halt",), self._halts),
-                              (("approval",), self._approvals), (("warrant", "breaker"), self._log),
+                              (("approval",), self._approvals), (("warrant", "breaker", "budget"), self._log),
                               (("offline",), self._offline)):
             try:
                 found, complete = source(now)
@@ -152,6 +154,11 @@ class Gatherer:
             key = ("log", line.get("seq"), line.get("hash"))
             if event == "loop_tripped":
                 found.append(self._made(key, lambda li=line: breaker_event(li, host=self.host, now=now)))
+            elif str(event).startswith("budget_"):
+                made = self.made.get(key) or budget_event(line, host=self.host, now=now)
+                if made is not None:
+                    self.fresh[key] = made
+                    found.append(made)
             else:
                 made = self.made.get(key) or warrant_event(line, host=self.host, now=now)
                 if made is not None:
