@@ -11,6 +11,12 @@
     with the message keys the cursor keeps (copied and made a set per read,
     at most ``MAX_SEEN``, 20,000: under a millisecond).
 
+(3) leashd's added time per hook with metering on: a PostToolUse answered
+    by leashd's hook verb (``HookVerb.reply``, in process, a real home) with
+    the spend meter told of it (``Meter.seen_hook``: the only part on the
+    hook's path; the reading runs in the meter's own thread) and without;
+    the medians, p99s and their difference (target: at most 50 us median).
+
 Prints figures only; asserts nothing. Run: ``.venv/bin/python bench/budget.py``.
 ``--smoke``: a 4 MiB file and a few appends (about a second): it shows the
 bench works, its figures mean nothing.
@@ -116,6 +122,58 @@ def incremental(path: Path, writer: Writer, appends: int) -> None:
               f"{counted} messages, file {path.stat().st_size / 1e6:.0f} MB")
 
 
+def hook_overhead(folder: Path, calls: int) -> None:
+    """(3): HookVerb.reply for one PostToolUse, with and without the meter told, in turn."""
+    import os
+
+    from leash.core.daemon.hookverb import HookVerb
+    from leash.core.daemon.meter import Meter
+    from leash.core.daemon.peers import Peer
+    from leash.core.store.files import FileBackend
+
+    home = folder / "home"
+    home.mkdir(mode=0o700)
+    backend = FileBackend(str(home))
+    meter = Meter(str(home), backend)  # not started: its queue only fills, as the hook's side does
+    peer = Peer(os.getpid(), os.getuid(), os.getgid())
+
+    class Agents:
+        def learn_from_hook(self, *args, **kwargs) -> None:
+            pass
+
+    metered = HookVerb(str(home), backend, Agents(), refuse=lambda *a, **k: None, seen=meter.seen_hook)
+    bare = HookVerb(str(home), backend, Agents(), refuse=lambda *a, **k: None, seen=None)
+    payload = json.dumps({"session_id": "bench", "transcript_path": str(folder / "session.jsonl"), "cwd": str(home),
+                          "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
+                          "tool_response": {"stdout": "a\nb\n"}})
+    request = {"verb": "hook", "event": "post-tool-use", "payload": payload, "env": {}}
+    samples: dict[str, list[float]] = {"on": [], "off": []}
+    for verb in (metered, bare):  # warm
+        verb.reply(request, peer)
+    for _ in range(calls):
+        for name, verb in (("on", metered), ("off", bare)):
+            started = time.perf_counter()
+            verb.reply(request, peer)
+            samples[name].append(time.perf_counter() - started)
+            meter.sessions.clear()
+    on, off = (sorted(samples[k]) for k in ("on", "off"))
+    p99 = max(0, int(len(on) * 0.99) - 1)
+    print(f"(3) leashd's hook with metering on, n={calls}: median {statistics.median(on) * 1e6:.0f} us "
+          f"(p99 {on[p99] * 1e6:.0f}), off {statistics.median(off) * 1e6:.0f} us (p99 {off[p99] * 1e6:.0f}); "
+          f"added {(statistics.median(on) - statistics.median(off)) * 1e6:+.1f} us median (target <= 50)")
+    parsed = json.loads(payload)
+    alone = []
+    for _ in range(calls * 20):
+        started = time.perf_counter()
+        meter.seen_hook("post-tool-use", parsed)
+        alone.append(time.perf_counter() - started)
+        meter.sessions.clear()
+    print(f"    the meter's part alone (Meter.seen_hook), n={len(alone)}: "
+          f"median {statistics.median(alone) * 1e6:.2f} us "
+          f"(the rest of the difference above is the two runs' noise)")
+    backend.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="the smallest form: shows the bench runs")
@@ -130,6 +188,7 @@ def main() -> int:
               f"written in {time.perf_counter() - started:.1f} s")
         first_read(path)
         incremental(path, writer, appends)
+        hook_overhead(Path(folder), 50 if options.smoke else 2000)
     return 0
 
 
