@@ -83,12 +83,35 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
     from leash.core.notify.state import findings as notify_findings
 
     yield from notify_findings(str(home), backend=backend, now=now)  # the routes' health, who sends
+    if backend is not False:
+        yield from _meter_findings(backend)
     yield from _tmux_findings(str(home), backend)
     from leash.core.hook.install import doctor_findings
     from leash.core.hook.wiring import home_findings
 
     for level, subject, message in doctor_findings() + home_findings(str(home)):
         yield Finding(level, subject, message)
+
+
+METER_FILES_NAMED = 10  # files with unreadable usage lines named one by one; the rest counted
+
+
+def _meter_findings(backend) -> Iterator[Finding]:
+    """The spend meter's unreadable lines, once per file (``core.state.budget``
+    skips them and counts them in the file's meter state)."""
+    try:
+        meters = backend.budget.meters()
+    except Exception as exc:  # the store's own findings say why it cannot be read
+        yield Finding("warn", "budget meter", f"not read: {exc}")
+        return
+    skipped = [(int(state.get("skipped") or 0), source, session) for session, sources in meters.items()
+               for source, state in sources.items() if int(state.get("skipped") or 0) > 0]
+    for count, source, session in sorted(skipped, reverse=True)[:METER_FILES_NAMED]:
+        yield Finding("warn", "budget meter", f"{count} line(s) of {source} (session {session}) hold no usage "
+                                              "leash can read; skipped, the rest counted")
+    if len(skipped) > METER_FILES_NAMED:
+        yield Finding("warn", "budget meter", f"and {len(skipped) - METER_FILES_NAMED} more files with unreadable "
+                                              "usage lines")
 
 
 def _config_findings(home: Path) -> Iterator[Finding]:

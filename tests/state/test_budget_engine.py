@@ -242,3 +242,14 @@ def test_gemini_responses_are_charged_once_each(backend):
     engine.meter_gemini(backend, "g", payload, config=config(), now=NOW + 1)  # the same response again
     expected = float(price(TokenUsage("gemini", "gemini-2.5-pro", 1000, 100), when=NOW).usd)
     assert first.usd == pytest.approx(expected) and spent(backend) == pytest.approx(expected)
+
+
+def test_unreadable_usage_lines_are_skipped_counted_and_named_by_doctor(backend, session):
+    from leash.core.views.doctor import examine
+
+    with session.open("ab") as handle:
+        handle.write(b'{"type": "assistant", "message": {"usage": {"input_tokens": "lots"}}}\n')
+    engine.meter_session(backend, "s1", config=config(), now=NOW)
+    assert spent(backend) == pytest.approx(float(table_price(session)), rel=1e-6)  # the rest is counted
+    said = [f.message for f in examine(backend=backend) if f.subject == "budget meter"]
+    assert said == [f"1 line(s) of {session} (session s1) hold no usage leash can read; skipped, the rest counted"]
