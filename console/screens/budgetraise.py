@@ -4,7 +4,7 @@ It is the confirmation dialog every state change goes through
 (``screens.confirm``): it opens with the cursor in the new limit's field,
 then the reason (Enter moves on; ctrl+y confirms, escape cancels). Its body
 says the cap's figure and whether it holds sessions now. Confirmed, it calls
-the core's ``raise_cap`` (``core.state.budget``) with the operator as the
+the core's ``raise_cap`` (``core.views.metering``) with the operator as the
 source, for the row's bucket only: the raise is logged, the holds it covers
 are lifted and their ``budget`` halts acknowledged, all by the core. Against
 a leashd (the separated profile, or a console that goes through a running
@@ -112,7 +112,7 @@ def raise_ask(backend, row: dict, *, source: str, home, clock: Callable[[], floa
                 raise Refused(shown(said[-1] if said else f"leash budget raise exited {code}", REFUSAL_LIMIT))
             return f"raised {shown(cap)} to {figure(to, unit)}"
         from leash.core.base.config import load_config
-        from leash.core.state.budget import raise_cap
+        from leash.core.views.metering import raise_cap
 
         try:
             raise_cap(backend, cap, to=to, reason=confirmed.text, source=source, config=load_config(home),

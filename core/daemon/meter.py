@@ -2,7 +2,7 @@
 
 A hook that shows spend may have happened (a tool call done, a turn ended, a
 prompt, Gemini CLI's model response) only names its session to ``seen``; a
-thread of its own meters the named sessions (``core.state.budget``), each
+thread of its own meters the named sessions (``core.views.metering``), each
 once however many of its hooks came meanwhile, so the hook's answer waits for
 nothing. Every ``METER_EVERY_SECONDS`` it also meters the sessions that are
 working (spend a long tool call's model made) and runs ``tick`` (resets,
@@ -106,7 +106,7 @@ class Meter:
         """Meter ``sessions`` and ``payloads`` now; with ``whole_round``, the
         working sessions too, then ``tick``."""
         from leash.core.base.config import load_config
-        from leash.core.state import budget
+        from leash.core.views import metering as budget
 
         try:
             config = load_config(self.home)

@@ -159,7 +159,7 @@ BUDGET_SEVERITY = {"budget_hold": "critical", "budget_warn": "high", "budget_sta
 
 
 def budget_event(line, *, host: str, now: float) -> Event | None:
-    """A spend cap's news from its ack-log line (``core.state.budget``); None for other lines."""
+    """A spend cap's news from its ack-log line (``core.views.metering``); None for other lines."""
     event = line.get("event") or ""
     if event not in BUDGET_SEVERITY:
         return None

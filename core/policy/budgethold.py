@@ -1,6 +1,6 @@
 """Which reached spend cap holds a session, and what the agent is told.
 
-A cap that is reached (``core.state.budget``) leaves a held counter in the
+A cap that is reached (``core.views.metering``) leaves a held counter in the
 budget store: one per (cap, bucket, period). The gate reads the held counters
 (``backend.budget.holds()``) and asks ``covering`` whether one of them covers
 the session it judges: the counter's cap is still configured and the

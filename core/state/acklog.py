@@ -69,7 +69,7 @@ EVENTS = (
     "operator_refused",  # an operator request from below an agent's process (core.daemon.agents)
     # An agent's call waiting for an operator, and how it ended (core.approvals.store).
     "approval_requested", "approval_allowed", "approval_denied", "approval_timeout", "approval_withdrawn",
-    # Spend caps (core.state.budget): a warn point crossed, a hold, a raise, a window's reset, a silent meter.
+    # Spend caps (core.views.metering): a warn point crossed, a hold, a raise, a window's reset, a silent meter.
     "budget_warn", "budget_hold", "budget_raised", "budget_reset", "budget_stale",
 )
 RESERVED_KEYS = HEAD_KEYS + CHAIN_KEYS + (MAC_KEY,)  # no extra key of a line may take these names

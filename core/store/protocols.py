@@ -327,7 +327,7 @@ class ApprovalStore(Protocol):
 
 
 class BudgetUnit(Protocol):
-    """One step on the budget store (``core.state.budget`` charges, holds,
+    """One step on the budget store (``core.views.metering`` charges, holds,
     raises and releases through it): what it reads and writes lands together
     at its end, or not at all when it raises. A shared store locks each
     counter row ``counter`` reads until the step ends, so two hosts adding to
@@ -359,7 +359,7 @@ class BudgetUnit(Protocol):
 
 
 class BudgetStore(Protocol):
-    """Spend, cap counters, holds and subscription windows (``core.state.budget``
+    """Spend, cap counters, holds and subscription windows (``core.views.metering``
     writes; the gate reads ``holds``; ``leash costs``, ``leash budget`` and the
     console read the rest). Failure: ``BudgetUnreadable`` (``core.store.budget``)
     when the store cannot be read; ``holds`` raises it rather than answering

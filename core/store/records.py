@@ -272,7 +272,7 @@ class ApprovalRecord(Record):
 
 
 class BudgetCounterRecord(Record):
-    """One cap's figure for one bucket and one period (``core.state.budget``):
+    """One cap's figure for one bucket and one period (``core.views.metering``):
     ``cap`` its name, ``bucket`` the session id, ``HOST/entity``, host,
     ``fleet`` or account it counts (``core.policy.caps.bucket``), ``period``
     the period's key (``core.policy.caps.Period.key``) and ``period_end`` its

@@ -97,7 +97,7 @@ METER_FILES_NAMED = 10  # files with unreadable usage lines named one by one; th
 
 
 def _meter_findings(backend) -> Iterator[Finding]:
-    """The spend meter's unreadable lines, once per file (``core.state.budget``
+    """The spend meter's unreadable lines, once per file (``core.views.metering``
     skips them and counts them in the file's meter state)."""
     try:
         meters = backend.budget.meters()

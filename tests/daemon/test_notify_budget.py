@@ -1,6 +1,6 @@
 """A spend cap's news reaches the routes as ``budget`` events: a warn point
 crossed, a cap reached and its sessions held, a silent meter — each once,
-from its ack-log line (``core.state.budget`` writes them)."""
+from its ack-log line (``core.views.metering`` writes them)."""
 from __future__ import annotations
 
 import pytest

@@ -177,7 +177,7 @@ def test_routes_get_their_defaults(home):
     notify = load_config(home)["notify"]
     assert notify["waiting_after_s"] == 30 and notify["remind_after_s"] == 600
     (table,) = notify["route"]
-    assert table["events"] == ["approval", "halt", "waiting", "warrant", "breaker", "offline"]
+    assert table["events"] == ["approval", "halt", "waiting", "warrant", "breaker", "offline", "budget"]
     assert (table["min_severity"], table["rate_per_minute"]) == ("high", 10)
 
 

@@ -2,7 +2,7 @@
 
 The 22nd condition, ``budget`` (type ``execution``, severity high). Its
 evidence is not in a tool call but in the budget store: leashd's meter
-charges each session's spend to its caps (``core.state.budget``) and a cap
+charges each session's spend to its caps (``core.views.metering``) and a cap
 at 100 % leaves a held counter; the gate (``core.hook.budgetgate``) denies
 every call of a session that counter covers and records one ``budget`` halt
 for it (``task_id`` ``budget:CAP``, context ``{cap, bucket, period, used,

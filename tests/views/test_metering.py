@@ -1,4 +1,4 @@
-"""The meter and the caps (``core.state.budget``) on a real file backend: a
+"""The meter and the caps (``core.views.metering``) on a real file backend: a
 captured Claude Code transcript charged once however it is read, priced by
 the table; warn points, holds, raises, resets, stale meters, percent caps."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
-from leash.core.state import budget as engine
 from leash.core.state.meterread import claude_code_files, read_new
 from leash.core.store.files import FileBackend
+from leash.core.views import metering as engine
 
 from ..support.checkout import ROOT
 

@@ -25,6 +25,10 @@ the notifier turns into a ``budget`` notification. A hold is a counter with
 the sessions it covers (``core.hook.budgetgate``). One model request can
 overshoot a cap: the spend is known after it is made.
 
+It sits with the operator's other verbs over a backend (``core.views.protocol``
+stops and locks): leashd's meter, its status verb, the CLI and the console
+call it, and it reads and writes only through the backend's stores.
+
 ``config`` is the whole configuration (``load_config(home)``). A session's
 host is named as the gate names it: its record's, else the store's, else
 this machine's. Failure: a store that cannot be written raises to the caller
@@ -265,8 +269,6 @@ def observe_status_line(backend, session_id: str, status: dict, *, config: dict,
 
 def _windows_of(status: dict) -> dict[str, tuple[float, float | None]]:
     """``window-5h``/``window-7d`` -> (used percent, reset time) from ``rate_limits``."""
-    from leash.core.notify.events import moment
-
     limits = status.get("rate_limits") if isinstance(status, dict) else None
     found: dict[str, tuple[float, float | None]] = {}
     if not isinstance(limits, dict):
@@ -279,9 +281,21 @@ def _windows_of(status: dict) -> dict[str, tuple[float, float | None]]:
         if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not math.isfinite(percent):
             continue
         resets = entry.get("resets_at")
-        reset_at = moment(resets, -1.0) if resets is not None else -1.0
+        reset_at = _moment(resets, -1.0) if resets is not None else -1.0
         found[window] = (max(0.0, float(percent)), reset_at if reset_at > 0 else None)
     return found
+
+
+def _moment(value: object, default: float) -> float:
+    """Seconds since the epoch from a number or an ISO-8601 text (``default`` otherwise)."""
+    from leash.core.base.clock import parse_iso
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return parse_iso(value)
+    except (TypeError, ValueError):
+        return default
 
 
 # ------------------------------------------------------------------ the operator
@@ -425,9 +439,7 @@ def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
         states = meters.get(session_id, {})
         last = max([float(s.get("found_at") or 0.0) for s in states.values()] or [0.0])
         since = record.get("status_since")
-        from leash.core.notify.events import moment
-
-        started = moment(since, now)
+        started = _moment(since, now)
         member = member_of(backend, session_id, record=record.as_dict())
         if budgethold.covering(holds, caps_config, accounts, session_ids=(session_id,), entity=member.entity,
                                host=member.host) is not None:
@@ -452,9 +464,9 @@ def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
                     continue
                 counter = _counter(unit, cap, bucket, period, now=now)
                 if not counter.held:
+                    why = f"cap {cap.name}: the meter of {session_id} is silent while it works (on_stale = hold)"
                     _log_hold(backend, cap, counter, float(counter.used or 0.0), limit_of(counter, cap),
-                              session_id=session_id, accounts=accounts, now=now, why=f"cap {cap.name}: the meter of {session_id} "
-                              "is silent while it works (on_stale = hold)")
+                              session_id=session_id, accounts=accounts, now=now, why=why)
                     values = counter.as_dict()
                     values.update(held_since=now, held_use=counter.used, released_at=None, released_by=None,
                                   updated_at=now)
