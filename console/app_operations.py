@@ -18,15 +18,15 @@ it.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
+from leash.console.ask import Ask as Ask
 from leash.console.errors import Refused
 from leash.console.keymap import KeyAction, display
 from leash.console.operations import (
-    FOCUS_TEXT,
     INTERRUPT_KEY,
     INTERRUPT_LABEL,
     INTERRUPT_NOTE,
@@ -38,23 +38,6 @@ from leash.console.screens.confirm import FOCUS_FIELD, Confirmed, ConfirmScreen,
 
 # A session that a halt holds (the core's state of its row) and what to say when ``u`` cannot lift it.
 HELD_BY_HALT = {"halted": "a pending halt holds it", "paused": "an escalated halt pauses it"}
-
-
-class Ask(NamedTuple):
-    """What a key asks in its dialog and does once confirmed (an ``Operation``
-    with fields of its own and a ``check``, the core's rule refusing what was
-    typed while the dialog is still open)."""
-    title: str
-    body: str
-    run: Callable[[Confirmed], str]  # the message shown when it is done
-    text_label: str | None = "Reason (optional)"
-    fields: tuple[Field, ...] = ()
-    caution: bool = False
-    confirm_label: str = "Confirm"
-    option_label: str | None = None
-    option_key: str = ""
-    focus: str = FOCUS_TEXT  # FOCUS_TEXT (the reason) or FOCUS_FIELD (the first field) has the focus first
-    check: Callable[[Confirmed], str | None] | None = None
 
 
 class OperationDone(Message):

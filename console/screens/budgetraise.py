@@ -24,7 +24,7 @@ import socket
 import time
 from typing import Callable
 
-from leash.console.app_operations import Ask
+from leash.console.ask import Ask
 from leash.console.errors import Refused
 from leash.console.operations import shown
 from leash.console.screens.confirm import FOCUS_FIELD, Confirmed, Field
