@@ -2,11 +2,11 @@
 
 A hook that shows spend may have happened (a tool call done, a turn ended, a
 prompt, Gemini CLI's model response) only names its session to ``seen``; a
-thread of its own meters the named sessions (``core.views.metering``), each
+thread of its own meters the named sessions (``core.views.spendmeter``), each
 once however many of its hooks came meanwhile, so the hook's answer waits for
 nothing. Every ``METER_EVERY_SECONDS`` it also meters the sessions that are
 working (spend a long tool call's model made) and runs ``tick`` (resets,
-lowered limits, silent meters). A Gemini CLI ``AfterModel`` payload is
+lowered limits, silent meters: ``core.views.metering.tick``). A Gemini CLI ``AfterModel`` payload is
 metered from the payload itself, which the hook hands over.
 
 Failure: a reading that raises (a store that cannot be written, a file it
@@ -106,7 +106,7 @@ class Meter:
         """Meter ``sessions`` and ``payloads`` now; with ``whole_round``, the
         working sessions too, then ``tick``."""
         from leash.core.base.config import load_config
-        from leash.core.views import metering as budget
+        from leash.core.views import metering, spendmeter
 
         try:
             config = load_config(self.home)
@@ -115,16 +115,16 @@ class Meter:
             return
         now = self.clock()
         for session, payload in payloads:
-            self._guarded("gemini", lambda s=session, p=payload: budget.meter_gemini(self.backend, s, p, config=config,
-                                                                                  now=now))
+            self._guarded("gemini", lambda s=session, p=payload: spendmeter.meter_gemini(
+                self.backend, s, p, config=config, now=now))
         if whole_round:
             sessions = list(dict.fromkeys(sessions + self._working()))
         for session in sessions:
             transcript, cli = self.sources.get(session, (None, None))
-            self._guarded("read", lambda s=session, t=transcript, c=cli: budget.meter_session(
+            self._guarded("read", lambda s=session, t=transcript, c=cli: spendmeter.meter_session(
                 self.backend, s, config=config, now=now, transcript_path=t, cli=c))
         if whole_round:
-            self._guarded("tick", lambda: budget.tick(self.backend, config=config, now=now))
+            self._guarded("tick", lambda: metering.tick(self.backend, config=config, now=now))
         self.passes += 1
 
     def _working(self) -> list[str]:

@@ -3,7 +3,7 @@ by ``leash statusline`` (``core.wire.thinstatus``), which runs as the agent's
 child as a hook does.
 
 A request is ``{"verb": "status", "payload": "<the status JSON>"}``. leashd
-hands the status to the budget engine (``core.views.metering.
+hands the status to the budget engine (``core.views.spendmeter.
 observe_status_line``: the subscription windows it reports, the session's
 spend read on) and answers the figures the line shows::
 
@@ -58,7 +58,7 @@ class StatusVerb:
             self.refuse(peer, where="agent", verb="status", reason=intruder)
             return {"error": f"refused: {intruder}"}
         from leash.core.base.config import load_config
-        from leash.core.views.metering import observe_status_line
+        from leash.core.views.spendmeter import observe_status_line
 
         config = load_config(self.home)
         observe_status_line(self.backend, session_id, status, config=config, now=self.clock())

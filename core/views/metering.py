@@ -1,14 +1,9 @@
 """Spend and the caps it reaches: leashd's meter charges what sessions spent
 and holds the sessions of a cap that is reached, until a human raises it.
 
-* ``meter_session``: reads a session's own records from where the meter
-  stopped (Claude Code's transcript and its subagents', Codex CLI's rollout;
-  ``core.state.budgetmeter``), charges the spend per hour and model, and adds
-  it to every dollar cap covering the session.
-* ``meter_gemini``: the same for one Gemini CLI ``AfterModel`` payload.
-* ``observe_status_line``: Claude Code's status line — the subscription
-  windows it reports (``rate_limits``) become the windows' figures, and the
-  percent caps' use.
+* reading spend (``core.views.spendmeter``: ``meter_session``,
+  ``meter_gemini``, ``observe_status_line``) moves counters with ``advance``
+  here: a warn point crossed is logged once, a reached limit holds.
 * ``raise_cap``: the operator's acknowledgement — the cap's limit for its
   current period is raised, its holds lift, their ``budget`` halts are
   acknowledged.
@@ -42,8 +37,7 @@ from dataclasses import dataclass, field
 
 from leash.core.policy import budgethold
 from leash.core.policy.caps import Cap, caps_of, period_of, reset_releases
-from leash.core.state.budgetmeter import GEMINI_SOURCE, Charge, gemini_reading, read_source
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+from leash.core.store.records import BudgetCounterRecord
 
 SOURCE = "leash"  # who the meter's log lines are from
 HOUR = 3600.0
@@ -89,12 +83,12 @@ def member_of(backend, session_id: str, *, record: dict | None = None) -> Member
     return Member(session_id, str(record.get("entity") or ""), host, str(record.get("cli") or "claude"))
 
 
-def _budget(config: dict) -> tuple[tuple[Cap, ...], dict, dict]:
+def budget_of(config: dict) -> tuple[tuple[Cap, ...], dict, dict]:
     budget = config.get("budget") or {}
     return caps_of(budget), budget.get("accounts") or {}, budget.get("prices") or {}
 
 
-def _bucket(cap: Cap, member: Member, accounts: dict) -> str | None:
+def bucket_for(cap: Cap, member: Member, accounts: dict) -> str | None:
     return budgethold.bucket_of(cap.scope, cap.account, session_id=member.session_id, entity=member.entity,
                                 host=member.host, accounts=accounts)
 
@@ -104,75 +98,7 @@ def window_bucket(member: Member, accounts: dict) -> str:
     return budgethold.account_named(member.entity, member.host, accounts) or "fleet"
 
 
-# ------------------------------------------------------------------ metering
-def meter_session(backend, session_id: str, *, config: dict, now: float, transcript_path: str | None = None,
-                  cli: str | None = None) -> MeterOutcome:
-    """Read and charge what the session spent since the last reading."""
-    from leash.core.state.meterread import claude_code_files
-
-    found = backend.sessions.get(session_id)
-    record = found.as_dict() if found is not None else {}
-    member = member_of(backend, session_id, record=record)
-    cli = cli or member.cli
-    transcript = transcript_path or record.get("transcript_path") or ""
-    if cli == GEMINI_SOURCE or not transcript or cli not in ("claude", "codex"):
-        return MeterOutcome()
-    paths = [str(p) for p in claude_code_files(transcript)] if cli == "claude" else [transcript]
-    caps, accounts, overrides = _budget(config)
-    outcome = MeterOutcome()
-    with backend.budget.unit(now=now) as unit:
-        charges: dict[str, Charge] = {}
-        for path in paths:
-            reading = read_source(path, unit.meter(session_id, path), cli=cli, overrides=overrides, now=now)
-            if reading.state.get("cursor") is not None or unit.meter(session_id, path) is not None:
-                unit.set_meter(session_id, path, reading.state)
-            outcome.skipped += reading.skipped
-            for charge in reading.charges:
-                charges.setdefault(charge.model, Charge(charge.model)).add(charge)
-        _charge(backend, unit, member, list(charges.values()), caps, accounts, outcome, now=now)
-    return outcome
-
-
-def meter_gemini(backend, session_id: str, payload: dict, *, config: dict, now: float) -> MeterOutcome:
-    """Charge one Gemini CLI ``AfterModel`` payload's usage (a response's last chunk, once)."""
-    member = member_of(backend, session_id)
-    caps, accounts, overrides = _budget(config)
-    outcome = MeterOutcome()
-    with backend.budget.unit(now=now) as unit:
-        reading = gemini_reading(payload, unit.meter(session_id, GEMINI_SOURCE), overrides=overrides, now=now)
-        if reading.found or reading.skipped:
-            unit.set_meter(session_id, GEMINI_SOURCE, reading.state)
-        outcome.skipped = reading.skipped
-        _charge(backend, unit, Member(member.session_id, member.entity, member.host, GEMINI_SOURCE),
-                reading.charges, caps, accounts, outcome, now=now)
-    return outcome
-
-
-def _charge(backend, unit, member: Member, charges: list[Charge], caps, accounts: dict, outcome: MeterOutcome, *,
-            now: float) -> None:
-    if not charges:
-        return
-    hour = math.floor(now / HOUR) * HOUR
-    for charge in charges:
-        unit.charge(SpendRecord(hour=hour, session_id=member.session_id, model=charge.model, host=member.host,
-                                entity=member.entity, cli=member.cli, usd=charge.usd, estimated=charge.estimated,
-                                **dict(zip(("input", "output", "cache_write", "cache_read", "reasoning", "requests"),
-                                           charge.counts, strict=True))))
-        outcome.usd += charge.usd
-        outcome.estimated = outcome.estimated or charge.estimated
-    for cap in caps:
-        if cap.unit != "usd":
-            continue
-        bucket = _bucket(cap, member, accounts)
-        period = _period(unit, cap, member, accounts, now=now)
-        if bucket is None or period is None:
-            continue
-        counter = _counter(unit, cap, bucket, period, now=now)
-        _advance(backend, unit, cap, counter, counter.used + outcome.usd, outcome, session_id=member.session_id,
-                 estimated=outcome.estimated, accounts=accounts, now=now)
-
-
-def _period(unit, cap: Cap, member: Member, accounts: dict, *, now: float):
+def period_for(unit, cap: Cap, member: Member, accounts: dict, *, now: float):
     reset_at = None
     if cap.period.startswith("window-"):
         window = unit.window(window_bucket(member, accounts), cap.period)
@@ -180,7 +106,7 @@ def _period(unit, cap: Cap, member: Member, accounts: dict, *, now: float):
     return period_of(cap.period, now=now, reset_at=reset_at)
 
 
-def _counter(unit, cap: Cap, bucket: str, period, *, now: float) -> BudgetCounterRecord:
+def counter_for(unit, cap: Cap, bucket: str, period, *, now: float) -> BudgetCounterRecord:
     found = unit.counter(cap.name, bucket, period.key)
     if found is not None:
         return found
@@ -194,7 +120,7 @@ def limit_of(counter: BudgetCounterRecord, cap: Cap) -> float:
     return float(counter.raised_to) if counter.raised_to is not None else cap.limit
 
 
-def _advance(backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float, outcome: MeterOutcome, *,
+def advance(backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float, outcome: MeterOutcome, *,
              session_id: str, estimated: bool, accounts: dict, now: float) -> None:
     """Set the counter's use to ``used``: warn points crossed are logged once,
     a reached limit holds (a cap held and released is held again once its
@@ -213,13 +139,13 @@ def _advance(backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float,
     values.update(used=used, warned=sorted(set(warned) | set(fresh)), updated_at=now,
                   estimated=bool(counter.estimated) or estimated)
     if fraction >= 1.0 and not counter.held:
-        _log_hold(backend, cap, counter, used, limit, session_id=session_id, accounts=accounts, now=now)
+        log_hold(backend, cap, counter, used, limit, session_id=session_id, accounts=accounts, now=now)
         values.update(held_since=now, held_use=used, released_at=None, released_by=None)
         outcome.held.append((cap.name, counter.bucket))
     unit.put_counter(BudgetCounterRecord.of(values))
 
 
-def _log_hold(backend, cap: Cap, counter: BudgetCounterRecord, used: float, limit: float, *, session_id: str,
+def log_hold(backend, cap: Cap, counter: BudgetCounterRecord, used: float, limit: float, *, session_id: str,
               accounts: dict, now: float, why: str = "") -> None:
     held = _sessions_in(backend, cap, counter.bucket, accounts)
     backend.acklog.append("budget_hold", source=SOURCE, session_id=session_id,
@@ -233,60 +159,12 @@ def _sessions_in(backend, cap: Cap, bucket: str, accounts: dict) -> list[str]:
     found = []
     for session_id, record in backend.sessions.all().items():
         member = member_of(backend, session_id, record=record.as_dict())
-        if _bucket(cap, member, accounts) == bucket and record.get("status") != "ended":
+        if bucket_for(cap, member, accounts) == bucket and record.get("status") != "ended":
             found.append(session_id)
     return sorted(found)
 
 
-# ------------------------------------------------------------------ status line
-def observe_status_line(backend, session_id: str, status: dict, *, config: dict, now: float) -> MeterOutcome:
-    """Claude Code's status JSON: its windows (``rate_limits``) are stored for the
-    session's account (or the fleet's login) and set the percent caps' use."""
-    member = member_of(backend, session_id)
-    caps, accounts, _ = _budget(config)
-    windows = _windows_of(status)
-    outcome = MeterOutcome()
-    if not windows:
-        return outcome
-    bucket_of_window = window_bucket(member, accounts)
-    with backend.budget.unit(now=now) as unit:
-        for window, (percent, resets_at) in windows.items():
-            unit.put_window(BudgetWindowRecord(bucket=bucket_of_window, window=window, used_percent=percent,
-                                               resets_at=resets_at, session_id=session_id, at=now))
-        for cap in caps:
-            if cap.unit != "percent" or cap.period not in windows:
-                continue
-            bucket = _bucket(cap, member, accounts)
-            percent, resets_at = windows[cap.period]
-            period = period_of(cap.period, now=now, reset_at=resets_at)
-            if bucket is None or period is None:
-                continue
-            counter = _counter(unit, cap, bucket, period, now=now)
-            _advance(backend, unit, cap, counter, max(float(counter.used or 0.0), percent), outcome,
-                     session_id=session_id, estimated=False, accounts=accounts, now=now)
-    return outcome
-
-
-def _windows_of(status: dict) -> dict[str, tuple[float, float | None]]:
-    """``window-5h``/``window-7d`` -> (used percent, reset time) from ``rate_limits``."""
-    limits = status.get("rate_limits") if isinstance(status, dict) else None
-    found: dict[str, tuple[float, float | None]] = {}
-    if not isinstance(limits, dict):
-        return found
-    for key, window in WINDOW_KEYS.items():
-        entry = limits.get(key)
-        if not isinstance(entry, dict):
-            continue
-        percent = entry.get("used_percentage")
-        if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not math.isfinite(percent):
-            continue
-        resets = entry.get("resets_at")
-        reset_at = _moment(resets, -1.0) if resets is not None else -1.0
-        found[window] = (max(0.0, float(percent)), reset_at if reset_at > 0 else None)
-    return found
-
-
-def _moment(value: object, default: float) -> float:
+def moment_of(value: object, default: float) -> float:
     """Seconds since the epoch from a number or an ISO-8601 text (``default`` otherwise)."""
     from leash.core.base.clock import parse_iso
 
@@ -307,7 +185,7 @@ def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, co
     ``to`` that is not a finite number above the use, no reason."""
     from leash.core.base.tomllines import did_you_mean
 
-    caps, accounts, _ = _budget(config)
+    caps, accounts, _ = budget_of(config)
     cap = next((c for c in caps if c.name == cap_name), None)
     if cap is None:
         raise ValueError(f"no cap named {cap_name!r} in [budget]{did_you_mean(cap_name, [c.name for c in caps])}")
@@ -356,7 +234,7 @@ def _fresh_counter(unit, cap: Cap, bucket: str | None, *, now: float) -> BudgetC
     period = period_of(cap.period, now=now, reset_at=reset_at)
     if period is None:
         raise ValueError(f"cap {cap.name}: its window's reset is not known yet; nothing to raise")
-    return _counter(unit, cap, bucket, period, now=now)
+    return counter_for(unit, cap, bucket, period, now=now)
 
 
 def acknowledge_released(backend, cap_name: str, *, config: dict, source: str, now: float) -> int:
@@ -384,7 +262,7 @@ def acknowledge_released(backend, cap_name: str, *, config: dict, source: str, n
 # ------------------------------------------------------------------ time
 def tick(backend, *, config: dict, now: float) -> list[str]:
     """What time alone does (see the module's docstring); one line for each thing done."""
-    caps, accounts, _ = _budget(config)
+    caps, accounts, _ = budget_of(config)
     by_name = {cap.name: cap for cap in caps}
     done: list[str] = []
     released: set[str] = set()
@@ -404,7 +282,7 @@ def tick(backend, *, config: dict, now: float) -> list[str]:
                 done.append(f"reset {cap.name} {counter.bucket}")
             elif not counter.held and _current(counter, now) and float(counter.used or 0.0) >= limit_of(counter, cap):
                 outcome = MeterOutcome()
-                _advance(backend, unit, cap, counter, float(counter.used or 0.0), outcome, session_id="",
+                advance(backend, unit, cap, counter, float(counter.used or 0.0), outcome, session_id="",
                          estimated=False, accounts=accounts, now=now)
                 done += [f"held {name} {bucket}" for name, bucket in outcome.held]
         done += _stale(backend, unit, caps, accounts, now=now)
@@ -439,13 +317,13 @@ def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
         states = meters.get(session_id, {})
         last = max([float(s.get("found_at") or 0.0) for s in states.values()] or [0.0])
         since = record.get("status_since")
-        started = _moment(since, now)
+        started = moment_of(since, now)
         member = member_of(backend, session_id, record=record.as_dict())
         if budgethold.covering(holds, caps_config, accounts, session_ids=(session_id,), entity=member.entity,
                                host=member.host) is not None:
             continue  # held: its meter is silent because it may not spend
         for cap in usd_caps:
-            bucket = _bucket(cap, member, accounts)
+            bucket = bucket_for(cap, member, accounts)
             silent_from = max(last, started)
             if bucket is None or now - silent_from <= cap.stale_after * 60:
                 continue
@@ -459,13 +337,13 @@ def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
             states[f"stale:{cap.name}"] = {"at": now}
             done.append(f"stale {session_id} {cap.name}")
             if cap.on_stale == "hold":
-                period = _period(unit, cap, member, accounts, now=now)
+                period = period_for(unit, cap, member, accounts, now=now)
                 if period is None:
                     continue
-                counter = _counter(unit, cap, bucket, period, now=now)
+                counter = counter_for(unit, cap, bucket, period, now=now)
                 if not counter.held:
                     why = f"cap {cap.name}: the meter of {session_id} is silent while it works (on_stale = hold)"
-                    _log_hold(backend, cap, counter, float(counter.used or 0.0), limit_of(counter, cap),
+                    log_hold(backend, cap, counter, float(counter.used or 0.0), limit_of(counter, cap),
                               session_id=session_id, accounts=accounts, now=now, why=why)
                     values = counter.as_dict()
                     values.update(held_since=now, held_use=counter.used, released_at=None, released_by=None,

@@ -13,6 +13,7 @@ from leash.core.policy.usagelines import TokenUsage
 from leash.core.state.meterread import claude_code_files, read_new
 from leash.core.store.files import FileBackend
 from leash.core.views import metering as engine
+from leash.core.views import spendmeter as reading
 
 from ..support.checkout import ROOT
 
@@ -64,14 +65,14 @@ def spent(backend) -> float:
 
 
 def test_a_session_and_its_subagent_are_charged_once_at_the_tables_price(backend, session):
-    outcome = engine.meter_session(backend, "s1", config=config(), now=NOW)
+    outcome = reading.meter_session(backend, "s1", config=config(), now=NOW)
     expected = float(table_price(session))
     assert expected > 0
     assert outcome.usd == pytest.approx(expected, rel=1e-6)
     assert spent(backend) == pytest.approx(expected, rel=1e-6)
     tokens = backend.budget.totals("session")[0]
     assert (tokens["input"], tokens["output"], tokens["cache_write"], tokens["cache_read"]) == (5000, 50, 2000, 500)
-    again = engine.meter_session(backend, "s1", config=config(), now=NOW + 60)
+    again = reading.meter_session(backend, "s1", config=config(), now=NOW + 60)
     assert again.usd == 0 and spent(backend) == pytest.approx(expected, rel=1e-6)
 
 
@@ -83,33 +84,33 @@ def test_a_transcript_read_a_line_at_a_time_adds_up_to_the_whole(backend, tmp_pa
     for number, line in enumerate(lines):
         with path.open("ab") as handle:
             handle.write(line)
-        engine.meter_session(backend, "s2", config=config(), now=NOW + number)
+        reading.meter_session(backend, "s2", config=config(), now=NOW + number)
     whole = sum(float(price(u, when=NOW).usd) for u in read_new(path, cli="claude").usages)
     assert spent(backend) == pytest.approx(whole, rel=1e-6)
 
 
 def test_a_rewritten_transcript_is_not_charged_twice(backend, session):
-    engine.meter_session(backend, "s1", config=config(), now=NOW)
+    reading.meter_session(backend, "s1", config=config(), now=NOW)
     first = spent(backend)
     text = session.read_bytes()
     session.write_bytes(b"")  # truncated, then written again whole (another inode's worth of change)
-    engine.meter_session(backend, "s1", config=config(), now=NOW + 1)
+    reading.meter_session(backend, "s1", config=config(), now=NOW + 1)
     session.write_bytes(text)
-    engine.meter_session(backend, "s1", config=config(), now=NOW + 2)
+    reading.meter_session(backend, "s1", config=config(), now=NOW + 2)
     assert spent(backend) == pytest.approx(first, rel=1e-9)
 
 
 def test_warn_points_are_logged_once_and_the_cap_holds_at_its_limit(backend, session):
     whole = float(table_price(session))
     limit = whole * 1.5  # the run is two thirds of the limit: past 0.5, short of 0.9
-    outcome = engine.meter_session(backend, "s1", config=config(cap(limit_usd=limit)), now=NOW)
+    outcome = reading.meter_session(backend, "s1", config=config(cap(limit_usd=limit)), now=NOW)
     assert [w[2] for w in outcome.warned] == [0.5] and outcome.held == []
     lines = [line for line in backend.acklog.tail(20) if line.get("event") == "budget_warn"]
     assert len(lines) == 1 and lines[0].get("cap") == "daily"
     # another session spends as much: the fleet cap is reached and held
     shutil.copy(session, session.with_name("other.jsonl"))
     backend.sessions.observe("s3", now=NOW, transcript_path=str(session.with_name("other.jsonl")), cli="claude")
-    outcome = engine.meter_session(backend, "s3", config=config(cap(limit_usd=limit)), now=NOW + 5)
+    outcome = reading.meter_session(backend, "s3", config=config(cap(limit_usd=limit)), now=NOW + 5)
     assert outcome.held == [("daily", "fleet")] and outcome.warned == []
     (hold,) = backend.budget.holds()
     assert hold.cap == "daily" and hold.bucket == "fleet" and hold.used == pytest.approx(spent(backend), rel=1e-6)
@@ -119,7 +120,7 @@ def test_warn_points_are_logged_once_and_the_cap_holds_at_its_limit(backend, ses
 
 def test_a_raise_lifts_the_hold_and_refuses_a_limit_below_the_use(backend, session):
     settings = config(cap(limit_usd=0.0001))
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     assert backend.budget.holds()
     with pytest.raises(ValueError, match="not above its use"):
         engine.raise_cap(backend, "daily", to=0.0001, reason="more", source="op", config=settings, now=NOW + 1)
@@ -140,7 +141,7 @@ def test_a_raise_acknowledges_the_budget_halt_the_gate_recorded(backend, session
     settings = config(cap(limit_usd=0.0001))
     (home / "config.toml").write_text('[[budget.cap]]\nname = "daily"\nscope = "fleet"\nperiod = "day"\n'
                                       'limit_usd = 0.0001\n')
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     gate = Gate(str(home), backend=backend)
     assert gate.check("s1", "Read", {"file_path": "/etc/hosts"}, now=NOW).rule == "budget_hold"
     assert backend.halts.state("s1", now=NOW) != "active"
@@ -151,18 +152,18 @@ def test_a_raise_acknowledges_the_budget_halt_the_gate_recorded(backend, session
 
 def test_spend_past_a_raised_limit_holds_again(backend, session):
     settings = config(cap(limit_usd=0.0001))
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     whole = spent(backend)
     engine.raise_cap(backend, "daily", to=whole * 1.5, reason="a little more", source="op", config=settings,
                      now=NOW + 1)
     shutil.copy(session, session.with_name("again.jsonl"))
     backend.sessions.observe("s4", now=NOW, transcript_path=str(session.with_name("again.jsonl")), cli="claude")
-    assert engine.meter_session(backend, "s4", config=settings, now=NOW + 2).held == [("daily", "fleet")]
+    assert reading.meter_session(backend, "s4", config=settings, now=NOW + 2).held == [("daily", "fleet")]
 
 
 def test_resume_at_reset_releases_a_hold_when_its_day_ends(backend, session):
     settings = config(cap(limit_usd=0.0001, resume_at_reset=True))
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     assert engine.tick(backend, config=settings, now=NOW + 60) == []
     tomorrow = (NOW // 86400 + 1) * 86400 + 1
     assert engine.tick(backend, config=settings, now=tomorrow) == ["reset daily fleet"]
@@ -172,13 +173,13 @@ def test_resume_at_reset_releases_a_hold_when_its_day_ends(backend, session):
 
 def test_without_resume_at_reset_a_hold_outlasts_its_day(backend, session):
     settings = config(cap(limit_usd=0.0001))
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     engine.tick(backend, config=settings, now=NOW + 2 * 86400)
     assert len(backend.budget.holds()) == 1
 
 
 def test_a_limit_lowered_in_config_holds_at_the_next_tick(backend, session):
-    engine.meter_session(backend, "s1", config=config(cap(limit_usd=100)), now=NOW)
+    reading.meter_session(backend, "s1", config=config(cap(limit_usd=100)), now=NOW)
     assert engine.tick(backend, config=config(cap(limit_usd=0.0001)), now=NOW + 30) == ["held daily fleet"]
     assert len(backend.budget.holds()) == 1
 
@@ -188,7 +189,7 @@ def test_a_silent_meter_while_working_warns_once_or_holds(backend, tmp_path):
     path.write_bytes(b"")
     backend.sessions.observe("q", now=NOW, transcript_path=str(path), cli="claude", status="working")
     warn = config(cap(stale_after=5))
-    engine.meter_session(backend, "q", config=warn, now=NOW)
+    reading.meter_session(backend, "q", config=warn, now=NOW)
     assert engine.tick(backend, config=warn, now=NOW + 60) == []
     assert engine.tick(backend, config=warn, now=NOW + 400) == ["stale q daily"]
     assert engine.tick(backend, config=warn, now=NOW + 500) == []  # said once per silence
@@ -204,29 +205,29 @@ def test_the_status_lines_windows_set_the_percent_caps(backend, session):
     status = {"session_id": "s1", "rate_limits": {
         "five_hour": {"used_percentage": 65, "resets_at": NOW + 3600},
         "seven_day": {"used_percentage": 12.5, "resets_at": NOW + 86400}}}
-    outcome = engine.observe_status_line(backend, "s1", status, config=settings, now=NOW)
+    outcome = reading.observe_status_line(backend, "s1", status, config=settings, now=NOW)
     assert outcome.warned == [("five", "fleet", 0.75)] and outcome.held == []
     windows = {w.window: (w.used_percent, w.resets_at) for w in backend.budget.windows()}
     assert windows == {"window-5h": (65.0, NOW + 3600), "window-7d": (12.5, NOW + 86400)}
     status["rate_limits"]["five_hour"]["used_percentage"] = 81
-    assert engine.observe_status_line(backend, "s1", status, config=settings, now=NOW + 60).held == [
+    assert reading.observe_status_line(backend, "s1", status, config=settings, now=NOW + 60).held == [
         ("five", "fleet")]
 
 
 def test_a_dollar_cap_over_a_window_waits_for_the_windows_reset_time(backend, session):
     settings = config(cap(name="win", period="window-5h", limit_usd=0.0001))
-    assert engine.meter_session(backend, "s1", config=settings, now=NOW).held == []  # no window known yet
-    engine.observe_status_line(backend, "s1", {"rate_limits": {"five_hour": {"used_percentage": 1,
+    assert reading.meter_session(backend, "s1", config=settings, now=NOW).held == []  # no window known yet
+    reading.observe_status_line(backend, "s1", {"rate_limits": {"five_hour": {"used_percentage": 1,
                                                                              "resets_at": NOW + 3600}}},
                                config=settings, now=NOW)
     shutil.copy(session, session.with_name("more.jsonl"))
     backend.sessions.observe("s5", now=NOW, transcript_path=str(session.with_name("more.jsonl")), cli="claude")
-    assert engine.meter_session(backend, "s5", config=settings, now=NOW + 1).held == [("win", "fleet")]
+    assert reading.meter_session(backend, "s5", config=settings, now=NOW + 1).held == [("win", "fleet")]
 
 
 def test_an_entity_cap_counts_each_entity_apart(backend, session, tmp_path):
     settings = config(cap(name="per", scope="entity", limit_usd=100))
-    engine.meter_session(backend, "s1", config=settings, now=NOW)
+    reading.meter_session(backend, "s1", config=settings, now=NOW)
     counters = {c.bucket for c in backend.budget.counters()}
     assert len(counters) == 1 and next(iter(counters)).endswith("/ezra")
 
@@ -238,8 +239,8 @@ def test_gemini_responses_are_charged_once_each(backend):
                "llm_response": {"candidates": [{"finishReason": "STOP"}],
                                 "usageMetadata": {"promptTokenCount": 1000, "candidatesTokenCount": 100,
                                                   "totalTokenCount": 1100}}}
-    first = engine.meter_gemini(backend, "g", payload, config=config(), now=NOW)
-    engine.meter_gemini(backend, "g", payload, config=config(), now=NOW + 1)  # the same response again
+    first = reading.meter_gemini(backend, "g", payload, config=config(), now=NOW)
+    reading.meter_gemini(backend, "g", payload, config=config(), now=NOW + 1)  # the same response again
     expected = float(price(TokenUsage("gemini", "gemini-2.5-pro", 1000, 100), when=NOW).usd)
     assert first.usd == pytest.approx(expected) and spent(backend) == pytest.approx(expected)
 
@@ -249,7 +250,7 @@ def test_unreadable_usage_lines_are_skipped_counted_and_named_by_doctor(backend,
 
     with session.open("ab") as handle:
         handle.write(b'{"type": "assistant", "message": {"usage": {"input_tokens": "lots"}}}\n')
-    engine.meter_session(backend, "s1", config=config(), now=NOW)
+    reading.meter_session(backend, "s1", config=config(), now=NOW)
     assert spent(backend) == pytest.approx(float(table_price(session)), rel=1e-6)  # the rest is counted
     said = [f.message for f in examine(backend=backend) if f.subject == "budget meter"]
     assert said == [f"1 line(s) of {session} (session s1) hold no usage leash can read; skipped, the rest counted"]
