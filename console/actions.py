@@ -331,6 +331,18 @@ def cmd_approvals(context: Context, args: Namespace) -> int:
     return run_approvals(context.backend, args)
 
 
+def cmd_budget(context: Context, args: Namespace) -> int:
+    from leash.console.budget_cli import run_budget
+
+    return run_budget(context.backend, args)
+
+
+def cmd_costs(context: Context, args: Namespace) -> int:
+    from leash.console.budget_cli import run_costs
+
+    return run_costs(context.backend, args)
+
+
 # ------------------------------------------------------------------ console, completion, hook
 def cmd_console(context: Context, args: Namespace) -> int:
     from leash.console.app import LeashApp
@@ -399,5 +411,6 @@ COMMANDS: dict[str, Callable[[Context, Namespace], int]] = {
     "loop": cmd_loop, "reply": cmd_reply, "halts": cmd_halts, "warrant": cmd_warrant, "kennel": cmd_kennel,
     "console": cmd_console, "demo": cmd_demo, "serve": cmd_serve, "why": cmd_why, "completion": cmd_completion,
     "store": cmd_store, "setup": cmd_setup, "notify": cmd_notify, "approvals": cmd_approvals,
+    "budget": cmd_budget, "costs": cmd_costs,
 }
-ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant", "approvals"}
+ACTING = {"stop", "resume", "hands-off", "release", "loop", "halts", "warrant", "approvals", "budget"}

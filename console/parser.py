@@ -129,6 +129,10 @@ def build_parser():
 
     add_approvals_parsers(sub, common, acting, Parser)
 
+    from leash.console.budget_cli import add_parsers as add_budget_parsers
+
+    add_budget_parsers(sub, common, acting, Parser, _positive, _since)
+
     p = sub.add_parser("warrant", parents=[common], help="death warrants: file, list, pardon")
     warrant = p.add_subparsers(dest="warrant_command", metavar="ACTION", parser_class=Parser, required=True)
     q = warrant.add_parser("file", parents=[acting], help="ask the kennel to interrogate (and maybe kill) a session")

@@ -1,0 +1,99 @@
+"""``leash budget``, ``leash budget raise`` and ``leash costs`` on a home whose
+spend was metered from a captured Claude Code transcript: the figures, the
+estimated mark, a raise that lifts a hold (and the ones refused), the groupings,
+the price table's date, and misuse as usage errors."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from leash.core.store.files import FileBackend
+from leash.core.views.spendmeter import meter_session
+
+from ..support.checkout import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "claude_code_transcript"
+CAP = '[[budget.cap]]\nname = "daily"\nscope = "fleet"\nperiod = "day"\nlimit_usd = {limit}\n'
+
+
+@pytest.fixture
+def metered(home, tmp_path):
+    """A home where session s1 spent the capture's tokens (now), under a daily fleet cap of $0.0001: held."""
+    home.mkdir(mode=0o700, exist_ok=True)
+    (home / "config.toml").write_text(CAP.format(limit=0.0001))
+    shutil.copy(FIXTURE / "session.jsonl", tmp_path / "s1.jsonl")
+    backend = FileBackend(str(home))
+    backend.sessions.observe("s1", now=time.time(), transcript_path=str(tmp_path / "s1.jsonl"), cli="claude",
+                             entity="ezra")
+    from leash.core.base.config import load_config
+
+    meter_session(backend, "s1", config=load_config(str(home)), now=time.time())
+    yield backend
+    backend.close()
+
+
+def test_budget_lists_each_cap_with_its_use_hold_and_reset(cli, metered):
+    result = cli("budget")
+    assert result.code == 0, result
+    line = result.out.splitlines()[0]
+    assert line.startswith("daily  fleet:fleet  ") and " of $0.0001" in line and "HELD" in line
+    assert "resets in" in line
+    rows = json.loads(cli("budget", "--json").out)
+    assert rows[0]["cap"] == "daily" and rows[0]["held"] is True and rows[0]["used"] > 0.0001
+
+
+def test_budget_raise_lifts_the_hold_and_logs_it(cli, metered):
+    refused = cli("budget", "raise", "daily", "--to", "0.00005", "--reason", "too little")
+    assert refused.code == 1 and "not above its use" in refused.err and len(refused.err.strip().splitlines()) == 1
+    unknown = cli("budget", "raise", "dialy", "--to", "5", "--reason", "typo")
+    assert unknown.code == 1 and "did you mean 'daily'" in unknown.err
+    done = cli("budget", "raise", "daily", "--to", "5", "--reason", "a big day", "--source", "ops")
+    assert done.code == 0 and "raised daily (fleet" in done.out and "its hold lifted" in done.out
+    assert metered.budget.holds() == []
+    line = [li for li in metered.acklog.tail(5) if li.get("event") == "budget_raised"][-1]
+    assert (line.get("to"), line.get("reason"), line.get("source")) == (5.0, "a big day", "ops")
+    assert "HELD" not in cli("budget").out
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (("budget", "raise", "daily", "--reason", "r"), "--to"),
+    (("budget", "raise", "daily", "--to", "-3", "--reason", "r"), "positive"),
+    (("budget", "raise", "daily", "--to", "nan", "--reason", "r"), "positive"),
+    (("budget", "raise", "daily", "--to", "5"), "--reason"),
+    (("costs", "--by", "colour"), "--by"),
+    (("costs", "--since", "yesterday"), "--since"),
+])
+def test_misuse_is_a_usage_error_of_one_line(cli, metered, argv, problem):
+    result = cli(*argv)
+    assert result.code == 2 and problem in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_costs_group_the_spend_and_total_it(cli, metered):
+    by_session = cli("costs")
+    assert by_session.code == 0 and by_session.out.startswith("s1  $") and "3 requests" in by_session.out
+    assert by_session.out.splitlines()[-1].startswith("total  $")
+    rows = json.loads(cli("costs", "--by", "model", "--json").out)
+    assert [row["key"] for row in rows] == ["claude-opus-4-8"]
+    assert rows[0]["input"] > 0 and rows[0]["estimated"] is False
+    entity = json.loads(cli("costs", "--by", "entity", "--json").out)
+    assert entity[0]["key"] == "ezra"
+    assert cli("costs", "--since", "2999-01-01T00:00:00Z").out.startswith("nothing metered since then")
+
+
+def test_a_model_the_table_does_not_know_is_marked_estimated(cli, home, tmp_path):
+    home.mkdir(mode=0o700, exist_ok=True)
+    text = (FIXTURE / "session.jsonl").read_text().replace("claude-opus-4-8", "claude-future-9")
+    (tmp_path / "x.jsonl").write_text(text)
+    backend = FileBackend(str(home))
+    backend.sessions.observe("x", now=time.time(), transcript_path=str(tmp_path / "x.jsonl"), cli="claude")
+    meter_session(backend, "x", config={"budget": {}}, now=time.time())
+    assert cli("costs").out.startswith("x  ~$")
+    backend.close()
+
+
+def test_costs_prices_names_the_table_and_its_date(cli, home):
+    result = cli("costs", "--prices")
+    assert result.code == 0 and result.out.startswith("prices: genai-prices ") and "table of 20" in result.out
