@@ -18,7 +18,8 @@ Rules, in the gate's order: ``stop_unreadable``, ``fleet_stop``,
 when the stop was filed: ``bound_to`` says which), ``locks_unreadable``,
 ``hands_off`` (the entity, or the tmux id a lock was bound to),
 ``halts_unreadable``, ``session_paused`` and ``session_halted`` (one rule per
-halt that holds it), ``path_lock`` (a ``path:`` lock that would deny files
+halt that holds it), ``budget_hold`` (a reached spend cap whose hold covers
+the session, ``core.policy.budgethold``; ``budget_unreadable``), ``path_lock`` (a ``path:`` lock that would deny files
 under the session's working directory, with up to ``MAX_FILES_SHOWN`` of
 them). A path lock that matches no file there now is listed in
 ``path_locks_elsewhere`` and does not count as holding the session.
@@ -98,6 +99,7 @@ def why(home=None, session: str = "", *, now: float | None = None, tmux_session_
     lock_rules, path_locks = _lock_rules(backend, entities, tmux_ids, moment)
     rules += lock_rules
     rules += _halt_rules(backend, names, moment, halts)
+    rules += _budget_rules(backend, session, moment)
     elsewhere = []
     for entity, lock in path_locks:
         files, more = _files_denied(backend, entity, cwds, moment)
@@ -137,6 +139,35 @@ def _stop_rules(backend: Backend, names: list[str], tmux_ids: list[str], moment:
             row = _stop_row("session_stop", bound, stops.sessions[bound], _command("leash", "resume", bound))
             rules.append({**row, "bound_to": tmux_id})
     return rules
+
+
+def _budget_rules(backend: Backend, session: str, moment: float) -> list[dict]:
+    """A reached spend cap whose hold covers the session (``core.policy.budgethold``, as the gate judges)."""
+    from leash.core.base.config import load_config
+    from leash.core.policy import budgethold
+
+    budget = load_config(backend.home).get("budget") or {}
+    if not budget.get("cap"):
+        return []
+    from leash.core.store.budget import BudgetUnreadable
+
+    try:
+        holds = backend.budget.holds()
+    except BudgetUnreadable as exc:
+        return [{"rule": "budget_unreadable", "subject": "budget store", "reason": str(exc), "lift": DOCTOR}]
+    from leash.core.views.metering import member_of
+
+    member = member_of(backend, session)
+    found = budgethold.covering(holds, budget["cap"], budget.get("accounts", {}),
+                                session_ids=(session, *backend.sessions.lineage(session, now=moment)),
+                                entity=member.entity, host=member.host)
+    if found is None:
+        return []
+    hold, cap = found
+    amount = "PERCENT" if budgethold.is_percent(hold, cap) else "AMOUNT"
+    return [{"rule": "budget_hold", "subject": hold.cap, "bucket": hold.bucket, "period": hold.period,
+             "reason": f"{budgethold.figure(hold, cap)} ({budgethold.where(hold, cap)})",
+             "lift": _command("leash", "budget", "raise", hold.cap, "--to", amount, "--reason", "...")}]
 
 
 def _stop_row(rule: str, subject: str, record, lift: str) -> dict:
@@ -264,6 +295,8 @@ def describe(rule: dict, *, lift: bool = True) -> str:
         verb = "paused" if kind == "session_paused" else "halted"
         shown_id = f" {rule['halt_id'][:HALT_ID_SHOWN]}" if lift else ""
         text = f"{verb} by {rule['severity']} halt{shown_id} {rule['condition']} on {rule['subject']}{reason}"
+    elif kind == "budget_hold":
+        text = f"budget cap {rule['subject']} reached{reason}"
     elif kind == "path_lock":
         more = ", ..." if rule.get("more_files") else ""
         text = f"{rule['subject']} denies {', '.join(rule['files'])}{more}{reason}"

@@ -254,3 +254,16 @@ def test_unreadable_usage_lines_are_skipped_counted_and_named_by_doctor(backend,
     assert spent(backend) == pytest.approx(float(table_price(session)), rel=1e-6)  # the rest is counted
     said = [f.message for f in examine(backend=backend) if f.subject == "budget meter"]
     assert said == [f"1 line(s) of {session} (session s1) hold no usage leash can read; skipped, the rest counted"]
+
+
+def test_why_names_the_cap_that_holds_a_session_and_how_to_raise_it(backend, session, home):
+    from leash.core.views.why import summary, why
+
+    (home / "config.toml").write_text('[[budget.cap]]\nname = "daily"\nscope = "fleet"\nperiod = "day"\n'
+                                      'limit_usd = 0.0001\n')
+    assert not why(session="s1", backend=backend, now=NOW)["held"]
+    reading.meter_session(backend, "s1", config=config(cap(limit_usd=0.0001)), now=NOW)
+    answer = why(session="s1", backend=backend, now=NOW)
+    (rule,) = [r for r in answer["rules"] if r["rule"] == "budget_hold"]
+    assert rule["subject"] == "daily" and rule["lift"].startswith("leash budget raise daily --to AMOUNT")
+    assert summary(answer).startswith("budget cap daily reached: $0.")
