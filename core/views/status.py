@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from leash.core.base.clock import now_seconds
 from leash.core.state.stop import StopStateUnreadable
 
 TYPE_CHECKING = False  # for the type checker only
@@ -82,7 +83,35 @@ def snapshot(protocol=None, *, backend: Backend | None = None, now: float | None
         fields = record.as_dict()
         result["sessions"].append({"session_id": session_id, **fields,
                                    "host": host_of(fields) if shared else here})
+    _budget(result, backend, config, now_seconds(now))
     return result
+
+
+def _budget(result: dict, backend: Backend, config: dict, now: float) -> None:
+    """The spend figures (``core.views.budget``): each session's ``cost_usd``
+    and ``cost_estimated`` when metered, and ``budget``: today's fleet spend,
+    the windows, each cap's rows (holds included); ``budget_error`` when the
+    budget store cannot be read."""
+    from dataclasses import asdict
+
+    from leash.core.store.budget import BudgetUnreadable
+    from leash.core.views.budget import cap_rows, fleet_figures, session_costs
+
+    try:
+        costs = session_costs(backend)
+        figures = fleet_figures(backend, config, now=now)
+        rows = cap_rows(backend, config, now=now)
+        windows = [w.as_dict() for w in backend.budget.windows()]
+    except BudgetUnreadable as exc:
+        result["budget_error"] = str(exc)
+        return
+    for row in result["sessions"]:
+        cost = costs.get(row["session_id"])
+        if cost is not None:
+            row.update(cost_usd=round(cost.usd, 6), cost_estimated=cost.estimated)
+    result["budget"] = {"today_usd": round(figures.today_usd, 6), "estimated": figures.estimated,
+                        "windows": windows, "caps": [asdict(row) for row in rows],
+                        "held": [asdict(row) for row in rows if row.held]}
 
 
 def host_of_backend(backend: Backend) -> str:

@@ -97,3 +97,16 @@ def test_a_model_the_table_does_not_know_is_marked_estimated(cli, home, tmp_path
 def test_costs_prices_names_the_table_and_its_date(cli, home):
     result = cli("costs", "--prices")
     assert result.code == 0 and result.out.startswith("prices: genai-prices ") and "table of 20" in result.out
+
+
+def test_status_json_carries_the_sessions_cost_and_the_caps(cli, metered):
+    state = json.loads(cli("status", "--json").out)
+    (row,) = [r for r in state["sessions"] if r["session_id"] == "s1"]
+    assert row["cost_usd"] > 0 and row["cost_estimated"] is False
+    assert state["budget"]["today_usd"] == pytest.approx(row["cost_usd"])
+    assert [c["cap"] for c in state["budget"]["held"]] == ["daily"]
+
+
+def test_why_names_the_budget_hold(cli, metered):
+    result = cli("why", "s1")
+    assert "budget cap daily reached" in result.out and "leash budget raise daily --to AMOUNT" in result.out
