@@ -98,6 +98,9 @@ async def test_7_and_tab_reach_the_approvals_panel_on_a_narrow_screen(console_ap
         await settle(pilot, app)
         assert app.panel("approvals").display and not app.panel("acklog").display
         assert app.focused is app.panel("approvals").table
+        await pilot.press("tab")  # 8, the Budget panel, then round to 1
+        await settle(pilot, app)
+        assert app.focused is app.panel("budget").table
         await pilot.press("tab")
         await settle(pilot, app)
         assert app.focused is app.panel("sessions").table
