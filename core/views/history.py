@@ -29,6 +29,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "warrant": tuple(e for e in EVENTS if e.startswith("warrant_")) + ("epitaph",),
     "approval": tuple(e for e in EVENTS if e.startswith("approval_")),
     "loop": ("loop_tripped", "loop_reset"),
+    "budget": tuple(e for e in EVENTS if e.startswith("budget_")),
     "refused": ("tamper_blocked", "daemon_refused", "operator_refused"),
 }
 

@@ -110,3 +110,9 @@ def test_status_json_carries_the_sessions_cost_and_the_caps(cli, metered):
 def test_why_names_the_budget_hold(cli, metered):
     result = cli("why", "s1")
     assert "budget cap daily reached" in result.out and "leash budget raise daily --to AMOUNT" in result.out
+
+
+def test_log_event_budget_reads_the_caps_lines(cli, metered):
+    cli("budget", "raise", "daily", "--to", "5", "--reason", "more")
+    lines = [json.loads(line) for line in cli("log", "--event", "budget", "--json").out.splitlines()]
+    assert [line["event"] for line in lines] == ["budget_hold", "budget_raised"]

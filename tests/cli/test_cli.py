@@ -80,8 +80,9 @@ def test_status_json_shape(cli, home):
     StopProtocol(home).sessions.observe("s1", tmux_session="agent-1", cwd="/w")
     state = cli("status", "--json").json()
     assert set(state) == {"fleet_stopped", "stopped_sessions", "hands_off", "pending_halts", "warrants", "loops",
-                          "sessions", "host"}
+                          "sessions", "host", "budget"}
     assert isinstance(state.pop("host"), str)
+    assert state.pop("budget") == {"today_usd": 0, "estimated": False, "windows": [], "caps": [], "held": []}
     assert all(isinstance(v, list) for v in state.values())
     assert state["sessions"][0]["host"]  # a home of one host: every session is this host's
     assert state["fleet_stopped"][0]["reason"] == "fleet"

@@ -92,9 +92,9 @@ def test_a_hook_call_parses_config_toml_once(home, monkeypatch, text):
     halts.record_halt({"session_token": "s1", "halt_type": "security", "severity": "critical",
                        "description": "x"}, home=home, now=NOW)  # so the halt engine reads its settings too
     parsed = []
-    real = settings._parse
+    real = settings.parse
     monkeypatch.setattr(settings, "_PARSED", {})  # as a hook process starts: nothing parsed yet
-    monkeypatch.setattr(settings, "_parse", lambda path, raw: parsed.append(path) or real(path, raw))
+    monkeypatch.setattr(settings, "parse", lambda path, raw, *schema: parsed.append(path) or real(path, raw, *schema))
     for event in ("pre-tool-use", "post-tool-batch"):
         answer(event, payload("Bash", command="git push"), home=str(home), env={}, now=NOW)
     assert parsed == [str(home / "config.toml")]

@@ -38,7 +38,7 @@ COMP_WORDS=({words_text}); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _leash; printf
 def test_bash_completion(leash_proc):
     script = leash_proc("completion", "bash").out
     assert "complete -F _leash leash" in script
-    assert set(_bash_complete(script, "leash", "st")) == {"status", "stop", "store"}
+    assert set(_bash_complete(script, "leash", "st")) == {"status", "statusline", "stop", "store"}
     assert _bash_complete(script, "leash", "store", "co") == ["copy"]
     assert _bash_complete(script, "leash", "why", "--j") == ["--json"]
     assert _bash_complete(script, "leash", "halts", "ac") == ["ack"]
