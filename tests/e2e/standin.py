@@ -81,6 +81,11 @@ class StandIn:
     # Called with no arguments just before the main request of that index is
     # answered: what an operator or another process does while the agent works.
     before: dict[int, Callable[[], None]] = field(default_factory=dict)
+    # The usage of the nth main request's answer (n from 0), and of every other
+    # request's; None: the fixed figures. ``usages`` records what each main answer carried.
+    usage: Callable[[int], dict] | None = None
+    other_usage: dict | None = None
+    usages: list[dict] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -106,6 +111,15 @@ class StandIn:
                 if self.script:
                     return self.script.pop(0)
         return [text("ok" if not request.is_main else FALLBACK_TEXT)]
+
+    def set_usage(self, message: dict, *, main: bool) -> None:
+        """Give ``message`` the usage the test chose (``usage``, ``other_usage``), recorded in ``usages``."""
+        with self.lock:
+            if main and self.usage is not None:
+                message["usage"] = dict(self.usage(len(self.usages)))
+                self.usages.append(message["usage"])
+            elif not main and self.other_usage is not None:
+                message["usage"] = dict(self.other_usage)
 
     def next_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self.ids):08d}standin"
@@ -179,6 +193,7 @@ def handler_for(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 self.reply_json(blocks[0]["status"], {"type": "error", "error": blocks[0]["error"]})
                 return
             message = message_of(blocks, standin, body.get("model") or MODEL)
+            standin.set_usage(message, main=Request(path, body).is_main)
             if body.get("stream"):
                 self.reply_stream(message)
             else:
