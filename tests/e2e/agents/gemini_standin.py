@@ -151,6 +151,7 @@ class GeminiStandin:
         # does while the agent waits for the model.
         self.before: dict[int, Callable[[], None]] = {}
         self.before_errors: list[BaseException] = []  # what a ``before`` callable raised (the turn is still served)
+        self.usages: list[tuple[bool, str, dict]] = []  # (a conversation request?, model, the usage it was answered)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -337,6 +338,8 @@ class _Handler(BaseHTTPRequestHandler):
         output_tokens = _estimate_tokens(parts)
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
                  "totalTokenCount": prompt_tokens + output_tokens}
+        with self.owner._lock:
+            self.owner.usages.append((request.is_conversation, model, usage))
 
         def chunk(chunk_parts: list[dict], last: bool) -> dict:
             candidate: dict = {"content": {"role": "model", "parts": chunk_parts}, "index": 0}

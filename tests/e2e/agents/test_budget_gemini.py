@@ -86,3 +86,37 @@ def test_a_cap_reached_while_the_model_thinks_refuses_the_call_and_ends_the_loop
     assert rig.conversation_requests() == 1  # no model request after the refused call
     [event] = rig.stream_tool_results()
     assert event["output"].startswith(STOPPED) and FIGURE in event["output"], event
+
+
+def test_leashd_counts_what_each_model_response_reported(rig):
+    """Gemini CLI's AfterModel hook hands leashd each response's usageMetadata:
+    leash's count equals what the stand-in answered the conversation's requests."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from ..harness import LEASH
+
+    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=dict(os.environ, **rig.env),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (rig.leash_home / "run" / "agent.sock").exists():
+            assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
+            time.sleep(0.05)
+        rig_run_unchecked(rig)
+        answered = [usage for conversation, _, usage in rig.standin.usages if conversation]
+        expected = (sum(u["promptTokenCount"] for u in answered), sum(u["candidatesTokenCount"] for u in answered))
+
+        def counted():
+            rows = json.loads(rig.leash("costs", "--json").stdout)
+            return (sum(r["input"] + r["cache_read"] for r in rows), sum(r["output"] for r in rows)) if rows else None
+
+        deadline = time.monotonic() + 20
+        while counted() != expected:
+            assert time.monotonic() < deadline, (counted(), expected, rig.standin.usages)
+            time.sleep(0.1)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.communicate(timeout=30)
