@@ -11,7 +11,8 @@ metered from the payload itself, which the hook hands over.
 
 Failure: a reading that raises (a store that cannot be written, a file it
 may not read) is said once per kind of problem on leashd's log and tried
-again at the next hook or timer; the meter never stops leashd, and a
+again (a session's reading after ``RETRY_SECONDS``, the rest at the next
+hook or timer); the meter never stops leashd, and a
 session's hook is never failed by it. ``QUEUE_LIMIT`` bounds what waits.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 import time
 
 METER_EVERY_SECONDS = 30.0
+RETRY_SECONDS = 1.0  # a session whose reading failed (a busy store, a file mid-write) is read again this soon
 QUEUE_LIMIT = 10_000  # sessions (and Gemini payloads) waiting to be metered; more are dropped till it drains
 # Hooks after which a session may have spent: its transcript is read again.
 SPENT_AFTER = frozenset({"post-tool-use", "post-tool-use-failure", "post-tool-batch", "stop", "user-prompt-submit",
@@ -48,6 +50,7 @@ class Meter:
         self.wake = threading.Condition()
         self.stopping = False
         self.problems: set[str] = set()
+        self.retry: list[str] = []  # sessions whose last reading failed, read again after RETRY_SECONDS
         self.thread: threading.Thread | None = None
         self.passes = 0  # completed passes (tests wait on it)
 
@@ -92,7 +95,10 @@ class Meter:
         while True:
             with self.wake:
                 if not self.sessions and not self.payloads and not self.stopping:
-                    self.wake.wait(timeout=max(0.0, self.every - (time.monotonic() - last_round)))
+                    wait = max(0.0, self.every - (time.monotonic() - last_round))
+                    self.wake.wait(timeout=min(wait, RETRY_SECONDS) if self.retry else wait)
+                    self.sessions.update(dict.fromkeys(self.retry))
+                    self.retry.clear()
                 if self.stopping:
                     return
                 sessions, self.sessions = list(self.sessions), {}
@@ -121,8 +127,11 @@ class Meter:
             sessions = list(dict.fromkeys(sessions + self._working()))
         for session in sessions:
             transcript, cli = self.sources.get(session, (None, None))
-            self._guarded("read", lambda s=session, t=transcript, c=cli: spendmeter.meter_session(
-                self.backend, s, config=config, now=now, transcript_path=t, cli=c))
+            if not self._guarded("read", lambda s=session, t=transcript, c=cli: spendmeter.meter_session(
+                    self.backend, s, config=config, now=now, transcript_path=t, cli=c)):
+                with self.wake:
+                    if session not in self.retry and len(self.retry) < QUEUE_LIMIT:
+                        self.retry.append(session)
         if whole_round:
             self._guarded("tick", lambda: metering.tick(self.backend, config=config, now=now))
         self.passes += 1
@@ -134,13 +143,14 @@ class Meter:
             self._problem("sessions", exc)
             return []
 
-    def _guarded(self, kind: str, work) -> None:
+    def _guarded(self, kind: str, work) -> bool:
         try:
             work()
         except Exception as exc:  # the meter never takes leashd down; it reads again next time
             self._problem(kind, exc)
-        else:
-            self.problems.discard(kind)
+            return False
+        self.problems.discard(kind)
+        return True
 
     def _problem(self, kind: str, exc: Exception) -> None:
         if kind not in self.problems:

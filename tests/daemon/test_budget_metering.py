@@ -15,7 +15,7 @@ from ..support.checkout import ROOT
 from ..support.daemon import exchange, hook_request, sockets, start_daemon
 
 FIXTURE = ROOT / "tests" / "fixtures" / "claude_code_transcript"
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 
 
 def fixture_price(path) -> float:
@@ -83,3 +83,14 @@ def test_a_gemini_model_response_is_metered_from_its_payload(home, leashd):
     wait_for(lambda: leashd.backend.budget.spend(session_id="g1"), "the Gemini session's spend")
     (row,) = leashd.backend.budget.spend(session_id="g1")
     assert (row.input, row.output, row.model) == (2000, 50, "gemini-2.5-pro")
+
+
+def test_a_reading_that_fails_is_tried_again_without_another_hook(home, leashd, tmp_path):
+    agent, _ = sockets(home)
+    path = tmp_path / "later.jsonl"
+    path.mkdir()  # not a file yet: the reading fails (IsADirectoryError)
+    exchange(agent, hook_request("post-tool-use", payload("later", path, tool_response={"stdout": ""})))
+    wait_for(lambda: "read" in leashd.meter.problems, "the failed reading")
+    path.rmdir()
+    shutil.copy(FIXTURE / "session.jsonl", path)
+    wait_for(lambda: leashd.backend.budget.spend(session_id="later"), "the retried reading")
