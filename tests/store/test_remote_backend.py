@@ -109,7 +109,7 @@ async def test_the_ack_log_screen_reads_and_verifies_through_the_daemon(remote, 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("l")
-        for _ in range(100):
+        for _ in range(400):  # a loaded machine: verification reads the log through the daemon
             await settle(pilot, app, cycles=1)
             status = str(app.screen.query_one("#acklog-verify").render())
             if "verifying" not in status:
