@@ -289,7 +289,8 @@ def test_a_hook_that_cannot_run_refuses_the_call(rig):
 def test_a_home_that_breaks_mid_session_refuses_the_call(rig):
     """The state home becomes a regular file while the model thinks (the
     prompt was accepted with it sound): leash cannot judge the call, so it is
-    refused and the model is told."""
+    refused, with the reason as the call's result; the next model request's
+    hook (BeforeModel, which fails closed too) then ends the loop."""
     session_id = str(uuid.uuid4())
     moved = rig.base / "leash-home-moved"
 
@@ -297,13 +298,15 @@ def test_a_home_that_breaks_mid_session_refuses_the_call(rig):
         rig.leash_home.rename(moved)
         rig.leash_home.write_text("not a directory\n")
 
-    rig.run("write out.txt", [write_out(), text("done")], session_id=session_id, before={0: break_the_home})
+    run = rig.run("write out.txt", [write_out(), text("done")], session_id=session_id, before={0: break_the_home})
 
     assert not (rig.project / "out.txt").exists()
-    [said] = rig.tool_results()
+    [said] = [event["output"] for event in run.events() if event.get("type") == "tool_result"]
     assert said.startswith(BLOCKED + f"leash: unsafe state home {rig.leash_home}: not a directory"), said
     assert "every tool call is denied until it is safe" in said, said
-    assert rig.conversation_requests() == 2  # not a stop: the model is told and the loop goes on
+    blocked = [event["message"] for event in run.events() if event.get("type") == "error"]
+    assert len(blocked) == 1 and blocked[0].startswith("Agent execution blocked: leash: unsafe state home"), blocked
+    assert rig.conversation_requests() == 1  # the model is not asked again while leash cannot judge
 
 
 def test_a_home_that_is_a_file_from_the_start_refuses_the_prompt(rig):
