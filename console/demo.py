@@ -64,7 +64,7 @@ DEMO_APPROVAL_TIMEOUT = 600
 # The demo's caps (name, scope, period, limit line) and what its agents spent: one (model, usd) per agent of
 # DEMO_SESSIONS for each hour back from now (the first: this hour). claude-c044's own day passes its cap.
 DEMO_SESSION_LIMIT = 8.0
-DEMO_CAPS = (("fleet-daily", "fleet", "day", "limit_usd = 16"),
+DEMO_CAPS = (("fleet-daily", "fleet", "day", "limit_usd = 20"),
              ("session-daily", "session", "day", f"limit_usd = {DEMO_SESSION_LIMIT:g}"),
              ("max-5h", "fleet", "window-5h", "limit_percent = 90"))
 DEMO_MODEL, DEMO_UNKNOWN_MODEL = "claude-sonnet-4-5", "claude-internal-preview"
