@@ -18,10 +18,7 @@ from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
 from ..harness import LEASH
-from . import test_leash_codex as rigged
 from .codex_standin import shell, text
-
-codex, wired = rigged.codex, rigged.wired  # the CLI installed once; a project wired by leash install --agent codex
 
 pytestmark = pytest.mark.timeout(600)
 INPUT, OUTPUT = 10, 5  # what the stand-in's every response reports

@@ -14,12 +14,9 @@ import pytest
 from leash.core.store.files import FileBackend
 from leash.core.store.records import BudgetCounterRecord
 
-from . import test_leash_gemini as wired
 from .gemini_cli import HEADLESS_ARGS, run_gemini
+from .gemini_rig import STOPPED, Rig, write_out
 from .gemini_standin import GeminiStandin, text
-from .test_leash_gemini import STOPPED, Rig, write_out
-
-gemini, rig = wired.gemini, wired.rig  # its fixtures: the CLI installed once, a project wired by leash install
 
 pytestmark = pytest.mark.timeout(600)
 
