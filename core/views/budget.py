@@ -60,7 +60,8 @@ class FleetFigures:
 
 
 def _fraction(used: float, limit: float) -> float:
-    return used / limit if limit > 0 else math.inf if used > 0 else 1.0
+    """As ``core.policy.caps.cap_level`` counts it: a limit of 0 is reached (1.0), whatever was used."""
+    return used / limit if limit > 0 else 1.0
 
 
 def cap_rows(backend, config: dict, *, now: float) -> list[CapRow]:
@@ -98,7 +99,7 @@ def _empty_row(cap: Cap, windows: dict, *, now: float) -> CapRow:
     resets_in = None if period is None or period.end is None else max(0.0, period.end - now)
     return CapRow(cap.name, cap.scope, bucket, cap.period, period.key if period is not None else "", cap.unit, 0.0,
                   cap.limit,
-                  cap.limit, False, _fraction(0.0, cap.limit) if cap.limit <= 0 else 0.0, False, None, resets_in, None)
+                  cap.limit, False, _fraction(0.0, cap.limit), False, None, resets_in, None)
 
 
 def session_costs(backend, *, since: float | None = None) -> dict[str, Cost]:
