@@ -7,7 +7,11 @@ once however many of its hooks came meanwhile, so the hook's answer waits for
 nothing. Every ``METER_EVERY_SECONDS`` it also meters the sessions that are
 working (spend a long tool call's model made) and runs ``tick`` (resets,
 lowered limits, silent meters: ``core.views.metering.tick``). A Gemini CLI ``AfterModel`` payload is
-metered from the payload itself, which the hook hands over.
+metered from the payload itself, which the hook hands over. Codex CLI writes
+a response's ``token_count`` only once the response's tool calls are done,
+just after their PostToolUse hook is answered: a session named by one is
+read again ``FOLLOW_UP_SECONDS`` later, so that response's spend (and a cap
+it reaches) is known before the model's next answer, not one call late.
 
 Failure: a reading that raises (a store that cannot be written, a file it
 may not read) is said once per kind of problem on leashd's log and tried
@@ -22,6 +26,8 @@ import time
 
 METER_EVERY_SECONDS = 30.0
 RETRY_SECONDS = 1.0  # a session whose reading failed (a busy store, a file mid-write) is read again this soon
+FOLLOW_UP_SECONDS = 0.3  # after a Codex PostToolUse: its response's token_count lands just after the hook
+FOLLOWED_UP = frozenset({"codex-post-tool-use"})
 QUEUE_LIMIT = 10_000  # sessions (and Gemini payloads) waiting to be metered; more are dropped till it drains
 # Hooks after which a session may have spent: its transcript is read again.
 SPENT_AFTER = frozenset({"post-tool-use", "post-tool-use-failure", "post-tool-batch", "stop", "user-prompt-submit",
@@ -51,6 +57,7 @@ class Meter:
         self.stopping = False
         self.problems: set[str] = set()
         self.retry: list[str] = []  # sessions whose last reading failed, read again after RETRY_SECONDS
+        self.follow_ups: dict[str, float] = {}  # session -> when (monotonic) to read it again
         self.thread: threading.Thread | None = None
         self.passes = 0  # completed passes (tests wait on it)
 
@@ -77,6 +84,8 @@ class Meter:
             if session not in self.sessions and len(self.sessions) < QUEUE_LIMIT:
                 self.sessions[session] = None
                 self.wake.notify()
+            if event in FOLLOWED_UP and len(self.follow_ups) < QUEUE_LIMIT:
+                self.follow_ups[session] = time.monotonic() + FOLLOW_UP_SECONDS
 
     # ------------------------------------------------------------- the thread
     def start(self) -> None:
@@ -96,9 +105,14 @@ class Meter:
             with self.wake:
                 if not self.sessions and not self.payloads and not self.stopping:
                     wait = max(0.0, self.every - (time.monotonic() - last_round))
-                    self.wake.wait(timeout=min(wait, RETRY_SECONDS) if self.retry else wait)
+                    if self.retry:
+                        wait = min(wait, RETRY_SECONDS)
+                    if self.follow_ups:
+                        wait = min(wait, max(0.0, min(self.follow_ups.values()) - time.monotonic()))
+                    self.wake.wait(timeout=wait)
                     self.sessions.update(dict.fromkeys(self.retry))
                     self.retry.clear()
+                self._take_follow_ups()
                 if self.stopping:
                     return
                 sessions, self.sessions = list(self.sessions), {}
@@ -107,6 +121,13 @@ class Meter:
             self.run_once(sessions, payloads, whole_round=due)
             if due:
                 last_round = time.monotonic()
+
+    def _take_follow_ups(self) -> None:
+        """The follow-up readings now due join the sessions to read (the lock is held)."""
+        moment = time.monotonic()
+        for session in [s for s, due in self.follow_ups.items() if due <= moment]:
+            del self.follow_ups[session]
+            self.sessions.setdefault(session, None)
 
     def run_once(self, sessions: list[str], payloads: list[tuple[str, dict]], *, whole_round: bool) -> None:
         """Meter ``sessions`` and ``payloads`` now; with ``whole_round``, the

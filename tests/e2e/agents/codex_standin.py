@@ -26,6 +26,14 @@ requests take turns of the script.
 A turn marked with ``for_agent`` is played only for that agent's requests
 (a subagent's requests race with its parent's).
 
+Every response's ``response.completed`` carries a ``usage`` (the Responses
+API's: ``input_tokens`` with its ``input_tokens_details.cached_tokens`` part,
+``output_tokens`` with its ``output_tokens_details.reasoning_tokens`` part,
+``total_tokens``), which Codex writes to its rollout as ``token_count``
+events: a turn given one by ``with_usage`` carries that, any other response
+``.default_usage`` (``DEFAULT_USAGE`` unless set). ``.usages`` is every usage
+answered, with its request, in order.
+
 ``before`` maps a turn's index (0 for the first request that offers tools) to
 a callable that is given that ``Request`` and runs just before the turn is
 answered: what an operator does while the agent works (a stop filed after the
@@ -54,6 +62,24 @@ from typing import Any
 
 FALLBACK_TEXT = "(no more scripted turns)"
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+
+
+# ----------------------------------------------------------------- usage
+def usage(input_tokens: int, output_tokens: int, *, cached: int = 0, reasoning: int = 0) -> dict:
+    """A Responses API ``usage``: ``cached`` is a part of ``input_tokens``,
+    ``reasoning`` a part of ``output_tokens`` (as the API counts them)."""
+    assert 0 <= cached <= input_tokens and 0 <= reasoning <= output_tokens, "a part exceeds its whole"
+    return {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": reasoning},
+            "total_tokens": input_tokens + output_tokens}
+
+
+DEFAULT_USAGE = usage(10, 5)
+
+
+def with_usage(turn: dict, spent: dict) -> dict:
+    """``turn``, its response reporting ``spent`` (built by ``usage``)."""
+    return {**turn, "usage": spent}
 
 
 # ----------------------------------------------------------------- script turns
@@ -214,8 +240,9 @@ def output_item(turn: dict, request: Request, call_id: str) -> dict:
     raise ScriptError(f"unknown turn {turn!r}")
 
 
-def sse_events(response_id: str, model: str, item: dict) -> list[dict]:
-    """The events of one streamed response carrying ``item`` as its only output."""
+def sse_events(response_id: str, model: str, item: dict, spent: dict = DEFAULT_USAGE) -> list[dict]:
+    """The events of one streamed response carrying ``item`` as its only output
+    and ``spent`` as its usage."""
     added = dict(item)
     if item["type"] == "message":
         added["content"] = []
@@ -223,8 +250,6 @@ def sse_events(response_id: str, model: str, item: dict) -> list[dict]:
         added["arguments"] = ""
     elif item["type"] == "custom_tool_call":
         added["input"] = ""
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
     shell = {"id": response_id, "object": "response", "model": model, "status": "in_progress", "output": []}
     events: list[dict] = [{"type": "response.created", "response": shell},
                           {"type": "response.output_item.added", "output_index": 0, "item": added}]
@@ -233,7 +258,7 @@ def sse_events(response_id: str, model: str, item: dict) -> list[dict]:
                        "content_index": 0, "delta": item["content"][0]["text"]})
     events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
     events.append({"type": "response.completed",
-                   "response": {**shell, "status": "completed", "output": [item], "usage": usage}})
+                   "response": {**shell, "status": "completed", "output": [item], "usage": spent}})
     return events
 
 
@@ -252,6 +277,8 @@ class _State:
     ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     before: dict[int, Callable[[Request], None]] = field(default_factory=dict)
     turns_seen: int = 0
+    default_usage: dict = field(default_factory=lambda: dict(DEFAULT_USAGE))
+    usages: list[tuple[Request, dict]] = field(default_factory=list)
 
     def take(self, request: Request) -> dict | None:
         """The first turn still to play that is for ``request``'s agent (the lock is held)."""
@@ -339,7 +366,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, json.dumps({"error": {"message": str(exc), "type": "invalid_request_error"}}).encode())
             return
         item["id"] = f"{'msg' if item['type'] == 'message' else 'fc'}_{number}"
-        self._reply(200, encode_sse(sse_events(f"resp_{number}", model, item)), "text/event-stream")
+        with state.lock:
+            spent = turn.get("usage") or state.default_usage
+            state.usages.append((request, spent))
+        self._reply(200, encode_sse(sse_events(f"resp_{number}", model, item, spent)), "text/event-stream")
 
 
 class _Server(ThreadingHTTPServer):
@@ -412,6 +442,23 @@ class CodexStandin:
     def turns(self) -> list[Request]:
         """The requests that were turns of the conversation."""
         return [request for request in self.requests if request.is_turn]
+
+    @property
+    def default_usage(self) -> dict:
+        """The usage of a response whose turn gives none."""
+        with self._state.lock:
+            return self._state.default_usage
+
+    @default_usage.setter
+    def default_usage(self, spent: dict) -> None:
+        with self._state.lock:
+            self._state.default_usage = spent
+
+    @property
+    def usages(self) -> list[tuple[Request, dict]]:
+        """Every usage a response reported, with the request it answered, in order."""
+        with self._state.lock:
+            return list(self._state.usages)
 
     @property
     def blocked(self) -> list[str]:
