@@ -57,10 +57,14 @@ def _figure(value: float, unit: str, estimated: bool = False) -> str:
     return f"{value:g}%" if unit == "percent" else _money(value, estimated)
 
 
-def _duration(seconds: float | None) -> str:
+def _resets(row) -> str:
+    """When the row's period resets: a ``total`` never does; a subscription
+    window's reset is known once its CLI reported the window."""
     from leash.core.base.clock import human_duration
 
-    return "never" if seconds is None else human_duration(seconds)
+    if row.resets_in is not None:
+        return f"resets in {human_duration(row.resets_in)}"
+    return "never resets" if row.period == "total" else "reset not known yet (no window reported)"
 
 
 def _config(backend) -> dict:
@@ -98,18 +102,23 @@ def _list(backend, args: Namespace, *, now: float) -> int:
         held = "  HELD" if row.held else ""
         percent = "" if row.fraction == float("inf") else f" {row.fraction * 100:.0f}%"
         _out(f"{row.cap}  {row.scope}:{row.bucket or '-'}  {row.period_key or row.period}  {used} of {limit}"
-             f"{percent}{held}  resets in {_duration(row.resets_in)}")
+             f"{percent}{held}  {_resets(row)}")
     if not _daemon_running(backend):
         _out("note: leashd is not running here: nothing is being metered (leash daemon)")
     return 0
 
 
 def _daemon_running(backend) -> bool:
+    """Whether a leashd holds the home's lock (``/proc/locks``): a socket file
+    can outlive its daemon, and in the separated profile the sockets may be
+    elsewhere, but one leashd per home holds ``<home>/run/leashd.lock`` for its
+    life (and these commands run inside it there)."""
     import os
 
-    from leash.core.base.wellknown import AGENT_SOCKET_NAME, RUN_DIR
+    from leash.core.base.wellknown import RUN_DIR
+    from leash.core.wire.thinhook import DAEMON_LOCK_NAME, lock_holder
 
-    return os.path.exists(os.path.join(backend.home, RUN_DIR, AGENT_SOCKET_NAME))
+    return lock_holder(os.path.join(backend.home, RUN_DIR, DAEMON_LOCK_NAME)) is not None
 
 
 def _raise(backend, args: Namespace, *, now: float) -> int:
@@ -168,11 +177,13 @@ def _prices(backend, args: Namespace) -> int:
     from leash.core.policy.prices import PACKAGE, table_date, table_version
 
     overrides = (_config(backend).get("budget") or {}).get("prices") or {}
-    said = {"package": PACKAGE, "version": table_version(), "date": table_date(), "overrides": overrides}
+    named = table_version()  # "genai-prices 0.2.3"
+    said = {"package": PACKAGE, "version": named.removeprefix(f"{PACKAGE} "), "date": table_date(),
+            "overrides": overrides}
     if args.json:
         sys.stdout.write(json.dumps(said, ensure_ascii=True) + "\n")
         return 0
-    _out(f"prices: {PACKAGE} {said['version']}, table of {said['date']} (shipped with the package; never fetched)")
+    _out(f"prices: {named}, table of {said['date']} (shipped with the package; never fetched)")
     for model, rates in sorted(overrides.items()):
         _out(f"override {model}: " + ", ".join(f"{k} ${v}/M" for k, v in sorted(rates.items())))
     return 0

@@ -116,3 +116,67 @@ def test_log_event_budget_reads_the_caps_lines(cli, metered):
     cli("budget", "raise", "daily", "--to", "5", "--reason", "more")
     lines = [json.loads(line) for line in cli("log", "--event", "budget", "--json").out.splitlines()]
     assert [line["event"] for line in lines] == ["budget_hold", "budget_raised"]
+
+
+def no_constants(name: str):
+    raise AssertionError(f"{name} is not JSON")
+
+
+def test_a_cap_that_allows_nothing_reads_as_reached_in_strict_json(cli, metered, home):
+    (home / "config.toml").write_text(CAP.format(limit=0))
+    rows = json.loads(cli("budget", "--json").out, parse_constant=no_constants)
+    assert rows[0]["fraction"] == 1.0 and rows[0]["limit"] == 0
+    assert " 100%" in cli("budget").out
+    state = json.loads(cli("status", "--json").out, parse_constant=no_constants)
+    assert state["budget"]["caps"][0]["fraction"] == 1.0
+
+
+def test_each_period_says_when_it_resets(cli, home):
+    home.mkdir(mode=0o700, exist_ok=True)
+    (home / "config.toml").write_text(
+        '[[budget.cap]]\nname = "ever"\nscope = "fleet"\nperiod = "total"\nlimit_usd = 5\n'
+        '[[budget.cap]]\nname = "five"\nscope = "fleet"\nperiod = "window-5h"\nlimit_percent = 80\n')
+    ever, five = cli("budget").out.splitlines()[:2]
+    assert ever.startswith("ever  ") and ever.endswith("  never resets")
+    assert five.startswith("five  ") and five.endswith("  reset not known yet (no window reported)")
+
+
+def test_costs_prices_names_the_package_once_and_its_version_alone_in_json(cli, home):
+    from importlib.metadata import version
+
+    said = cli("costs", "--prices").out
+    assert said.startswith(f"prices: genai-prices {version('genai-prices')}, table of 20")
+    answer = json.loads(cli("costs", "--prices", "--json").out)
+    assert (answer["package"], answer["version"]) == ("genai-prices", version("genai-prices"))
+
+
+def test_without_leashd_budget_says_nothing_is_metered_even_with_a_stale_socket(leash_proc, metered, home):
+    import socket
+
+    (home / "run").mkdir(mode=0o700, exist_ok=True)
+    with socket.socket(socket.AF_UNIX) as left:  # a killed daemon's socket file: bound, never served
+        left.bind(str(home / "run" / "agent.sock"))
+    result = leash_proc("budget")
+    assert result.code == 0 and result.out.splitlines()[-1].startswith("note: leashd is not running here: "
+                                                                       "nothing is being metered")
+    assert leash_proc("costs", "--by", "host").code == 0
+
+
+def test_budget_costs_and_a_raise_run_in_leashd_as_the_peer(leash_proc, metered, daemon, home):
+    import os
+    import pwd
+
+    from leash.core.base.wellknown import OPERATOR_SOCKET_ENV
+
+    env = {OPERATOR_SOCKET_ENV: str(home / "run" / "operator.sock")}  # the daemon required, as when separated
+    listed = leash_proc("budget", env=env)
+    assert listed.code == 0 and "HELD" in listed.out and "not running" not in listed.out
+    assert leash_proc("costs", "--json", env=env).code == 0
+    done = leash_proc("budget", "raise", "daily", "--to", "5", "--reason", "a big day", "--source", "mallory", env=env)
+    assert done.code == 0 and "its hold lifted" in done.out, done
+    refused = leash_proc("budget", "raise", "daily", "--to", "0.00001", "--reason", "less", env=env)
+    assert refused.code == 1 and len(refused.err.strip().splitlines()) == 1
+    assert sum("verb=cli" in line for line in daemon.log_stream.lines) == 4
+    line = [li for li in metered.acklog.tail(5) if li.get("event") == "budget_raised"][-1]
+    assert line["source"] == f"{pwd.getpwuid(os.getuid()).pw_name}@{daemon.host}"
+    assert metered.budget.holds() == []
