@@ -2,8 +2,9 @@
 
 "Stop session agent-3", "Acknowledge halt three_strikes on s1", "Pardon
 warrant agent-7", "Release ezra", "Reset breaker gateway", "Allow Bash for
-agent-3", "Deny Edit for agent-5", "Fleet stop", "Open the ack log"... Each
-runs the same confirmation flow as its key (``DashboardScreen.ask``). Only
+agent-3", "Deny Edit for agent-5", "Raise cap daily (fleet)", "Fleet stop",
+"Open the ack log"... Each runs the same confirmation flow as its key
+(``DashboardScreen.ask``). Only
 what the core's view says can be done is offered: a session's resume while a
 stop holds it (its state ``stopped``), the fleet's while a fleet stop is filed.
 The provider is the dashboard's (``DashboardScreen.COMMANDS``): ``self.screen`` is
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, cast
 from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
 from textual.content import Content
 
+from leash.console.widgets.budget import bucket_text
 from leash.core.base.text import printable
 
 if TYPE_CHECKING:
@@ -88,6 +90,9 @@ class LeashCommands(Provider):
             label = printable(f"{row.get('tool')} for {row.get('session')}", limit=NAME_LIMIT)
             for verb, op in (("Allow", "allow"), ("Deny", "deny")):
                 entries.append((f"{verb} {label}", partial(ask, op, row), str(row.get("summary") or "")))
+        for row in view.get("budget", []):
+            label = printable(f"{row.get('cap')} ({bucket_text(row)})", limit=NAME_LIMIT)
+            entries.append((f"Raise cap {label}", partial(ask, "raise_cap", row), "HELD" if row.get("held") else ""))
         return entries
 
     async def discover(self) -> Hits:
