@@ -49,12 +49,13 @@ def _out(text: str) -> None:
     sys.stdout.write(printable(text) + "\n")
 
 
-def _money(usd: float, estimated: bool) -> str:
+def money(usd: float, estimated: bool = False) -> str:
+    """``$0.0284`` under a dollar, ``$12.40`` above; ``~`` first when estimated."""
     return f"{'~' if estimated else ''}${usd:,.4f}" if usd < 1 else f"{'~' if estimated else ''}${usd:,.2f}"
 
 
-def _figure(value: float, unit: str, estimated: bool = False) -> str:
-    return f"{value:g}%" if unit == "percent" else _money(value, estimated)
+def figure(value: float, unit: str, estimated: bool = False) -> str:
+    return f"{value:g}%" if unit == "percent" else money(value, estimated)
 
 
 def _resets(row) -> str:
@@ -97,8 +98,8 @@ def _list(backend, args: Namespace, *, now: float) -> int:
     if not rows:
         _out("no spend cap is configured ([[budget.cap]] in config.toml; see docs/budgets.md)")
     for row in rows:
-        used = _figure(row.used, row.unit, row.estimated)
-        limit = _figure(row.limit, row.unit) + (" (raised)" if row.raised_to is not None else "")
+        used = figure(row.used, row.unit, row.estimated)
+        limit = figure(row.limit, row.unit) + (" (raised)" if row.raised_to is not None else "")
         held = "  HELD" if row.held else ""
         percent = "" if row.fraction == float("inf") else f" {row.fraction * 100:.0f}%"
         _out(f"{row.cap}  {row.scope}:{row.bucket or '-'}  {row.period_key or row.period}  {used} of {limit}"
@@ -134,7 +135,7 @@ def _raise(backend, args: Namespace, *, now: float) -> int:
         return 0
     for record in raised:
         lifted = "; its hold lifted" if record.released_by == "raise" and record.released_at == now else ""
-        _out(f"raised {record.cap} ({record.bucket}, {record.period}) to {_figure(float(args.to), record.unit)}"
+        _out(f"raised {record.cap} ({record.bucket}, {record.period}) to {figure(float(args.to), record.unit)}"
              f"{lifted}")
     return 0
 
@@ -160,10 +161,10 @@ def run_costs(backend, args: Namespace) -> int:
     for row in rows:
         key = _day(row["key"]) if args.by == "day" else str(row["key"] or "-")
         tokens = row["input"] + row["output"] + row["cache_write"] + row["cache_read"]
-        _out(f"{key}  {_money(float(row['usd']), bool(row['estimated']))}  {row['requests']} requests  "
+        _out(f"{key}  {money(float(row['usd']), bool(row['estimated']))}  {row['requests']} requests  "
              f"{tokens:,} tokens")
     total = sum(float(row["usd"]) for row in rows)
-    _out(f"total  {_money(total, any(bool(row['estimated']) for row in rows))}")
+    _out(f"total  {money(total, any(bool(row['estimated']) for row in rows))}")
     return 0
 
 

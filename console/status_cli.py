@@ -83,16 +83,37 @@ def cmd_status(context: Context, args: Namespace) -> int:
         f"{r['id']}  {r['target']}  {r['state']}  attempt {r.get('attempt', 0)}: {r.get('reason', '')}"))
     section("restart-loop breakers", state["loops"], lambda r: (
         f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
+    _say_budget(state)
+    from leash.console.budget_cli import money
     from leash.console.colour import STATE_STYLE
 
     out_painted(("sessions seen", "bold"), (f": {len(state['sessions'])}", None))
     for r in state["sessions"]:
         tmux = r.get("tmux_session") or "-"
         tmux += " (gone)" if r.get("gone") and r.get("tmux_session") else ""  # never shown as its live one
+        cost = f"  cost {money(r['cost_usd'], r.get('cost_estimated', False))}" if "cost_usd" in r else ""
         out_painted(("  " + r["session_id"] + "  ", None), (r["state"], STATE_STYLE.get(r["state"].split(",")[0])), (
             f"  {r.get('cli') or 'claude'}  tmux {tmux}  entity {r.get('entity') or '-'}  "
-            f"last tool {r.get('last_tool') or '-'}  seen {ago(r.get('last_seen', ''), moment)}", None))
+            f"last tool {r.get('last_tool') or '-'}  seen {ago(r.get('last_seen', ''), moment)}{cost}", None))
     return code
+
+
+def _say_budget(state: dict) -> None:
+    """The spend today and each cap's hold with the raise that lifts it; nothing
+    for a home with no caps and no spend today (``leash budget`` has the rest)."""
+    from leash.console.budget_cli import figure, money
+
+    if "budget_error" in state:
+        out_painted(("BUDGET STORE UNREADABLE", "alarm"), (f": {state['budget_error']} (leash doctor)", None))
+        return
+    budget = state.get("budget") or {}
+    if not budget.get("caps") and not budget.get("today_usd"):
+        return
+    out(f"spend today: {money(budget['today_usd'], budget['estimated'])} (UTC)")
+    section("budget holds", budget["held"], lambda r: (
+        f"{r['cap']}  {r['scope']}:{r['bucket'] or '-'}  {figure(r['used'], r['unit'], r['estimated'])} of "
+        f"{figure(r['limit'], r['unit'])}: leash budget raise {r['cap']} "
+        f"--to {'PERCENT' if r['unit'] == 'percent' else 'AMOUNT'} --reason ..."))
 
 
 def _tmux_listing(home: str) -> list[dict] | None:

@@ -180,3 +180,45 @@ def test_budget_costs_and_a_raise_run_in_leashd_as_the_peer(leash_proc, metered,
     line = [li for li in metered.acklog.tail(5) if li.get("event") == "budget_raised"][-1]
     assert line["source"] == f"{pwd.getpwuid(os.getuid()).pw_name}@{daemon.host}"
     assert metered.budget.holds() == []
+
+
+def test_on_the_shared_store_another_host_reads_the_spend_and_raises_the_cap(cli, postgres_cluster, tmp_path):
+    from leash.core.base.config import load_config
+    from leash.core.store.select import backend_for
+
+    url = postgres_cluster.url(postgres_cluster.fresh_schema())
+    homes = {}
+    for host in ("a", "b"):
+        homes[host] = tmp_path / f"home-{host}"
+        homes[host].mkdir(mode=0o700)
+        (homes[host] / "config.toml").write_text(f'[daemon]\nhost = "{host}"\n[store]\nurl = "{url}"\n'
+                                                 + CAP.format(limit=0.0001))
+    shutil.copy(FIXTURE / "session.jsonl", tmp_path / "s1.jsonl")
+    on_a = backend_for(str(homes["a"]))
+    try:
+        on_a.sessions.observe("s1", now=time.time(), transcript_path=str(tmp_path / "s1.jsonl"), cli="claude")
+        meter_session(on_a, "s1", config=load_config(str(homes["a"])), now=time.time())
+        b = str(homes["b"])
+        assert [row["key"] for row in json.loads(cli("costs", "--home", b, "--by", "host", "--json").out)] == ["a"]
+        assert "HELD" in cli("budget", "--home", b).out
+        done = cli("budget", "raise", "daily", "--home", b, "--to", "5", "--reason", "from b")
+        assert done.code == 0 and "its hold lifted" in done.out, done
+        assert on_a.budget.holds() == [] and "HELD" not in cli("budget", "--home", str(homes["a"])).out
+    finally:
+        on_a.close()
+
+
+def test_status_says_the_spend_today_each_hold_and_each_sessions_cost(cli, metered):
+    said = cli("status").out.splitlines()
+    (today,) = [line for line in said if line.startswith("spend today: $")]
+    (holds,) = [n for n, line in enumerate(said) if line.startswith("budget holds: 1")]
+    assert said[holds + 1].startswith("  daily  fleet:fleet  $0.0") and " of $0.0001" in said[holds + 1]
+    assert said[holds + 1].endswith("leash budget raise daily --to AMOUNT --reason ...")
+    (session,) = [line for line in said if line.startswith("  s1  ")]
+    assert "  cost $0.0" in session
+
+
+def test_status_of_a_home_without_caps_or_spend_says_nothing_of_budgets(cli, home):
+    home.mkdir(mode=0o700, exist_ok=True)
+    said = cli("status").out
+    assert "spend today" not in said and "budget holds" not in said
