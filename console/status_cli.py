@@ -65,6 +65,9 @@ def cmd_status(context: Context, args: Namespace) -> int:
     elif "halt_store_error" in state:  # the gate holds every call while it lasts
         out_painted(("fleet: ", None), ("HELD", "alarm"),
                     (" (halt store unreadable: every tool call is held until it can be read; leash doctor)", None))
+    elif "budget_holds_error" in state:  # the gate holds every call while caps are configured
+        out_painted(("fleet: ", None), ("HELD", "alarm"),
+                    (" (budget store unreadable: every tool call is held until it can be read; leash doctor)", None))
     else:
         out_painted(("fleet: ", None), ("running", "green"))
     state["stopped_sessions"].sort(key=lambda r: natural_key(r["session_id"]))

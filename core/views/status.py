@@ -91,11 +91,18 @@ def _budget(result: dict, backend: Backend, config: dict, now: float) -> None:
     """The spend figures (``core.views.budget``): each session's ``cost_usd``
     and ``cost_estimated`` when metered, and ``budget``: today's fleet spend,
     the windows, each cap's rows (holds included); ``budget_error`` when the
-    budget store cannot be read."""
+    budget store cannot be read, and ``budget_holds_error`` when its holds
+    cannot be while caps are configured: the gate then holds every call."""
     from dataclasses import asdict
 
     from leash.core.store.budget import BudgetUnreadable
     from leash.core.views.budget import cap_rows, fleet_figures, session_costs
+
+    if (config.get("budget") or {}).get("cap"):  # what the gate reads, as it reads it
+        try:
+            backend.budget.holds()
+        except BudgetUnreadable as exc:
+            result["budget_holds_error"] = str(exc)
 
     try:
         costs = session_costs(backend)

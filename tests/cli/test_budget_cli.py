@@ -222,3 +222,13 @@ def test_status_of_a_home_without_caps_or_spend_says_nothing_of_budgets(cli, hom
     home.mkdir(mode=0o700, exist_ok=True)
     said = cli("status").out
     assert "spend today" not in said and "budget holds" not in said
+
+
+def test_status_says_the_fleet_is_held_when_the_gate_cannot_read_the_holds(cli, metered, home):
+    (home / "budget-holds.json").write_text("{not json")
+    said = cli("status")
+    assert "fleet: HELD (budget store unreadable" in said.out, said
+    assert "every tool call is held" in said.out
+    assert json.loads(cli("status", "--json").out)["budget_holds_error"]
+    (home / "config.toml").write_text("")  # no caps: the gate never reads the budget store
+    assert "fleet: running" in cli("status").out
