@@ -4,9 +4,9 @@
 warrant agent-7", "Release ezra", "Reset breaker gateway", "Allow Bash for
 agent-3", "Deny Edit for agent-5", "Raise cap daily (fleet)", "Fleet stop",
 "Open the ack log"... Each runs the same confirmation flow as its key
-(``DashboardScreen.ask``). Only
-what the core's view says can be done is offered: a session's resume while a
-stop holds it (its state ``stopped``), the fleet's while a fleet stop is filed.
+(``DashboardScreen.ask``). Only what the core's view says can be done is
+offered: a session's resume while a stop holds it (its state ``stopped``), the
+fleet's while a fleet stop is filed.
 The provider is the dashboard's (``DashboardScreen.COMMANDS``): ``self.screen`` is
 the dashboard the palette was opened over, and its view names the rows.
 
