@@ -31,6 +31,13 @@ run just before that request is answered: what an operator does while the
 model thinks (the prompt is then already accepted, so the next tool call is
 what meets it); what such a callable raises is kept in ``before_errors``.
 
+Every answer carries a ``usageMetadata``: a turn given one by ``with_usage``
+(built by ``usage``: ``promptTokenCount`` with its ``cachedContentTokenCount``
+part, ``candidatesTokenCount``, ``thoughtsTokenCount``, ``totalTokenCount``)
+carries that on its last chunk; any other answer an estimate (a token per 4
+characters of the request and of the answer) on every chunk. ``usages``
+keeps each answer's, with whether it answered the conversation and its model.
+
 Every request is recorded in ``requests`` with its decoded JSON body;
 ``tool_results()`` gives the ``functionResponse`` parts the CLI sent back,
 which is where a hook's refusal (``Tool execution blocked: <reason>``) reaches
@@ -61,6 +68,20 @@ def function_call(name: str, args: dict | None = None) -> dict:
 def text(words: str) -> dict:
     """A turn in which the model answers with text and so ends the turn."""
     return {"text": words}
+
+
+def usage(prompt: int, candidates: int, *, cached: int = 0, thoughts: int = 0) -> dict:
+    """A response's ``usageMetadata`` as the API reports it: ``cached`` is a part
+    of ``prompt``; ``thoughts`` are apart from ``candidates``, inside the total."""
+    assert 0 <= cached <= prompt and thoughts >= 0, "a part exceeds its whole"
+    return {"promptTokenCount": prompt, "candidatesTokenCount": candidates, "cachedContentTokenCount": cached,
+            "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + candidates + thoughts}
+
+
+def with_usage(turn: Turn, spent: dict) -> dict:
+    """``turn`` (one part or a list of them), its answer reporting ``spent``
+    (built by ``usage``) on its last chunk."""
+    return {"turn": turn, "usageMetadata": spent}
 
 
 def shell(command: str, description: str = "run a command") -> dict:
@@ -197,13 +218,17 @@ class GeminiStandin:
         with self._lock:
             return self._played
 
-    def _next_turn(self) -> list[dict]:
+    def _next_turn(self) -> tuple[list[dict], dict | None]:
+        """The next turn's parts and the usage scripted for it (None: estimate it)."""
         with self._lock:
             if self._played < len(self._turns):
                 turn = self._turns[self._played]
                 self._played += 1
-                return list(turn) if isinstance(turn, list) else [turn]
-        return [text(FALLBACK_TEXT)]
+                spent = None
+                if isinstance(turn, dict) and "usageMetadata" in turn:
+                    turn, spent = turn["turn"], turn["usageMetadata"]
+                return (list(turn) if isinstance(turn, list) else [turn]), spent
+        return [text(FALLBACK_TEXT)], None
 
     # ------------------------------------------------------------ what was asked
     def conversation(self) -> list[Request]:
@@ -297,10 +322,10 @@ class _Handler(BaseHTTPRequestHandler):
                         action()
                     except Exception as exc:  # kept for the test to see, not lost in the thread
                         self.owner.before_errors.append(exc)
-                parts = self.owner._next_turn()
+                parts, spent = self.owner._next_turn()
             else:
-                parts = [utility_answer(request.body)]
-            self._answer(request, parts)
+                parts, spent = [utility_answer(request.body)], None
+            self._answer(request, parts, spent)
         else:
             self._not_found(request)
 
@@ -332,21 +357,25 @@ class _Handler(BaseHTTPRequestHandler):
         return models[-1] if models else self.owner.default_model
 
     # ---------------------------------------------------------- answering
-    def _answer(self, request: Request, parts: list[dict]) -> None:
+    def _answer(self, request: Request, parts: list[dict], spent: dict | None = None) -> None:
         model = request.model or self.owner.default_model
-        prompt_tokens = _estimate_tokens(request.body)  # the API counts instructions and tools too
-        output_tokens = _estimate_tokens(parts)
-        usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
-                 "totalTokenCount": prompt_tokens + output_tokens}
+        if spent is None:
+            prompt_tokens = _estimate_tokens(request.body)  # the API counts instructions and tools too
+            output_tokens = _estimate_tokens(parts)
+            estimate = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                        "totalTokenCount": prompt_tokens + output_tokens}
         with self.owner._lock:
-            self.owner.usages.append((request.is_conversation, model, usage))
+            self.owner.usages.append((request.is_conversation, model, spent or estimate))
 
         def chunk(chunk_parts: list[dict], last: bool) -> dict:
             candidate: dict = {"content": {"role": "model", "parts": chunk_parts}, "index": 0}
+            answer: dict = {"candidates": [candidate], "modelVersion": model,
+                            "responseId": f"standin-{len(self.owner.requests)}"}
             if last:
                 candidate["finishReason"] = "STOP"
-            return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model,
-                    "responseId": f"standin-{len(self.owner.requests)}"}
+            if spent is None or last:  # a scripted usage is the last chunk's (the response's whole)
+                answer["usageMetadata"] = spent or estimate
+            return answer
 
         if request.action == "generateContent":
             self._send_json(200, chunk(parts, True))

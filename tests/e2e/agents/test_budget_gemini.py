@@ -7,21 +7,31 @@ of its own); skipped with npm's reason when the CLI cannot be installed."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 import uuid
+from decimal import Decimal
 
 import pytest
 
+from leash.core.policy.prices import price
+from leash.core.policy.usagelines import TokenUsage
 from leash.core.store.files import FileBackend
 from leash.core.store.records import BudgetCounterRecord
 
 from .gemini_cli import HEADLESS_ARGS, run_gemini
-from .gemini_rig import STOPPED, Rig, write_out
-from .gemini_standin import GeminiStandin, text
+from .gemini_rig import LEASH, STOPPED, Rig, write_out
+from .gemini_standin import GeminiStandin, shell, text, usage, with_usage
 
 pytestmark = pytest.mark.timeout(600)
 
 CAP = '[[budget.cap]]\nname = "daily"\nscope = "fleet"\nperiod = "day"\nlimit_usd = 10\n'
 FIGURE = "$10.42 of $10.00 spent"
+WAIT_SECONDS = 20.0
+# Distinct figures of every kind the API reports.
+FIRST = usage(9_800, 140, cached=6_144, thoughts=380)
+LAST = usage(10_450, 12, cached=8_192, thoughts=0)
 
 
 def hold_the_fleet(rig: Rig) -> None:
@@ -85,35 +95,87 @@ def test_a_cap_reached_while_the_model_thinks_refuses_the_call_and_ends_the_loop
     assert event["output"].startswith(STOPPED) and FIGURE in event["output"], event
 
 
-def test_leashd_counts_what_each_model_response_reported(rig):
+@pytest.fixture
+def leashd(rig):
+    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=rig.env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (rig.leash_home / "run" / "agent.sock").exists():
+        assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
+        time.sleep(0.05)
+    yield daemon
+    daemon.send_signal(signal.SIGTERM)
+    daemon.communicate(timeout=30)
+
+
+def wait_for(condition, what: str):
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT_SECONDS} s"
+        time.sleep(0.1)
+
+
+def as_leash_counts(answered: list[dict], *, cache_seen: bool = False) -> dict[str, int]:
+    """What leash should count of the ``usageMetadata`` answered: thoughts inside
+    output (priced as output); the cached prompt tokens apart only when
+    ``cache_seen``: Gemini CLI's AfterModel payload keeps only the prompt,
+    candidates and total counts, so leash counts the cached tokens as input."""
+    cached = sum(u.get("cachedContentTokenCount", 0) for u in answered) if cache_seen else 0
+    return {"input": sum(u["promptTokenCount"] for u in answered) - cached, "cache_read": cached,
+            "output": sum(u["candidatesTokenCount"] + u.get("thoughtsTokenCount", 0) for u in answered),
+            "reasoning": sum(u.get("thoughtsTokenCount", 0) for u in answered)}
+
+
+def priced(answered: list[tuple[str, dict]], *, cache_seen: bool = False) -> float:
+    """The table's price of each (model, usage) answered, summed."""
+    return float(sum((price(TokenUsage("gemini", model, **as_leash_counts([u], cache_seen=cache_seen))).usd
+                      for model, u in answered), Decimal(0)))
+
+
+def counted(rig: Rig) -> dict[str, int] | None:
+    rows = rig.leash_json("costs")
+    return {key: sum(row[key] for row in rows) for key in ("input", "cache_read", "output", "reasoning")} \
+        if rows else None
+
+
+def answered_conversation(rig: Rig) -> list[tuple[str, dict]]:
+    """(model, usage) of each answer to the conversation: the responses AfterModel sees."""
+    assert rig.standin is not None
+    return [(model, spent) for conversation, model, spent in rig.standin.usages if conversation]
+
+
+def test_leashd_counts_what_each_model_response_reported_and_prices_it_by_the_table(rig, leashd):
     """Gemini CLI's AfterModel hook hands leashd each response's usageMetadata:
-    leash's count equals what the stand-in answered the conversation's requests."""
-    import os
-    import signal
-    import subprocess
-    import time
+    leash's count equals what the stand-in answered the conversation's
+    requests, as far as the payload carries it (the cached part of the prompt
+    is not passed on: counted at the input rate, an overestimate, never under)."""
+    rig.run("write out.txt", [with_usage(write_out(), FIRST), with_usage(text("done"), LAST)])
+    answered = answered_conversation(rig)
+    assert [spent for _, spent in answered] == [FIRST, LAST], rig.standin.usages
+    expected = as_leash_counts([spent for _, spent in answered])
+    wait_for(lambda: counted(rig) == expected, f"leash's count {expected} (not {counted(rig)})")
+    (row,) = rig.leash_json("costs")
+    assert row["key"] == rig.last.session_id and row["requests"] == 2, row
+    assert row["usd"] == pytest.approx(priced(answered), rel=1e-3), (row, answered)
+    assert row["usd"] > priced(answered, cache_seen=True)
+    assert not row["estimated"]
 
-    from ..harness import LEASH
 
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=dict(os.environ, **rig.env),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while not (rig.leash_home / "run" / "agent.sock").exists():
-            assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
-            time.sleep(0.05)
-        rig_run_unchecked(rig)
-        answered = [usage for conversation, _, usage in rig.standin.usages if conversation]
-        expected = (sum(u["promptTokenCount"] for u in answered), sum(u["candidatesTokenCount"] for u in answered))
-
-        def counted():
-            rows = json.loads(rig.leash("costs", "--json").stdout)
-            return (sum(r["input"] + r["cache_read"] for r in rows), sum(r["output"] for r in rows)) if rows else None
-
-        deadline = time.monotonic() + 20
-        while counted() != expected:
-            assert time.monotonic() < deadline, (counted(), expected, rig.standin.usages)
-            time.sleep(0.1)
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.communicate(timeout=30)
+def test_a_cap_reached_by_metered_spend_holds_the_next_model_request(rig, leashd):
+    """No hold written by the test: the first response's spend, metered by
+    leashd from its AfterModel payload, reaches the cap; the model is asked
+    nothing more (the call, or else the model request after it, is refused
+    naming the cap: the meter runs off the hook's path, so which one meets the
+    hold is a race; the call sleeps, so the next model request always does)."""
+    (rig.leash_home / "config.toml").write_text(
+        '[[budget.cap]]\nname = "spent"\nscope = "fleet"\nperiod = "day"\nlimit_usd = 0.0001\n')
+    run = rig.run("write out.txt", [with_usage(shell("sleep 2; echo hi > out.txt", "write out.txt"), FIRST),
+                                    with_usage(text("done"), LAST)], session_id=str(uuid.uuid4()))
+    answered = answered_conversation(rig)
+    assert priced(answered) > 0.0001, answered  # the first response alone is over the cap
+    assert rig.conversation_requests() == 1, rig.standin.requests  # nothing asked after the cap was reached
+    refusals = [event.get("output", "") for event in rig.stream_tool_results()] + \
+               [event.get("message", "") for event in run.events() if event.get("type") == "error"]
+    assert any("budget cap 'spent' is reached" in refusal for refusal in refusals), run.stdout
+    assert [row["held"] for row in rig.leash_json("budget")] == [True]
+    wait_for(lambda: counted(rig) == as_leash_counts([FIRST]), "the count of the response that reached the cap")
