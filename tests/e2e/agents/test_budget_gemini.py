@@ -1,7 +1,9 @@
 """A reached spend cap in the real Gemini CLI: its BeforeModel hook, wired by
 ``leash install --agent gemini``, refuses the model request of a held session
 so nothing more is spent, and a cap reached while the model thinks refuses
-the next tool call and ends the loop. Runs as ``test_leash_gemini.py`` does
+the next tool call and ends the loop. With leashd running, the usage the
+stand-in answered (AfterModel's payloads) is what leash counts and prices,
+and a cap that metered spend reaches holds the next model request. Runs as ``test_leash_gemini.py`` does
 (the headless CLI against the loopback stand-in, a private HOME, a LEASH_HOME
 of its own); skipped with npm's reason when the CLI cannot be installed."""
 from __future__ import annotations
