@@ -109,8 +109,11 @@ def test_a_cap_reached_mid_run_holds_the_next_call_ends_the_turn_and_a_raise_let
     done, standin = run(agent, script, "touch two markers", before={1: lambda: wait_for(held, "the hold")})
     assert (agent.project / "marker-one").exists()
     assert not (agent.project / "marker-two").exists()  # held at its next call
-    assert len(standin.model_requests) == 2  # the turn ended: no request after the refused call
-    assert any("budget cap 'run-cap' is reached" in t for t in agent.tool_results()), agent.tool_results()
+    # The hold lands while the first call's hooks run (PostToolBatch then ends the turn: one request) or
+    # just after (the second call is refused and the turn ends: two). Never a request after a refusal.
+    assert len(standin.model_requests) in (1, 2), standin.model_requests
+    if len(standin.model_requests) == 2:
+        assert any("budget cap 'run-cap' is reached" in t for t in agent.tool_results()), agent.tool_results()
     refused, _ = run(agent, [[text("Again."), bash("touch marker-three")], [text("done")]], "once more")
     assert not (agent.project / "marker-three").exists()  # a held fleet: the prompt is refused
     subprocess.run([LEASH, "--home", str(agent.home), "budget", "raise", "run-cap", "--to", "100",
