@@ -3,7 +3,8 @@ stand-in, whose answers carry usage the test chose), with leashd running:
 leash's count equals what the stand-in returned, priced by the table within
 0.1 %, and agrees with Claude Code's own ``total_cost_usd``; a cap reached
 mid-run holds the session at its next call and ends the turn (no further
-model request); ``leash budget raise`` lets the next prompt run."""
+model request); ``leash budget raise`` lets the next prompt run; a subagent's
+own requests (the ``Agent`` tool, its transcript in ``subagents/``) count."""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
 from .harness import LEASH, claude_env, run_claude
-from .standin import MODEL, StandInServer, bash, text
+from .standin import MODEL, StandInServer, bash, text, tool_use
 
 WAIT_SECONDS = 20.0
 ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -121,3 +122,22 @@ def test_a_cap_reached_mid_run_holds_the_next_call_ends_the_turn_and_a_raise_let
     assert not held()
     run(agent, [[text("Again."), bash("touch marker-three")], [text("done")]], "once more")
     assert (agent.project / "marker-three").exists()
+
+
+def test_a_subagents_usage_counts(agent, leashd):
+    helper = tool_use("Agent", {"description": "look around", "prompt": "say hi", "subagent_type": "general-purpose"})
+    done, standin = run(agent, [[text("Asking a helper."), helper], [text("hi from the helper")], [text("done")]],
+                        "ask a helper")
+    assert len(standin.usages) == 3  # the main turn, the subagent's own request, the main turn again
+    session_id = done.json()["session_id"]
+    (helper_transcript,) = (agent.base / "claude-home" / ".claude" / "projects").glob(
+        f"*/{session_id}/subagents/agent-*.jsonl")
+    assert '"input_tokens":%d' % standin.usages[1]["input_tokens"] in helper_transcript.read_text().replace(" ", "")
+    wait_for(lambda: costs(agent) and costs(agent)[0]["requests"] == 3, "leash's count of the subagent's request")
+    (row,) = costs(agent)
+    assert row["input"] == sum(u["input_tokens"] for u in standin.usages)
+    models = {request.body.get("model") or MODEL for request in standin.model_requests}
+    assert len(models) == 1, models  # the general-purpose subagent asks for the main model
+    assert row["usd"] == pytest.approx(priced(standin.usages, models.pop()), rel=1e-3)
+    own = done.json().get("total_cost_usd")
+    assert own is not None and row["usd"] == pytest.approx(own, rel=1e-3), (row["usd"], own)
