@@ -85,6 +85,8 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
     yield from notify_findings(str(home), backend=backend, now=now)  # the routes' health, who sends
     if backend is not False:
         yield from _meter_findings(backend)
+        if problem is None:
+            yield from _window_findings(str(home), backend, now=now)
     yield from _tmux_findings(str(home), backend)
     from leash.core.hook.install import doctor_findings
     from leash.core.hook.wiring import home_findings
@@ -112,6 +114,33 @@ def _meter_findings(backend) -> Iterator[Finding]:
     if len(skipped) > METER_FILES_NAMED:
         yield Finding("warn", "budget meter", f"and {len(skipped) - METER_FILES_NAMED} more files with unreadable "
                                               "usage lines")
+
+
+def _window_findings(home: str, backend, *, now: float | None) -> Iterator[Finding]:
+    """A cap over a subscription window counts nothing until that window's
+    reset is reported (Claude Code's status line): each such cap, once."""
+    import time
+
+    from leash.core.base.config import load_config
+    from leash.core.policy.caps import caps_of
+
+    caps = [cap for cap in caps_of(load_config(home).get("budget") or {}) if cap.period.startswith("window-")]
+    if not caps:
+        return
+    moment = time.time() if now is None else now
+    try:
+        windows = backend.budget.windows()
+    except Exception:  # _meter_findings said the store cannot be read
+        return
+    open_windows = {(w.bucket, w.window) for w in windows if w.resets_at is not None and float(w.resets_at) > moment}
+    for cap in caps:
+        known = ((cap.account, cap.period) in open_windows if cap.scope == "account"
+                 else any(window == cap.period for _, window in open_windows))
+        if not known:
+            whose = f"account {cap.account}'s" if cap.scope == "account" else "any"
+            yield Finding("warn", "budget cap", f"cap {cap.name} counts nothing yet: no {cap.period} reset of "
+                                                f"{whose} sessions is known (Claude Code's status line reports it; "
+                                                "`leash install` wires it); it waits for one")
 
 
 def _config_findings(home: Path) -> Iterator[Finding]:

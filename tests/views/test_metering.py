@@ -267,3 +267,21 @@ def test_why_names_the_cap_that_holds_a_session_and_how_to_raise_it(backend, ses
     (rule,) = [r for r in answer["rules"] if r["rule"] == "budget_hold"]
     assert rule["subject"] == "daily" and rule["lift"].startswith("leash budget raise daily --to AMOUNT")
     assert summary(answer).startswith("budget cap daily reached: $0.")
+
+
+def test_doctor_names_a_window_cap_that_waits_for_its_window(backend, session, home):
+    from leash.core.views.doctor import examine
+
+    (home / "config.toml").write_text('[[budget.cap]]\nname = "five"\nscope = "fleet"\nperiod = "window-5h"\n'
+                                      'limit_usd = 20\n')
+
+    def said(now: float) -> list[str]:
+        return [f.message for f in examine(backend=backend, now=now) if f.subject == "budget cap"]
+
+    assert said(NOW) == ["cap five counts nothing yet: no window-5h reset of any sessions is known (Claude Code's "
+                         "status line reports it; `leash install` wires it); it waits for one"]
+    reading.observe_status_line(backend, "s1", {"rate_limits": {"five_hour": {"used_percentage": 1,
+                                                                             "resets_at": NOW + 3600}}},
+                               config=config(), now=NOW)
+    assert said(NOW + 60) == []
+    assert len(said(NOW + 3600)) == 1  # the window reset and the next one is not reported yet
