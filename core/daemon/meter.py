@@ -5,7 +5,8 @@ prompt, Gemini CLI's model response) only names its session to ``seen``; a
 thread of its own meters the named sessions (``core.views.spendmeter``), each
 once however many of its hooks came meanwhile, so the hook's answer waits for
 nothing. Every ``METER_EVERY_SECONDS`` it also meters the sessions that are
-working (spend a long tool call's model made) and runs ``tick`` (resets,
+working on this host (spend a long tool call's model made; another host's
+sessions are its own leashd's to read) and runs ``tick`` (resets,
 lowered limits, silent meters: ``core.views.metering.tick``). A Gemini CLI ``AfterModel`` payload is
 metered from the payload itself, which the hook hands over. Codex CLI writes
 a response's ``token_count`` only once the response's tool calls are done,
@@ -158,8 +159,14 @@ class Meter:
         self.passes += 1
 
     def _working(self) -> list[str]:
+        """This host's working sessions: another host's files are on that host,
+        read by its own leashd (two meters of one file would race over its state)."""
+        from leash.core.state.sessions import host_of
+
         try:
-            return [sid for sid, record in self.backend.sessions.all().items() if record.get("status") in WORKING]
+            here = self.backend.sessions.host
+            return [sid for sid, record in self.backend.sessions.all().items() if record.get("status") in WORKING
+                    and (not here or host_of(record.as_dict()) in ("", here))]
         except Exception as exc:
             self._problem("sessions", exc)
             return []
