@@ -18,7 +18,10 @@ hold, raise and reset is an ack-log line first (``budget_warn``,
 the notifier turns into a ``budget`` notification. A hold is a counter with
 ``held_since`` (``BudgetCounterRecord.held``): the gate denies every call of
 the sessions it covers (``core.hook.budgetgate``). One model request can
-overshoot a cap: the spend is known after it is made.
+overshoot a cap: the spend is known after it is made. A counter is written
+only as read with its row locked (``locked``: ``BudgetUnit.counter``), so on
+the shared store a raise or a tick on one host never writes over a charge
+another host's meter was making.
 
 It sits with the operator's other verbs over a backend (``core.views.protocol``
 stops and locks): leashd's meter, its status verb, the CLI and the console
@@ -196,6 +199,7 @@ def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, co
     raised: list[BudgetCounterRecord] = []
     with backend.budget.unit(now=now) as unit:
         chosen = [c for c in unit.counters(cap=cap.name) if _current(c, now) and (bucket is None or c.bucket == bucket)]
+        chosen = [locked(unit, c) for c in chosen]
         if not chosen:
             chosen = [_fresh_counter(unit, cap, bucket, now=now)]
         for counter in chosen:
@@ -215,6 +219,13 @@ def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, co
             raised.append(record)
     acknowledge_released(backend, cap.name, config=config, source=source, now=now)
     return raised
+
+
+def locked(unit, counter: BudgetCounterRecord) -> BudgetCounterRecord:
+    """``counter`` read again with its row locked until the unit ends
+    (``BudgetUnit.counter``): what another host's meter wrote meanwhile is
+    kept, never written over with the unlocked read."""
+    return unit.counter(counter.cap, counter.bucket, counter.period) or counter
 
 
 def _current(counter: BudgetCounterRecord, now: float) -> bool:
@@ -267,12 +278,15 @@ def tick(backend, *, config: dict, now: float) -> list[str]:
     done: list[str] = []
     released: set[str] = set()
     with backend.budget.unit(now=now) as unit:
-        for counter in unit.counters():
-            cap = by_name.get(counter.cap)
-            if cap is None or counter.unit != cap.unit:
+        for seen in unit.counters():
+            cap = by_name.get(seen.cap)
+            if cap is None or seen.unit != cap.unit or not _due(cap, seen, now):
                 continue
-            values = counter.as_dict()
-            if counter.held and _reset_passed(cap, counter, now):
+            counter = locked(unit, seen)  # as another host's meter may have just left it
+            if not _due(cap, counter, now):
+                continue
+            if counter.held:
+                values = counter.as_dict()
                 backend.acklog.append("budget_reset", source=SOURCE, session_id="",
                                       reason=f"cap {cap.name}'s period {counter.period} has reset", cap=cap.name,
                                       bucket=counter.bucket, period=counter.period, now=now)
@@ -280,7 +294,7 @@ def tick(backend, *, config: dict, now: float) -> list[str]:
                 unit.put_counter(BudgetCounterRecord.of(values))
                 released.add(cap.name)
                 done.append(f"reset {cap.name} {counter.bucket}")
-            elif not counter.held and _current(counter, now) and float(counter.used or 0.0) >= limit_of(counter, cap):
+            else:  # a limit lowered in config.toml, now reached
                 outcome = MeterOutcome()
                 advance(backend, unit, cap, counter, float(counter.used or 0.0), outcome, session_id="",
                          estimated=False, accounts=accounts, now=now)
@@ -289,6 +303,13 @@ def tick(backend, *, config: dict, now: float) -> list[str]:
     for name in released:
         acknowledge_released(backend, name, config=config, source=SOURCE, now=now)
     return done
+
+
+def _due(cap: Cap, counter: BudgetCounterRecord, now: float) -> bool:
+    """Whether time alone moves ``counter``: its held period reset, or its limit (lowered) reached."""
+    if counter.held:
+        return _reset_passed(cap, counter, now)
+    return _current(counter, now) and float(counter.used or 0.0) >= limit_of(counter, cap)
 
 
 def _reset_passed(cap: Cap, counter: BudgetCounterRecord, now: float) -> bool:

@@ -89,7 +89,7 @@ def _charge(backend, unit, member: Member, charges: list[Charge], caps, accounts
                                            charge.counts, strict=True))))
         outcome.usd += charge.usd
         outcome.estimated = outcome.estimated or charge.estimated
-    for cap in caps:
+    for cap in sorted(caps, key=lambda c: c.name):  # rows locked in the order tick and raise_cap lock them
         if cap.unit != "usd":
             continue
         bucket = bucket_for(cap, member, accounts)
