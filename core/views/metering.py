@@ -47,6 +47,7 @@ HOUR = 3600.0
 WINDOW_KEYS = {"five_hour": "window-5h", "seven_day": "window-7d"}
 BUDGET_CONDITION = "budget"
 RAISE_RESOLUTION = "resolved"
+BUCKETS_NAMED = 5  # a raise naming no bucket the cap has lists this many of those it has
 
 
 @dataclass
@@ -184,8 +185,8 @@ def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, co
               bucket: str | None = None) -> list[BudgetCounterRecord]:
     """Raise ``cap_name``'s limit to ``to`` for its current period (each bucket,
     or ``bucket``): logged ``budget_raised``, its holds lifted and their
-    ``budget`` halts acknowledged. ``ValueError``, one line: an unknown cap, a
-    ``to`` that is not a finite number above the use, no reason."""
+    ``budget`` halts acknowledged. ``ValueError``, one line: an unknown cap or
+    bucket, a ``to`` that is not a finite number above the use, no reason."""
     from leash.core.base.tomllines import did_you_mean
 
     caps, accounts, _ = budget_of(config)
@@ -201,6 +202,8 @@ def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, co
         chosen = [c for c in unit.counters(cap=cap.name) if _current(c, now) and (bucket is None or c.bucket == bucket)]
         chosen = [locked(unit, c) for c in chosen]
         if not chosen:
+            if bucket is not None:
+                _known_bucket(backend, unit, cap, bucket, accounts)
             chosen = [_fresh_counter(unit, cap, bucket, now=now)]
         for counter in chosen:
             if to <= float(counter.used or 0.0):
@@ -230,6 +233,23 @@ def locked(unit, counter: BudgetCounterRecord) -> BudgetCounterRecord:
 
 def _current(counter: BudgetCounterRecord, now: float) -> bool:
     return counter.held or counter.period_end is None or float(counter.period_end) > now
+
+
+def _known_bucket(backend, unit, cap: Cap, bucket: str, accounts: dict) -> None:
+    """``ValueError`` unless ``bucket`` is one ``cap`` counts: the fleet's or its
+    account's, one it has counted, or one of a session the store knows."""
+    from leash.core.base.tomllines import did_you_mean
+
+    known = {"fleet"} if cap.scope == "fleet" else {cap.account} if cap.scope == "account" else set()
+    if cap.scope not in ("fleet", "account"):
+        known |= {c.bucket for c in unit.counters(cap=cap.name)}
+        for session_id, record in backend.sessions.all().items():
+            known.add(bucket_for(cap, member_of(backend, session_id, record=record.as_dict()), accounts) or "")
+    known.discard("")
+    if bucket not in known:
+        hint = did_you_mean(bucket, known) or (f" (its buckets: {', '.join(sorted(known))})"
+                                               if 0 < len(known) <= BUCKETS_NAMED else "")
+        raise ValueError(f"cap {cap.name} has no bucket {bucket!r}{hint}")
 
 
 def _fresh_counter(unit, cap: Cap, bucket: str | None, *, now: float) -> BudgetCounterRecord:

@@ -135,6 +135,18 @@ def test_a_raise_lifts_the_hold_and_refuses_a_limit_below_the_use(backend, sessi
     assert (line.get("to"), line.get("reason"), line.get("source")) == (50.0, "a big day", "op")
 
 
+def test_a_raise_names_no_bucket_the_cap_cannot_have(backend, session):
+    settings = config(cap(), cap(name="each", scope="session"))
+    with pytest.raises(ValueError, match=r"cap daily has no bucket 'flet' \(did you mean 'fleet'\?\)"):
+        engine.raise_cap(backend, "daily", to=50, reason="more", source="op", config=settings, now=NOW, bucket="flet")
+    with pytest.raises(ValueError, match=r"cap each has no bucket 's2' \(its buckets: s1\)"):
+        engine.raise_cap(backend, "each", to=50, reason="more", source="op", config=settings, now=NOW, bucket="s2")
+    assert backend.budget.counters() == []  # nothing made for a mistyped bucket
+    (raised,) = engine.raise_cap(backend, "each", to=50, reason="more", source="op", config=settings, now=NOW,
+                                 bucket="s1")  # a session with no spend yet: its bucket is known
+    assert (raised.bucket, raised.raised_to) == ("s1", 50.0)
+
+
 def test_a_raise_acknowledges_the_budget_halt_the_gate_recorded(backend, session, home):
     from leash.core.hook.gate import Gate
 
