@@ -52,14 +52,25 @@ def meter_session(backend, session_id: str, *, config: dict, now: float, transcr
     with backend.budget.unit(now=now) as unit:
         charges: dict[str, Charge] = {}
         for path in paths:
-            reading = read_source(path, unit.meter(session_id, path), cli=cli, overrides=overrides, now=now)
-            if reading.state.get("cursor") is not None or unit.meter(session_id, path) is not None:
+            kept = unit.meter(session_id, path)
+            reading = read_source(path, kept, cli=cli, overrides=overrides, now=now)
+            if _changed(kept, reading.state):
                 unit.set_meter(session_id, path, reading.state)
             outcome.skipped += reading.skipped
             for charge in reading.charges:
                 charges.setdefault(charge.model, Charge(charge.model)).add(charge)
         _charge(backend, unit, member, list(charges.values()), caps, accounts, outcome, now=now)
     return outcome
+
+
+def _changed(kept: dict | None, state: dict) -> bool:
+    """Whether a reading moved the meter (a reading that found nothing new, or
+    a file not there yet, writes nothing: each write is a change every
+    console's feed shows)."""
+    def moved(values: dict | None) -> dict:
+        return {key: value for key, value in (values or {}).items() if key != "read_at"}
+
+    return moved(kept) != moved(state) and (kept is not None or state.get("cursor") is not None)
 
 
 def meter_gemini(backend, session_id: str, payload: dict, *, config: dict, now: float) -> MeterOutcome:

@@ -297,3 +297,12 @@ def test_doctor_names_a_window_cap_that_waits_for_its_window(backend, session, h
                                config=config(), now=NOW)
     assert said(NOW + 60) == []
     assert len(said(NOW + 3600)) == 1  # the window reset and the next one is not reported yet
+
+
+def test_a_reading_that_finds_nothing_new_writes_nothing(backend, session, tmp_path):
+    reading.meter_session(backend, "s1", config=config(), now=NOW)
+    backend.sessions.observe("gone", now=NOW, transcript_path=str(tmp_path / "absent.jsonl"), cli="claude")
+    before = backend.budget.meters()
+    reading.meter_session(backend, "s1", config=config(), now=NOW + 60)
+    reading.meter_session(backend, "gone", config=config(), now=NOW + 60)
+    assert backend.budget.meters() == before  # no write: nothing for the consoles' change feed to show
