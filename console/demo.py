@@ -70,7 +70,7 @@ DEMO_CAPS = (("fleet-daily", "fleet", "day", "limit_usd = 20"),
 DEMO_MODEL, DEMO_UNKNOWN_MODEL = "claude-sonnet-4-5", "claude-internal-preview"
 DEMO_SPEND_HOURS = tuple(((DEMO_MODEL, a), ("", 0.0), (DEMO_UNKNOWN_MODEL, c)) for a, c in (
     (0.84, 1.72), (1.36, 2.41), (0.52, 1.96), (1.10, 1.58), (0.40, 0.71), (0.95, 0.0), (0.0, 0.0), (0.0, 0.0),
-    (0.0, 0.0), (0.31, 0.0), (0.78, 0.0), (1.22, 0.0), (0.66, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)))
+    (0.0, 0.0), (0.31, 0.0), (0.78, 0.0), (0.92, 0.0), (0.66, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)))
 DEMO_HELD_FOR = 420  # seconds claude-c044 has been held by its cap
 DEMO_WINDOW_PERCENT = 63.0
 
@@ -110,7 +110,8 @@ def budget_config() -> str:
 
 def seed_budget(home, *, now: float) -> None:
     """What the demo's agents spent, an hour at a time over the last
-    ``len(DEMO_SPEND_HOURS)`` hours, charged through the budget store's unit,
+    ``len(DEMO_SPEND_HOURS)`` hours (those before midnight folded into today's
+    first hour), charged through the budget store's unit,
     and the caps' counters it makes today: the fleet's day near its warn
     point, claude-c044's own day held, the 5-hour window at 63%. Needs
     ``budget_config()`` in config.toml for the caps to show."""
@@ -125,7 +126,9 @@ def seed_budget(home, *, now: float) -> None:
     today: dict[str, float] = {}
     with backend_for(home).budget.unit(now=now) as unit:
         for back, shares in enumerate(DEMO_SPEND_HOURS):
-            start = hour - 3600 * back
+            # Hours before midnight are folded into today's first hour, so the
+            # story (claude-c044 held by its day's cap) holds at any hour.
+            start = max(hour - 3600 * back, int(day.start))
             for (_, _, session_id, entity), (model, usd) in zip(DEMO_SESSIONS, shares, strict=True):
                 if not usd:
                     continue
@@ -133,8 +136,7 @@ def seed_budget(home, *, now: float) -> None:
                                         entity=entity, cli="claude", usd=usd, estimated=model == DEMO_UNKNOWN_MODEL,
                                         input=int(usd * 40_000), output=int(usd * 8_000), cache_write=0,
                                         cache_read=int(usd * 200_000), reasoning=0, requests=int(usd * 6) + 1))
-                if start >= day.start:
-                    today[session_id] = today.get(session_id, 0.0) + usd
+                today[session_id] = today.get(session_id, 0.0) + usd
 
         def counter(cap: str, bucket: str, period: str, end: float | None, unit_name: str, used: float,
                     held_since: float | None = None) -> BudgetCounterRecord:

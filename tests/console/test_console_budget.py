@@ -29,13 +29,12 @@ DAY_START = CONSOLE_NOW - CONSOLE_NOW % 86400
 HELD_SESSION = "claude-c044"  # the demo's agent past its own day's cap (agent-chatty)
 
 
-def spent(session_id: str, *, today: bool = False) -> tuple[float, bool]:
-    """What the seed charged ``session_id`` (today only: since the UTC day
-    began), and whether any of it was priced without the table knowing the model."""
+def spent(session_id: str) -> tuple[float, bool]:
+    """What the seed charged ``session_id`` (all of it today: the hours before
+    midnight are folded into the day's first), and whether any of it was priced
+    without the table knowing the model."""
     index = next(n for n, (_, _, sid, _) in enumerate(DEMO_SESSIONS) if sid == session_id)
-    hour = CONSOLE_NOW - CONSOLE_NOW % 3600
-    charged = [(model, usd) for back, shares in enumerate(DEMO_SPEND_HOURS) for model, usd in [shares[index]]
-               if usd and (not today or hour - 3600 * back >= DAY_START)]
+    charged = [(model, usd) for shares in DEMO_SPEND_HOURS for model, usd in [shares[index]] if usd]
     return round(sum(usd for _, usd in charged), 2), any(model == DEMO_UNKNOWN_MODEL for model, _ in charged)
 
 
@@ -77,6 +76,20 @@ async def show_budget(pilot, app, contains: str = "") -> None:
         await settle(pilot, app)
 
 
+@pytest.mark.parametrize("into_the_day", [300, 3 * 3600, 8 * 3600], ids=["00:05", "03:00", "08:00"])
+def test_the_seeded_session_is_held_by_its_days_cap_at_any_hour(home, into_the_day):
+    """The demo's story holds just after midnight too: the hours of spend
+    before the day began count in its first hour, not lost to yesterday."""
+    now = DAY_START + into_the_day
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(home / "config.toml", "a") as config:
+        config.write(budget_config())
+    seed_budget(home, now=now)
+    counters = {c.bucket: c for c in backend_for(home).budget.counters(cap="session-daily")}
+    assert counters[HELD_SESSION].held and counters[HELD_SESSION].used == spent(HELD_SESSION)[0]
+    assert not counters["claude-7f3a"].held and counters["claude-7f3a"].used == spent("claude-7f3a")[0]
+
+
 # ---------------------------------------------------------------- the cost column
 @pytest.mark.parametrize("size", [LARGE, SMALL], ids=lambda size: f"{size[0]}x{size[1]}")
 async def test_each_session_shows_its_cost_an_estimate_marked_and_none_blank(budget_app, size):
@@ -107,7 +120,7 @@ async def test_a_fleet_that_meters_nothing_has_no_cost_column_nor_spend_in_the_h
 @pytest.mark.parametrize("size,wording", [(LARGE, " today · 5h "), (SMALL, " · 5h ")],
                          ids=["160x45", "80x24"])
 async def test_the_header_says_the_fleets_spend_today_and_its_busiest_window(budget_app, size, wording):
-    today = [spent(sid, today=True) for _, _, sid, _ in DEMO_SESSIONS]
+    today = [spent(sid) for _, _, sid, _ in DEMO_SESSIONS]
     total, estimated = sum(usd for usd, _ in today), any(flag for _, flag in today)
     app = budget_app()
     async with app.run_test(size=size) as pilot:
@@ -126,12 +139,12 @@ async def test_the_budget_panel_shows_each_cap_and_bucket_and_the_last_days_spen
         await show_budget(pilot, app)
         lines = drawn(app, app.panel("budget"))
         assert row_of(lines, "Cap", "Bucket", "Used / limit", "%", "Held", "Resets in")
-        fleet_used = sum(spent(sid, today=True)[0] for _, _, sid, _ in DEMO_SESSIONS)
+        fleet_used = sum(spent(sid)[0] for _, _, sid, _ in DEMO_SESSIONS)
         fleet_limit = float(next(limit for name, *_, limit in DEMO_CAPS if name == "fleet-daily").split("=")[1])
         fleet = row_of(lines, "fleet-daily")
         assert f"~${fleet_used:,.2f} / ${fleet_limit:,.2f}" in fleet and f"{fleet_used / fleet_limit:.0%}" in fleet
         assert "16h" in fleet  # the UTC day resets at midnight: 16 hours after 08:00
-        held_used, _ = spent(HELD_SESSION, today=True)
+        held_used, _ = spent(HELD_SESSION)
         held = row_of(lines, "session-daily", f"session/{HELD_SESSION}")
         assert f"~${held_used:,.2f} / ${DEMO_SESSION_LIMIT:,.2f}" in held and "HELD 7m" in held
         assert "HELD" not in row_of(lines, "session-daily", "session/claude-7f3a")
