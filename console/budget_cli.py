@@ -117,7 +117,7 @@ def _daemon_running(backend) -> bool:
     import os
 
     from leash.core.base.wellknown import RUN_DIR
-    from leash.core.wire.thinhook import DAEMON_LOCK_NAME, lock_holder
+    from leash.core.wire.daemontrust import DAEMON_LOCK_NAME, lock_holder
 
     return lock_holder(os.path.join(backend.home, RUN_DIR, DAEMON_LOCK_NAME)) is not None
 

@@ -45,6 +45,7 @@ import threading
 import time
 
 from leash.core.base.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
+from leash.core.daemon.acks import Acknowledger
 from leash.core.daemon.agents import UNTOLD, KnownAgents
 from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
@@ -53,7 +54,7 @@ from leash.core.daemon.listener import Listener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.daemon.statusverb import StatusVerb
 from leash.core.wire import lines as wire
-from leash.core.wire.thinhook import DAEMON_LOCK_NAME
+from leash.core.wire.daemontrust import DAEMON_LOCK_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class Daemon:
         self.line_deadline = line_deadline
         self.clock = clock
         self.stopping = threading.Event()
+        self.acks = Acknowledger(self.stopping)
         self.max_connections, self.open_connections = max_connections, open_connections
         self.listeners: list[Listener] = []
         self.kennel: Kennel | None = None
@@ -175,6 +177,7 @@ class Daemon:
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
         self._start_desk()
         self.meter.start()
+        self.acks.start()
         self._start_notifier()
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
@@ -332,11 +335,14 @@ class Daemon:
                              reason=f"the agent socket answers only hook and status, not {verb!r}")
                 return
             started = time.perf_counter()
-            with serving:
-                try:
-                    reply = self._hook(request, peer)
-                except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
-                    reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+            with self.acks.judging(conn, request) as call:  # silent past half a second: "judging", each second
+                with serving:
+                    try:
+                        reply = self._hook(request, peer)
+                    except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
+                        reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+                if not isinstance(reply, dict):
+                    self.acks.held(call, reply.approval.id)
             if not isinstance(reply, dict):  # held as an approval: waits without a serving slot
                 answered = self.desk.wait(reply, conn)
                 if answered is None:  # the client went away (the pane answered first)

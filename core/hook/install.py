@@ -49,7 +49,7 @@ from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OW
     pinned_wait,
 )
 from leash.core.wire.hookevents import CLAUDE, events_of
-from leash.core.wire.thinhook import DAEMON_UID_ENV
+from leash.core.wire.daemontrust import DAEMON_UID_ENV
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:

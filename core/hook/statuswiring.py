@@ -33,7 +33,7 @@ import shlex
 
 from leash.core.base.agentfiles import settings_path
 from leash.core.base.wellknown import AGENT_SOCKET_ENV
-from leash.core.wire.thinhook import DAEMON_UID_ENV
+from leash.core.wire.daemontrust import DAEMON_UID_ENV
 from leash.core.wire.thinstatus import INHERITED_OPTION, USER_COMMAND_OPTION
 
 STATUS_MARK = "# leash-statusline"

@@ -7,20 +7,15 @@ exists (the home from ``--home``, ``LEASH_HOME`` or ``~/.leash``). With neither
 there is no daemon to ask and the in-process hook runs, as without leashd.
 
 Whom it trusts: before the payload is sent, the process that answers must be
-leashd (``vouch``). A socket owned, and answered, by another user counts when
-that user is root, the owner of the home directory or the uid pinned in
-``LEASH_DAEMON_UID`` (``leash install --socket`` writes it into the command):
-the hook's user cannot make a socket another user owns. A socket of the hook's
-own user (the single-user profile) could be anyone's of that user, so there
-the peer (``SO_PEERCRED``) must be the process that holds the flock of
-``<home>/run/leashd.lock`` (``/proc/locks``), which one leashd per home holds
-for its life. What this cannot tell apart: a process of the same user that
-stopped the real daemon (or replaced the lock file) and took the lock itself.
+leashd (``core.wire.daemontrust.vouch``).
 
 Failure:
 * the answering process is not leashd: the gating events deny saying so, the
   others fail open with one line on stderr (``failed_closed``); the payload is
   never sent to it;
+* nothing heard from leashd for 2 s (``ACK_WAIT_SECONDS``: the request asks
+  for acknowledgements, which leashd sends while it judges): the same, "leash
+  daemon not answering" (a stopped or hung daemon);
 * no reply within the deadline (``LEASH_HOOK_DEADLINE`` seconds, default 20:
   under the 25 s of ``timeout`` in the installed command and Claude Code's
   30 s): the same, naming leashd. Events an approval may hold wait longer
@@ -51,6 +46,7 @@ from leash.core.base.wellknown import (
     OPERATOR_SOCKET_ENV,
     RUN_DIR,
 )
+from leash.core.wire.daemontrust import DAEMON_UID_ENV, NotTheDaemon, vouch
 from leash.core.wire.hookio import (
     REQUEST_LIMIT_BYTES,
     HookInputError,
@@ -67,9 +63,6 @@ from leash.core.wire.hookio import (
 FORWARDED_ENV = ("TMUX", "TMUX_PANE", "TMUX_TMPDIR", "HOME", "USER", "LOGNAME", "PWD",
                  "CLAUDE_PROJECT_DIR")  # where relative path locks are anchored
 FORWARDED_PREFIX = "LEASH_"
-# The uid of a leashd running as another user (the separated profile), which
-# ``leash install --socket`` pins in the hook command next to LEASH_SOCKET.
-DAEMON_UID_ENV = "LEASH_DAEMON_UID"
 # Seconds the thin client waits for leashd's reply (tests set a short one).
 DEADLINE_ENV = "LEASH_HOOK_DEADLINE"
 # Under the installed command's own ``timeout`` (25 s) and Claude Code's hook
@@ -88,10 +81,13 @@ APPROVAL_MARGIN_SECONDS = 10.0
 NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV, DAEMON_UID_ENV, DEADLINE_ENV,
                            APPROVAL_WAIT_ENV})
 RECV_CHUNK_BYTES = 65536
-# The flock one leashd per home holds for its life (core.daemon.service).
-DAEMON_LOCK_NAME = "leashd.lock"
-PROC_LOCKS = "/proc/locks"
-ROOT_UID = 0
+# Acknowledgements (core.daemon.acks): a hook request carries ``"ack": "1"``;
+# leashd then says "judging" at least every second while it judges, and
+# "held" once the call waits for an approval. Heard nothing for this long,
+# the client refuses the call: a stopped or hung leashd costs an agent 2 s,
+# not the approval's five minutes. Only a held call waits its deadline.
+ACK_KEY, ACK_ASKED, HELD_ACK = "ack", "1", "held"
+ACK_WAIT_SECONDS = 2.0
 # A full listen queue answers a connect at once (EAGAIN): retry this often.
 CONNECT_RETRY_SECONDS = 0.01
 
@@ -146,8 +142,9 @@ class DaemonTooSlow(Exception):
     """No reply within the client's deadline: the gating events fail closed."""
 
 
-class NotTheDaemon(Exception):
-    """The process on the socket is not leashd; ``str()`` says why."""
+class DaemonNotAnswering(DaemonTooSlow):
+    """Asked for acknowledgements, the client heard nothing for
+    ``ACK_WAIT_SECONDS``: leashd is stopped or hung, not judging."""
 
 
 class NoDaemon(Exception):
@@ -205,7 +202,7 @@ def forwarded_env(env=os.environ) -> dict[str, str]:
 
 def hook_request(event: str, raw: bytes, input_error: HookInputError | None, env=os.environ) -> bytes:
     """The request line for the agent socket."""
-    request: dict[str, object] = {"verb": "hook", "event": event, "env": forwarded_env(env)}
+    request: dict[str, object] = {"verb": "hook", "event": event, "env": forwarded_env(env), ACK_KEY: ACK_ASKED}
     if isinstance(input_error, HookInputTooLarge):
         request["input_error"] = "too_large"
     elif input_error is not None:
@@ -247,126 +244,95 @@ def connect(conn, path: str) -> None:
             os.close(fd)
 
 
-def peer_of(conn) -> tuple[int, int]:
-    """(pid, uid) of the process listening on the other end (``SO_PEERCRED``)."""
-    data = conn.getsockopt(socket_core.SOL_SOCKET, socket_core.SO_PEERCRED, 12)
-    return int.from_bytes(data[0:4], sys.byteorder, signed=True), int.from_bytes(data[4:8], sys.byteorder)
+class _Clock:
+    """The two limits of one call: the overall ``deadline`` and, when the
+    request asked for acknowledgements, the ``silence`` by which leashd must
+    say something (pushed on by each "judging", lifted by "held")."""
+
+    __slots__ = ("deadline", "silence")
+
+    def __init__(self, deadline: float, *, acknowledged: bool):
+        self.deadline = deadline
+        self.silence = time.monotonic() + ACK_WAIT_SECONDS if acknowledged else float("inf")
+
+    def remaining(self) -> float:
+        now = time.monotonic()
+        if now >= self.silence and self.silence < self.deadline:
+            raise DaemonNotAnswering(f"no acknowledgement within {ACK_WAIT_SECONDS:g} s")
+        if now >= self.deadline:
+            raise DaemonTooSlow("no reply in time")
+        return min(self.deadline, self.silence) - now
+
+    def heard(self, ack: object) -> None:
+        """leashd acknowledged: it is judging (wait on), or holding the call
+        for an approval (wait to the deadline)."""
+        self.silence = float("inf") if ack == HELD_ACK else time.monotonic() + ACK_WAIT_SECONDS
 
 
-def trusted_users(home: str, env=os.environ) -> set[int]:
-    """Users other than this hook's own whose daemon it believes: root, the
-    home directory's owner, the pinned ``LEASH_DAEMON_UID``."""
-    trusted = {ROOT_UID}
-    try:
-        trusted.add(os.stat(home).st_uid)
-    except OSError:
-        pass  # a home this user cannot see (the separated profile): leashd's uid is pinned instead
-    pinned = env.get(DAEMON_UID_ENV, "")
-    if pinned.isdigit():
-        trusted.add(int(pinned))
-    trusted.discard(os.geteuid())  # the hook's own user could be the agent: it proves itself by the lock
-    return trusted
-
-
-def lock_holder(lock_path: str) -> int | None:
-    """The pid holding the flock of ``lock_path`` (by its inode in
-    ``/proc/locks``); None when no one does or it cannot be read. (The
-    device is not compared: some file systems report another one to stat.)"""
-    try:
-        inode = os.stat(lock_path).st_ino
-        fd = os.open(PROC_LOCKS, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, RECV_CHUNK_BYTES):
-            chunks.append(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    wanted = f":{inode}".encode()
-    for line in b"".join(chunks).splitlines():
-        fields = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
-        if len(fields) >= 6 and fields[1] == b"FLOCK" and fields[5].endswith(wanted) and fields[4].isdigit():
-            return int(fields[4])
-    return None
-
-
-def vouch(conn, path: str, home: str, env=os.environ) -> None:
-    """``NotTheDaemon`` unless the process answering on ``conn`` is leashd."""
-    pid, uid = peer_of(conn)
-    try:
-        owner = os.stat(path).st_uid
-    except OSError:
-        owner = uid  # gone since the connect: the peer alone decides
-    trusted = trusted_users(home, env)
-    acceptable = trusted | {os.geteuid()}
-    for who, what in ((owner, "is owned by"), (uid, "is answered by")):
-        if who not in acceptable:
-            raise NotTheDaemon(f"{path} {what} uid {who}, neither leashd's user nor the home's owner")
-    if owner in trusted and uid in trusted:
-        return  # another user's socket and process: this hook's user could have made neither
-    lock = os.path.join(home, RUN_DIR, DAEMON_LOCK_NAME)
-    holder = lock_holder(lock)
-    if holder is None:
-        raise NotTheDaemon(f"no leash daemon holds {lock}, yet pid {pid} answers on {path}")
-    if holder != pid:
-        raise NotTheDaemon(f"pid {pid} answers on {path}, but the leash daemon of this home is pid {holder}")
-
-
-def _remaining(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("no reply in time")
-    return left
-
-
-def _connect_by(conn, path: str, deadline: float) -> None:
+def _connect_by(conn, path: str, clock: _Clock) -> None:
     while True:
-        conn.settimeout(_remaining(deadline))
+        conn.settimeout(clock.remaining())
         try:
             connect(conn, path)
             return
         except BlockingIOError:  # its listen queue is full: the daemon is behind, not gone
-            time.sleep(min(CONNECT_RETRY_SECONDS, _remaining(deadline)))
+            time.sleep(min(CONNECT_RETRY_SECONDS, clock.remaining()))
 
 
-def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ) -> dict:
-    """The daemon's one-line reply to ``request`` by ``deadline`` (monotonic);
-    ``NotTheDaemon``, ``DaemonTooSlow`` or ``DaemonUnreachable`` otherwise."""
-    chunks: list[bytes] = []
+def _reply_of(line: bytes) -> dict:
     try:
-        conn = socket_core.socket(socket_core.AF_UNIX, socket_core.SOCK_STREAM)
-        try:
-            _connect_by(conn, path, deadline)
-            vouch(conn, path, home, env)
-            conn.settimeout(_remaining(deadline))
-            conn.sendall(request)
-            while True:
-                conn.settimeout(_remaining(deadline))
-                chunk = conn.recv(RECV_CHUNK_BYTES)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if chunk.endswith(b"\n"):
-                    break
-        finally:
-            conn.close()
-    except TimeoutError:
-        raise DaemonTooSlow("no reply in time") from None
-    except OSError as exc:
-        raise DaemonUnreachable(f"{exc.strerror or exc.__class__.__name__}") from None
-    data = b"".join(chunks)
-    if not data.endswith(b"\n"):
-        raise DaemonUnreachable("the connection closed before a reply")
-    try:
-        reply = loads(data.decode("utf-8", "surrogatepass"))
+        reply = loads(line.decode("utf-8", "surrogatepass"))
     except (ValueError, StopIteration):
         raise DaemonUnreachable("a reply that is not JSON") from None
     if not isinstance(reply, dict):
         raise DaemonUnreachable("a reply that is not a JSON object")
     return reply
+
+
+def _read_reply(conn, clock: _Clock) -> dict:
+    """The first line that is not an acknowledgement."""
+    pending = b""
+    while True:
+        newline = pending.find(b"\n")
+        if newline >= 0:
+            reply = _reply_of(pending[:newline])
+            pending = pending[newline + 1:]
+            if ACK_KEY not in reply:
+                return reply
+            clock.heard(reply[ACK_KEY])
+            continue
+        try:
+            conn.settimeout(clock.remaining())
+            chunk = conn.recv(RECV_CHUNK_BYTES)
+        except TimeoutError:
+            clock.remaining()  # raises the limit that was reached
+            raise
+        if not chunk:
+            raise DaemonUnreachable("the connection closed before a reply")
+        pending += chunk
+
+
+def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ, acknowledged: bool = False) -> dict:
+    """The daemon's one-line reply to ``request`` by ``deadline`` (monotonic);
+    ``NotTheDaemon``, ``DaemonTooSlow`` (``DaemonNotAnswering`` when the
+    request asked for acknowledgements and none came in time) or
+    ``DaemonUnreachable`` otherwise."""
+    clock = _Clock(deadline, acknowledged=acknowledged)
+    try:
+        conn = socket_core.socket(socket_core.AF_UNIX, socket_core.SOCK_STREAM)
+        try:
+            _connect_by(conn, path, clock)
+            vouch(conn, path, home, env)
+            conn.settimeout(clock.remaining())
+            conn.sendall(request)
+            return _read_reply(conn, clock)
+        finally:
+            conn.close()
+    except TimeoutError:
+        clock.remaining()
+        raise DaemonTooSlow("no reply in time") from None
+    except OSError as exc:
+        raise DaemonUnreachable(f"{exc.strerror or exc.__class__.__name__}") from None
 
 
 def answer_of(event: str, reply: dict) -> tuple[str, str, int]:
@@ -394,11 +360,16 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
         input_error = exc
     request = hook_request(event, raw, input_error, env)
     try:
-        out, err, code = answer_of(event, ask(path, request, home=home_of(home, env), deadline=deadline, env=env))
+        out, err, code = answer_of(event, ask(path, request, home=home_of(home, env), deadline=deadline, env=env,
+                                              acknowledged=True))
     except NotTheDaemon as exc:
         out, err, code = failed_closed(event, f"leash: refused to ask the agent socket: {exc}. It is not leash's "
                                               "daemon (leashd); this hook cannot judge the call until `leash "
                                               "daemon` answers there")
+    except DaemonNotAnswering:
+        out, err, code = failed_closed(event, f"leash: leash daemon not answering at {path}: no acknowledgement "
+                                              f"within {ACK_WAIT_SECONDS:g} s, so this call is refused (is leashd "
+                                              "stopped or hung? the operator can check `leash daemon`'s log)")
     except DaemonTooSlow:
         out, err, code = failed_closed(event, f"leash: leash daemon (leashd) did not answer within {seconds:g} s at "
                                               f"{path}: this hook cannot judge the call (is leashd stopped or "

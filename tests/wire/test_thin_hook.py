@@ -60,14 +60,14 @@ def imported(argv: list[str], stdin: bytes = b"") -> set[str]:
 
 # The layer packages hold a docstring and nothing else.
 THIN_LEASH_MODULES = {"leash", "leash.core", "leash.core.base", "leash.core.wire", "leash.core.hook",
-                      "leash.core.hook.main", "leash.core.wire.thinhook",
+                      "leash.core.hook.main", "leash.core.wire.thinhook", "leash.core.wire.daemontrust",
                       "leash.core.wire.hookio", "leash.core.base.wellknown"}
 
 
 def test_the_installed_hook_imports_only_what_it_must(daemon, home):
     """What ``leash install`` wires: the interpreter on the hook entry. Besides
     a bare interpreter's modules: the C cores of json and socket, select and
-    time for the stdin deadline, and five small modules of leash's."""
+    time for the stdin deadline, and six small modules of leash's."""
     from leash.core.hook.install import hook_runner
 
     bare = imported(["-c", "pass"])

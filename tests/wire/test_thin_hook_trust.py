@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from leash.core.views.protocol import StopProtocol
-from leash.core.wire import thinhook
+from leash.core.wire import daemontrust, thinhook
 
 from ..support.checkout import ROOT
 from ..support.daemon import daemon_process, sockets, stop
@@ -127,8 +127,8 @@ def test_a_socket_another_user_owns_is_believed_only_for_leashds_user(held, tmp_
 
 def test_whom_the_client_trusts_besides_itself(tmp_path):
     theirs = {"LEASH_DAEMON_UID": "4242"}
-    assert thinhook.trusted_users(str(tmp_path / "missing"), theirs) == {0, 4242} - {os.geteuid()}
-    assert os.geteuid() not in thinhook.trusted_users(str(tmp_path), {"LEASH_DAEMON_UID": str(os.geteuid())})
+    assert daemontrust.trusted_users(str(tmp_path / "missing"), theirs) == {0, 4242} - {os.geteuid()}
+    assert os.geteuid() not in daemontrust.trusted_users(str(tmp_path), {"LEASH_DAEMON_UID": str(os.geteuid())})
     assert thinhook.deadline_seconds({}) == thinhook.DEFAULT_DEADLINE_SECONDS
     for bad in ("soon", "0", "-3", "nan", "3600"):
         assert thinhook.deadline_seconds({"LEASH_HOOK_DEADLINE": bad}) == thinhook.DEFAULT_DEADLINE_SECONDS

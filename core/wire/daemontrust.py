@@ -1,0 +1,111 @@
+"""Whether the process answering on leashd's agent socket is leashd: the
+thin hook asks this before it sends anything (``vouch``).
+
+A socket owned, and answered, by another user counts when that user is root,
+the owner of the home directory or the uid pinned in ``LEASH_DAEMON_UID``
+(``leash install --socket`` writes it into the command): the hook's user
+cannot make a socket another user owns. A socket of the hook's own user (the
+single-user profile) could be anyone's of that user, so there the peer
+(``SO_PEERCRED``) must be the process that holds the flock of
+``<home>/run/leashd.lock`` (``/proc/locks``), which one leashd per home holds
+for its life. What this cannot tell apart: a process of the same user that
+stopped the real daemon (or replaced the lock file) and took the lock itself.
+
+Failure: ``NotTheDaemon`` (its text says why) for any peer it cannot vouch
+for; a ``/proc/locks`` that cannot be read is no holder, so fails closed.
+
+Imports: the standard library's C core of ``socket`` and ``os``/``sys`` only:
+every tool call pays for them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from leash.core.base.wellknown import RUN_DIR
+
+try:
+    import _socket as socket_core
+except ImportError:  # another Python: the module itself
+    import socket as socket_core  # type: ignore[no-redef]
+
+# The flock one leashd per home holds for its life (core.daemon.service).
+DAEMON_LOCK_NAME = "leashd.lock"
+PROC_LOCKS = "/proc/locks"
+ROOT_UID = 0
+# The uid of a leashd running as another user (the separated profile), which
+# ``leash install --socket`` pins in the hook command next to LEASH_SOCKET.
+DAEMON_UID_ENV = "LEASH_DAEMON_UID"
+READ_CHUNK_BYTES = 65536
+
+
+class NotTheDaemon(Exception):
+    """The process on the socket is not leashd; ``str()`` says why."""
+
+
+def peer_of(conn) -> tuple[int, int]:
+    """(pid, uid) of the process listening on the other end (``SO_PEERCRED``)."""
+    data = conn.getsockopt(socket_core.SOL_SOCKET, socket_core.SO_PEERCRED, 12)
+    return int.from_bytes(data[0:4], sys.byteorder, signed=True), int.from_bytes(data[4:8], sys.byteorder)
+
+
+def trusted_users(home: str, env=os.environ) -> set[int]:
+    """Users other than this hook's own whose daemon it believes: root, the
+    home directory's owner, the pinned ``LEASH_DAEMON_UID``."""
+    trusted = {ROOT_UID}
+    try:
+        trusted.add(os.stat(home).st_uid)
+    except OSError:
+        pass  # a home this user cannot see (the separated profile): leashd's uid is pinned instead
+    pinned = env.get(DAEMON_UID_ENV, "")
+    if pinned.isdigit():
+        trusted.add(int(pinned))
+    trusted.discard(os.geteuid())  # the hook's own user could be the agent: it proves itself by the lock
+    return trusted
+
+
+def lock_holder(lock_path: str) -> int | None:
+    """The pid holding the flock of ``lock_path`` (by its inode in
+    ``/proc/locks``); None when no one does or it cannot be read. (The
+    device is not compared: some file systems report another one to stat.)"""
+    try:
+        inode = os.stat(lock_path).st_ino
+        fd = os.open(PROC_LOCKS, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, READ_CHUNK_BYTES):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    wanted = f":{inode}".encode()
+    for line in b"".join(chunks).splitlines():
+        fields = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
+        if len(fields) >= 6 and fields[1] == b"FLOCK" and fields[5].endswith(wanted) and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
+def vouch(conn, path: str, home: str, env=os.environ) -> None:
+    """``NotTheDaemon`` unless the process answering on ``conn`` is leashd."""
+    pid, uid = peer_of(conn)
+    try:
+        owner = os.stat(path).st_uid
+    except OSError:
+        owner = uid  # gone since the connect: the peer alone decides
+    trusted = trusted_users(home, env)
+    acceptable = trusted | {os.geteuid()}
+    for who, what in ((owner, "is owned by"), (uid, "is answered by")):
+        if who not in acceptable:
+            raise NotTheDaemon(f"{path} {what} uid {who}, neither leashd's user nor the home's owner")
+    if owner in trusted and uid in trusted:
+        return  # another user's socket and process: this hook's user could have made neither
+    lock = os.path.join(home, RUN_DIR, DAEMON_LOCK_NAME)
+    holder = lock_holder(lock)
+    if holder is None:
+        raise NotTheDaemon(f"no leash daemon holds {lock}, yet pid {pid} answers on {path}")
+    if holder != pid:
+        raise NotTheDaemon(f"pid {pid} answers on {path}, but the leash daemon of this home is pid {holder}")
