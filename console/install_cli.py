@@ -38,6 +38,7 @@ def cmd_install(context: Context, args: Namespace) -> int:
 
     version = claudeversion.installed_version() if not args.uninstall else None
     on_failure = claudeversion.supports_on_failure(version)
+    http_port = _http_port(context, args, on_failure)
     daemon_uid = install.daemon_uid_of(args.socket) if args.socket else None
     runner = install.hook_runner()
     wait = install.approval_wait(context.home)  # the approvals' timeout the deadlines must outlast
@@ -47,13 +48,14 @@ def cmd_install(context: Context, args: Namespace) -> int:
     try:
         previous = wiring.write_record(context.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
                                        on_failure=on_failure, uninstall=args.uninstall, wait=wait,
-                                       pinned_home=pinned)
+                                       pinned_home=pinned, http_port=http_port)
     except OSError as exc:
         raise Refused(f"cannot record the wiring in {wiring.record_path(context.home)}: {exc.strerror}; "
                       "nothing changed") from None
     try:
         changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
-                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait, home=pinned)
+                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait, home=pinned,
+                                  http_port=http_port)
     except (install.SettingsError, PermissionError) as exc:
         wiring.restore_record(context.home, previous)
         if isinstance(exc, PermissionError):
@@ -64,6 +66,8 @@ def cmd_install(context: Context, args: Namespace) -> int:
     if not args.uninstall:
         how = ('onFailure "block" and `|| exit 2`' if on_failure else
                "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
+        if http_port:
+            how = f'onFailure "block" (HTTP hooks to leashd on 127.0.0.1:{http_port}, no process per call)'
         out(f"Claude Code {claudeversion.shown(version)}: a gating hook that cannot run blocks through {how}")
         if args.socket:
             out(f"leashd's user pinned: uid {daemon_uid} (the owner of {args.socket})" if daemon_uid is not None
@@ -71,6 +75,25 @@ def cmd_install(context: Context, args: Namespace) -> int:
         out(f"the hooks use the home {pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
         out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
     return 0
+
+
+def _http_port(context: Context, args: Namespace, on_failure: bool) -> int | None:
+    """The port of leashd's HTTP listener to wire, for ``--transport http``
+    (None: command hooks). A Claude Code without ``onFailure`` keeps command
+    hooks: its failed HTTP hook would let the call through."""
+    if getattr(args, "transport", "command") != "http" or args.uninstall:
+        return None
+    if not on_failure:
+        out("Claude Code without onFailure (before 2.1.295) would let a call through when leashd's listener "
+            "fails: wiring command hooks instead")
+        return None
+    from leash.core.base.config import load_config
+
+    port = load_config(context.home)["daemon"]["http_port"]
+    if not port:
+        raise Refused(f"--transport http needs [daemon] http_port in {os.path.join(context.home, 'config.toml')} "
+                      "(a free loopback port, such as 7431), and `leash daemon` restarted to listen on it")
+    return int(port)
 
 
 def _install_agent(context: Context, args: Namespace) -> int:

@@ -173,6 +173,9 @@ def build_parser():
     what.add_argument("--uninstall", action="store_true", help="remove leash's hooks only")
     p.add_argument("--socket", metavar="PATH", help="pin leashd's agent socket in each hook command "
                                                     "(LEASH_SOCKET=PATH): an unreachable daemon then denies")
+    p.add_argument("--transport", choices=("command", "http"), default="command",
+                   help="Claude Code only: http wires the hooks as type \"http\" to leashd's loopback listener "
+                        "([daemon] http_port), no process per call; needs Claude Code 2.1.295+ (onFailure)")
 
     p = sub.add_parser("store", parents=[common], help="the shared store: 'leash store copy' moves a home into it")
     store = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=Parser, required=True)

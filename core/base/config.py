@@ -67,9 +67,10 @@ DEFAULTS: JSONObject = {
     "sessions": {"forget_after_days": 7},
     # leashd: sockets ("" = <home>/run/agent.sock, operator.sock), who may use
     # the operator socket (user and group names; the daemon's own user always
-    # may), the host's name ("" = the machine's hostname), and the sockets' modes.
+    # may), the host's name ("" = the machine's hostname), the sockets' modes, and
+    # the loopback port of Claude Code's HTTP hooks (0 = none; leash install --transport http).
     "daemon": {"agent_socket": "", "operator_socket": "", "operators": [], "host": "", "agent_socket_mode": "0600",
-               "kennel": True},
+               "kennel": True, "http_port": 0},
     # The shared store: "" = this home's files. A password never sits in the
     # url: it comes from PGPASSWORD, PGPASSFILE or password_file. owner_url: the
     # schema's owner (migrations, store copy, doctor --repair); "" = url's role.
@@ -98,7 +99,7 @@ _SCHEMA: dict[str, dict[str, object]] = {
     "acklog": {"anchor_command": ("list[str]",), "mac_key_file": ("str",)},
     "sessions": {"forget_after_days": ("positive number",)},
     "daemon": {"agent_socket": ("str",), "operator_socket": ("str",), "operators": ("list[str]",), "host": ("str",),
-               "agent_socket_mode": ("file mode",), "kennel": ("bool",)},
+               "agent_socket_mode": ("file mode",), "kennel": ("bool",), "http_port": ("port",)},
     "store": {"url": ("store url",), "owner_url": ("store url",), "password_file": ("str",),
               "offline_grace_s": ("non-negative number",),
               "offline": ("offline policy",)},

@@ -40,6 +40,7 @@ _KIND_SAID = {  # kinds whose rule reads better in words than by name
     "offline policy": '"closed" or "last-known"',
     "ask rules": 'a list of "Tool(glob)", "path:glob" or "tool:glob" strings',
     "on-timeout policy": '"deny" or "ask"',
+    "port": "0 (none) or a TCP port from 1 to 65535",
 }
 
 
@@ -51,6 +52,7 @@ _SPECIAL_CHECKS = {
     "store url": lambda value: isinstance(value, str) and (value == "" or store_url_problem(value) is None),
     "offline policy": lambda value: value in ("closed", "last-known"),
     "on-timeout policy": lambda value: value in ("deny", "ask"),
+    "port": lambda value: isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 65535,
     "ask rules": lambda value: isinstance(value, list) and all(ask_rule_problem(rule) is None for rule in value),
 }
 

@@ -50,6 +50,7 @@ from leash.core.daemon.agents import UNTOLD, KnownAgents
 from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
+from leash.core.daemon.httphooks import HttpHooks
 from leash.core.daemon.listener import Listener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.daemon.statusverb import StatusVerb
@@ -128,6 +129,8 @@ class Daemon:
         self.clock = clock
         self.stopping = threading.Event()
         self.acks = Acknowledger(self.stopping)
+        self.http: HttpHooks | None = None  # Claude Code's HTTP hooks ([daemon] http_port)
+        self.http_serving = threading.BoundedSemaphore(1)
         self.max_connections, self.open_connections = max_connections, open_connections
         self.listeners: list[Listener] = []
         self.kennel: Kennel | None = None
@@ -178,6 +181,7 @@ class Daemon:
         self._start_desk()
         self.meter.start()
         self.acks.start()
+        self._start_http()
         self._start_notifier()
         self.say("started", pid=os.getpid(), home=self.home, agent=self.agent_path, operator=self.operator_path,
                  kennel="on" if self.want_kennel else "off")
@@ -205,6 +209,8 @@ class Daemon:
         self.desk.close()  # held hooks are answered (denied) before the sockets go
         for listener in self.listeners:
             listener.close()
+        if self.http is not None:
+            self.http.close()
         for path in (self.agent_path, self.operator_path):
             try:
                 os.unlink(path)
@@ -335,23 +341,51 @@ class Daemon:
                              reason=f"the agent socket answers only hook and status, not {verb!r}")
                 return
             started = time.perf_counter()
-            with self.acks.judging(conn, request) as call:  # silent past half a second: "judging", each second
-                with serving:
-                    try:
-                        reply = self._hook(request, peer)
-                    except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
-                        reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
-                if not isinstance(reply, dict):
-                    self.acks.held(call, reply.approval.id)
-            if not isinstance(reply, dict):  # held as an approval: waits without a serving slot
-                answered = self.desk.wait(reply, conn)
-                if answered is None:  # the client went away (the pane answered first)
-                    return
-                reply = {"stdout": answered[0], "stderr": answered[1], "code": answered[2]}
+            reply = self._answer_hook(conn, request, peer, serving)
+            if reply is None:  # the client went away (the pane answered first)
+                return
             wire.send(conn, reply)
-            self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
-                     ms=round((time.perf_counter() - started) * 1000, 2))
-            self.hooks.learn_after_reply()
+            self._hook_answered(request, peer, reply, started)
+
+    def _answer_hook(self, conn: socket.socket, request: dict, peer: Peer,
+                     serving: threading.BoundedSemaphore) -> dict | None:
+        """The reply to one ``hook`` request (the agent socket's or the HTTP
+        listener's); None when its client went away while the call was held."""
+        with self.acks.judging(conn, request) as call:  # silent past half a second: "judging", each second
+            with serving:
+                try:
+                    reply = self._hook(request, peer)
+                except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
+                    reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
+            if not isinstance(reply, dict):
+                self.acks.held(call, reply.approval.id)
+        if not isinstance(reply, dict):  # held as an approval: waits without a serving slot
+            answered = self.desk.wait(reply, conn)
+            if answered is None:
+                return None
+            reply = {"stdout": answered[0], "stderr": answered[1], "code": answered[2]}
+        return reply
+
+    def _hook_answered(self, request: dict, peer: Peer, reply: dict, started: float, **extra) -> None:
+        self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
+                 ms=round((time.perf_counter() - started) * 1000, 2), **extra)
+        self.hooks.learn_after_reply()
+
+    def _http_answer(self, request: dict, peer: Peer, conn: socket.socket) -> dict | None:
+        started = time.perf_counter()
+        reply = self._answer_hook(conn, request, peer, self.http_serving)
+        if reply is not None:
+            self._hook_answered(request, peer, reply, started, transport="http")
+        return reply
+
+    def _start_http(self) -> None:
+        """Claude Code's HTTP hooks, when ``[daemon] http_port`` names a port."""
+        port = int(self.config.get("http_port") or 0)
+        if not port:
+            return
+        self.http_serving = threading.BoundedSemaphore(self.max_connections)
+        self.http = HttpHooks(port, self._http_answer, say=self.say)
+        self.http.start()
 
     def _serve_operator(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
         if not self.policy.allows(peer):

@@ -48,8 +48,8 @@ from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OW
     deadlines,
     pinned_wait,
 )
-from leash.core.wire.hookevents import CLAUDE, events_of
 from leash.core.wire.daemontrust import DAEMON_UID_ENV
+from leash.core.wire.hookevents import CLAUDE, events_of
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:
@@ -130,7 +130,11 @@ def daemon_uid_of(socket: str) -> int | None:
 
 
 def is_leash_hook(hook: object) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].rstrip().endswith(MARK)
+    from leash.core.hook.httpwiring import is_leash_http_hook
+
+    if isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].rstrip().endswith(MARK):
+        return True
+    return is_leash_http_hook(hook)
 
 
 def hook_runner() -> list[str]:
@@ -167,10 +171,16 @@ def read_settings(path: str) -> dict:
 
 def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = None,
                on_failure: bool = False, daemon_uid: int | None = None, timeout: str | None = None,
-               wait: float | None = None, home: str | None = None) -> dict[str, Any]:
+               wait: float | None = None, home: str | None = None, http_port: int | None = None) -> dict[str, Any]:
     """One hook as the settings hold it. ``on_failure``: the installed Claude
     Code knows ``onFailure`` (``core.claudeversion``), so a gating hook that
-    cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``."""
+    cannot run blocks by Claude Code's own rule too, besides ``|| exit 2``.
+    ``http_port``: an HTTP hook to leashd's listener there instead
+    (``core.hook.httpwiring``; only where Claude Code knows ``onFailure``)."""
+    if http_port:
+        from leash.core.hook.httpwiring import http_entry
+
+        return http_entry(spec, port=http_port, wait=wait)
     command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait,
                            home=home)
     entry: dict[str, Any] = {"type": "command", "command": command, "timeout": deadlines(spec.verb, wait)[1]}
@@ -187,7 +197,7 @@ def hook_group(spec: HookSpec, entry: dict[str, Any]) -> dict[str, Any]:
 
 def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, socket: str | None = None,
            on_failure: bool = False, daemon_uid: int | None = None, wait: float | None = None,
-           home: str | None = None) -> dict:
+           home: str | None = None, http_port: int | None = None) -> dict:
     """``settings`` with leash's hooks replaced by a fresh set (or removed)."""
     result = dict(settings)
     hooks: dict[str, Any] = {event: without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
@@ -195,7 +205,7 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
         timeout = timeout_program()
         for spec in HOOKS:
             entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
-                               timeout=timeout, wait=wait, home=home)
+                               timeout=timeout, wait=wait, home=home, http_port=http_port)
             hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
     hooks = {event: groups for event, groups in hooks.items() if groups}
     if hooks:
@@ -231,7 +241,7 @@ def _require_lists(path: str, settings: dict) -> None:
 
 def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool = False,
             socket: str | None = None, on_failure: bool = False, daemon_uid: int | None = None,
-            wait: float | None = None, home: str | None = None) -> bool:
+            wait: float | None = None, home: str | None = None, http_port: int | None = None) -> bool:
     """Merge (or remove) leash's hooks in ``path``, and its status line
     (``core.hook.statuswiring``: the user's chained, put back on uninstall);
     True when the file changed.
@@ -242,7 +252,7 @@ def install(path: str, leash: str | list[str] | None = None, *, uninstall: bool 
         _require_lists(path, current)
     runner = leash or hook_runner()
     wanted = merged(current, runner, uninstall=uninstall, socket=socket, on_failure=on_failure,
-                    daemon_uid=daemon_uid, wait=wait, home=home)
+                    daemon_uid=daemon_uid, wait=wait, home=home, http_port=http_port)
     from leash.core.hook.statuswiring import merged_status
 
     wanted = merged_status(wanted, path, [runner] if isinstance(runner, str) else runner, uninstall=uninstall,
@@ -304,6 +314,9 @@ def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
                                                  f"{'calls are not judged' if spec.fail_closed else 'not recorded'}"))
             continue
         for hook in found:
+            if hook.get("type") == "http":
+                findings.extend(_http_findings(spec, hook))
+                continue
             binary, entry = _program_of(hook["command"])
             if binary and not os.access(binary, os.X_OK):
                 findings.append(("fail", spec.event, f"{hook['_file']}: runs {binary}, which is missing"))
@@ -314,6 +327,37 @@ def check(*, project: str | None = None) -> list[tuple[str, str, str]]:
     if not any(level == "fail" for level, _, _ in findings):
         findings.append(("ok", "claude code", f"{len(HOOKS)} leash hooks wired with timeouts"))
     return findings
+
+
+def _http_findings(spec: HookSpec, hook: dict) -> list[tuple[str, str, str]]:
+    """An HTTP hook's: a timeout, and leashd listening on its port (nothing
+    there: Claude Code's onFailure refuses every call until it is)."""
+    from urllib.parse import urlsplit
+
+    from leash.core.base.sockettable import UNKNOWN_PID, holder_of, listener_of
+
+    found = []
+    if not isinstance(hook.get("timeout"), (int, float)):
+        found.append(("fail", spec.event, f"{hook['_file']}: no timeout"))
+    port = urlsplit(str(hook.get("url"))).port or 0
+    listening = listener_of(port) if port else None
+    if listening is None:
+        found.append(("warn", spec.event, f"{hook['_file']}: nothing listens on 127.0.0.1:{port}; every call is "
+                                          "refused until `leash daemon` runs with [daemon] http_port"))
+    elif (pid := holder_of(listening[1], listening[0])) != UNKNOWN_PID and not _is_leashd(pid):
+        found.append(("fail", spec.event, f"{hook['_file']}: pid {pid} listens on 127.0.0.1:{port}, "
+                                          "and it is not leash daemon: it would answer leash's hooks"))
+    return found
+
+
+def _is_leashd(pid: int) -> bool:
+    """Whether process ``pid`` runs ``leash daemon`` (its command line)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            words = handle.read().split(b"\0")
+    except OSError:
+        return False
+    return b"daemon" in words and any(b"leash" in word for word in words)
 
 
 def _program_of(command: str) -> tuple[str, str]:

@@ -80,7 +80,7 @@ def read_record(home: str) -> dict | None:
 
 def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
                  on_failure: bool, uninstall: bool = False, wait: float | None = None,
-                 pinned_home: str | None = None) -> bytes | None:
+                 pinned_home: str | None = None, http_port: int | None = None) -> bytes | None:
     """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
     that it writes nothing there any more), with fresh fingerprints. Returns
     the record as it was (None: there was none), for ``restore_record``."""
@@ -102,7 +102,8 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
         files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
                                             "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
                                             "approval_wait": install.approval_wait(None) if wait is None else wait,
-                                            "home": pinned_home or "", "status_line": status_line_wired(settings)}
+                                            "home": pinned_home or "", "status_line": status_line_wired(settings),
+                                            "http_port": int(http_port or 0)}
     # Programs other installs recorded keep the fingerprints they had then:
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
@@ -188,11 +189,13 @@ class Option:
     the pinned home, socket and daemon uid, ``onFailure``, the approvals' wait
     and whether it wrote leash's status line."""
 
-    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home", "status_line")
+    __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home", "status_line", "http_port")
 
     def __init__(self, runner: list[str], timeout: str, socket: str = "", daemon_uid: int | None = None,
-                 on_failure: bool = False, wait: float | None = None, home: str = "", status_line: bool = False):
+                 on_failure: bool = False, wait: float | None = None, home: str = "", status_line: bool = False,
+                 http_port: int = 0):
         self.runner, self.timeout, self.socket, self.home = runner, timeout, socket, home
+        self.http_port = http_port
         self.status_line = status_line
         self.daemon_uid, self.on_failure = daemon_uid, on_failure
         self.wait = install.approval_wait(None) if wait is None else wait
@@ -203,10 +206,12 @@ class Option:
             return None
         uid = entry.get("daemon_uid")
         wait = entry.get("approval_wait")
+        port = entry.get("http_port")
         return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
                    str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
                    bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None,
-                   str(entry.get("home") or ""), entry.get("status_line") is True)
+                   str(entry.get("home") or ""), entry.get("status_line") is True,
+                   port if isinstance(port, int) and not isinstance(port, bool) else 0)
 
 
 class Expectation:
@@ -240,7 +245,7 @@ class Expectation:
     def group(spec, option: Option) -> dict:
         entry = install.hook_entry(option.runner, spec, socket=option.socket or None, daemon_uid=option.daemon_uid,
                                    on_failure=option.on_failure, timeout=option.timeout, wait=option.wait,
-                                   home=option.home or None)
+                                   home=option.home or None, http_port=option.http_port or None)
         return install.hook_group(spec, entry)
 
 
@@ -323,10 +328,10 @@ def _hook_differences(found: list[tuple[str, dict, dict]], expect: Expectation, 
 
 def _entry_differences(hook: dict, wanted: dict) -> list[str]:
     problems = []
-    command, expected = hook.get("command"), wanted["command"]
-    if command != expected:
+    command, expected = hook.get("command"), wanted.get("command")
+    if command != expected and isinstance(expected, str):
         problems.append(_command_difference(str(command), expected))
-    for key in sorted((set(hook) | set(wanted)) - {"command"}):
+    for key in sorted((set(hook) | set(wanted)) - ({"command"} if isinstance(expected, str) else set())):
         if hook.get(key) != wanted.get(key):
             problems.append(f"{key} is {json.dumps(hook.get(key))}, where leash install writes "
                             f"{json.dumps(wanted.get(key))}")
