@@ -2,7 +2,9 @@
 
 Runs both 20 times, interleaved, and prints the medians and their ratio, twice:
 with a leash daemon running (the hook is its thin client; target at most 1.5x)
-and without one (the in-process hook; target at most 3x); for a Bash call in three homes: a fresh one with a
+and without one (the in-process hook; target at most 3x); beside them, with the
+daemon, Claude Code's HTTP hook (``leash install --transport http``): a POST
+to leashd's loopback listener, no process, p50/p99 over 500 calls; for a Bash call in three homes: a fresh one with a
 stopped session and a hands-off lock; the same with halts.db in use (the
 PostToolUse hook has reported reads and failures, other sessions hold halts),
 so the halt conditions run with their stored state; and an Edit of an existing
@@ -140,15 +142,29 @@ def start_daemon(env: dict[str, str], home: str) -> subprocess.Popen:
     return proc
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def run_all(*, daemon: bool) -> None:
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, LEASH_HOME=home)
         env.pop("TMUX_PANE", None)
         leash = leash_command()
         os.chmod(home, 0o700)
+        port = free_port() if daemon else 0
+        if port:  # Claude Code's HTTP hooks: leashd's loopback listener
+            Path(home, "config.toml").write_text(f"[daemon]\nhttp_port = {port}\n")
+            os.chmod(Path(home, "config.toml"), 0o600)
         proc = start_daemon(env, home) if daemon else None
         try:
             run_cases(home, env, leash, daemon=daemon)
+            if port:
+                measure_http(port, home)
         finally:
             if proc is not None:
                 proc.terminate()
@@ -206,6 +222,45 @@ def run_cases(home: str, env: dict[str, str], leash: list[str], *, daemon: bool)
         print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
         print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
         print(f"other third-party packages imported: {', '.join(third) or 'none'}")
+
+
+HTTP_CALLS = 500
+
+
+def measure_http(port: int, home: str) -> None:
+    """PreToolUse as Claude Code's HTTP hook makes it (``leash install
+    --transport http``): a POST to leashd's listener, no process started; on
+    one kept-alive connection, and on a new connection each call."""
+    import http.client
+
+    payload = json.dumps({"session_id": "bench-http", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls src/ | grep -c py"}, "cwd": home}).encode()
+    headers = {"Content-Type": "application/json", "X-Leash-Env-HOME": home}
+    calls = 3 if SMOKE else HTTP_CALLS
+
+    def one(conn) -> float:
+        started = time.perf_counter()
+        conn.request("POST", "/leash-hook/pre-tool-use", body=payload, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            raise SystemExit(f"HTTP hook answered {response.status}")
+        return time.perf_counter() - started
+
+    kept = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    one(kept)  # the session's first call teaches leashd its agent
+    alive = [one(kept) for _ in range(calls)]
+    kept.close()
+    fresh = []
+    for _ in range(calls):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        fresh.append(one(conn))
+        conn.close()
+    for label, times in (("HTTP hook, kept alive", alive), ("HTTP hook, new connection", fresh)):
+        ordered = sorted(times)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        print(f"{label:<26} PreToolUse round trip p50 {statistics.median(times) * 1000:5.2f} ms, "
+              f"p99 {p99 * 1000:5.2f} ms over {len(times)} calls, no process started (target p50 <= 2 ms)")
 
 
 LIFECYCLE = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",

@@ -90,7 +90,9 @@ class HttpHooks:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # kept alive: a session's calls reuse one connection
+            disable_nagle_algorithm = True  # an answer goes out whole at once, not after the client's ACK
             inode: int | None = None
+            peer = None  # who is on the other end, read from the kernel's table at the first request
 
             def log_message(self, format, *args):  # noqa: A002 - the base class's name
                 return  # leashd logs each hook itself
@@ -117,10 +119,12 @@ class HttpHooks:
         if not 0 <= length <= REQUEST_LIMIT_BYTES:
             return self._status(handler, 413, f"a hook request over {REQUEST_LIMIT_BYTES} bytes")
         body = handler.rfile.read(length)
-        found = self.peers.peer(handler.client_address, handler.server.server_address)
-        if found is None:
-            return self._status(handler, 403, "the kernel's socket table does not show this connection")
-        peer, handler.inode = found
+        if handler.peer is None:  # once per connection: the kernel's table is slow to read (~ms)
+            found = self.peers.peer(handler.client_address, handler.server.server_address)
+            if found is None:
+                return self._status(handler, 403, "the kernel's socket table does not show this connection")
+            handler.peer, handler.inode = found
+        peer = handler.peer
         request = {"verb": "hook", "event": verb, "payload": body.decode("utf-8", "surrogateescape"),
                    "env": env_of(handler.headers)}
         reply = self.answer(request, peer, handler.connection)

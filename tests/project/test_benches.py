@@ -61,7 +61,7 @@ BENCHES = [
                                                "one approval waiting"], id="approvals"),
     pytest.param("daemon.py", ["--smoke"], ["daemon-side Read", "parallel hooks with leashd",
                                             "parallel hooks without leashd"], id="daemon"),
-    pytest.param("hook_latency.py", ["--smoke"], ["== with a leash daemon", "Bash, 64 KiB command",
+    pytest.param("hook_latency.py", ["--smoke"], ["== with a leash daemon", "Bash, 64 KiB command", "HTTP hook, kept alive",
                                                   "Bash, after 1k past", "UI/driver packages imported: none"],
                  id="hook_latency"),
     pytest.param("console.py", ["--smoke"], ["(1) time to first paint", "(2) the big home", "(bench wall time"],
