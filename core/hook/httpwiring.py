@@ -24,7 +24,7 @@ What the HTTP wiring cannot carry: ``LEASH_*`` names not in
 from __future__ import annotations
 
 from leash.core.hook.hooktimes import deadlines
-from leash.core.hook.install import ON_FAILURE_BLOCK
+from leash.core.wire.hookevents import ON_FAILURE_BLOCK
 
 MARK_PATH = "/leash-hook/"
 LOOPBACK = "127.0.0.1"

@@ -49,14 +49,13 @@ from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OW
     pinned_wait,
 )
 from leash.core.wire.daemontrust import DAEMON_UID_ENV
-from leash.core.wire.hookevents import CLAUDE, events_of
+from leash.core.wire.hookevents import CLAUDE, ON_FAILURE_BLOCK, events_of
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:
     from typing import Any
 
 MARK = "# leash-hook"
-ON_FAILURE_BLOCK = "block"  # onFailure's value: a hook that cannot run blocks (Claude Code 2.1.295+)
 # Where ``timeout`` is looked for: the system's folders, not the caller's PATH.
 TIMEOUT_SEARCH_PATH = "/usr/bin:/bin"
 

@@ -48,6 +48,9 @@ BLOCK = "block"
 END_TURN = "end-turn"
 PERMISSION = "permission"
 EXIT_2 = "exit-2"
+# Claude Code's onFailure value (2.1.295+): a hook that cannot run, times out
+# or answers badly blocks the call (install writes it on the refusing events).
+ON_FAILURE_BLOCK = "block"
 
 # agent: the CLI; event: its name there; verb: ``leash hook VERB``; judged_as:
 # the Claude Code verb that answers it; refusal: how it refuses (None: it fails
