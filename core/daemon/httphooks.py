@@ -68,8 +68,9 @@ class HttpHooks:
     """The listener. ``answer(request, peer, conn)`` is the service's: the
     reply dict, or None when the client went away while its call was held."""
 
-    def __init__(self, port: int, answer, *, say):
-        self.port, self.answer, self.say = port, answer, say
+    def __init__(self, port: int, answer, *, say, after=lambda: None):
+        """``after()`` runs in the request's thread once its answer is sent."""
+        self.port, self.answer, self.say, self.after = port, answer, say, after
         self.peers = TcpPeers()
         self.server: _Server | None = None
         self.thread: threading.Thread | None = None
@@ -134,7 +135,9 @@ class HttpHooks:
         out, err, code = reply.get("stdout"), reply.get("stderr"), reply.get("code")
         if not (isinstance(out, str) and isinstance(err, str) and isinstance(code, int)):
             return self._status(handler, 500, str(reply.get("error") or "no answer"))
-        return self._send(handler, 200, http_body(verb or "", out, err, code))
+        self._send(handler, 200, http_body(verb or "", out, err, code))
+        self.after()
+        return None
 
     def _status(self, handler, status: int, problem: str) -> None:
         self.say("http-hook-refused", status=status, problem=problem)

@@ -344,8 +344,9 @@ class Daemon:
             reply = self._answer_hook(conn, request, peer, serving)
             if reply is None:  # the client went away (the pane answered first)
                 return
+            self._log_hook(request, peer, reply, started)  # before the reply: a client that has it finds it logged
             wire.send(conn, reply)
-            self._hook_answered(request, peer, reply, started)
+            self.hooks.learn_after_reply()
 
     def _answer_hook(self, conn: socket.socket, request: dict, peer: Peer,
                      serving: threading.BoundedSemaphore) -> dict | None:
@@ -366,17 +367,19 @@ class Daemon:
             reply = {"stdout": answered[0], "stderr": answered[1], "code": answered[2]}
         return reply
 
-    def _hook_answered(self, request: dict, peer: Peer, reply: dict, started: float, **extra) -> None:
+    def _log_hook(self, request: dict, peer: Peer, reply: dict, started: float, **extra) -> None:
         self.say("hook", hook_event=request.get("event"), uid=peer.uid, code=reply.get("code"),
                  ms=round((time.perf_counter() - started) * 1000, 2), **extra)
-        self.hooks.learn_after_reply()
 
     def _http_answer(self, request: dict, peer: Peer, conn: socket.socket) -> dict | None:
         started = time.perf_counter()
         reply = self._answer_hook(conn, request, peer, self.http_serving)
         if reply is not None:
-            self._hook_answered(request, peer, reply, started, transport="http")
+            self._log_hook(request, peer, reply, started, transport="http")
         return reply
+
+    def _http_answered(self) -> None:
+        self.hooks.learn_after_reply()
 
     def _start_http(self) -> None:
         """Claude Code's HTTP hooks, when ``[daemon] http_port`` names a port."""
@@ -384,7 +387,7 @@ class Daemon:
         if not port:
             return
         self.http_serving = threading.BoundedSemaphore(self.max_connections)
-        self.http = HttpHooks(port, self._http_answer, say=self.say)
+        self.http = HttpHooks(port, self._http_answer, say=self.say, after=self._http_answered)
         self.http.start()
 
     def _serve_operator(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
