@@ -19,9 +19,16 @@ operator socket. ``setup`` makes it so, each step idempotent:
    the entry file are opened as that user, and the first directory on their
    way it cannot enter is named in one line.
 
+The managed hooks pin leashd's uid (``LEASH_DAEMON_UID``, whose socket the
+hook then trusts) and the home (``--home``). Setup ends with a self-test
+(``core.hook.separatedcheck``): the managed hook run as each agent user
+against leashd, a free call allowed and a stopped session's denied.
+
 What it made is recorded (``RECORD_PATH``) so ``undo`` removes exactly that:
-the managed hooks, ``allowManagedHooksOnly`` if it set it, the unit, the user
-if it made it. The home is kept: its ack log is the audit trail.
+the managed hooks, ``allowManagedHooksOnly`` if it set it, the managed
+settings file and its folder when they were made here and hold nothing else,
+the run folder, the unit, the record's folder, the user if it made it. The
+home is kept: its ack log is the audit trail.
 
 System paths can be moved for tests and unusual hosts: ``LEASH_CLAUDE_MANAGED_SETTINGS``
 (managed settings), ``LEASH_SYSTEMD_DIR`` (units), ``LEASH_SETUP_RECORD`` (the record).
@@ -142,7 +149,7 @@ def _config_text(plan: Plan) -> str:
             f"operators = [{operators}]\n")
 
 
-def ensure_home(plan: Plan) -> list[str]:
+def ensure_home(plan: Plan, record: dict) -> list[str]:
     entry = pwd.getpwnam(plan.user)
     said = []
     os.makedirs(plan.home, mode=0o700, exist_ok=True)
@@ -158,6 +165,8 @@ def ensure_home(plan: Plan) -> list[str]:
         os.chown(config, entry.pw_uid, entry.pw_gid)
         os.chmod(config, 0o600)
         said.append(f"{config}: written (sockets in {plan.run_dir}, operators {plan.operators or 'none'})")
+    if not os.path.isdir(plan.run_dir):
+        record.setdefault("created_dirs", []).append(plan.run_dir)
     os.makedirs(plan.run_dir, mode=0o755, exist_ok=True)
     os.chown(plan.run_dir, entry.pw_uid, entry.pw_gid)
     os.chmod(plan.run_dir, 0o755)
@@ -201,9 +210,18 @@ def ensure_managed_settings(plan: Plan, record: dict) -> list[str]:
     from leash.core.base import claudeversion
     from leash.core.hook import install
     path = install.settings_path(managed=True)
+    if not os.path.isdir(os.path.dirname(path)):
+        record["created_settings_dir"] = True
     os.makedirs(os.path.dirname(path), exist_ok=True)
     on_failure = claudeversion.supports_on_failure(claudeversion.installed_version())
-    install.install(path, socket=plan.agent_socket, on_failure=on_failure, wait=install.approval_wait(plan.home))
+    # The hook trusts leashd's socket by its owner (LEASH_DAEMON_UID) and names the
+    # home (--home): without them every agent's hook refused leashd's own socket.
+    leashd_uid = pwd.getpwnam(plan.user).pw_uid
+    existed = os.path.exists(path)
+    install.install(path, socket=plan.agent_socket, on_failure=on_failure, wait=install.approval_wait(plan.home),
+                    daemon_uid=leashd_uid, home=plan.home)
+    if not existed:
+        record.setdefault("created_files", []).append(path)
     settings = install.read_settings(path)
     if settings.get("allowManagedHooksOnly") is not True:
         settings["allowManagedHooksOnly"] = True
@@ -259,7 +277,7 @@ def setup(plan: Plan) -> tuple[list[str], list[str]]:
     said: list[str] = []
     try:
         said += ensure_user(plan, record)
-        said += ensure_home(plan)
+        said += ensure_home(plan, record)
         said += ensure_managed_settings(plan, record)
         said += ensure_unit(plan, record)
     finally:
@@ -267,9 +285,14 @@ def setup(plan: Plan) -> tuple[list[str], list[str]]:
         _save_record(record)
     paths = hook_paths()
     problems = [problem for user in plan.agent_users if (problem := agent_problem(user, paths))]
-    said += [f"agent user {user}: can run leash's hook" for user in plan.agent_users
-             if not any(p.startswith(f"agent user {user} ") for p in problems)]
-    return said, problems
+    able = [user for user in plan.agent_users if not any(p.startswith(f"agent user {user} ") for p in problems)]
+    said += [f"agent user {user}: can run leash's hook" for user in able]
+    from leash.core.hook.install import settings_path
+    from leash.core.hook.separatedcheck import self_test
+
+    passed, failed = self_test(Plan(plan.user, plan.home, plan.run_dir, plan.operators, able),
+                               settings_path(managed=True))
+    return said + passed, problems + failed
 
 
 def undo() -> list[str]:
@@ -278,10 +301,37 @@ def undo() -> list[str]:
     record = _load_record()
     if not record:
         raise SetupError(f"nothing to undo: {record_path()} records no separated profile")
-    said = _undo_settings(record) + _undo_unit(record) + _undo_user(record)
+    said = _undo_settings(record) + _undo_unit(record) + _undo_user(record) + _undo_made(record)
     if record.get("home"):
         said.append(f"{record['home']}: kept (its ack log is the audit trail; remove it yourself if you mean to)")
     os.unlink(record_path())
+    folder = os.path.dirname(record_path())
+    if record.get("created_record_dir") and os.path.isdir(folder) and not os.listdir(folder):
+        os.rmdir(folder)
+        said.append(f"{folder}: removed")
+    return said
+
+
+def _undo_made(record: dict) -> list[str]:
+    """The files and folders setup made that hold nothing of anyone else's now."""
+    said = []
+    for path in record.get("created_files") or []:
+        try:
+            with open(path) as handle:
+                left = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if left == {}:  # only leash's were there: nothing of the operator's is lost
+            os.unlink(path)
+            said.append(f"{path}: removed")
+            folder = os.path.dirname(path)
+            if record.get("created_settings_dir") and os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)
+                said.append(f"{folder}: removed")
+    for path in record.get("created_dirs") or []:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)  # the run folder: sockets and a lock, nothing kept
+            said.append(f"{path}: removed")
     return said
 
 
@@ -332,6 +382,8 @@ def _load_record() -> dict:
 
 
 def _save_record(record: dict) -> None:
+    if not os.path.isdir(os.path.dirname(record_path())):
+        record["created_record_dir"] = True
     os.makedirs(os.path.dirname(record_path()), exist_ok=True)
     _write_json(record_path(), record)
     os.chmod(record_path(), 0o644)

@@ -86,6 +86,8 @@ def test_setup_makes_the_profile_and_undo_removes_it(system, cli):
     assert managed["allowManagedHooksOnly"] is True
     (command,) = [h["command"] for g in managed["hooks"]["PreToolUse"] for h in g["hooks"]]
     assert f"LEASH_SOCKET={root}/run/leash/agent.sock" in command
+    # leashd's socket is owned by the leash user: the hook trusts it by that uid, and names the home
+    assert f"LEASH_DAEMON_UID={entry.pw_uid} " in command and f"--home {home}" in command
 
     assert cli(*setup_argv(root, leash_user)).code == 0  # again: nothing breaks, nothing doubles
     assert len(json.loads((root / "managed" / "managed-settings.json").read_text())["hooks"]["PreToolUse"]) == 1
@@ -96,9 +98,74 @@ def test_setup_makes_the_profile_and_undo_removes_it(system, cli):
     with pytest.raises(KeyError):
         pwd.getpwnam(leash_user)
     assert not (root / "systemd" / "leashd.service").exists()
-    managed = json.loads((root / "managed" / "managed-settings.json").read_text())
-    assert "allowManagedHooksOnly" not in managed and "hooks" not in managed
+    # what setup made and nobody else wrote into is gone: the settings it made, the run folder, the record's folder
+    assert not (root / "managed").exists() and not (root / "run" / "leash").exists()
+    assert not (root / "etc").exists()
     assert cli("setup", "separated", "--undo").code == 1  # nothing left to undo: one line
+
+
+def test_undo_keeps_managed_settings_that_were_there_before(system, cli):
+    root, leash_user, made = system
+    managed = root / "managed" / "managed-settings.json"
+    managed.parent.mkdir(parents=True)
+    managed.write_text(json.dumps({"permissions": {"deny": ["WebFetch"]}}))
+    assert cli(*setup_argv(root, leash_user)).code == 0
+    assert cli("setup", "separated", "--undo").code == 0
+    assert json.loads(managed.read_text()) == {"permissions": {"deny": ["WebFetch"]}}
+
+
+@pytest.fixture
+def installed_for_all(reachable):
+    """leash installed where every user can run it, as a system install is: a
+    venv of the system interpreter in a 0755 folder whose site-packages finds a
+    copy of leash's source (the checkout may sit in root's 0700 home)."""
+    python = "/usr/bin/python3"
+    ready = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 11))"], capture_output=True,
+                           text=True) if os.access(python, os.X_OK) else None
+    if ready is None or ready.stdout.strip() != "True":
+        pytest.skip(f"{python} (3.11 or later) is missing")
+    from ..support.checkout import ROOT
+
+    lib = reachable / "lib" / "leash"
+    for package in ("core", "console"):
+        shutil.copytree(ROOT / package, lib / package, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = reachable / "venv"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    (site,) = list((venv / "lib").glob("python3*/site-packages"))
+    (site / "leash.pth").write_text(str(reachable / "lib") + "\n")
+    for folder, _, files in os.walk(reachable):
+        os.chmod(folder, 0o755)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+    return venv / "bin" / "python"
+
+
+def test_setup_ends_with_a_self_test_of_each_agent_users_hook(system, installed_for_all):
+    """The managed hook run as the agent user against leashd (started for the
+    test as the leash user: systemd does not run here): a free call allowed, a
+    stopped session's denied. Before the hook pinned leashd's uid, every
+    agent's hook refused leashd's own socket and denied everything."""
+    root, leash_user, made = system
+    agent = make_user("agent")
+    made.append(agent)
+    python = str(installed_for_all)
+    shared = installed_for_all.parent.parent.parent  # leashd and the agents reach the home and the sockets
+    argv = ["setup", "separated", "--user", leash_user, "--state-home", str(shared / "state"),
+            "--run-dir", str(shared / "run"), "--agent-user", agent]
+    done = subprocess.run([python, "-m", "leash.console.cli", *argv],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert f"agent user {agent}: self-test passed" in done.stdout
+    from leash.core.state.acklog import AckLog
+
+    tested = [line["event"] for line in AckLog(shared / "state").read().entries
+              if line.get("reason") == "leash setup separated self-test"]
+    assert tested == ["stop_ack", "resume"], tested  # the stop and the resume, on the record
+    undone = subprocess.run([python, "-m", "leash.console.cli", "setup", "separated", "--undo"], capture_output=True,
+                            text=True, timeout=120, cwd="/")
+    assert undone.returncode == 0, undone.stderr
 
 
 @pytest.fixture
