@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
 
 
-SESSION_OWNERS_KEPT = 100_000  # sessions whose owning uid the daemon remembers
+SESSIONS_PER_USER_KEPT = 20_000  # sessions whose owning uid the daemon remembers, per uid
+ENDED_EVENTS = frozenset({"session-end", "gemini-session-end", "codex-session-end"})
 
 
 def _parsed(payload: str) -> object:
@@ -45,14 +46,28 @@ class SessionOwners:
     """A session belongs to the uid whose hook first named it, for this
     daemon's life: another user's agent can neither judge its calls nor write
     its evidence (files read, attempts), nor end or register it. (A restarted
-    daemon learns the owners again from the next calls.)"""
+    daemon learns the owners again from the next calls.)
 
-    def __init__(self) -> None:
+    Bounded per user, never across users: a uid past
+    ``SESSIONS_PER_USER_KEPT`` sessions forgets its own ended sessions first,
+    then its own oldest; no user's flood of session ids can make the daemon
+    forget another user's session, which that user could then claim."""
+
+    def __init__(self, *, per_user: int = SESSIONS_PER_USER_KEPT) -> None:
         self.owners: dict[str, int] = {}  # session id -> the uid whose hook first named it
+        self.by_user: dict[int, dict[str, bool]] = {}  # uid -> its sessions, oldest first -> ended
+        self.per_user = per_user
         self.mutex = threading.Lock()
 
     def seen(self, session_id: str) -> bool:
         return session_id in self.owners
+
+    def ended(self, session_id: str) -> None:
+        """The session's own SessionEnd: first to be forgotten when its user is past the bound."""
+        with self.mutex:
+            owner = self.owners.get(session_id)
+            if owner is not None:
+                self.by_user[owner][session_id] = True
 
     def intruder(self, payload: object, peer: Peer) -> str:
         """Why ``peer`` may not speak for the payload's session ("" when it may)."""
@@ -62,13 +77,25 @@ class SessionOwners:
         if not isinstance(session_id, str) or not session_id:
             return ""
         with self.mutex:
-            owner = self.owners.setdefault(session_id, peer.uid)
-            if len(self.owners) > SESSION_OWNERS_KEPT:  # bounded: the oldest half is learned again
-                for stale in list(self.owners)[:SESSION_OWNERS_KEPT // 2]:
-                    del self.owners[stale]
+            owner = self.owners.get(session_id)
+            if owner is None:
+                owner = self.owners[session_id] = peer.uid
+                own = self.by_user.setdefault(peer.uid, {})
+                own[session_id] = False
+                if len(own) > self.per_user:
+                    self._forget_some(own)
         if owner == peer.uid:
             return ""
         return f"session {session_id!r} belongs to another user (uid {owner}), not to uid {peer.uid}"
+
+    def _forget_some(self, own: dict[str, bool]) -> None:
+        """A tenth of this user's sessions: its ended ones first, then its oldest."""
+        count = max(1, self.per_user // 10)
+        chosen = [session for session, ended in own.items() if ended][:count]
+        chosen += [session for session in own if session not in chosen][:count - len(chosen)]
+        for session in chosen:
+            del own[session]
+            del self.owners[session]
 
 
 class HookVerb:
@@ -115,6 +142,8 @@ class HookVerb:
             return {"stdout": out, "stderr": err, "code": code}
         if self.seen is not None and isinstance(parsed, dict):
             self.seen(event, parsed)
+        if event in ENDED_EVENTS and isinstance(session, str):
+            self.owners.ended(session)
         raw, parsed = _raw(payload, parsed)
         # Valid UTF-8 whose text parsed as an object: the hook's own json.loads of
         # ``raw`` would give the same object, so it is handed over, not parsed twice.
