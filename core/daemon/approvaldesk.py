@@ -27,7 +27,12 @@ in a shared store), and the waiter looks again every
 ``FALLBACK_POLL_SECONDS`` whatever happens, for a notice that never came.
 
 An allow answers allow only while nothing holds the session: a stop or lock
-filed while the approval waited denies the call with its own reason.
+filed while the approval waited denies the call with its own reason. In a
+home of files an allow counts only when this leashd applied it (its operator
+socket, the console through it): an ``approval_allowed`` another process wrote
+into the home (the agent's own script, using leash's Python API and the
+home's log key, in the single-user profile) denies the call and records a
+critical ``supervisor_tampering`` halt.
 
 Failure: a store that cannot be read while waiting is retried at the next
 wake-up; past the deadline the hook is denied as for a timeout even when the
@@ -56,6 +61,9 @@ TURN_WENT_ON = frozenset({"post-tool-batch", "stop", "user-prompt-submit", "sess
 WENT_ON_KEPT = 10_000  # sessions whose last such hook is remembered (then forgotten all at once)
 FEED_WAIT_SECONDS = 1.0  # how often the feed thread checks that the desk is still open
 WAKING_STORES = frozenset({"approvals", "*"})  # changes that may have closed an approval
+FORGED_ANSWER = ("leash: this approval was answered outside leash daemon (an allow written into leash's home by "
+                 "another process, not by an operator through leashd): the call is denied and recorded as "
+                 "supervisor_tampering. Only a human can lift the halt.")
 
 
 class ApprovalDesk:
@@ -239,8 +247,32 @@ class ApprovalDesk:
     def _finish(self, held, record) -> tuple[str, str, int]:
         self._note_status(held, record)
         self.say("approval-closed", approval=held.approval.id, status=record.get("status"), by=record.get("by"))
+        if record.get("status") == "allowed" and self._written_behind(held):
+            return held.deny(FORGED_ANSWER)
         held_since = self._stopped_meanwhile(held) if record.get("status") == "allowed" else ""
         return held.deny(held_since) if held_since else held.reply(record)
+
+    def _written_behind(self, held) -> bool:
+        """An allow that this leashd did not apply, in a home of files: written
+        into the home by another process (the agent's own script can, in the
+        single-user profile), so it is tampering, not an answer. On a shared
+        store every host's leashd answers, so there it is not asked."""
+        from leash.core.store.approvals import applied_here
+
+        if getattr(self.backend, "name", "") != "file" or applied_here(self.home, held.approval.id):
+            return False
+        session_id = held.approval.session_id
+        summary = f"approval {held.approval.id} answered allow outside leash daemon ({held.approval.summary})"
+        self.say("approval-forged", approval=held.approval.id, session=session_id)
+        try:
+            self.backend.acklog.append("tamper_blocked", source="leash", session_id=session_id, reason=summary,
+                                       now=self.clock())
+            self.backend.halts.record({"session_token": session_id, "halt_type": "security", "severity": "critical",
+                                       "condition_name": "supervisor_tampering", "description": summary},
+                                      now=self.clock())
+        except Exception as exc:  # the call is denied whatever could be written
+            self.say("tampering-not-recorded", problem=f"{exc.__class__.__name__}: {exc}")
+        return True
 
     def _stopped_meanwhile(self, held) -> str:
         """Why a stop, a lock or a halt filed while the approval waited holds

@@ -52,6 +52,7 @@ VIAS = ("cli", "console", "serve", "pane", "leash")
 OUTCOME_EVENTS = {"allowed": "approval_allowed", "denied": "approval_denied", "timeout": "approval_timeout",
                   "withdrawn": "approval_withdrawn"}
 STATUS_OF_EVENT = {event: status for status, event in OUTCOME_EVENTS.items()}
+ANSWER_EVENTS = frozenset({OUTCOME_EVENTS["allowed"], OUTCOME_EVENTS["denied"]})  # an operator's
 LEASH_CLOSES = ("timeout", "withdrawn")  # the outcomes ``close`` gives; answers are an operator's
 LEASH_VIAS = ("leash", "pane")  # how leash learnt an approval is over: itself, or the pane's own dialog
 CLOSED_KEPT = 200  # closed approvals the state keeps for ``recent`` and ``get`` (the log keeps them all)
@@ -153,6 +154,27 @@ def unlisten(home: str, callback) -> None:
             found.remove(callback)
 
 
+# The answers a registry of each home applied in this process: leashd's desk
+# obeys an answer only when leashd itself applied it (its operator socket, its
+# console's store verb), never one written into the home by another process.
+_applied: dict[str, set[str]] = {}
+APPLIED_KEPT = 10_000  # answers remembered per home (then forgotten all at once; their calls were answered)
+
+
+def applied_here(home: str, approval_id: str) -> bool:
+    """Whether this process answered approval ``approval_id`` of ``home``."""
+    with _listeners_mutex:
+        return approval_id in _applied.get(_home_key(home), ())
+
+
+def _note_applied(home: str, approval_id: str) -> None:
+    with _listeners_mutex:
+        found = _applied.setdefault(_home_key(home), set())
+        if len(found) >= APPLIED_KEPT:
+            found.clear()
+        found.add(approval_id)
+
+
 def _changed(home: str) -> None:
     with _listeners_mutex:
         callbacks = list(_listeners.get(_home_key(home), ()))
@@ -247,6 +269,8 @@ class ApprovalRegistry:
                               tool=record.get("tool", ""), summary=record.get("summary", ""), via=via,
                               message=str(message or ""), note=str(note or ""))
             closed = dict(data["closed"][-1])
+        if event in ANSWER_EVENTS:
+            _note_applied(self.home, record["id"])
         _changed(self.home)
         return ApprovalRecord.of(closed)
 
