@@ -147,6 +147,9 @@ class Daemon:
         self.agents = KnownAgents()  # the agent CLI processes whose hooks this daemon answered
         self.agent_refusals = RefusalLog(self._append_operator_refusal)
         self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
+        from leash.core.daemon.tamperwatch import TamperWatch
+
+        self.tamper = TamperWatch(self.backend, feed=self.feed, clock=clock, say=self.say)
         from leash.core.daemon.meter import Meter
 
         self.meter = Meter(self.home, self.backend, say=self.say, clock=clock)
@@ -178,6 +181,7 @@ class Daemon:
         if self.want_kennel:
             self._start_kennel()
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
+        self.tamper.start()  # lines that lift control written into the home behind leashd's back
         self._start_desk()
         self.meter.start()
         self.acks.start()
@@ -207,6 +211,7 @@ class Daemon:
 
         self.stopping.set()
         self.desk.close()  # held hooks are answered (denied) before the sockets go
+        self.tamper.close()
         for listener in self.listeners:
             listener.close()
         if self.http is not None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 
@@ -79,6 +80,28 @@ STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"), ("a
 _TAIL_LOOKBACK = 64
 READ_BLOCK = 1 << 20  # bytes a streaming reader holds of the file at once (plus one line)
 
+
+
+# The seqs each log's lines were appended with by this process: leashd tells
+# the lines it wrote from lines another process wrote into its home
+# (``core.daemon.tamperwatch``).
+_WRITTEN_HERE: dict[str, set[int]] = {}
+WRITTEN_KEPT = 100_000  # seqs remembered per log (then forgotten all at once: they were judged)
+_written_mutex = threading.Lock()
+
+
+def _note_written(path: str, seq: int) -> None:
+    with _written_mutex:
+        found = _WRITTEN_HERE.setdefault(os.path.realpath(path), set())
+        if len(found) >= WRITTEN_KEPT:
+            found.clear()
+        found.add(seq)
+
+
+def written_here(path: str, seq: int) -> bool:
+    """Whether this process appended line ``seq`` of the log at ``path``."""
+    with _written_mutex:
+        return seq in _WRITTEN_HERE.get(os.path.realpath(path), ())
 
 class LogRead:
     """Lines read from the log, with what had to be skipped."""
@@ -202,6 +225,7 @@ class AckLog:
         with locked(self.path):
             append_line(self.path, make_line)
             self.head.advance(stored, self)
+        _note_written(self.path, stored["seq"])
         command = self._anchor_command()
         if command:
             from leash.core.state.loghead import anchor_head
