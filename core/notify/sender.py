@@ -5,8 +5,9 @@
 * ``ntfy``: a POST of the body as text, with ``Title``, ``Priority`` (1–5 from
   the severity) and ``Tags`` headers (non-ASCII as RFC 2047 words, which ntfy
   decodes);
-* ``slack``: a POST of ``{"text": ...}`` (Slack's ``&``, ``<``, ``>`` escaped, so
-  agent text can neither mention a channel nor forge a link);
+* ``slack``: a POST of ``{"text": ..., "mrkdwn": false}`` (Slack's ``&``,
+  ``<``, ``>`` escaped, so agent text can neither mention a channel nor forge
+  a link, and no markdown: ``*bold*`` in agent text stays as typed);
 * ``command``: the route's argv with ``{title}``, ``{body}``, ``{event}``,
   ``{session}``, ``{severity}``, ``{host}``, ``{id}`` replaced in each word (a
   word is one argument: no shell ever reads it), the event's JSON on stdin,
@@ -61,8 +62,11 @@ def deliver(route: Route, event: Event) -> None:
     elif route.kind == "ntfy":
         _post(route, event.body.encode() or event.title.encode(), _ntfy_headers(event))
     elif route.kind == "slack":
-        text = f"*{_slack_escape(event.title)}*\n{_slack_escape(event.body)}".rstrip()
-        _post(route, json.dumps({"text": text}, ensure_ascii=True).encode(), {"Content-Type": "application/json"})
+        # mrkdwn off: agent text (a session name, a command) is shown as typed,
+        # never as *bold*, _italics_, ~strikes~ or `code` it asked for.
+        text = f"{_slack_escape(event.title)}\n{_slack_escape(event.body)}".rstrip()
+        _post(route, json.dumps({"text": text, "mrkdwn": False}, ensure_ascii=True).encode(),
+              {"Content-Type": "application/json"})
     elif route.kind == "command":
         _run([_substitute(word, event) for word in route.argv], event, route.timeout_s)
     elif route.kind == "desktop":

@@ -58,11 +58,11 @@ def test_ntfy_gets_the_body_as_text_with_title_priority_and_tags(inbox):
     assert decoded[0].decode(decoded[1]) == "halt in café"  # RFC 2047: ntfy decodes it
 
 
-def test_slack_gets_text_that_cannot_mention_or_link(inbox):
-    deliver(route("slack", url=inbox.url), halt_event(body="<!channel> see <http://x|here> & more"))
+def test_slack_gets_text_that_cannot_mention_link_or_format(inbox):
+    deliver(route("slack", url=inbox.url), halt_event(body="<!channel> see <http://x|here> & *more* _now_"))
     (post,) = inbox.wait_for(1)
-    assert post.json() == {"text": "*critical halt: dangerous_command in s1*\n"
-                                   "&lt;!channel&gt; see &lt;http://x|here&gt; &amp; more"}
+    assert post.json() == {"text": "critical halt: dangerous_command in s1\n"
+                                   "&lt;!channel&gt; see &lt;http://x|here&gt; &amp; *more* _now_", "mrkdwn": False}
 
 
 def test_a_command_gets_each_placeholder_as_one_argument_and_no_shell(tmp_path):
