@@ -22,3 +22,25 @@ def test_a_checkout_named_leash_is_not_all_installed_code(tmp_path, monkeypatch)
     assert str(checkout / "core") in places and str(checkout) not in places
     os.unlink(checkout / "pyproject.toml")  # site-packages/leash: the whole folder is leash's
     assert str(checkout) in settingsguard.installed(None)
+
+
+def test_the_leash_program_operators_run_is_installed_code(tmp_path):
+    """A Write over the ``leash`` console script (beside this interpreter, or
+    first on the agent's PATH) would replace what operators run: tampering."""
+    import sys
+
+    from leash.core.hook.gate import Gate
+
+    found = tmp_path / "bin" / "leash"
+    found.parent.mkdir()
+    found.write_text("#!/bin/sh\n")
+    found.chmod(0o755)
+    places = settingsguard.installed(None, {"PATH": str(found.parent)})
+    assert places[str(found)] == settingsguard.LEASH_PROGRAM
+    beside = os.path.join(os.path.dirname(sys.executable), "leash")
+    if os.path.isfile(beside):  # a venv's console script
+        assert places[os.path.normpath(beside)] == settingsguard.LEASH_PROGRAM
+        home = tmp_path / "home"
+        verdict = Gate(home).check("s1", "Write", {"file_path": beside, "content": "exit 0"},
+                                   env={"PATH": "/usr/bin"})
+        assert not verdict.allow and "supervisor_tampering" in verdict.reason

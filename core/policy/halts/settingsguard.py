@@ -27,8 +27,9 @@ it sets ``disableAllHooks``, names ``env``, drops mentions of leash or the
 ``installed(project, env)`` lists leash's installed files, whose writing is
 tampering: the directory of ``leash.core`` (and ``leash.console`` beside it;
 the whole ``leash`` package directory when leash is installed as one, not
-from a source tree), this interpreter, and the interpreter and entry file
-each leash hook in the settings layers for the project names. Never raises.
+from a source tree), this interpreter, the ``leash`` program beside it and on
+the agent's PATH, and the interpreter and entry file each leash hook in the
+settings layers for the project names. Never raises.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ STATUS_MARK = "# leash-statusline"  # core.hook.statuswiring's
 SETTINGS_READ_LIMIT = 256 * 1024
 SWITCHES = ("disableAllHooks", "allowManagedHooksOnly")
 INSTALLED_CODE = "leash's installed code"
+LEASH_PROGRAM = "the leash program operators run"
 HOOK_INTERPRETER = "the interpreter leash's hooks run"
 HOOK_ENTRY = "leash's hook entry"
 _LEASH_HOOK_COMMAND = lazy(r"(?:^|[\s/])leashd?\s+hook\s|hookentry\.py")
@@ -224,6 +226,14 @@ def installed(project: str | None, env: Mapping[str, str] | None = None) -> dict
     # to be checked out in a folder named leash (whose other files are the agent's work).
     if os.path.basename(package) == "leash" and not os.path.exists(os.path.join(package, "pyproject.toml")):
         found[package] = INSTALLED_CODE
+    # The ``leash`` program operators run: beside this interpreter (a venv's
+    # console script) and the one the agent's PATH finds.
+    import shutil
+
+    for program in (os.path.join(os.path.dirname(sys.executable), "leash"),
+                    shutil.which("leash", path=(env or os.environ).get("PATH"))):
+        if program and os.path.isfile(program):
+            found[os.path.normpath(program)] = LEASH_PROGRAM
     found.update(hook_programs(project))
     return found
 
