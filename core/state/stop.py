@@ -53,7 +53,19 @@ def empty_stops() -> JSONObject:
 _BOUND_KEYS = BOUND_KEYS
 
 
+STOPS_KEYS = frozenset({"sessions", "fleet"})
+HEAD_KEY = "head"  # where stops.json records the ack-log line it reflects
+
+
 def validate_stops(data: JSONObject) -> JSONObject:
+    """The stops' shape. A key it does not know (``Sessions`` beside or for
+    ``sessions``) is corruption, not a state without stops: rebuilt from the
+    log, so a stop renamed out of sight still holds."""
+    unknown = sorted(set(data) - STOPS_KEYS - {HEAD_KEY})
+    if unknown:
+        raise StateCorrupt(STOPS_NAME, f"unknown key {unknown[0]!r}")
+    if data and "sessions" not in data:
+        raise StateCorrupt(STOPS_NAME, 'no "sessions"')
     sessions = data.get("sessions", {})
     if not isinstance(sessions, dict):
         raise StateCorrupt(STOPS_NAME, '"sessions" is not an object')
@@ -120,7 +132,7 @@ class StopRegistry:
         self.home = os.fspath(home)
         self.path = os.path.join(self.home, STOPS_NAME)
         self.acklog = acklog if acklog is not None else AckLog(self.home)
-        self.state = state or LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key="head", **STOP_FOLD)
+        self.state = state or LogBackedJSON(self.path, STOPS_STORE, self.acklog, head_key=HEAD_KEY, **STOP_FOLD)
         self._sessions = sessions
 
     def sessions(self) -> SessionRegistry:

@@ -85,7 +85,14 @@ def empty_approvals() -> dict:
     return {"waiting": {}, "closed": []}
 
 
+APPROVALS_KEYS = frozenset({"waiting", "closed"})
+
+
 def validate_approvals(data: dict) -> dict:
+    """The approvals' shape; a key it does not know is corruption (rebuilt from the log)."""
+    unknown = sorted(set(data) - APPROVALS_KEYS - {HEAD_KEY})
+    if unknown:
+        raise StateCorrupt(APPROVALS_NAME, f"unknown key {unknown[0]!r}")
     waiting, closed = data.get("waiting", {}), data.get("closed", [])
     if not isinstance(waiting, dict) or not all(isinstance(record, dict) for record in waiting.values()):
         raise StateCorrupt(APPROVALS_NAME, '"waiting" is not an object of objects')

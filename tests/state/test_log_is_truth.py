@@ -30,7 +30,9 @@ def stopped_home(home) -> StopProtocol:
     lambda path: path.write_text(""),
     lambda path: path.write_text('{"sessions": {}, "fleet": null}'),
     lambda path: path.write_text("not json"),
-], ids=["rm", "echo-empty-object", "truncate", "valid-but-empty", "garbage"])
+    lambda path: path.write_text(path.read_text().replace('"sessions"', '"Sessions"')),
+    lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "sessions": {}, "stops": {}})),
+], ids=["rm", "echo-empty-object", "truncate", "valid-but-empty", "garbage", "key-renamed", "unknown-key"])
 def test_no_edit_of_stops_json_lifts_a_stop(home, tamper):
     stopped_home(home)
     tamper(home / "stops.json")
