@@ -249,5 +249,94 @@ MIGRATIONS = (
         PRIMARY KEY (bucket, "window")
     );
     """,
+    # The runtime role writes a log-backed state only with its ack-log line:
+    # the row's new head is the line just appended (writers hold the chain
+    # lock, so it is this write's), and the row
+    # changed only where that line says (a stop added, a resume removed, a lock
+    # filed or released). A lock's row may also lose locks that have expired,
+    # with its head kept; a row rebuilt from the log follows its
+    # ``state_rebuilt`` line. Anything else (an UPDATE that lifts a stop with no
+    # line, a line about one session with a row that drops another's stop) is
+    # refused; the schema's owner (repair, copy, migrate) may write any row.
+    # The runtime role, not the table's owner, cannot switch the trigger off.
+    """
+    CREATE FUNCTION leash_log_state_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        line jsonb;
+        old_state jsonb := CASE WHEN TG_OP = 'UPDATE' THEN OLD.state ELSE '{}'::jsonb END;
+        event text;
+        at text[];
+        gone text;
+    BEGIN
+        IF pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
+            RETURN NEW;
+        END IF;
+        -- An upsert's INSERT over an existing row becomes an UPDATE, judged then.
+        IF TG_OP = 'INSERT' AND EXISTS (SELECT 1 FROM log_state s WHERE s.store = NEW.store) THEN
+            RETURN NEW;
+        END IF;
+        -- A row rebuilt from the log says so first, in the log (state_rebuilt).
+        IF EXISTS (SELECT 1 FROM acklog a WHERE a.seq = (SELECT max(seq) FROM acklog) AND a.event = 'state_rebuilt'
+                   AND a.line::jsonb ->> 'file' = NEW.store) THEN
+            RETURN NEW;
+        END IF;
+        IF TG_OP = 'UPDATE' AND NEW.head_seq = OLD.head_seq THEN
+            IF NEW.store = 'hands_off' THEN
+                FOR gone IN SELECT k FROM jsonb_object_keys(OLD.state) AS k WHERE NOT NEW.state ? k LOOP
+                    IF NOT COALESCE((OLD.state -> gone ->> 'expires_at')::timestamptz < now(), false) THEN
+                        RAISE EXCEPTION 'log_state: the lock % is not expired; a release needs its ack-log line', gone;
+                    END IF;
+                END LOOP;
+                IF (SELECT count(*) FROM jsonb_object_keys(NEW.state) AS k WHERE NOT OLD.state ? k
+                        OR NEW.state -> k <> OLD.state -> k) > 0 THEN
+                    RAISE EXCEPTION 'log_state: a lock changed without its ack-log line';
+                END IF;
+                RETURN NEW;
+            END IF;
+            IF NEW.state = OLD.state THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'log_state: the % state changed without an ack-log line', NEW.store;
+        END IF;
+        -- Writers hold the chain lock: the newest line is the one this write appended.
+        SELECT a.line::jsonb INTO line FROM acklog a WHERE a.seq = NEW.head_seq
+            AND a.seq = (SELECT max(seq) FROM acklog);
+        IF line IS NULL OR (TG_OP = 'UPDATE' AND NEW.head_seq <= OLD.head_seq) THEN
+            RAISE EXCEPTION 'log_state: the % state names line %, which is not the line just appended',
+                NEW.store, NEW.head_seq;
+        END IF;
+        event := line ->> 'event';
+        IF NEW.store = 'stops' THEN
+            at := CASE WHEN event IN ('fleet_stop', 'fleet_resume') THEN ARRAY['fleet']
+                       ELSE ARRAY['sessions', line ->> 'session_id'] END;
+            IF (NEW.state #- at) <> (old_state #- at) AND old_state <> '{}'::jsonb THEN
+                RAISE EXCEPTION 'log_state: the stops changed beyond line % (%)', NEW.head_seq, event;
+            END IF;
+            IF (event = 'stop_ack' AND NEW.state #> at IS NULL)
+                    OR (event = 'resume' AND NEW.state #> at IS NOT NULL)
+                    OR (event = 'fleet_stop' AND jsonb_typeof(NEW.state -> 'fleet') IS DISTINCT FROM 'object')
+                    OR (event = 'fleet_resume' AND jsonb_typeof(NEW.state -> 'fleet') = 'object') THEN
+                RAISE EXCEPTION 'log_state: the stops do not do what line % (%) says', NEW.head_seq, event;
+            END IF;
+        ELSIF NEW.store = 'hands_off' THEN
+            at := ARRAY[line ->> 'entity'];
+            FOR gone IN SELECT k FROM jsonb_object_keys(old_state) AS k
+                    WHERE NOT NEW.state ? k AND k <> (line ->> 'entity') LOOP
+                IF NOT COALESCE((old_state -> gone ->> 'expires_at')::timestamptz < now(), false) THEN
+                    RAISE EXCEPTION 'log_state: the lock % is not expired; a release needs its ack-log line', gone;
+                END IF;
+            END LOOP;
+            IF (SELECT count(*) FROM jsonb_object_keys(NEW.state) AS k WHERE k <> (line ->> 'entity')
+                    AND (NOT old_state ? k OR NEW.state -> k <> old_state -> k)) > 0
+                    OR (event = 'hands_off' AND NOT NEW.state ? (line ->> 'entity'))
+                    OR (event = 'release' AND NEW.state ? (line ->> 'entity')) THEN
+                RAISE EXCEPTION 'log_state: the locks do not do what line % (%) says', NEW.head_seq, event;
+            END IF;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER log_state_guard BEFORE INSERT OR UPDATE ON log_state
+        FOR EACH ROW EXECUTE FUNCTION leash_log_state_guard();
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

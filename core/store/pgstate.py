@@ -170,9 +170,11 @@ class PgLogState:
             if refused:
                 raise self.error(f"{self.what} not rebuilt from the ack log: {refused} — run `leash log verify`")
             state, head = self.replay(now=now)
-            self._store(conn, state, head)
+            # The line first: the schema's guard lets the runtime role rewrite a
+            # row only right after the log says it is rebuilding it.
             self.log.append_line("state_rebuilt", source="leash", session_id="", now=now, file=self.store,
                                  moved_to="", reason=f"{self.store} state {problem}; rebuilt from the ack log")
+            self._store(conn, state, head)
         return state
 
     def distrust(self) -> str:

@@ -118,8 +118,8 @@ def test_the_state_is_the_fold_of_the_log(backend):
     backend.approvals.answer(answered.id, allow=True, by="ops@h", via="cli", now=NOW + 2)
     if backend.name == "file":
         os.remove(os.path.join(backend.home, "approvals.json"))
-    else:  # a row that lost its shape is rebuilt from the log, as a damaged file is
-        with backend.db.transaction() as conn:
+    else:  # a row that lost its shape (the owner's hand: the runtime role cannot) is rebuilt from the log
+        with backend.db.owner_session() as conn, conn.transaction():
             conn.execute("""UPDATE log_state SET state = '{"waiting": 3}' WHERE store = 'approvals'""")
     fresh = make_backend(backend.name, backend.home, url=getattr(backend, "url", None))
     try:

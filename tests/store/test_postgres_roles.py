@@ -221,3 +221,42 @@ def test_with_the_key_a_forged_row_fails_verify(one_role, home):
             backend.stops.current()  # not "nothing stopped": every call is held until doctor has looked
     finally:
         backend.close()
+
+
+STATE_ATTEMPTS = {
+    "lift the stop with no line": """UPDATE log_state SET state = '{"sessions": {}, "fleet": null}'
+                                     WHERE store = 'stops'""",
+    "a line about one session, a row without another's stop": None,  # built below: it needs the log's tip
+    "drop a lock that has not expired": "UPDATE log_state SET state = state - 'ezra' WHERE store = 'hands_off'",
+}
+
+
+@pytest.mark.parametrize("attempt", list(STATE_ATTEMPTS))
+def test_the_runtime_role_cannot_write_a_state_the_log_does_not_say(roles, home, attempt):
+    """The runtime role's credentials (what every host holds) cannot lift a
+    stop or a lock by writing ``log_state``: a row changes only with its
+    ack-log line and only as that line says (the schema's ``log_state_guard``)."""
+    runtime, owner = roles
+    backend = stopped(runtime, home, owner_url=owner)
+    try:
+        backend.locks.lock("ezra", hours=4, source="ops", reason="deploy")
+        with psycopg.connect(runtime) as conn:
+            with pytest.raises(psycopg.errors.RaiseException):
+                if STATE_ATTEMPTS[attempt] is not None:
+                    conn.execute(STATE_ATTEMPTS[attempt])
+                else:
+                    last = json.loads(conn.execute("SELECT line FROM acklog ORDER BY seq DESC LIMIT 1").fetchone()[0])
+                    line = {"timestamp": "2030-03-17T17:46:41.000000Z", "event": "stop_ack", "source": "ops",
+                            "session_id": "other", "reason": "", "seq": last["seq"] + 1, "prev": last["hash"]}
+                    line["hash"] = chain_hash(line["prev"], line)
+                    conn.execute("INSERT INTO acklog (seq, ts, event, session_id, source, line) VALUES (%s, %s, %s, "
+                                 "%s, %s, %s)", (line["seq"], line["timestamp"], "stop_ack", "other", "ops",
+                                                 json.dumps(line)))
+                    forged = {"sessions": {"other": {"stopped_at": line["timestamp"], "source": "ops"}}, "fleet": None}
+                    conn.execute("UPDATE log_state SET state = %s, head_seq = %s WHERE store = 'stops'",
+                                 (json.dumps(forged), line["seq"]))
+            conn.rollback()
+        assert list(backend.stops.stopped()) == ["victim"] and backend.locks.lock_of("ezra") is not None
+        assert backend.acklog.verify().ok
+    finally:
+        backend.close()
