@@ -291,7 +291,7 @@ def setup(plan: Plan) -> tuple[list[str], list[str]]:
     from leash.core.hook.separatedcheck import self_test
 
     passed, failed = self_test(Plan(plan.user, plan.home, plan.run_dir, plan.operators, able),
-                               settings_path(managed=True))
+                               settings_path(managed=True), leash=leash_program())
     return said + passed, problems + failed
 
 

@@ -94,8 +94,9 @@ def check_agent(user: str, command: str, socket_path: str) -> str | None:
     return None
 
 
-def self_test(plan, settings_path: str) -> tuple[list[str], list[str]]:
-    """(what passed, each agent user's problem) for ``plan``'s agent users."""
+def self_test(plan, settings_path: str, *, leash: list[str]) -> tuple[list[str], list[str]]:
+    """(what passed, each agent user's problem) for ``plan``'s agent users;
+    ``leash``: how to run leash (for a leashd of the test's own)."""
     from leash.core.wire.operator import answers
 
     if not plan.agent_users:
@@ -103,7 +104,7 @@ def self_test(plan, settings_path: str) -> tuple[list[str], list[str]]:
     command = managed_pre_tool_command(settings_path)
     if command is None:
         return [], [f"self-test: no leash PreToolUse hook in {settings_path}"]
-    started, why = (None, "") if answers(plan.operator_socket) else _start_daemon(plan)
+    started, why = (None, "") if answers(plan.operator_socket) else _start_daemon(plan, leash)
     try:
         if not answers(plan.operator_socket):
             return [], [f"self-test: leashd does not answer on {plan.operator_socket}" + (f" ({why})" if why else "")]
@@ -121,14 +122,13 @@ def self_test(plan, settings_path: str) -> tuple[list[str], list[str]]:
     return passed, problems
 
 
-def _start_daemon(plan) -> tuple[subprocess.Popen | None, str]:
+def _start_daemon(plan, leash: list[str]) -> tuple[subprocess.Popen | None, str]:
     """leashd as the leash user for the self-test; (None, why) when it does not come up."""
-    from leash.core.hook.separated import leash_program
     from leash.core.wire.operator import answers
 
     entry = pwd.getpwnam(plan.user)
     env = {"PATH": "/usr/bin:/bin", "HOME": plan.home, "LEASH_HOME": plan.home, "USER": plan.user}
-    proc = subprocess.Popen(leash_program() + ["daemon", "--no-kennel"], env=env, user=entry.pw_uid,
+    proc = subprocess.Popen(leash + ["daemon", "--no-kennel"], env=env, user=entry.pw_uid,
                             group=entry.pw_gid, extra_groups=[], cwd="/", stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + DAEMON_START_SECONDS
