@@ -41,12 +41,14 @@ sys.path.append(str(ROOT / "bench"))
 
 import soak_checks as checks  # noqa: E402
 from soak_agents import PUSH, Call, Recorder, SimulatedAgent, hook, outcome_of, start_agents  # noqa: E402
+from soak_faults import Faults, budget_cap  # noqa: E402
 from soak_hosts import CannotIsolate, Fleet, cpu_and_rss, tree_cpu_and_rss  # noqa: E402
 from soak_operator import Operator, environment  # noqa: E402
 
 CAP = "soak-fleet"
 CAP_LIMIT_USD = 1000.0  # reached only when the run pushes spend over it (``Form.cap_at``)
 PROPAGATION_BOUND_SECONDS = 1.0
+BUDGET_AT = 0.5  # the fraction of the run at which the fleet's spend goes over the cap
 APPROVAL_WAIT_SECONDS = 60
 
 
@@ -158,15 +160,27 @@ def soak(form: Form, fleet: Fleet, seed: int) -> int:
     threads.append(threading.Thread(target=usage.run, args=(done,), daemon=True))
     for thread in threads[-2:]:
         thread.start()
+    faults = Faults(fleet, form.fault_scale)
+    budget = None
     rounds = 0
     try:
         while time.monotonic() - started < form.seconds:
             next_round = started + (rounds + 1) * form.round_seconds
-            done.wait(max(0.0, min(next_round, started + form.seconds) - time.monotonic()))
-            if time.monotonic() - started >= form.seconds:
+            next_fault = min((started + f.at * form.seconds for f in faults.plan if f not in faults.done),
+                             default=float("inf"))
+            if budget is None:
+                next_fault = min(next_fault, started + BUDGET_AT * form.seconds)
+            done.wait(max(0.0, min(next_round, next_fault, started + form.seconds) - time.monotonic()))
+            fraction = (time.monotonic() - started) / form.seconds
+            if fraction >= 1:
                 break
-            operator.round(rng, skip=set(), hold_seconds=form.hold_seconds, fleet_stop=rounds % 2 == 0)
-            rounds += 1
+            for fault in faults.due(fraction):
+                print(f"fault: {fault.name} ({fault.end - fault.start:.1f} s)", flush=True)
+            if budget is None and fraction >= BUDGET_AT:
+                budget = budget_cap(fleet, agents[0], operator, CAP, form.hold_seconds)
+            if time.monotonic() >= next_round:
+                operator.round(rng, skip=set(), hold_seconds=form.hold_seconds, fleet_stop=rounds % 2 == 0)
+                rounds += 1
     finally:
         done.set()
     wall = time.monotonic() - started
@@ -174,11 +188,53 @@ def soak(form: Form, fleet: Fleet, seed: int) -> int:
     for thread in threads:
         thread.join(timeout=max(0.1, give_up - time.monotonic()))
     in_flight = sum(thread.is_alive() for thread in threads)
-    return report(form, fleet, operator, recorder.snapshot(), probes.recorder.snapshot(), usage, wall, in_flight,
-                  rounds)
+    broken = report(form, fleet, operator, recorder.snapshot(), usage, wall, in_flight, rounds, faults)
+    broken += report_faults(faults, budget, probes.recorder.snapshot(), recorder.snapshot())
+    for line in broken[:40]:
+        print(f"INVARIANT BROKEN: {line}")
+    print(f"soak: {'FAILED, ' + str(len(broken)) + ' broken' if broken else 'every invariant held'}")
+    return 1 if broken else 0
 
 
-def report(form, fleet, operator, calls, probe_calls, usage, wall, in_flight, rounds) -> int:
+def seconds_or_never(value) -> str:
+    return "never" if value is None else f"{value:.2f} s"
+
+
+def report_faults(faults, budget, probes, calls) -> list[str]:
+    broken = []
+    for fault in faults.done:
+        windows = []
+        for host in fault.hosts:
+            refused, count = checks.fault_window(probes, host.name, fault.start, fault.end, settle=1.0)
+            normal = fault.recovered.get(host.name)
+            hit = checks.during(calls, host.name, fault.start, fault.end)
+            slowest = max((call.returned - call.sent for call in hit), default=0.0)
+            windows.append(f"host {host.name} refused for {refused:.1f} s ({count} probes), normal "
+                           f"{seconds_or_never(normal)} after its end; agents' calls {len(hit)}, "
+                           f"{sum(c.outcome != 'allow' for c in hit)} refused, slowest {slowest:.1f} s")
+            reasons = {checks.said(call.detail) for call in probes + hit if call.host == host.name
+                       and fault.start <= call.sent <= fault.end + 1.0 and call.outcome != "allow"
+                       and not checks.operators(call.detail)}
+            windows += [f"  refused saying: {reason}" for reason in sorted(reasons)[:3]]
+            if normal is None:
+                broken.append(f"fault recovery: host {host.name} never allowed a call again after {fault.name}")
+        print(f"fault {fault.name}: {fault.end - fault.start:.1f} s\n  " + "\n  ".join(windows)
+              + (f" (could not be done: {fault.problem})" if fault.problem else ""))
+        if fault.problem:
+            broken.append(f"fault injection: {fault.name}: {fault.problem}")
+    if budget is not None:
+        print("budget cap reached -> each host holds: " + ", ".join(
+            f"{h} {seconds_or_never(v)}" for h, v in budget.reached.items()))
+        print("budget raise acknowledged -> each host allows: " + ", ".join(
+            f"{h} {seconds_or_never(v)}" for h, v in budget.released.items()))
+        broken += [f"budget cap: host {h} never held" for h, v in budget.reached.items() if v is None]
+        broken += [f"budget cap: host {h} never released" for h, v in budget.released.items() if v is None]
+        if budget.problem:
+            broken.append(f"budget cap: {budget.problem}")
+    return broken
+
+
+def report(form, fleet, operator, calls, usage, wall, in_flight, rounds, faults) -> list[str]:
     import json
 
     broken, lags = checks.stop_held(calls, operator.acks, bound=PROPAGATION_BOUND_SECONDS)
@@ -198,9 +254,11 @@ def report(form, fleet, operator, calls, probe_calls, usage, wall, in_flight, ro
     counts = {outcome: sum(call.outcome == outcome for call in calls) for outcome in ("allow", "deny", "block",
                                                                                       "pass", "error")}
     print(f"calls: {len(calls)} from the simulated agents ({', '.join(f'{k} {v}' for k, v in counts.items())}), "
-          f"{len(probe_calls)} probes; {rounds} operator rounds, {len(operator.acks)} acknowledged operations, "
+          f"{rounds} operator rounds, {len(operator.acks)} acknowledged operations, "
           f"{len(operator.failures)} refused or failed")
     print(f"hook round trip (simulated agents): {checks.spread(checks.round_trips(calls, PUSH))}")
+    quiet = checks.outside(calls, [(fault.start, fault.end + 1.0) for fault in faults.done])
+    print(f"hook round trip outside the faults: {checks.spread(checks.round_trips(quiet, PUSH))}")
     print(f"stop -> every host's hooks deny: {checks.spread(operator.propagation)}")
     print(f"allowed after a stop's acknowledgement, within the {PROPAGATION_BOUND_SECONDS:g} s bound: "
           f"{checks.spread(lags)}")
@@ -209,10 +267,7 @@ def report(form, fleet, operator, calls, probe_calls, usage, wall, in_flight, ro
         print(f"usage: {line}")
     for line in operator.failures[:10]:
         print(f"operator: {line}")
-    for line in broken[:40]:
-        print(f"INVARIANT BROKEN: {line}")
-    print(f"soak: {'FAILED, ' + str(len(broken)) + ' broken' if broken else 'every invariant held'}")
-    return 1 if broken else 0
+    return broken
 
 
 def interrupted(*_) -> None:

@@ -104,11 +104,31 @@ def round_trips(calls, held_command: str) -> list[float]:
             and not (call.event == "pre-tool-use" and call.subject == held_command)]
 
 
-def fault_window(probes, host: str, start: float, end: float, *, settle: float) -> tuple[float, float | None]:
-    """(seconds ``host``'s probe hooks refused from the fault's start, seconds
-    from the fault's end to the first allowed probe, None: never)."""
-    mine = sorted((call for call in probes if call.host == host and call.sent >= start), key=lambda c: c.sent)
-    refused = [call for call in mine if call.outcome != "allow" and call.sent <= end + settle]
-    refused_for = (refused[-1].returned - refused[0].sent) if refused else 0.0
-    after = next((call for call in mine if call.sent >= end and call.outcome == "allow"), None)
-    return refused_for, (after.returned - end if after else None)
+def fault_window(probes, host: str, start: float, end: float, *, settle: float) -> tuple[float, int]:
+    """(seconds ``host``'s probe hooks refused, from the first refused to the
+    last refused one's answer, and how many were refused) between the fault's
+    start and ``settle`` seconds after its end."""
+    refused = sorted((call for call in probes if call.host == host and start <= call.sent <= end + settle
+                      and call.outcome != "allow" and not operators(call.detail)), key=lambda c: c.sent)
+    return (refused[-1].returned - refused[0].sent if refused else 0.0), len(refused)
+
+
+def operators(reason: str) -> bool:
+    """A refusal the operator's own stop or lock made, not a fault (its reason names the soak's operation)."""
+    return "soak op " in reason
+
+
+def during(calls, host: str, start: float, end: float) -> list:
+    """The PreToolUse calls to ``host`` answered while a fault lasted."""
+    return [call for call in calls if call.host == host and call.event == "pre-tool-use"
+            and call.returned >= start and call.sent <= end]
+
+
+def outside(calls, windows: list[tuple[float, float]]) -> list:
+    return [call for call in calls if not any(call.returned >= start and call.sent <= end for start, end in windows)]
+
+
+def said(reason: str) -> str:
+    """A refusal's reason on one short line, control characters escaped (it is a daemon's text)."""
+    flat = " ".join(reason.split())
+    return flat.encode("unicode_escape").decode("ascii")[:110]
