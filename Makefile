@@ -39,7 +39,10 @@ lint: $(STAMP)
 # worker, and every leash process a test starts (a hook, leashd, the CLI),
 # compiles each module it imports again. One collection first fills the cache,
 # so the workers do not all compile the same files at once.
-TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache
+# The agent CLIs' marks are cleared: leashd refuses an operator whose environment holds one
+# (core/daemon/agentmarks.py), which a test run started from inside an agent would be.
+TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache CLAUDECODE= CLAUDE_CODE_SESSION_ID= \
+	CLAUDE_CODE_ENTRYPOINT= AI_AGENT= GEMINI_CLI=
 test: $(STAMP)
 	@$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
 	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal

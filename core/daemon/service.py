@@ -46,6 +46,7 @@ import time
 
 from leash.core.base.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 from leash.core.daemon.acks import Acknowledger
+from leash.core.daemon.agentmarks import agent_mark
 from leash.core.daemon.agents import UNTOLD, KnownAgents
 from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
@@ -406,6 +407,13 @@ class Daemon:
         agent = self.agents.agent_above(peer.pid)
         if agent is not None:
             self._refuse_agent_process(conn, peer, agent)
+            return
+        mark = agent_mark(peer.pid)
+        if mark:  # an agent's tool that left its tree (setsid, a double fork) still carries its CLI's variables
+            verb, _ = self._first_request(conn)
+            self._refuse(conn, peer, where="operator", verb=str(verb),
+                         reason=f"process {peer.pid} carries {mark} in its environment: an agent CLI's tool started "
+                                "it, and an agent cannot act as the operator (run leash from your own terminal)")
             return
         source = peer.source(self.host)
         for request in self._requests(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES):
