@@ -13,8 +13,12 @@ SEVERITY_ORDER = ("low", "medium", "high", "critical")  # core.halts.store.SEVER
 NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline", "budget")
 ROUTE_KINDS = ("webhook", "ntfy", "slack", "command", "desktop")
 ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list[str]", "min_severity": "str",
-               "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str"}
-ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": ""}
+               "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str",
+               "reply_topic": "str"}
+ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": "",
+                  "reply_topic": ""}
+# An ntfy topic name: what ntfy itself accepts (letters, digits, _ and -, at most 64).
+TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 def read_route(entry: dict, check) -> tuple[dict, list[str], tuple[str, str]]:
@@ -49,6 +53,9 @@ def route_problem(route: dict) -> tuple[str, str]:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             return "url", f"a {kind} route needs an http:// or https:// url"
+    topic = route.get("reply_topic", "")
+    if topic and (kind != "ntfy" or len(topic) > 64 or not set(topic) <= TOPIC_CHARS):
+        return "reply_topic", "an ntfy route's topic for answers: letters, digits, _ and - (at most 64)"
     if kind == "command" and not route["argv"]:
         return "argv", 'a command route needs argv = ["program", "{title}", "{body}", ...]'
     unknown = [name for name in route["events"] if name not in NOTIFY_EVENTS]

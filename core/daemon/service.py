@@ -53,6 +53,7 @@ from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
 from leash.core.daemon.httphooks import HttpHooks
 from leash.core.daemon.listener import Listener
+from leash.core.daemon.ntfyreplies import ReplyListener
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.daemon.statusverb import StatusVerb
 from leash.core.wire import lines as wire
@@ -131,6 +132,7 @@ class Daemon:
         self.stopping = threading.Event()
         self.acks = Acknowledger(self.stopping)
         self.http: HttpHooks | None = None  # Claude Code's HTTP hooks ([daemon] http_port)
+        self.replies: ReplyListener | None = None  # the ntfy reply topics' listener (core.daemon.ntfyreplies)
         self.http_serving = threading.BoundedSemaphore(1)
         self.max_connections, self.open_connections = max_connections, open_connections
         self.listeners: list[Listener] = []
@@ -217,6 +219,8 @@ class Daemon:
             listener.close()
         if self.http is not None:
             self.http.close()
+        if self.replies is not None:
+            self.replies.close()
         for path in (self.agent_path, self.operator_path):
             try:
                 os.unlink(path)
@@ -298,6 +302,18 @@ class Daemon:
                 self.notifier = notifier
         except Exception as exc:
             self.say("notify-not-started", problem=f"{exc.__class__.__name__}: {exc}")
+            return
+        self._start_replies()
+
+    def _start_replies(self) -> None:
+        """The ntfy reply topics: Allow and Deny tapped on a phone (``core.daemon.ntfyreplies``)."""
+        from leash.core.base.config import load_config
+        from leash.core.notify.routes import routes_of
+
+        listener = ReplyListener(self.home, self.backend, routes_of(load_config(self.home)["notify"]),
+                                 say=self.say)
+        if listener.start():
+            self.replies = listener
 
     def _learn_recorded_agents(self) -> None:
         """The agents of the sessions on record that still run: a restarted

@@ -22,7 +22,7 @@ OWN_KINDS = frozenset({"summary", "test"})  # the notifier's own messages: every
 
 class Route:
     __slots__ = ("number", "kind", "url", "argv", "events", "min_severity", "rate_per_minute", "timeout_s",
-                 "name", "key")
+                 "name", "key", "reply_topic")
 
     def __init__(self, number: int, table: dict):
         self.number = number
@@ -34,6 +34,7 @@ class Route:
         self.rate_per_minute = int(table.get("rate_per_minute", 10))
         self.timeout_s = float(table.get("timeout_s", 10))
         self.name = table.get("name", "")
+        self.reply_topic = table.get("reply_topic", "")  # ntfy: where Allow/Deny taps are published
         # What the route's record in run/notify.json is filed under: the same
         # route keeps its history when others are added or moved around it.
         what = {k: table.get(k) for k in ("kind", "url", "argv", "events", "min_severity")}
@@ -45,6 +46,16 @@ class Route:
         if event.kind not in self.events:
             return False
         return event.kind != "halt" or severity_rank(event.severity) >= severity_rank(self.min_severity)
+
+    @property
+    def reply_url(self) -> str:
+        """The reply topic's url on the route's own ntfy server ("" when none)."""
+        if self.kind != "ntfy" or not self.reply_topic:
+            return ""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}/{self.reply_topic}"
 
     @property
     def label(self) -> str:

@@ -137,7 +137,8 @@ class Notifier:
         self.workers = [RouteWorker(RouteQueue(route, remind_after_s=settings["remind_after_s"], host=host,
                                                sent=_record(records, route).get("sent"),
                                                health=_record(records, route).get("health")),
-                                    send=send, clock=clock, say=self.say) for route in self.routes]
+                                    send=self._answering(send), clock=clock, say=self.say)
+                        for route in self.routes]
         self.gatherer = Gatherer(backend, host=host, waiting_after_s=settings["waiting_after_s"],
                                  since=self.saved["since"], approvals=approvals, say=self.say)
         self.holder = f"{host}:{os.getpid()}:{os.urandom(4).hex()}"
@@ -147,6 +148,34 @@ class Notifier:
         self.last_written = ""
         self.halt = threading.Event()
         self.thread: threading.Thread | None = None
+
+    def _answering(self, send):
+        """``send``, giving an approval on an ntfy route with a reply topic its
+        Allow and Deny buttons (tokens signed under this home's answer key)."""
+        def sending(route, event) -> None:
+            actions = self._answer_actions(route, event)
+            if actions:
+                send(route, event, actions=actions)
+            else:
+                send(route, event)
+
+        return sending
+
+    def _answer_actions(self, route, event) -> tuple:
+        if event.kind != "approval" or not route.reply_url or not event.id.startswith("approval:"):
+            return ()
+        from leash.core.notify.answers import answer_key, token
+
+        try:
+            key = answer_key(self.home, create=True)
+            approval = self.backend.approvals.get(event.id[len("approval:"):])
+        except Exception as exc:  # sent without buttons: the operator answers another way
+            self.say("notify-no-buttons", route=route.number, problem=f"{exc.__class__.__name__}: {exc}")
+            return ()
+        if approval.get("status") != "waiting":
+            return ()
+        return (("Allow", route.reply_url, token(key, approval, "allow")),
+                ("Deny", route.reply_url, token(key, approval, "deny")))
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> bool:

@@ -4,7 +4,9 @@
   title, body, session, host, severity, id, time);
 * ``ntfy``: a POST of the body as text, with ``Title``, ``Priority`` (1–5 from
   the severity) and ``Tags`` headers (non-ASCII as RFC 2047 words, which ntfy
-  decodes);
+  decodes), and for an approval on a route with a ``reply_topic`` an
+  ``Actions`` header: Allow and Deny ``http`` buttons that POST their signed
+  token to that topic (``core.notify.answers``);
 * ``slack``: a POST of ``{"text": ..., "mrkdwn": false}`` (Slack's ``&``,
   ``<``, ``>`` escaped, so agent text can neither mention a channel nor forge
   a link, and no markdown: ``*bold*`` in agent text stays as typed);
@@ -55,12 +57,18 @@ class Unavailable(DeliveryFailed):
     """The route cannot work on this host (``notify-send`` missing)."""
 
 
-def deliver(route: Route, event: Event) -> None:
-    """Send ``event`` through ``route``; raises ``DeliveryFailed``."""
+def deliver(route: Route, event: Event, *, actions: tuple = ()) -> None:
+    """Send ``event`` through ``route``; raises ``DeliveryFailed``.
+    ``actions``: (label, url, body) buttons, an ntfy route's ``http`` actions
+    (an approval's Allow and Deny: ``core.notify.answers``)."""
     if route.kind == "webhook":
         _post(route, json.dumps(event.payload(), ensure_ascii=True).encode(), {"Content-Type": "application/json"})
     elif route.kind == "ntfy":
-        _post(route, event.body.encode() or event.title.encode(), _ntfy_headers(event))
+        headers = _ntfy_headers(event)
+        if actions:
+            headers["Actions"] = "; ".join(f"http, {label}, {url}, method=POST, body={body}, clear=true"
+                                           for label, url, body in actions)
+        _post(route, event.body.encode() or event.title.encode(), headers)
     elif route.kind == "slack":
         # mrkdwn off: agent text (a session name, a command) is shown as typed,
         # never as *bold*, _italics_, ~strikes~ or `code` it asked for.

@@ -79,3 +79,15 @@ def detail(tool: str | None, tool_input: object) -> str:
         text = _what(tool or "", given)
     text = _mask(text)
     return text if len(text) <= DETAIL_LIMIT else text[:DETAIL_LIMIT - len(CUT_MARK)] + CUT_MARK
+
+
+def input_digest(tool: str | None, tool_input: object) -> str:
+    """SHA-256 (hex) of the call as the agent made it: its tool and input,
+    canonical JSON. An answer from afar is bound to it (``core.notify.answers``)."""
+    import hashlib
+    import json
+
+    canonical = json.dumps({"tool": str(tool or ""), "input": tool_input}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+

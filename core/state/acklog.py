@@ -70,6 +70,7 @@ EVENTS = (
     "operator_refused",  # an operator request from below an agent's process (core.daemon.agents)
     # An agent's call waiting for an operator, and how it ended (core.approvals.store).
     "approval_requested", "approval_allowed", "approval_denied", "approval_timeout", "approval_withdrawn",
+    "approval_answer_refused",
     # Spend caps (core.views.metering): a warn point crossed, a hold, a raise, a window's reset, a silent meter.
     "budget_warn", "budget_hold", "budget_raised", "budget_reset", "budget_stale",
 )

@@ -49,6 +49,7 @@ WAITING = "waiting"
 KINDS = ("permission", "ask")
 # The paths an answer may come by; "pane" is Claude Code's own dialog, "leash" leash itself (a timeout).
 VIAS = ("cli", "console", "serve", "pane", "leash")
+REMOTE_VIA_PREFIX = "ntfy:"  # an answer tapped on a phone, by the route it came through (core.notify.answers)
 OUTCOME_EVENTS = {"allowed": "approval_allowed", "denied": "approval_denied", "timeout": "approval_timeout",
                   "withdrawn": "approval_withdrawn"}
 STATUS_OF_EVENT = {event: status for status, event in OUTCOME_EVENTS.items()}
@@ -102,10 +103,13 @@ def validate_approvals(data: dict) -> dict:
 
 
 def _opened(line: dict) -> dict:
-    return {"id": line.get("approval"), "session_id": line.get("session_id", ""), "host": line.get("host", ""),
-            "tool": line.get("tool", ""), "summary": line.get("summary", ""), "detail": line.get("detail", ""),
-            "kind": line.get("kind", ""), "rule": line.get("rule", ""), "requested_at": line.get("timestamp"),
-            "deadline": line.get("deadline"), "status": WAITING}
+    opened = {"id": line.get("approval"), "session_id": line.get("session_id", ""), "host": line.get("host", ""),
+              "tool": line.get("tool", ""), "summary": line.get("summary", ""), "detail": line.get("detail", ""),
+              "kind": line.get("kind", ""), "rule": line.get("rule", ""), "requested_at": line.get("timestamp"),
+              "deadline": line.get("deadline"), "status": WAITING}
+    if line.get("input_sha256"):  # what an answer from afar is bound to (older lines have none)
+        opened["input_sha256"] = line["input_sha256"]
+    return opened
 
 
 def apply_approval_line(state: dict, line: dict, now: float | None = None) -> None:
@@ -229,7 +233,7 @@ class ApprovalRegistry:
 
     def request(self, session_id: str, tool: str, tool_input: object = None, *, kind: str = "permission",
                 rule: str = "", timeout_s: float, now: float | None = None) -> ApprovalRecord:
-        from leash.core.policy.approvalsummary import detail, one_line
+        from leash.core.policy.approvalsummary import detail, input_digest, one_line
 
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("an approval needs a session id")
@@ -242,7 +246,7 @@ class ApprovalRegistry:
             self.state.record(data, "approval_requested", source="leash", session_id=session_id, reason=summary,
                               now=moment, approval=approval_id, host=self.host, tool=str(tool or ""),
                               summary=summary, detail=detail(tool, tool_input), kind=kind, rule=str(rule or ""),
-                              deadline=iso(moment + float(timeout_s)))
+                              deadline=iso(moment + float(timeout_s)), input_sha256=input_digest(tool, tool_input))
             record = dict(data["waiting"][approval_id])
         _changed(self.home)
         return ApprovalRecord.of(record)
@@ -250,7 +254,7 @@ class ApprovalRegistry:
     def answer(self, approval_id: str, *, allow: bool, by: str, via: str, message: str = "", note: str = "",
                now: float | None = None) -> ApprovalRecord:
         """An operator's answer; ``ApprovalClosed`` when another came first."""
-        if via not in VIAS:
+        if via not in VIAS and not via.startswith(REMOTE_VIA_PREFIX):
             raise ValueError(f"an answer comes by one of {', '.join(VIAS)}, not {via!r}")
         event = OUTCOME_EVENTS["allowed" if allow else "denied"]
         return self._close(approval_id, event, by=by, via=via, message=message, note=note, now=now)
