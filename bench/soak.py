@@ -44,11 +44,14 @@ from soak_agents import PUSH, Call, Recorder, SimulatedAgent, hook, outcome_of, 
 from soak_faults import Faults, budget_cap  # noqa: E402
 from soak_hosts import CannotIsolate, Fleet, cpu_and_rss, tree_cpu_and_rss  # noqa: E402
 from soak_operator import Operator, environment  # noqa: E402
+from soak_screens import SILENT, Screens, claude_cached, tmux_socket  # noqa: E402
 
 CAP = "soak-fleet"
 CAP_LIMIT_USD = 1000.0  # reached only when the run pushes spend over it (``Form.cap_at``)
 PROPAGATION_BOUND_SECONDS = 1.0
 BUDGET_AT = 0.5  # the fraction of the run at which the fleet's spend goes over the cap
+WARRANT_AT = 0.3  # ... at which a warrant is filed on the silent agent
+WARRANT_TIMEOUTS = "[2, 4, 8]"  # the kennel's waits for an answer (default 60, 120, 240 s)
 APPROVAL_WAIT_SECONDS = 60
 
 
@@ -136,15 +139,48 @@ class Usage:
                 f"{self.rss[name] / 2 ** 20:.0f} MiB" for name, by_pid in sorted(self.cpu.items())]
 
 
-def soak(form: Form, fleet: Fleet, seed: int) -> int:
+def first_host_config(root: Path) -> str:
+    return f'[tmux]\nsocket = "{tmux_socket(root)}"\n[warrants]\ntimeouts = {WARRANT_TIMEOUTS}\n'
+
+
+class Warrant:
+    """The warrant on the silent agent: filed through host a, worked by its kennel; when the pane went."""
+
+    def __init__(self):
+        self.filed: float | None = None
+        self.gone_after: float | None = None
+
+    def file(self, operator, host, screens) -> None:
+        ack = operator.act(host, "warrant", SILENT, "warrant", "file", SILENT)
+        if ack is None or screens.console is None:
+            return
+        self.filed = ack.acked
+        silent = type(screens.console)(screens.console.fleet, SILENT)
+        threading.Thread(target=self.watch, args=(silent,), daemon=True).start()
+
+    def watch(self, pane) -> None:
+        while time.monotonic() - (self.filed or 0) < 120:
+            if not pane.alive():
+                self.gone_after = time.monotonic() - (self.filed or 0)
+                return
+            time.sleep(0.5)
+
+
+def soak(form: Form, fleet: Fleet, seed: int, screens: Screens) -> int:
     rng = random.Random(seed)
     fleet.isolate()
     fleet.start_postgres()
     fleet.make_homes()
     for host in fleet.hosts:
         fleet.start_daemon(host)
+    if form.tuis and screens.claude is None:
+        print(f"soak: Claude Code is not cached under .cache/claude-code (make e2e caches it): "
+              f"{form.simulated + form.tuis} simulated agents, no TUIs", flush=True)
+        form.simulated += form.tuis
+    screens.start()
     print(f"soak: {len(fleet.hosts)} hosts ({', '.join(h.name for h in fleet.hosts)}), PostgreSQL on their links, "
-          f"{form.simulated} simulated agents, {form.seconds:g} s", flush=True)
+          f"{form.simulated} simulated agents, {len(screens.agents)} Claude Code TUIs, the console on host "
+          f"{fleet.hosts[0].name}, {form.seconds:g} s", flush=True)
     recorder = Recorder()
     (fleet.root / "transcripts").mkdir()
     agents = [SimulatedAgent(i, fleet.hosts[i % len(fleet.hosts)], fleet.root / "projects",
@@ -152,10 +188,12 @@ def soak(form: Form, fleet: Fleet, seed: int) -> int:
                              pace=form.pace) for i in range(form.simulated)]
     done = threading.Event()
     operator = Operator(fleet, agents, env=environment())
+    operator.screens = screens
+    warrant = Warrant()
     probes = Probes(fleet, form.probe_seconds)
     usage = Usage(fleet)
     started = time.monotonic()
-    threads = start_agents(agents, done) + probes.start(done)
+    threads = start_agents(agents, done) + probes.start(done) + screens.prompting(done, seed)
     threads.append(threading.Thread(target=operator.answer_approvals, args=(done, fleet.hosts[0]), daemon=True))
     threads.append(threading.Thread(target=usage.run, args=(done,), daemon=True))
     for thread in threads[-2:]:
@@ -176,6 +214,8 @@ def soak(form: Form, fleet: Fleet, seed: int) -> int:
                 break
             for fault in faults.due(fraction):
                 print(f"fault: {fault.name} ({fault.end - fault.start:.1f} s)", flush=True)
+            if warrant.filed is None and fraction >= WARRANT_AT:
+                warrant.file(operator, fleet.hosts[0], screens)
             if budget is None and fraction >= BUDGET_AT:
                 budget = budget_cap(fleet, agents[0], operator, CAP, form.hold_seconds)
             if time.monotonic() >= next_round:
@@ -190,10 +230,29 @@ def soak(form: Form, fleet: Fleet, seed: int) -> int:
     in_flight = sum(thread.is_alive() for thread in threads)
     broken = report(form, fleet, operator, recorder.snapshot(), usage, wall, in_flight, rounds, faults)
     broken += report_faults(faults, budget, probes.recorder.snapshot(), recorder.snapshot())
+    broken += report_screens(operator, screens, warrant)
     for line in broken[:40]:
         print(f"INVARIANT BROKEN: {line}")
     print(f"soak: {'FAILED, ' + str(len(broken)) + ' broken' if broken else 'every invariant held'}")
     return 1 if broken else 0
+
+
+def report_screens(operator, screens, warrant) -> list[str]:
+    print(f"console: fleet stop or resume acknowledged -> on screen: {checks.spread(operator.console)}")
+    broken = [f"console keeps drawing: {line}" for line in operator.console_missed]
+    if not operator.console and not operator.console_missed:
+        broken.append("console keeps drawing: no fleet stop was seen on it")
+    figures, tuis = screens.tui_lines()
+    for line in figures:
+        print(line)
+    if screens.agents:
+        print(f"TUI prompts typed: {screens.prompts}; not taken: {len(screens.problems)}")
+    print(f"warrant on the silent agent: filed, pane gone after {seconds_or_never(warrant.gone_after)}")
+    if warrant.filed is None:
+        broken.append("warrant: it could not be filed")
+    elif warrant.gone_after is None:
+        broken.append("warrant: the silent agent's pane was not killed")
+    return broken + tuis
 
 
 def seconds_or_never(value) -> str:
@@ -283,15 +342,18 @@ def main() -> int:
     form = form_of(options)
     signal.signal(signal.SIGTERM, interrupted)
     fleet = Fleet(form.hosts, config=config_text(), disk_host=form.hosts[-1])
+    fleet.first_host_config = first_host_config(fleet.root)
+    screens = Screens(fleet, claude_cached() if form.tuis else None, form.tuis)
     status = 1
     try:
-        status = soak(form, fleet, options.seed)
+        status = soak(form, fleet, options.seed, screens)
     except CannotIsolate as exc:
         print(f"soak: skipped: cannot create network namespaces ({exc})")
         status = 0
     except KeyboardInterrupt:
         print("soak: interrupted")
     finally:
+        screens.close()
         for problem in fleet.close():
             print(f"soak: cleanup: {problem}")
     return status

@@ -76,9 +76,11 @@ class Host:
 
 
 class Fleet:
-    def __init__(self, hosts: list[str], *, config: str, disk_host: str | None):
-        """``config``: more config.toml text every home gets; ``disk_host``:
-        the host whose home is a small tmpfs (the disk-full fault's)."""
+    def __init__(self, hosts: list[str], *, config: str, disk_host: str | None, first_host_config: str = ""):
+        """``config``: more config.toml text every home gets, ``first_host_config``
+        what the first host's gets besides (its leashd runs the kennel);
+        ``disk_host``: the host whose home is a small tmpfs (the disk-full fault's)."""
+        self.first_host_config = first_host_config
         self.tag = f"leash-soak-{os.getpid()}"
         self.root = Path(tempfile.mkdtemp(prefix="leash-soak-"))
         self.root.chmod(0o711)  # the server's user must reach its data folder
@@ -176,7 +178,8 @@ class Fleet:
                 host.tmpfs = True
             url = f"postgresql://leash@{host.db_address}:{PG_PORT}/postgres"
             (host.home / "config.toml").write_text(f'[daemon]\nhost = "{host.name}"\n[store]\nurl = "{url}"\n'
-                                                   + self.extra_config)
+                                                   + self.extra_config
+                                                   + (self.first_host_config if host is self.hosts[0] else ""))
 
     def daemon_env(self, host: Host) -> dict[str, str]:
         env = {name: value for name, value in os.environ.items()
@@ -189,9 +192,10 @@ class Fleet:
 
         log = open(self.root / f"leashd-{host.name}.log", "ab")
         try:
+            kennel = [] if host is self.hosts[0] else ["--no-kennel"]  # the warrant's host works its queue
             host.daemon = subprocess.Popen(
                 ["ip", "netns", "exec", host.namespace, sys.executable, "-m", "leash.console.cli", "daemon",
-                 "--no-kennel"], env=self.daemon_env(host), stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT)
+                 *kennel], env=self.daemon_env(host), stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT)
         finally:
             log.close()
         deadline = time.monotonic() + DAEMON_START_SECONDS
@@ -258,6 +262,10 @@ class Fleet:
             except Exception as exc:  # noqa: BLE001 - each step on its own: the rest must still run
                 problems.append(f"{what}: {exc}")
 
+        for host in self.hosts:  # all asked at once: each may take a while to finish its calls
+            if host.daemon is not None and host.daemon.poll() is None:
+                step(f"leashd {host.name}", lambda h=host: (os.kill(h.daemon.pid, signal.SIGCONT),
+                                                            h.daemon.terminate()))
         for host in self.hosts:
             step(f"leashd {host.name}", lambda h=host: self.stop_daemon(h))
         if self.postmaster_pid() is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 PROPAGATION_GIVE_UP_SECONDS = 10.0
 APPROVAL_POLL_SECONDS = 0.25
+FLEET_STOPPED = "FLEET STOPPED"  # the console's summary line during a fleet stop
 
 
 @dataclass
@@ -52,6 +53,9 @@ class Operator:
         self.answered: list[tuple[str, str, float]] = []  # (approval id, session, answer began)
         self.counter = 0
         self.mutex = threading.Lock()
+        self.screens = None            # soak_screens.Screens: the console to watch, when it runs
+        self.console: list[float] = []  # seconds, a fleet stop or resume acknowledged -> the console shows it
+        self.console_missed: list[str] = []
 
     # -- the CLI -------------------------------------------------------------
     def leash(self, host, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -132,14 +136,25 @@ class Operator:
         stop = self.act(hosts[-1], "fleet_stop", "*", "stop", "--all") if fleet_stop else None
         if stop is not None:
             self.measure(stop, hosts)
+            self.watch_console(True, stop.acked, stop.reason)
         time.sleep(hold_seconds)
-        if stop is not None:
-            self.lift(stop, hosts[-1], "resume", "--all")
+        if stop is not None and self.lift(stop, hosts[-1], "resume", "--all"):
+            self.watch_console(False, time.monotonic(), stop.reason + " lifted")
         if lock is not None:
             self.lift(lock, hosts[-1], "release", glob)
         for ack in [a for a in self.acks if a.kind == "stop" and a.lifted == float("inf")]:
             through = next((h for h in self.fleet.hosts if h.name == ack.host), hosts[0])
             self.lift(ack, through, "resume", ack.target)
+
+    def watch_console(self, stopped: bool, since: float, what: str) -> None:
+        """How long until the console's summary shows the fleet stop (or no longer does)."""
+        if self.screens is None or self.screens.console is None:
+            return
+        delay = self.screens.until_console(FLEET_STOPPED, stopped, since)
+        if delay is None:
+            self.console_missed.append(f"the console did not show {what} within 5 s")
+        else:
+            self.console.append(delay)
 
     # -- approvals -----------------------------------------------------------
     def answer_approvals(self, done: threading.Event, host) -> None:
