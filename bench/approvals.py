@@ -9,7 +9,10 @@ clock starts and the operator answers it, either
 * ``operator socket``: one ``store`` call (``RemoteBackend.approvals.answer``,
   what the console does), or
 * ``cli``: ``leash approvals allow ID`` as a process (its interpreter's start
-  included, as an operator typing it pays),
+  included, as an operator typing it pays), or
+* ``ntfy tap``: Allow tapped on the approval's ntfy notification (a loopback
+  stand-in of ntfy's API): the token POSTed to the reply topic, read by
+  leashd's subscription to it,
 
 and the clock stops when the hook's reply arrives. Then one approval is left
 waiting for ``--idle`` seconds and leashd's CPU time over them is read from
@@ -41,6 +44,7 @@ RUNS = 40
 IDLE_SECONDS = 5.0
 POLL_SECONDS = 0.002
 WITHIN_SECONDS = 20
+ALERTS, REPLIES = "bench-alerts", "bench-replies"
 PAYLOAD = {"session_id": "bench", "hook_event_name": "PermissionRequest", "tool_name": "Bash",
            "tool_input": {"command": "git push origin main"}, "cwd": "/", "permission_mode": "default"}
 
@@ -88,6 +92,31 @@ def one_run(remote, agent_socket: str, answer) -> float:
     approval_id = waiting_one(remote)
     started = time.perf_counter()
     answer(approval_id)
+    thread.join(timeout=WITHIN_SECONDS)
+    if "allow" not in done.get("reply", {}).get("stdout", ""):
+        raise SystemExit(f"bench: unexpected reply {done.get('reply')!r}")
+    return (done["at"] - started) * 1000
+
+
+def tap_run(remote, agent_socket: str, ntfy) -> float:
+    """One approval answered from the phone: its notification arrives with its
+    buttons, then the clock runs from the tap (the stand-in POSTs Allow's token
+    to the reply topic) to the hook's reply (through leashd's reply stream)."""
+    done: dict = {}
+    thread = threading.Thread(target=ask, args=(agent_socket, done))
+    thread.start()
+    approval_id = waiting_one(remote)
+
+    def allow_button():
+        for message in ntfy.on(ALERTS):
+            for action in message["actions"]:
+                if action["label"] == "Allow" and action.get("body", "").startswith(approval_id):
+                    return action
+        return None
+
+    button = until(allow_button)
+    started = time.perf_counter()
+    ntfy.tap(button)
     thread.join(timeout=WITHIN_SECONDS)
     if "allow" not in done.get("reply", {}).get("stdout", ""):
         raise SystemExit(f"bench: unexpected reply {done.get('reply')!r}")
@@ -173,9 +202,15 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     across_hosts(options.runs)
     from leash.core.store.remote import RemoteBackend
+    from tests.support.ntfy import Ntfy
 
     base = Path(tempfile.mkdtemp(prefix="leash-bench-approvals-"))
     home = base / "home"
+    home.mkdir(mode=0o700)
+    ntfy = Ntfy()  # the phone's server: a loopback stand-in of ntfy's API
+    (home / "config.toml").write_text(f'[[notify.route]]\nkind = "ntfy"\nurl = "{ntfy.url}/{ALERTS}"\n'
+                                      f'reply_topic = "{REPLIES}"\nevents = ["approval"]\nrate_per_minute = 1000\n')
+    os.chmod(home / "config.toml", 0o600)
     env = dict(os.environ, LEASH_HOME=str(home))
     env.pop("LEASH_OPERATOR_SOCKET", None)
     daemon = subprocess.Popen(leash_argv() + ["daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
@@ -196,6 +231,7 @@ def main() -> int:
         print(f"answer -> hook reply through leashd ({options.runs} runs each; file store on one host)")
         figures("operator socket", [one_run(remote, agent_socket, by_socket) for _ in range(options.runs)])
         figures("cli", [one_run(remote, agent_socket, by_cli) for _ in range(max(1, options.runs // 2))])
+        figures("ntfy tap", [tap_run(remote, agent_socket, ntfy) for _ in range(max(1, options.runs // 2))])
 
         before = cpu_seconds(daemon.pid)
         time.sleep(options.idle)
@@ -220,6 +256,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
+        ntfy.close()
         shutil.rmtree(base, ignore_errors=True)
     return 0
 
