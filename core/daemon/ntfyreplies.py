@@ -13,7 +13,9 @@ on the route saying so.
 
 Where it left off is kept per route in ``<home>/run/ntfy-replies.json`` (the
 last message id), so a reconnect or a restarted leashd reads each publication
-once; the first time, it starts from now. A tapped token is single use in any
+once; the first time, it starts from now. Beside it, each reply topic's health
+(open or down since when, why, taps applied and refused) for ``leash doctor``
+(``core.notify.state``). A tapped token is single use in any
 case: the approval it names closes once.
 
 Failure: a server that cannot be reached, answers an error or closes the
@@ -72,6 +74,7 @@ class ReplyListener:
             except (OSError, urllib.error.URLError, ValueError) as exc:
                 if not said_down:
                     self.say("ntfy-replies-down", route=route.number, problem=f"{exc.__class__.__name__}: {exc}")
+                    self._health(route, state="down", problem=f"{exc.__class__.__name__}: {exc}")
                     said_down = True
             if self.stopping.wait(wait):
                 return
@@ -87,6 +90,7 @@ class ReplyListener:
         with opener.open(urllib.request.Request(url, headers={"User-Agent": "leash"}),
                          timeout=READ_TIMEOUT_SECONDS) as stream:
             self.say("ntfy-replies-open", route=route.number)
+            self._health(route, state="open", problem="")
             while not self.stopping.is_set():
                 raw = stream.readline(LINE_LIMIT_BYTES)
                 if not raw:
@@ -119,6 +123,7 @@ class ReplyListener:
             return False
         with self.mutex:
             self.applied += 1
+        self._health(route, counted="applied")
         self.say("ntfy-answer-applied", route=route.number, approval=approval_id, decision=decision,
                  session=record.session_id)
         return True
@@ -130,6 +135,7 @@ class ReplyListener:
 
         with self.mutex:
             self.refused += 1
+        self._health(route, counted="refused")
         approval = printable(text.split(".", 1)[0], limit=64)
         session = ""
         try:
@@ -165,18 +171,32 @@ class ReplyListener:
     def _since(self, route) -> str:
         with self.mutex:
             kept = self._read_kept()
-            found = kept.get(route.key)
+            found = kept.setdefault("since", {}).get(route.key)
             if isinstance(found, str) and found:
                 return found
             start = str(int(self.clock()))
-            kept[route.key] = start  # first time: from now; a tap before leashd listened is not applied
+            kept["since"][route.key] = start  # first time: from now; a tap before leashd listened is not applied
             self._write_kept(kept)
             return start
 
     def _keep(self, route, message_id: str) -> None:
         with self.mutex:
             kept = self._read_kept()
-            kept[route.key] = message_id
+            kept.setdefault("since", {})[route.key] = message_id
+            self._write_kept(kept)
+
+    def _health(self, route, *, state: str = "", problem: str | None = None, counted: str = "") -> None:
+        """What ``leash doctor`` says of the route's reply topic: open or down
+        since when (and why), and the taps applied and refused."""
+        with self.mutex:
+            kept = self._read_kept()
+            health = kept.setdefault("health", {}).setdefault(route.key, {})
+            if state and health.get("state") != state:
+                health.update(state=state, since=self.clock())
+            if problem is not None:
+                health["problem"] = problem
+            if counted:
+                health[counted] = int(health.get(counted) or 0) + 1
             self._write_kept(kept)
 
     def _write_kept(self, kept: dict) -> None:

@@ -82,6 +82,32 @@ def findings(home: str, *, backend: Backend | None = None, now: float | None = N
         record = records.get(route.key)
         health = record.get("health", {}) if isinstance(record, dict) else {}
         yield _route_finding(f"{SUBJECT} route {route.number} ({route.label})", health, moment)
+        if route.reply_url:
+            yield _replies_finding(home, route, moment)
+
+
+def _replies_finding(home: str, route, moment: float) -> Finding:
+    """The route's reply topic, as leashd's listener left word of it (``core.daemon.ntfyreplies``)."""
+    import json
+    import os
+
+    from leash.core.base.clock import human_duration
+    from leash.core.base.text import printable
+    from leash.core.base.wellknown import RUN_DIR
+
+    subject = f"{SUBJECT} answers from route {route.number} ({route.label})"
+    try:
+        with open(os.path.join(home, RUN_DIR, "ntfy-replies.json")) as handle:
+            kept = json.load(handle)
+        health = kept["health"][route.key]
+    except (OSError, ValueError, KeyError, TypeError):
+        return Finding("warn", subject, "not listened to yet: taps on its buttons wait until leashd reads the topic")
+    counts = f"{int(health.get('applied') or 0)} applied, {int(health.get('refused') or 0)} refused"
+    since = human_duration(max(0.0, moment - float(health.get("since") or moment)))
+    if health.get("state") == "open":
+        return Finding("ok", subject, f"leashd reads its reply topic (for {since}); {counts}")
+    problem = printable(health.get("problem") or "", limit=200)
+    return Finding("warn", subject, f"leashd cannot read its reply topic for {since}: {problem}; taps wait; {counts}")
 
 
 def _sender(home: str, backend: Backend | None, moment: float) -> Finding:

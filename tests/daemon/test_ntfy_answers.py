@@ -142,3 +142,19 @@ def test_a_token_is_bound_to_its_call_its_decision_and_its_deadline(home):
     backend.approvals.answer(approval.id, allow=False, by="ops", via="cli", now=now + 2)
     with pytest.raises(answers.Refused, match="already denied"):
         answers.judge(key, allow, backend.approvals, now=now + 3)
+
+
+def test_doctor_says_whether_leashd_reads_the_reply_topic(home, ntfy, leashd):
+    from leash.core.notify.state import findings
+
+    def answers_finding():
+        return next((f for f in findings(str(home)) if "answers from route 1" in f.subject), None)
+
+    wait_for(lambda: answers_finding() is not None and answers_finding().level == "ok", what="the topic read")
+    call = HeldCall(home)
+    ntfy.tap(buttons(ntfy)["Allow"])
+    assert call.decision()["permissionDecision"] == "allow"
+    wait_for(lambda: "1 applied, 0 refused" in answers_finding().message, what="the tap counted")
+    ntfy.close()  # the server gone: leashd says it cannot read the topic
+    wait_for(lambda: answers_finding().level == "warn", what="the topic down")
+    assert "cannot read its reply topic" in answers_finding().message
