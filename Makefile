@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint test e2e e2e-capture bench demo screenshots venv clean
+.PHONY: lint test e2e e2e-capture bench soak demo screenshots venv clean
 
 venv: $(STAMP)
 
@@ -75,7 +75,16 @@ e2e: $(STAMP)
 		echo "e2e: Gemini CLI $$version"; \
 		LEASH_E2E_GEMINI_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
-	done; exit $$status
+	done; \
+	echo "e2e: the fleet soak, 3 minutes"; $(TEST_ENV) $(PY) bench/soak.py --minutes 3 || status=1; \
+	exit $$status
+
+# Five leashd hosts (network namespaces, root) on one PostgreSQL, fifty agents,
+# an operator and injected faults, invariants checked all along; figures printed
+# (docs/performance.md, "Fleet soak"). ``make soak MINUTES=30``.
+MINUTES ?= 30
+soak: $(STAMP)
+	$(TEST_ENV) $(PY) bench/soak.py --minutes $(MINUTES)
 
 # Real hook payloads of every event into tests/fixtures/claude_code/.
 e2e-capture: $(STAMP)

@@ -149,9 +149,11 @@ class Warrant:
     def __init__(self):
         self.filed: float | None = None
         self.gone_after: float | None = None
+        self.said = ""
 
     def file(self, operator, host, screens) -> None:
         ack = operator.act(host, "warrant", SILENT, "warrant", "file", SILENT)
+        self.said = operator.said
         if ack is None or screens.console is None:
             return
         self.filed = ack.acked
@@ -248,6 +250,10 @@ def report_screens(operator, screens, warrant) -> list[str]:
     if screens.agents:
         print(f"TUI prompts typed: {screens.prompts}; not taken: {len(screens.problems)}")
     print(f"warrant on the silent agent: filed, pane gone after {seconds_or_never(warrant.gone_after)}")
+    if warrant.gone_after is None:
+        listed = operator.leash(operator.fleet.hosts[0], "warrant", "list")
+        for line in (warrant.said + "\n" + listed.stdout + listed.stderr).strip().splitlines()[:12]:
+            print(f"  {line}")
     if warrant.filed is None:
         broken.append("warrant: it could not be filed")
     elif warrant.gone_after is None:
@@ -264,11 +270,12 @@ def report_faults(faults, budget, probes, calls) -> list[str]:
     for fault in faults.done:
         windows = []
         for host in fault.hosts:
-            refused, count = checks.fault_window(probes, host.name, fault.start, fault.end, settle=1.0)
+            gated = probes + [call for call in calls if call.event == "pre-tool-use"]
+            refused, count = checks.fault_window(gated, host.name, fault.start, fault.end, settle=1.0)
             normal = fault.recovered.get(host.name)
             hit = checks.during(calls, host.name, fault.start, fault.end)
             slowest = max((call.returned - call.sent for call in hit), default=0.0)
-            windows.append(f"host {host.name} refused for {refused:.1f} s ({count} probes), normal "
+            windows.append(f"host {host.name} refused for {refused:.1f} s ({count} PreToolUse), normal "
                            f"{seconds_or_never(normal)} after its end; agents' calls {len(hit)}, "
                            f"{sum(c.outcome != 'allow' for c in hit)} refused, slowest {slowest:.1f} s")
             reasons = {checks.said(call.detail) for call in probes + hit if call.host == host.name

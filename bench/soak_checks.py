@@ -105,7 +105,7 @@ def round_trips(calls, held_command: str) -> list[float]:
 
 
 def fault_window(probes, host: str, start: float, end: float, *, settle: float) -> tuple[float, int]:
-    """(seconds ``host``'s probe hooks refused, from the first refused to the
+    """(seconds ``host``'s PreToolUse hooks refused, from the first refused to the
     last refused one's answer, and how many were refused) between the fault's
     start and ``settle`` seconds after its end."""
     refused = sorted((call for call in probes if call.host == host and start <= call.sent <= end + settle

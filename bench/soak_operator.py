@@ -52,6 +52,7 @@ class Operator:
         self.approval_answers: dict[str, float] = {}  # session -> when its answer began
         self.answered: list[tuple[str, str, float]] = []  # (approval id, session, answer began)
         self.counter = 0
+        self.said = ""  # what the last action's command printed
         self.mutex = threading.Lock()
         self.screens = None            # soak_screens.Screens: the console to watch, when it runs
         self.console: list[float] = []  # seconds, a fleet stop or resume acknowledged -> the console shows it
@@ -70,6 +71,7 @@ class Operator:
             self.counter += 1
             reason = f"soak op {self.counter}"
         done = self.leash(host, *argv, "--reason", reason) if kind != "release" else self.leash(host, *argv)
+        self.said = (done.stdout + done.stderr).strip()
         if done.returncode != 0:
             self.failures.append(f"{kind} {target} on {host.name}: exit {done.returncode} "
                                  f"{(done.stderr or done.stdout).strip()[:200]}")
@@ -158,15 +160,18 @@ class Operator:
 
     # -- approvals -----------------------------------------------------------
     def answer_approvals(self, done: threading.Event, host) -> None:
-        """Answer every approval waiting, allow and deny in turn, through ``host``'s CLI."""
+        """Answer every approval waiting, allow and deny in turn, with ``leash approvals`` on ``host``."""
+        from leash.core.store.remote import RemoteBackend
+
+        remote = RemoteBackend(host.operator_socket)  # the console's way to list them: no process per look
         turn = 0
         while not done.is_set():
-            listed = self.leash(host, "approvals", "list", "--json", timeout=20)
             try:
-                pending = json.loads(listed.stdout) if listed.returncode == 0 else []
-            except ValueError:
+                pending = [{"id": record.id, "session_id": record.session_id}
+                           for record in remote.approvals.pending()]
+            except Exception:  # noqa: BLE001 - leashd restarting or stopped: look again
                 pending = []
-            for approval in pending if isinstance(pending, list) else []:
+            for approval in pending:
                 approval_id, session = approval.get("id", ""), approval.get("session_id", "")
                 verb = "allow" if turn % 2 == 0 else "deny"
                 turn += 1
