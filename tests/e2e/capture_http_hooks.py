@@ -42,6 +42,9 @@ RECORDER = Path(__file__).resolve().parent / "record_hook.py"
 BYPASS = ("--permission-mode", "bypassPermissions")
 HOOK_TIMEOUT = 3  # seconds, as the hook's "timeout" says
 SLOW_SECONDS = 8  # how long a "slow" probe waits: well past HOOK_TIMEOUT
+# A proxy on the discard port (nothing listens there); the stand-in, named localhost, is kept off it.
+PROXIED = {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "NO_PROXY": "localhost",
+           "no_proxy": "localhost"}
 FAILURE_MODES = ("down", "500", "garbage", "close", "slow")
 # The events leash wires; Notification and PermissionRequest need a dialog that -p has not.
 LEASH_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit", "Stop",
@@ -63,6 +66,7 @@ class Case:
     slow_seconds: float = SLOW_SECONDS
     env: dict = field(default_factory=dict)
     command: str = "echo marker > marker"  # what the model asks Bash to run
+    api_host: str = "127.0.0.1"  # how Claude Code names the stand-in (localhost: kept off a proxy)
 
 
 @dataclass
@@ -111,6 +115,9 @@ def other_cases() -> list[Case]:
         Case("allowedHttpHookUrls/matching", mode="deny", settings={"allowedHttpHookUrls": ["http://127.0.0.1:*"]}),
         Case("onFailure-unknown/500", mode="500", on_failure="refuse"),
         Case("onFailure-continue/500", mode="500", on_failure="continue"),
+        Case("proxy-env/allow/block", mode="allow", on_failure="block", env=PROXIED, api_host="localhost"),
+        Case("proxy-env/no-proxy/allow/block", mode="allow", on_failure="block", api_host="localhost",
+             env={**PROXIED, "NO_PROXY": "localhost,127.0.0.1", "no_proxy": "localhost,127.0.0.1"}),
         Case("UserPromptSubmit/500/block", mode="500", on_failure="block", events=("UserPromptSubmit",)),
         Case("UserPromptSubmit/down/block", mode="down", on_failure="block", events=("UserPromptSubmit",)),
         Case("UserPromptSubmit/500/absent", mode="500", events=("UserPromptSubmit",)),
@@ -172,7 +179,8 @@ def run_case(claude: list[str], version: str, base: Path, case: Case) -> Outcome
         (project / ".claude" / "settings.json").write_text(json.dumps(settings_for(case, url), indent=2))
         asked: list[float] = []
         standin.before.update({0: lambda: asked.append(time.monotonic()), 1: lambda: asked.append(time.monotonic())})
-        env = claude_env(base, standin.url, LEASH_E2E_RECORD=str(record), **case.env)
+        api_url = standin.url.replace("127.0.0.1", case.api_host)
+        env = claude_env(base, api_url, LEASH_E2E_RECORD=str(record), **case.env)
         started = time.monotonic()
         run = run_claude(claude, project, "make the marker", env, args=(*case.args, "--debug"), timeout=120)
         seconds = time.monotonic() - started

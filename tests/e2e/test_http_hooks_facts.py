@@ -132,3 +132,11 @@ def test_allowed_http_hook_urls_blocks_a_url_it_does_not_match(tmp_path):
     assert outcome.requests == []
     assert outcome.ran is not HAS_ON_FAILURE
 
+
+
+def test_an_http_proxy_in_the_environment_carries_the_loopback_hook(tmp_path):
+    """HTTP_PROXY without 127.0.0.1 in NO_PROXY: the hook goes to the proxy, never to the listener."""
+    proxied = run("proxy-env/allow/block", tmp_path / "proxied")
+    assert proxied.requests == [] and proxied.ran is not HAS_ON_FAILURE, proxied
+    exempt = run("proxy-env/no-proxy/allow/block", tmp_path / "exempt")
+    assert len(exempt.requests) == 1 and exempt.ran, exempt
