@@ -249,6 +249,7 @@ async def test_the_ack_log_panel_keeps_following_the_newest_line_after_a_resize(
             assert _row_in_view(table, newest), (size, table.scroll_y, table.size)
 
 
+RELAYOUT_PAUSES = 40
 LONG_CRITICAL = "Credentials would be exposed: " + " ".join(f"word{n:03d}" for n in range(110))  # < 1000
 
 
@@ -270,6 +271,11 @@ async def test_a_long_critical_halt_keeps_the_dialogs_title_target_and_buttons_o
             assert "critical secrets_exposure on agent-answers (agent claude-7f3a):" in shown, shown
             assert "Cancel (esc)" in shown and "Dismiss (ctrl+y)" in shown, shown
             dialog = app.screen.query_one("#confirm-dialog").region
+            for _ in range(RELAYOUT_PAUSES):  # a loaded machine lays the resized screen out a beat later
+                if dialog.y >= 0 and dialog.bottom <= size[1]:
+                    break
+                await pilot.pause(0.05)
+                dialog = app.screen.query_one("#confirm-dialog").region
             assert dialog.y >= 0 and dialog.bottom <= size[1], (size, dialog)
         body = app.screen.query_one("#confirm-body")
         assert "word109" in str(body.render())  # the whole description is there, to scroll to
