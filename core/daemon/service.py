@@ -76,6 +76,8 @@ OPERATOR_SOCKET_MODE = 0o600
 # With [daemon] operators named, other users must be able to connect; who may
 # then act is decided per connection by the peer's credentials, not the mode.
 SHARED_OPERATOR_SOCKET_MODE = 0o666
+# A kennel whose run failed (the shared store away) is started again after this.
+KENNEL_RESTART_SECONDS = 2.0
 # What an operator_refused line keeps of the refused command line.
 ARGV_WORDS_LOGGED = 20
 ARGV_WORD_LOGGED = 200
@@ -271,13 +273,31 @@ class Daemon:
         self.meter.seen_hook(event, payload)
 
     def _start_kennel(self) -> None:
+        from leash.core.warrants.kennel import Kennel
+
+        self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
+        self._kennel_thread = threading.Thread(target=self._run_kennel, name="kennel", daemon=True)
+        self._kennel_thread.start()
+
+    def _run_kennel(self) -> None:
+        """The kennel until leashd stops; a run that fails (the shared store
+        away for a moment ends it with an error) is logged and started again,
+        so warrants filed after an outage are still worked."""
         import asyncio
 
         from leash.core.warrants.kennel import Kennel
 
-        kennel = self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
-        self._kennel_thread = threading.Thread(target=lambda: asyncio.run(kennel.run()), name="kennel", daemon=True)
-        self._kennel_thread.start()
+        kennel = self.kennel
+        while kennel is not None and not self.stopping.is_set():
+            try:
+                # once its loop runs, a stop asked meanwhile reaches it (close() may have come first)
+                asyncio.run(kennel.run(on_start=lambda k=kennel: self.stopping.is_set() and k.request_stop()))
+                return
+            except Exception as exc:  # noqa: BLE001 - any failure: say it, wait, run a new kennel
+                self.say("kennel-failed", problem=f"{exc.__class__.__name__}: {exc}")
+            if self.stopping.wait(KENNEL_RESTART_SECONDS):
+                return
+            kennel = self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
 
     def _start_desk(self) -> None:
         """Held hooks wait at the desk; approvals a daemon before this one left waiting are withdrawn."""
