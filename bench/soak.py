@@ -345,6 +345,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the run lasts (default 30)")
     parser.add_argument("--smoke", action="store_true", help="the smallest form, about 25 s (figures mean nothing)")
     parser.add_argument("--seed", type=int, default=1, help="the random pacing's seed")
+    parser.add_argument("--logs", metavar="DIR", help="copy each leashd's log and PostgreSQL's there before cleanup")
     options = parser.parse_args()
     form = form_of(options)
     signal.signal(signal.SIGTERM, interrupted)
@@ -360,6 +361,8 @@ def main() -> int:
     except KeyboardInterrupt:
         print("soak: interrupted")
     finally:
+        if options.logs:
+            fleet.keep_logs(Path(options.logs))
         screens.close()
         for problem in fleet.close():
             print(f"soak: cleanup: {problem}")

@@ -251,6 +251,12 @@ class Fleet:
             self.filler.unlink(missing_ok=True)
             self.filler = None
 
+    def keep_logs(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for log in [*self.root.glob("leashd-*.log"), self.pg_data.parent / "log"]:
+            if log.exists():
+                shutil.copy(log, folder / (log.name if log.name != "log" else "postgresql.log"))
+
     # -- undoing it --------------------------------------------------------
     def close(self) -> list[str]:
         """Undo everything; what could not be undone, in words."""
