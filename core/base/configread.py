@@ -41,6 +41,7 @@ _KIND_SAID = {  # kinds whose rule reads better in words than by name
     "ask rules": 'a list of "Tool(glob)", "path:glob" or "tool:glob" strings',
     "on-timeout policy": '"deny" or "ask"',
     "port": "0 (none) or a TCP port from 1 to 65535",
+    "duration": 'seconds, or a text such as "90s", "5m" or "1h"',
 }
 
 
@@ -53,8 +54,15 @@ _SPECIAL_CHECKS = {
     "offline policy": lambda value: value in ("closed", "last-known"),
     "on-timeout policy": lambda value: value in ("deny", "ask"),
     "port": lambda value: isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 65535,
+    "duration": lambda value: _duration(value) is not None,
     "ask rules": lambda value: isinstance(value, list) and all(ask_rule_problem(rule) is None for rule in value),
 }
+
+
+def _duration(value: object) -> float | None:
+    from leash.core.base.notifyconfig import duration_seconds
+
+    return duration_seconds(value)
 
 
 def value_fits(kind: str, value: object) -> bool:

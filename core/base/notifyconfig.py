@@ -14,9 +14,25 @@ NOTIFY_EVENTS = ("approval", "halt", "waiting", "warrant", "breaker", "offline",
 ROUTE_KINDS = ("webhook", "ntfy", "slack", "command", "desktop")
 ROUTE_ENTRY = {"kind": "str", "url": "str", "argv": "list[str]", "events": "list[str]", "min_severity": "str",
                "rate_per_minute": "positive int", "timeout_s": "positive number", "name": "str",
-               "reply_topic": "str"}
+               "reply_topic": "str", "escalate_after": "duration", "digest_at": "positive int"}
 ROUTE_DEFAULTS = {"url": "", "min_severity": "high", "rate_per_minute": 10, "timeout_s": 10, "name": "",
-                  "reply_topic": ""}
+                  "reply_topic": "", "escalate_after": 0, "digest_at": 5}
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(value: object) -> float | None:
+    """Seconds from a number or ``"90s"``/``"5m"``/``"1h"``; None when it is neither (or negative)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value >= 0 else None
+    if isinstance(value, str) and len(value) > 1 and value[-1] in DURATION_UNITS:
+        try:
+            number = float(value[:-1])
+        except ValueError:
+            return None
+        return number * DURATION_UNITS[value[-1]] if number >= 0 else None
+    return None
 # An ntfy topic name: what ntfy itself accepts (letters, digits, _ and -, at most 64).
 TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 

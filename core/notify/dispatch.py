@@ -6,6 +6,8 @@
   its id forgotten (a breaker that trips again, a session that waits again,
   is news again). Only the kinds a reading actually read are judged so: a
   store that could not be read ends nothing.
+* **Digests.** ``digest_at`` (5) or more new events in one reading (fifty
+  agents stopped at once) go out as one digest listing them, not one by one.
 * **Reminders.** A reminded event (an approval, a halt) still offered
   ``remind_after_s`` after it was last sent is queued once more, titled as a
   reminder, until it is answered or acknowledged.
@@ -71,18 +73,23 @@ class RouteQueue:
         offered = {e.id for e in events}
         self._end_what_is_over(offered, read_kinds)
         queued = {i for message in self.waiting for i in message.ids}
+        fresh: list[Event] = []
         added = False
         for event in events:
             if event.id in queued or not self.route.wants(event):
                 continue
             last = self.sent.get(event.id)
             if last is None:
-                self.waiting.append(Message(event))
+                fresh.append(event)
             elif event.reminded and now - last >= self.remind_after_s:
                 self.waiting.append(Message(_reminder(event)))
             else:
                 continue
             added = True
+        if len(fresh) >= max(2, self.route.digest_at):  # many at once (a fleet stopped): one digest
+            self.waiting.append(Message(summary_event(fresh, host=self.host, now=now, together=True), fresh))
+        else:
+            self.waiting.extend(Message(event) for event in fresh)
         return added
 
     def send_now(self, event: Event) -> None:

@@ -186,8 +186,9 @@ def host_offline_event(beat, *, since: float, now: float) -> Event:
                       f"{beat.get('started_at')})", host=host, time=since, lasting=True)
 
 
-def summary_event(events: list[Event], *, host: str, now: float) -> Event:
-    """One message for events a route's rate limit did not let through one by one."""
+def summary_event(events: list[Event], *, host: str, now: float, together: bool = False) -> Event:
+    """One message for events a route's rate limit did not let through one by
+    one (``together``: a digest of events that came at once)."""
     import hashlib
 
     digest = hashlib.sha256("\n".join(sorted(e.id for e in events)).encode()).hexdigest()[:16]
@@ -196,8 +197,9 @@ def summary_event(events: list[Event], *, host: str, now: float) -> Event:
     for event in events:
         kinds[event.kind] = kinds.get(event.kind, 0) + 1
     counted = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
-    return Event("summary", f"summary:{digest}", title=f"{len(events)} more notifications ({counted})",
-                 body="; ".join(e.title for e in events), host=host, severity=worst, time=now)
+    title = f"{len(events)} at once: {counted}" if together else f"{len(events)} more notifications ({counted})"
+    return Event("summary", f"summary:{digest}", title=title, body="; ".join(e.title for e in events), host=host,
+                 severity=worst, time=now)
 
 
 def probe_event(*, host: str, now: float) -> Event:

@@ -22,7 +22,7 @@ OWN_KINDS = frozenset({"summary", "test"})  # the notifier's own messages: every
 
 class Route:
     __slots__ = ("number", "kind", "url", "argv", "events", "min_severity", "rate_per_minute", "timeout_s",
-                 "name", "key", "reply_topic")
+                 "name", "key", "reply_topic", "escalate_after", "digest_at")
 
     def __init__(self, number: int, table: dict):
         self.number = number
@@ -35,6 +35,11 @@ class Route:
         self.timeout_s = float(table.get("timeout_s", 10))
         self.name = table.get("name", "")
         self.reply_topic = table.get("reply_topic", "")  # ntfy: where Allow/Deny taps are published
+        from leash.core.base.notifyconfig import duration_seconds
+
+        # Unanswered this long after it was first seen, an approval or halt goes to the next route too.
+        self.escalate_after = duration_seconds(table.get("escalate_after", 0)) or 0.0
+        self.digest_at = int(table.get("digest_at", 5))  # this many at once: one digest message
         # What the route's record in run/notify.json is filed under: the same
         # route keeps its history when others are added or moved around it.
         what = {k: table.get(k) for k in ("kind", "url", "argv", "events", "min_severity")}
@@ -81,3 +86,14 @@ class Route:
 def routes_of(settings: dict) -> list[Route]:
     """The routes of the ``notify`` section of a loaded configuration."""
     return [Route(number, table) for number, table in enumerate(settings.get("route", []), 1)]
+
+
+def escalation_delays(routes: list[Route]) -> list[float]:
+    """How long after an approval or halt is first seen each route hears of
+    it: a route after one with ``escalate_after`` is that route's next link
+    (its delay plus that wait); any other route hears at once."""
+    delays, waited = [], 0.0
+    for route in routes:
+        delays.append(waited)
+        waited = waited + route.escalate_after if route.escalate_after else 0.0
+    return delays

@@ -35,7 +35,7 @@ import time
 from leash.core.notify import state
 from leash.core.notify.dispatch import RouteQueue
 from leash.core.notify.events import Event, clean, probe_event
-from leash.core.notify.routes import Route, routes_of
+from leash.core.notify.routes import Route, escalation_delays, routes_of
 from leash.core.notify.sender import DeliveryFailed, deliver
 from leash.core.notify.sources import Gatherer
 
@@ -139,6 +139,7 @@ class Notifier:
                                                health=_record(records, route).get("health")),
                                     send=self._answering(send), clock=clock, say=self.say)
                         for route in self.routes]
+        self.delays = escalation_delays(self.routes)
         self.gatherer = Gatherer(backend, host=host, waiting_after_s=settings["waiting_after_s"],
                                  since=self.saved["since"], approvals=approvals, say=self.say)
         self.holder = f"{host}:{os.getpid()}:{os.urandom(4).hex()}"
@@ -216,8 +217,10 @@ class Notifier:
             return False
         self.read_at = time.monotonic()
         events, read = self.gatherer.gather(now=moment)
-        for worker in self.workers:
-            worker.offer(events, read, now=moment)
+        for worker, delay in zip(self.workers, self.delays, strict=True):
+            # A route down an escalation chain hears of an approval or halt only once it went unanswered that long.
+            heard = events if not delay else [e for e in events if not e.reminded or moment - e.time >= delay]
+            worker.offer(heard, read, now=moment)
         self._save()
         return True
 

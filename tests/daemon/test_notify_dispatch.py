@@ -72,7 +72,7 @@ def test_events_the_route_does_not_list_are_not_sent():
 
 def test_the_rate_limit_collapses_the_rest_into_one_summary():
     sent = Recorder()
-    w = worker(sent, rate_per_minute=3)
+    w = worker(sent, rate_per_minute=3, digest_at=100)  # (no digest: the rate limit alone)
     step(w, [halt(n) for n in range(10)], T0)
     assert [e.kind for e in sent.sent] == ["halt", "halt", "summary"]
     summary = sent.sent[2]
@@ -80,6 +80,48 @@ def test_the_rate_limit_collapses_the_rest_into_one_summary():
     assert step(w, [halt(n) for n in range(12)], T0 + 30) == 0  # the minute is full: they wait
     step(w, [halt(n) for n in range(12)], T0 + 61)
     assert [e.id for e in sent.sent[3:]] == ["halt:10", "halt:11"]  # nothing summarised comes back
+
+
+def test_many_at_once_go_out_as_one_digest_and_a_few_one_by_one():
+    sent = Recorder()
+    w = worker(sent)  # digest_at 5, the default
+    step(w, [halt(n) for n in range(50)], T0)  # fifty agents stopped at once
+    (digest,) = sent.sent
+    assert digest.title.startswith("50 at once: 50 halt") and "halt 0" in digest.body and "halt 49" in digest.body
+    step(w, [halt(n) for n in range(54)], T0 + 1)
+    assert [e.id for e in sent.sent[1:]] == ["halt:50", "halt:51", "halt:52", "halt:53"]
+
+
+def test_an_escalation_chain_tells_the_next_route_only_what_went_unanswered():
+    from leash.core.notify.routes import escalation_delays
+
+    chain = [Route(1, {"kind": "webhook", "url": "http://127.0.0.1:9/a", "escalate_after": "5m"}),
+             Route(2, {"kind": "webhook", "url": "http://127.0.0.1:9/b", "escalate_after": 600}),
+             Route(3, {"kind": "webhook", "url": "http://127.0.0.1:9/c"}),
+             Route(4, {"kind": "webhook", "url": "http://127.0.0.1:9/d"})]
+    assert escalation_delays(chain) == [0.0, 300.0, 900.0, 0.0]
+
+
+def test_the_notifier_escalates_an_unanswered_approval_down_the_chain(home):
+    from leash.core.notify.runner import Notifier
+    from leash.core.store.files import FileBackend
+
+    first, second = Recorder(), Recorder()
+    table = {"kind": "webhook", "events": ["approval"]}
+    settings = {"waiting_after_s": 120, "remind_after_s": 10_000,
+                "route": [dict(table, url="http://127.0.0.1:9/on-call", escalate_after="5m"),
+                          dict(table, url="http://127.0.0.1:9/lead")]}
+    backend = FileBackend(home)
+    backend.approvals.request("s1", "Bash", {"command": "git push"}, kind="ask", timeout_s=3600, now=T0)
+    notifier = Notifier(str(home), backend, host="h", settings=settings, send=lambda route, event: (
+        first if route.number == 1 else second)(route, event), clock=lambda: T0)
+    for moment in (T0 + 1, T0 + 299, T0 + 301):
+        notifier.tick(now=moment)
+        for worker in notifier.workers:
+            worker.pump(now=moment)
+        if moment == T0 + 299:
+            assert len(first.sent) == 1 and second.sent == []  # the on-call route first
+    assert [e.kind for e in second.sent] == ["approval"]  # unanswered after 5 minutes: the lead too
 
 
 def test_an_unanswered_halt_is_reminded_until_it_is_acknowledged():
