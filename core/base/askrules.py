@@ -13,13 +13,25 @@ permission mode (``bypassPermissions`` and headless runs included):
 * ``"tool:mcp__*"`` — a glob on the tool's name alone.
 
 ``parse_rule`` reads one pattern or raises ``ValueError`` with one line (the
-config loader reports it with the file and key); ``matching_rule`` returns the
-first rule a call matches, or None.
+config loader reports it with the file and key); ``holding_rule`` returns the
+first rule a call matches and why it holds it ("" for a plain match, else what
+leash could not read), ``matching_rule`` the rule alone, or None.
 
-What it cannot see: a command the shell reader could not read to its end is
-matched on its text as written only; a path the reader could not resolve
-(``computed``) matches no ``path:`` rule (the path locks deny such writes while
-a lock is in force; an ask rule does not, since it would hold every such call).
+A Bash rule reads each command as it runs (``ToolCall.forms``): the program by
+its base name (``/usr/bin/git push``), git's global options taken off (``git
+-C . -c k=v --no-pager push``), an alias the command sets expanded (``git -c
+alias.p=push p``, ``git config alias.p push && git p``), ``git send-pack`` as
+``git push``. What leash cannot read is held while the rule could match it,
+as the path locks deny a write they cannot resolve: a computed program
+(``$(printf 'git push')``), a shell alias or function the command defines, a
+shell's script file or an interpreter's code (``bash push.sh``, ``python3 -c
+...``) hold under any Bash rule; a computed word or the words ``xargs`` adds
+(``git $(cat verb)``, ``echo push | xargs git``) hold when a command starting
+with the words read could match (``git `` could be ``git push``; ``git commit
+-m `` could not). ``path:`` rules hold a write to a path the reader could not
+resolve, and read a write to a whole directory (``git checkout .``, ``git
+reset --hard``, ``rm -rf src``) as the path locks do. A command too large to
+read to its end holds under any Bash or ``path:`` rule.
 
 Failure: never raises on a call; a malformed rule is refused when the
 configuration is loaded.
@@ -28,6 +40,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 
 TOOL_RULE_PREFIX = "tool:"
 PATH_RULE_PREFIX = "path:"
@@ -86,7 +99,7 @@ def _command_texts(call, tool_input: dict) -> list[str]:
 
 def _call_texts(rule: AskRule, call, tool: str, tool_input: dict) -> list[str]:
     if tool == "Bash":
-        return _command_texts(call, tool_input)
+        return _command_texts(call, tool_input) + [form.text for form in call.forms if form.read]
     key = FILE_TOOL_KEYS.get(tool)
     if key and isinstance(tool_input.get(key), str):
         return [tool_input[key]]
@@ -96,34 +109,102 @@ def _call_texts(rule: AskRule, call, tool: str, tool_input: dict) -> list[str]:
         return []
 
 
-def _matches_path(rule: AskRule, call, root: str | None) -> bool:
-    from leash.core.base.globs import compile_glob, path_candidates
+def _glob_parts(glob: str) -> list[str]:
+    """The glob's parts: ``*``, ``?``, a ``[...]`` class, or one character."""
+    parts, index = [], 0
+    while index < len(glob):
+        end = index + 1
+        if glob[index] == "[":
+            close = glob.find("]", index + 2 if glob.startswith(("[!", "[^"), index) else index + 1)
+            end = close + 1 if close != -1 else end
+        parts.append(glob[index:end])
+        index = end
+    return parts
 
-    pattern = compile_glob(rule.glob)
-    for target in call.may_write:
-        if target.computed:
-            continue
-        absolute, relative = path_candidates(target.path, root or call.cwd)
+
+def could_start(glob: str, prefix: str) -> bool:
+    """Whether some text starting with ``prefix`` matches ``glob``: the prefix
+    matches the glob's first parts, or them and a ``*`` that goes on."""
+    parts = _glob_parts(glob)
+    return any(fnmatch.fnmatchcase(prefix, "".join(parts[:count]) + ("*" if "*" in parts[count:count + 1] else ""))
+               for count in range(len(parts) + 1))
+
+
+def _unread_call(rule: AskRule, call) -> str | None:
+    """Why a Bash rule holds what leash could not read of the call, or None."""
+    if call.incomplete:
+        return f"the command is too large to read ({call.incomplete})"
+    for form in call.forms:
+        if not form.read and could_start(rule.glob, form.prefix):
+            return form.why
+    return None
+
+
+def _path_matches(pattern, rule: AskRule, target, base: str | None, real) -> bool:
+    from leash.core.base.globs import path_candidates, subtree_may_match
+
+    for path in dict.fromkeys((target.path, real(target.path))):
+        absolute, relative = path_candidates(path, base)
         if pattern.fullmatch(absolute) or (relative is not None and pattern.fullmatch(relative)):
+            return True
+        if target.subtree and subtree_may_match(rule.glob, path, base):
             return True
     return False
 
 
-def matches(rule: AskRule, call, tool: str, tool_input: dict, *, root: str | None = None) -> bool:
-    """Whether the call (``call``: its ``ToolCall``) needs a human by ``rule``."""
+def _path_hold(rule: AskRule, call, root: str | None) -> str | None:
+    """"" when the call writes a path the rule names, why it holds a write it
+    cannot resolve, else None."""
+    from leash.core.base.globs import compile_glob
+
+    pattern, base = compile_glob(rule.glob), root or call.cwd
+    written = call.may_write
+    real = getattr(call, "real", lambda path: path)
+    if any(not t.computed and _path_matches(pattern, rule, t, base, real) for t in written):
+        return ""
+    unresolved = next((t for t in written if t.computed), None)
+    if unresolved is not None:
+        from leash.core.base.text import printable
+
+        shown = os.path.relpath(unresolved.path, base) if base and unresolved.path.startswith(base + "/") \
+            else unresolved.path
+        return f"it writes a path leash cannot resolve ({printable(shown, limit=60)})"
+    if call.incomplete:
+        return f"the command is too large to read ({call.incomplete})"
+    return None
+
+
+def hold(rule: AskRule, call, tool: str, tool_input: dict, *, root: str | None = None) -> str | None:
+    """Whether the call (``call``: its ``ToolCall``) needs a human by ``rule``:
+    "" when it matches, why when it holds what leash could not read, None when not."""
     if rule.kind == "tool":
-        return fnmatch.fnmatchcase(tool, rule.tool)
+        return "" if fnmatch.fnmatchcase(tool, rule.tool) else None
     if rule.kind == "path":
-        return _matches_path(rule, call, root)
+        return _path_hold(rule, call, root)
     if not fnmatch.fnmatchcase(tool, rule.tool):
-        return False
-    return any(fnmatch.fnmatchcase(text, rule.glob) for text in _call_texts(rule, call, tool, tool_input))
+        return None
+    if any(fnmatch.fnmatchcase(text, rule.glob) for text in _call_texts(rule, call, tool, tool_input)):
+        return ""
+    return _unread_call(rule, call) if tool == "Bash" else None
+
+
+def matches(rule: AskRule, call, tool: str, tool_input: dict, *, root: str | None = None) -> bool:
+    return hold(rule, call, tool, tool_input, root=root) is not None
+
+
+def holding_rule(rules: list[AskRule], call, tool: str | None, tool_input: object, *,
+                 root: str | None = None) -> tuple[AskRule, str] | None:
+    """(the first rule the call matches, "" or why it holds what leash could
+    not read), or None. A plain match anywhere wins over an unread one."""
+    if not rules or not tool:
+        return None
+    given = tool_input if isinstance(tool_input, dict) else {}
+    found = [(rule, why) for rule in rules if (why := hold(rule, call, tool, given, root=root)) is not None]
+    return next((pair for pair in found if not pair[1]), found[0] if found else None)
 
 
 def matching_rule(rules: list[AskRule], call, tool: str | None, tool_input: object, *,
                   root: str | None = None) -> AskRule | None:
     """The first rule the call matches, or None."""
-    if not rules or not tool:
-        return None
-    given = tool_input if isinstance(tool_input, dict) else {}
-    return next((rule for rule in rules if matches(rule, call, tool, given, root=root)), None)
+    found = holding_rule(rules, call, tool, tool_input, root=root)
+    return found[0] if found is not None else None

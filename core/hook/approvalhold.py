@@ -59,6 +59,8 @@ CONFIG_BROKEN = ("leash: this call is denied because config.toml cannot be used:
                  "mends that line (`leash doctor` shows it), every tool call needs an operator's approval; ask "
                  "them to fix config.toml")
 
+UNREAD_NOTE = "held unread"  # a call held because leash could not read whether the rule matches it
+
 _parsed_rules: dict[tuple, list] = {}  # the configured texts -> their rules, read once per process
 
 
@@ -74,17 +76,22 @@ def ask_rules(texts: list) -> list:
 
 def matching_ask_rule(settings: dict, tool: str | None, tool_input: object, *, cwd: str | None, env,
                       home: str | None = None) -> str:
-    """The text of the first ``[approvals] ask`` rule the call matches ("" when none)."""
+    """The text of the first ``[approvals] ask`` rule the call matches ("" when
+    none); a call held for what leash could not read of it says so after the
+    rule: ``Bash(git push*), held unread: its program is computed (...)``."""
     texts = settings.get("ask") or []
     if not texts or not tool:
         return ""
-    from leash.core.base.askrules import matching_rule
+    from leash.core.base.askrules import holding_rule
     from leash.core.base.project import project_root
     from leash.core.policy.toolcall import read_tool_call
 
     call = read_tool_call(tool, tool_input, cwd=cwd, env=env, home=home)
-    found = matching_rule(ask_rules(texts), call, tool, tool_input, root=project_root(cwd, env))
-    return found.text if found is not None else ""
+    found = holding_rule(ask_rules(texts), call, tool, tool_input, root=project_root(cwd, env))
+    if found is None:
+        return ""
+    rule, why = found
+    return f"{rule.text}, {UNREAD_NOTE}: {why}" if why else rule.text
 
 
 class Held:

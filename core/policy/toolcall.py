@@ -21,6 +21,10 @@ role:
   ``MAX_INPUT_DEPTH`` levels and ``MAX_INPUT_PATHS`` paths): a tool leash
   does not know may write.
 
+``ToolCall.forms`` gives each simple command as the ask rules read it: the
+program by its base name, git's options and aliases read
+(``core.policy.commandforms``), and what of it leash cannot read.
+
 Never raises on any input; what the reader could not see is in ``unseen``,
 and ``incomplete`` says when a command was too large to read to its end.
 """
@@ -82,7 +86,7 @@ class ToolCall:
     not pay for ``dataclasses``)."""
 
     __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env",
-                 "reading_kept", "_real_paths")
+                 "reading_kept", "_real_paths", "_forms")
 
     def __init__(self, tool: str | None, cwd: str | None):
         self.tool, self.cwd = tool, cwd
@@ -95,6 +99,17 @@ class ToolCall:
         self.reading_kept = False  # the reading is the one kept for its inputs (``read_shell_kept``)
         self.env: Mapping[str, str] = {}
         self._real_paths: dict[str, str] = {}
+        self._forms: list | None = None
+
+    @property
+    def forms(self) -> list:
+        """Each simple command as the ask rules read it (``core.policy.commandforms``),
+        worked out the first time a rule asks: most calls are never asked."""
+        if self._forms is None:
+            from leash.core.policy.commandforms import command_forms
+
+            self._forms = command_forms(self)
+        return self._forms
 
     def real(self, path: str) -> str:
         """``os.path.realpath(path)``, resolved once per call: the path locks and
