@@ -15,7 +15,10 @@ read. The rest is unread, and ``why`` says so:
 * a shell running a script file, a computed ``-c`` script, or a script from
   an input leash does not see (``bash push.sh``, ``cat x | sh``,
   ``source x.sh``); an interpreter given code (``python3 -c``, ``perl -e``,
-  ``node script.js``, ``python3 -m mod``, code on its input): nothing read;
+  ``node script.js``, ``python3 -m mod``, code on its input); a program
+  named by its path that is a script (``./push.sh``: its first bytes are
+  ``#!``) or a file leash cannot open; ``su -c``, ``script -c`` and ``ssh
+  HOST COMMAND``: nothing read;
 * a computed word (``git $(cat verb)``), or words ``xargs`` adds from its
   input (``echo push | xargs git``): read up to that word.
 
@@ -23,7 +26,7 @@ A rule reads ``Form.text`` when the whole command is read, and asks whether
 it could match a command starting with ``Form.prefix`` when it is not
 (``core.base.askrules``). Programs that run code of their own from files
 (``make``, ``npm run``, a compiled program, git's hooks) are read by their
-own words only. Never raises.
+own words only: so is a program found on PATH. Never raises.
 """
 from __future__ import annotations
 
@@ -40,6 +43,10 @@ INTERPRETERS = frozenset({"python", "python2", "python3", "pypy", "pypy3", "perl
 _VERSIONED_PYTHON = re.compile(r"python\d(?:\.\d+)?\Z")
 INFO_ONLY = frozenset({"--version", "-V", "--help", "-h"})  # an interpreter given only these runs no code
 SOURCING = frozenset({"source", "."})
+COMMAND_STRINGS = frozenset({"su", "script"})  # programs whose -c (--command) runs a command string
+SSH_VALUES = frozenset({"-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p",
+                        "-Q", "-R", "-S", "-W", "-w"})
+SCRIPT_MARK = b"#!"
 PLAIN_PRINTERS = frozenset({"echo", "printf"})
 XARGS_REPLACE = "{}"  # xargs -I's usual replace string: a word holding it is filled in from the input
 # `name()` and `function name`: a shell function the command defines (read from the text itself).
@@ -80,10 +87,10 @@ class Form:
 class _Seen:
     """What the commands before this one set: git aliases, shell aliases and functions."""
 
-    __slots__ = ("git", "shell_names", "env", "_external")
+    __slots__ = ("git", "shell_names", "env", "cwd", "_external")
 
     def __init__(self, call):
-        self.git = GitAliases()
+        self.git, self.cwd = GitAliases(), call.cwd
         self.shell_names = {m.group(1) or m.group(2) for line in call.lines for m in _FUNCTION.finditer(line)}
         self.env = call.env or {}
         self._external: dict[str, bool] = {}
@@ -156,7 +163,7 @@ def _form(command, seen: _Seen, subs, fed_by) -> Form:
         return Form([], 0, f"its program is computed ({_shown(command.argv[0])})")
     if program in seen.shell_names:
         return Form([], 0, f"{_shown(program)} is a shell alias or function the command defines")
-    unread = _code_unread(command, program, words, readable, fed_by)
+    unread = _code_unread(command, program, words, readable, fed_by) or _program_file_unread(command, seen.cwd)
     if unread:
         return Form([], 0, unread)
     if program == "git":
@@ -183,7 +190,47 @@ def _code_unread(command, program: str, words: list[str], readable: list[bool], 
         if all(word in INFO_ONLY for word in words[1:]) and len(words) > 1:
             return ""
         return f"{program} runs code leash does not read"
+    if program in COMMAND_STRINGS and any(_gives_command(word) for word in words[1:]):
+        return f"{program} runs a command string leash does not read"
+    if program == "ssh" and _ssh_runs_a_command(words):
+        return "ssh runs a command on another host"
     return ""
+
+
+def _gives_command(word: str) -> bool:
+    if word.startswith("--"):
+        return word.partition("=")[0] == "--command"
+    return word.startswith("-") and "c" in word[1:]
+
+
+def _ssh_runs_a_command(words: list[str]) -> bool:
+    index, operands = 1, 0
+    while index < len(words):
+        word = words[index]
+        if word.startswith("-") and operands == 0:
+            index += 2 if word in SSH_VALUES else 1
+            continue
+        operands += 1
+        index += 1
+    return operands > 1
+
+
+def _program_file_unread(command, cwd: str | None) -> str:
+    """A program named by its path is read by its words when it is a compiled
+    program; a script (``#!``), or a file leash cannot open, is not read."""
+    written = command.argv[0]
+    if "/" not in written or command.dynamic[0]:
+        return ""
+    base = command.cwd or cwd
+    path = written if os.path.isabs(written) else os.path.join(base, written) if base else None
+    try:
+        if path is not None:
+            with open(path, "rb") as program:
+                if program.read(len(SCRIPT_MARK)) != SCRIPT_MARK:
+                    return ""
+    except OSError:
+        return f"it runs {_shown(written)}, which leash cannot open"
+    return f"it runs the script {_shown(written)}"
 
 
 def _script_index(words: list[str]) -> int | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 
 import pytest
@@ -155,3 +156,32 @@ def test_without_leashd_the_hook_denies_a_rephrased_push_saying_why(home, tmp_pa
     assert code == 0 and said["permissionDecision"] == "deny"
     assert f"({PUSH}, held unread: a word before git's command" in said["permissionDecisionReason"]
     assert not os.path.exists(tmp_path / ".git")  # nothing ran
+
+
+@pytest.mark.parametrize("content, why", [(b"\x7fELF\x02\x01\x01", ""),
+                                          (b"#!/bin/sh\ngit push\n", "it runs the script ./bin/git")])
+def test_a_program_named_by_its_path_is_read_unless_it_is_a_script(content, why, tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "git").write_bytes(content)
+    assert held("./bin/git push", str(tmp_path)) == (PUSH, why)
+    assert held("./push.sh", str(tmp_path)) == (PUSH, "it runs ./push.sh, which leash cannot open")
+
+
+@pytest.mark.parametrize("command, why", [
+    ("su -c 'git push'", "su runs a command string leash does not read"),
+    ("script -qc 'git push' /dev/null", "script runs a command string leash does not read"),
+    ("ssh -p 2222 host git push", "ssh runs a command on another host"),
+])
+def test_programs_that_run_a_command_string_are_held(command, why, tmp_path):
+    assert held(command, str(tmp_path)) == (PUSH, why)
+    assert held("ssh -p 2222 host", str(tmp_path)) is None
+
+
+def test_no_call_makes_the_rules_raise(tmp_path):
+    words = ["git", "-c", "alias.p=push", "p", "$(printf x)", "|", "xargs", "&&", "alias", "q=git", "q", "'", '"',
+             "-C", "config", "alias.", "sh", "-c", "`", "(", ")", "{", "}", ";", "python3", "--", "=", "\\", "{}",
+             "./x"]
+    chooser = random.Random(7)
+    for _ in range(400):
+        command = " ".join(chooser.choice(words) for _ in range(chooser.randint(1, 12)))
+        held(command, str(tmp_path))
