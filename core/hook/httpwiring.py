@@ -11,8 +11,9 @@ The headers carry what the thin hook forwards from the agent's environment
 the names ``allowedEnvVars`` lists, so leashd sees the agent's tmux pane,
 home, user, project and leash's own settings as a command hook would.
 
-Only a Claude Code that knows ``onFailure`` (2.1.295 and later) gets this
-wiring: an HTTP hook that fails (listener down, slow, a 500, garbage, a
+SessionStart stays a command hook: Claude Code never sends it over HTTP, and
+it runs once a session. Only a Claude Code that knows ``onFailure`` (2.1.295
+and later) gets this wiring: an HTTP hook that fails (listener down, slow, a 500, garbage, a
 connection closed early) is otherwise a non-blocking error, which would let
 the call through. The status line stays a command.
 
@@ -27,6 +28,9 @@ from leash.core.hook.hooktimes import deadlines
 from leash.core.wire.hookevents import ON_FAILURE_BLOCK
 
 MARK_PATH = "/leash-hook/"
+# Events Claude Code never sends over HTTP (found with 2.1.197 and 2.1.332:
+# tests/e2e/HTTP_HOOK_FACTS.md): the HTTP wiring keeps their command hook.
+COMMAND_ONLY_EVENTS = frozenset({"SessionStart"})
 LOOPBACK = "127.0.0.1"
 ENV_HEADER_PREFIX = "X-Leash-Env-"
 # The agent's environment leashd judges by: the thin hook's FORWARDED_ENV and

@@ -177,9 +177,10 @@ def hook_entry(leash: str | list[str], spec: HookSpec, *, socket: str | None = N
     ``http_port``: an HTTP hook to leashd's listener there instead
     (``core.hook.httpwiring``; only where Claude Code knows ``onFailure``)."""
     if http_port:
-        from leash.core.hook.httpwiring import http_entry
+        from leash.core.hook.httpwiring import COMMAND_ONLY_EVENTS, http_entry
 
-        return http_entry(spec, port=http_port, wait=wait)
+        if spec.event not in COMMAND_ONLY_EVENTS:
+            return http_entry(spec, port=http_port, wait=wait)
     command = hook_command(leash, spec, socket=socket, daemon_uid=daemon_uid, timeout=timeout, wait=wait,
                            home=home)
     entry: dict[str, Any] = {"type": "command", "command": command, "timeout": deadlines(spec.verb, wait)[1]}

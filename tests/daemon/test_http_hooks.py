@@ -80,7 +80,9 @@ def test_install_transport_http_writes_http_hooks_to_the_listener(cli, http_home
     assert pre["onFailure"] == "block" and set(pre["allowedEnvVars"]) == set(FORWARDED_ENV)
     assert pre["headers"][f"{ENV_HEADER_PREFIX}TMUX_PANE"] == "${TMUX_PANE}"
     assert "onFailure" not in hooks["PostToolUse"][0]["hooks"][0]  # recording events fail open, as commands do
-    assert all(is_leash_http_hook(group["hooks"][0]) for groups in hooks.values() for group in groups)
+    assert hooks["SessionStart"][0]["hooks"][0]["type"] == "command"  # Claude Code never sends it over HTTP
+    assert all(is_leash_http_hook(group["hooks"][0]) for event, groups in hooks.items() for group in groups
+               if event != "SessionStart")
     check = cli("install", "--project", str(project), "--check")
     assert check.code == 0, check.out
     again = cli("install", "--project", str(project), "--transport", "http")
