@@ -131,13 +131,14 @@ def could_start(glob: str, prefix: str) -> bool:
 
 
 def _unread_call(rule: AskRule, call) -> str | None:
-    """Why a Bash rule holds what leash could not read of the call, or None."""
+    """Why a Bash rule holds what leash could not read of the call ("" when
+    the words it read match whatever follows them), or None."""
+    unread = [form for form in call.forms if not form.read]
+    if rule.glob.endswith("*") and any(fnmatch.fnmatchcase(form.prefix, rule.glob) for form in unread if form.known):
+        return ""  # `git push $(cat args)` is a push whatever the word is
     if call.incomplete:
         return f"the command is too large to read ({call.incomplete})"
-    for form in call.forms:
-        if not form.read and could_start(rule.glob, form.prefix):
-            return form.why
-    return None
+    return next((form.why for form in unread if could_start(rule.glob, form.prefix)), None)
 
 
 def _path_matches(pattern, rule: AskRule, target, base: str | None, real) -> bool:

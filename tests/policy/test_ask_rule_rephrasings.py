@@ -67,7 +67,8 @@ def test_calls_that_cannot_push_are_not_held(command, tmp_path):
 @pytest.mark.parametrize("command", ["/usr/bin/git push", "git -C . -c k=v --no-pager push",
                                      "git --namespace=x --work-tree . -P push", "git -c alias.p=push p",
                                      "git config --global alias.p push; git p", "git send-pack origin",
-                                     "git subtree push --prefix lib origin main", "$(which git) push"])
+                                     "git subtree push --prefix lib origin main", "$(which git) push",
+                                     "/usr/bin/git push $(cat remote)", "echo main | xargs git -C . push origin"])
 def test_a_push_leash_reads_is_a_plain_match(command, tmp_path):
     assert held(command, str(tmp_path)) == (PUSH, "")
 
