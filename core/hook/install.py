@@ -347,7 +347,21 @@ def _http_findings(spec: HookSpec, hook: dict) -> list[tuple[str, str, str]]:
     elif (pid := holder_of(listening[1], listening[0])) != UNKNOWN_PID and not _is_leashd(pid):
         found.append(("fail", spec.event, f"{hook['_file']}: pid {pid} listens on 127.0.0.1:{port}, "
                                           "and it is not leash daemon: it would answer leash's hooks"))
+    proxy = _proxy_in_the_way(os.environ)
+    if proxy:
+        found.append(("warn", spec.event, f"{proxy} is set and NO_PROXY does not name 127.0.0.1: Claude Code would "
+                                          "send leash's HTTP hooks to the proxy, and every call and prompt is "
+                                          "refused (add 127.0.0.1 to NO_PROXY)"))
     return found
+
+
+def _proxy_in_the_way(env) -> str:
+    """The proxy variable that would carry a loopback HTTP hook ("" when none would)."""
+    named = next((name for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy") if env.get(name)), "")
+    if not named:
+        return ""
+    exempt = {word.strip() for word in (env.get("NO_PROXY") or env.get("no_proxy") or "").split(",")}
+    return "" if exempt & {"127.0.0.1", "localhost", "*"} else named
 
 
 def _is_leashd(pid: int) -> bool:

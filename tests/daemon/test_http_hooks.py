@@ -171,3 +171,19 @@ def test_the_request_is_the_kernels_users_not_the_bodys(leashd, home):
                           user=nobody.pw_uid, group=nobody.pw_gid, env={"PATH": "/usr/bin:/bin"}, cwd="/")
     said = json.loads(done.stdout)["hookSpecificOutput"]
     assert said["permissionDecision"] == "deny" and "belongs to another user" in said["permissionDecisionReason"]
+
+
+def test_check_warns_of_a_proxy_that_would_carry_the_http_hooks(cli, http_home, tmp_path, monkeypatch):
+    """Claude Code sends an HTTP hook through HTTP_PROXY unless NO_PROXY names
+    127.0.0.1 (tests/e2e/HTTP_HOOK_FACTS.md): then every call is refused."""
+    monkeypatch.setenv("LEASH_CLAUDE", str(fake_claude(tmp_path, "2.1.332")))
+    project = tmp_path / "project"
+    assert cli("install", "--project", str(project), "--transport", "http").code == 0
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert "HTTP_PROXY is set and NO_PROXY does not name 127.0.0.1" in cli("install", "--project", str(project),
+                                                                            "--check").out
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    assert "NO_PROXY" not in cli("install", "--project", str(project), "--check").out
+
