@@ -5,7 +5,8 @@
 behind a wrapper, which runs them in a child); ``export``/``declare`` ...
 assign and ``unset`` forgets; a shell reads its ``-c`` script, its
 here-string, or what ``echo``/``printf`` of plain words pipes into it;
-``eval`` reads its words; ``source`` is noted as unseen; ``find -delete`` /
+``eval`` reads its words; ``tmux`` what it runs under its server
+(``core.tmuxcommands``); ``source`` is noted as unseen; ``find -delete`` /
 ``-exec`` become the commands they run. ``Words.unwrap`` takes the
 keywords and wrappers (``sudo``, ``env``, ``xargs``, ``timeout`` ...) off a
 command's words, with the directory ``env -C``/``sudo -D`` set, resolving a
@@ -19,6 +20,7 @@ import re
 
 from leash.core.policy.shellcommand import Scope, SimpleCommand
 from leash.core.policy.shellresolve import Substitutions, program_name
+from leash.core.policy.tmuxcommands import tmux_scripts
 
 TYPE_CHECKING = False  # for the type checker only: the hook path does not import typing
 if TYPE_CHECKING:
@@ -111,9 +113,24 @@ def _find(r, command: SimpleCommand, scope: Scope, fed_by) -> None:
         effects(r, synthetic, scope, None)
 
 
+def _tmux(r, command: SimpleCommand, scope: Scope, fed_by) -> None:
+    """What tmux runs under its server, outside the caller's process tree, is
+    read as a nested command (``core.tmuxcommands``); keys typed into another
+    pane run where that pane's shell stands, which is not known."""
+    found = tmux_scripts(command.argv, command.dynamic, own_pane=r.lookup("TMUX_PANE", scope))
+    for what in found.unseen:
+        r.unseen(what)
+    for text, computed, directory, here in found.scripts:
+        if computed:
+            r.unseen("a computed command run by tmux")
+        inner = child(scope, command)
+        inner.cwd = (join(command.cwd, directory) if directory else command.cwd) if here else None
+        r.read(text, inner)
+
+
 EFFECTS: dict[str, Callable[..., None]] = {
-    "cd": _cd, "pushd": _cd, "popd": _cd, "unset": _unset, "eval": _eval, "source": _sourced, ".": _sourced,
-    "find": _find, **{name: _assigned for name in _ASSIGNERS}, **{name: _shell for name in SHELLS},
+    "tmux": _tmux, "cd": _cd, "pushd": _cd, "popd": _cd, "unset": _unset, "eval": _eval, "source": _sourced,
+    ".": _sourced, "find": _find, **{name: _assigned for name in _ASSIGNERS}, **{name: _shell for name in SHELLS},
 }
 
 
