@@ -29,7 +29,8 @@ shell's script file or an interpreter's code (``bash push.sh``, ``python3 -c
 (``git $(cat verb)``, ``echo push | xargs git``) hold when a command starting
 with the words read could match (``git `` could be ``git push``; ``git commit
 -m `` could not). ``path:`` rules hold a write to a path the reader could not
-resolve, and read a write to a whole directory (``git checkout .``, ``git
+resolve and a command whose program leash cannot read (it may write
+anywhere), and read a write to a whole directory (``git checkout .``, ``git
 reset --hard``, ``rm -rf src``) as the path locks do. A command too large to
 read to its end holds under any Bash or ``path:`` rule.
 
@@ -172,7 +173,8 @@ def _path_hold(rule: AskRule, call, root: str | None) -> str | None:
         return f"it writes a path leash cannot resolve ({printable(shown, limit=60)})"
     if call.incomplete:
         return f"the command is too large to read ({call.incomplete})"
-    return None
+    # a program leash cannot read (a script, an interpreter's code) may write anywhere
+    return next((form.why for form in call.forms if not form.known and form.why), None)
 
 
 def hold(rule: AskRule, call, tool: str, tool_input: dict, *, root: str | None = None) -> str | None:

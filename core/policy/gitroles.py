@@ -7,7 +7,8 @@ pathspecs or the whole work tree; ``reset --hard|--merge|--keep``, ``switch``,
 ``bisect``, ``submodule update`` and ``worktree remove`` the whole tree;
 ``rm``/``mv`` their operands (not with ``--cached``); ``apply`` the cwd
 (unless it only checks or reports). Any other verb reads its path-like
-operands. ``-C DIR`` and ``--work-tree`` are followed. The work tree is the
+operands. ``-C DIR`` and ``--work-tree`` are followed, and an alias the line
+sets (``git -c alias.co=checkout co .``) is expanded. The work tree is the
 nearest directory with ``.git`` (``core.project.git_toplevel``).
 
 ``git_command_form(words, readable, aliases, external=)`` gives the git
@@ -164,11 +165,31 @@ def _global_options(argv: list[str], cwd: str | None) -> tuple[int, str | None, 
     return index, cwd, tree
 
 
+def _line_alias(options: list[str], verb: str) -> list[str] | None:
+    """What ``-c alias.VERB=VALUE`` among the line's options makes the verb
+    run (None: git runs the verb itself, or no such alias is read)."""
+    if verb in GIT_COMMANDS:
+        return None
+    values = [options[i + 1].partition("=")[2] for i in range(len(options) - 1)
+              if options[i] == "-c" and options[i + 1].partition("=")[0].lower() == f"alias.{verb.lower()}"]
+    if not values or values[-1].startswith("!"):
+        return None
+    try:
+        return shlex.split(values[-1])
+    except ValueError:
+        return None
+
+
 def git_roles(argv: list[str], cwd: str | None) -> list[tuple[str, str, bool]]:
-    index, cwd, tree = _global_options(argv, cwd)
-    if index >= len(argv):
-        return []
-    line = GitLine(argv[index], argv[index + 1:], cwd, tree)
+    for _ in range(MAX_ALIAS_DEPTH):  # `git -c alias.co=checkout co .` writes as `git checkout .`
+        index, where, tree = _global_options(argv, cwd)
+        if index >= len(argv):
+            return []
+        expansion = _line_alias(argv[1:index], argv[index])
+        if expansion is None:
+            break
+        argv = [*argv[:index], *expansion, *argv[index + 1:]]
+    line = GitLine(argv[index], argv[index + 1:], where, tree)
     return VERBS.get(line.verb, _read)(line)
 
 

@@ -122,7 +122,8 @@ def work_tree(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["git checkout .", "git reset --hard", "git clean -fdx", "git stash",
-                                     "cd src && git reset --hard", "rm -rf deploy"])
+                                     "cd src && git reset --hard", "rm -rf deploy",
+                                     "git -c alias.co=checkout co ."])
 def test_a_write_to_the_whole_tree_is_held_by_a_path_rule(command, work_tree):
     assert held(command, work_tree) == (DEPLOY, "")
 
@@ -131,6 +132,13 @@ def test_a_write_to_the_whole_tree_is_held_by_a_path_rule(command, work_tree):
 def test_a_write_leash_cannot_resolve_is_held_by_a_path_rule(command, work_tree):
     rule, why = held(command, work_tree)
     assert rule == DEPLOY and why.startswith("it writes a path leash cannot resolve ("), why
+
+
+def test_a_program_leash_cannot_read_is_held_by_a_path_rule(work_tree):
+    rules = parse_rules([DEPLOY])
+    assert held("bash wipe.sh", work_tree, rules=rules) == (DEPLOY, "bash runs the script wipe.sh")
+    assert held("$(cat tool) x", work_tree, rules=rules) == (DEPLOY, "its program is computed ($(cat tool))")
+    assert held("ls $(cat dir)", work_tree, rules=rules) is None  # a known program that only reads
 
 
 @pytest.mark.parametrize("command", ["git checkout -- src/x.py", "cd src && git checkout .", "rm -rf src",
@@ -186,3 +194,10 @@ def test_no_call_makes_the_rules_raise(tmp_path):
     for _ in range(400):
         command = " ".join(chooser.choice(words) for _ in range(chooser.randint(1, 12)))
         held(command, str(tmp_path))
+
+
+def test_an_alias_the_line_sets_writes_as_its_command_for_the_path_locks_too(work_tree):
+    from leash.core.policy.gitroles import git_roles
+
+    assert git_roles(["git", "-c", "alias.co=checkout", "co", "."], work_tree) == [(work_tree, "write", True)]
+    assert git_roles(["git", "-c", "alias.status=checkout", "status"], work_tree) == []  # git's own verb wins
