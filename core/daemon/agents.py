@@ -13,6 +13,17 @@ that CLI, so a restarted daemon knows the agents that ran before it.
 socket refuses such a peer (in the single-user profile the agent is the same
 Unix user as the operator, so the uid alone cannot tell them apart).
 
+``tmux_server_above(pid)`` says which tmux server hosting a known agent a
+process runs under: the server of the agent's ``$TMUX`` (read from its
+environment, or the ``tmux_socket`` its session recorded), asked once per
+agent as ``tmux -S SOCKET display -p '#{pid}'`` when the operator socket next
+needs it (never on the hook's path). What an agent has that server run
+(``tmux new-window 'leash resume ...'``, ``run-shell``, keys sent to another
+pane) leaves the agent's tree but not the server's, and is refused too. It
+cannot tell such a command from an operator's own console in the same tmux
+server: an operator keeps agents on a tmux socket of their own (leash's
+kennel does).
+
 Failure: nothing here raises for a process that has gone. A peer whose own
 ``/proc`` entry cannot be read (gone already, or in a pid namespace leashd
 cannot see) is ``UNTOLD`` while any agent is known: the caller refuses it,
@@ -23,6 +34,7 @@ for the agent), which is why the separated profile is the guarantee.
 """
 from __future__ import annotations
 
+import subprocess
 import threading
 
 from leash.core.base import agentproc
@@ -32,12 +44,18 @@ from leash.core.base import agentproc
 MAX_KNOWN = 4096
 MAX_DEPTH = agentproc.MAX_DEPTH
 UNTOLD = (-1, -1)  # agent_above's answer for a peer whose ancestry cannot be read
+TMUX_SERVER_COMM = "tmux: server"  # what a tmux server process is named in /proc/PID/stat
+TMUX_ASK_SECONDS = 2.0
+ENVIRON_BYTES = 1 << 20  # an agent's environment read at most
 
 
 class KnownAgents:
     def __init__(self) -> None:
         self.known: dict[tuple[int, int], str] = {}  # (pid, start ticks) -> its session, oldest first
+        self.servers: dict[tuple[int, int], tuple[int, int]] = {}  # a tmux server -> an agent it hosts
+        self.unasked: dict[tuple[int, int], str] = {}  # agents whose tmux server is not known yet -> recorded socket
         self.mutex = threading.Lock()
+        self.asking = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.known)
@@ -71,6 +89,10 @@ class KnownAgents:
             except agentproc.NotTheAgent:
                 continue
             self._add((known[0], known[1]), str(session))
+            socket = process.get("tmux_socket")  # type: ignore[union-attr]  # recorded() said it is a dict
+            if isinstance(socket, str) and socket:
+                with self.mutex:
+                    self.unasked[(known[0], known[1])] = socket
             learned += 1
         return learned
 
@@ -81,6 +103,7 @@ class KnownAgents:
                     self.known[key] = session
                 return
             self.known[key] = session
+            self.unasked.setdefault(key, "")
             if len(self.known) > MAX_KNOWN:
                 for stale in [k for k in self.known if not _running(k)]:
                     del self.known[stale]
@@ -115,6 +138,67 @@ class KnownAgents:
             if facts is None:
                 return None  # an ancestor it cannot see (another user's, hidden): none of the agents it learned
         return None
+
+
+    def tmux_server_above(self, pid: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """(the tmux server, the known agent it hosts) when ``pid`` runs
+        under a tmux server a known agent runs in, else None."""
+        self._ask_tmux()
+        if not self.servers:
+            return None
+        facts = agentproc.stat_of(pid) if pid > 0 else None
+        for _ in range(MAX_DEPTH):
+            if facts is None:
+                return None
+            key = (pid, facts[2])
+            if key in self.servers:
+                return key, self.servers[key]
+            pid = facts[1]
+            if pid <= 1:
+                return None
+            facts = agentproc.stat_of(pid)
+        return None
+
+    def _ask_tmux(self) -> None:
+        """The tmux servers of agents learned since the last ask (one asker
+        at a time: a second connection waits for the answer, not past it)."""
+        with self.asking:
+            with self.mutex:
+                unasked, self.unasked = self.unasked, {}
+            for key, recorded_socket in unasked.items():
+                socket = _tmux_socket_of(key[0]) or recorded_socket
+                server = _server_of_socket(socket) if socket and _running(key) else None
+                with self.mutex:
+                    if server is not None:
+                        self.servers[server] = key
+                    if len(self.servers) > MAX_KNOWN:
+                        for stale in [k for k in self.servers if not _running(k)]:
+                            del self.servers[stale]
+
+
+def _tmux_socket_of(pid: int) -> str:
+    """The socket of the tmux server a process's ``$TMUX`` names ("" when none or unreadable)."""
+    try:
+        with open(f"{agentproc.PROC}/{pid}/environ", "rb") as handle:
+            environment = handle.read(ENVIRON_BYTES)
+    except OSError:
+        return ""
+    for entry in environment.split(b"\0"):
+        if entry.startswith(b"TMUX="):
+            return entry[5:].split(b",")[0].decode(errors="replace")
+    return ""
+
+
+def _server_of_socket(socket: str) -> tuple[int, int] | None:
+    """The tmux server listening on ``socket`` (None when none answers)."""
+    try:
+        done = subprocess.run(["tmux", "-S", socket, "display-message", "-p", "#{pid}"], capture_output=True,
+                              text=True, timeout=TMUX_ASK_SECONDS, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    pid = done.stdout.strip()
+    facts = agentproc.stat_of(int(pid)) if done.returncode == 0 and pid.isdigit() else None
+    return (int(pid), facts[2]) if facts is not None and facts[0] == TMUX_SERVER_COMM else None
 
 
 def _running(key: tuple[int, int]) -> bool:

@@ -444,6 +444,10 @@ class Daemon:
         if agent is not None:
             self._refuse_agent_process(conn, peer, agent)
             return
+        hosted = self.agents.tmux_server_above(peer.pid)
+        if hosted is not None:  # what an agent has its tmux server run leaves the agent's tree, not the server's
+            self._refuse_agent_process(conn, peer, hosted[1], tmux_server=hosted[0][0])
+            return
         mark = agent_mark(peer.pid)
         if mark:  # an agent's tool that left its tree (setsid, a double fork) still carries its CLI's variables
             verb, _ = self._first_request(conn)
@@ -471,12 +475,21 @@ class Daemon:
                 except Exception as exc:
                     wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
 
-    def _refuse_agent_process(self, conn: socket.socket, peer: Peer, agent: tuple[int, int]) -> None:
-        """One line to a peer that runs below an agent process, and an
-        ``operator_refused`` line in the ack log (its request, read first,
-        says what it tried)."""
+    def _refuse_agent_process(self, conn: socket.socket, peer: Peer, agent: tuple[int, int], *,
+                              tmux_server: int | None = None) -> None:
+        """One line to a peer that runs below an agent process (or under the
+        tmux server one runs in), and an ``operator_refused`` line in the ack
+        log (its request, read first, says what it tried)."""
         verb, argv = self._first_request(conn)
-        if agent == UNTOLD:
+        agent_pid: int | None
+        agent_started: int | None
+        if tmux_server is not None:
+            reason = (f"process {peer.pid} runs under tmux server {tmux_server}, which also runs "
+                      f"{self.agents.name_of(agent)} process {agent[0]}, an agent leash supervises: what an agent "
+                      "has tmux run cannot act as the operator (run leash from a terminal outside that tmux "
+                      "server, and agents on a tmux socket of their own)")
+            agent_pid, agent_started = agent
+        elif agent == UNTOLD:
             reason = (f"process {peer.pid} cannot be seen in /proc, so leashd cannot tell it from an agent's "
                       "processes; operator requests come from outside the agents leash supervises")
             agent_pid = agent_started = None
@@ -488,6 +501,8 @@ class Daemon:
         self.say("refused", socket="operator", verb=verb, uid=peer.uid, pid=peer.pid, agent=agent_pid)
         extra: dict[str, object] = {"agent_pid": agent_pid, "agent_started": agent_started,
                                     "session_id": self.agents.session_of(agent)}
+        if tmux_server is not None:
+            extra["tmux_server"] = tmux_server
         if argv is not None:
             extra["argv"] = [str(word)[:ARGV_WORD_LOGGED] for word in argv[:ARGV_WORDS_LOGGED]]
         try:
