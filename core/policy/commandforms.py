@@ -55,6 +55,7 @@ _GIT_VERB = re.compile(r"[A-Za-z0-9][\w.+-]*\Z")
 GIT_EXEC_DIRS = ("/usr/lib/git-core", "/usr/libexec/git-core", "/usr/local/libexec/git-core",
                  "/opt/homebrew/opt/git/libexec/git-core")
 SHOWN_WORD = 60
+WHY_LIMIT = 200
 
 
 class Form:
@@ -130,10 +131,11 @@ def command_forms(call) -> list[Form]:
     return forms
 
 
-def _shown(word: str) -> str:
+def _shown(word: str, limit: int = SHOWN_WORD) -> str:
+    """The agent's text, escaped and cut: it is data."""
     from leash.core.base.text import printable
 
-    return printable(word, limit=SHOWN_WORD)
+    return printable(word, limit=limit)
 
 
 def _words(command, subs) -> tuple[list[str], list[bool]]:
@@ -168,7 +170,7 @@ def _form(command, seen: _Seen, subs, fed_by) -> Form:
         return Form([], 0, unread)
     if program == "git":
         form, known, why = git_command_form(words, readable, seen.git, external=seen.external)
-        return Form(form, known, _unread_word(command, readable) if why == COMPUTED_WORD else why)
+        return Form(form, known, _unread_word(command, readable) if why == COMPUTED_WORD else _shown(why, WHY_LIMIT))
     known = next((i for i, r in enumerate(readable) if not r), len(words))
     return Form(words, known, _unread_word(command, readable) if known < len(words) else "")
 

@@ -152,6 +152,9 @@ def test_the_approval_names_what_leash_could_not_read_escaped(tmp_path):
     rule = matching_ask_rule(settings, "Bash", {"command": "$(printf '\x1b[2Jgit push')"}, cwd=str(tmp_path), env={})
     assert rule.startswith(f"{PUSH}, held unread: its program is computed (") and "\x1b" not in rule, rule
     assert matching_ask_rule(settings, "Bash", {"command": "git -C . push"}, cwd=str(tmp_path), env={}) == PUSH
+    rule = matching_ask_rule(settings, "Bash", {"command": "git 'p\x1b[2J" + "x" * 500 + "'"}, cwd=str(tmp_path),
+                             env={})
+    assert rule.startswith(f"{PUSH}, held unread: git p") and "\x1b" not in rule and len(rule) < 300, rule
 
 
 def test_without_leashd_the_hook_denies_a_rephrased_push_saying_why(home, tmp_path):
