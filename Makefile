@@ -114,6 +114,8 @@ screenshots: $(STAMP)
 	@dpkg -s libcairo2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libcairo2)
 	$(PY) -m pip install --quiet -e '.[test,screenshots]' 
 	$(PY) screenshots/render.py
+	LEASH_SCREENSHOTS=$(CURDIR)/docs $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist \
+		tests/console/test_serve_approvals_browser.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

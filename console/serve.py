@@ -10,6 +10,8 @@ server trusts nothing it is sent. Every request must
   name carries the port, so two servers do not overwrite each other's);
 - be a GET (nothing changes state over plain HTTP), and when it has an
   ``Origin``, come from this server's origin; the WebSocket must have one.
+  The one exception: an answer on ``/approvals`` (``console.serve_approvals``),
+  a POST that must carry this server's ``Origin`` and the form's CSRF token.
 Tokens are compared in constant time. A refused request gets 403 and a short
 reason, never the page.
 
@@ -43,6 +45,7 @@ TERMINAL_SIZE_LIMIT = 1000     # columns or rows a browser may ask for
 AUTO_FONT_SIZE = "auto"        # the page's choice: 16 px, smaller on a phone's narrow screen
 EXIT_NO_LISTEN = 1
 MAX_PORT = 65535
+ANSWER_PATH = "/approvals/"  # the only place a POST is taken: an answer from the phone page
 
 
 class ServeError(ValueError):
@@ -75,7 +78,8 @@ def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, 
     from leash.console.serve_child import console_argv
 
     server = ConsoleServer(token, listener.getsockname()[1], max_clients=max_clients,
-                           argv=console_argv(home, read_only=read_only, no_kennel=no_kennel))
+                           argv=console_argv(home, read_only=read_only, no_kennel=no_kennel), home=str(home),
+                           read_only=read_only)
     mode = ", read-only" if read_only else ""
     print(f"leash console on {server.url}?token={token} (local only; at most {max_clients} consoles{mode})",
           flush=True)
@@ -84,7 +88,11 @@ def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, 
 
 
 class ConsoleServer:
-    def __init__(self, token: str, port: int, *, max_clients: int, argv: list[str]):
+    def __init__(self, token: str, port: int, *, max_clients: int, argv: list[str], home: str = "",
+                 read_only: bool = False):
+        from leash.console.serve_approvals import ApprovalsPages
+
+        self.approvals = ApprovalsPages(home, token, read_only=read_only)
         self.token = token
         self.port = port
         self.max_clients = max_clients
@@ -110,6 +118,8 @@ class ConsoleServer:
         app.router.add_get("/", self.page)
         app.router.add_get("/static/{name}", self.asset)
         app.router.add_get("/ws", self.websocket)
+        app.router.add_get("/approvals", self.approvals_page)
+        app.router.add_post("/approvals/{approval}", self.approvals_answer)
         app.on_response_prepare.append(self._harden)
         return app
 
@@ -162,9 +172,12 @@ class ConsoleServer:
     async def guard(self, request, handler):
         from aiohttp import web
 
-        if request.method not in ("GET", "HEAD"):
+        answering = request.method == "POST" and request.path.startswith(ANSWER_PATH)
+        if request.method not in ("GET", "HEAD") and not answering:
             raise web.HTTPMethodNotAllowed(request.method, ["GET"], text="leash serve only reads\n")
         reason = self.guard_reason(request)
+        if reason is None and answering and request.headers.get("Origin") is None:
+            reason = "an answer needs an Origin"  # a form of this server's page always sends one
         if reason is not None:
             raise web.HTTPForbidden(text=f"forbidden: {reason}\n")
         return await handler(request)
@@ -175,10 +188,12 @@ class ConsoleServer:
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
             f"img-src 'self' data:; font-src 'self'; connect-src 'self' ws://{host}; "
-            "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+            "frame-ancestors 'none'; base-uri 'none'; "
+            + ("form-action 'self'" if request.path == "/approvals" else "form-action 'none'"))
         response.headers["X-Frame-Options"] = "DENY"
         response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        # The phone page's forms must send their Origin (under no-referrer a browser sends "null").
+        response.headers["Referrer-Policy"] = "same-origin" if request.path == "/approvals" else "no-referrer"
         response.headers["Cache-Control"] = "no-store"
 
     # ------------------------------------------------------------ pages
@@ -195,6 +210,34 @@ class ConsoleServer:
         text = text.replace("{{ websocket_url }}", html.escape(f"ws://{request.headers['Host']}/ws"))
         text = text.replace("{{ font_size }}", str(font_size))
         return web.Response(text=text, content_type="text/html")
+
+    async def approvals_page(self, request):
+        """The waiting calls, for a phone (``console.serve_approvals``)."""
+        import asyncio
+
+        from aiohttp import web
+
+        if "token" in request.query:  # as the console's page: the token goes into the cookie
+            redirect = web.HTTPSeeOther("/approvals")
+            redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+            raise redirect
+        said = request.query.get("said", "")
+        text = await asyncio.to_thread(self.approvals.page_html, said)
+        return web.Response(text=text, content_type="text/html")
+
+    async def approvals_answer(self, request):
+        import asyncio
+
+        from aiohttp import web
+
+        from leash.console.serve_approvals import said_query
+
+        form = {key: str(value) for key, value in (await request.post()).items()}
+        refused = self.approvals.refusal(request.path, form)
+        if refused is not None:
+            raise web.HTTPForbidden(text=f"forbidden: {refused}\n")
+        said = await asyncio.to_thread(self.approvals.answer, request.match_info["approval"], form)
+        raise web.HTTPSeeOther("/approvals" + said_query(said))
 
     async def asset(self, request):
         from aiohttp import web
