@@ -11,14 +11,20 @@ files, and the command-line switches that turn hooks off.
   either, and ``/etc/codex/requirements.toml``.
 
 A shell command or an unknown tool that writes one of these files is
-tampering (leash cannot see what it writes). An Edit, Write or patch is judged
-by its own text, an honest and deterministic rule rather than a parse of the
-file after: it is tampering when the text it removes or adds mentions
-``hooks`` (``hooks``, ``hooksConfig``, ``[features] hooks``, a hook's trust in
-``hooks.state``) or ``leash``, or is a trust file's change at all. It cannot
-see a change that reaches hooks without naming them (a TOML dotted key split
-across lines by an edit that removes only its value is one); such an edit is
-refused only if its text names them.
+tampering (leash cannot see what it writes). An Edit, MultiEdit or Write
+(Claude Code), ``replace`` or ``write_file`` (Gemini CLI) or ``apply_patch``
+(Codex CLI) is judged by the file it leaves (``core.policy.editresult``: the
+edit applied in memory to the file as it is), parsed, against the file now:
+it is tampering when it changes ``hooksConfig`` (Gemini), ``[features]
+hooks`` (Codex, a profile's too), the trust of hooks (Codex's ``hooks.state``)
+or any key of Codex's ``hooks`` table that is not an event's list, or the
+trusted folders at all; when it removes, changes (command, matcher, timeout,
+name ...) or adds a leash hook, or moves one in Codex, which trusts a hook by
+its event, group and place; when it leaves the file unreadable to the CLI
+(not JSON or TOML: leash's ``--check`` cannot read it either). An edit leash
+cannot work out (its old text is not in the file, a patch that does not
+apply, a file larger than ``READ_LIMIT`` or unreadable) is tampering too.
+Anything else (a theme, a model, a hook of the user's after leash's) passes.
 
 Commands: running ``codex`` with ``--disable hooks``, ``-c features.hooks=…``,
 ``--enable``/``--disable`` of hooks or ``--dangerously-bypass-hook-trust``
@@ -26,11 +32,13 @@ starts an agent leash cannot hold.
 """
 from __future__ import annotations
 
+import json
 import os
+
+from leash.core.policy.editresult import EditFailed, current_text, files_after_patch, replaced
 
 GEMINI_SYSTEM_SETTINGS = "/etc/gemini-cli/settings.json"
 CODEX_REQUIREMENTS = "/etc/codex/requirements.toml"
-HOOK_WORDS = ("hooks", "leash")
 CODEX_HOOK_SWITCHES = ("--dangerously-bypass-hook-trust",)
 
 
@@ -49,18 +57,133 @@ def agent_settings_file(path: str) -> str | None:
     return None
 
 
-def edit_findings(path: str, edits: list[dict]) -> list[str]:
-    """Why the edits of the agent settings file ``path`` are tampering (see the module)."""
+def edit_findings(path: str, edits: list[dict], *, patch: str | None = None,
+                  cwd: str | None = None) -> list[str]:
+    """Why the edits (or the ``apply_patch`` ``patch``) of the agent settings
+    file ``path`` are tampering (see the module)."""
     what = agent_settings_file(path)
     if what is None:
         return []
+    before = current_text(path)
+    after = _after(path, edits, before, patch, cwd)
+    if before is None or after is UNKNOWN:
+        return [f"makes a change leash cannot work out to {what} {path}"]
+    return [f"{why} in {what} {path}" for why in wiring_changes(path, before, after)]
+
+
+UNKNOWN = object()  # the file after an edit leash cannot work out
+
+
+def _after(path: str, edits: list[dict], before: str | None, patch: str | None, cwd: str | None):
+    """The text ``path`` holds after the call (None: removed; UNKNOWN)."""
+    if before is None:
+        return UNKNOWN
+    if patch is None:
+        after = replaced(before, edits)
+        return UNKNOWN if after is None else after
+    try:
+        return files_after_patch(patch, cwd=cwd, only=lambda p: p == path).get(path, before)
+    except EditFailed:
+        return UNKNOWN
+
+
+def wiring_changes(path: str, before: str, after: str | None) -> list[str]:
+    """What going from text ``before`` to ``after`` (None: the file removed)
+    does to the hook wiring of agent settings file ``path``."""
+    is_toml = path.endswith(".toml")
+    new = _parsed(after or "", is_toml)
+    if new is None:
+        return [f"leaves it unreadable (not {'TOML' if is_toml else 'JSON'})"]
+    old = _parsed(before, is_toml) or {}
+    what = agent_settings_file(path) or ""
     if "trusted folders" in what:
-        return [f"changes {what} ({path})"] if edits else []
-    for edit in edits:
-        text = f"{edit.get('old', '')}\n{edit.get('new', '')}".lower()
-        if any(word in text for word in HOOK_WORDS):
-            return [f"changes the hooks of {what} ({path})"]
-    return []
+        return ["changes the folders Gemini CLI trusts"] if old != new else []
+    if what.startswith("Gemini"):
+        found = ["changes hooksConfig"] if old.get("hooksConfig") != new.get("hooksConfig") else []
+        return found + _hook_changes(_gemini_leash_hooks(old), _gemini_leash_hooks(new), "")
+    found = [why for why, part in (("changes [features] hooks", _hook_switches),
+                                   ("changes the trust of hooks (hooks.state)", _trust),
+                                   ("changes the hooks table", _hooks_keys)) if part(old) != part(new)]
+    return found + _hook_changes(_codex_leash_hooks(old), _codex_leash_hooks(new),
+                                 " (Codex trusts a hook by its place)")
+
+
+def _parsed(text: str, is_toml: bool) -> dict | None:
+    """The object a settings text holds ({} when blank), or None when the CLI could not read it."""
+    if not text.strip():
+        return {}
+    try:
+        if is_toml:
+            import tomllib
+
+            return tomllib.loads(text)
+        data = json.loads(text)
+    except ValueError:  # tomllib.TOMLDecodeError and json's are ValueErrors
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _table(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _hook_changes(old: list[str], new: list[str], moved: str) -> list[str]:
+    if old == new:
+        return []
+    before, after = _unplaced(old), _unplaced(new)
+    if sorted(before) == sorted(after):
+        return [f"moves leash's hook{moved}"]
+    if any(before.count(hook) > after.count(hook) for hook in before):
+        return ["removes or changes leash's hook"]
+    return ["adds a hook that runs leash"]
+
+
+def _unplaced(hooks: list[str]) -> list[str]:
+    return [json.dumps(json.loads(hook)[1:], sort_keys=True) for hook in hooks]
+
+
+def _gemini_leash_hooks(settings: dict) -> list[str]:
+    from leash.core.policy.halts.settingsguard import leash_hooks
+
+    return [json.dumps([0, *json.loads(hook)], sort_keys=True) for hook in leash_hooks(settings)]
+
+
+def _codex_leash_hooks(config: dict) -> list[str]:
+    """Each leash hook of a Codex config as (place, event, matcher, handler): the place is
+    the group and handler index Codex's trust key holds."""
+    from leash.core.policy.halts.settingsguard import is_leash_hook
+
+    found = []
+    for event, groups in _table(config.get("hooks")).items():
+        for group_index, group in enumerate(groups if isinstance(groups, list) else ()):
+            handlers = _table(group).get("hooks")
+            for index, handler in enumerate(handlers if isinstance(handlers, list) else ()):
+                if is_leash_hook(handler):
+                    found.append(json.dumps([[group_index, index], event, _table(group).get("matcher"), handler],
+                                            sort_keys=True, default=str))
+    return sorted(found)
+
+
+def _hook_switches(config: dict) -> dict:
+    """Every ``[features] hooks`` (a profile's too), and the profile chosen when one sets it."""
+    found = {"features": _table(config.get("features")).get("hooks")}
+    for name, profile in _table(config.get("profiles")).items():
+        found[f"profiles.{name}"] = _table(_table(profile).get("features")).get("hooks")
+    if any(value is not None for key, value in found.items() if key != "features"):
+        found["profile"] = config.get("profile")
+    return found
+
+
+def _trust(config: dict) -> object:
+    return _table(config.get("hooks")).get("state")
+
+
+def _hooks_keys(config: dict) -> object:
+    """What Codex's ``hooks`` holds besides the events' lists and the trust."""
+    hooks = config.get("hooks")
+    if not isinstance(hooks, dict):
+        return hooks
+    return {key: value for key, value in hooks.items() if key != "state" and not isinstance(value, list)}
 
 
 def codex_switch(argv: list[str]) -> str | None:

@@ -9,6 +9,7 @@ its rules read (all documented in docs/halts.md):
 * ``cwd`` — the session's working directory, for relative paths;
 * ``edits`` — ``[{"file", "old", "new"}]``, the text an edit replaces and writes;
 * ``new_files`` — files a write would create (they cannot be unread);
+* ``patch`` — an ``apply_patch`` call's patch, as the agent sent it;
 * ``reads_unknown`` — nobody reports what this session reads, so "not read"
   cannot be judged;
 * ``production_approved`` — the operator approved production changes;
@@ -92,6 +93,10 @@ class CheckContext:
             raise HaltInputError("current_context.edits must be a list of objects")
         self.edits = [{"file": str(e.get("file", "")), "old": str(e.get("old", "") or ""),
                        "new": str(e.get("new", "") or "")} for e in edits]
+        patch = current.get("patch")
+        if patch is not None and not isinstance(patch, str):
+            raise HaltInputError("current_context.patch must be a string")
+        self.patch = patch
         self.production_approved = current.get("production_approved") is True
         self.reads_unknown = current.get("reads_unknown") is True
         self.new_information = current.get("new_information") is True

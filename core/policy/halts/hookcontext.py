@@ -7,6 +7,8 @@
 * Edit / Write / MultiEdit / NotebookEdit -> the file to change: an existing
   file goes to ``target_files``, a new one to ``new_files``; the replaced and
   written text go to ``edits`` (for breaking changes and secrets);
+* apply_patch -> every file it changes, as for an Edit, and the patch itself
+  to ``patch`` (the tampering rule applies it in memory);
 * ``files_read``: what the session's PostToolUse hook has reported (the gate
   adds its ancestors' reads, and gives an empty list to a session whose
   settings wire leash's PostToolUse hook before any report has come). Sessions
@@ -149,6 +151,7 @@ def _patch_described(context: dict, text: str, cwd: str | None, files_read: list
         context["files_read"] = files_read
     context["edits"] = [{"file": _absolute(change.path, cwd), "old": "\n".join(change.removed),
                          "new": "\n".join(change.added)} for change in changes]
+    context["patch"] = text  # the whole patch: a rule may apply it in memory
     return True
 
 

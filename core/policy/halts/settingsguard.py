@@ -19,7 +19,9 @@ tampering when the change:
 * leaves a file that held leash's hooks as something Claude Code cannot
   read (not a JSON object).
 
-When the content after cannot be known (the old text is not in the file, the
+An ``apply_patch`` patch is applied in memory as Codex CLI applies it
+(``core.policy.editresult``); one that does not apply is tampering. When the
+content after an edit cannot be known (the old text is not in the file, the
 file is larger than ``SETTINGS_READ_LIMIT``), the edit's own text is judged:
 it sets ``disableAllHooks``, names ``env``, drops mentions of leash or the
 ``hooks`` key. Ordinary settings (a model, a permission) pass.
@@ -111,16 +113,9 @@ def _current(path: str) -> str | None:
 
 def after_edits(before: str, edits: list[dict]) -> str | None:
     """The text after the edits, applied in order, or None when one cannot apply."""
-    text = before
-    for edit in edits:
-        old, new = edit["old"], edit["new"]
-        if old == text:  # a Write: its "old" is the whole file as it is
-            text = new
-        elif old and old in text:
-            text = text.replace(old, new) if text.count(old) > 1 else text.replace(old, new, 1)
-        else:
-            return None
-    return text
+    from leash.core.policy.editresult import replaced
+
+    return replaced(before, edits)
 
 
 def changes(before: dict | None, after: dict | None) -> list[str]:
@@ -157,9 +152,18 @@ def _judged_by_text(edits: list[dict]) -> list[str]:
     return found
 
 
-def settings_change(edits: list[dict], path: str) -> list[str]:
-    """Why the edits of settings file ``path`` are tampering ([] when they are not)."""
+def settings_change(edits: list[dict], path: str, *, patch: str | None = None, cwd: str | None = None) -> list[str]:
+    """Why the edits (or the ``apply_patch`` ``patch``) of settings file
+    ``path`` are tampering ([] when they are not)."""
     before = _current(path)
+    if patch is not None and before is not None:
+        from leash.core.policy.editresult import EditFailed, files_after_patch
+
+        try:
+            patched = files_after_patch(patch, cwd=cwd, only=lambda p: p == path).get(path, before)
+        except EditFailed:
+            return ["makes a change leash cannot work out"]
+        return changes(parsed(before), parsed(patched or ""))
     after = after_edits(before, edits) if before is not None else None
     if before is None or after is None:
         return list(dict.fromkeys(_judged_by_text(edits)))

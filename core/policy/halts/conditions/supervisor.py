@@ -119,8 +119,15 @@ def _settings_findings(ctx) -> list[str]:
             by_file.setdefault(path, []).append(edit)
         elif agent_settings_file(path):
             others.setdefault(path, []).append(edit)
-    return ([f"{why} in {path}" for path, edits in by_file.items() for why in settings_change(edits, path)]
-            + [why for path, edits in others.items() for why in edit_findings(path, edits)])
+    patch, cwd = ctx.patch, ctx.cwd
+    for path in map(ctx.norm, ctx.target_files if patch is not None else ()):  # a patch's moves too
+        if is_settings_file(path):
+            by_file.setdefault(path, [])
+        elif agent_settings_file(path):
+            others.setdefault(path, [])
+    return ([f"{why} in {path}" for path, edits in by_file.items()
+             for why in settings_change(edits, path, patch=patch, cwd=cwd)]
+            + [why for path, edits in others.items() for why in edit_findings(path, edits, patch=patch, cwd=cwd)])
 
 
 # ------------------------------------------------------------ leash's installed files
