@@ -83,6 +83,9 @@ DEFAULTS: JSONObject = {
     "approvals": {"ask": [], "timeout_s": 300, "on_timeout": "deny"},
     # Spend caps, accounts and price overrides (core.base.budgetconfig; see [budget] below).
     "budget": {"cap": [], "accounts": {}, "prices": {}},
+    # leash serve: the address the operator reaches it at from afar (their own proxy or tunnel to
+    # 127.0.0.1), for the View link of an approval's notification ("" = none).
+    "serve": {"public_url": ""},
 }
 
 _SCHEMA: dict[str, dict[str, object]] = {
@@ -105,6 +108,7 @@ _SCHEMA: dict[str, dict[str, object]] = {
               "offline": ("offline policy",)},
     "notify": {"waiting_after_s": ("positive number",), "remind_after_s": ("positive number",)},
     "approvals": {"ask": ("ask rules",), "timeout_s": ("positive number",), "on_timeout": ("on-timeout policy",)},
+    "serve": {"public_url": ("str",)},
 }
 
 def host_name(home, environ=None) -> str:

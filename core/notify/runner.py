@@ -129,7 +129,11 @@ class Notifier:
 
         self.home, self.backend, self.host, self.feed, self.clock = home, backend, host, feed, clock
         self.say = say or (lambda *args, **kwargs: None)
-        settings = settings if settings is not None else load_config(home)["notify"]
+        # Where the phone page is reached from afar ([serve] public_url): the notification's View link.
+        self.public_url = ""
+        if settings is None:
+            config = load_config(home)
+            settings, self.public_url = config["notify"], str(config["serve"]["public_url"])
         self.routes = routes_of(settings)
         self.saved = state.load(home)
         self.saved["since"] = self.saved.get("since") or clock()
@@ -175,8 +179,9 @@ class Notifier:
             return ()
         if approval.get("status") != "waiting":
             return ()
-        return (("Allow", route.reply_url, token(key, approval, "allow")),
-                ("Deny", route.reply_url, token(key, approval, "deny")))
+        buttons = (("Allow", route.reply_url, token(key, approval, "allow")),
+                   ("Deny", route.reply_url, token(key, approval, "deny")))
+        return buttons + ((("View", self.public_url.rstrip("/") + "/approvals", ""),) if self.public_url else ())
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> bool:

@@ -60,14 +60,16 @@ class Unavailable(DeliveryFailed):
 def deliver(route: Route, event: Event, *, actions: tuple = ()) -> None:
     """Send ``event`` through ``route``; raises ``DeliveryFailed``.
     ``actions``: (label, url, body) buttons, an ntfy route's ``http`` actions
-    (an approval's Allow and Deny: ``core.notify.answers``)."""
+    (an approval's Allow and Deny: ``core.notify.answers``), or a ``view``
+    link where ``body`` is empty."""
     if route.kind == "webhook":
         _post(route, json.dumps(event.payload(), ensure_ascii=True).encode(), {"Content-Type": "application/json"})
     elif route.kind == "ntfy":
         headers = _ntfy_headers(event)
         if actions:
-            headers["Actions"] = "; ".join(f"http, {label}, {url}, method=POST, body={body}, clear=true"
-                                           for label, url, body in actions)
+            headers["Actions"] = "; ".join(
+                f"view, {label}, {url}" if not body else f"http, {label}, {url}, method=POST, body={body}, clear=true"
+                for label, url, body in actions)
         _post(route, event.body.encode() or event.title.encode(), headers)
     elif route.kind == "slack":
         # mrkdwn off: agent text (a session name, a command) is shown as typed,

@@ -38,7 +38,8 @@ def leashd(home, ntfy):
     (home / "config.toml").write_text(
         '[approvals]\nask = ["Bash(git push *)"]\ntimeout_s = 60\n'
         f'[[notify.route]]\nkind = "ntfy"\nurl = "{ntfy.url}/{ALERTS}"\nreply_topic = "{REPLIES}"\n'
-        'events = ["approval"]\nname = "phone"\n')
+        'events = ["approval"]\nname = "phone"\n'
+        '[serve]\npublic_url = "https://leash.example.org/"\n')
     proc = daemon_process(home, "--no-kennel")
     yield proc
     stop(proc)
@@ -72,7 +73,8 @@ def refusals(home) -> list[str]:
 def test_a_tap_on_allow_answers_the_call_it_names_and_a_replay_is_refused(home, ntfy, leashd):
     call = HeldCall(home)
     tap = buttons(ntfy)
-    assert set(tap) == {"Allow", "Deny"} and tap["Allow"]["url"] == f"{ntfy.url}/{REPLIES}"
+    assert set(tap) == {"Allow", "Deny", "View"} and tap["Allow"]["url"] == f"{ntfy.url}/{REPLIES}"
+    assert (tap["View"]["action"], tap["View"]["url"]) == ("view", "https://leash.example.org/approvals")
     assert tap["Allow"]["method"] == "POST" and tap["Allow"]["body"].split(".")[1] == "allow"
     ntfy.tap(tap["Allow"])
     assert call.decision()["permissionDecision"] == "allow"
