@@ -52,7 +52,8 @@ def test_an_unknown_event_is_a_usage_error_naming_the_valid_ones(home, cli):
     assert result.code == 2 and result.out == ""
     (line,) = result.err.splitlines()
     assert line.startswith("leash: error: unknown event 'stopped': one of stop_ack, resume, ")
-    assert "approval_answer_refused, budget_warn," in line and "budget_stale; or an alias: stop, fleet, lock, halt" in line
+    assert "approval_answer_refused, budget_warn," in line
+    assert "budget_stale; or an alias: stop, fleet, lock, halt" in line
 
 
 def test_help_lists_the_events_and_aliases(leash_proc):
