@@ -51,10 +51,7 @@ def read_first(home, project: Path) -> None:
                   "tool_name": "read_file", "tool_input": {"file_path": str(path)},
                   "tool_response": {"llmContent": "..."}}
         assert gate(home, "gemini-after-tool", gemini)[0] == 0
-        codex = json.loads((CODEX_FIXTURES / "PostToolUse.Bash.json").read_text().replace("<CWD>", str(project))
-                           .replace("<SESSION_ID>", SESSION))
-        codex["tool_input"] = {"command": f"cat {path}"}
-        assert gate(home, "codex-post-tool-use", codex)[0] == 0
+        read_first_codex(home, project, path)
 
 
 def files(project: Path) -> dict[str, Path]:
@@ -67,6 +64,13 @@ def gate(home, verb: str, data: dict) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = run(verb, home=str(home), stdin=io.BytesIO(json.dumps(data).encode()), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def read_first_codex(home, project: Path, path: Path) -> None:
+    codex = json.loads((CODEX_FIXTURES / "PostToolUse.Bash.json").read_text().replace("<CWD>", str(project))
+                       .replace("<SESSION_ID>", SESSION))
+    codex["tool_input"] = {"command": f"cat {path}"}
+    assert gate(home, "codex-post-tool-use", codex)[0] == 0
 
 
 def gemini_call(home, project: Path, tool: str, tool_input: dict) -> str | None:
@@ -223,7 +227,7 @@ def test_a_codex_hook_put_before_leashs_halts_its_trust_is_by_place(home, wired)
     foreign = ('+[[hooks.PreToolUse]]\n+matcher = "Bash"\n+[[hooks.PreToolUse.hooks]]\n+type = "command"\n'
                '+command = "audit-log"\n')
     reason = codex_patch(home, wired, patch(config, "@@\n", ' model = "gpt-5.5"\n', foreign))
-    assert reason is not None and "supervisor_tampering" in reason
+    assert reason is not None and "moves leash's hook (Codex trusts a hook by its place)" in reason
 
 
 def test_a_codex_patch_that_does_not_apply_to_its_config_halts(home, wired):
@@ -235,3 +239,22 @@ def test_a_codex_patch_that_does_not_apply_to_its_config_halts(home, wired):
 def test_a_codex_patch_deleting_its_config_halts(home, wired):
     reason = codex_patch(home, wired, "*** Begin Patch\n*** Delete File: .codex/config.toml\n*** End Patch\n")
     assert reason is not None and "supervisor_tampering" in reason
+
+
+def test_a_codex_patch_moving_a_file_onto_its_config_halts(home, wired):
+    (wired / "notes.toml").write_text('model = "o4"\n')
+    read_first_codex(home, wired, wired / "notes.toml")
+    moved = "*** Begin Patch\n*** Update File: notes.toml\n*** Move to: .codex/config.toml\n@@\n model = \"o4\"\n" \
+            "*** End Patch\n"
+    reason = codex_patch(home, wired, moved)
+    assert reason is not None and "removes or changes leash's hook" in reason
+
+
+def test_a_codex_patch_of_claude_code_settings_is_judged_by_the_file_after(home, wired, cli):
+    settings = wired / ".claude" / "settings.json"
+    assert cli("install", "--project", str(wired)).code == 0
+    read_first_codex(home, wired, settings)
+    lines = [line for line in settings.read_text().splitlines() if '"timeout": 30' in line][:2]
+    bent = patch(settings, *(f"@@\n-{line}\n+{line.split(':')[0]}: 1\n" for line in lines))  # two chunks
+    reason = codex_patch(home, wired, bent)
+    assert reason is not None and "removes or changes leash's hook" in reason

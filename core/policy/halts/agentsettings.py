@@ -23,7 +23,7 @@ name ...) or adds a leash hook, or moves one in Codex, which trusts a hook by
 its event, group and place; when it leaves the file unreadable to the CLI
 (not JSON or TOML: leash's ``--check`` cannot read it either). An edit leash
 cannot work out (its old text is not in the file, a patch that does not
-apply, a file larger than ``READ_LIMIT`` or unreadable) is tampering too.
+apply, a file larger than ``editresult.READ_LIMIT`` or unreadable) is tampering too.
 Anything else (a theme, a model, a hook of the user's after leash's) passes.
 
 Commands: running ``codex`` with ``--disable hooks``, ``-c features.hooks=…``,
