@@ -176,6 +176,10 @@ def build_parser():
     p.add_argument("--transport", choices=("command", "http"), default="command",
                    help="Claude Code only: http wires the hooks as type \"http\" to leashd's loopback listener "
                         "([daemon] http_port), no process per call; needs Claude Code 2.1.295+ (onFailure)")
+    p.add_argument("--sandbox", action="store_true",
+                   help="Claude Code only: also write its sandbox settings, so the agent's Bash commands cannot "
+                        "read or write leash's home, its sockets, tmux's sockets or the CLIs' settings "
+                        "(needs bubblewrap and socat)")
 
     p = sub.add_parser("store", parents=[common], help="the shared store: 'leash store copy' moves a home into it")
     store = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=Parser, required=True)
