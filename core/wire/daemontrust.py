@@ -65,11 +65,15 @@ def trusted_users(home: str, env=os.environ) -> set[int]:
 
 
 def lock_holder(lock_path: str) -> int | None:
-    """The pid holding the flock of ``lock_path`` (by its inode in
-    ``/proc/locks``); None when no one does or it cannot be read. (The
-    device is not compared: some file systems report another one to stat.)"""
+    """The pid holding the flock of ``lock_path`` (its device and inode in
+    ``/proc/locks``); None when no one does or it cannot be read. Inode
+    numbers repeat across file systems (two fresh tmpfs number their files
+    alike), so a lock of the same inode on another device is not this file's.
+    Some file systems report another device to stat than /proc/locks shows
+    (overlayfs): when no lock is on the stat's device, the one lock of that
+    inode is taken, and two or more are no holder."""
     try:
-        inode = os.stat(lock_path).st_ino
+        found = os.stat(lock_path)
         fd = os.open(PROC_LOCKS, os.O_RDONLY)
     except OSError:
         return None
@@ -81,12 +85,17 @@ def lock_holder(lock_path: str) -> int | None:
         return None
     finally:
         os.close(fd)
-    wanted = f":{inode}".encode()
+    wanted = f":{found.st_ino}".encode()
+    device = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}".encode()
+    holders: list[tuple[bytes, int]] = []
     for line in b"".join(chunks).splitlines():
         fields = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
         if len(fields) >= 6 and fields[1] == b"FLOCK" and fields[5].endswith(wanted) and fields[4].isdigit():
-            return int(fields[4])
-    return None
+            holders.append((fields[5][: -len(wanted)], int(fields[4])))
+    on_device = [pid for where, pid in holders if where == device]
+    if on_device:
+        return on_device[0]
+    return holders[0][1] if len(holders) == 1 else None
 
 
 def vouch(conn, path: str, home: str, env=os.environ) -> None:
