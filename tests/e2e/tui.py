@@ -396,6 +396,9 @@ class Fleet:
         self.base = base
         self.home = home
         self.socket = base / "tmux.sock"
+        # The console runs in a tmux server of its own, as an operator's should: leashd
+        # refuses a process under the tmux server an agent runs in.
+        self.console_server = _Server(self, base / "console-tmux.sock")
         self.closing = threading.Event()
         self.agents: list[Agent] = []
         self._stack = ExitStack()
@@ -407,9 +410,9 @@ class Fleet:
         self.close()
 
     # ------------------------------------------------------------ tmux and leash
-    def tmux(self, *args: str, check: bool = True, env: dict[str, str] | None = None
-             ) -> subprocess.CompletedProcess:
-        done = subprocess.run(["tmux", "-S", str(self.socket), "-f", "/dev/null", *args], capture_output=True,
+    def tmux(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
+             socket: Path | None = None) -> subprocess.CompletedProcess:
+        done = subprocess.run(["tmux", "-S", str(socket or self.socket), "-f", "/dev/null", *args], capture_output=True,
                               text=True, timeout=30, env=env)
         if check and done.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args[:2])} failed: {done.stderr.strip()}")
@@ -438,12 +441,12 @@ class Fleet:
                 "LEASH_HOME": str(self.home), "LEASH_TMUX_SOCKET": str(self.socket)}
 
     def _new_session(self, name: str, argv: list[str], *, cwd: Path, env: dict[str, str], width: int,
-                     height: int) -> None:
+                     height: int, socket: Path | None = None) -> None:
         args = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), "-c", str(cwd)]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
         # The first session starts the server: with this environment, not the test's.
-        self.tmux(*args, "--", *argv, env=env)
+        self.tmux(*args, "--", *argv, env=env, socket=socket)
 
     # ------------------------------------------------------------ agents
     def start(self, scripts: list[list[list[dict]]], *, args: tuple[str, ...] = ()) -> list[Agent]:
@@ -492,8 +495,9 @@ class Fleet:
         private.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._new_session(CONSOLE_SESSION, [LEASH, "console", "--no-kennel", *args], cwd=private,
-                          env=self._closed_env(private), width=CONSOLE_WIDTH, height=CONSOLE_HEIGHT)
-        pane = Pane(self, CONSOLE_SESSION)
+                          env=self._closed_env(private), width=CONSOLE_WIDTH, height=CONSOLE_HEIGHT,
+                          socket=self.console_server.socket)
+        pane = Pane(self.console_server, CONSOLE_SESSION)  # type: ignore[arg-type]  # its tmux is all a pane uses
         pane.wait_for("Pending halts", START_SECONDS)
         return pane
 
@@ -503,16 +507,17 @@ class Fleet:
         the server, stop the stand-ins."""
         self.closing.set()
         try:
-            if self.socket.exists():  # a server was started, even by a start that failed
-                self._kill_pane_processes()
-                self.tmux("kill-server", check=False)
+            for socket in (self.socket, self.console_server.socket):
+                if socket.exists():  # a server was started, even by a start that failed
+                    self._kill_pane_processes(socket)
+                    self.tmux("kill-server", check=False, socket=socket)
         finally:
             self._stack.close()
 
-    def _kill_pane_processes(self) -> None:
+    def _kill_pane_processes(self, socket: Path) -> None:
         """SIGKILL each pane's process group and every process below it (a tool
         call's shell may have a group of its own), before the server goes."""
-        done = self.tmux("list-panes", "-a", "-F", "#{pane_pid}", check=False)
+        done = self.tmux("list-panes", "-a", "-F", "#{pane_pid}", check=False, socket=socket)
         roots = [int(word) for word in done.stdout.split() if word.isdigit()]
         for root in roots:
             with_children = [root, *descendants(root)]
@@ -555,3 +560,13 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             queue.append(child)
     return found
+
+
+class _Server:
+    """Another tmux server of the fleet's (the console's): what a ``Pane`` asks of it."""
+
+    def __init__(self, fleet: Fleet, socket: Path):
+        self.fleet, self.socket = fleet, socket
+
+    def tmux(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return self.fleet.tmux(*args, check=check, env=env, socket=self.socket)
