@@ -258,3 +258,18 @@ def test_a_codex_patch_of_claude_code_settings_is_judged_by_the_file_after(home,
     bent = patch(settings, *(f"@@\n-{line}\n+{line.split(':')[0]}: 1\n" for line in lines))  # two chunks
     reason = codex_patch(home, wired, bent)
     assert reason is not None and "removes or changes leash's hook" in reason
+
+
+@pytest.mark.parametrize("before, after, why", [
+    ("[features]\nhooks = true\n", "allow_managed_hooks_only = true\n[features]\nhooks = true\n",
+     "changes whether hooks run"),
+    ("", "[profiles.quiet.features]\nhooks = false\n", "changes whether hooks run"),
+    ('[hooks.state."x"]\ntrusted_hash = "sha256:1"\n',
+     '[hooks.state."x"]\ntrusted_hash = "sha256:1"\nenabled = false\n', "changes the trust of hooks"),
+    ("", "[features]\nhooks = [", "leaves it unreadable (not TOML)"),
+])
+def test_the_managed_codex_file_and_profiles_are_judged_too(before, after, why):
+    from leash.core.policy.halts.agentsettings import CODEX_REQUIREMENTS, wiring_changes
+
+    assert any(found.startswith(why) for found in wiring_changes(CODEX_REQUIREMENTS, before, after))
+    assert wiring_changes(CODEX_REQUIREMENTS, before, before) == []

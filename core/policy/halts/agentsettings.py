@@ -14,17 +14,18 @@ A shell command or an unknown tool that writes one of these files is
 tampering (leash cannot see what it writes). An Edit, MultiEdit or Write
 (Claude Code), ``replace`` or ``write_file`` (Gemini CLI) or ``apply_patch``
 (Codex CLI) is judged by the file it leaves (``core.policy.editresult``: the
-edit applied in memory to the file as it is), parsed, against the file now:
-it is tampering when it changes ``hooksConfig`` (Gemini), ``[features]
-hooks`` (Codex, a profile's too), the trust of hooks (Codex's ``hooks.state``)
-or any key of Codex's ``hooks`` table that is not an event's list, or the
-trusted folders at all; when it removes, changes (command, matcher, timeout,
-name ...) or adds a leash hook, or moves one in Codex, which trusts a hook by
-its event, group and place; when it leaves the file unreadable to the CLI
-(not JSON or TOML: leash's ``--check`` cannot read it either). An edit leash
-cannot work out (its old text is not in the file, a patch that does not
-apply, a file larger than ``editresult.READ_LIMIT`` or unreadable) is tampering too.
-Anything else (a theme, a model, a hook of the user's after leash's) passes.
+edit applied in memory to the file as it is), parsed, against the file now.
+It is tampering when it changes ``hooksConfig`` (Gemini); ``[features]
+hooks`` (a profile's too) or ``allow_managed_hooks_only`` (Codex); the trust
+of hooks (Codex's ``hooks.state``) or any key of Codex's ``hooks`` table that
+is not an event's list; the trusted folders at all; when it removes, changes
+(command, matcher, timeout, name ...) or adds a leash hook, or moves one in
+Codex, which trusts a hook by its event, group and place; when it leaves the
+file unreadable to the CLI (not JSON or TOML: leash's ``--check`` cannot read
+it either). An edit leash cannot work out (its old text is not in the file, a
+patch that does not apply, a file larger than ``editresult.READ_LIMIT`` or
+unreadable) is tampering too. Anything else (a theme, a model, a hook of the
+user's after leash's) passes.
 
 Commands: running ``codex`` with ``--disable hooks``, ``-c features.hooks=…``,
 ``--enable``/``--disable`` of hooks or ``--dangerously-bypass-hook-trust``
@@ -101,7 +102,8 @@ def wiring_changes(path: str, before: str, after: str | None) -> list[str]:
     if what.startswith("Gemini"):
         found = ["changes hooksConfig"] if old.get("hooksConfig") != new.get("hooksConfig") else []
         return found + _hook_changes(_gemini_leash_hooks(old), _gemini_leash_hooks(new), "")
-    found = [why for why, part in (("changes [features] hooks", _hook_switches),
+    found = [why for why, part in (("changes whether hooks run ([features] hooks, allow_managed_hooks_only)",
+                                    _hook_switches),
                                    ("changes the trust of hooks (hooks.state)", _trust),
                                    ("changes the hooks table", _hooks_keys)) if part(old) != part(new)]
     return found + _hook_changes(_codex_leash_hooks(old), _codex_leash_hooks(new),
@@ -165,8 +167,10 @@ def _codex_leash_hooks(config: dict) -> list[str]:
 
 
 def _hook_switches(config: dict) -> dict:
-    """Every ``[features] hooks`` (a profile's too), and the profile chosen when one sets it."""
-    found = {"features": _table(config.get("features")).get("hooks")}
+    """Every ``[features] hooks`` (a profile's too), the profile chosen when one
+    sets it, and ``allow_managed_hooks_only`` (which drops every hook not managed)."""
+    found = {"features": _table(config.get("features")).get("hooks"),
+             "allow_managed_hooks_only": config.get("allow_managed_hooks_only")}
     for name, profile in _table(config.get("profiles")).items():
         found[f"profiles.{name}"] = _table(_table(profile).get("features")).get("hooks")
     if any(value is not None for key, value in found.items() if key != "features"):
