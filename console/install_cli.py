@@ -24,6 +24,8 @@ def cmd_install(context: Context, args: Namespace) -> int:
         return _install_agent(context, args)
     from leash.core.hook import install, wiring
     path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
+    if getattr(args, "sandbox", False) and (args.check or args.uninstall):
+        raise UsageError("--sandbox goes with an install (--check and --uninstall follow what install recorded)")
     if args.check:
         findings = (install.check(project=args.project) + wiring.check_findings(project=args.project,
                                                                                 home=context.home)
@@ -44,11 +46,13 @@ def cmd_install(context: Context, args: Namespace) -> int:
     wait = install.approval_wait(context.home)  # the approvals' timeout the deadlines must outlast
     # The hooks use this home whatever the agents' environment says (the operator and they meet in it).
     pinned = None if args.uninstall else os.path.abspath(context.home)
+    sandbox = _sandbox_entries(context, args, path, version)
     # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
         previous = wiring.write_record(context.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
                                        on_failure=on_failure, uninstall=args.uninstall, wait=wait,
-                                       pinned_home=pinned, http_port=http_port)
+                                       pinned_home=pinned, http_port=http_port,
+                                       sandbox=None if args.uninstall else sandbox)
     except OSError as exc:
         raise Refused(f"cannot record the wiring in {wiring.record_path(context.home)}: {exc.strerror}; "
                       "nothing changed") from None
@@ -56,6 +60,10 @@ def cmd_install(context: Context, args: Namespace) -> int:
         changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
                                   on_failure=on_failure, daemon_uid=daemon_uid, wait=wait, home=pinned,
                                   http_port=http_port)
+        if sandbox:
+            from leash.core.hook.sandboxwiring import install_sandbox
+
+            changed = install_sandbox(path, sandbox, uninstall=args.uninstall) or changed
     except (install.SettingsError, PermissionError) as exc:
         wiring.restore_record(context.home, previous)
         if isinstance(exc, PermissionError):
@@ -73,8 +81,46 @@ def cmd_install(context: Context, args: Namespace) -> int:
             out(f"leashd's user pinned: uid {daemon_uid} (the owner of {args.socket})" if daemon_uid is not None
                 else "leashd runs as this user: each hook checks that the home's daemon holds its lock")
         out(f"the hooks use the home {pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
+        if sandbox:
+            _say_sandbox(sandbox, version)
         out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
     return 0
+
+
+def _sandbox_entries(context: Context, args: Namespace, path: str, version) -> dict | None:
+    """What ``--sandbox`` writes into ``path``; on ``--uninstall``, what an
+    earlier ``--sandbox`` wrote there (taken out again); None: nothing."""
+    from leash.core.hook import sandboxwiring, wiring
+
+    if args.uninstall:
+        return sandboxwiring.recorded(wiring.read_record(context.home)).get(os.path.abspath(path))
+    if not args.sandbox:
+        return None
+    from leash.core.base.config import ConfigError, load_config
+
+    try:
+        daemon = load_config(context.home)["daemon"]
+    except (ConfigError, OSError):
+        daemon = {}
+    sockets = (args.socket, daemon.get("agent_socket"), daemon.get("operator_socket"))
+    project = None if (args.user or args.managed) else (args.project or ".")
+    return sandboxwiring.wanted(context.home, project=project, sockets=sockets, version=version)
+
+
+def _say_sandbox(sandbox: dict, version) -> None:
+    from leash.core.base import claudeversion
+    from leash.core.hook import sandboxwiring
+
+    out("sandbox: the agent's Bash commands run in Claude Code's sandbox: they cannot read or write the home, its "
+        "sockets, tmux's sockets or the CLIs' settings, and no command may ask to leave it "
+        "(allowUnsandboxedCommands false)")
+    if "failIfUnavailable" not in sandbox:
+        out(f"Claude Code {claudeversion.shown(version)} has no sandbox.failIfUnavailable (2.1.83 and later): "
+            "where the sandbox cannot start it runs commands unsandboxed")
+    missing = sandboxwiring.missing_programs()
+    if missing:
+        out(f"warning: {' and '.join(missing)} not found: Claude Code's sandbox cannot start here "
+            "(Debian: apt-get install bubblewrap socat)")
 
 
 def _http_port(context: Context, args: Namespace, on_failure: bool) -> int | None:

@@ -87,13 +87,16 @@ def guarded_folders(home: str, *, sockets: tuple[str | None, ...] = (), environ=
 
 def wanted(home: str, *, project: str | None, sockets: tuple[str | None, ...] = (),
            version: tuple[int, ...] | None = None, environ=os.environ) -> dict:
-    """The ``sandbox`` entries leash writes (``version``: the installed
-    Claude Code's; None, unknown, writes every setting)."""
+    """The ``sandbox`` entries leash writes (``project``: the folder whose
+    CLIs' settings the tools may not write, None for a user or managed
+    install; ``version``: the installed Claude Code's; None, unknown, writes
+    every setting)."""
     hidden = guarded_folders(home, sockets=sockets, environ=environ) + user_settings_files()
     written = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False,
                "network": {"allowAllUnixSockets": False},
                "filesystem": {"denyRead": hidden,
-                              "denyWrite": _unique(hidden + project_settings_files(project or "."))}}
+                              "denyWrite": _unique(hidden + (project_settings_files(project) if project
+                                                             else []))}}
     if not has_fail_if_unavailable(version):
         del written["failIfUnavailable"]
     return written

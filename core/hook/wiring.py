@@ -14,6 +14,9 @@ What is compared, per settings file:
   interpreter and hook entry with the pinned home and socket, as ``install``
   writes it around the user's command it holds; a file install wrote it into
   (``status_line`` in the record) still has it;
+* its ``sandbox``, where ``leash install --sandbox`` wrote one for a file
+  Claude Code reads with it: nothing leash wrote gone, nothing that switches
+  it off or reopens it (``core.hook.sandboxwiring``);
 * its ``env``: Claude Code hands a settings file's ``env`` to hook processes,
   so a name the hook command's resolution or leash's hook reads may not be set
   there at all (``ENV_NAMES``, ``ENV_PREFIXES``): ``PATH``, the shells'
@@ -80,9 +83,12 @@ def read_record(home: str) -> dict | None:
 
 def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
                  on_failure: bool, uninstall: bool = False, wait: float | None = None,
-                 pinned_home: str | None = None, http_port: int | None = None) -> bytes | None:
+                 pinned_home: str | None = None, http_port: int | None = None,
+                 sandbox: dict | None = None) -> bytes | None:
     """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
-    that it writes nothing there any more), with fresh fingerprints. Returns
+    that it writes nothing there any more), with fresh fingerprints;
+    ``sandbox``: the entries ``leash install --sandbox`` writes there
+    (``core.hook.sandboxwiring``). Returns
     the record as it was (None: there was none), for ``restore_record``."""
     from leash.core.base.home import ensure_home
     from leash.core.base.statefile import write_bytes_atomic
@@ -104,6 +110,8 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
                                             "approval_wait": install.approval_wait(None) if wait is None else wait,
                                             "home": pinned_home or "", "status_line": status_line_wired(settings),
                                             "http_port": int(http_port or 0)}
+        if sandbox:
+            files[os.path.abspath(settings)]["sandbox"] = sandbox
     # Programs other installs recorded keep the fingerprints they had then:
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
@@ -219,7 +227,10 @@ class Expectation:
 
     def __init__(self, record: dict | None, *, wait: float | None = None):
         """``wait``: the approvals' wait a file install never recorded is wired for (default 300)."""
+        from leash.core.hook.sandboxwiring import recorded
+
         self.wait = wait
+        self.sandboxes = recorded(record)  # settings file -> the sandbox entries install wrote there
         files = record.get("files") if record else None
         self.files = {path: option for path, option in
                       ((path, Option.recorded(entry)) for path, entry in (files.items() if isinstance(files, dict)
@@ -265,7 +276,10 @@ def leash_groups(data: dict) -> list[tuple[str, dict, dict]]:
 def differences(path: str, data: dict, expect: Expectation) -> list[str]:
     """What in the settings object ``data`` (of the file ``path``) is not as
     ``leash install`` writes it; [] when nothing is."""
-    problems = env_problems(data) + status_line_differences(path, data, expect)
+    from leash.core.hook.sandboxwiring import differences as sandbox_differences
+
+    problems = (env_problems(data) + status_line_differences(path, data, expect)
+                + sandbox_differences(path, data, expect.sandboxes))
     found = leash_groups(data)
     if not found:
         if expect.installed(path):
