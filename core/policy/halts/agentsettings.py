@@ -120,7 +120,7 @@ def _parsed(text: str, is_toml: bool) -> dict | None:
 
             return tomllib.loads(text)
         data = json.loads(text)
-    except ValueError:  # tomllib.TOMLDecodeError and json's are ValueErrors
+    except (ValueError, RecursionError):  # tomllib.TOMLDecodeError and json's are ValueErrors
         return None
     return data if isinstance(data, dict) else None
 
