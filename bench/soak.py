@@ -42,16 +42,17 @@ sys.path.append(str(ROOT / "bench"))
 import soak_checks as checks  # noqa: E402
 from soak_agents import PUSH, Call, Recorder, SimulatedAgent, hook, outcome_of, start_agents  # noqa: E402
 from soak_faults import Faults, budget_cap  # noqa: E402
-from soak_hosts import CannotIsolate, Fleet, cpu_and_rss, tree_cpu_and_rss  # noqa: E402
+from soak_hosts import STOPPING, CannotIsolate, Fleet, cpu_and_rss, tree_cpu_and_rss  # noqa: E402
 from soak_operator import Operator, environment  # noqa: E402
 from soak_screens import SILENT, Screens, claude_cached, tmux_socket  # noqa: E402
 
 CAP = "soak-fleet"
-CAP_LIMIT_USD = 1000.0  # reached only when the run pushes spend over it (``Form.cap_at``)
+CAP_LIMIT_USD = 1000.0  # reached only when the run pushes spend over it (at ``BUDGET_AT``)
 PROPAGATION_BOUND_SECONDS = 1.0
 BUDGET_AT = 0.5  # the fraction of the run at which the fleet's spend goes over the cap
 WARRANT_AT = 0.3  # ... at which a warrant is filed on the silent agent
 WARRANT_TIMEOUTS = "[2, 4, 8]"  # the kennel's waits for an answer (default 60, 120, 240 s)
+WARRANT_GIVE_UP_SECONDS = 40.0  # the gates and the kennel's turns take about 15 s
 APPROVAL_WAIT_SECONDS = 60
 
 
@@ -161,10 +162,16 @@ class Warrant:
         threading.Thread(target=self.watch, args=(silent,), daemon=True).start()
 
     def watch(self, pane) -> None:
-        while time.monotonic() - (self.filed or 0) < 120:
+        while time.monotonic() - (self.filed or 0) < WARRANT_GIVE_UP_SECONDS and not STOPPING.is_set():
             if not pane.alive():
                 self.gone_after = time.monotonic() - (self.filed or 0)
                 return
+            time.sleep(0.5)
+
+    def wait(self) -> None:
+        """Until the kennel's verdict, or the give-up: the run's end may come first."""
+        while self.filed is not None and self.gone_after is None and not STOPPING.is_set() and \
+                time.monotonic() - self.filed < WARRANT_GIVE_UP_SECONDS:
             time.sleep(0.5)
 
 
@@ -204,25 +211,28 @@ def soak(form: Form, fleet: Fleet, seed: int, screens: Screens) -> int:
     budget = None
     rounds = 0
     try:
-        while time.monotonic() - started < form.seconds:
+        # to the run's end, and on while a fault or the cap is still to come (a slow machine falls behind)
+        while time.monotonic() - started < form.seconds or len(faults.done) < len(faults.plan) or budget is None:
             next_round = started + (rounds + 1) * form.round_seconds
             next_fault = min((started + f.at * form.seconds for f in faults.plan if f not in faults.done),
                              default=float("inf"))
             if budget is None:
                 next_fault = min(next_fault, started + BUDGET_AT * form.seconds)
-            done.wait(max(0.0, min(next_round, next_fault, started + form.seconds) - time.monotonic()))
+            if STOPPING.wait(max(0.0, min(next_round, next_fault, started + form.seconds) - time.monotonic())):
+                raise KeyboardInterrupt
             fraction = (time.monotonic() - started) / form.seconds
-            if fraction >= 1:
-                break
             for fault in faults.due(fraction):
                 print(f"fault: {fault.name} ({fault.end - fault.start:.1f} s)", flush=True)
             if warrant.filed is None and fraction >= WARRANT_AT:
                 warrant.file(operator, fleet.hosts[0], screens)
             if budget is None and fraction >= BUDGET_AT:
                 budget = budget_cap(fleet, agents[0], operator, CAP, form.hold_seconds)
-            if time.monotonic() >= next_round:
+            if STOPPING.is_set():
+                raise KeyboardInterrupt
+            if time.monotonic() >= next_round and fraction < 1:
                 operator.round(rng, skip=set(), hold_seconds=form.hold_seconds, fleet_stop=rounds % 2 == 0)
                 rounds += 1
+        warrant.wait()
     finally:
         done.set()
     wall = time.monotonic() - started
@@ -337,7 +347,9 @@ def report(form, fleet, operator, calls, usage, wall, in_flight, rounds, faults)
 
 
 def interrupted(*_) -> None:
-    raise KeyboardInterrupt  # a SIGTERM cleans up as Ctrl-C does
+    """Ctrl-C or SIGTERM: the run's waits end and it goes to its cleanup (never a
+    KeyboardInterrupt raised in the middle of a step, which would leave it half done)."""
+    STOPPING.set()
 
 
 def main() -> int:
@@ -349,6 +361,7 @@ def main() -> int:
     options = parser.parse_args()
     form = form_of(options)
     signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     fleet = Fleet(form.hosts, config=config_text(), disk_host=form.hosts[-1])
     fleet.first_host_config = first_host_config(fleet.root)
     screens = Screens(fleet, claude_cached() if form.tuis else None, form.tuis)
@@ -359,8 +372,11 @@ def main() -> int:
         print(f"soak: skipped: cannot create network namespaces ({exc})")
         status = 0
     except KeyboardInterrupt:
-        print("soak: interrupted")
+        print("soak: interrupted; cleaning up")
+        status = 130
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # cleanup runs to its end, a second Ctrl-C or not
+            signal.signal(sig, signal.SIG_IGN)
         if options.logs:
             fleet.keep_logs(Path(options.logs))
         screens.close()

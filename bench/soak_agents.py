@@ -102,8 +102,8 @@ class SimulatedAgent:
         self.transcript = transcripts / f"{self.session}.jsonl"
         self.transcript.touch()
         self.pace = pace
-        self.silent = threading.Event()  # set: the agent stops calling (a warrant's target)
         self.messages = 0
+        self.calls = 0  # made so far: a session leash has seen can be stopped by its id
         from leash.core.wire.thinhook import deadline_seconds
 
         self.env = {"LEASH_SOCKET": host.agent_socket, "HOME": str(self.project), "USER": "root",
@@ -128,6 +128,7 @@ class SimulatedAgent:
         record = Call(self.host.name, self.session, event, tool, subject, sent, time.monotonic(), outcome,
                       detail[:300], self.limits[event])
         self.recorder.add(record)
+        self.calls += 1
         return record
 
     def tool_call(self) -> tuple[str, dict]:
@@ -165,12 +166,9 @@ class SimulatedAgent:
     def run(self, done: threading.Event) -> None:
         done.wait(self.rng.uniform(0, self.pace[1]))  # the fleet does not start in step
         while not done.is_set():
-            if self.silent.is_set():
-                done.wait(1.0)
-                continue
             self.call("user-prompt-submit", "UserPromptSubmit", prompt="go on with the task")
             for _ in range(self.rng.randint(1, 6)):
-                if done.is_set() or self.silent.is_set():
+                if done.is_set():
                     break
                 tool, tool_input = self.tool_call()
                 use_id = f"toolu_{uuid.uuid4().hex[:20]}"

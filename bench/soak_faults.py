@@ -23,6 +23,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from soak_hosts import STOPPING
+
 RECOVER_GIVE_UP_SECONDS = 60.0
 # One model reply whose output alone costs more than the cap (about $1,500 at the model's price).
 OVER_THE_CAP = {"input_tokens": 1000, "output_tokens": 100_000_000}
@@ -57,7 +59,7 @@ def probe_decision(host, session: str) -> str:
 
 def until(host, session: str, wanted: str, since: float, give_up: float = RECOVER_GIVE_UP_SECONDS) -> float | None:
     """Seconds from ``since`` until ``host`` answers ``wanted``; None when it never did."""
-    while time.monotonic() - since < give_up:
+    while time.monotonic() - since < give_up and not STOPPING.is_set():
         if probe_decision(host, session) == wanted:
             return time.monotonic() - since
         time.sleep(0.01)
@@ -98,18 +100,18 @@ class Faults:
                 fleet.start_daemon(host)
             elif "SIGSTOP" in fault.name:
                 os.kill(host.daemon.pid, signal.SIGSTOP)
-                time.sleep(fault.seconds)
+                STOPPING.wait(fault.seconds)
                 os.kill(host.daemon.pid, signal.SIGCONT)
             elif "link" in fault.name:
                 fleet.link(host, up=False)
                 try:
-                    time.sleep(fault.seconds)
+                    STOPPING.wait(fault.seconds)
                 finally:
                     fleet.link(host, up=True)
             else:
                 fleet.fill_disk(host)
                 try:
-                    time.sleep(fault.seconds)
+                    STOPPING.wait(fault.seconds)
                 finally:
                     fleet.free_disk()
         except Exception as exc:  # noqa: BLE001 - said, and the run goes on
@@ -134,7 +136,7 @@ def budget_cap(fleet, agent, operator, cap: str, hold_seconds: float) -> Budget:
                       tool_response={"stdout": "ok", "stderr": "", "interrupted": False}, tool_use_id="toolu_over")
     for host in fleet.hosts:
         result.reached[host.name] = until(host, f"probe-{host.name}", "deny", post.returned, give_up=30)
-    time.sleep(hold_seconds)
+    STOPPING.wait(hold_seconds)
     ack = operator.raise_cap(fleet.hosts[-1], cap, 1e9)
     if ack is None:
         result.problem = "leash budget raise failed"

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +38,10 @@ SUBNET = "10.213"
 DAEMON_START_SECONDS = 30.0
 TMPFS_SIZE = "48m"  # the home whose disk fills: small, so filling it is quick
 FILL_CHUNK = 1 << 20
+
+
+# Set by Ctrl-C or SIGTERM: every wait of the run ends early and the run goes to its cleanup.
+STOPPING = threading.Event()
 
 
 class CannotIsolate(Exception):
@@ -199,7 +204,7 @@ class Fleet:
         finally:
             log.close()
         deadline = time.monotonic() + DAEMON_START_SECONDS
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not STOPPING.is_set():
             if host.daemon.poll() is not None:
                 break
             try:

@@ -23,6 +23,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from soak_hosts import STOPPING
+
 PROPAGATION_GIVE_UP_SECONDS = 10.0
 APPROVAL_POLL_SECONDS = 0.25
 FLEET_STOPPED = "FLEET STOPPED"  # the console's summary line during a fleet stop
@@ -123,7 +125,7 @@ class Operator:
         if not hosts:
             return
         for number, host in enumerate(hosts):
-            mine = [agent for agent in self.agents if agent.host is host and not agent.silent.is_set()]
+            mine = [agent for agent in self.agents if agent.host is host and agent.calls]  # known to leash
             if not mine:
                 continue
             agent = rng.choice(mine)
@@ -139,7 +141,7 @@ class Operator:
         if stop is not None:
             self.measure(stop, hosts)
             self.watch_console(True, stop.acked, stop.reason)
-        time.sleep(hold_seconds)
+        STOPPING.wait(hold_seconds)
         if stop is not None and self.lift(stop, hosts[-1], "resume", "--all"):
             self.watch_console(False, time.monotonic(), stop.reason + " lifted")
         if lock is not None:
