@@ -138,3 +138,20 @@ def test_an_ordinary_command_runs_and_a_stop_still_refuses(sandboxed):
     assert not sandboxed.marker.exists()
     (result,) = sandboxed.tool_results()
     assert "maintenance window 42" in result
+
+
+def test_without_bubblewrap_claude_code_refuses_to_start(sandboxed, tmp_path):
+    """failIfUnavailable: a sandbox that cannot start never runs a tool unsandboxed."""
+    import shutil
+
+    programs = tmp_path / "bin-without-bwrap"
+    programs.mkdir()
+    for name in ("bash", "sh", "env", "cat", "touch", "socat"):
+        (programs / name).symlink_to(shutil.which(name))
+
+    run = sandboxed.run("create the marker", [[bash("touch marker")], [text("done")]], PATH=str(programs))
+
+    assert run.code != 0, run
+    assert "bwrap" in run.err or "bubblewrap" in run.err, run
+    assert not sandboxed.marker.exists()
+    assert sandboxed.standin.model_requests == []
