@@ -20,6 +20,9 @@ from leash.core.base.text import printable
 
 
 def cmd_install(context: Context, args: Namespace) -> int:
+    if getattr(args, "sandbox", False) and getattr(args, "agent", "claude") != "claude":
+        raise UsageError(f"--sandbox wires Claude Code's sandbox only; leash does not wire {args.agent}'s "
+                         "(docs/leashd-and-profiles.md)")
     if getattr(args, "agent", "claude") != "claude":
         return _install_agent(context, args)
     from leash.core.hook import install, wiring

@@ -148,3 +148,12 @@ def test_sandbox_goes_with_an_install_only(cli, project):
 
     assert result.code == 2
     assert "--sandbox" in result.err
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_sandbox_is_claude_codes_only(cli, project, agent):
+    result = cli("install", "--agent", agent, "--project", str(project), "--sandbox")
+
+    assert result.code == 2
+    assert f"leash does not wire {agent}'s" in result.err
+    assert not (project / ".codex").exists() and not (project / ".gemini").exists()
