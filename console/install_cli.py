@@ -91,13 +91,15 @@ def cmd_install(context: Context, args: Namespace) -> int:
 
 
 def _sandbox_entries(context: Context, args: Namespace, path: str, version) -> dict | None:
-    """What ``--sandbox`` writes into ``path``; on ``--uninstall``, what an
-    earlier ``--sandbox`` wrote there (taken out again); None: nothing."""
+    """What ``--sandbox`` writes into ``path`` (an install without it keeps
+    the sandbox an earlier ``--sandbox`` wrote there); on ``--uninstall``,
+    what an earlier ``--sandbox`` wrote (taken out again); None: nothing."""
     from leash.core.hook import sandboxwiring, wiring
 
+    earlier = sandboxwiring.recorded(wiring.read_record(context.home)).get(os.path.abspath(path))
     if args.uninstall:
-        return sandboxwiring.recorded(wiring.read_record(context.home)).get(os.path.abspath(path))
-    if not args.sandbox:
+        return earlier
+    if not args.sandbox and earlier is None:
         return None
     from leash.core.base.config import ConfigError, load_config
 

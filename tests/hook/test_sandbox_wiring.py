@@ -116,6 +116,16 @@ def test_a_deny_entry_taken_out_or_the_sandbox_removed_fails_the_check(cli, home
         wiring.changed_file_problem(str(path), home=str(home))
 
 
+def test_an_install_again_without_sandbox_keeps_it_wired_and_guarded(cli, home, project):
+    cli("install", "--project", str(project), "--sandbox")
+
+    assert cli("install", "--project", str(project)).code == 0
+
+    assert settings_of(project)["sandbox"]["allowUnsandboxedCommands"] is False
+    write_settings(project / ".claude" / "settings.local.json", {"sandbox": {"enabled": False}})
+    assert cli("install", "--project", str(project), "--check").code == 3
+
+
 def test_without_sandbox_the_same_settings_are_not_judged(cli, home, project):
     cli("install", "--project", str(project))
     write_settings(project / ".claude" / "settings.local.json", {"sandbox": {"enabled": False}})
