@@ -119,7 +119,8 @@ def merged(settings: dict, written: dict, *, uninstall: bool = False) -> dict:
     taken out: a scalar still as leash wrote it, a path leash listed); the
     user's other sandbox entries stay."""
     result = dict(settings)
-    sandbox = _copy(settings.get(KEY)) if isinstance(settings.get(KEY), dict) else {}
+    held_sandbox = settings.get(KEY)
+    sandbox = _copy(held_sandbox) if isinstance(held_sandbox, dict) else {}
     for dotted, _ in SCALARS:
         value = _get(written, dotted)
         if value is None:
@@ -129,10 +130,8 @@ def merged(settings: dict, written: dict, *, uninstall: bool = False) -> dict:
         elif _get(sandbox, dotted) == value:
             _pop(sandbox, dotted)
     for dotted in LISTS:
-        mine = _get(written, dotted) or []
-        held = _get(sandbox, dotted)
-        held = held if isinstance(held, list) else []
-        kept = [entry for entry in held if entry not in mine]
+        mine = _list(written, dotted)
+        kept = [entry for entry in _list(sandbox, dotted) if entry not in mine]
         _set(sandbox, dotted, kept if uninstall else kept + mine)
         if not _get(sandbox, dotted):
             _pop(sandbox, dotted)
@@ -207,8 +206,8 @@ def _missing(sandbox: dict, own: dict) -> list[str]:
             problems.append(f"{KEY}.{dotted} is {json.dumps(_get(sandbox, dotted))}, where leash install "
                             f"--sandbox writes {json.dumps(value)}")
     for dotted in LISTS:
-        held = _get(sandbox, dotted)
-        gone = [entry for entry in _get(own, dotted) or [] if not (isinstance(held, list) and entry in held)]
+        held = _list(sandbox, dotted)
+        gone = [entry for entry in _list(own, dotted) if entry not in held]
         if gone:
             problems.append(f"{KEY}.{dotted} lacks {gone[0]}" + (f" (and {len(gone) - 1} more)" if len(gone) > 1
                                                                  else "") + ", which leash install --sandbox wrote")
@@ -227,10 +226,9 @@ def _opened(sandbox: dict, ruling: list[dict]) -> list[str]:
     excluded = sandbox.get("excludedCommands")
     if isinstance(excluded, list) and excluded:
         problems.append(f"{KEY}.excludedCommands runs {json.dumps(excluded[0])} outside leash's sandbox")
-    guarded = [entry for written in ruling for dotted in LISTS for entry in _get(written, dotted) or []]
+    guarded = [entry for written in ruling for dotted in LISTS for entry in _list(written, dotted)]
     for dotted in ("filesystem.allowRead", "filesystem.allowWrite"):
-        entries = _get(sandbox, dotted)
-        for entry in entries if isinstance(entries, list) else []:
+        for entry in _list(sandbox, dotted):
             if isinstance(entry, str) and any(_overlaps(entry, path) for path in guarded):
                 problems.append(f"{KEY}.{dotted} reopens {entry}, which leash's sandbox guards")
     return problems
@@ -254,6 +252,12 @@ def _get(data: object, dotted: str) -> object:
             return None
         data = data.get(part)
     return data
+
+
+def _list(data: object, dotted: str) -> list:
+    """The list at ``dotted`` ([] when it is not one)."""
+    found = _get(data, dotted)
+    return found if isinstance(found, list) else []
 
 
 def _set(data: dict, dotted: str, value: object) -> None:
