@@ -120,6 +120,8 @@ def _tmux(r, command: SimpleCommand, scope: Scope, fed_by) -> None:
     found = tmux_scripts(command.argv, command.dynamic, own_pane=r.lookup("TMUX_PANE", scope))
     for what in found.unseen:
         r.unseen(what)
+    if found.incomplete:
+        r.stop(found.incomplete)
     for text, computed, directory, here in found.scripts:
         if computed:
             r.unseen("a computed command run by tmux")

@@ -15,7 +15,8 @@ into the line they make. tmux commands that run other tmux commands
 walked the same way. What cannot be known (``source-file``, a computed
 tmux command) is listed in ``unseen``. Command names may be aliases
 (``neww``) or unique prefixes (``new-w``), as tmux accepts. Nothing here
-raises; nesting deeper than ``MAX_TMUX_DEPTH`` is cut and noted.
+raises; nesting deeper than ``MAX_TMUX_DEPTH`` is not read, and says so in
+``incomplete`` (the reader then stops, as for a line too deep to read).
 """
 from __future__ import annotations
 
@@ -77,13 +78,15 @@ _SAFE_WORD = re.compile(r"^[\w@%+=:,./-]+$")
 
 class TmuxScripts:
     """What a tmux command line runs: ``scripts`` as (shell text, computed,
-    directory or None, whether it runs where the caller stands), and ``unseen``."""
+    directory or None, whether it runs where the caller stands), ``unseen``,
+    and ``incomplete`` (why the line was not read to its end, else None)."""
 
-    __slots__ = ("scripts", "unseen")
+    __slots__ = ("scripts", "unseen", "incomplete")
 
     def __init__(self) -> None:
         self.scripts: list[tuple[str, bool, str | None, bool]] = []
         self.unseen: list[str] = []
+        self.incomplete: str | None = None
 
 
 def tmux_scripts(argv: list[str], dynamic: list[bool], *, own_pane: str | None = None) -> TmuxScripts:
@@ -120,7 +123,7 @@ def command_name(word: str) -> str | None:
 def _walk(found: TmuxScripts, words: list[tuple[str, bool]], *, own_pane: str | None, depth: int) -> None:
     """Each tmux command of a ``;``-separated list of (word, computed)."""
     if depth > MAX_TMUX_DEPTH:
-        found.unseen.append(f"tmux commands nested deeper than {MAX_TMUX_DEPTH} levels")
+        found.incomplete = f"tmux commands nested deeper than {MAX_TMUX_DEPTH} levels"
         return
     for command in _split_commands(words):
         name, computed = command[0]

@@ -138,3 +138,11 @@ def test_tmux_quoting_and_what_cannot_be_seen():
                                                                                  True, False])
     assert found.scripts == [] and len(found.unseen) == 2
     assert tmux_scripts(["tmux", "new-window", "$X"], [False, False, True]).scripts == [("$X", True, None, True)]
+
+
+def test_tmux_commands_nested_too_deep_are_not_let_through(scene):
+    line = "neww -d 'leash resume other'"
+    for _ in range(12):
+        line = f"if true {{ {line} }}"
+    verdict = judge(scene, f"tmux {line}")
+    assert not verdict.allow and "could not be read to its end" in verdict.reason, verdict
