@@ -9,7 +9,8 @@ by ``;`` words) and returns a ``TmuxScripts``: the shell texts tmux would run
 ``respawn-window``/``display-popup``/``run-shell``/``pipe-pane``/``if-shell``
 and ``tmux -c``), with the directory a ``-c``/``-d`` option names, and the
 keys ``send-keys`` types into a pane other than the caller's own, joined
-into the line they make. tmux commands that run other tmux commands
+into the line they make (and the text ``set-buffer`` puts where
+``paste-buffer`` types it). tmux commands that run other tmux commands
 (``if-shell``, ``run-shell -C``, ``confirm-before``, ``set-hook``,
 ``bind-key``, ``display-menu``) are parsed with tmux's own quoting and
 walked the same way. What cannot be known (``source-file``, a computed
@@ -45,11 +46,15 @@ _COMMANDS: dict[str, dict] = {
     "bind-key": {"values": "NT"},
     "display-menu": {"values": "bcCHsStTxy"},
     "source-file": {"values": ""},
+    "set-buffer": {"values": "bnt"},
+    "paste-buffer": {"values": "bst"},
+    "load-buffer": {"values": "bt"},
 }
 _ALIASES = {"neww": "new-window", "splitw": "split-window", "new": "new-session", "respawnp": "respawn-pane",
             "respawnw": "respawn-window", "popup": "display-popup", "run": "run-shell", "pipep": "pipe-pane",
             "if": "if-shell", "send": "send-keys", "confirm": "confirm-before", "bind": "bind-key",
-            "menu": "display-menu", "source": "source-file"}
+            "menu": "display-menu", "source": "source-file", "setb": "set-buffer", "pasteb": "paste-buffer",
+            "loadb": "load-buffer"}
 # Every tmux command (tmux 3.3), so a prefix is taken only where tmux would take it: when it is unique.
 _ALL = ("attach-session bind-key break-pane capture-pane choose-buffer choose-client choose-tree clear-history "
         "clear-prompt-history clock-mode command-prompt confirm-before copy-mode customize-mode delete-buffer "
@@ -189,6 +194,10 @@ def _one(found: TmuxScripts, program: str, words: list[tuple[str, bool]], *, own
     spec = _COMMANDS[program]
     if program == "source-file":
         found.unseen.append("the tmux commands of a file given to source-file")
+    elif program in ("paste-buffer", "load-buffer"):
+        found.unseen.append(f"what a tmux buffer holds ({program})")
+    elif program == "set-buffer":  # text put where paste-buffer types it into a pane: read as that line
+        _typed(found, {"l": ""}, operands[:1], None)
     elif program == "send-keys":
         _typed(found, options, operands, own_pane)
     elif program == "run-shell" and "C" in options:

@@ -50,6 +50,7 @@ TMUX_FORMS = [
     "tmux bind-key -n F9 run-shell '{verb}'",
     "bash -c \"tmux new-window -d '{verb}'\"",
     "tmux -c '{verb}'",
+    "tmux set-buffer '{verb}' \\; paste-buffer -t ops",
 ]
 LIFTING_VERBS = ["leash resume other", "leash approvals allow 0123abcd", "leash release ezra"]
 
@@ -59,8 +60,8 @@ def scene(home, tmp_path):
     return build_scene(home, tmp_path)
 
 
-def test_there_are_33_tmux_forms():
-    assert len(TMUX_FORMS) == 33 and len(set(TMUX_FORMS)) == 33
+def test_there_are_34_tmux_forms():
+    assert len(TMUX_FORMS) == 34 and len(set(TMUX_FORMS)) == 34
 
 
 @pytest.mark.parametrize("verb", LIFTING_VERBS)
