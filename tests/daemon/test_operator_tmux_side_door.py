@@ -71,8 +71,10 @@ def scene(home, tmp_path, tmux_socket):
     try:
         hooked = json.loads(wait_for(said))
         assert hooked["code"] == 0 and hooked["out"] == "", hooked  # answered by leashd, which met the agent
-        yield {"socket": tmux_socket, "tmp": tmp_path, "agent": hooked["agent"],
-               "server": int(tmux(tmux_socket, "display-message", "-p", "#{pid}").strip())}
+        running = {"socket": tmux_socket, "tmp": tmp_path, "agent": hooked["agent"], "daemon": daemon,
+                   "server": int(tmux(tmux_socket, "display-message", "-p", "#{pid}").strip())}
+        yield running
+        daemon = running["daemon"]
     finally:
         stop(daemon)
 
@@ -130,3 +132,66 @@ def test_an_approval_that_tmux_allows_for_the_agent_stays_waiting(home, scene):
                            timeout=60)
         waiter.join(timeout=60)
     assert json.loads(replies[0]["stdout"])["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+
+def test_a_restarted_daemon_still_knows_the_agents_tmux_server(home, scene):
+    stop(scene["daemon"])  # the agent is now known only from its session's record
+    scene["daemon"] = daemon_process(home)
+    protocol = StopProtocol(home)
+    protocol.acknowledge_stop("ops", "victim", "hold on")
+    tried = through_tmux(scene, "resume-after-restart", "resume", "victim")
+    assert_refused_under_the_server(home, scene, tried, ["resume", "victim"])
+    assert protocol.is_stopped("victim")
+
+
+def test_the_recorded_socket_names_the_server_when_the_agent_has_no_tmux_variable(tmp_path, tmux_socket):
+    """An agent started with ``$TMUX`` removed is found by the socket its session recorded."""
+    program = tmp_path / "claude"
+    program.symlink_to(os.path.realpath(sys.executable))
+    tmux(tmux_socket, "-f", os.devnull, "new-session", "-d", "-s", "agents",
+         shlex.join(["env", "-u", "TMUX", str(program), "-c", "import time; time.sleep(600)"]))
+    tmux(tmux_socket, "new-window", "-d", "-n", "door", "sleep 600")
+    deadline = time.monotonic() + 20
+    while True:
+        agent = _children_named(int(tmux(tmux_socket, "display-message", "-p", "#{pid}")), "claude")
+        if agent or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    (agent_pid,) = agent
+    from leash.core.base import agentproc
+    from leash.core.daemon.agents import KnownAgents
+
+    process = {"pid": agent_pid, "started": agentproc.stat_of(agent_pid)[2], "uid": os.getuid(), "cli": "claude"}
+    door = int(tmux(tmux_socket, "display-message", "-p", "-t", "agents:door", "#{pane_pid}"))
+    server = int(tmux(tmux_socket, "display-message", "-p", "#{pid}"))
+    without_socket = KnownAgents()
+    assert without_socket.learn_recorded({"agent-1": {"agent_process": process}}) == 1
+    assert without_socket.tmux_server_above(door) is None  # nothing says which server it is in
+    agents = KnownAgents()
+    assert agents.learn_recorded({"agent-1": {"agent_process": dict(process, tmux_socket=str(tmux_socket))}}) == 1
+    found = agents.tmux_server_above(door)
+    assert found is not None and found[0][0] == server and found[1][0] == agent_pid
+    assert agents.tmux_server_above(os.getpid()) is None  # this process is not under that server
+
+
+def _children_named(root: int, comm: str) -> list[int]:
+    """The processes below ``root`` whose name is ``comm``."""
+    from leash.core.base import agentproc
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        facts = agentproc.stat_of(pid)
+        if facts is None or facts[0] != comm:
+            continue
+        walk = facts
+        for _ in range(8):
+            if walk is None or walk[1] <= 1:
+                break
+            if walk[1] == root:
+                found.append(pid)
+                break
+            walk = agentproc.stat_of(walk[1])
+    return found
