@@ -136,13 +136,13 @@ class Held:
 
     def status_after(self, record) -> str:
         """What the session does once ``record`` closed."""
-        from leash.core.state.sessions import STATUS_THINKING, STATUS_WAITING_PERMISSION, STATUS_WORKING
+        from leash.core.state.sessions import STATUS_THINKING, STATUS_WAITING_APPROVAL, STATUS_WORKING
 
         status = record.get("status")
         if status == "allowed":
             return STATUS_WORKING
         if status == "timeout" and self.on_timeout == "ask" and self.event == PERMISSION_EVENT:
-            return STATUS_WAITING_PERMISSION
+            return STATUS_WAITING_APPROVAL  # Claude Code's own dialog now waits for the human
         return STATUS_THINKING
 
 

@@ -11,8 +11,8 @@ Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
   is stopped or halted.
 * ``session-end``: the session is marked ``ended``.
 * ``notification``: ``idle_prompt`` / ``permission_prompt`` make the session
-  "waiting for input" / "waiting for permission"; its next prompt or tool call
-  clears that.
+  "waiting for input" / "waiting for approval" (Claude Code's own dialog);
+  its next prompt or tool call clears that.
 * ``user-prompt-submit``: a stopped or paused session's prompt, or one a spend
   cap holds, is blocked with the reason; a hands-off entity's prompt gets
   ``additionalContext``.
@@ -45,8 +45,8 @@ import os
 from leash.core.state.sessions import (
     STATUS_IDLE,
     STATUS_THINKING,
+    STATUS_WAITING_APPROVAL,
     STATUS_WAITING_INPUT,
-    STATUS_WAITING_PERMISSION,
 )
 
 TYPE_CHECKING = False  # for the type checker only
@@ -172,7 +172,9 @@ def session_end(raw: bytes, *, home, env=None, now=None, input_error=None,
     return "", "", 0
 
 
-NOTIFICATION_STATUS = {"idle_prompt": STATUS_WAITING_INPUT, "permission_prompt": STATUS_WAITING_PERMISSION}
+# Claude Code's own permission dialog is a call waiting for a human's approval,
+# as one leash holds is: the operator sees one state for both.
+NOTIFICATION_STATUS = {"idle_prompt": STATUS_WAITING_INPUT, "permission_prompt": STATUS_WAITING_APPROVAL}
 
 
 def notification(raw: bytes, *, home, env=None, now=None, input_error=None,
@@ -235,8 +237,8 @@ def permission_request(raw: bytes, *, home, env=None, now=None, input_error=None
         return holding.hold(gate.backend, holding.PERMISSION_EVENT, payload["session_id"], tool,
                             payload.get("tool_input"), kind="permission", rule="",
                             settings=gate.config()["approvals"], now=now)
-    if verdict.allow:  # Claude Code shows its dialog: the session waits for a human
-        _register(gate, payload, env, now=now, status=STATUS_WAITING_PERMISSION)
+    if verdict.allow:  # Claude Code shows its dialog: the session waits for a human's approval
+        _register(gate, payload, env, now=now, status=STATUS_WAITING_APPROVAL)
         return "", "", 0
     decision = {"behavior": "deny", "message": verdict.reason}
     reply = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}

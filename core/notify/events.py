@@ -118,12 +118,13 @@ def halt_event(halt, *, host: str, now: float) -> Event:
 
 
 def waiting_event(session_id: str, record, *, host: str, since: float, now: float) -> Event:
-    """A session waiting for input since ``since``."""
+    """A session waiting for input, or for approval in Claude Code's own dialog, since ``since``."""
     name = record.get("tmux_session") or session_id
-    facts = [f"session {session_id}", f"waiting for input for {human_duration(now - since)}"]
+    what = "approval" if record.get("status") == "waiting for approval" else "input"
+    facts = [f"session {session_id}", f"waiting for {what} for {human_duration(now - since)}"]
     facts += [f"{label} {record.get(key)}" for key, label in (("cwd", "in"), ("last_tool", "last tool"))
               if record.get(key)]
-    return Event("waiting", f"waiting:{session_id}:{iso(since)}", title=f"{name} is waiting for input",
+    return Event("waiting", f"waiting:{session_id}:{iso(since)}", title=f"{name} is waiting for {what}",
                  body="; ".join(facts), session=session_id, host=host, time=since, lasting=True)
 
 

@@ -40,7 +40,7 @@ from leash.core.notify.events import (
     waiting_event,
     warrant_event,
 )
-from leash.core.state.sessions import STATUS_WAITING_INPUT, host_of
+from leash.core.state.sessions import STATUS_WAITING_APPROVAL, STATUS_WAITING_INPUT, host_of
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ HALTS_READ = 500  # pending halts read at most; a fuller reading is not taken as
 LOG_TAIL_LINES = 500
 ONE_OFF_HORIZON_SECONDS = 900.0  # a warrant or breaker line older than this is history, not news
 HOST_GONE_SECONDS = 30.0  # a kennel heartbeat this old (and not stopped) is a host gone
-WAITING_STATUSES = (STATUS_WAITING_INPUT,)
+# A session waiting for approval with no approval of leash's open is showing
+# Claude Code's own dialog: told as waiting (leash's own approvals are told as approvals).
+WAITING_STATUSES = (STATUS_WAITING_INPUT, STATUS_WAITING_APPROVAL)
 LOG_EVENTS = frozenset({"warrant_executed", "warrant_undelivered", "warrant_pardoned", "loop_tripped",
                         "budget_warn", "budget_hold", "budget_stale"})
 
@@ -108,11 +110,22 @@ class Gatherer:
         for session_id, record in self.sessions.items():
             if record.get("status") not in WAITING_STATUSES:
                 continue
+            if record.get("status") == STATUS_WAITING_APPROVAL and session_id in self.held_sessions(now):
+                continue  # an approval of leash's: its own event, with its buttons
             since = moment(record.get("status_since"), now)
             if now - since >= self.waiting_after_s:
                 found.append(self._made(("waiting", session_id, iso(since)), lambda s=session_id, r=record, t=since:
                                         waiting_event(s, r, host=host_of(r) or self.host, since=t, now=now)))
         return found, True
+
+    def held_sessions(self, now: float) -> set[str]:
+        """The sessions an approval of leash's holds now."""
+        if self.approvals is None:
+            return set()
+        try:
+            return {str(approval.get("session_id")) for approval in self.approvals(now)}
+        except Exception:  # unreadable: every waiting session is told (better twice than never)
+            return set()
 
     def _halts(self, now: float) -> tuple[list[Event], bool]:
         with self.backend.halts.reading(now=now) as unit:

@@ -184,7 +184,7 @@ def test_a_timeout_is_a_decision(home, leashd, on_timeout, expected):
     reply = Asking(home, "permission-request", permission_request()).answer()
     if expected is None:
         assert reply == {"stdout": "", "stderr": "", "code": 0}  # Claude Code's own dialog decides
-        assert FileBackend(home).sessions.get("s1")["status"] == "waiting for permission"
+        assert FileBackend(home).sessions.get("s1")["status"] == "waiting for approval"
     else:
         said = decision(reply)["decision"]
         assert said["behavior"] == "deny" and "in time" in said["message"]

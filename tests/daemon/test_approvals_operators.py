@@ -189,3 +189,20 @@ def test_a_waiting_approval_is_notified(home):
     backend.approvals.answer(opened.id, allow=True, by="ops", via="cli")
     found, _ = gatherer.gather(now=time.time())
     assert not [event for event in found if event.kind == "approval"]
+
+
+def test_claude_codes_own_dialog_is_told_as_waiting_for_approval_and_leashs_as_an_approval(home):
+    """A session showing Claude Code's own permission dialog reads "waiting for
+    approval" and, past [notify] waiting_after_s, is told as waiting for
+    approval; one whose call leash holds is told once, as its approval."""
+    from leash.core.notify.sources import Gatherer
+
+    backend = FileBackend(home)
+    now = time.time()
+    backend.sessions.observe("own-dialog", now=now - 300, status="waiting for approval")
+    backend.sessions.observe("held", now=now - 300, status="waiting for approval")
+    backend.approvals.request("held", "Bash", {"command": "git push"}, timeout_s=600, now=now - 300)
+    found, _ = Gatherer(backend, host="h", waiting_after_s=120, since=0).gather(now=now)
+    waiting = {event.session: event.title for event in found if event.kind == "waiting"}
+    assert waiting == {"own-dialog": "own-dialog is waiting for approval"}
+    assert [event.session for event in found if event.kind == "approval"] == ["held"]

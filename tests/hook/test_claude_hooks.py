@@ -26,7 +26,7 @@ def test_session_end_and_notifications_set_the_status(home):
     hook(home, "session-start", payload("SessionStart"))
     sessions = StopProtocol(home).sessions
     hook(home, "notification", payload("Notification"))
-    assert sessions.get(SESSION)["status"] == "waiting for permission"
+    assert sessions.get(SESSION)["status"] == "waiting for approval"  # Claude Code's own dialog
     hook(home, "notification", payload("Notification", notification_type="idle_prompt"))
     assert sessions.get(SESSION)["status"] == "waiting for input"
     hook(home, "user-prompt-submit", payload("UserPromptSubmit"))

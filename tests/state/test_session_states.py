@@ -76,10 +76,11 @@ def test_a_stop_that_blocks_keeps_the_session_thinking(home, monkeypatch):
     assert status_of(home)["status"] == "thinking"
 
 
-def test_a_permission_dialog_is_waiting_for_permission(home):
+def test_claude_codes_own_permission_dialog_is_waiting_for_approval(home):
+    """One state for a call waiting for a human, whoever shows the question."""
     hook(home, "user-prompt-submit", "UserPromptSubmit", now=T0)
     hook(home, "permission-request", "PermissionRequest", now=T0 + 1)
-    assert status_of(home)["status"] == "waiting for permission"
+    assert status_of(home)["status"] == "waiting for approval"
 
 
 def test_sessions_that_need_a_human_sort_first(home):
