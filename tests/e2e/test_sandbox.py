@@ -155,3 +155,26 @@ def test_without_bubblewrap_claude_code_refuses_to_start(sandboxed, tmp_path):
     assert "bwrap" in run.err or "bubblewrap" in run.err, run
     assert not sandboxed.marker.exists()
     assert sandboxed.standin.model_requests == []
+
+
+def test_switching_the_sandbox_off_mid_session_is_tampering(sandboxed):
+    """An edit leash's PreToolUse never sees (here: written from outside)
+    that turns the sandbox off in ``.claude/settings.local.json``: Claude
+    Code's ConfigChange hook refuses it and leash halts the session."""
+    import json
+
+    local = sandboxed.project / ".claude" / "settings.local.json"
+
+    def switch_the_sandbox_off() -> None:
+        local.write_text(json.dumps({"sandbox": {"enabled": False}}))
+
+    # The first call gives Claude Code's settings watcher time to notice.
+    run = sandboxed.run("create the marker", [[bash("sleep 3")], [bash("touch marker")], [text("done")]],
+                        before={0: switch_the_sandbox_off})
+
+    assert not sandboxed.marker.exists()
+    halts = json.loads(sandboxed.leash("halts", "list", "--json").stdout)["halts"]
+    tampering = [halt for halt in halts if halt["condition_name"] == "supervisor_tampering"]
+    assert tampering, halts
+    assert "sandbox.enabled is false" in json.dumps(tampering)
+    assert run.json().get("terminal_reason") == "hook_stopped"
