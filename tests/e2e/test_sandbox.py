@@ -13,6 +13,7 @@ Skipped with one line when bwrap or socat is missing (``.ci/run`` installs
 them) or the Claude Code has no ``sandbox.failIfUnavailable``."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -78,13 +79,20 @@ def sandboxed(home, tmp_path):
 def operator_tmux():
     """A tmux server of the operator's in ``/tmp/tmux-UID`` (tmux's own folder), killed afterwards."""
     name = f"leash-sandbox-{uuid.uuid4().hex[:8]}"
+    folder = f"/tmp/tmux-{os.geteuid()}"
+    folder_there = os.path.isdir(folder)
     env = {key: value for key, value in os.environ.items() if key not in ("TMUX_TMPDIR", "TMUX")}
     subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", "operator", "-x", "80", "-y", "10"],
                    check=True, env=env, timeout=30)
-    socket = f"/tmp/tmux-{os.geteuid()}/{name}"
+    socket = f"{folder}/{name}"
     assert os.path.exists(socket)
     yield socket
     subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, timeout=30)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(socket)  # tmux leaves it behind
+    if not folder_there:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
 
 
 def results_by_call(agent: Agent, calls: int) -> list[str]:
