@@ -69,7 +69,7 @@ _ALL = ("attach-session bind-key break-pane capture-pane choose-buffer choose-cl
         "show-prompt-history show-window-options source-file split-window start-server suspend-client swap-pane "
         "swap-window switch-client unbind-key unlink-window wait-for").split()
 # send-keys: key names that type a character into the pane's line; other key names type nothing.
-_TYPED_KEYS = {"enter": "\n", "c-m": "\n", "kpenter": "\n", "c-j": "\n", "space": " ", "tab": "\t", "c-i": "\t"}
+_TYPED_KEYS = {"enter": "\n", "kpenter": "\n", "space": " ", "tab": "\t"}
 _MODIFIERS = re.compile(r"^(?:[CMScms]-|\^)+")
 _CONTROL = re.compile(r"^(?:[Cc]-|\^)(.)$")
 _FUNCTION_KEY = re.compile(r"^(?:F\d{1,2}|KP\w+)$", re.IGNORECASE)
