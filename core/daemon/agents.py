@@ -34,6 +34,7 @@ for the agent), which is why the separated profile is the guarantee.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 
@@ -165,12 +166,19 @@ class KnownAgents:
         with self.asking:
             with self.mutex:
                 unasked, self.unasked = self.unasked, {}
+            asked: dict[str, tuple[int, int] | None] = {}  # one tmux client per socket, however many agents
             for key, recorded_socket in unasked.items():
                 socket = _tmux_socket_of(key[0]) or recorded_socket
-                server = _server_of_socket(socket) if socket and _running(key) else None
+                if not socket or not _running(key):
+                    continue
+                if socket not in asked:
+                    asked[socket] = _server_of_socket(socket)
+                server = asked[socket]
                 with self.mutex:
                     if server is not None:
                         self.servers[server] = key
+                    elif os.path.exists(socket):  # a server that did not answer in time: asked again next time
+                        self.unasked.setdefault(key, recorded_socket)
                     if len(self.servers) > MAX_KNOWN:
                         for stale in [k for k in self.servers if not _running(k)]:
                             del self.servers[stale]
