@@ -59,6 +59,7 @@ class Operator:
         self.screens = None            # soak_screens.Screens: the console to watch, when it runs
         self.console: list[float] = []  # seconds, a fleet stop or resume acknowledged -> the console shows it
         self.console_missed: list[str] = []
+        self.broken: list[str] = []  # invariants broken as the operator saw them
 
     # -- the CLI -------------------------------------------------------------
     def leash(self, host, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -141,6 +142,8 @@ class Operator:
         if stop is not None:
             self.measure(stop, hosts)
             self.watch_console(True, stop.acked, stop.reason)
+            if self.screens is not None and self.screens.agents and not self.screens.during_stop:
+                self.broken += self.screens.stopped_turns(stop.reason)  # the real TUIs too, once a run
         STOPPING.wait(hold_seconds)
         if stop is not None and self.lift(stop, hosts[-1], "resume", "--all"):
             self.watch_console(False, time.monotonic(), stop.reason + " lifted")

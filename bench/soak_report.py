@@ -24,6 +24,8 @@ def report_screens(operator, screens, warrant) -> list[str]:
         print(line)
     if screens.agents:
         print(f"TUI prompts typed: {screens.prompts}; not taken: {len(screens.problems)}")
+        print(f"TUIs prompted during a fleet stop: {', '.join(screens.during_stop) or 'none'}")
+    broken += operator.broken
     print(f"warrant on the silent agent: filed, pane gone after {seconds_or_never(warrant.gone_after)}")
     if warrant.gone_after is None:
         listed = operator.leash(operator.fleet.hosts[0], "warrant", "list")

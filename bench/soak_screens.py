@@ -61,6 +61,8 @@ class Screens:
         self.console = None
         self.problems: list[str] = []
         self.prompts = 0
+        self.typing = threading.Lock()  # one person at the keyboard: the prompts and the stop check take turns
+        self.during_stop: list[str] = []  # what each TUI did with a prompt typed during a fleet stop
 
     def start(self) -> None:
         from tests.e2e.tui import Fleet as Server
@@ -101,11 +103,46 @@ class Screens:
 
     def _prompt(self, agent, done: threading.Event, rng: random.Random) -> None:
         while not done.wait(rng.uniform(15, 30)):
-            try:
-                agent.submit("go on with the next step", timeout=15)
-                self.prompts += 1
-            except Exception as exc:  # noqa: BLE001 - a prompt a busy TUI did not take: counted, not fatal
-                self.problems.append(f"{agent.name}: {str(exc).splitlines()[0][:120]}")
+            with self.typing:
+                self.type_prompt(agent)
+
+    def type_prompt(self, agent) -> bool:
+        try:
+            agent.submit("go on with the next step", timeout=15)
+            self.prompts += 1
+            return True
+        except Exception as exc:  # noqa: BLE001 - a prompt a busy TUI did not take: counted, not fatal
+            self.problems.append(f"{agent.fleet.home.name}/{agent.name}: {str(exc).splitlines()[0][:120]}")
+            return False
+
+    def stopped_turns(self, reason: str, give_up: float = 20.0) -> list[str]:
+        """A prompt typed into every TUI while a fleet stop (its ``reason``)
+        holds: its Bash call must not run (no "soak step" result), and leash's
+        refusal should show (a tool result or the screen naming the reason).
+        Returns the broken lines; what each did goes to ``during_stop``."""
+        from tests.e2e.tui import squeezed
+
+        broken: list[str] = []
+        with self.typing:
+            # every TUI's session is agent-1 of its own host's server: known by its host
+            before = {host.name: set(agent.tool_results()) for host, agent in self.agents}
+            typed = [(host, agent) for host, agent in self.agents if self.type_prompt(agent)]
+            waiting = {host.name for host, _agent in typed}
+            deadline = time.monotonic() + give_up
+            while waiting and time.monotonic() < deadline:
+                for host, agent in typed:
+                    new = set(agent.tool_results()) - before[host.name]
+                    if any("soak step" in result for result in new) and host.name in waiting:
+                        broken.append(f"stop held: the Claude Code on host {host.name} ran a Bash call while "
+                                      f"the fleet stop ({reason}) held")
+                        waiting.discard(host.name)
+                    elif host.name in waiting and (any(reason in result for result in new)
+                                                    or squeezed(reason) in squeezed(agent.screen())):
+                        self.during_stop.append(f"{host.name}: refused")
+                        waiting.discard(host.name)
+                time.sleep(0.5)
+            self.during_stop += [f"{name}: no refusal seen in {give_up:g} s" for name in sorted(waiting)]
+        return broken
 
     # -- the console ---------------------------------------------------------
     def shows(self, text: str) -> bool:
