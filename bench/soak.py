@@ -157,7 +157,7 @@ class Warrant:
         if ack is None or screens.console is None:
             return
         self.filed = ack.acked
-        silent = type(screens.console)(screens.console.fleet, SILENT)
+        silent = type(screens.console)(screens.servers[host.name], SILENT)  # in the agents' server
         threading.Thread(target=self.watch, args=(silent,), daemon=True).start()
 
     def watch(self, pane) -> None:

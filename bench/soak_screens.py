@@ -6,8 +6,9 @@ run's folder (``tests/e2e/tui.py``'s ``Fleet``: a closed environment, the
 project wired by ``leash install``, the model a loopback stand-in playing a
 long script of Bash calls, the pane's hooks reaching that host's leashd
 through its home). Host a's server also holds ``silent-1`` (a pane that never
-answers: the warrant's target, worked by host a's kennel) and the console
-(``leash console`` at 120x35 on host a's home, in host a's namespace). A prompt is typed into each
+answers: the warrant's target, worked by host a's kennel). The console
+(``leash console`` at 120x35 on host a's home, in host a's namespace) runs in
+a tmux server of its own, as an operator's does. A prompt is typed into each
 TUI every 15-30 s, as a person does.
 
 Without Claude Code cached under .cache/claude-code (``make e2e`` fills it)
@@ -86,9 +87,11 @@ class Screens:
         # On host a: inside its namespace, where its database address is reached.
         on_host_a = ["ip", "netns", "exec", self.fleet.hosts[0].namespace]
         # A console that cannot start leaves what it said on the screen a while.
+        # Its own tmux server, as an operator's is: leashd refuses a process under an agent's server.
         first._new_session("console", [*on_host_a, "sh", "-c", '"$0" console --no-kennel || sleep 60', LEASH],
-                           cwd=private, env=first._closed_env(private), width=CONSOLE_WIDTH, height=CONSOLE_HEIGHT)
-        self.console = Pane(first, "console")
+                           cwd=private, env=first._closed_env(private), width=CONSOLE_WIDTH, height=CONSOLE_HEIGHT,
+                           socket=first.console_server.socket)
+        self.console = Pane(first.console_server, "console")  # type: ignore[arg-type]  # a pane uses its tmux only
         try:
             self.console.wait_for(CONSOLE_DRAWN, 60)
         except AssertionError as exc:
