@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -70,9 +72,14 @@ def sandboxed(home, tmp_path):
     assert done.returncode == 0, done.stderr
     assert '"allowUnsandboxedCommands": false' in settings_file(project).read_text()
     daemon = daemon_process(home, "--no-kennel", stderr=subprocess.DEVNULL)
-    agent = Agent(claude=_argv, base=tmp_path, home=home, project=project)
+    # The sandbox's bridge sockets go in the temporary folder: a Unix socket's
+    # path holds 107 bytes, which a test worker's own tmp_path can pass.
+    short = tempfile.mkdtemp(prefix="sbx-", dir="/tmp")
+    agent = Agent(claude=_argv, base=tmp_path, home=home, project=project,
+                  env={"TMPDIR": short, "CLAUDE_CODE_TMPDIR": short})
     yield agent
     stop(daemon)
+    shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture
