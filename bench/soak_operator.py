@@ -159,7 +159,8 @@ class Operator:
             return
         delay = self.screens.until_console(FLEET_STOPPED, stopped, since)
         if delay is None:
-            self.console_missed.append(f"the console did not show {what} within 5 s")
+            top = " | ".join(line.strip() for line in self.screens.console.lines()[:3])[:200]
+            self.console_missed.append(f"the console did not show {what} within 5 s (its top lines: {top})")
         else:
             self.console.append(delay)
 

@@ -12,7 +12,7 @@ a tmux server of its own, as an operator's does. A prompt is typed into each
 TUI every 15-30 s, as a person does.
 
 Without Claude Code cached under .cache/claude-code (``make e2e`` fills it)
-there are no TUIs: host a's server holds the silent pane and the console only.
+there are no TUIs: host a's server holds the silent pane only.
 
 Failure: a TUI or console that does not draw in time raises (the run's
 cleanup still closes every server); a prompt that cannot be typed is counted
