@@ -64,9 +64,14 @@ def console(home, key_clock=None, **options):
 
 async def settle(pilot, app, cycles: int = 3):
     """Let the console's workers finish and the screen catch up."""
+    from textual.worker import WorkerCancelled
+
     for _ in range(cycles):
         await pilot.pause()
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker a newer one replaced: it is done too
+            pass
     await pilot.pause()
 
 
