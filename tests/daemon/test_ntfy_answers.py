@@ -160,3 +160,25 @@ def test_doctor_says_whether_leashd_reads_the_reply_topic(home, ntfy, leashd):
     ntfy.close()  # the server gone: leashd says it cannot read the topic
     wait_for(lambda: answers_finding().level == "warn", what="the topic down")
     assert "cannot read its reply topic" in answers_finding().message
+
+
+def test_the_reply_stream_comes_back_after_the_server_and_a_tap_is_then_applied(home, ntfy, leashd):
+    """The server gone, then back on the same address: leashd reads the reply
+    topic again (from where it left off) and a tap made after is applied."""
+    from leash.core.notify.state import findings
+
+    call = HeldCall(home)
+    tap = buttons(ntfy)
+    port = int(ntfy.url.rsplit(":", 1)[1])
+    ntfy.close()
+    wait_for(lambda: any(f.level == "warn" and "cannot read its reply topic" in f.message
+                         for f in findings(str(home))), what="the topic down")
+    back = Ntfy(port)
+    try:
+        wait_for(lambda: any(f.level == "ok" and "answers from route 1" in f.subject for f in findings(str(home))),
+                 timeout=40, what="the topic read again")
+        back.tap(tap["Allow"])
+        assert call.decision()["permissionDecision"] == "allow"
+    finally:
+        back.close()
+

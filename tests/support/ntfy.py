@@ -39,7 +39,8 @@ def parse_actions(header: str) -> list[dict]:
 
 
 class Ntfy:
-    def __init__(self):
+    def __init__(self, port: int = 0):
+        """``port``: 0 for any free one; a port given again brings a stopped server back."""
         self.messages: list[dict] = []
         self.changed = threading.Condition()
         self.status = 200
@@ -82,7 +83,7 @@ class Ntfy:
                 self.close_connection = True
                 server.stream(self.wfile, topic, since)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
