@@ -27,19 +27,21 @@ def hex_address(address: tuple[str, int]) -> str:
     return f"{struct.unpack('=I', packed)[0]:08X}:{address[1]:04X}"
 
 
-def socket_row(client: tuple[str, int], server: tuple[str, int], table: str = PROC_TCP) -> tuple[int, int] | None:
-    """(uid, inode) of the client's end of the connection, or None."""
-    local, remote = hex_address(client), hex_address(server)
+def _rows(table: str) -> list[list[str]]:
+    """The table's rows, each split into its fields ([] when it cannot be read)."""
     try:
         with open(table, "rb") as handle:
             lines = handle.read().decode("ascii", "replace").splitlines()
     except OSError:
-        return None
-    for line in lines[1:]:
-        fields = line.split()
-        if len(fields) > INODE and fields[LOCAL] == local and fields[REMOTE] == remote:
-            return int(fields[UID]), int(fields[INODE])
-    return None
+        return []
+    return [fields for fields in (line.split() for line in lines[1:]) if len(fields) > INODE]
+
+
+def socket_row(client: tuple[str, int], server: tuple[str, int], table: str = PROC_TCP) -> tuple[int, int] | None:
+    """(uid, inode) of the client's end of the connection, or None."""
+    local, remote = hex_address(client), hex_address(server)
+    return next(((int(f[UID]), int(f[INODE])) for f in _rows(table) if f[LOCAL] == local and f[REMOTE] == remote),
+                None)
 
 
 def holder_of(inode: int, uid: int) -> int:
@@ -69,13 +71,5 @@ def listener_of(port: int, table: str = PROC_TCP) -> tuple[int, int] | None:
     """(uid, inode) of the socket listening on 127.0.0.1:``port`` (or on every
     address), or None when nothing listens there."""
     wanted = {hex_address(("127.0.0.1", port)), hex_address(("0.0.0.0", port))}
-    try:
-        with open(table, "rb") as handle:
-            lines = handle.read().decode("ascii", "replace").splitlines()
-    except OSError:
-        return None
-    for line in lines[1:]:
-        fields = line.split()
-        if len(fields) > INODE and fields[LOCAL] in wanted and fields[STATE] == LISTEN_STATE:
-            return int(fields[UID]), int(fields[INODE])
-    return None
+    return next(((int(f[UID]), int(f[INODE])) for f in _rows(table) if f[LOCAL] in wanted and f[STATE] == LISTEN_STATE),
+                None)

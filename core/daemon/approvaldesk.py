@@ -134,17 +134,7 @@ class ApprovalDesk:
 
     def _follow_feed(self) -> None:
         assert self.feed is not None and self.inbox is not None
-        inbox = self.inbox
-        try:
-            while not self.closed.is_set():
-                try:
-                    change = inbox.get(timeout=FEED_WAIT_SECONDS)
-                except queue.Empty:
-                    continue
-                if change is None or change.store in WAKING_STORES:
-                    self.wake()
-        finally:
-            self.feed.leave(inbox)
+        self.feed.follow(self.inbox, WAKING_STORES, self.wake, closed=self.closed, wait=FEED_WAIT_SECONDS)
 
     # ------------------------------------------------------------ waiting
     def wait(self, held, conn: socket.socket) -> tuple[str, str, int] | None:

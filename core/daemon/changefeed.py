@@ -52,6 +52,20 @@ class ChangeFeed:
             if inbox in self.inboxes:
                 self.inboxes.remove(inbox)
 
+    def follow(self, inbox: queue.Queue, stores: frozenset, act, *, closed, wait: float = 1.0) -> None:
+        """Call ``act()`` for each change of one of ``stores`` (or a wake-up:
+        ``None``) that reaches ``inbox``, until ``closed`` is set; then leave."""
+        try:
+            while not closed.is_set():
+                try:
+                    change = inbox.get(timeout=wait)
+                except queue.Empty:
+                    continue
+                if change is None or change.store in stores:
+                    act()
+        finally:
+            self.leave(inbox)
+
     def close(self) -> None:
         self.halt.set()
         if self.thread is not None:

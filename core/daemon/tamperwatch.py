@@ -31,7 +31,6 @@ and ``leash log verify`` are the tools then).
 from __future__ import annotations
 
 import os
-import queue
 import threading
 
 LIFTING_EVENTS = frozenset({"resume", "fleet_resume", "release", "halt_ack", "halt_dismiss"})
@@ -66,17 +65,8 @@ class TamperWatch:
     def close(self) -> None:
         self.closed.set()
 
-    def _follow(self, inbox: queue.Queue) -> None:
-        try:
-            while not self.closed.is_set():
-                try:
-                    change = inbox.get(timeout=FEED_WAIT_SECONDS)
-                except queue.Empty:
-                    continue
-                if change is not None and change.store in WATCHED_STORES:
-                    self.look()
-        finally:
-            self.feed.leave(inbox)
+    def _follow(self, inbox) -> None:
+        self.feed.follow(inbox, WATCHED_STORES, self.look, closed=self.closed, wait=FEED_WAIT_SECONDS)
 
     def look(self) -> int:
         """Judge the lines the log gained since the last look; how many were forged."""
