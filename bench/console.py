@@ -401,7 +401,7 @@ async def wait_first_paint(app, instruments: Instruments, pilot, started: float,
 
 
 async def small_first_paint(home: str, tmux: list[dict], now: float) -> dict:
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
 
     started = time.perf_counter()
     app = LeashApp(home, list_tmux=lambda: tmux, run_kennel=False, watch=True, clock=lambda: now, source=SOURCE)
@@ -425,7 +425,7 @@ def print_first_paint(label: str, r: dict) -> None:
 
 # ------------------------------------------------------------------ (2a) the big home, watch=False
 async def big_static_run(home: str, tmux: list[dict]) -> dict:
-    from leash.console.app import MAX_ROWS, LeashApp
+    from leash.console.tui.app import MAX_ROWS, LeashApp
 
     out: dict = {"max_rows": MAX_ROWS}
     heartbeat = Heartbeat()
@@ -536,7 +536,7 @@ def latency_targets(stopped) -> list[tuple[str, str]]:
 async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dict:
     from watchfiles import awatch
 
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
 
     out: dict = {}
     started = time.perf_counter()
@@ -788,13 +788,13 @@ def main() -> None:
         print(json.dumps(repair_run(sys.argv[2], fake_tmux(float(os.environ["BENCH_NOW"])))))
         return
     if len(sys.argv) == 3 and sys.argv[1] == "--watch-run":  # its own process, so its RSS is its own
-        import leash.console.app  # noqa: F401
+        import leash.console.tui.app  # noqa: F401
 
         out = asyncio.run(big_watch_run(sys.argv[2], fake_tmux(float(os.environ["BENCH_NOW"])), dict(os.environ)))
         print(json.dumps(out))
         return
     wall = time.perf_counter()
-    import leash.console.app  # noqa: F401  (module imports are not part of constructing the app)
+    import leash.console.tui.app  # noqa: F401  (module imports are not part of constructing the app)
 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="leash-bench-console-") as scratch:

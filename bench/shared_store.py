@@ -310,7 +310,7 @@ def fleet(cluster: Cluster, root: str, *, seconds: float) -> None:
 async def console_on_fleet(backends: list, root: str) -> tuple[float, float]:
     import asyncio
 
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
     from leash.core.store.postgres import PostgresBackend
 
     own = PostgresBackend(backends[0].url, home=backends[0].home, host="h0")

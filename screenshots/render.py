@@ -130,7 +130,7 @@ SCENES = {"console-main": (scene_main, SIZE, False), "console-acklog": (scene_ac
           "console-200x50-zoomed": (scene_zoomed, (200, 50), True),
           "console-80x24-why": (scene_why, (80, 24), True),
           "console-200x50-why": (scene_why, (200, 50), True)}
-# Scenes whose fleet has spent against the demo's caps (console.demo.seed_budget), one of them held.
+# Scenes whose fleet has spent against the demo's caps (console.tui.demo.seed_budget), one of them held.
 BUDGET_SCENES = {"console-budget": (scene_budget, SIZE, False)}
 SCENES.update(BUDGET_SCENES)
 # Scenes whose console asks a real tmux client at a socket nothing listens on.
@@ -138,7 +138,7 @@ DEAD_TMUX_SCENES = {"console-tmux-unreachable": scene_tmux_unreachable}
 
 
 async def render(name: str, scene, size, long_halt: bool) -> str:
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
     from leash.core import StopProtocol
     from tests.support.console import CONSOLE_NOW, CONSOLE_TMUX, seed_console_fleet, seed_long_fleet
 
@@ -152,7 +152,7 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
         else:
             seed_console_fleet(Path(home))
         if name in BUDGET_SCENES:
-            from leash.console.demo import budget_config, seed_budget
+            from leash.console.tui.demo import budget_config, seed_budget
 
             with open(os.path.join(home, "config.toml"), "a") as config:
                 config.write(budget_config())
@@ -173,7 +173,7 @@ async def render(name: str, scene, size, long_halt: bool) -> str:
 
 async def render_shared(scene) -> str:
     """The console of host web1 on a shared PostgreSQL store holding two hosts' fleet."""
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
     from tests.support.console import CONSOLE_NOW, CONSOLE_TMUX, seed_shared_fleet
     from tests.support.postgres import Cluster
 

@@ -1,6 +1,6 @@
 """``[console.keys]``: the console's actions by the names an operator writes, and their keys.
 
-The console (``console.keymap``) binds these actions; config.toml remaps them
+The console (``console.tui.keymap``) binds these actions; config.toml remaps them
 (``stop = "x"``; a panel's number key is ``focus_<panel>``). The names and the
 default keys are here, below the console, so that reading config.toml
 (``core.base.config``) and ``leash doctor`` judge a binding as the console
@@ -12,10 +12,10 @@ config.toml unusable.
 """
 from __future__ import annotations
 
-# The dashboard's panels, in the order of their number keys (console.panels.PANELS; a test holds them equal).
+# The dashboard's panels, in the order of their number keys (console.tui.panels.PANELS; a test holds them equal).
 PANEL_KEYS = ("sessions", "halts", "warrants", "locks", "loops", "acklog", "approvals", "budget")
 
-# Each action's name in [console.keys] and its key (console.keymap.ACTIONS; a test holds them equal).
+# Each action's name in [console.keys] and its key (console.tui.keymap.ACTIONS; a test holds them equal).
 DEFAULT_KEYS: dict[str, str] = {
     **{f"focus_{panel}": str(number) for number, panel in enumerate(PANEL_KEYS, start=1)},
     "stop": "s", "fleet_stop": "S", "resume": "u", "acknowledge": "a", "dismiss": "d", "escalate": "e",

@@ -73,7 +73,7 @@ def test_names_import_neither_argparse_nor_the_console(home, seeded):
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and "sess-a1" in done.stdout
     modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
-    assert not {"argparse", "leash.console.parser", "leash.console.actions", "textual", "rich"} & modules
+    assert not {"argparse", "leash.console.cli.parser", "leash.console.cli.handlers", "textual", "rich"} & modules
 
 
 def script(shell: str) -> str:

@@ -36,7 +36,7 @@ async def focus_approvals(pilot, app):
 
 # ---------------------------------------------------------------- the summary line
 def test_the_summary_counts_approvals_first_in_the_colour_of_urgency():
-    from leash.console.widgets.summary import (
+    from leash.console.tui.widgets.summary import (
         APPROVALS_DUE_STYLE,
         APPROVALS_WAITING_STYLE,
         approvals_style,
@@ -54,7 +54,7 @@ def test_the_summary_counts_approvals_first_in_the_colour_of_urgency():
 
 
 def test_the_desktop_notification_cannot_be_ended_early_by_the_text():
-    from leash.console.app import desktop_notification
+    from leash.console.tui.app import desktop_notification
 
     sequence = desktop_notification("approval waiting: evil\x07\x1b]0;owned\x1b\\ Bash")
     assert sequence.startswith(OSC_9 + "leash: approval waiting: evil") and sequence.endswith(BEL)
@@ -64,8 +64,8 @@ def test_the_desktop_notification_cannot_be_ended_early_by_the_text():
 
 # ---------------------------------------------------------------- the panel and the keys
 async def test_the_panel_shows_approvals_oldest_first_and_the_summary_counts_them(console_app, home):
-    from leash.console.widgets.approvals import DUE_STYLE
-    from leash.console.widgets.summary import APPROVALS_DUE_STYLE
+    from leash.console.tui.widgets.approvals import DUE_STYLE
+    from leash.console.tui.widgets.summary import APPROVALS_DUE_STYLE
 
     seeded = the_seeded_approval(home)  # the demo's: it has waited longest
     newer = approvals(home).request("claude-c044", "Bash", {"command": "rm -rf build"}, timeout_s=300,
@@ -224,7 +224,7 @@ async def test_the_detail_line_shows_the_whole_diff_coloured_and_escaped(console
 
 
 async def test_the_palette_offers_allow_and_deny(console_app, home):
-    from leash.console.commands import LeashCommands
+    from leash.console.tui.palette import LeashCommands
 
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:

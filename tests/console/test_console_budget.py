@@ -3,14 +3,14 @@
 that fits at 80 columns, the header's spend today and busiest window, the
 Budget panel's rows and sparkline, and raising a held cap from its row by
 keys. Every figure comes from a real file backend: the demo's spend charged
-through its budget unit (``console.demo.seed_budget``) against the demo's
+through its budget unit (``console.tui.demo.seed_budget``) against the demo's
 caps in config.toml; what is expected is worked out from what was charged."""
 from __future__ import annotations
 
 import pytest
 from textual.widgets import Sparkline
 
-from leash.console.demo import (
+from leash.console.tui.demo import (
     DEMO_CAPS,
     DEMO_SESSION_LIMIT,
     DEMO_SESSIONS,
@@ -217,7 +217,7 @@ async def test_a_limit_that_is_not_a_number_keeps_the_dialog_open_saying_so(budg
 # ---------------------------------------------------------------- through leashd
 def panel_row(home, cap: str, bucket: str, now: float) -> dict:
     """The Budget panel's row of ``cap`` for ``bucket``, as the feed reads it."""
-    from leash.console.widgets.budget import add_budget
+    from leash.console.tui.widgets.budget import add_budget
 
     view: dict = {"sessions": [], "problems": []}
     add_budget(view, backend_for(home), now=now)
@@ -232,9 +232,9 @@ def test_through_leashd_the_raise_is_run_by_the_daemon_as_the_operator(home, dae
     refusal comes back as the command's own error line."""
     import time
 
-    from leash.console.app_operations import ConsoleOperations
     from leash.console.errors import Refused
-    from leash.console.screens.confirm import Confirmed
+    from leash.console.tui.dialogs import ConsoleOperations
+    from leash.console.tui.screens.confirm import Confirmed
     from leash.core.base.source import default_source
     from leash.core.store.remote import RemoteBackend
 

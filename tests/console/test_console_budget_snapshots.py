@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from leash.console.demo import budget_config, seed_budget
+from leash.console.tui.demo import budget_config, seed_budget
 
 from ..support.console import CONSOLE_NOW
 

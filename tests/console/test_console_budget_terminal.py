@@ -25,7 +25,7 @@ def held_counter(backend):
 
 
 def test_a_held_cap_is_raised_by_keys_typed_in_a_real_terminal(tmp_path, tmux_socket):
-    from leash.console.demo import budget_config, seed_budget
+    from leash.console.tui.demo import budget_config, seed_budget
     from leash.core.store.select import backend_for
 
     home = tmp_path / "home"

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from leash.console import panels
-from leash.console.keymap import ACTIONS, CONFIG_NAMES, KeymapError, keymap
+from leash.console.tui import panels
+from leash.console.tui.keymap import ACTIONS, CONFIG_NAMES, KeymapError, keymap
 from leash.core import StopProtocol
 from leash.core.base.config import strictest_when_broken
 from leash.core.base.consolekeys import DEFAULT_KEYS, PANEL_KEYS

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from leash.console.screens.confirm import SETTLE_SECONDS
+from leash.console.tui.screens.confirm import SETTLE_SECONDS
 from leash.core import StopProtocol
 
 from ..support.console import SIZE, ready, screen_text, select, settle

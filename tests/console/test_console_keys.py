@@ -305,7 +305,7 @@ async def test_keys_can_be_remapped(console_app, home):
 
 
 async def test_palette_lists_actions_for_rows(console_app):
-    from leash.console.commands import LeashCommands
+    from leash.console.tui.palette import LeashCommands
 
     app = console_app(clock=time.time)
     async with app.run_test(size=SIZE) as pilot:
@@ -367,7 +367,7 @@ async def test_a_new_row_takes_its_place_and_the_cursor_stays_on_its_row(console
 def _second_rows(home):
     """A second row in every panel: a lock, a breaker, a warrant, an approval (the seeded fleet has one each),
     and the demo's caps and spend (the Budget panel's rows)."""
-    from leash.console.demo import budget_config, seed_budget
+    from leash.console.tui.demo import budget_config, seed_budget
     from leash.core.store.select import backend_for
 
     from ..support.console import CONSOLE_NOW
@@ -383,7 +383,7 @@ def _second_rows(home):
 
 
 async def test_home_and_end_move_the_cursor_to_the_first_and_last_row_in_every_panel(console_app, home):
-    from leash.console.keymap import PANELS
+    from leash.console.tui.keymap import PANELS
 
     _second_rows(home)
     app = console_app()

@@ -317,7 +317,7 @@ KEY_COLUMNS = {"sessions": ("name", "state"), "halts": ("severity", "condition",
 async def test_columns_share_the_width_they_have(long_app, size):
     from rich.text import Text
 
-    from leash.console.keymap import PANELS
+    from leash.console.tui.keymap import PANELS
 
     app = long_app()
     async with app.run_test(size=size) as pilot:

@@ -137,7 +137,7 @@ async def test_the_ack_log_screen_reads_the_backend_given_and_follows_it(home, t
 async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
     """At shutdown Textual removes the panels before the timers and the
     workers that feed them stop; a tick or a read landing then must not fail."""
-    from leash.console.widgets.panel import Panel, PanelTable
+    from leash.console.tui.widgets.panel import Panel, PanelTable
 
     StopProtocol(home)
     app = console(home, list_tmux=lambda: CONSOLE_TMUX)

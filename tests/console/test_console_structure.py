@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from leash.console import panels
-from leash.console.keymap import CONFIG_NAMES, PANELS, keymap
+from leash.console.tui import panels
+from leash.console.tui.keymap import CONFIG_NAMES, PANELS, keymap
 
 from ..support.checkout import ROOT
 from ..support.console import CONSOLE_TMUX, console, ready, settle
@@ -26,8 +26,8 @@ def test_each_panel_is_declared_once_and_everything_reads_it():
 
 
 async def test_the_dashboard_lays_out_the_registry(console_app):
-    from leash.console.screens.help import help_table
-    from leash.console.widgets.tabs import PanelTabs
+    from leash.console.tui.screens.help import help_table
+    from leash.console.tui.widgets.tabs import PanelTabs
 
     app = console_app()
     async with app.run_test(size=(160, 45)) as pilot:
@@ -46,7 +46,7 @@ async def test_the_dashboard_lays_out_the_registry(console_app):
 def test_no_data_reaches_the_ui_by_call_from_thread_and_the_app_has_no_key_handler():
     sources = {path: path.read_text() for path in (ROOT / "console").rglob("*.py")}
     assert not [str(path) for path, text in sources.items() if "call_from_thread" in text]
-    app = ast.parse(sources[ROOT / "console" / "app.py"])
+    app = ast.parse(sources[ROOT / "console" / "tui" / "app.py"])
     leash_app = next(node for node in app.body if isinstance(node, ast.ClassDef) and node.name == "LeashApp")
     assert "on_key" not in {node.name for node in leash_app.body if isinstance(node, ast.FunctionDef)}
 

@@ -21,7 +21,7 @@ LOOKED_AT = 10 * 60          # a newcomer's first minutes in the console
 @pytest.fixture
 def demo(tmp_path, tmux_socket):
     """A live demo's home (agents on the test's private tmux server)."""
-    from leash.console.demo import demo_home, prepare_demo
+    from leash.console.tui.demo import demo_home, prepare_demo
 
     home = demo_home(str(tmp_path / "demo-home"))
     prepare_demo(home, str(tmux_socket), now=NOW)
@@ -39,7 +39,7 @@ def test_the_demo_home_passes_doctor(demo, cli):
 
 
 def test_the_demo_warrant_and_breaker_last_for_minutes(demo):
-    from leash.console.demo import DEMO_BREAKER, DEMO_BREAKER_LIMITS
+    from leash.console.tui.demo import DEMO_BREAKER, DEMO_BREAKER_LIMITS
     from leash.core.base.config import load_config
     from leash.core.store.select import backend_for
 

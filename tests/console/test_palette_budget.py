@@ -1,17 +1,17 @@
 """The command palette offers a raise for each cap's row (the Budget panel's
 ``+``), naming the cap and its bucket, HELD when it holds; choosing one opens
 the same raise dialog. The fleet and caps are the demo's, charged through a
-real file backend (``console.demo.seed_budget``)."""
+real file backend (``console.tui.demo.seed_budget``)."""
 from __future__ import annotations
 
-from leash.console.demo import budget_config, seed_budget
+from leash.console.tui.demo import budget_config, seed_budget
 from leash.core.store.select import backend_for
 
 from ..support.console import CONSOLE_NOW, ready, screen_text, settle
 
 
 async def test_the_palette_raises_each_caps_row_and_opens_its_dialog(console_app, home):
-    from leash.console.commands import LeashCommands
+    from leash.console.tui.palette import LeashCommands
 
     with open(home / "config.toml", "a") as config:
         config.write(budget_config())

@@ -224,7 +224,7 @@ async def test_page_and_its_assets_load_nothing_from_elsewhere(guarded):
 
 # ---------------------------------------------------------------- the token
 def test_token_file_is_made_private_and_reused(home):
-    from leash.console.serve_token import home_token
+    from leash.console.serve.token import home_token
 
     home.mkdir(mode=0o700)
     token = home_token(home)
@@ -277,8 +277,8 @@ def test_max_clients_zero_is_a_usage_error(home, cli):
 
 # ---------------------------------------------------------------- the console's own exit
 async def test_read_only_console_keys_change_nothing(console_app, home):
-    from leash.console.screens.acklog import AckLogScreen
-    from leash.console.screens.help import HelpScreen
+    from leash.console.tui.screens.acklog import AckLogScreen
+    from leash.console.tui.screens.help import HelpScreen
 
     app = console_app(read_only=True)
     before = StopProtocol(home).stops.snapshot()
@@ -306,7 +306,7 @@ async def test_read_only_console_keys_change_nothing(console_app, home):
 
 
 def test_a_console_that_leaves_before_its_kennel_starts_still_stops_it(home):
-    from leash.console.app import _run_until
+    from leash.console.tui.app import _run_until
     from leash.core.warrants.kennel import Kennel
 
     home.mkdir(mode=0o700)
@@ -318,7 +318,7 @@ def test_a_console_that_leaves_before_its_kennel_starts_still_stops_it(home):
 
 @pytest.mark.parametrize("ending", ["stdin closes", "SIGTERM"])
 def test_served_console_exits_when_its_server_goes(home, tmux_socket, ending):
-    from leash.console.serve_child import DRIVER, console_argv
+    from leash.console.serve.child import DRIVER, console_argv
 
     home.mkdir(mode=0o700)  # the console only reads: it never creates a home
     env = dict(os.environ, LEASH_HOME=str(home), LEASH_TMUX_SOCKET=str(tmux_socket), TEXTUAL_DRIVER=DRIVER,

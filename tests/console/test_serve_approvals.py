@@ -91,7 +91,7 @@ async def test_read_only_shows_no_buttons_and_refuses_answers(home, started):
     async with client() as session:
         text = await page(session, served)
         assert "git push origin main" in text and "<form" not in text
-        from leash.console.serve_approvals import csrf_for
+        from leash.console.serve.approvals import csrf_for
 
         path = f"/approvals/{approval.id}"
         async with session.post(served.origin + path, headers={"Origin": served.origin},

@@ -1,8 +1,10 @@
 """No import cycle in core/ or console/, read from the source (AST): the
 graph of the module-level imports (those run when a module loads) is acyclic,
 and so is the graph with the deferred imports inside functions added (a cycle
-hidden in a function is a cycle all the same). Imports under ``if
-TYPE_CHECKING`` never run and are left out. A cycle found is printed whole."""
+hidden in a function is a cycle all the same), and so is the graph with the
+imports under ``if TYPE_CHECKING`` added too: they never run, but a circle of
+types is still two modules that cannot be read apart. A cycle found is
+printed whole."""
 from __future__ import annotations
 
 import ast
@@ -47,6 +49,13 @@ def module_level_imports(body: list[ast.stmt]):
                 yield from module_level_imports(block)
         elif isinstance(node, ast.With):
             yield from module_level_imports(node.body)
+
+
+def type_checking_imports(body: list[ast.stmt]):
+    """The imports under a top-level ``if TYPE_CHECKING``."""
+    for node in body:
+        if isinstance(node, ast.If) and is_type_checking(node):
+            yield from (inner for inner in node.body if isinstance(inner, (ast.Import, ast.ImportFrom)))
 
 
 def every_import(body: list[ast.stmt]):
@@ -163,6 +172,15 @@ def test_no_import_cycle_when_modules_load():
 
 def test_no_import_cycle_counting_deferred_imports():
     assert_acyclic(import_graph(every_import))
+
+
+def test_no_import_cycle_counting_type_only_imports():
+    assert_acyclic(import_graph(lambda body: [*every_import(body), *type_checking_imports(body)]))
+
+
+def test_type_only_imports_are_seen():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import b\n"
+    assert [node.module for node in type_checking_imports(ast.parse(source).body)] == ["a"]
 
 
 def test_a_cycle_is_found_and_printed_whole():

@@ -154,3 +154,59 @@ def test_the_public_api_keeps_its_names():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["StopProtocol", "StopInterrupt", "HandsOffError", "leash.core.state.loopguard"]
+
+
+# console/'s tiers: what an operator does (``operations``) and the errors every
+# front end raises are shared; the three front ends stand side by side. The
+# command line starts the other two only through their package's own names
+# (``leash.console.tui.run_console``, ``leash.console.serve.run_serve``).
+CONSOLE = ROOT / "console"
+CONSOLE_SHARED = {"leash.console", "leash.console.errors", "leash.console.operations"}
+FRONT_ENDS = ("cli", "tui", "serve")
+
+
+def console_imports(path: Path) -> set[str]:
+    """Every ``leash.console`` module ``path`` imports, at any depth, type-only imports included."""
+    found = set()
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("leash.console"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("leash.console"):
+            found.update(f"{node.module}.{alias.name}" if node.module == "leash.console" else node.module
+                         for alias in node.names)
+    return found
+
+
+def console_tier(module_or_path: str) -> str:
+    parts = module_or_path.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in FRONT_ENDS else "shared"
+
+
+def test_the_console_is_three_front_ends_over_what_they_share():
+    assert sorted(p.name for p in CONSOLE.glob("*.py")) == ["__init__.py", "errors.py", "operations.py"]
+    assert sorted(p.name for p in CONSOLE.iterdir() if (p / "__init__.py").exists()) == sorted(FRONT_ENDS)
+    crossing = []
+    for path in sorted(CONSOLE.rglob("*.py")):
+        relative = path.relative_to(CONSOLE)
+        own = relative.parts[0] if len(relative.parts) > 1 else "shared"
+        for module in sorted(console_imports(path)):
+            other = console_tier(module)
+            if other in (own, "shared"):
+                continue
+            if own == "cli" and module in ("leash.console.tui", "leash.console.serve"):
+                continue  # the entry points of the other two front ends
+            crossing.append(f"console/{relative} ({own}) imports {module} ({other})")
+    assert crossing == []
+
+
+def test_what_the_front_ends_share_imports_none_of_them():
+    for name in ("errors.py", "operations.py"):
+        assert {console_tier(m) for m in console_imports(CONSOLE / name)} <= {"shared"}, name
+
+
+def test_the_console_tier_rule_sees_a_crossing(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from leash.console.tui.screens.confirm import Confirmed\nfrom leash.console import errors\n")
+    assert console_imports(probe) == {"leash.console.tui.screens.confirm", "leash.console.errors"}
+    assert console_tier("leash.console.tui.screens.confirm") == "tui"
+    assert console_tier("leash.console.errors") == "shared"

@@ -17,7 +17,7 @@ from ..support.checkout import ROOT
 
 CONSOLE_CHECK = """
 import asyncio, sys
-from leash.console.app import LeashApp
+from leash.console.tui.app import LeashApp
 
 async def main():
     app = LeashApp(sys.argv[1], run_kennel=False, watch=False, list_tmux=lambda: [])
@@ -62,8 +62,8 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_only_leash_and_what_it_reads_at_run_time(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert all(n.startswith(("leash/", "leash-")) for n in names), [n for n in names if not n.startswith("leash")]
-    for needed in ("leash/console/leash.tcss", "leash/console/serve_assets/index.html",
-                   "leash/core/base/gitleaks_rules.py", "leash/console/cli.py"):
+    for needed in ("leash/console/tui/leash.tcss", "leash/console/serve/assets/index.html",
+                   "leash/core/base/gitleaks_rules.py", "leash/console/cli/__init__.py"):
         assert needed in names
 
 

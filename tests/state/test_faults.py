@@ -177,7 +177,7 @@ def test_torn_tail_is_skipped_then_moved_aside_by_the_next_append(home):
     assert report.torn_file_bytes == len(TORN) + 1
 
 
-# BUG (console/actions.py, cmd_log): `log.path.name` is used on a str path, so
+# BUG (console/cli/handlers.py, cmd_log): `log.path.name` is used on a str path, so
 def test_log_verify_cli_reports_the_torn_file(home, leash_proc):
     protocol = write_torn_log(home)
     result = leash_proc("log", "verify")

@@ -18,7 +18,7 @@ SIZE = (160, 45)  # the terminal the pilot tests run in unless they say otherwis
 
 def seed_console_fleet(home) -> None:
     """The demo's fleet at a fixed time, with one warrant mid-interrogation."""
-    from leash.console.demo import seed_fleet, seed_warrant
+    from leash.console.tui.demo import seed_fleet, seed_warrant
     from leash.core.base.clock import iso
     from leash.core.base.statefile import write_json
     from leash.core.state.warrants import WarrantQueue
@@ -52,7 +52,7 @@ def console(home, key_clock=None, **options):
     asked for, acting as ``ops@test``, its keys' settle after a dialog
     measured by ``key_clock`` (a ``StridingClock`` unless given); the other
     ``options`` go to ``LeashApp``."""
-    from leash.console.app import LeashApp
+    from leash.console.tui.app import LeashApp
 
     options.setdefault("run_kennel", False)
     options.setdefault("watch", False)

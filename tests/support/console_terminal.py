@@ -123,7 +123,7 @@ class Terminal:
 def seed_live_fleet(home: Path) -> None:
     """The demo's fleet at the real time (the console reads the real clock),
     a second halt on agent-answers and a second approval waiting."""
-    from leash.console.demo import seed_fleet, seed_warrant
+    from leash.console.tui.demo import seed_fleet, seed_warrant
     from leash.core.store.select import backend_for
 
     now = time.time()

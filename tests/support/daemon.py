@@ -32,7 +32,7 @@ class LogLines:
 
 def start_daemon(home: Path, **options):
     from leash.console.cli import dispatch
-    from leash.console.served import cli_verb
+    from leash.console.cli.served import cli_verb
     from leash.core.daemon.service import Daemon
 
     options.setdefault("kennel", False)

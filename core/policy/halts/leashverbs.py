@@ -6,7 +6,7 @@ The part of ``supervisor_tampering`` that reads leash's own command line.
 it runs leash in any form — ``leash``/``leashd`` (by name, by path, or
 through a program word that resolves to it: ``"$(which leash)"``,
 ``$(readlink -f $(command -v leash))``, see ``core.shellresolve``),
-``python -m leash[.console[.cli]]``, ``python .../console/cli.py``, ``uv run
+``python -m leash[.console[.cli]]``, ``python .../console/cli/__main__.py``, ``uv run
 leash`` and the other runners — else None. ``operator_action(words, ...)``
 says why those words are an operator's action (``leash resume``, a computed
 verb, the console), or None when they only read (``status``, ``log``,
@@ -34,12 +34,12 @@ COMPUTED_SHOWN = 60
 
 
 def _python_words(argv: list[str]) -> list[str] | None:
-    """What ``python ... -m leash ...`` or ``python .../console/cli.py ...`` gives leash."""
+    """What ``python ... -m leash ...`` or ``python .../console/cli/__main__.py ...`` gives leash."""
     for index, word in enumerate(argv[1:-1], 1):
         if word == "-m" and _LEASH_MODULES.match(argv[index + 1]):
             return argv[index + 2:]
         if not word.startswith("-"):
-            return argv[index + 1:] if word.endswith("console/cli.py") else None
+            return argv[index + 1:] if word.endswith(("console/cli/__main__.py", "console/cli.py")) else None
     return None
 
 

@@ -1,0 +1,143 @@
+"""``leash warrant ...`` and ``leash kennel``: death warrants filed, pardoned
+and listed, and a kennel whose dogs work them.
+
+Each calls the command's backend (``Context.backend``: its warrant store and
+kennel registry); a warrant the store refuses is a ``Refused`` (exit 1).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from argparse import Namespace
+
+from leash.console.cli.context import Context
+from leash.console.cli.output import ago, done, out, out_json, plain, section
+from leash.console.errors import Refused
+from leash.core.base.clock import human_duration, now_seconds, parse_iso
+from leash.core.store.protocols import WarrantStore
+
+
+def cmd_warrant(context: Context, args: Namespace) -> int:
+    from leash.core.state.warrants import WarrantError
+    from leash.core.state.warrants.records import attempt_label, configured_attempts
+
+    backend = context.backend
+    warrants = backend.warrants
+    try:
+        if args.warrant_command == "file":
+            warrant, created = warrants.file(args.target, reason=args.reason, requester=args.requester or args.source)
+            if args.json:
+                return done(args, action="warrant_file", target=args.target, created=bool(created),
+                            warrant=plain(warrant), kennel_running=bool(backend.kennels.alive()))
+            if created:
+                kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
+                bound = f" (tmux session {warrant['target_id']})" if warrant.get("target_id") else ""
+                out(f"filed {warrant['id']} against {args.target}{bound}{kennel}")
+                if not warrant.get("target_id"):
+                    out(f"no tmux session is named {args.target!r} now: its dog will find it already dead")
+            else:
+                out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
+            return 0
+        if args.warrant_command == "pardon":
+            args.warrant_id = _warrant_named(warrants, args.warrant_id, home=context.home)
+            result, record = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
+            if result == "requested":
+                import time
+
+                deadline = time.time() + 5
+                while time.time() < deadline and _where(warrants, record.get("id", args.warrant_id))[0] != "completed":
+                    time.sleep(0.1)
+                kind, finished = _where(warrants, record.get("id", args.warrant_id))
+                if args.json:
+                    return done(args, action="warrant_pardon", id=record.get("id"),
+                                pardoned=kind == "completed", requested=kind != "completed",
+                                warrant=plain(finished if kind == "completed" else record))
+                if kind == "completed":
+                    out(f"pardoned {finished['id']}: {finished['warrant']['target']} lives ({finished['outcome']})")
+                else:
+                    out(f"pardon requested for {record.get('id')}; its dog acts on it at its next poll")
+            elif args.json:
+                return done(args, action="warrant_pardon", id=record.get("id"), pardoned=True, requested=False,
+                            warrant=plain(record))
+            else:
+                out(f"pardoned {record['id']}: {record['warrant']['target']} lives")
+            return 0
+    except WarrantError as exc:
+        raise Refused(str(exc)) from None
+    listing = warrants.listing()
+    if args.json:
+        out_json(listing, indent=2)
+        return 0
+    moment = now_seconds()
+    names_now = _tmux_names(context.home) if listing["pending"] or listing["active"] else {}
+    attempts = configured_attempts(context.home) if listing["active"] else None
+
+    def target(w: dict) -> str:  # the name filed, and the session's name now when it was renamed
+        now_named = names_now.get(w.get("target_id") or "")
+        return w["target"] + (f" (now {now_named})" if now_named and now_named != w["target"] else "")
+    section("pending", listing["pending"], lambda w: (
+        f"{w['id']}  {target(w)}  filed {ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
+    section("active", listing["active"], lambda d: (
+        f"{d['id']}  {target(d['warrant'])}  {d['state']}  attempt {attempt_label(d, attempts)}"
+        + (f"  gate closes in {human_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
+           d["state"] == "interrogating" else "")))
+    section("finished", listing["completed"], lambda d: (
+        f"{d['id']}  {d['warrant']['target']}  {d.get('outcome')}  attempt {d.get('attempt', 0)}  "
+        f"{ago(d.get('completed_at', ''), moment)}"))
+    if listing["unreadable"]:
+        section("unreadable (the kennel quarantines them)", listing["unreadable"],
+                lambda u: f"{u['file']}: {u['problem']}")
+    if listing["quarantined"]:
+        section("quarantined (kept for inspection)", listing["quarantined"], lambda path: path)
+    return 0
+
+
+def _where(warrants: WarrantStore, warrant_id: str) -> tuple[str, dict]:
+    """Where the warrant is now ("pending", "active", "completed") and its record; ("", {}) when it is gone."""
+    found = warrants.find(warrant_id)
+    return found if found is not None else ("", {})
+
+
+def _warrant_named(warrants: WarrantStore, given: str, *, home: str) -> str:
+    """The id of the warrant ``given`` names: an id or id prefix as it is,
+    else the live warrant whose target is that tmux session (by name, or by
+    the id it was bound to when filed)."""
+    if warrants.find(given) is not None:
+        return given
+    from leash.core.state.sessions import tmux_session_id_for
+
+    live = warrants.live_for(given, tmux_session_id_for(given, home=home) or None)
+    return live["id"] if live else given
+
+
+def _tmux_names(home: str) -> dict[str, str]:
+    """tmux session id -> its name now ({} when tmux cannot be asked)."""
+    from leash.core.base.tmux import Tmux
+
+    try:
+        return {s["id"]: s["name"] for s in Tmux(home=home).list_sessions()}
+    except Exception:
+        return {}
+
+
+def cmd_kennel(context: Context, args: Namespace) -> int:
+    from leash.core.warrants.kennel import Kennel
+
+    other = context.backend.kennels.alive()
+    if other and other.get("pid") != os.getpid():
+        out(f"another kennel is running (pid {other['pid']} on {other['host']}); claims keep them apart")
+    import asyncio
+
+    kennel = Kennel(context.home, dogs=args.dogs, until_idle=args.until_idle)
+    ending = ("it ends when no warrant is pending or active, or on Ctrl-C or SIGTERM" if args.until_idle
+              else "Ctrl-C or SIGTERM stops it; active dogs keep their state for the next kennel")
+
+    def say_running() -> None:  # once Ctrl-C and SIGTERM stop it cleanly, as the line says
+        out(f"kennel running: {kennel.size} dog{'s' if kennel.size != 1 else ''}, home {context.home}, "
+            f"host {kennel.owner['host']}; {ending}")
+        sys.stdout.flush()  # said now, in a pipe too: the kennel may run for days
+
+    finished = asyncio.run(kennel.run(on_start=say_running))
+    for state in finished:
+        out(f"{state['id']}  {state['warrant']['target']}  {state['outcome']}")
+    return 0

@@ -1,0 +1,106 @@
+"""Every key of the console in one place: action, default key, where it applies.
+
+The dashboard builds its bindings from ``keymap()``; the footer shows the
+ones that apply to the focused panel; the help screen lists them all; the
+command palette offers them. The number keys come from the panel registry
+(``console.tui.panels``: ``1`` shows its first panel). ``[console.keys]`` in
+config.toml remaps an action to another key (``stop = "x"``; a panel's
+number key is ``focus_<panel>``); the names and default keys an operator
+writes there are ``core.base.consolekeys``'s, so that reading the file and
+``leash doctor`` judge a binding as the console does.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from leash.console.tui import panels as registry
+
+PANELS = registry.KEYS  # the panels' keys, in the order of their number keys
+PANEL_TITLES = {spec.key: spec.title for spec in registry.PANELS}
+EVERYWHERE = frozenset(PANELS)
+# The keymap's actions that are the app's (``q`` and ctrl+q quit, ctrl+p opens
+# the palette): they act over the dashboard only, as its own keys do.
+APP_ACTIONS = frozenset({"quit", "command_palette"})
+
+
+class KeyAction(NamedTuple):
+    name: str           # its name in [console.keys]; the action method is action_<name> (but see ``method``)
+    key: str
+    description: str
+    panels: frozenset   # where it applies (footer, check_action)
+    changes_state: bool = False
+    method: str = ""    # the dashboard's action, when ``name`` is taken (Screen.action_dismiss)
+
+    @property
+    def base(self) -> str:
+        """The action without its arguments (``focus_panel``)."""
+        return (self.method or self.name).split("(")[0]
+
+    @property
+    def binding(self) -> str:
+        """The action as the dashboard binds it (the app's with its namespace)."""
+        return f"app.{self.name}" if self.base in APP_ACTIONS else self.method or self.name
+
+    @property
+    def shown(self) -> bool:
+        """In the footer: not the number keys, nor peek (``enter`` selects a row)."""
+        return self.base != "focus_panel" and self.name != "peek"
+
+
+ACTIONS: tuple[KeyAction, ...] = (
+    *(KeyAction(f"focus_panel('{spec.key}')", number, spec.short, EVERYWHERE) for number, spec in registry.numbered()),
+    KeyAction("stop", "s", "Stop", frozenset({"sessions"}), True),
+    KeyAction("fleet_stop", "S", "Fleet stop", EVERYWHERE, True),
+    KeyAction("resume", "u", "Resume", frozenset({"sessions"}), True),
+    KeyAction("acknowledge", "a", "Acknowledge", frozenset({"halts"}), True),
+    KeyAction("dismiss", "d", "Dismiss", frozenset({"halts"}), True, method="dismiss_halt"),
+    KeyAction("escalate", "e", "Escalate", frozenset({"halts"}), True),
+    KeyAction("pardon", "p", "Pardon", frozenset({"warrants"}), True),
+    KeyAction("warrant", "w", "File warrant", frozenset({"sessions"}), True),
+    KeyAction("hands_off", "h", "Hands-off", frozenset({"sessions", "locks"}), True),
+    KeyAction("release", "r", "Release", frozenset({"locks"}), True),
+    KeyAction("allow", "y", "Allow", frozenset({"approvals"}), True),
+    KeyAction("deny", "n", "Deny", frozenset({"approvals"}), True),
+    KeyAction("raise_cap", "plus", "Raise cap", frozenset({"budget"}), True),
+    KeyAction("peek", "enter", "Peek pane", frozenset({"sessions"})),
+    KeyAction("why", "i", "Why held", frozenset({"sessions"})),
+    KeyAction("zoom", "z", "Zoom", EVERYWHERE),
+    KeyAction("ack_log", "l", "Log screen", EVERYWHERE),
+    KeyAction("filter", "slash", "Filter", EVERYWHERE),
+    KeyAction("help", "question_mark", "Help", EVERYWHERE),
+    KeyAction("command_palette", "ctrl+p", "Palette", EVERYWHERE),
+    KeyAction("quit", "q", "Quit", EVERYWHERE),
+)
+# Each action's name in [console.keys] (the operator's word: ``focus_acklog``)
+# -> its name here (``focus_panel('acklog')``, never shown to the operator).
+CONFIG_NAMES = {a.name: a.name for a in ACTIONS if a.base != "focus_panel"}
+CONFIG_NAMES.update({f"focus_{key}": f"focus_panel('{key}')" for key in PANELS})
+
+
+class KeymapError(ValueError):
+    pass
+
+
+def keymap(overrides: dict[str, str] | None = None) -> tuple[KeyAction, ...]:
+    """The actions with ``[console.keys]`` applied. Reading config.toml
+    leaves out, with a warning naming its line, every binding the console
+    cannot use (``core.base.consolekeys.rebind``, the same rule): one given
+    here anyway is a ``KeymapError`` in the operator's words."""
+    from leash.core.base.consolekeys import rebind
+
+    kept, left_out = rebind(dict(overrides or {}))
+    if left_out:
+        name, why = left_out[0]
+        raise KeymapError(f"[console.keys] {name}: {why}")
+    by_action = {CONFIG_NAMES[name]: key for name, key in kept.items()}
+    return tuple(a._replace(key=by_action.get(a.name, a.key)) for a in ACTIONS)
+
+
+def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:
+    """The key action of the action ``name`` (without its arguments:
+    ``focus_panel``; its name too: ``dismiss``), or None."""
+    return next((action for action in actions if name in (action.base, action.name)), None)
+
+
+def display(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "enter": "⏎", "plus": "+"}.get(key, key)
