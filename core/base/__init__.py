@@ -1,4 +1,5 @@
-"""Layer 1, base: what every other layer stands on, and nothing of leash's own state.
+"""Base, tier 0 of the layers (docs/architecture.md): what every other layer stands on,
+and nothing of leash's own state.
 
 The clock, text helpers, the home folder and its well-known names, ``config.toml``,
 state-file primitives (locked, atomic, fsynced JSON), secret masking, globs,

@@ -6,4 +6,6 @@ thin hook client of ``core.thinhook``) and the operator socket (the CLI's
 actions, ``ping``, ``subscribe``). ``core.daemon.wire`` reads and writes lines
 with their limits, ``core.daemon.peers`` decides who may do what from the
 peer's credentials, ``core.daemon.service`` runs it all.
+
+Layer ``daemon``, tier 7 of the layers (docs/architecture.md).
 """

@@ -1,4 +1,4 @@
-"""Layer 6, hook: where an agent's call meets leash.
+"""Hook, tier 5 of the layers (docs/architecture.md): where an agent's call meets leash.
 
 The gate (``gate``: may this call run, against stops, locks, halts and ask
 rules), the in-process hooks (``hooks``, ``lifecycle``, ``replyguard``), holding

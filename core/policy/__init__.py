@@ -1,4 +1,4 @@
-"""Layer 3, policy: reading a tool call and judging it, with no state.
+"""Policy, tier 2 of the layers (docs/architecture.md): reading a tool call and judging it, with no state.
 
 A tool call parsed once (``toolcall``) through the shell reader (``shell*``)
 and the argument readers (``argroles``, ``copyroles``, ``gitroles``); which

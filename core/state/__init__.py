@@ -1,4 +1,4 @@
-"""Layer 4, state: what leash remembers in one home's files.
+"""State, tier 3 of the layers (docs/architecture.md): what leash remembers in one home's files.
 
 The hash-chained ack log and its head, stops, hands-off locks, sessions,
 breakers (``loopguard``), the reply ledger, fork lineage, halts as records

@@ -7,4 +7,6 @@ typed records (``leash.core.store.records``), the full stop's one-step write
 
 Importing this package imports no backend: the hook path pays only for what it
 calls.
+
+Layer ``store``, tier 4 of the layers (docs/architecture.md).
 """

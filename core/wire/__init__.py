@@ -1,4 +1,4 @@
-"""Layer 2, wire: the bytes on leashd's sockets.
+"""Wire, tier 1 of the layers (docs/architecture.md): the bytes on leashd's sockets.
 
 A hook's bounded stdin and its answer (``hookio``), the thin hook client that
 forwards a call to leashd (``thinhook``), the operator's client (``operator``)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..support.checkout import ROOT, leash_argv
+from ..support.layers import CONSOLE_SHARED, FRONT_ENDS, TIER_OF
 from ..support.source import parsed
 
 CORE = ROOT / "core"
@@ -98,11 +99,6 @@ def test_psycopg_only_in_the_postgresql_store():
     assert users == ["core/store/pg.py"]
 
 
-# core/'s layers from the bottom; layers in one tier stand side by side and
-# never import each other. A module imports its own layer and the tiers below.
-LAYER_TIERS = (("base",), ("wire",), ("policy",), ("state",), ("store",),
-               ("hook", "notify", "warrants"), ("views",), ("daemon",))
-TIER_OF = {layer: tier for tier, layers in enumerate(LAYER_TIERS) for layer in layers}
 
 
 def core_imports(path: Path) -> set[str]:
@@ -161,8 +157,6 @@ def test_the_public_api_keeps_its_names():
 # command line starts the other two only through their package's own names
 # (``leash.console.tui.run_console``, ``leash.console.serve.run_serve``).
 CONSOLE = ROOT / "console"
-CONSOLE_SHARED = {"leash.console", "leash.console.errors", "leash.console.operations"}
-FRONT_ENDS = ("cli", "tui", "serve")
 
 
 def console_imports(path: Path) -> set[str]:
@@ -183,7 +177,8 @@ def console_tier(module_or_path: str) -> str:
 
 
 def test_the_console_is_three_front_ends_over_what_they_share():
-    assert sorted(p.name for p in CONSOLE.glob("*.py")) == ["__init__.py", "errors.py", "operations.py"]
+    shared = sorted(f"{name.rsplit('.', 1)[-1]}.py" for name in CONSOLE_SHARED if name != "leash.console")
+    assert sorted(p.name for p in CONSOLE.glob("*.py")) == ["__init__.py"] + shared
     assert sorted(p.name for p in CONSOLE.iterdir() if (p / "__init__.py").exists()) == sorted(FRONT_ENDS)
     crossing = []
     for path in sorted(CONSOLE.rglob("*.py")):
