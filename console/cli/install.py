@@ -12,6 +12,7 @@ import os
 import sys
 from argparse import Namespace
 from types import ModuleType
+from typing import NamedTuple
 
 from leash.console.cli.context import Context
 from leash.console.cli.output import out
@@ -20,74 +21,118 @@ from leash.core.base.text import printable
 
 
 def cmd_install(context: Context, args: Namespace) -> int:
-    if getattr(args, "sandbox", False) and getattr(args, "agent", "claude") != "claude":
-        raise UsageError(f"--sandbox wires Claude Code's sandbox only; leash does not wire {args.agent}'s "
+    agent = getattr(args, "agent", "claude")
+    if getattr(args, "sandbox", False) and agent != "claude":
+        raise UsageError(f"--sandbox wires Claude Code's sandbox only; leash does not wire {agent}'s "
                          "(docs/leashd-and-profiles.md)")
-    if getattr(args, "agent", "claude") != "claude":
+    if agent != "claude":
         return _install_agent(context, args)
-    from leash.core.hook import install, wiring
-    path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     if getattr(args, "sandbox", False) and (args.check or args.uninstall):
         raise UsageError("--sandbox goes with an install (--check and --uninstall follow what install recorded)")
     if args.check:
-        findings = (install.check(project=args.project) + wiring.check_findings(project=args.project,
-                                                                                home=context.home)
-                    + _on_failure_findings(install, args.project)
-                    + wiring.home_findings(context.home, project=args.project))
-        if any(level == "fail" for level, _, _ in findings):  # "wired with timeouts" is not all right then
-            findings = [finding for finding in findings if finding[0] != "ok"]
-        for level, subject, message in findings:
-            out(f"{level:<5} {subject}: {message}")
-        return 3 if any(level == "fail" for level, _, _ in findings) else 0
-    from leash.core.base import claudeversion
+        return _check_claude(context, args)
+    return _install_claude(context, args)
 
+
+def _said(findings: list[tuple[str, str, str]]) -> int:
+    """Each finding on a line; exit 3 when one fails."""
+    for level, subject, message in findings:
+        out(f"{level:<5} {subject}: {message}")
+    return 3 if any(level == "fail" for level, _, _ in findings) else 0
+
+
+def _check_claude(context: Context, args: Namespace) -> int:
+    """``leash install --check``: the settings, the record, onFailure and the home."""
+    from leash.core.hook import install, wiring
+
+    findings = (install.check(project=args.project) + wiring.check_findings(project=args.project, home=context.home)
+                + _on_failure_findings(install, args.project)
+                + wiring.home_findings(context.home, project=args.project))
+    if any(level == "fail" for level, _, _ in findings):  # "wired with timeouts" is not all right then
+        findings = [finding for finding in findings if finding[0] != "ok"]
+    return _said(findings)
+
+
+class _ClaudeWiring(NamedTuple):
+    """What one ``leash install`` writes for Claude Code, worked out before anything is written."""
+    path: str
+    version: tuple[int, ...] | None
+    on_failure: bool
+    http_port: int | None
+    daemon_uid: int | None
+    runner: list[str]
+    wait: float
+    pinned: str | None
+    sandbox: dict | None
+
+
+def _claude_wiring(context: Context, args: Namespace) -> _ClaudeWiring:
+    from leash.core.base import claudeversion
+    from leash.core.hook import install
+
+    path = install.settings_path(project=args.project, user=args.user, managed=args.managed)
     version = claudeversion.installed_version() if not args.uninstall else None
     on_failure = claudeversion.supports_on_failure(version)
-    http_port = _http_port(context, args, on_failure)
-    daemon_uid = install.daemon_uid_of(args.socket) if args.socket else None
-    runner = install.hook_runner()
-    wait = install.approval_wait(context.home)  # the approvals' timeout the deadlines must outlast
-    # The hooks use this home whatever the agents' environment says (the operator and they meet in it).
-    pinned = None if args.uninstall else os.path.abspath(context.home)
-    sandbox = _sandbox_entries(context, args, path, version)
+    return _ClaudeWiring(
+        path, version, on_failure, _http_port(context, args, on_failure),
+        install.daemon_uid_of(args.socket) if args.socket else None, install.hook_runner(),
+        install.approval_wait(context.home),  # the approvals' timeout the deadlines must outlast
+        # The hooks use this home whatever the agents' environment says (the operator and they meet in it).
+        None if args.uninstall else os.path.abspath(context.home),
+        _sandbox_entries(context, args, path, version))
+
+
+def _install_claude(context: Context, args: Namespace) -> int:
+    from leash.core.hook import install, wiring
+
+    plan = _claude_wiring(context, args)
     # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
-        previous = wiring.write_record(context.home, path, runner, socket=args.socket, daemon_uid=daemon_uid,
-                                       on_failure=on_failure, uninstall=args.uninstall, wait=wait,
-                                       pinned_home=pinned, http_port=http_port,
-                                       sandbox=None if args.uninstall else sandbox)
+        previous = wiring.write_record(context.home, plan.path, plan.runner, socket=args.socket,
+                                       daemon_uid=plan.daemon_uid, on_failure=plan.on_failure,
+                                       uninstall=args.uninstall, wait=plan.wait, pinned_home=plan.pinned,
+                                       http_port=plan.http_port, sandbox=None if args.uninstall else plan.sandbox)
     except OSError as exc:
         raise Refused(f"cannot record the wiring in {wiring.record_path(context.home)}: {exc.strerror}; "
                       "nothing changed") from None
     try:
-        changed = install.install(path, runner, uninstall=args.uninstall, socket=args.socket,
-                                  on_failure=on_failure, daemon_uid=daemon_uid, wait=wait, home=pinned,
-                                  http_port=http_port)
-        if sandbox:
+        changed = install.install(plan.path, plan.runner, uninstall=args.uninstall, socket=args.socket,
+                                  on_failure=plan.on_failure, daemon_uid=plan.daemon_uid, wait=plan.wait,
+                                  home=plan.pinned, http_port=plan.http_port)
+        if plan.sandbox:
             from leash.core.hook.sandboxwiring import install_sandbox
 
-            changed = install_sandbox(path, sandbox, uninstall=args.uninstall) or changed
+            changed = install_sandbox(plan.path, plan.sandbox, uninstall=args.uninstall) or changed
     except (install.SettingsError, PermissionError) as exc:
         wiring.restore_record(context.home, previous)
         if isinstance(exc, PermissionError):
-            raise Refused(f"{path}: {exc.strerror} (managed settings need root)") from None
+            raise Refused(f"{plan.path}: {exc.strerror} (managed settings need root)") from None
         raise Refused(str(exc)) from None
     verb = "removed leash's hooks from" if args.uninstall else "wired leash's hooks into"
-    out(f"{verb} {path}" if changed else f"{path} already as wanted; nothing changed")
+    out(f"{verb} {plan.path}" if changed else f"{plan.path} already as wanted; nothing changed")
     if not args.uninstall:
-        how = ('onFailure "block" and `|| exit 2`' if on_failure else
-               "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
-        if http_port:
-            how = f'onFailure "block" (HTTP hooks to leashd on 127.0.0.1:{http_port}, no process per call)'
-        out(f"Claude Code {claudeversion.shown(version)}: a gating hook that cannot run blocks through {how}")
-        if args.socket:
-            out(f"leashd's user pinned: uid {daemon_uid} (the owner of {args.socket})" if daemon_uid is not None
-                else "leashd runs as this user: each hook checks that the home's daemon holds its lock")
-        out(f"the hooks use the home {pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
-        if sandbox:
-            _say_sandbox(sandbox, version)
-        out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
+        _say_installed(context, args, plan)
     return 0
+
+
+def _say_installed(context: Context, args: Namespace, plan: _ClaudeWiring) -> None:
+    """How a call is refused when its hook cannot run, whom the hooks trust, and where it is recorded."""
+    from leash.core.base import claudeversion
+    from leash.core.hook import wiring
+
+    how = ('onFailure "block" and `|| exit 2`' if plan.on_failure else
+           "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
+    if plan.http_port:
+        how = f'onFailure "block" (HTTP hooks to leashd on 127.0.0.1:{plan.http_port}, no process per call)'
+    out(f"Claude Code {claudeversion.shown(plan.version)}: a gating hook that cannot run blocks through {how}")
+    if args.socket:
+        out(f"leashd's user pinned: uid {plan.daemon_uid} (the owner of {args.socket})"
+            if plan.daemon_uid is not None
+            else "leashd runs as this user: each hook checks that the home's daemon holds its lock")
+    out(f"the hooks use the home {plan.pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
+    if plan.sandbox:
+        _say_sandbox(plan.sandbox, plan.version)
+    out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
 
 
 def _sandbox_entries(context: Context, args: Namespace, path: str, version) -> dict | None:
@@ -154,11 +199,8 @@ def _install_agent(context: Context, args: Namespace) -> int:
     gemini = args.agent == "gemini"
     user = args.user or (not gemini and not args.project and not args.managed)  # Codex's hooks are the user's
     if args.check:
-        findings = (geminiwiring.check_gemini(project=args.project or ".") if gemini
-                    else codexwiring.check_codex(project=args.project))
-        for level, subject, message in findings:
-            out(f"{level:<5} {subject}: {message}")
-        return 3 if any(level == "fail" for level, _, _ in findings) else 0
+        return _said(geminiwiring.check_gemini(project=args.project or ".") if gemini
+                     else codexwiring.check_codex(project=args.project))
     wait = install.approval_wait(context.home)
     try:
         if gemini:
