@@ -262,11 +262,7 @@ def _acknowledge(halts, args) -> int:
 
 
 def _config(halts, args) -> int:
-    changes = {k: v for k, v in (("enabled", args.enabled), ("severity", args.severity),
-                                 ("threshold", args.threshold), ("auto_escalate", args.auto_escalate))
-               if v is not None}
-    if args.escalate_after is not None:
-        changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
+    changes = _config_changes(args)
     if changes and not args.name:
         raise UsageError("name the condition to change")
     rows = halts.config()
@@ -274,20 +270,40 @@ def _config(halts, args) -> int:
         raise UsageError(f"no condition {args.name!r}; the conditions are: "
                          f"{', '.join(sorted(r['condition_name'] for r in rows))}")
     if changes:
-        result = halts.configure({"condition_name": args.name, **changes})
-        if args.json:
-            _out_json(result)
-        else:
-            for key, value in result["current_values"].items():
-                before = result["previous_values"][key]
-                mark = f"  (was {json.dumps(before)})" if before != value else ""
-                _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
-        return 0
+        return _configure(halts, args, changes)
     if args.name:
         rows = [r for r in rows if r["condition_name"] == args.name]
     if args.json:
         _out_json(rows)
+    else:
+        _show_config(rows, named=bool(args.name))
+    return 0
+
+
+def _config_changes(args) -> dict:
+    """The settings ``halts config NAME`` was asked to change."""
+    changes = {k: v for k, v in (("enabled", args.enabled), ("severity", args.severity),
+                                 ("threshold", args.threshold), ("auto_escalate", args.auto_escalate))
+               if v is not None}
+    if args.escalate_after is not None:
+        changes["escalate_after_minutes"] = None if args.escalate_after is _Clear else args.escalate_after
+    return changes
+
+
+def _configure(halts, args, changes: dict) -> int:
+    result = halts.configure({"condition_name": args.name, **changes})
+    if args.json:
+        _out_json(result)
         return 0
+    for key, value in result["current_values"].items():
+        before = result["previous_values"][key]
+        mark = f"  (was {json.dumps(before)})" if before != value else ""
+        _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
+    return 0
+
+
+def _show_config(rows: list, *, named: bool) -> None:
+    """A line per condition; a condition named alone gets its rule's text too."""
     from leash.core.policy.halts.conditions import load_all
 
     registry = load_all()
@@ -296,9 +312,8 @@ def _config(halts, args) -> int:
         auto = ", auto-escalate" if r["auto_escalate"] else ""
         _out(f"{r['condition_name']:<26} {r['halt_type']:<12} {r['severity']:<8} "
              f"{'on ' if r['enabled'] else 'off'} threshold {json.dumps(r['threshold'])}{after}{auto}")
-        if args.name and r["condition_name"] in registry:
+        if named and r["condition_name"] in registry:
             _out(f"  {registry[r['condition_name']].doc}")
-    return 0
 
 
 HANDLERS = {"list": _list, "record": _record, "ack": _acknowledge, "escalate": _acknowledge,
