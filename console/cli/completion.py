@@ -158,8 +158,50 @@ def _fish_quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def fish_script(parser) -> str:
+def _fish_command_lines(key: str, sub) -> list[str]:
+    """The ``complete`` lines of one command (``key``): its actions, its positional choices, its options."""
     import argparse
+
+    where = _fish_quote(key or ".")
+    condition = f"__leash_at {where}"
+    lines = []
+    actions = list(_subparsers(sub))
+    if actions:
+        lines.append(f"complete -c leash -n {_fish_quote(condition)} -a {_fish_quote(' '.join(actions))}")
+    nth = 0
+    for action in sub._actions:
+        if isinstance(action, argparse._SubParsersAction) or "--home" in action.option_strings:
+            continue
+        if not action.option_strings:
+            if action.choices:
+                first = _fish_quote(f"__leash_first {where} {nth}")
+                lines.append(f"complete -c leash -n {first} -a {_fish_quote(' '.join(map(str, action.choices)))}")
+            nth += 1
+            continue
+        option = _fish_option(action)
+        if option:
+            lines.append(f"complete -c leash -n {_fish_quote(condition)} {option}")
+    return lines
+
+
+def _fish_option(action) -> str:
+    """An option's flags, what its value completes to and its help, as ``complete`` takes them ('' for none)."""
+    import argparse
+
+    flags = [f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1]}"
+             for option in action.option_strings if option.startswith("--") or len(option) == 2]
+    if not flags:
+        return ""
+    # A value that names a file or folder completes paths; any other value, nothing but what is offered.
+    takes = "" if action.nargs == 0 else " -r" if _names_a_path(action) else " -x"
+    if action.option_strings == ["--session"]:
+        takes += " -a '(__leash_names sessions)'"
+    help_text = action.help if isinstance(action.help, str) and action.help != argparse.SUPPRESS else ""
+    described = f" -d {_fish_quote(help_text.split(';')[0][:60])}" if help_text else ""
+    return f"{' '.join(flags)}{takes}{described}"
+
+
+def fish_script(parser) -> str:
 
     words, valued = table(parser)
     parsers = _parsers(parser)
@@ -225,36 +267,7 @@ def fish_script(parser) -> str:
         "complete -c leash -l home -r -f -a '(__fish_complete_directories)' -d 'state home'",
     ]
     for key, sub in parsers.items():
-        where = _fish_quote(key or ".")
-        condition = f"__leash_at {where}"
-        actions = list(_subparsers(sub))
-        if actions:
-            lines.append(f"complete -c leash -n {_fish_quote(condition)} -a {_fish_quote(' '.join(actions))}")
-        nth = 0
-        for action in sub._actions:
-            if isinstance(action, argparse._SubParsersAction) or "--home" in action.option_strings:
-                continue
-            if not action.option_strings:
-                if action.choices:
-                    first = _fish_quote(f"__leash_first {where} {nth}")
-                    lines.append(f"complete -c leash -n {first} -a {_fish_quote(' '.join(map(str, action.choices)))}")
-                nth += 1
-                continue
-            flags = []
-            for option in action.option_strings:
-                if option.startswith("--"):
-                    flags.append(f"-l {option[2:]}")
-                elif len(option) == 2:
-                    flags.append(f"-s {option[1]}")
-            if not flags:
-                continue
-            # A value that names a file or folder completes paths; any other value, nothing but what is offered.
-            takes = "" if action.nargs == 0 else " -r" if _names_a_path(action) else " -x"
-            if action.option_strings == ["--session"]:
-                takes += " -a '(__leash_names sessions)'"
-            help_text = action.help if isinstance(action.help, str) and action.help != argparse.SUPPRESS else ""
-            described = f" -d {_fish_quote(help_text.split(';')[0][:60])}" if help_text else ""
-            lines.append(f"complete -c leash -n {_fish_quote(condition)} {' '.join(flags)}{takes}{described}")
+        lines += _fish_command_lines(key, sub)
     for key, kind in [*((k, "sessions") for k in SESSION_COMMANDS), ("warrant pardon", "warrants"),
                       ("release", "entities")]:
         first = _fish_quote(f"__leash_first {_fish_quote(key)}")
@@ -317,30 +330,48 @@ def names(kind: str, *, home=None) -> list[str]:
     where = resolve_home(home)
     if kind not in NAME_KINDS or not os.path.isdir(where) or _elsewhere(where):
         return []
-    found: set[str] = set()
-    if kind == "sessions":
-        for session_id, record in _json_object(os.path.join(where, "sessions.json")).items():
-            found.add(session_id)
-            if isinstance(record, dict) and isinstance(record.get("tmux_session"), str):
-                found.add(record["tmux_session"])
-        stopped = _json_object(os.path.join(where, "stops.json")).get("sessions")
-        found.update(stopped if isinstance(stopped, dict) else ())
-        found.update(_tmux_sessions(where))
-    elif kind == "warrants":
-        for folder in ("warrants", os.path.join("dogs", "active")):
-            for entry in _listing(os.path.join(where, folder)):
-                if entry.endswith(".json"):
-                    found.add(entry[:-len(".json")])
-                    record = _json_object(os.path.join(where, folder, entry))
-                    inner = record.get("warrant")
-                    warrant = inner if isinstance(inner, dict) else record
-                    if isinstance(warrant.get("target"), str):
-                        found.add(warrant["target"])
-    else:
-        found.update(name for name in _json_object(os.path.join(where, "hands_off_registry.json"))
-                     if not name.startswith("@"))
+    found = {"sessions": _session_names, "warrants": _warrant_names}.get(kind, _lock_names)(where)
     # A name the shell would split or expand is no help as a word to complete.
     return sorted(name for name in found if name and name.isprintable() and not any(c.isspace() for c in name))
+
+
+def _session_names(where: str) -> set[str]:
+    """Agent session ids, their tmux sessions, stopped names and the tmux server's sessions."""
+    import os
+
+    found: set[str] = set()
+    for session_id, record in _json_object(os.path.join(where, "sessions.json")).items():
+        found.add(session_id)
+        if isinstance(record, dict) and isinstance(record.get("tmux_session"), str):
+            found.add(record["tmux_session"])
+    stopped = _json_object(os.path.join(where, "stops.json")).get("sessions")
+    found.update(stopped if isinstance(stopped, dict) else ())
+    found.update(_tmux_sessions(where))
+    return found
+
+
+def _warrant_names(where: str) -> set[str]:
+    """Warrant ids and their targets, queued or worked by a dog."""
+    import os
+
+    found: set[str] = set()
+    for folder in ("warrants", os.path.join("dogs", "active")):
+        for entry in _listing(os.path.join(where, folder)):
+            if entry.endswith(".json"):
+                found.add(entry[:-len(".json")])
+                record = _json_object(os.path.join(where, folder, entry))
+                inner = record.get("warrant")
+                warrant = inner if isinstance(inner, dict) else record
+                if isinstance(warrant.get("target"), str):
+                    found.add(warrant["target"])
+    return found
+
+
+def _lock_names(where: str) -> set[str]:
+    """The hands-off registry's entities (its ``@`` keys are its own bookkeeping)."""
+    import os
+
+    return {name for name in _json_object(os.path.join(where, "hands_off_registry.json")) if not name.startswith("@")}
 
 
 def _elsewhere(home: str) -> bool:
