@@ -1,4 +1,4 @@
-"""Claude Code's lifecycle hooks beyond the tool gate (DESIGN "Claude Code integration").
+"""Claude Code's lifecycle hooks beyond the tool gate (docs/claude-code.md).
 
 Each handler takes the hook's stdin and returns ``(stdout, stderr, exit code)``:
 

@@ -13,7 +13,7 @@ lines carry ``expires_at``; see ``core.logstate``); the file records the head of
 the last one under ``"@head"``, a key no entity may take. Re-locking an entity
 never shortens its lock: the later expiry is kept and the caller is told.
 
-Failure (DESIGN.md fail policy): a registry that is missing, corrupt, emptied or
+Failure (the fail policy, docs/state-and-security.md): a registry that is missing, corrupt, emptied or
 out of step with the log is moved aside as ``<name>.corrupt-<timestamp>`` (never
 deleted) and rebuilt from the ack log, with a ``state_rebuilt`` line; a lock is
 never lost to a bad file. When the log cannot rebuild it, ``HandsOffUnreadable``

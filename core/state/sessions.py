@@ -44,7 +44,7 @@ REFRESH_SECONDS = 30
 TMUX_LOOKUP_TIMEOUT = 2.0
 _FIELDS = ("tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "transcript_path", "parent", "parent_by",
            "agent", "cli", "wired", "host", "agent_process")
-# What a session is doing, as its hooks last said (DESIGN "Session states"):
+# What a session is doing, as its hooks last said (docs/claude-code.md, "What each session is doing"):
 # PreToolUse to PostToolUse it is working (a tool in flight, since
 # ``status_since``); a prompt taken or a call done, it is thinking; its turn
 # ended (Stop), it is idle; Claude Code's notifications say when it waits.

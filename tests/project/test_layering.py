@@ -1,4 +1,4 @@
-"""The layering DESIGN.md fixes, enforced: core never imports the console,
+"""The layering docs/architecture.md shows, enforced: core never imports the console,
 textual or rich; libtmux only in the tmux module; the hook path imports only
 the standard library and leash's own core."""
 from __future__ import annotations

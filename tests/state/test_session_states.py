@@ -1,4 +1,4 @@
-"""What a session is doing, from its hooks (DESIGN "Session states"): idle,
+"""What a session is doing, from its hooks (docs/claude-code.md, "What each session is doing"): idle,
 thinking, working (which tool, since when), waiting; ``last_tool`` always the
 newest; the view's sessions that need a human sorted first, and a session
 whose tmux session is gone said to be gone. Fed Claude Code's captured
