@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from argparse import Namespace
-from types import ModuleType
 from typing import NamedTuple
 
 from leash.console.cli.context import Context
@@ -43,10 +42,10 @@ def _said(findings: list[tuple[str, str, str]]) -> int:
 
 def _check_claude(context: Context, args: Namespace) -> int:
     """``leash install --check``: the settings, the record, onFailure and the home."""
-    from leash.core.hook import install, wiring
+    from leash.core.hook import installcheck, wiring
 
-    findings = (install.check(project=args.project) + wiring.check_findings(project=args.project, home=context.home)
-                + _on_failure_findings(install, args.project)
+    findings = (installcheck.check(project=args.project)
+                + wiring.check_findings(project=args.project, home=context.home) + _on_failure_findings(args.project)
                 + wiring.home_findings(context.home, project=args.project))
     if any(level == "fail" for level, _, _ in findings):  # "wired with timeouts" is not all right then
         findings = [finding for finding in findings if finding[0] != "ok"]
@@ -226,15 +225,16 @@ def _install_agent(context: Context, args: Namespace) -> int:
     return 0
 
 
-def _on_failure_findings(install: ModuleType, project: str | None) -> list[tuple[str, str, str]]:
+def _on_failure_findings(project: str | None) -> list[tuple[str, str, str]]:
     """A warning when the installed Claude Code knows ``onFailure`` and a
     gating leash hook does not use it (``leash install`` adds it)."""
     from leash.core.base import claudeversion
+    from leash.core.hook import install, installcheck
 
     version = claudeversion.installed_version()
     if not claudeversion.supports_on_failure(version):
         return []
-    lacking = sorted({event for event, hook in install.wired_hooks(project=project)
+    lacking = sorted({event for event, hook in installcheck.wired_hooks(project=project)
                       if install.VERBS_BY_EVENT[event].fail_closed
                       and hook.get("onFailure") != install.ON_FAILURE_BLOCK})
     if not lacking:

@@ -1,5 +1,5 @@
 """Which agent CLI's wiring a session's hooks come through, and whether it
-reports reads: ``wiring(cli, project=)`` for ``core.hook.install.wiring``'s
+reports reads: ``wiring(cli, project=)`` for ``core.hook.installcheck.wiring``'s
 question asked of Gemini CLI's and Codex CLI's settings too
 (``core.hook.geminiwiring``, ``core.hook.codexwiring``).
 """
@@ -9,11 +9,11 @@ from leash.core.wire.hookevents import CODEX, GEMINI
 
 
 def wiring(cli: str, *, project: str | None = None) -> str:
-    """``install.wiring``'s answer for a session of ``cli``: whether its CLI's
+    """``installcheck.wiring``'s answer for a session of ``cli``: whether its CLI's
     settings wire leash's gate (``WIRED_GATE``) and the hook that reports what
     each call read (``WIRED_READS``) without a fault, or ``WIRED_NOTHING``."""
     from leash.core.hook.install import WIRED_GATE, WIRED_NOTHING, WIRED_READS
-    from leash.core.hook.install import wiring as claude_wiring
+    from leash.core.hook.installcheck import wiring as claude_wiring
 
     if cli not in (GEMINI, CODEX):
         return claude_wiring(project=project)

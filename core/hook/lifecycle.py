@@ -255,7 +255,8 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None,
     gate, payload, problem = _read(raw, home, input_error, backend=backend)
     if problem is not None:
         return "", f"leash: {problem}\n", 1
-    from leash.core.hook.install import WIRED_GATE, disabling_change
+    from leash.core.hook.install import WIRED_GATE
+    from leash.core.hook.installcheck import disabling_change
     from leash.core.hook.wiring import changed_file_problem
 
     record = gate.sessions.get(payload["session_id"], now=now) or {}

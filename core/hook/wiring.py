@@ -409,7 +409,7 @@ def check_findings(*, project: str | None, home: str) -> list[tuple[str, str, st
         try:
             data = install.read_settings(path)
         except install.SettingsError:
-            continue  # install.check reports it
+            continue  # installcheck.check reports it
         findings.extend(("fail", path, problem) for problem in differences(path, data, expect))
     if record is not None:
         findings.extend(fingerprint_findings(record))

@@ -88,7 +88,7 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
         if problem is None:
             yield from _window_findings(str(home), backend, now=now)
     yield from _tmux_findings(str(home), backend)
-    from leash.core.hook.install import doctor_findings
+    from leash.core.hook.installcheck import doctor_findings
     from leash.core.hook.wiring import home_findings
 
     for level, subject, message in doctor_findings() + home_findings(str(home)):

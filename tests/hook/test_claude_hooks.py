@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from leash.core.hook.install import HOOKS, check, disabling_change, install, is_leash_hook
+from leash.core.hook.install import HOOKS, install, is_leash_hook
+from leash.core.hook.installcheck import check, disabling_change
 from leash.core.state.halts.api import record_halt, session_state
 from leash.core.views.protocol import StopProtocol
 
