@@ -9,8 +9,11 @@ The schema is one element of ``pg.MIGRATIONS``; the default condition rows
 are stored on first use (``ON CONFLICT DO NOTHING``, so a condition added
 later gets its row too).
 
-The rules are the file backend's own functions (``core.halts.api``, ``rules``,
-``engine``, ``evidence``, ``ledger``): this module only moves rows. Every write
+What a check, a record or an acknowledgement decides is the one decision
+every backend calls (``core.policy.halts.decision``), handed this store's rows
+(``pghalts_unit.PgHaltRows``); the rest of the rules are the file backend's
+own functions (``core.state.halts.api``, ``evidence``, ``ledger``): this
+module only moves rows. Every write
 that changes a halt takes the ack log's chain lock first (so halt writers on
 every host queue behind one another and never deadlock on rows), writes its
 rows, appends the same ack-log lines as the file backend in the same
@@ -32,30 +35,15 @@ import re
 import time
 from contextlib import contextmanager
 
-from leash.core.base.clock import iso, now_seconds
+from leash.core.base.clock import now_seconds
 from leash.core.base.secrets import mask
-from leash.core.policy.halts import engine
-from leash.core.policy.halts.context import CheckContext, HaltInputError
+from leash.core.policy.halts import decision
+from leash.core.policy.halts.context import CheckContext
+from leash.core.policy.halts.outcomes import HaltQuery
+from leash.core.policy.halts.outcomes import HaltRefused as HaltRefused
 from leash.core.state.halts import ledger
 from leash.core.state.halts.access import TIMEOUT_REASON, _row_config
-from leash.core.state.halts.api import (
-    _LOG_EVENT,
-    _validate_record,
-    acknowledge_input,
-    acknowledge_request,
-    acknowledged_answer,
-    check_answer,
-    config_answer,
-    config_request,
-    fail_safe,
-    finding_halt,
-    halts_to_record,
-    new_halt,
-    recorded_answer,
-    recorded_lines,
-    refuse_acknowledgement,
-)
-from leash.core.state.halts.api import HaltRefused as HaltRefused
+from leash.core.state.halts.api import config_answer, config_request
 from leash.core.state.halts.evidence import next_attempts
 from leash.core.state.halts.store import (
     ARCHIVE_AFTER_DAYS,
@@ -64,9 +52,9 @@ from leash.core.state.halts.store import (
     HaltStoreUnavailable,
     new_id,
 )
-from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
+from leash.core.store.pg import CHAIN_LOCK, Database, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.pghalts_unit import UnitScope, as_uuid, at, dicts, one, reachable, state_of
+from leash.core.store.pghalts_unit import PgHaltRows, UnitScope, as_uuid, at, dicts, one, reachable, state_of
 from leash.core.store.records import HaltEventRecord
 
 CONFIG_CACHE_SECONDS = 60  # the seed: condition config cached in memory, refreshed every 60 s
@@ -100,116 +88,38 @@ class PgHalts:
             return unit.state(session_id)
 
     def listing(self, query: dict, *, now: float | None = None) -> dict:
-        from leash.core.state.halts.api import listing_request
-
-        listing_request(query)  # bad input is refused before the store is touched
+        wanted = HaltQuery.of(query)  # bad input is refused before the store is touched
         with self.unit(now=now) as unit:
-            return unit.listing(query)
+            return unit.listing_of(wanted)
 
-    # ------------------------------------------------------------ checks
+    # ------------------------------------------------------------ the decision (core.policy.halts.decision)
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
               now: float | None = None) -> dict:
         moment = now_seconds(now)
         ctx = CheckContext(data)  # validated before the store is touched
         try:
             with self.unit(now=moment) as unit:
-                return self.check_in(unit, ctx, data, record=record, record_high=record_high)
-        except HaltStoreUnavailable as exc:  # opening or closing the unit (check_in answers its own failures)
-            return fail_safe(self.home, data, f"database unavailable ({exc})", now=moment)
+                return decision.check(PgHaltRows(self, unit, moment), ctx, record=record, record_high=record_high,
+                                      now=moment).as_json()
+        except HaltStoreUnavailable as exc:  # opening or closing the unit (the check answers its own failures)
+            return decision.fail_safe(PgHaltRows(self, None, moment), ctx.session_id,
+                                      f"database unavailable ({exc})", now=moment).as_json()
 
-    def check_in(self, unit, ctx: CheckContext, data: dict, *, record: bool, record_high: bool | None) -> dict:
-        """The seed's check inside ``unit``: its reads in the unit's snapshot,
-        what it records in a write of its own (``core.halts.api``'s rules)."""
-        moment = unit.now
-        try:
-            config = self._config()
-            self._add_attempts(unit, ctx, data, moment)
-            fired = engine.evaluate(ctx, config)
-            should_halt, to_record = halts_to_record(fired, home=self.home, record=record, record_high=record_high)
-            recorded = self._record_findings(unit, ctx, to_record, config, now=moment) if to_record else {}
-        except HaltInputError:
-            raise
-        except (HaltStoreUnavailable, StoreOffline) as exc:
-            return fail_safe(self.home, data, f"database unavailable ({exc})", now=moment)
-        except Exception as exc:  # the seed: a failed check halts
-            return fail_safe(self.home, data, f"{exc.__class__.__name__}: {exc}", now=moment)
-        return check_answer(fired, recorded, should_halt=should_halt, attempt_number=ctx.attempt_number)
-
-    def _add_attempts(self, unit, ctx: CheckContext, data: dict, moment: float) -> None:
-        """The session's stored attempts at its task into the check's context (reset
-        first when the call asks for a fresh start), as ``core.halts.api`` does."""
-        from leash.core.policy.halts.conditions.execution import reset_requested
-
-        task = data.get("task_id") or ""
-        ctx.stored_attempts, ctx.stored_errors = unit.stored_attempts(ctx.session_id, task)
-        if ctx.stored_attempts and reset_requested(ctx):
-            unit.settle()
-            with self.db.transaction() as conn:
-                conn.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = %s"
-                             " WHERE session_id = %s AND task_id = %s", (at(moment), ctx.session_id, task))
-            ctx.stored_attempts, ctx.stored_errors = 0, []
-
-    def _record_findings(self, unit, ctx: CheckContext, to_record, config: dict, *, now: float) -> dict:
-        """Each finding as a halt, in one write; condition name -> halt id."""
-        unit.settle()
-        recorded = {}
-        with self._writing() as conn:
-            for fired in to_record:
-                recorded[fired.name] = self._insert(conn, finding_halt(fired, ctx), config, now=now,
-                                                    auto=True)["halt_id"]
-        return recorded
-
-    # ------------------------------------------------------------ writes
     def record(self, data: dict, *, now: float | None = None) -> dict:
-        _validate_record(data)
+        decision.validate_record(data)  # before the store is touched
         moment = now_seconds(now)
         with reachable():
             self.housekeep(now=moment)
-            config = self._config()
-            with self._writing() as conn:
-                return self._insert(conn, data, config, now=moment, auto=False)
-
-    def _insert(self, conn, data: dict, config: dict, *, now: float, auto: bool) -> dict:
-        """One halt, its session's state, its lines and a notice, in the open write; the seed's answer."""
-        halt = new_halt(data, config, now=now, auto=auto)
-        stamp = at(now)
-        conn.execute(
-            "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context,"
-            " triggered_at, acknowledged, resolution, attempt_count, previous_error, created_at, updated_at,"
-            " condition_name, escalate_at, auto_recorded)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (halt["id"], halt["session_id"], halt["task_id"], halt["halt_type"], halt["severity"],
-             halt["description"], as_json(halt["context"]) if halt["context"] is not None else None, stamp,
-             halt["resolution"], halt["attempt_count"], halt["previous_error"], stamp, stamp,
-             halt["condition_name"], at(halt["escalate_at"]) if halt["escalate_at"] is not None else None, auto))
-        self._refresh(conn, halt["session_id"], now)
-        for event, source, reason, extra in recorded_lines(halt, data):
-            self._log(conn, event, halt, source=source, reason=reason, now=now, **extra)
-        notify(conn, "halts", halt["session_id"])
-        return recorded_answer(halt, iso(now))
+            return decision.record(PgHaltRows(self, None, moment), data, now=moment)
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
                     caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
-        data = acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
-        halt_id, session_id, resolution, notes = acknowledge_request(data)
+        data = decision.acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
+        decision.acknowledge_request(data)  # before the store is touched
         moment = now_seconds(now)
-        who = source or _default_source()
         with reachable():
             self.housekeep(now=moment)
-            with self._writing() as conn:
-                row = self._halt(conn, halt_id, lock=True)
-                refuse_acknowledgement(row, data)
-                assert row is not None
-                stamp = at(moment)
-                conn.execute("UPDATE halt_events SET acknowledged = true, acknowledged_at = %s, acknowledged_by = %s,"
-                             " resolution = %s, resolution_notes = %s, updated_at = %s WHERE id = %s",
-                             (stamp, mask(who), resolution, mask(notes) if notes else None, stamp, row["id"]))
-                state = self._refresh(conn, row["session_id"], moment)
-                remaining = conn.execute("SELECT count(*) FROM halt_events WHERE session_id = %s"
-                                         " AND acknowledged = false", (row["session_id"],)).fetchone()[0]
-                self._log(conn, _LOG_EVENT[resolution], row, source=who, reason=notes or resolution, now=moment)
-                notify(conn, "halts", row["session_id"])
-        return acknowledged_answer(row, resolution=resolution, stamp=iso(moment), state=state, remaining=remaining)
+            return decision.acknowledge(PgHaltRows(self, None, moment), data, by=source, now=moment)
 
     def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
         stamp = at(now_seconds(now))
@@ -376,6 +286,7 @@ class PgHalts:
                              **ledger.line_fields(row), **extra)
 
 
+
 def _as_stored(row: dict) -> dict:
     """A row as ``halts.db`` holds it: flags as 0/1, JSON columns as text."""
     stored = dict(row)
@@ -387,8 +298,3 @@ def _as_stored(row: dict) -> dict:
             stored[key] = json.dumps(stored[key])
     return stored
 
-
-def _default_source() -> str:
-    from leash.core.base.source import default_source
-
-    return default_source()

@@ -1,5 +1,6 @@
 """Reading the halt store on PostgreSQL: a unit of work whose reads see one
-state, and the rows turned into the shapes the file backend hands out.
+state, the rows turned into the shapes the file backend hands out, and the
+rows the halt decision reads and writes.
 
 A unit holds this thread's pooled connection; its reads run in one
 ``REPEATABLE READ, READ ONLY`` transaction (a snapshot), begun at the first
@@ -12,11 +13,13 @@ read begins a new snapshot that sees it. Inside a transaction the caller
 already holds, the unit reads and writes in that transaction instead.
 
 Rows come back as the file backend's ``halts.db`` rows: ids as text, times as
-ISO-8601 UTC strings (``core.clock.iso``).
+ISO-8601 UTC strings (``core.clock.iso``). ``PgHaltRows`` is the halt
+decision's ``HaltStorage`` over a unit: reads in its snapshot, each write in a
+transaction of its own.
 
 Failure: a database error while reading raises ``HaltStoreUnavailable`` (one
 line, never the password); a check whose store fails answers the seed's
-fail-safe halt instead (``PgHalts.check_in``).
+fail-safe halt instead (``core.policy.halts.decision.check``).
 """
 from __future__ import annotations
 
@@ -26,8 +29,10 @@ from datetime import datetime, timezone
 
 from leash.core.base.clock import iso
 from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES
+from leash.core.policy.halts.outcomes import HaltQuery, Settled
+from leash.core.state.halts.rows import note_failed_check
 from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable
-from leash.core.store.pg import StoreOffline, errors, said
+from leash.core.store.pg import StoreOffline, as_json, errors, notify, said
 from leash.core.store.records import HaltRecord
 
 # A session's state from its halts (``core.halts.rules.state_of``): paused while
@@ -86,14 +91,14 @@ def state_of(conn, session_id: str) -> str:
     return str(conn.execute(STATE_SQL, (BLOCKING, session_id)).fetchone()[0])
 
 
-def listing(conn, data: dict, session: str | None, limit: int, offset: int) -> dict:
-    """The seed's ``GetSessionHaltsOutput`` (``core.halts.api.get_session_halts``'s query)."""
+def listing(conn, query: HaltQuery) -> dict:
+    """The seed's ``GetSessionHaltsOutput`` (``core.state.halts.api.get_session_halts``'s query)."""
     from leash.core.state.halts.api import halt_event, listing_filters
 
-    (scope, params), (where, fparams) = listing_filters(data, session, mark="%s", false="false", as_text="::text")
+    (scope, params), (where, fparams) = listing_filters(query, mark="%s", false="false", as_text="::text")
     total = conn.execute(f"SELECT count(*) FROM halt_events WHERE {where}", fparams).fetchone()[0]
     rows = dicts(conn.execute(f"SELECT * FROM halt_events WHERE {where} ORDER BY severity DESC, triggered_at, id"
-                              " LIMIT %s OFFSET %s", fparams + [limit, offset]))
+                              " LIMIT %s OFFSET %s", fparams + [query.limit, query.offset]))
     unacknowledged = conn.execute(f"SELECT count(*) FROM halt_events WHERE {scope} AND acknowledged = false",
                                   params).fetchone()[0]
     return {"total_count": total, "halts": [halt_event(r) for r in rows], "unacknowledged_count": unacknowledged}
@@ -138,15 +143,15 @@ class PgHaltUnit:
         return {session: state for session, state in rows}
 
     def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
-        query = {"pending": True, "limit": limit, **({"session_token": session_id} if session_id else {})}
-        return [HaltRecord.of(h) for h in self.listing(query)["halts"]]
+        query = HaltQuery(session=session_id or None, pending=True, limit=limit)
+        return [HaltRecord.of(h) for h in self.listing_of(query)["halts"]]
 
     def listing(self, query: dict) -> dict:
-        from leash.core.state.halts.api import listing_request
+        return self.listing_of(HaltQuery.of(query))
 
-        session, limit, offset = listing_request(query)
+    def listing_of(self, query: HaltQuery) -> dict:
         with reachable():
-            return listing(self.reads(), query, session, limit, offset)
+            return listing(self.reads(), query)
 
     def pending_counts(self) -> dict[str, int]:
         counts = {severity: 0 for severity in SEVERITIES}
@@ -172,10 +177,88 @@ class PgHaltUnit:
         return (row[0], list(row[1])) if row else (0, [])
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
+        """The decision's check (``core.policy.halts.decision``) over this unit's reads."""
+        from leash.core.policy.halts import decision
         from leash.core.policy.halts.context import CheckContext
 
-        return self.halts.check_in(self, CheckContext(data), data, record=record, record_high=record_high)
+        ctx = CheckContext(data)
+        return decision.check(PgHaltRows(self.halts, self, self.now), ctx, record=record, record_high=record_high,
+                              now=self.now).as_json()
 
+
+class PgHaltRows:
+    """``HaltStorage`` (``core.policy.halts.storage``) over the database: the
+    rows the decision reads, in ``unit``'s snapshot when there is one, and the
+    rows it hands back, each write in a transaction of its own holding the ack
+    log's chain lock, with a ``halts`` notice keyed by the session. Decides nothing."""
+
+    def __init__(self, halts, unit: PgHaltUnit | None, now: float):
+        self.halts, self.unit, self.now = halts, unit, now
+        self.home = halts.home
+
+    def condition_config(self) -> dict[str, dict]:
+        with reachable():
+            return self.halts._config()
+
+    def stored_attempts(self, session_id: str, task_id: str) -> tuple[int, list[str]]:
+        if self.unit is not None:
+            return self.unit.stored_attempts(session_id, task_id)
+        with reachable(), self.halts.db.session() as conn:
+            row = conn.execute("SELECT count, recent_errors FROM attempts WHERE session_id = %s AND task_id = %s",
+                               (session_id, task_id)).fetchone()
+        return (row[0], list(row[1])) if row else (0, [])
+
+    def _settle_unit(self) -> None:
+        if self.unit is not None:
+            self.unit.settle()  # a write ends the unit's snapshot first
+
+    def reset_attempts(self, session_id: str, task_id: str, *, now: float) -> None:
+        self._settle_unit()
+        with reachable(), self.halts.db.transaction() as conn:
+            conn.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = %s"
+                         " WHERE session_id = %s AND task_id = %s", (at(now), session_id, task_id))
+
+    def insert(self, halts, *, now: float) -> None:
+        self._settle_unit()
+        stamp = at(now)
+        with reachable(), self.halts._writing() as conn:
+            for halt in halts:
+                conn.execute(
+                    "INSERT INTO halt_events (id, session_id, task_id, halt_type, severity, description, context,"
+                    " triggered_at, acknowledged, resolution, attempt_count, previous_error, created_at,"
+                    " updated_at, condition_name, escalate_at, auto_recorded)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (halt.id, halt.session_id, halt.task_id, halt.halt_type, halt.severity, halt.description,
+                     as_json(halt.context) if halt.context is not None else None, stamp, halt.resolution,
+                     halt.attempt_count, halt.previous_error, stamp, stamp, halt.condition_name,
+                     at(halt.escalate_at) if halt.escalate_at is not None else None, halt.auto_recorded))
+                self.halts._refresh(conn, halt.session_id, now)
+                row = halt.row()
+                for line in halt.lines:
+                    self.halts._log(conn, line.event, row, source=line.source, reason=line.reason, now=now,
+                                    **line.fields)
+                notify(conn, "halts", halt.session_id)
+
+    def settle(self, halt_id: str, allowed, *, now: float) -> Settled:
+        self._settle_unit()
+        stamp = at(now)
+        with reachable(), self.halts._writing() as conn:
+            row = self.halts._halt(conn, halt_id, lock=True)
+            change = allowed(row)
+            assert row is not None  # ``allowed`` refuses a halt that is not there
+            conn.execute("UPDATE halt_events SET acknowledged = true, acknowledged_at = %s, acknowledged_by = %s,"
+                         " resolution = %s, resolution_notes = %s, updated_at = %s WHERE id = %s",
+                         (stamp, change.by, change.resolution, change.notes, stamp, row["id"]))
+            state = self.halts._refresh(conn, row["session_id"], now)
+            remaining = conn.execute("SELECT count(*) FROM halt_events WHERE session_id = %s"
+                                     " AND acknowledged = false", (row["session_id"],)).fetchone()[0]
+            self.halts._log(conn, change.line.event, row, source=change.line.source, reason=change.line.reason,
+                            now=now, **change.line.fields)
+            notify(conn, "halts", row["session_id"])
+        return Settled(row, state, remaining)
+
+    def note_failed_check(self, session_id: str | None, problem: str, *, now: float) -> None:
+        note_failed_check(self.home, session_id, problem, now=now)
 
 class UnitScope:
     """``with PgHalts.unit(now=) as unit:`` one connection for the unit, the

@@ -29,7 +29,6 @@ import json
 from leash.core.state.loghead import HALTS_STORE, STORE_OF_EVENT, HeadMismatch, mark
 
 HEAD_KEY = "acklog_head"
-DESCRIPTION_IN_LOG = 1000  # characters of a description kept on its log line
 _RESOLUTION_OF_EVENT = {"halt_ack": "resolved", "halt_dismiss": "dismissed", "halt_escalate": "escalated",
                         "halt_timeout": "timeout"}
 
@@ -203,15 +202,3 @@ def _refresh(connection, session_id: str, stamp: str) -> None:
 
     _refresh_state(connection, session_id, stamp)
 
-
-def recorded_line_fields(data: dict, *, description: str, escalate: bool, escalate_at: str | None,
-                         auto: bool) -> dict:
-    """The keys a ``halt_recorded`` line carries besides the common ones."""
-    fields = {"halt_type": data["halt_type"], "condition_name": data.get("condition_name") or "",
-              "description": description[:DESCRIPTION_IN_LOG], "escalated": escalate,
-              "auto_recorded": auto}
-    if escalate_at:
-        fields["escalate_at"] = escalate_at
-    if data.get("task_id"):
-        fields["task_id"] = data["task_id"]
-    return fields

@@ -30,6 +30,12 @@ from __future__ import annotations
 import json
 import os
 
+# The halts' vocabulary is the decision's (``core.policy.halts.outcomes``); the schema checks it.
+from leash.core.policy.halts.outcomes import HALT_TYPES as HALT_TYPES
+from leash.core.policy.halts.outcomes import SEVERITIES as SEVERITIES
+from leash.core.policy.halts.outcomes import HaltStoreUnavailable as HaltStoreUnavailable
+from leash.core.policy.halts.outcomes import new_id as new_id
+
 TYPE_CHECKING = False  # ``typing`` is not imported on the hook path
 if TYPE_CHECKING:  # imported in open_store, where it is needed: a hook with no halts.db never loads it
     import sqlite3
@@ -39,8 +45,6 @@ BUSY_TIMEOUT_MS = 30_000
 ARCHIVE_AFTER_DAYS = 90
 ARCHIVE_EVERY_SECONDS = 86_400  # archiving on open runs at most once a day
 
-HALT_TYPES = ("code_safety", "scope", "environment", "execution", "security", "uncertainty")
-SEVERITIES = ("low", "medium", "high", "critical")
 RESOLUTIONS = ("resolved", "escalated", "dismissed", "timeout")
 SESSION_STATES = ("active", "halted", "paused")
 
@@ -169,21 +173,8 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 MIGRATIONS = (_MIGRATION_1, "", "")
 
 
-class HaltStoreUnavailable(Exception):
-    """halts.db cannot be opened or read; callers fail safe."""
-
-
 def db_path(home: str) -> str:
     return os.path.join(home, DB_NAME)
-
-
-def new_id() -> str:
-    """A random (version 4) UUID as text, without importing uuid on the hook path."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def exists(home: str) -> bool:
