@@ -186,7 +186,7 @@ def examine_halts(home: str, *, repair: bool = False, now: float | None = None) 
                                  force=True)
         with write(connection):
             from leash.core.base.clock import iso
-            from leash.core.policy.halts.rules import refresh_state as _refresh_state
+            from leash.core.state.halts.store import refresh_state as _refresh_state
 
             for session_id in _sessions(connection):
                 _refresh_state(connection, session_id, iso(now_seconds(now)))
@@ -203,7 +203,7 @@ def _sessions(connection) -> set[str]:
 
 
 def _stale_session_states(connection) -> list[str]:
-    from leash.core.policy.halts.rules import state_of as _state_of
+    from leash.core.state.halts.store import state_of as _state_of
 
     stored = dict(connection.execute("SELECT session_id, state FROM session_states").fetchall())
     found = []

@@ -38,7 +38,6 @@ from contextlib import contextmanager
 from leash.core.base.clock import now_seconds
 from leash.core.base.secrets import mask
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.context import CheckContext
 from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.policy.halts.outcomes import HaltRefused as HaltRefused
 from leash.core.state.halts import ledger
@@ -96,7 +95,7 @@ class PgHalts:
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
               now: float | None = None) -> dict:
         moment = now_seconds(now)
-        ctx = CheckContext(data)  # validated before the store is touched
+        ctx = decision.check_input(data)  # validated before the store is touched
         try:
             with self.unit(now=moment) as unit:
                 return decision.check(PgHaltRows(self, unit, moment), ctx, record=record, record_high=record_high,
@@ -273,7 +272,7 @@ class PgHalts:
             yield conn
 
     def _refresh(self, conn, session_id: str, now: float) -> str:
-        """Store the session's state as its halts give it (``core.halts.rules.refresh_state``); returns it."""
+        """Store the session's state as its halts give it (``core.state.halts.store.state_sql``); returns it."""
         state = state_of(conn, session_id)
         conn.execute("INSERT INTO session_states (session_id, state, updated_at) VALUES (%s, %s, %s)"
                      " ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at"

@@ -28,19 +28,14 @@ from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 
 from leash.core.base.clock import iso
-from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES
 from leash.core.policy.halts.outcomes import HaltQuery, Settled
 from leash.core.state.halts.rows import note_failed_check
-from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable
+from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable, state_sql
 from leash.core.store.pg import StoreOffline, as_json, errors, notify, said
 from leash.core.store.records import HaltRecord
 
-# A session's state from its halts (``core.halts.rules.state_of``): paused while
-# one is escalated or timed out, halted while a blocking one is unanswered.
-STATE_SQL = ("SELECT CASE WHEN bool_or(resolution IN ('escalated', 'timeout')) THEN 'paused'"
-             " WHEN bool_or(acknowledged = false AND resolution IS NULL AND severity::text = ANY(%s)) THEN 'halted'"
-             " ELSE 'active' END FROM halt_events WHERE session_id = %s")
-BLOCKING = list(BLOCKING_SEVERITIES)
+# A session's state from its halts: the file backend's query (``core.state.halts.store.state_sql``).
+STATE_SQL = state_sql(mark="%s", false="false")
 
 
 def at(seconds: float) -> datetime:
@@ -88,7 +83,7 @@ def as_uuid(text: str) -> str | None:
 
 
 def state_of(conn, session_id: str) -> str:
-    return str(conn.execute(STATE_SQL, (BLOCKING, session_id)).fetchone()[0])
+    return str(conn.execute(STATE_SQL, (session_id, session_id)).fetchone()[0])
 
 
 def listing(conn, query: HaltQuery) -> dict:
@@ -179,9 +174,8 @@ class PgHaltUnit:
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
         """The decision's check (``core.policy.halts.decision``) over this unit's reads."""
         from leash.core.policy.halts import decision
-        from leash.core.policy.halts.context import CheckContext
 
-        ctx = CheckContext(data)
+        ctx = decision.check_input(data)
         return decision.check(PgHaltRows(self.halts, self, self.now), ctx, record=record, record_high=record_high,
                               now=self.now).as_json()
 

@@ -58,6 +58,11 @@ LOG_EVENT = {"resolved": "halt_ack", "dismissed": "halt_dismiss", "escalated": "
 
 
 # ------------------------------------------------------------------ check
+def check_input(data: dict) -> CheckContext:
+    """A check's input, validated (before any store is touched); HaltInputError otherwise."""
+    return CheckContext(data)
+
+
 def check(storage: HaltStorage, ctx: CheckContext, *, record: bool = True, record_high: bool | None = None,
           now: float) -> CheckResult:
     """The seed's ``guardrail_check_halt_conditions``: evaluate, auto-record, answer."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from leash.core.policy.halts.context import HaltInputError
+from leash.core.policy.halts.context import HaltInputError as HaltInputError
 
 HALT_TYPES = ("code_safety", "scope", "environment", "execution", "security", "uncertainty")
 SEVERITIES = ("low", "medium", "high", "critical")

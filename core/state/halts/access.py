@@ -17,8 +17,6 @@ import time
 from leash.core.base.clock import iso, now_seconds
 from leash.core.base.home import resolve_home
 from leash.core.base.secrets import mask
-from leash.core.policy.halts.rules import refresh_state as _refresh_state
-from leash.core.policy.halts.rules import state_of as _state_of
 from leash.core.state.halts import kept, ledger
 from leash.core.state.halts.store import (
     DEFAULT_CONDITIONS,
@@ -29,6 +27,8 @@ from leash.core.state.halts.store import (
     open_store,
     write,
 )
+from leash.core.state.halts.store import refresh_state as _refresh_state
+from leash.core.state.halts.store import state_of as _state_of
 
 TYPE_CHECKING = False  # for the type checker only: threading is imported when a reader is entered
 if TYPE_CHECKING:

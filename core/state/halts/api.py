@@ -33,9 +33,7 @@ import json
 from leash.core.base.clock import iso, now_seconds
 from leash.core.base.home import ensure_home, resolve_home
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.context import CheckContext, HaltInputError
-from leash.core.policy.halts.decision import acknowledge_input as acknowledge_input
-from leash.core.policy.halts.outcomes import HaltQuery
+from leash.core.policy.halts.outcomes import HaltInputError, HaltQuery
 from leash.core.policy.halts.outcomes import HaltRefused as HaltRefused
 
 # The store access and the hook evidence are part of this API: their names stay importable from here.
@@ -78,6 +76,7 @@ from leash.core.state.halts.store import RESOLUTIONS as RESOLUTIONS
 from leash.core.state.halts.store import archive_old_events as archive_old_events
 
 __all__ = ["HaltInputError", "HaltRefused", "HaltStoreUnavailable", "acknowledge_input"]
+acknowledge_input = decision.acknowledge_input  # a halt store's ``acknowledge`` arguments as the seed's input
 
 
 # ------------------------------------------------------------------ the decision over halts.db
@@ -99,7 +98,7 @@ def check_halt_conditions(data: dict, *, home=None, now: float | None = None, re
     is recorded. ``record_high`` None reads ``[halts] record_high`` from config.toml."""
     moment = now_seconds(now)
     home = ensure_home(home)
-    ctx = CheckContext(data)  # validated before the store is touched
+    ctx = decision.check_input(data)  # validated before the store is touched
     rows = FileHaltRows(home, now=moment, connection=connection)
     try:
         return decision.check(rows, ctx, record=record, record_high=record_high, now=moment).as_json()

@@ -198,7 +198,7 @@ def _restore(connection, halt: dict, stamp: str) -> int:
 
 
 def _refresh(connection, session_id: str, stamp: str) -> None:
-    from leash.core.policy.halts.rules import refresh_state as _refresh_state
+    from leash.core.state.halts.store import refresh_state
 
-    _refresh_state(connection, session_id, stamp)
+    refresh_state(connection, session_id, stamp)
 

@@ -20,10 +20,9 @@ import os
 
 from leash.core.base.clock import iso
 from leash.core.policy.halts.outcomes import Settled
-from leash.core.policy.halts.rules import refresh_state
 from leash.core.state.halts.access import _log, _open, default_config_read, load_config
 from leash.core.state.halts.evidence import _stored_attempts
-from leash.core.state.halts.store import exists, write
+from leash.core.state.halts.store import exists, refresh_state, write
 
 FAILED_CHECKS_LOG = "halts_unavailable.jsonl"  # checks that failed safe, one JSON line each
 

@@ -30,7 +30,9 @@ from __future__ import annotations
 import json
 import os
 
-# The halts' vocabulary is the decision's (``core.policy.halts.outcomes``); the schema checks it.
+# The halts' vocabulary is the decision's (``core.policy.halts.outcomes``): the schema checks it, and
+# a pending halt of a blocking severity (the conditions' registry says which) holds its session.
+from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES
 from leash.core.policy.halts.outcomes import HALT_TYPES as HALT_TYPES
 from leash.core.policy.halts.outcomes import SEVERITIES as SEVERITIES
 from leash.core.policy.halts.outcomes import HaltStoreUnavailable as HaltStoreUnavailable
@@ -280,3 +282,36 @@ def archive_old_events(connection: sqlite3.Connection, *, now: float, force: boo
         connection.execute(f"DELETE FROM halt_events WHERE {settled}", (cutoff,))
         connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_archive_at', ?)", (repr(now),))
     return moved
+
+
+# ------------------------------------------------------------------ a session's state, from its halts
+def state_sql(*, mark: str, false: str) -> str:
+    """The query of a session's state from its stored halts, for SQLite and
+    PostgreSQL alike (``mark``: the parameter mark; ``false``: the literal),
+    with the session id as both parameters: ``paused`` while one of its halts
+    is escalated or timed out, ``halted`` while a pending halt of a blocking
+    severity is unanswered, ``active`` otherwise."""
+    blocking = ", ".join(f"'{severity}'" for severity in BLOCKING_SEVERITIES)
+    return (f"SELECT CASE WHEN EXISTS (SELECT 1 FROM halt_events WHERE session_id = {mark}"
+            " AND resolution IN ('escalated', 'timeout')) THEN 'paused'"
+            f" WHEN EXISTS (SELECT 1 FROM halt_events WHERE session_id = {mark} AND acknowledged = {false}"
+            f" AND resolution IS NULL AND severity IN ({blocking})) THEN 'halted' ELSE 'active' END")
+
+
+STATE_SQL = state_sql(mark="?", false="0")
+
+
+def state_of(connection: sqlite3.Connection, session_id: str) -> str:
+    """``paused``, ``halted`` or ``active``, from the session's stored halts."""
+    return str(connection.execute(STATE_SQL, (session_id, session_id)).fetchone()[0])
+
+
+def refresh_state(connection: sqlite3.Connection, session_id: str, stamp: str) -> str:
+    """Store the session's state as ``state_of`` gives it, inside the caller's
+    write transaction (``session_states`` caches it); returns it."""
+    state = state_of(connection, session_id)
+    connection.execute(
+        "INSERT INTO session_states (session_id, state, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at"
+        " WHERE session_states.state != excluded.state", (session_id, state, stamp))
+    return state
