@@ -34,6 +34,7 @@ import json
 import re
 import time
 from contextlib import contextmanager
+from typing import Any, Iterator
 
 from leash.core.base.clock import now_seconds
 from leash.core.base.secrets import mask
@@ -211,7 +212,7 @@ class PgHalts:
                 row = found[0] if len(found) == 1 else None
         return HaltEventRecord.of(_as_stored(row)) if row else None
 
-    def _halt(self, conn, halt_id: str, *, lock: bool = False) -> dict | None:
+    def _halt(self, conn: Any, halt_id: str, *, lock: bool = False) -> dict | None:
         exact = as_uuid(halt_id)
         if exact is None:
             return None
@@ -265,13 +266,13 @@ class PgHalts:
 
     # ------------------------------------------------------------ helpers
     @contextmanager
-    def _writing(self):
+    def _writing(self) -> Iterator[Any]:
         """One write transaction holding the ack log's chain lock."""
         with self.db.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
             yield conn
 
-    def _refresh(self, conn, session_id: str, now: float) -> str:
+    def _refresh(self, conn: Any, session_id: str, now: float) -> str:
         """Store the session's state as its halts give it (``core.state.halts.store.state_sql``); returns it."""
         state = state_of(conn, session_id)
         conn.execute("INSERT INTO session_states (session_id, state, updated_at) VALUES (%s, %s, %s)"
@@ -279,7 +280,7 @@ class PgHalts:
                      " WHERE session_states.state <> EXCLUDED.state", (session_id, state, at(now)))
         return state
 
-    def _log(self, conn, event: str, row: dict, *, source: str, reason: str, now: float, **extra) -> None:
+    def _log(self, conn: Any, event: str, row: Any, *, source: str, reason: str, now: float, **extra: Any) -> None:
         """The halt's ack-log line in the open write (the file backend's ``core.halts.ledger`` keys)."""
         self.log.append_line(event, source=source, session_id=row["session_id"], reason=mask(reason or ""), now=now,
                              **ledger.line_fields(row), **extra)

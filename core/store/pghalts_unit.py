@@ -26,9 +26,10 @@ from __future__ import annotations
 import uuid
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from leash.core.base.clock import iso
-from leash.core.policy.halts.outcomes import HaltQuery, Settled
+from leash.core.policy.halts.outcomes import Acknowledgement, HaltQuery, NewHalt, Settled
 from leash.core.state.halts.rows import note_failed_check
 from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable, state_sql
 from leash.core.store.pg import StoreOffline, as_json, errors, notify, said
@@ -44,7 +45,7 @@ def at(seconds: float) -> datetime:
 
 
 @contextmanager
-def reachable():
+def reachable() -> Iterator[None]:
     """The store's failures as ``HaltStoreUnavailable`` (the gate then fails closed)."""
     try:
         yield
@@ -62,14 +63,14 @@ def _plain(value: object) -> object:
     return value
 
 
-def dicts(cursor) -> list[dict]:
+def dicts(cursor: Any) -> list[dict]:
     """A cursor's rows as dicts, ids as text and times as ISO strings."""
     names = [column.name for column in cursor.description]
     return [{name: _plain(value) for name, value in zip(names, row, strict=True)}
             for row in cursor.fetchall()]
 
 
-def one(cursor) -> dict | None:
+def one(cursor: Any) -> dict | None:
     rows = dicts(cursor)
     return rows[0] if rows else None
 
@@ -82,11 +83,11 @@ def as_uuid(text: str) -> str | None:
         return None
 
 
-def state_of(conn, session_id: str) -> str:
+def state_of(conn: Any, session_id: str) -> str:
     return str(conn.execute(STATE_SQL, (session_id, session_id)).fetchone()[0])
 
 
-def listing(conn, query: HaltQuery) -> dict:
+def listing(conn: Any, query: HaltQuery) -> dict:
     """The seed's ``GetSessionHaltsOutput`` (``core.state.halts.api.get_session_halts``'s query)."""
     from leash.core.state.halts.api import halt_event, listing_filters
 
@@ -102,14 +103,14 @@ def listing(conn, query: HaltQuery) -> dict:
 class PgHaltUnit:
     """``HaltUnit`` on PostgreSQL (see the module's docstring)."""
 
-    def __init__(self, halts, conn, now: float, *, owns_snapshot: bool):
+    def __init__(self, halts: Any, conn: Any, now: float, *, owns_snapshot: bool):
         self.halts, self.now = halts, now
         self._conn = conn
         self._owns_snapshot = owns_snapshot
         self._snapshot: ExitStack | None = None
 
     # ------------------------------------------------------------ the snapshot
-    def reads(self):
+    def reads(self) -> Any:
         """The connection, inside this unit's snapshot (begun here when none is open)."""
         if not self._owns_snapshot or self._snapshot is not None:
             return self._conn
@@ -119,7 +120,7 @@ class PgHaltUnit:
         self.halts.db.before_next_write(self.settle)  # any store's write on this thread ends it first
         return conn
 
-    def settle(self, *exc_info) -> None:
+    def settle(self, *exc_info: Any) -> None:
         """End the snapshot (before a write, and at the end of the unit)."""
         stack, self._snapshot = self._snapshot, None
         if stack is not None:
@@ -186,7 +187,7 @@ class PgHaltRows:
     rows it hands back, each write in a transaction of its own holding the ack
     log's chain lock, with a ``halts`` notice keyed by the session. Decides nothing."""
 
-    def __init__(self, halts, unit: PgHaltUnit | None, now: float):
+    def __init__(self, halts: Any, unit: PgHaltUnit | None, now: float):
         self.halts, self.unit, self.now = halts, unit, now
         self.home = halts.home
 
@@ -212,7 +213,7 @@ class PgHaltRows:
             conn.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = %s"
                          " WHERE session_id = %s AND task_id = %s", (at(now), session_id, task_id))
 
-    def insert(self, halts, *, now: float) -> None:
+    def insert(self, halts: Sequence[NewHalt], *, now: float) -> None:
         self._settle_unit()
         stamp = at(now)
         with reachable(), self.halts._writing() as conn:
@@ -233,7 +234,8 @@ class PgHaltRows:
                                     **line.fields)
                 notify(conn, "halts", halt.session_id)
 
-    def settle(self, halt_id: str, allowed, *, now: float) -> Settled:
+    def settle(self, halt_id: str, allowed: Callable[[Mapping | None], Acknowledgement], *,
+               now: float) -> Settled:
         self._settle_unit()
         stamp = at(now)
         with reachable(), self.halts._writing() as conn:
@@ -258,7 +260,7 @@ class UnitScope:
     """``with PgHalts.unit(now=) as unit:`` one connection for the unit, the
     store's housekeeping first (timeouts swept, old halts archived)."""
 
-    def __init__(self, halts, now: float):
+    def __init__(self, halts: Any, now: float):
         self.halts, self.now = halts, now
         self.unit: PgHaltUnit | None = None
         self._held = ExitStack()
@@ -275,7 +277,7 @@ class UnitScope:
             raise
         return self.unit
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         with reachable():
             try:
                 if self.unit is not None:

@@ -197,6 +197,7 @@ def new_halt(data: dict, config: dict[str, dict], *, now: float, auto: bool) -> 
     escalate = bool(data.get("auto_escalate")) or bool(condition.get("auto_escalate"))
     escalate_at = now + minutes * 60 if minutes is not None and not escalate else None
     description = mask(data["description"])[:MAX_DESCRIPTION]
+    context = mask_deep(data["context"]) if data.get("context") is not None else None  # an object, masked
     lines = [HaltLine("halt_recorded", "leash" if auto else "agent",
                       f"{data['severity']} {data.get('condition_name') or data['halt_type']} halt recorded",
                       recorded_line_fields(data, description=description, escalate=escalate,
@@ -207,7 +208,7 @@ def new_halt(data: dict, config: dict[str, dict], *, now: float, auto: bool) -> 
     return NewHalt(id=new_id(), session_id=data["session_token"],
                    task_id=mask(data["task_id"]) if data.get("task_id") else None, halt_type=data["halt_type"],
                    severity=data["severity"], description=description,
-                   context=mask_deep(data["context"]) if data.get("context") is not None else None,
+                   context=context if isinstance(context, dict) else None,
                    resolution="escalated" if escalate else None, attempt_count=data.get("attempt_count"),
                    previous_error=mask(data["previous_error"]) if data.get("previous_error") else None,
                    condition_name=data.get("condition_name"), auto_recorded=auto, escalate=escalate,

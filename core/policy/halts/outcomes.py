@@ -64,10 +64,14 @@ class NewHalt:
                  "attempt_count", "previous_error", "condition_name", "auto_recorded", "escalate", "escalate_at",
                  "lines")
 
-    def __init__(self, **columns):
-        for name in self.__slots__:
-            setattr(self, name, columns.get(name))
-        self.lines = list(columns.get("lines") or [])
+    def __init__(self, *, id: str, session_id: str, task_id: str | None, halt_type: str, severity: str,  # noqa: A002
+                 description: str, context: dict | None, resolution: str | None, attempt_count: int | None,
+                 previous_error: str | None, condition_name: str | None, auto_recorded: bool, escalate: bool,
+                 escalate_at: float | None, lines: list[HaltLine]):
+        self.id, self.session_id, self.task_id, self.halt_type = id, session_id, task_id, halt_type
+        self.severity, self.description, self.context, self.resolution = severity, description, context, resolution
+        self.attempt_count, self.previous_error, self.condition_name = attempt_count, previous_error, condition_name
+        self.auto_recorded, self.escalate, self.escalate_at, self.lines = auto_recorded, escalate, escalate_at, lines
 
     def row(self) -> dict:
         """The halt as a stored row names it (what its log lines read)."""

@@ -24,6 +24,12 @@ from leash.core.state.halts.access import _log, _open, default_config_read, load
 from leash.core.state.halts.evidence import _stored_attempts
 from leash.core.state.halts.store import exists, refresh_state, write
 
+TYPE_CHECKING = False  # for the type checker only: typing is not imported on the hook path
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Sequence
+
+    from leash.core.policy.halts.outcomes import Acknowledgement, NewHalt
+
 FAILED_CHECKS_LOG = "halts_unavailable.jsonl"  # checks that failed safe, one JSON line each
 
 
@@ -66,7 +72,7 @@ class FileHaltRows:
             connection.execute("UPDATE attempts SET count = 0, recent_errors = '[]', updated_at = ?"
                                " WHERE session_id = ? AND task_id = ?", (iso(now), session_id, task_id))
 
-    def insert(self, halts, *, now: float) -> None:
+    def insert(self, halts: Sequence[NewHalt], *, now: float) -> None:
         connection = self._connection(create=True)
         stamp = iso(now)
         with write(connection):
@@ -87,7 +93,8 @@ class FileHaltRows:
                     _log(connection, self.home, line.event, row, source=line.source, now=now, reason=line.reason,
                          **line.fields)
 
-    def settle(self, halt_id: str, allowed, *, now: float) -> Settled:
+    def settle(self, halt_id: str, allowed: Callable[[Mapping | None], Acknowledgement], *,
+               now: float) -> Settled:
         connection = self._connection(create=True)
         stamp = iso(now)
         with write(connection):
