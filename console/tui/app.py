@@ -15,8 +15,10 @@ it, raises the alerts it calls for and hands it to the dashboard.
 
 Every key and palette entry that changes state asks ``run_operation`` (the
 dashboard calls it, or posts ``OperationAsked``); the app opens the
-confirmation modal and then calls the backend's stores
-(``console.tui.dialogs``, ``console.operations``) off the UI thread; the
+confirmation modal for the ``Operation`` it asks (``console.operations``,
+shared by every front end; the cap raise is the console's own,
+``screens.budgetraise``) and then runs it, a call into the backend's
+stores, off the UI thread; the
 result is in the store for the CLI, the hooks and the kennel at once, and
 the change stream brings it back to the screen.
 
@@ -49,11 +51,13 @@ from textual.app import App
 from textual.notifications import SeverityLevel
 
 from leash.console.errors import Refused
-from leash.console.tui.dialogs import Ask, ConsoleOperations, OperationDone, confirm_screen
+from leash.console.operations import Confirmed, Operation, Operations
+from leash.console.tui.dialogs import OperationDone, confirm_screen
 from leash.console.tui.ending import EndsOnSignals
 from leash.console.tui.feed import Feed
-from leash.console.tui.keymap import keymap
-from leash.console.tui.screens.confirm import Confirmed, ConfirmScreen
+from leash.console.tui.keymap import display, keymap
+from leash.console.tui.screens.budgetraise import raise_operation
+from leash.console.tui.screens.confirm import ConfirmScreen
 from leash.console.tui.screens.dashboard import DashboardScreen
 from leash.console.tui.widgets.budget import BudgetPanel
 from leash.console.tui.widgets.panel import Panel
@@ -145,8 +149,9 @@ class LeashApp(EndsOnSignals, App[None]):
         self.read_only = read_only  # keys that change state only say so
         self._unmounted = False
         self.source = source or default_source()
-        self.operations = ConsoleOperations(self.backend, self.source, home=self.home,  # ``via`` set once mounted
-                                            keys=self.key_actions)
+        self.operations = Operations(  # ``via`` set once mounted
+            self.backend, self.source, home=self.home, keys={a.id: display(a.key) for a in self.key_actions},
+            more={"raise_cap": lambda row: raise_operation(self.backend, row, source=self.source, home=self.home)})
         self.kennel: Kennel | None = None
         self.on_exit_callback = on_exit
         self.on_hangup = on_hangup  # run when the terminal hung up and the app could not end by itself
@@ -156,6 +161,7 @@ class LeashApp(EndsOnSignals, App[None]):
         self.dashboard = DashboardScreen(self.backend, self.key_actions, clock=clock, list_tmux=listed,
                                          capture=tmux.capture if tmux is not None else None, changes=changes,
                                          watch=watch, check_tmux=list_tmux is None and tmux is not None)
+        self.set_keymap(self.dashboard.keymap())  # [console.keys]: each remapped binding on its key
 
     def get_default_screen(self) -> DashboardScreen:
         return self.dashboard
@@ -290,7 +296,7 @@ class LeashApp(EndsOnSignals, App[None]):
             self.notify(f"Select a row in {panel} first.", severity="warning")
             return
         try:
-            ask = self.operations.ask(kind, row)
+            operation = self.operations.ask(kind, row)
         except Refused as exc:
             self.notify(str(exc), severity="warning")
             return
@@ -300,13 +306,13 @@ class LeashApp(EndsOnSignals, App[None]):
 
         def done(confirmed: Confirmed | None) -> None:
             if confirmed is not None:
-                self._perform(ask, confirmed)
-        self.push_screen(confirm_screen(ask), done)
+                self._perform(operation, confirmed)
+        self.push_screen(confirm_screen(operation), done)
 
     @work(thread=True, group="operation")
-    def _perform(self, ask: Ask, confirmed: Confirmed) -> None:
+    def _perform(self, operation: Operation, confirmed: Confirmed) -> None:
         try:
-            said = ask.run(confirmed)
+            said = operation.run(confirmed)
         except Refused as exc:
             self.post_message(OperationDone(str(exc), "warning"))
         except Exception as exc:  # the core's refusal (e.g. HaltRefused) is the operator's answer

@@ -23,7 +23,14 @@ import shlex
 import shutil
 import sys
 import tempfile
+from typing import TYPE_CHECKING, Union
 
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from leash.core.base.tmux import Tmux
+
+Home = Union[str, "os.PathLike[str]"]  # a leash home, as the stores take it
 DEMO_TIMEOUTS = [300, 300, 300]   # seconds a gate: the interrogation is there to watch for a quarter of an hour
 DEMO_BREAKER = "gateway"
 DEMO_BREAKER_LIMITS = {"max_restarts": 3, "window_seconds": 3600}  # tripped by the third boot, for an hour
@@ -75,11 +82,11 @@ DEMO_HELD_FOR = 420  # seconds claude-c044 has been held by its cap
 DEMO_WINDOW_PERCENT = 63.0
 
 
-def seed_fleet(home, *, now: float, source: str = "ops@demo", tmux_names=None) -> None:
+def seed_fleet(home: Home, *, now: float, source: str = "ops@demo") -> None:
     """Write a small, believable fleet into ``home`` (deterministic for a fixed ``now``)."""
     from leash.core.store.select import backend_for
 
-    backend = backend_for(home)
+    backend = backend_for(os.fspath(home))
     for tmux_name, _, session_id, entity in DEMO_SESSIONS:
         backend.sessions.observe(session_id, now=now - 40, tool="Bash", tmux_session=tmux_name, tmux_pane="%0",
                                  entity=entity, cwd=f"/work/{entity}", status=DEMO_STATUS[session_id])
@@ -108,7 +115,7 @@ def budget_config() -> str:
                    for name, scope, period, limit in DEMO_CAPS)
 
 
-def seed_budget(home, *, now: float) -> None:
+def seed_budget(home: Home, *, now: float) -> None:
     """What the demo's agents spent, an hour at a time over the last
     ``len(DEMO_SPEND_HOURS)`` hours (those before midnight folded into today's
     first hour), charged through the budget store's unit,
@@ -124,7 +131,7 @@ def seed_budget(home, *, now: float) -> None:
     if day is None or day.start is None:  # (a day always has its start)
         return
     today: dict[str, float] = {}
-    with backend_for(home).budget.unit(now=now) as unit:
+    with backend_for(os.fspath(home)).budget.unit(now=now) as unit:
         for back, shares in enumerate(DEMO_SPEND_HOURS):
             # Hours before midnight are folded into today's first hour, so the
             # story (claude-c044 held by its day's cap) holds at any hour.
@@ -156,11 +163,11 @@ def seed_budget(home, *, now: float) -> None:
                                  DEMO_WINDOW_PERCENT))
 
 
-def seed_warrant(home, *, now: float, target: str = "agent-silent") -> dict:
+def seed_warrant(home: Home, *, now: float, target: str = "agent-silent") -> dict:
     from leash.core.store.select import backend_for
 
-    warrant, _ = backend_for(home).warrants.file(target, reason="no output for 40 minutes", requester="ops@demo",
-                                                 now=now)
+    warrants = backend_for(os.fspath(home)).warrants
+    warrant, _ = warrants.file(target, reason="no output for 40 minutes", requester="ops@demo", now=now)
     return warrant.as_dict()
 
 
@@ -208,7 +215,7 @@ def write_config(home: str, socket: str) -> None:
         handle.write(text)
 
 
-def prepare_demo(home: str, socket: str, *, now: float):
+def prepare_demo(home: str, socket: str, *, now: float) -> Tmux:
     """The live demo in ``home``: its config, its agents on a tmux server at
     ``socket``, the fleet, the warrant and the tripped breaker. Returns the ``Tmux``."""
     from leash.core.base.tmux import Tmux
@@ -246,7 +253,7 @@ def run_demo(*, keep: bool = False, home: str | None = None) -> int:
             except FileNotFoundError:
                 pass
 
-    def hung_up(signum, frame) -> None:  # the terminal went away before the console took over
+    def hung_up(signum: int, frame: FrameType | None) -> None:  # the terminal went away before the console took over
         clean_up()
         if not keep:
             remove_home(home)

@@ -1,17 +1,24 @@
 """Every key of the console in one place: action, default key, where it applies.
 
-The dashboard builds its bindings from ``keymap()``; the footer shows the
-ones that apply to the focused panel; the help screen lists them all; the
-command palette offers them. The number keys come from the panel registry
-(``console.tui.panels``: ``1`` shows its first panel). ``[console.keys]`` in
-config.toml remaps an action to another key (``stop = "x"``; a panel's
-number key is ``focus_<panel>``); the names and default keys an operator
-writes there are ``core.base.consolekeys``'s, so that reading the file and
-``leash doctor`` judge a binding as the console does.
+Each action is one of the dashboard's bindings (``bindings()``), its id the
+action's name in ``[console.keys]`` (``stop``; a panel's number key is
+``focus_<panel>``). ``[console.keys]`` in config.toml remaps an action to
+another key (``stop = "x"``): ``keymap()`` gives the actions with the keys
+the operator chose, and the app hands them to Textual's own keymap
+(``App.set_keymap``), so the binding of that id is on the new key, in the
+footer too. The footer shows the ones that apply to the focused panel; the
+help screen lists them all; the command palette offers them. The number keys
+come from the panel registry (``console.tui.panels``: ``1`` shows its first
+panel). The names and default keys an operator writes are
+``core.base.consolekeys``'s, so that reading the file and ``leash doctor``
+judge a binding as the console does; a binding the console cannot use is a
+``KeymapError`` before any screen is drawn.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from textual.binding import Binding
 
 from leash.console.tui import panels as registry
 
@@ -40,6 +47,11 @@ class KeyAction(NamedTuple):
     def binding(self) -> str:
         """The action as the dashboard binds it (the app's with its namespace)."""
         return f"app.{self.name}" if self.base in APP_ACTIONS else self.method or self.name
+
+    @property
+    def id(self) -> str:
+        """Its binding's id: its name in [console.keys] (``focus_halts`` for ``focus_panel('halts')``)."""
+        return "focus_" + self.name.split("'")[1] if self.base == "focus_panel" else self.name
 
     @property
     def shown(self) -> bool:
@@ -73,8 +85,7 @@ ACTIONS: tuple[KeyAction, ...] = (
 )
 # Each action's name in [console.keys] (the operator's word: ``focus_acklog``)
 # -> its name here (``focus_panel('acklog')``, never shown to the operator).
-CONFIG_NAMES = {a.name: a.name for a in ACTIONS if a.base != "focus_panel"}
-CONFIG_NAMES.update({f"focus_{key}": f"focus_panel('{key}')" for key in PANELS})
+CONFIG_NAMES = {a.id: a.name for a in ACTIONS}
 
 
 class KeymapError(ValueError):
@@ -94,6 +105,13 @@ def keymap(overrides: dict[str, str] | None = None) -> tuple[KeyAction, ...]:
         raise KeymapError(f"[console.keys] {name}: {why}")
     by_action = {CONFIG_NAMES[name]: key for name, key in kept.items()}
     return tuple(a._replace(key=by_action.get(a.name, a.key)) for a in ACTIONS)
+
+
+def bindings(actions: tuple[KeyAction, ...] = ACTIONS) -> list[Binding]:
+    """The dashboard's binding of each action, by its id (the palette's is the
+    app's own): priority ones, read as each key arrives (``screens.dashboard``)."""
+    return [Binding(a.key, a.binding, a.description, show=a.shown, priority=True, id=a.id)
+            for a in actions if a.name != "command_palette"]
 
 
 def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:

@@ -233,8 +233,8 @@ def test_through_leashd_the_raise_is_run_by_the_daemon_as_the_operator(home, dae
     import time
 
     from leash.console.errors import Refused
-    from leash.console.tui.dialogs import ConsoleOperations
-    from leash.console.tui.screens.confirm import Confirmed
+    from leash.console.operations import Confirmed
+    from leash.console.tui.screens.budgetraise import raise_operation
     from leash.core.base.source import default_source
     from leash.core.store.remote import RemoteBackend
 
@@ -243,12 +243,12 @@ def test_through_leashd_the_raise_is_run_by_the_daemon_as_the_operator(home, dae
         config.write(budget_config())
     seed_budget(home, now=now)
     row = panel_row(home, "session-daily", HELD_SESSION, now)
-    operations = ConsoleOperations(RemoteBackend(str(home / "run" / "operator.sock")), "forged@elsewhere",
-                                   home=home)
+    operation = raise_operation(RemoteBackend(str(home / "run" / "operator.sock")), row, source="forged@elsewhere",
+                                home=home)
     with pytest.raises(Refused) as refused:
-        operations.ask("raise_cap", row).run(Confirmed(text="too low", values=(("limit", "5"),)))
+        operation.run(Confirmed(text="too low", values=(("limit", "5"),)))
     assert "session-daily" in str(refused.value)
-    said = operations.ask("raise_cap", row).run(Confirmed(text="reviewed the refactor", values=(("limit", "12.5"),)))
+    said = operation.run(Confirmed(text="reviewed the refactor", values=(("limit", "12.5"),)))
     assert said.startswith("raised session-daily")
     counter = next(c for c in backend_for(home).budget.counters(cap="session-daily") if c.bucket == HELD_SESSION)
     assert counter.raised_to == 12.5 and not counter.held

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from leash.console.errors import Refused
-from leash.console.operations import shown
-from leash.console.tui.ask import Ask
-from leash.console.tui.screens.confirm import FOCUS_FIELD, Confirmed, Field
+from leash.console.operations import FOCUS_FIELD, Confirmed, Field, Operation, shown
 from leash.console.tui.widgets.budget import figure
+
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
 
 LIMIT_FIELD = "limit"
 DAEMON_TIMEOUT_SECONDS = 30.0
@@ -88,7 +90,8 @@ def raise_argv(cap: str, bucket: str, to: float, reason: str) -> list[str]:
     return [*argv, "--bucket", bucket] if bucket else argv
 
 
-def raise_ask(backend, row: dict, *, source: str, home, clock: Callable[[], float] = time.time) -> Ask:
+def raise_operation(backend: Backend, row: dict, *, source: str, home: str | os.PathLike[str],
+                    clock: Callable[[], float] = time.time) -> Operation:
     """The dialog raising the cap of ``row`` (a Budget panel's row) for its bucket."""
     cap, bucket = str(row.get("cap") or ""), str(row.get("bucket") or "")
     unit = row.get("unit") or "usd"
@@ -105,7 +108,9 @@ def raise_ask(backend, row: dict, *, source: str, home, clock: Callable[[], floa
 
     def run(confirmed: Confirmed) -> str:
         to = parse_limit(confirmed.value(LIMIT_FIELD))
-        if getattr(backend, "name", "") == "remote":
+        from leash.core.store.remote import RemoteBackend
+
+        if isinstance(backend, RemoteBackend):
             code, out, err = run_in_daemon(backend.path, raise_argv(cap, bucket, to, confirmed.text))
             if code != 0:
                 said = (err or out).strip().splitlines()
@@ -120,5 +125,5 @@ def raise_ask(backend, row: dict, *, source: str, home, clock: Callable[[], floa
         except ValueError as exc:
             raise Refused(shown(exc, REFUSAL_LIMIT)) from None
         return f"raised {shown(cap)} ({where}) to {figure(to, unit)}"
-    return Ask(f"Raise cap {shown(cap)}?", body, run, text_label="Reason", fields=(field,), confirm_label="Raise",
-               focus=FOCUS_FIELD, check=limit_problem)
+    return Operation(f"Raise cap {shown(cap)}?", body, run, text_label="Reason", fields=(field,),
+                     confirm_label="Raise", focus=FOCUS_FIELD, check=limit_problem)

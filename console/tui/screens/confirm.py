@@ -1,7 +1,9 @@
-"""The confirmation modal every state change goes through.
+"""The confirmation modal every state change goes through: an ``Operation`` asked.
 
-It opens with the cursor in its text field — the reason, note or message, or
-the first field the action needs (a lock's entity) — so what an operator
+What it asks and what it runs are the operation's (``console.operations``,
+shared by every front end); this is only how the console asks it. It opens
+with the cursor in its text field — the reason, note or message, or the
+first field the action needs (a lock's entity) — so what an operator
 types straight after the key that opened it is text: letters typed in a field
 are never keys. From a field, Enter moves to the next one and from the last to
 the confirm button (a second Enter presses it); ctrl+y confirms and ctrl+n or
@@ -38,10 +40,10 @@ escaped.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -50,11 +52,11 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
+from leash.console.operations import FOCUS_CANCEL, FOCUS_FIELD, FOCUS_TEXT, OPTION_KEY, Confirmed, Operation
 from leash.core.base.text import printable
 
 SHORT_ROWS = 32  # below this height the dialog's fields and buttons are drawn compact
 MIN_BODY_ROWS = 2  # the body keeps at least this many rows (the target's line and one more)
-FOCUS_CANCEL, FOCUS_TEXT, FOCUS_FIELD = "cancel", "text", "field"
 NOTICE_STYLES = {"warning": "bold yellow", "error": "bold red"}
 DRAIN_SECONDS = 1.0  # the longest a confirm waits for its field to take the keys typed before it
 CONFIRM_KEY, CANCEL_KEY = "ctrl+y", "ctrl+n"
@@ -66,32 +68,11 @@ def plain_lines(text: str) -> Text:
     return Text("\n".join(printable(line) for line in text.split("\n")))
 
 
-class Field(NamedTuple):
-    """A text field of the dialog besides the reason: its label, first value and name
-    (its widget is ``#confirm-<name>``; ``Confirmed.value(name)`` reads it), and
-    what it shows while empty."""
-    label: str
-    value: str = ""
-    name: str = "extra"
-    placeholder: str = ""
-
-
-class Confirmed(NamedTuple):
-    text: str = ""
-    extra: str = ""  # the first field's value
-    caution: bool = False
-    option: bool = False  # the action's own check box, ticked
-    values: tuple[tuple[str, str], ...] = ()  # (name, value) of every field
-
-    def value(self, name: str) -> str:
-        return dict(self.values).get(name, "")
-
-
 class Body(VerticalScroll):
     """The dialog's body, scrolled inside it; says when its size changes (``resized``)."""
 
-    def __init__(self, *children, resized: Callable[[], None], **kwargs) -> None:
-        super().__init__(*children, **kwargs)
+    def __init__(self, *children: Widget, resized: Callable[[], None], id: str) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(*children, id=id)
         self.resized = resized
 
     def on_resize(self) -> None:
@@ -121,6 +102,16 @@ async def drained(widget: Widget | None, timeout: float = DRAIN_SECONDS) -> None
             pass
 
 
+def opening_focus(operation: Operation) -> str:
+    """Where the focus starts: the field the operation names, else the other
+    kind of field, else (no field at all) the Cancel button."""
+    if operation.focus == FOCUS_FIELD and operation.fields:
+        return FOCUS_FIELD
+    if operation.text_label:
+        return FOCUS_TEXT
+    return FOCUS_FIELD if operation.fields else FOCUS_CANCEL
+
+
 def text_placeholder(label: str) -> str:
     return "type it here (optional)" if "optional" in label.lower() else "type it here (required)"
 
@@ -137,63 +128,44 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         Binding("space", "tick", "Tick", priority=True),  # on a box only (check_action)
         Binding("y", "button_confirm", "Confirm", priority=True),  # these two: outside a field only
         Binding("n", "button_cancel", "Cancel", priority=True),
+        Binding(OPTION_KEY, "tick_option", "Tick", show=False, priority=True),  # a dialog with its own box only
     ]
 
-    def __init__(self, title: str, body: str, *, text_label: str | None = "Reason (optional)",
-                 extra_label: str | None = None, extra_value: str = "", caution: bool = False,
-                 confirm_label: str = "Confirm", option_label: str | None = None, option_key: str = "",
-                 focus_text: bool = False, fields: tuple[Field, ...] = (), focus: str = "",
-                 check: Callable[[Confirmed], str | None] | None = None):
-        """``fields``: the extra text fields (``extra_label``/``extra_value``: one,
-        named ``extra``). ``focus``: the field that has the focus first:
-        ``text`` (the reason, the default) or ``field`` (the first field); the
-        Cancel button has it only in a dialog without a field. ``check``: what
-        refuses a confirmation, as a one-line problem (None: fine)."""
+    def __init__(self, operation: Operation) -> None:
+        """The dialog that confirms ``operation``: its text field has the focus
+        first (``FOCUS_TEXT``) or its first field (``FOCUS_FIELD``); the Cancel
+        button only in a dialog without a field."""
         super().__init__()
-        self.fields = tuple(fields) or ((Field(extra_label, extra_value),) if extra_label else ())
-        focus = FOCUS_FIELD if focus == FOCUS_FIELD and not focus_text else FOCUS_TEXT
-        if focus == FOCUS_TEXT and not text_label:
-            focus = FOCUS_FIELD
-        if focus == FOCUS_FIELD and not self.fields:
-            focus = FOCUS_TEXT if text_label else FOCUS_CANCEL
-        self.focus_first = focus  # a dialog with a field never opens on a button
-        self.option_label = option_label
-        self.option_key = option_key
-        if option_label and option_key:
-            self._bindings.bind(option_key, "tick_option", "Tick", show=False, priority=True)
-        self.title_text = title
-        self.body = body
-        self.text_label = text_label
-        self.caution = caution
-        self.confirm_label = confirm_label
-        self.check = check
+        self.operation = operation
+        self.fields = operation.fields
+        self.focus_first = opening_focus(operation)  # a dialog with a field never opens on a button
         self._opened = asyncio.Event()
         self._when_closed: list[Callable[[], None]] = []
         self._answered = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label(Text(printable(self.title_text)), id="confirm-title")
+            yield Label(Text(printable(self.operation.title)), id="confirm-title")
             with Body(id="confirm-scroll", resized=self._show_more):
-                yield Static(plain_lines(self.body), id="confirm-body")
+                yield Static(plain_lines(self.operation.body), id="confirm-body")
             yield Static("", id="confirm-more")
             for field in self.fields:
                 yield Label(field.label, classes="confirm-label")
                 yield Input(value=field.value, placeholder=field.placeholder or text_placeholder(field.label),
                             id=f"confirm-{field.name}", classes="confirm-field")
-            if self.text_label:
-                yield Label(self.text_label, classes="confirm-label")
-                yield Input(placeholder=text_placeholder(self.text_label), id="confirm-text",
+            if self.operation.text_label:
+                yield Label(self.operation.text_label, classes="confirm-label")
+                yield Input(placeholder=text_placeholder(self.operation.text_label), id="confirm-text",
                             classes="confirm-field")
-            if self.caution:
+            if self.operation.caution:
                 yield Tick("Continue with caution (I accept the risk)", id="confirm-caution")
-            if self.option_label:
-                yield Tick(self.option_label, id="confirm-option")
+            if self.operation.option:
+                yield Tick(self.operation.option, id="confirm-option")
             yield Label("", id="confirm-hint")
             yield Static("", id="confirm-notice")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (esc)", id="confirm-cancel", variant="default")
-                yield Button(f"{self.confirm_label} ({CONFIRM_KEY})", id="confirm-ok", variant="error")
+                yield Button(f"{self.operation.confirm_label} ({CONFIRM_KEY})", id="confirm-ok", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-scroll").can_focus = False  # the keys scroll it from anywhere (below)
@@ -259,13 +231,13 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
     def _show_hint(self) -> None:
         """What the keys do where the focus is now."""
         hint = self.query_one("#confirm-hint", Label)
-        focused, label = self.focused, self.confirm_label
+        focused, label = self.focused, self.operation.confirm_label
         if isinstance(focused, Input):
             fields = list(self.query(".confirm-field"))
             step = f"⏎ to the {label} button" if focused is fields[-1] else "⏎ next field"
             text = f"{step} · {CONFIRM_KEY} {label} · esc cancel"
         else:
-            tick = f" · {self.option_key} ticks the box" if self.option_label and self.option_key else ""
+            tick = f" · {OPTION_KEY} ticks the box" if self.operation.option else ""
             text = f"y or {CONFIRM_KEY} {label} · n or esc cancel · tab moves{tick}"
         hint.update(Text(text, no_wrap=True, overflow="ellipsis"))
 
@@ -294,6 +266,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         focused = self.focused
         if action == "tick":
             return isinstance(focused, Checkbox)
+        if action == "tick_option" and not self.operation.option:
+            return False
         if action in ("button_confirm", "button_cancel", "tick_option"):
             return focused is not None and not isinstance(focused, Input)
         return True
@@ -335,13 +309,13 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         if not self.is_attached or self._answered:
             return
         caution = bool(self.query("#confirm-caution")) and self.query_one("#confirm-caution", Checkbox).value
-        if self.caution and not caution:
+        if self.operation.caution and not caution:
             self.show_notice("A critical halt is dismissed only with 'continue with caution' ticked.", "warning")
             return
         option = bool(self.query("#confirm-option")) and self.query_one("#confirm-option", Checkbox).value
         values = tuple((field.name, self._value(f"#confirm-{field.name}")) for field in self.fields)
-        confirmed = Confirmed(self._value("#confirm-text"), values[0][1] if values else "", caution, option, values)
-        problem = self.check(confirmed) if self.check is not None else None
+        confirmed = Confirmed(self._value("#confirm-text"), caution, option, values)
+        problem = self.operation.check(confirmed) if self.operation.check is not None else None
         if problem:
             self.show_notice(problem, "warning")
             return
@@ -370,7 +344,7 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
             callback()
         self.dismiss(result)
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         """Page up and down scroll a long body from anywhere."""
         if event.key in ("pageup", "pagedown"):
             scroll = self.query_one("#confirm-scroll", VerticalScroll)

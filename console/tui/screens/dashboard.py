@@ -48,7 +48,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from leash.console.tui.feed import Feed
-from leash.console.tui.keymap import KeyAction, find
+from leash.console.tui.keymap import KeyAction, bindings, find
 from leash.console.tui.palette import LeashCommands
 from leash.console.tui.panels import BY_KEY, GRID, KEYS, PANELS, PanelSpec, numbered
 from leash.console.tui.screens.acklog import AckLogScreen
@@ -77,8 +77,15 @@ class DashboardScreen(Screen[None]):
     COMMANDS = {LeashCommands}
     AUTO_FOCUS = ""  # the first panel's table takes the focus (on_mount), not the first in the grid
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
-    BINDINGS = [Binding("escape", "clear_filter", "Clear the filter", show=False, priority=True),
-                Binding("enter", "filter_done", "Filter", show=False, priority=True)]
+    # Every binding has an id, and the app's keymap names each (``keymap``): Textual
+    # moves a remapped binding by taking its old key from every binding on it.
+    BINDINGS = [Binding("escape", "clear_filter", "Clear the filter", show=False, priority=True, id="clear_filter"),
+                Binding("enter", "filter_done", "Filter", show=False, priority=True, id="filter_done"),
+                *bindings(),  # the keymap's, in its order (the footer's)
+                *(Binding(key, f"table('{name}')", show=False, priority=True, id=f"table_{name}")
+                  for key, name in TABLE_KEYS),
+                *(Binding(key, f"next_panel({step})", show=False, priority=True, id=f"next_panel_{key}")
+                  for key, step in (("tab", 1), ("shift+tab", -1)))]
 
     class OperationAsked(Message):
         """A key or a palette entry asks to change state: ``kind`` on ``row``
@@ -109,14 +116,12 @@ class DashboardScreen(Screen[None]):
         self._why_before: dict[str, dict] = {}  # the answers for the view before
         self.key_clock = key_clock
         self._settle_until = float("-inf")  # key_clock's time until which no key acts here
-        for action in key_actions:  # the keymap as [console.keys] remaps it, in its order (the footer's)
-            if action.name != "command_palette":  # the app's own binding
-                self._bindings.bind(action.key, action.binding, action.description, show=action.shown,
-                                    priority=True)
-        for key, name in TABLE_KEYS:
-            self._bindings.bind(key, f"table('{name}')", show=False, priority=True)
-        for key, step in (("tab", 1), ("shift+tab", -1)):
-            self._bindings.bind(key, f"next_panel({step})", show=False, priority=True)
+
+    def keymap(self) -> dict[str, str]:
+        """The key of every binding of this screen by its id, the keymap's as
+        [console.keys] remaps them: the app's Textual keymap (``App.set_keymap``)."""
+        keys = {binding.id: binding.key for binding in self.BINDINGS if isinstance(binding, Binding) and binding.id}
+        return keys | {action.id: action.key for action in self.key_actions}
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:

@@ -21,7 +21,7 @@ nothing here: every figure is the core's.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -30,6 +30,9 @@ from textual.widgets import Label, Sparkline
 
 from leash.console.tui.widgets.panel import Column, Panel, PanelTable, duration
 from leash.core.base.text import printable
+
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
 
 HELD_STYLE = "bold white on red"
 REACHED_STYLE = "bold red"
@@ -178,7 +181,7 @@ def session_cost(row: dict, costs: dict[str, Any]) -> dict | None:
     return {"usd": sum(cost.usd for cost in found), "estimated": any(cost.estimated for cost in found)}
 
 
-def add_budget(view: dict, backend, *, now: float) -> None:
+def add_budget(view: dict, backend: Backend, *, now: float) -> None:
     """Add what the dashboard shows of the budget to ``view``
     (``core.views.fleet.view``'s answer), read now: ``budget`` (the rows),
     ``spend_hours`` (the last ``HOURS``' spend), ``summary["spend"]`` (the

@@ -123,9 +123,9 @@ class DetailLine(Static):
 
     _text = Text("")
 
-    def __init__(self, *, lines: int = DETAIL_LINES, **kwargs) -> None:
+    def __init__(self, *, lines: int = DETAIL_LINES, id: str) -> None:  # noqa: A002 (Textual's name)
         """``lines``: the most a string takes (wrapped)."""
-        super().__init__(**kwargs)
+        super().__init__(id=id)
         self.string_lines = self._lines = lines
 
     def show(self, text: str | Text) -> None:

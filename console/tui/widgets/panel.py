@@ -181,8 +181,8 @@ class PanelTable(FittedTable):
                 Binding("home", "scroll_top", "First row", show=False),
                 Binding("end", "scroll_bottom", "Last row", show=False)]
 
-    def __init__(self, panel: str, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+    def __init__(self, panel: str, *, id: str) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(cursor_type="row", zebra_stripes=False, id=id)
         self.panel = panel
 
     def on_resize(self, event: events.Resize) -> None:

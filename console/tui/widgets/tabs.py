@@ -13,9 +13,9 @@ from textual.widgets import Tab, Tabs
 class PanelTabs(Tabs):
     can_focus = False
 
-    def __init__(self, names: list[tuple[str, str, str]], **kwargs) -> None:
+    def __init__(self, names: list[tuple[str, str, str]], *, id: str) -> None:  # noqa: A002 (Textual's name)
         """``names``: (number key, panel key, short name) of each panel, in order."""
-        super().__init__(*(Tab(f"{number} {short}", id=f"tab-{key}") for number, key, short in names), **kwargs)
+        super().__init__(*(Tab(f"{number} {short}", id=f"tab-{key}") for number, key, short in names), id=id)
 
     def show_panel(self, name: str) -> None:
         if self.active != f"tab-{name}":
