@@ -1,84 +1,113 @@
-"""Whole-process latency of `leash hook pre-tool-use` against `python -c pass`.
+"""Whole-process latency of the hooks `leash install` writes, against `python -c pass`.
 
-Runs both 20 times, interleaved, and prints the medians and their ratio, twice:
-with a leash daemon running (the hook is its thin client; target at most 1.5x)
-and without one (the in-process hook; target at most 3x); beside them, with the
-daemon, Claude Code's HTTP hook (``leash install --transport http``): a POST
-to leashd's loopback listener, no process, p50/p99 over 500 calls; for a Bash call in three homes: a fresh one with a
-stopped session and a hands-off lock; the same with halts.db in use (the
-PostToolUse hook has reported reads and failures, other sessions hold halts),
-so the halt conditions run with their stored state; and an Edit of an existing
-file in that home; every lifecycle hook on Claude Code's real payloads; a 1 MiB
-command; and a home with 100,000 past sessions. leash runs installed from its
-own wheel in a fresh virtualenv, as users run it. Also prints every non-stdlib
-module the hook imports (there should be none besides leash), from `python -X importtime`.
+The commands are read from the settings `leash install --project` wrote into a
+project folder (the PreToolUse one: ``LEASH_APPROVAL_WAIT=300 timeout -k 2 315
+PYTHON -P .../hookentry.py --home H hook pre-tool-use || exit 2``) and run as
+Claude Code runs them: ``sh -c COMMAND`` from the project folder, the payload
+on stdin. Each is run 20 times in turn with ``sh -c 'PYTHON -c pass'`` (the
+same interpreter), and the medians of wall and CPU time (the children's
+rusage) and their ratios are printed: with a leash daemon running (the hook is
+its thin client; target at most 1.2x wall) and without one (the in-process
+hook; target at most 2x). Twice: leash installed from its wheel in a fresh
+virtualenv, as users run it, and from the editable install a checkout's
+developer runs (its finder is imported at every start, by both sides).
 
-``--smoke``: one run of each case (one lifecycle hook, no warm-up call, not
-through the console script), with the checkout's own interpreter (no wheel),
-1 halt, a 64 KiB command and 1,000 past sessions: it shows the bench works,
-its figures mean nothing.
+Cases: a Bash call in a fresh home with a stopped session and a hands-off lock;
+the same with halts.db in use (reads and a failure reported, 20 other
+sessions' halts) and Bash, Edit and Read calls; every lifecycle hook on Claude
+Code's real payloads; a 1 MiB command; a home with 100,000 past sessions
+(without a daemon); through the `leash` console script; Claude Code's HTTP
+hook (``leash install --transport http``: a POST to leashd, no process).
+
+The breakdown: the thin PreToolUse call's wall time, stamp by stamp, from
+``time.perf_counter_ns`` stamps the client and leashd write when
+``LEASH_HOOK_TRACE`` names a file (``core.wire.thinhook``,
+``core.daemon.hookverb``): process start to leash's first line, imports, stdin,
+the connect, the client's check of the lock holder, leashd's peer
+credentials, its judgement, the reply, the process's exit. A leash from before
+the stamps says it has none.
+
+``--checkout DIR``: measure the leash of another checkout (a worktree of an
+older commit), wheel and editable install alike. ``--smoke``: one run of each
+case, the checkout's own interpreter only (no wheel), 1 halt, a 64 KiB command
+and 1,000 past sessions: it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
+import resource
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
-RUNS = 20
-OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES = 20, 100_000, 1 << 20, None
-SMOKE = False
-# The hook command is what `leash install` writes (the interpreter on leash's
-# hook entry); `leash hook` through the console script is shown beside it.
 ROOT = Path(__file__).resolve().parent.parent
+RUNS = 20
+OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES, SMOKE = 20, 100_000, 1 << 20, None, False
+TRACE_ENV = "LEASH_HOOK_TRACE"
+CLI = "import sys; from leash.console.cli import main; sys.exit(main())"
+MARK = "# leash-hook"
 
 
-PYTHON = sys.executable  # replaced by the installed wheel's interpreter in main()
+class Leash:
+    """One installed leash: its interpreter, and the hooks it wired into a project."""
+
+    def __init__(self, python: str, label: str):
+        self.python, self.label = python, label
+        self.hooks: dict[str, str] = {}  # Claude Code's event -> the command leash install wrote
+
+    def cli(self, *words: str) -> list[str]:
+        return [self.python, "-c", CLI, *words]
+
+    def console_script(self) -> str:
+        return str(Path(self.python).parent / "leash")
+
+    def install(self, home: str, project: str) -> None:
+        """``leash install`` into ``project``, and the commands it wrote."""
+        subprocess.run(self.cli("--home", home, "install", "--project", project), check=True,
+                       stdout=subprocess.DEVNULL, env=agent_env(project))
+        settings = json.loads(Path(project, ".claude", "settings.json").read_text())
+        self.hooks = {event: hook["command"] for event, groups in settings["hooks"].items() for group in groups
+                      for hook in group["hooks"] if hook.get("command", "").rstrip().endswith(MARK)}
 
 
-def leash_command() -> list[str]:
-    return [str(Path(PYTHON).parent / "leash")]
+def source_copy(checkout: Path, where: str) -> Path:
+    """The checkout without what a build must not see or write into."""
+    copy = Path(where, "source")
+    shutil.copytree(checkout, copy, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".cache", "build", "*.egg-info", "__pycache__", "node_modules", "snapshot_report.html"))
+    return copy
 
 
-@functools.cache
-def _hook_runner(python: str) -> tuple[str, ...]:
-    out = subprocess.run([python, "-c", "import json; from leash.core.hook.install import hook_runner; "
-                                        "print(json.dumps(hook_runner()))"], capture_output=True, text=True, check=True)
-    return tuple(json.loads(out.stdout))
-
-
-def installed_hook() -> list[str]:
-    """What `leash install` writes before `hook EVENT`: the interpreter on the hook entry."""
-    return list(_hook_runner(PYTHON))
-
-
-def installed_from_wheel(where: str) -> str:
-    """A fresh virtualenv holding leash as a user installs it: the built wheel.
-    (The development venv's editable install imports a finder at every start,
-    ~20 ms that no installed leash pays.) Dependencies come from this venv's
-    site-packages as a plain path entry."""
-    import sysconfig
-    import zipfile
-
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", where,
-                    str(ROOT)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def fresh_venv(where: str) -> tuple[str, str]:
+    """(its interpreter, its site-packages), this venv's dependencies on its path."""
     venv = os.path.join(where, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = os.path.join(venv, "bin", "python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python, purelib
+
+
+def from_wheel(checkout: Path, where: str) -> str:
+    """leash as a user installs it: its wheel in a fresh venv."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", where,
+                    str(source_copy(checkout, where))], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    python, purelib = fresh_venv(where)
     [wheel] = Path(where).glob("leash-*.whl")
     zipfile.ZipFile(wheel).extractall(purelib)
-    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([python, "-m", "compileall", "-q", purelib], stdout=subprocess.DEVNULL, check=False)
-    script = Path(venv, "bin", "leash")  # what pip writes for the console script
+    script = Path(python).parent / "leash"  # what pip writes for the console script
     script.write_text(f"#!{python}\nimport re\nimport sys\nfrom leash.console.cli import main\n"
                       "if __name__ == '__main__':\n"
                       "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
@@ -87,59 +116,107 @@ def installed_from_wheel(where: str) -> str:
     return python
 
 
-def timed(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
+def editable(checkout: Path, where: str) -> str:
+    """leash as a developer runs it: this venv for this checkout, else a
+    fresh venv with the checkout installed editable."""
+    if checkout == ROOT:
+        return sys.executable
+    python, _ = fresh_venv(where)
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
+                    "--no-build-isolation", "-e", str(checkout)], check=True, stdout=subprocess.DEVNULL)
+    return python
+
+
+def agent_env(project: str, **extra: str) -> dict[str, str]:
+    """The environment Claude Code gives a hook: its own, with the project folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEASH_") and k not in ("TMUX", "TMUX_PANE")}
+    return {**env, "CLAUDE_PROJECT_DIR": project, **extra}
+
+
+def timed(command: str, stdin: bytes, env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``sh -c command``, its children's CPU included."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    subprocess.run(["sh", "-c", command], input=stdin, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-TARGET = 3.0  # set per mode in main()
+class Run:
+    """One home, one project, one leash (with or without its daemon)."""
 
+    def __init__(self, leash: Leash, home: str, project: str, *, target: float):
+        self.leash, self.home, self.project, self.target = leash, home, project, target
+        self.env = agent_env(project)
 
-def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) -> None:
-    bare = [PYTHON, "-c", "pass"]
-    if not SMOKE:
-        timed(hook, payload, env)  # registers the session, as a real agent's first call does
-    hook_times, bare_times = [], []
-    for _ in range(RUNS):
-        hook_times.append(timed(hook, payload, env))
-        bare_times.append(timed(bare, b"", env))
-    hook_ms = statistics.median(hook_times) * 1000
-    bare_ms = statistics.median(bare_times) * 1000
-    print(f"{label:<24} hook median {hook_ms:6.1f} ms, python -c pass {bare_ms:5.1f} ms: "
-          f"{hook_ms / bare_ms:4.2f}x  (target <= {TARGET:g}x, {RUNS} runs each)")
+    def measure(self, label: str, command: str, payload: bytes) -> None:
+        bare = f"{shlex.quote(self.leash.python)} -c pass"
+        if not SMOKE:
+            timed(command, payload, self.env, self.project)  # a session's first call registers it
+        hook, base = [], []
+        for _ in range(RUNS):
+            hook.append(timed(command, payload, self.env, self.project))
+            base.append(timed(bare, b"", self.env, self.project))
+        wall, cpu = (statistics.median(t[0] for t in hook) * 1000, statistics.median(t[1] for t in hook) * 1000)
+        bwall, bcpu = (statistics.median(t[0] for t in base) * 1000, statistics.median(t[1] for t in base) * 1000)
+        print(f"{label:<26} hook {wall:5.1f} ms (cpu {cpu:5.1f}), python -c pass {bwall:5.1f} ms (cpu {bcpu:5.1f}): "
+              f"{wall / bwall:4.2f}x wall, {cpu / max(bcpu, 1e-9):4.2f}x cpu  (target <= {self.target:g}x, "
+              f"{RUNS} pairs)")
+
+    def call(self, tool: str, tool_input: dict, session: str = "bench-session") -> bytes:
+        return json.dumps({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": tool,
+                           "tool_input": tool_input, "cwd": self.project}).encode()
 
 
 def main() -> None:
-    global PYTHON, TARGET, RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES, SMOKE
+    global RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES, SMOKE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="one run each, no wheel (figures mean nothing)")
-    smoke = SMOKE = parser.parse_args().smoke
-    if smoke:
+    parser.add_argument("--checkout", type=Path, default=ROOT, help="the leash checkout to measure")
+    args = parser.parse_args()
+    SMOKE = args.smoke
+    if SMOKE:
         RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES = 1, 1, 1_000, 64 * 1024, 1
+    checkout = args.checkout.resolve()
+    print(f"leash of {checkout} (commit {commit_of(checkout)})")
     with tempfile.TemporaryDirectory() as build:
-        if smoke:
-            print("leash as this checkout's interpreter runs it (--smoke: no wheel)")
-        else:
-            PYTHON = installed_from_wheel(build)
-            print("leash installed from its wheel in a fresh venv; `python -c pass` is that venv's interpreter")
-        print("\n== with a leash daemon: the hook is a thin client of its agent socket")
-        TARGET = 1.5
-        run_all(daemon=True)
-        print("\n== without a daemon: the in-process hook")
-        TARGET = 3.0
-        run_all(daemon=False)
+        installs = [("editable", editable)] if SMOKE else [("wheel", from_wheel), ("editable", editable)]
+        for label, make in installs:
+            where = tempfile.mkdtemp(dir=build)
+            leash = Leash(make(checkout, where), label)
+            print(f"\n#### leash installed {'from its wheel in a fresh venv' if label == 'wheel' else 'editable'}"
+                  f" ({leash.python}); `python -c pass` is that interpreter")
+            print("\n== with a leash daemon: the hook is a thin client of its agent socket")
+            run_all(leash, daemon=True)
+            print("\n== without a daemon: the in-process hook")
+            run_all(leash, daemon=False)
 
 
-def start_daemon(env: dict[str, str], home: str) -> subprocess.Popen:
-    proc = subprocess.Popen(leash_command() + ["daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+def commit_of(checkout: Path) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def daemon_of(leash: Leash, home: str, **extra: str) -> subprocess.Popen:
+    return _daemon(leash.cli("daemon", "--no-kennel"), dict(os.environ, LEASH_HOME=home, **extra), home)
+
+
+def _daemon(command: list[str], env: dict[str, str], home: str) -> subprocess.Popen:
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not os.path.exists(os.path.join(home, "run", "operator.sock")):
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("leash daemon did not start")
         time.sleep(0.05)
     return proc
+
+
+def stop_daemon(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
 
 
 def free_port() -> int:
@@ -150,87 +227,146 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def run_all(*, daemon: bool) -> None:
-    with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, LEASH_HOME=home)
-        env.pop("TMUX_PANE", None)
-        leash = leash_command()
+def run_all(leash: Leash, *, daemon: bool) -> None:
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as project:
         os.chmod(home, 0o700)
         port = free_port() if daemon else 0
         if port:  # Claude Code's HTTP hooks: leashd's loopback listener
             Path(home, "config.toml").write_text(f"[daemon]\nhttp_port = {port}\n")
             os.chmod(Path(home, "config.toml"), 0o600)
-        proc = start_daemon(env, home) if daemon else None
+        leash.install(home, project)
+        run = Run(leash, home, project, target=1.2 if daemon else 2.0)
+        proc = daemon_of(leash, home) if daemon else None
         try:
-            run_cases(home, env, leash, daemon=daemon)
+            run_cases(run, daemon=daemon)
             if port:
                 measure_http(port, home)
         finally:
             if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+                stop_daemon(proc)
+        if daemon:
+            breakdown(run)
 
 
-def run_cases(home: str, env: dict[str, str], leash: list[str], *, daemon: bool) -> None:
-    if True:
-        from leash.core.views.protocol import StopProtocol
+def run_cases(run: Run, *, daemon: bool) -> None:
+    from leash.core.views.protocol import StopProtocol
 
-        StopProtocol(home).acknowledge_stop("bench", "someone-else", "bench")  # a stop on a session not seen
-        subprocess.run(leash + ["hands-off", "path:vendor/**"], env=env, check=True, stdout=subprocess.DEVNULL)
-        payload = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                              "tool_input": {"command": "ls src/ | grep -c py"}, "cwd": home}).encode()
-        hook = installed_hook() + ["hook", "pre-tool-use"]  # what Claude Code runs
-        measure("Bash, no halts.db", hook, payload, env)
-        if not SMOKE:
-            measure("  (as `leash hook`)", leash + ["hook", "pre-tool-use"], payload, env)
+    leash, home, env = run.leash, run.home, dict(os.environ, LEASH_HOME=run.home)
+    StopProtocol(home).acknowledge_stop("bench", "someone-else", "bench")  # a stop on a session not seen
+    subprocess.run(leash.cli("hands-off", "path:vendor/**"), env=env, check=True, stdout=subprocess.DEVNULL)
+    pre = leash.hooks["PreToolUse"]
+    bash = run.call("Bash", {"command": "ls src/ | grep -c py"})
+    run.measure("Bash, no halts.db", pre, bash)
+    if not SMOKE:  # the same command with the console script in place of the interpreter on the hook entry
+        words = shlex.split(pre.replace(MARK, "").split("||")[0])
+        at = words.index(leash.python)
+        through_script = pre.replace(shlex.join(words[at:at + 3]), shlex.quote(leash.console_script()))
+        run.measure("  (as `leash hook`)", through_script, bash)
 
-        source = Path(home) / "app.py"
-        source.write_text("def main():\n    return 1\n")
-        post = leash + ["hook", "post-tool-use"]
-        for event in ({"tool_name": "Read", "tool_input": {"file_path": str(source)}},
-                      {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "error": "exit 1",
-                       "tool_input": {"command": "make lint"}}):
-            subprocess.run(post, input=json.dumps({"session_id": "bench-session", "cwd": home, **event}).encode(),
-                           env=env, check=True)
-        for n in range(OTHER_HALTS):
-            subprocess.run(leash + ["halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
-                                    "medium", "--description", "bench"], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
-        measure("Bash, halts.db in use", hook, payload, env)
-        edit = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Edit",
-                           "tool_input": {"file_path": str(source), "old_string": "return 1",
-                                          "new_string": "return 2"}, "cwd": home}).encode()
-        measure("Edit, halts.db in use", hook, edit, env)
+    source = Path(run.project) / "app.py"
+    source.write_text("def main():\n    return 1\n")
+    for event in ({"tool_name": "Read", "tool_input": {"file_path": str(source)}, "hook_event_name": "PostToolUse"},
+                  {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "error": "exit 1",
+                   "tool_input": {"command": "make lint"}}):
+        subprocess.run(["sh", "-c", leash.hooks[event["hook_event_name"]]], cwd=run.project, env=run.env,
+                       input=json.dumps({"session_id": "bench-session", "cwd": run.project, **event}).encode(),
+                       check=True)
+    for n in range(OTHER_HALTS):
+        subprocess.run(leash.cli("halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
+                                 "medium", "--description", "bench"), env=env, check=True, stdout=subprocess.DEVNULL)
+    run.measure("Bash, halts.db in use", pre, bash)
+    run.measure("Edit, halts.db in use", pre, run.call("Edit", {"file_path": str(source), "old_string": "return 1",
+                                                               "new_string": "return 2"}))
+    run.measure("Read, halts.db in use", pre, run.call("Read", {"file_path": str(source)}))
+    measure_lifecycle(run)
+    size = f"{BIG_COMMAND >> 20} MiB" if BIG_COMMAND >= 1 << 20 else f"{BIG_COMMAND >> 10} KiB"
+    run.measure(f"Bash, {size} command", pre, run.call("Bash", {"command": "echo " + "x" * BIG_COMMAND}))
+    if not daemon:
+        measure_past_sessions(run, bash)
+    imports(run, bash)
 
-        measure_lifecycle(leash, env)
 
-        big = json.dumps({"session_id": "bench-session", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "echo " + "x" * BIG_COMMAND}, "cwd": home}).encode()
-        size = f"{BIG_COMMAND >> 20} MiB" if BIG_COMMAND >= 1 << 20 else f"{BIG_COMMAND >> 10} KiB"
-        measure(f"Bash, {size} command", hook, big, env)
-        if not daemon:  # a home of its own, with no daemon on it
-            measure_past_sessions(leash, payload, env)
+def imports(run: Run, payload: bytes) -> None:
+    """Every module the PreToolUse hook imports (``python -X importtime``)."""
+    words = shlex.split(run.leash.hooks["PreToolUse"].replace(MARK, "").split("||")[0])
+    at = words.index(run.leash.python)
+    trace = subprocess.run([words[at], "-X", "importtime", *words[at + 1:]], input=payload, env=run.env,
+                           capture_output=True, cwd=run.project)
+    names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
+    names = [n for n in names if n and n != "imported package"]
+    heavy = sorted({n.split(".")[0] for n in names} & {"textual", "rich", "libtmux", "watchfiles", "psycopg"})
+    ours = sorted({n for n in names if n.split(".")[0] == "leash"})
+    third = sorted({n.split(".")[0] for n in names if _third_party(n.split(".")[0])})
+    print(f"modules imported by the hook: {len(names)}; leash's own ({len(ours)}): {', '.join(ours)}")
+    print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
+    print(f"other third-party packages imported: {', '.join(third) or 'none'}")
 
-        trace = subprocess.run([PYTHON, "-X", "importtime", *installed_hook()[1:], "hook", "pre-tool-use"],
-                               input=payload, env=env, capture_output=True, cwd=ROOT)
-        stdlib = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
-        names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
-        names = [n for n in names if n and n != "imported package"]
-        heavy = sorted({n.split(".")[0] for n in names} & {"textual", "rich", "libtmux", "watchfiles", "psycopg"})
-        ours = sorted({n for n in names if n.split(".")[0] == "leash"})
-        third = sorted({n.split(".")[0] for n in names if _third_party(n.split(".")[0], stdlib)})
-        print(f"modules imported by the hook: {len(names)}; leash's own: {', '.join(ours)}")
-        print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
-        print(f"other third-party packages imported: {', '.join(third) or 'none'}")
+
+# ------------------------------------------------------------------ the breakdown
+STEPS = {  # stamp -> what ended there
+    "client entered": "process start: sh, timeout, python, site, to leash's first line",
+    "client imported": "leash's imports (hook entry, thin client)",
+    "client read": "stdin read",
+    "client connected": "connected to the agent socket",
+    "daemon accepted": "leashd: the connection's thread started",
+    "daemon peer": "leashd: the peer's credentials (SO_PEERCRED, its user)",
+    "client vouched": "client: leashd vouched for (the lock's holder)",
+    "client sent": "client: request sent",
+    "daemon request": "leashd: request line read and parsed",
+    "daemon learned": "leashd: the agent learnt (a session's first call only)",
+    "daemon judged": "leashd: judged (gate, halt conditions, session record)",
+    "client replied": "client: reply received (leashd logged and sent it)",
+    "client written": "client: answer written",
+    "end": "process exit (the interpreter's teardown, timeout, sh)",
+}
+
+
+def breakdown(run: Run) -> None:
+    """The thin PreToolUse call, stamp by stamp (medians over the traced calls)."""
+    trace = os.path.join(run.home, "trace.txt")
+    proc = daemon_of(run.leash, run.home, **{TRACE_ENV: trace})
+    env = dict(run.env, **{TRACE_ENV: trace})
+    payload, command = run.call("Bash", {"command": "ls src/ | grep -c py"}), run.leash.hooks["PreToolUse"]
+    spans = []
+    try:
+        for _ in range(max(RUNS, 3)):
+            start = time.perf_counter_ns()
+            subprocess.run(["sh", "-c", command], input=payload, env=env, cwd=run.project,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            spans.append((start, time.perf_counter_ns()))
+        time.sleep(0.2)  # leashd writes its stamps after the reply
+    finally:
+        stop_daemon(proc)
+    lines = Path(trace).read_text().splitlines() if os.path.exists(trace) else []
+    clients = [line.split() for line in lines if line.startswith("client ")]
+    daemons = {line.split()[1]: line.split()[2:] for line in lines if line.startswith("daemon ")}
+    if len(clients) != len(spans):
+        print(f"breakdown: {len(clients)} of {len(spans)} calls stamped (this leash does not trace its calls)")
+        return
+    offsets: dict[str, list[float]] = {}
+    for (start, end), words in zip(spans, clients, strict=True):
+        stamps = {f"client {k}": int(v) for k, v in zip(words[2::2], words[3::2], strict=False)}
+        theirs = daemons.get(words[1], [])
+        stamps.update({f"daemon {k}": int(v) for k, v in zip(theirs[::2], theirs[1::2], strict=False)})
+        stamps["end"] = end
+        for name, ns in stamps.items():
+            offsets.setdefault(name, []).append((ns - start) / 1e6)
+    print(f"breakdown of the thin PreToolUse call (Bash), medians over {len(spans)} traced calls, "
+          "ms from `sh -c` started:")
+    rows = sorted(((statistics.median(v), k) for k, v in offsets.items() if k in STEPS and len(v) == len(spans)))
+    previous = 0.0
+    for at, name in rows:
+        print(f"  {at:6.2f}  (+{at - previous:5.2f})  {STEPS[name]}")
+        previous = at
 
 
 HTTP_CALLS = 500
 
 
 def measure_http(port: int, home: str) -> None:
-    """PreToolUse as Claude Code's HTTP hook makes it (``leash install
-    --transport http``): a POST to leashd's listener, no process started; on
-    one kept-alive connection, and on a new connection each call."""
+    """PreToolUse as Claude Code's HTTP hook makes it: a POST to leashd's
+    listener, no process started; on one kept-alive connection, and on a new
+    connection each call."""
     import http.client
 
     payload = json.dumps({"session_id": "bench-http", "hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -263,44 +399,68 @@ def measure_http(port: int, home: str) -> None:
               f"p99 {p99 * 1000:5.2f} ms over {len(times)} calls, no process started (target p50 <= 2 ms)")
 
 
-LIFECYCLE = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
-             "post-tool-batch": "PostToolBatch", "notification": "Notification",
-             "permission-request": "PermissionRequest", "config-change": "ConfigChange",
-             "post-tool-use-failure": "PostToolUseFailure", "session-end": "SessionEnd"}
-
-
-def measure_lifecycle(leash: list[str], env: dict[str, str]) -> None:
+def measure_lifecycle(run: Run) -> None:
     """Each lifecycle hook on Claude Code's real payloads (tests/fixtures/claude_code)."""
     fixtures = ROOT / "tests" / "fixtures" / "claude_code"
-    for verb, event in list(LIFECYCLE.items())[:LIFECYCLE_CASES]:
+    events = ["SessionStart", "UserPromptSubmit", "PostToolBatch", "Notification", "PermissionRequest",
+              "ConfigChange", "PostToolUseFailure", "SessionEnd"]
+    for event in [e for e in events if e in run.leash.hooks][:LIFECYCLE_CASES]:
         data = json.loads((fixtures / f"{event}.json").read_text())
         data["session_id"] = "bench-session"
         label = event
-        if verb == "permission-request":  # through leashd a free session's dialog waits for an operator (approvals)
+        if event == "PermissionRequest":  # through leashd a free session's dialog waits for an operator
             data["session_id"], label = "someone-else", f"{event} (stopped)"
-        measure(label, installed_hook() + ["hook", verb], json.dumps(data).encode(), env)
+        run.measure(label, run.leash.hooks[event], json.dumps(data).encode())
 
 
-def measure_past_sessions(leash: list[str], payload: bytes, env: dict[str, str]) -> None:
+def measure_past_sessions(run: Run, payload: bytes) -> None:
     """A home whose sessions.json holds 100,000 sessions (``PAST_SESSIONS``) last seen weeks ago:
     the first write forgets them, and every later call reads a small file."""
     from leash.core.base.clock import iso
 
-    with tempfile.TemporaryDirectory() as home:
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as project:
         old = iso(time.time() - 30 * 86400)
         past = {f"past-{n}": {"tmux_session": "", "tmux_session_id": "", "tmux_pane": "", "entity": "",
                               "cwd": "/", "last_seen": old, "last_tool": "Bash"} for n in range(PAST_SESSIONS)}
         Path(home, "sessions.json").write_text(json.dumps(past))
         os.chmod(home, 0o700)
-        local = dict(env, LEASH_HOME=home)
-        first = timed(leash + ["hook", "pre-tool-use"], payload, local)
+        leash = Leash(run.leash.python, run.leash.label)
+        leash.install(home, project)
+        other = Run(leash, home, project, target=run.target)
+        first = timed(leash.hooks["PreToolUse"], payload, other.env, project)[0]
         print(f"{PAST_SESSIONS:,} past sessions: first call {first * 1000:.0f} ms (forgets them); "
               f"sessions.json now {Path(home, 'sessions.json').stat().st_size} bytes")
-        hook = installed_hook() + ["hook", "pre-tool-use"]
-        measure(f"Bash, after {PAST_SESSIONS // 1000}k past", hook, payload, local)
+        other.measure(f"Bash, after {PAST_SESSIONS // 1000}k past", leash.hooks["PreToolUse"], payload)
 
 
-def _third_party(top: str, stdlib: set[str]) -> bool:
+# ------------------------------------------------------------------ what bench/daemon.py and shared_store.py use
+PYTHON = sys.executable  # they set it to a wheel's interpreter (installed_from_wheel)
+TARGET = 1.2
+
+
+def installed_from_wheel(where: str) -> str:
+    return from_wheel(ROOT, where)
+
+
+def installed_hook() -> list[str]:
+    """What `leash install` writes before `hook EVENT` for ``PYTHON``: the interpreter on the hook entry."""
+    out = subprocess.run([PYTHON, "-c", "import json; from leash.core.hook.install import hook_runner; "
+                                        "print(json.dumps(hook_runner()))"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def start_daemon(env: dict[str, str], home: str) -> subprocess.Popen:
+    return _daemon([PYTHON, "-c", CLI, "daemon", "--no-kennel"], env, home)
+
+
+def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) -> None:
+    """``hook`` (words) against ``PYTHON -c pass``, as ``Run.measure`` does."""
+    run = Run(Leash(PYTHON, "given"), env.get("LEASH_HOME", ""), os.getcwd(), target=TARGET)
+    run.env = env
+    run.measure(label, shlex.join(hook), payload)
+
+
+def _third_party(top: str) -> bool:
     if top in sys.builtin_module_names or top == "leash" or top in sys.stdlib_module_names:
         return False
     return not top.startswith("_") and top not in ("sitecustomize", "usercustomize")

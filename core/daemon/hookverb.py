@@ -12,6 +12,12 @@ A call held as an approval (``core.approvals.hold``) is not answered here:
 ``reply`` returns its ``Held``, and leashd waits for the approval to close
 without holding a serving slot (``core.daemon.approvaldesk``).
 
+Tracing: leashd started with ``LEASH_HOOK_TRACE`` naming a file appends, for
+each hook call, ``daemon PID`` (the hook's pid) and its stamps: accepted (the
+connection's thread began), peer (its credentials read), request (its line
+parsed), learned (its agent, when learnt before the answer), judged; written
+after the reply is sent, so the trace costs the call nothing.
+
 Failure: a request without a string event and payload is an error reply; a
 hook naming another user's session is refused (``refuse`` logs it) and fails
 closed on the gating events; whatever the hook raises is answered by
@@ -19,9 +25,12 @@ closed on the gating events; whatever the hook raises is answered by
 """
 from __future__ import annotations
 
+import os
 import threading
 
+from leash.core.daemon.listener import CONNECTION
 from leash.core.daemon.peers import Peer
+from leash.core.wire.thinhook import TRACE_ENV, Trace
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -105,14 +114,31 @@ class HookVerb:
         self.seen = seen  # seen(event, payload): a session's hook, for the calls it holds (the approval desk)
         self.owners = SessionOwners()
         self.pending = threading.local()  # the agent to learn once this thread's reply is sent
+        self.trace_path = os.environ.get(TRACE_ENV, "")  # leashd's own environment, never a request's
 
     def learn_after_reply(self) -> None:
         """Learn the agent of this thread's last request, if ``reply`` left it
-        for after the answer (walking its ancestry costs ~50 us a call)."""
+        for after the answer (walking its ancestry costs ~50 us a call), and
+        write its trace."""
         item = getattr(self.pending, "item", None)
         self.pending.item = None
         if item is not None:
             self.agents.learn_from_hook(item[0], item[1], session=item[2])
+        trace = getattr(self.pending, "trace", None)
+        if trace is not None:
+            self.pending.trace = None
+            trace[0].write("daemon", trace[1])
+
+    def _trace(self, peer: Peer) -> Trace | None:
+        if not self.trace_path:
+            return None
+        trace = Trace(self.trace_path)
+        accepted = getattr(CONNECTION, "accepted_ns", None)
+        trace.marks += [("accepted", accepted)] if accepted else []
+        trace.marks.append(("peer", peer.known_ns))
+        trace.mark("request")
+        self.pending.trace = (trace, peer.pid)
+        return trace
 
     def _learn(self, peer: Peer, session: str) -> None:
         """A session's first call teaches its agent before it is answered (the
@@ -128,6 +154,7 @@ class HookVerb:
         from leash.core.hook.hooks import answer
         from leash.core.wire.hookio import failed_closed
 
+        trace = self._trace(peer)
         event, payload = request.get("event"), request.get("payload", "")
         if not isinstance(event, str) or not isinstance(payload, str):
             return {"error": "a hook request needs a string event and payload"}
@@ -135,6 +162,8 @@ class HookVerb:
         session = parsed.get("session_id") if isinstance(parsed, dict) else None
         # Every hook names its agent: that process and all below it are an agent's, never an operator.
         self._learn(peer, session if isinstance(session, str) else "")
+        if trace is not None:
+            trace.mark("learned")
         intruder = self.owners.intruder(parsed, peer)
         if intruder:
             self.refuse(peer, where="agent", verb="hook", reason=intruder)
@@ -149,6 +178,8 @@ class HookVerb:
         # ``raw`` would give the same object, so it is handed over, not parsed twice.
         answered = answer(event, raw, home=self.home, env=_env(request, peer), input_error=_input_error(request),
                           backend=self.backend, parsed=parsed if isinstance(parsed, dict) else None, hold=True)
+        if trace is not None:
+            trace.mark("judged")
         if not isinstance(answered, tuple):
             return answered  # held: an operator answers
         out, err, code = answered

@@ -28,6 +28,9 @@ import threading
 import time
 
 LISTEN_BACKLOG = 128
+# When this thread's connection was accepted (``time.perf_counter_ns``): a
+# traced hook call's first stamp on leashd's side (``core.daemon.hookverb``).
+CONNECTION = threading.local()
 ACCEPT_RETRY_SECONDS = 0.05
 # Accept errors that pass: the socket itself is fine.
 PASSING_ACCEPT_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED,
@@ -95,6 +98,7 @@ class Listener:
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
 
     def _connection(self, conn: socket.socket) -> None:
+        CONNECTION.accepted_ns = time.perf_counter_ns()
         try:
             with conn:
                 self.handle(conn, self.serving)

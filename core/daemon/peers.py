@@ -19,6 +19,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 REFUSAL_LOG_INTERVAL_SECONDS = 60.0
 REFUSALS_KEPT = 10_000  # refusal keys remembered for the interval
@@ -26,11 +27,14 @@ _UCRED = struct.Struct("3i")
 
 
 class Peer:
-    __slots__ = ("pid", "uid", "gid", "user")
+    """``known_ns``: when leashd had its credentials (a traced hook's stamp)."""
+
+    __slots__ = ("pid", "uid", "gid", "user", "known_ns")
 
     def __init__(self, pid: int, uid: int, gid: int):
         self.pid, self.uid, self.gid = pid, uid, gid
         self.user = user_name(uid)
+        self.known_ns = time.perf_counter_ns()
 
     def source(self, host: str) -> str:
         """What the ack log says did it: ``user@host`` of the peer's uid."""

@@ -7,6 +7,12 @@ its agent socket; without one, the in-process hook (``core.hooks``) judges.
 ``leash [--home DIR] statusline ...`` takes the same short way
 (``core.wire.thinstatus``).
 
+Through the hook entry, a call the thin client answered ends the process at
+once (``os._exit``) once its answer is flushed: it holds no file, thread or
+buffered state past that, and the interpreter's teardown of its modules would
+cost every tool call a few milliseconds more. An answer that cannot be
+flushed leaves the exit to the interpreter, which reports it as it always did.
+
 Failure: an argument list that is not exactly a hook call is not this
 module's to judge: ``run_hook_command`` returns None and the full command line
 parses it (and reports what is wrong). The hook itself fails as ``core.hooks``
@@ -42,8 +48,11 @@ def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
     return None
 
 
-def run_hook_command(argv: list[str]) -> int | None:
-    """The hook's exit code, or None when ``argv`` is not a hook call."""
+def run_hook_command(argv: list[str], *, entered_ns: int | None = None, exit_when_answered: bool = False) -> int | None:
+    """The hook's exit code, or None when ``argv`` is not a hook call.
+    ``entered_ns``: when the hook entry began (a traced call's first stamp);
+    ``exit_when_answered``: the process ends once the thin client answered
+    (the module's docstring)."""
     call = hook_call(argv)
     if call is None:
         return status_line_command(argv)
@@ -51,7 +60,10 @@ def run_hook_command(argv: list[str]) -> int | None:
     from leash.core.wire import thinhook
 
     try:
-        return thinhook.run(event, home=home)
+        code = thinhook.run(event, home=home, entered_ns=entered_ns)
+        if exit_when_answered:
+            exit_now(code)
+        return code
     except thinhook.NoDaemon as none:
         if shared_store_named(home):
             import sys
@@ -71,6 +83,20 @@ def run_hook_command(argv: list[str]) -> int | None:
         from leash.core.hook.hooks import run
 
         return run(event, home=home, raw=none.raw, input_error=none.input_error)
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` once stdout and stderr are flushed;
+    returns (and the interpreter exits as usual) when either cannot be."""
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 def status_line_command(argv: list[str]) -> int | None:
@@ -111,10 +137,10 @@ def shared_store_named(home: str | None) -> bool:
         return True
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, entered_ns: int | None = None) -> int:
     """``hookentry``'s: the hook's exit code, or 2 with one line for anything
     that is not ``[--home DIR] hook EVENT``."""
-    code = run_hook_command(argv)
+    code = run_hook_command(argv, entered_ns=entered_ns, exit_when_answered=True)
     if code is None:
         import sys
 

@@ -7,12 +7,22 @@ the owner of the home directory or the uid pinned in ``LEASH_DAEMON_UID``
 cannot make a socket another user owns. A socket of the hook's own user (the
 single-user profile) could be anyone's of that user, so there the peer
 (``SO_PEERCRED``) must be the process that holds the flock of
-``<home>/run/leashd.lock`` (``/proc/locks``), which one leashd per home holds
-for its life. What this cannot tell apart: a process of the same user that
-stopped the real daemon (or replaced the lock file) and took the lock itself.
+``<home>/run/leashd.lock``, which one leashd per home holds for its life.
+What this cannot tell apart: a process of the same user that stopped the real
+daemon (or replaced the lock file) and took the lock itself.
+
+Where the lock's holder is read: first in the peer's own descriptors
+(``/proc/PID/fd`` to find the lock file open there, ``/proc/PID/fdinfo/FD``
+for the locks on that open file: ``held_by``); only when that does not show
+the peer holding it, in ``/proc/locks`` (``lock_holder``), which also names
+the holder for the refusal. Reading ``/proc/locks`` costs the kernel a wait of
+10-20 ms (it takes the file-lock table's write side, an RCU grace period),
+on every tool call; the peer's own fdinfo takes no such lock.
 
 Failure: ``NotTheDaemon`` (its text says why) for any peer it cannot vouch
-for; a ``/proc/locks`` that cannot be read is no holder, so fails closed.
+for; a peer whose descriptors cannot be read (another user's, gone) is judged
+by ``/proc/locks`` alone, and a ``/proc/locks`` that cannot be read is no
+holder, so fails closed.
 
 Imports: the standard library's C core of ``socket`` and ``os``/``sys`` only:
 every tool call pays for them.
@@ -32,6 +42,7 @@ except ImportError:  # another Python: the module itself
 # The flock one leashd per home holds for its life (core.daemon.service).
 DAEMON_LOCK_NAME = "leashd.lock"
 PROC_LOCKS = "/proc/locks"
+PROC = "/proc"
 ROOT_UID = 0
 # The uid of a leashd running as another user (the separated profile), which
 # ``leash install --socket`` pins in the hook command next to LEASH_SOCKET.
@@ -98,6 +109,55 @@ def lock_holder(lock_path: str) -> int | None:
     return holders[0][1] if len(holders) == 1 else None
 
 
+def held_by(lock_path: str, pid: int) -> bool:
+    """Whether process ``pid`` holds the flock of ``lock_path`` on a
+    descriptor of its own: an open file of its that is ``lock_path`` (the
+    same device and inode) carries a FLOCK WRITE lock taken by ``pid``
+    (``/proc/PID/fdinfo/FD``'s ``lock:`` lines, those of that open file only).
+    A descriptor inherited from the lock's taker names the taker, not ``pid``.
+    False whenever anything cannot be read: the caller asks ``/proc/locks``."""
+    try:
+        found = os.stat(lock_path)
+        names = os.listdir(f"{PROC}/{pid}/fd")
+    except OSError:
+        return False
+    wanted = f":{found.st_ino}".encode()
+    for name in sorted(names, key=_fd_number):  # leashd takes its lock first: a low descriptor
+        try:
+            opened = os.stat(f"{PROC}/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
+            continue
+        for line in _read_all(f"{PROC}/{pid}/fdinfo/{name}").splitlines():
+            fields = line.split()  # lock:  1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF
+            if (len(fields) >= 7 and fields[0] == b"lock:" and fields[2] == b"FLOCK" and fields[4] == b"WRITE"
+                    and fields[5] == str(pid).encode() and fields[6].endswith(wanted)):
+                return True
+    return False
+
+
+def _fd_number(name: str) -> int:
+    return int(name) if name.isdigit() else -1
+
+
+def _read_all(path: str) -> bytes:
+    """A small /proc file's bytes (b"" when it cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        chunks = []
+        while chunk := os.read(fd, READ_CHUNK_BYTES):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def vouch(conn, path: str, home: str, env=os.environ) -> None:
     """``NotTheDaemon`` unless the process answering on ``conn`` is leashd."""
     pid, uid = peer_of(conn)
@@ -113,6 +173,8 @@ def vouch(conn, path: str, home: str, env=os.environ) -> None:
     if owner in trusted and uid in trusted:
         return  # another user's socket and process: this hook's user could have made neither
     lock = os.path.join(home, RUN_DIR, DAEMON_LOCK_NAME)
+    if pid > 0 and held_by(lock, pid):
+        return
     holder = lock_holder(lock)
     if holder is None:
         raise NotTheDaemon(f"no leash daemon holds {lock}, yet pid {pid} answers on {path}")

@@ -31,6 +31,12 @@ names; nothing else of leash (tests check ``python -X importtime``), because
 every tool call pays for them. ``json`` itself imports ``re``, which alone
 costs about half a bare interpreter's start; where the C cores are missing
 (not CPython), ``json`` and ``socket`` are used.
+
+Tracing: with ``LEASH_HOOK_TRACE`` naming a file, the client appends one line
+of ``time.perf_counter_ns`` stamps per call (entered, imported, read,
+connected, vouched, sent, replied, written) after it has answered, and leashd
+started with it does the same for its side (``core.daemon.hookverb``):
+``bench/hook_latency.py`` lays them out. Unset, nothing is stamped.
 """
 from __future__ import annotations
 
@@ -76,10 +82,12 @@ APPROVAL_EVENTS = ("pre-tool-use", "permission-request", "gemini-before-tool", "
 APPROVAL_WAIT_ENV = "LEASH_APPROVAL_WAIT"
 DEFAULT_APPROVAL_WAIT_SECONDS = 300.0
 APPROVAL_MARGIN_SECONDS = 10.0
-# Where the state lives, how to reach the daemon and how long to wait are the
-# daemon's to know, or this client's own.
+# The file a traced call appends its stamps to (the module's docstring).
+TRACE_ENV = "LEASH_HOOK_TRACE"
+# Where the state lives, how to reach the daemon, how long to wait and where
+# to trace are the daemon's to know, or this client's own.
 NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV, DAEMON_UID_ENV, DEADLINE_ENV,
-                           APPROVAL_WAIT_ENV})
+                           APPROVAL_WAIT_ENV, TRACE_ENV})
 RECV_CHUNK_BYTES = 65536
 # Acknowledgements (core.daemon.acks): a hook request carries ``"ack": "1"``;
 # leashd then says "judging" at least every second while it judges, and
@@ -132,6 +140,34 @@ def dumps(value) -> str:
     if isinstance(value, str):
         return quoted(value)
     return "{" + ",".join(f"{quoted(key)}:{dumps(item)}" for key, item in value.items()) + "}"
+
+
+class Trace:
+    """The stamps of one traced call (``LEASH_HOOK_TRACE``); does nothing
+    when ``path`` is empty. ``write`` appends ``client PID NAME NS ...``."""
+
+    __slots__ = ("path", "marks")
+
+    def __init__(self, path: str | None, *, entered_ns: int | None = None):
+        self.path = path or ""
+        self.marks: list[tuple[str, int]] = [("entered", entered_ns)] if self.path and entered_ns else []
+
+    def mark(self, name: str) -> None:
+        if self.path:
+            self.marks.append((name, time.perf_counter_ns()))
+
+    def write(self, side: str, pid: int) -> None:
+        if not self.path:
+            return
+        words = " ".join(f"{name} {ns}" for name, ns in self.marks)
+        try:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(f"{side} {pid} {words}\n")
+        except OSError:
+            pass  # a trace that cannot be written changes no answer
+
+
+UNTRACED = Trace(None)
 
 
 class DaemonUnreachable(Exception):
@@ -312,7 +348,8 @@ def _read_reply(conn, clock: _Clock) -> dict:
         pending += chunk
 
 
-def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ, acknowledged: bool = False) -> dict:
+def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ, acknowledged: bool = False,
+        trace: Trace = UNTRACED) -> dict:
     """The daemon's one-line reply to ``request`` by ``deadline`` (monotonic);
     ``NotTheDaemon``, ``DaemonTooSlow`` (``DaemonNotAnswering`` when the
     request asked for acknowledgements and none came in time) or
@@ -322,10 +359,15 @@ def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ
         conn = socket_core.socket(socket_core.AF_UNIX, socket_core.SOCK_STREAM)
         try:
             _connect_by(conn, path, clock)
+            trace.mark("connected")
             vouch(conn, path, home, env)
+            trace.mark("vouched")
             conn.settimeout(clock.remaining())
             conn.sendall(request)
-            return _read_reply(conn, clock)
+            trace.mark("sent")
+            reply = _read_reply(conn, clock)
+            trace.mark("replied")
+            return reply
         finally:
             conn.close()
     except TimeoutError:
@@ -345,12 +387,16 @@ def answer_of(event: str, reply: dict) -> tuple[str, str, int]:
     return failed_closed(event, f"leash: leash daemon could not answer hook {event} ({problem})")
 
 
-def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=None, env=os.environ) -> int:
+def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=None, env=os.environ,
+        entered_ns: int | None = None) -> int:
     """The hook's exit code through the daemon; NoDaemon when there is none to
-    ask and the in-process hook must judge."""
+    ask and the in-process hook must judge. ``entered_ns``: when the hook's
+    process began its own code (its trace's first stamp)."""
     path, required = agent_socket(home, env)
     if path is None:
         raise NoDaemon()
+    trace = Trace(env.get(TRACE_ENV), entered_ns=entered_ns)
+    trace.mark("imported")
     seconds = deadline_seconds(env, event)
     deadline = time.monotonic() + seconds
     raw, input_error = b"", None
@@ -358,10 +404,11 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
         raw = read_stdin(stdin)
     except HookInputError as exc:
         input_error = exc
+    trace.mark("read")
     request = hook_request(event, raw, input_error, env)
     try:
         out, err, code = answer_of(event, ask(path, request, home=home_of(home, env), deadline=deadline, env=env,
-                                              acknowledged=True))
+                                              acknowledged=True, trace=trace))
     except NotTheDaemon as exc:
         out, err, code = failed_closed(event, f"leash: refused to ask the agent socket: {exc}. It is not leash's "
                                               "daemon (leashd); this hook cannot judge the call until `leash "
@@ -379,4 +426,7 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
             raise NoDaemon(raw, input_error) from None
         out, err, code = failed_closed(event, f"leash: leash daemon not reachable at {path} ({exc}): start "
                                               "`leash daemon`; until then this hook cannot judge the call")
-    return emit(out, err, code, stdout=stdout or sys.stdout, stderr=stderr or sys.stderr)
+    code = emit(out, err, code, stdout=stdout or sys.stdout, stderr=stderr or sys.stderr)
+    trace.mark("written")
+    trace.write("client", os.getpid())
+    return code
