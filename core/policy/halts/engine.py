@@ -8,7 +8,7 @@ description 'Halt check failed: [error]'", at critical severity.
 """
 from __future__ import annotations
 
-from leash.core.policy.halts.conditions import SEVERITY_RANK, Finding, load_all
+from leash.core.policy.halts.conditions import SEVERITY_RANK, Finding, conditions_for
 
 HALTING_FROM = "medium"  # low: "can proceed with caution"; medium and up halt
 
@@ -56,12 +56,13 @@ def _pure_finding(condition, ctx, key: tuple, config: dict, threshold: dict):
 
 
 def evaluate(ctx, config: dict[str, dict]) -> list[Fired]:
-    """Rules in registry order; ``config`` maps condition name -> its row
+    """Rules in registry order (those that can fire on this call:
+    ``conditions_for``); ``config`` maps condition name -> its row
     (``enabled``, ``severity``, ``threshold``, ``halt_type``). A pure rule's
     finding for the same call under the same config is reused."""
     fired: list[Fired] = []
     key = call_key(ctx)
-    for name, condition in load_all().items():
+    for name, condition in conditions_for(ctx).items():
         row = config.get(name, {})
         if not row.get("enabled", True):
             continue

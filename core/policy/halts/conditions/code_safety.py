@@ -118,7 +118,7 @@ def fork_bomb(command: str) -> bool:
     return False
 
 
-@condition("modifying_unread_code", "code_safety", "critical")
+@condition("modifying_unread_code", "code_safety", "critical", write_or_exec=True)
 def modifying_unread_code(ctx, threshold):
     """Fires when a file to change (``target_files`` and
     ``proposed_changes.files_to_modify``) is not in ``files_read``: the set
@@ -139,7 +139,7 @@ def modifying_unread_code(ctx, threshold):
                    annotations={"files_not_read": unread})
 
 
-@condition("breaking_changes", "code_safety", "high", pure=True)
+@condition("breaking_changes", "code_safety", "high", pure=True, write_or_exec=True)
 def breaking_changes(ctx, threshold):
     """Fires when (a) an edit removes or renames a public definition — a Python
     ``def``/``class`` without a leading underscore, a JS/TS ``export``, a Go
@@ -176,7 +176,7 @@ def breaking_changes(ctx, threshold):
     return Finding("Change would break existing functionality: " + "; ".join(details), severity=severity)
 
 
-@condition("no_rollback_plan", "code_safety", "high")
+@condition("no_rollback_plan", "code_safety", "high", write_or_exec=True)
 def no_rollback_plan(ctx, threshold):
     """Fires when ``proposed_changes.has_rollback_plan`` is false (explicitly),
     and — critical — when a command destroys what no rollback can restore:
@@ -268,7 +268,7 @@ def local_dependencies(path: str, root: str) -> list[str]:
     return sorted({os.path.normpath(f) for f in found if os.path.normpath(f) != os.path.normpath(path)})
 
 
-@condition("unknown_dependencies", "code_safety", "medium")
+@condition("unknown_dependencies", "code_safety", "medium", write_or_exec=True)
 def unknown_dependencies(ctx, threshold):
     """Fires when a file to change imports project files the session has not
     read: Python ``import``/``from ... import`` (absolute ones resolved against

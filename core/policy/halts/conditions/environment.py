@@ -84,7 +84,7 @@ def command_environments(ctx) -> dict[str, list[str]]:
     return found
 
 
-@condition("test_production_mix", "environment", "critical", pure=True)
+@condition("test_production_mix", "environment", "critical", pure=True, write_or_exec=True)
 def test_production_mix(ctx, threshold):
     """Fires when environment boundaries cannot be verified: production and a
     non-production environment (test, staging, development) are named together
@@ -110,7 +110,7 @@ def _may_name_credential(word: str) -> bool:
                                     ".P12", ".PFX"))
 
 
-@condition("credential_confusion", "environment", "high", pure=True)
+@condition("credential_confusion", "environment", "high", pure=True, write_or_exec=True)
 def credential_confusion(ctx, threshold):
     """Fires when a credential named in the commands — an env var or flag
     whose name holds KEY/TOKEN/SECRET/PASSWORD/CREDENTIAL/PROFILE, a

@@ -34,12 +34,17 @@ class Condition:
     """``pure``: the rule reads only the call itself (its commands as the shell
     reader read them, its edits, the context's declared fields) and its
     threshold — no file, clock or environment — so its finding for the same
-    call may be reused (``core.halts.engine``)."""
+    call may be reused (``core.halts.engine``). ``write_or_exec``: the rule can
+    fire only on a call that writes, edits or runs something (its evidence is
+    the commands, the edits or the files to change), so a read-only tool's
+    call need not run it (``conditions.conditions_for``)."""
 
-    __slots__ = ("name", "halt_type", "severity", "rule", "pure")
+    __slots__ = ("name", "halt_type", "severity", "rule", "pure", "write_or_exec")
 
-    def __init__(self, name: str, halt_type: str, severity: str, rule: Callable, pure: bool = False):
+    def __init__(self, name: str, halt_type: str, severity: str, rule: Callable, pure: bool = False,
+                 write_or_exec: bool = False):
         self.name, self.halt_type, self.severity, self.rule, self.pure = name, halt_type, severity, rule, pure
+        self.write_or_exec = write_or_exec
 
     @property
     def doc(self) -> str:
@@ -49,8 +54,8 @@ class Condition:
 REGISTRY: dict[str, Condition] = {}
 
 
-def condition(name: str, halt_type: str, severity: str, *, pure: bool = False):
+def condition(name: str, halt_type: str, severity: str, *, pure: bool = False, write_or_exec: bool = False):
     def register(rule: Callable) -> Callable:
-        REGISTRY[name] = Condition(name, halt_type, severity, rule, pure)
+        REGISTRY[name] = Condition(name, halt_type, severity, rule, pure, write_or_exec)
         return rule
     return register

@@ -81,7 +81,7 @@ def scope_patterns(boundary: str) -> list[str]:
     return [p for p in re.split(r"[,;\s]+", boundary) if p] if boundary.strip() else []
 
 
-@condition("out_of_scope", "scope", "high")
+@condition("out_of_scope", "scope", "high", write_or_exec=True)
 def out_of_scope(ctx, threshold):
     """Fires when ``scope_boundary`` lists path globs (``src/billing/**,
     tests/**``; ``*`` stays in a directory, ``**`` crosses them) and a file to
@@ -176,7 +176,7 @@ def _verb_after_global_options(words: list[str]) -> str:
     return ""
 
 
-@condition("unauthorized_production", "scope", "critical", pure=True)
+@condition("unauthorized_production", "scope", "critical", pure=True, write_or_exec=True)
 def unauthorized_production(ctx, threshold):
     """Fires when the change targets production without approval: the
     ``environment`` is prod/production/live, or a command names a production

@@ -60,7 +60,7 @@ def _is_system_path(path: str) -> bool:
     return any(clean == p or clean.startswith(p.rstrip("/") + "/") for p in SYSTEM_PATHS if p != "/") or clean == "/"
 
 
-@condition("secrets_exposure", "security", "critical", pure=True)
+@condition("secrets_exposure", "security", "critical", pure=True, write_or_exec=True)
 def secrets_exposure(ctx, threshold):
     """Fires when a command, or the new text of an edit, contains a secret from
     the curated patterns (``core/base/secrets.py``): AWS keys, GitHub, GitLab,
@@ -114,7 +114,7 @@ def _elevation(command) -> str | None:
     return line if judge is not None and len(argv) > 1 and judge(argv) else None
 
 
-@condition("privilege_escalation", "security", "critical", pure=True)
+@condition("privilege_escalation", "security", "critical", pure=True, write_or_exec=True)
 def privilege_escalation(ctx, threshold):
     """Fires when a command would run with more power than the agent has: it
     runs behind sudo/doas/pkexec/runuser or is su, visudo, setcap, passwd,
@@ -199,7 +199,7 @@ def _exposures(command) -> list[str]:
     return found
 
 
-@condition("data_exposure", "security", "high", pure=True)
+@condition("data_exposure", "security", "high", pure=True, write_or_exec=True)
 def data_exposure(ctx, threshold):
     """Fires when a command risks exposing sensitive data: it reads, copies or
     encodes a sensitive file (SSH/TLS private keys, ``.env`` files,
@@ -233,7 +233,7 @@ def _dumps_sent(call) -> list[str]:
     return found
 
 
-@condition("unknown_commands", "security", "medium", pure=True)
+@condition("unknown_commands", "security", "medium", pure=True, write_or_exec=True)
 def unknown_commands(ctx, threshold):
     """Fires when a command runs a program that is not on the list of
     programs with well-known effects (``KNOWN_PROGRAMS`` in
