@@ -39,15 +39,14 @@ from typing import Any, Iterator
 from leash.core.base.clock import now_seconds
 from leash.core.base.secrets import mask
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.outcomes import HaltQuery
-from leash.core.policy.halts.outcomes import HaltRefused as HaltRefused
+from leash.core.policy.halts.outcomes import HaltQuery, HaltRefused
 from leash.core.state.halts import ledger
 from leash.core.state.halts.access import TIMEOUT_REASON, _row_config
-from leash.core.state.halts.api import config_answer, config_request
 from leash.core.state.halts.evidence import next_attempts
 from leash.core.state.halts.store import (
     ARCHIVE_AFTER_DAYS,
     ARCHIVE_EVERY_SECONDS,
+    CONDITION_NAMES,
     DEFAULT_CONDITIONS,
     HaltStoreUnavailable,
     new_id,
@@ -153,7 +152,7 @@ class PgHalts:
                                                                    row["condition_name"]))
 
     def configure(self, data: dict, *, now: float | None = None) -> dict:
-        changes = config_request(data)
+        changes = decision.config_request(data, known=CONDITION_NAMES)
         stamp = at(now_seconds(now))
         with reachable():
             self._store_defaults(now_seconds(now))
@@ -162,7 +161,7 @@ class PgHalts:
                                        (data["condition_name"],)))
                 if row is None:
                     raise HaltRefused(f"no condition {data['condition_name']!r} (leash halts config lists them)")
-                current, answer = config_answer(_row_config(_as_stored(row)), changes)
+                current, answer = decision.config_answer(_row_config(_as_stored(row)), changes)
                 if answer["updated"]:
                     conn.execute("UPDATE halt_conditions_config SET enabled = %s, severity = %s, threshold = %s,"
                                  " auto_escalate = %s, escalate_after_minutes = %s, updated_at = %s"

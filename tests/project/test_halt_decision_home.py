@@ -1,8 +1,8 @@
 """The halt decision is written once, in ``core/policy/halts/decision.py``:
-no function that decides a check, a record or an acknowledgement is defined in
-core/state or core/store, none of the decision's is defined twice, and the
-stores never import the rules, the engine or the conditions (they reach the
-policy through the decision and its records)."""
+no function that decides a check, a record, an acknowledgement or a config
+change is defined in core/state or core/store, none of the decision's is
+defined twice, and the stores never import the rules, the engine or the
+conditions (they reach the policy through the decision and its records)."""
 from __future__ import annotations
 
 import ast
@@ -14,7 +14,8 @@ from ..support.source import parsed
 DECIDING = {"check_in", "_add_attempts", "_with_stored_attempts", "_record_findings", "halts_to_record",
             "to_auto_record", "finding_halt", "new_halt", "check_answer", "fail_safe", "refuse_acknowledgement",
             "acknowledged_answer", "acknowledge_request", "validate_record", "_validate_record", "recorded_lines",
-            "recorded_answer", "recorded_line_fields", "_record_high", "_insert", "_halt_context", "_annotations"}
+            "recorded_answer", "recorded_line_fields", "_record_high", "_insert", "_halt_context", "_annotations",
+            "config_request", "config_answer"}
 # The policy modules that decide: no store imports them (the decision and its records are the door).
 DECIDING_MODULES = ("leash.core.policy.halts.engine", "leash.core.policy.halts.rules",
                     "leash.core.policy.halts.context", "leash.core.policy.halts.conditions.execution",

@@ -1,6 +1,7 @@
 """The halt decision, written once for every backend: a check evaluated,
 what it records decided and answered; an agent's halt recorded; an
-acknowledgement allowed or refused.
+acknowledgement allowed or refused; a change to a condition's config checked
+and answered.
 
 Each function takes the backend's ``HaltStorage`` (``core.policy.halts.storage``)
 as a parameter: the storage reads evidence (the condition config, a session's
@@ -48,6 +49,8 @@ from leash.core.policy.halts.rules import dismissal_needs_caution, to_auto_recor
 
 TYPE_CHECKING = False  # the protocol is for the type checker: typing is not imported on the hook path
 if TYPE_CHECKING:
+    from typing import Collection
+
     from leash.core.policy.halts.storage import HaltStorage
 
 MAX_DESCRIPTION = 4000
@@ -311,3 +314,39 @@ def _default_source() -> str:
     from leash.core.base.source import default_source
 
     return default_source()
+
+
+# ------------------------------------------------------------------ config
+_CONFIG_CHECKS = {
+    "enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
+    "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
+    "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)}
+CONFIG_KEYS = tuple(_CONFIG_CHECKS)  # the settings of a condition a caller may change
+
+
+def config_request(data: dict, *, known: Collection[str]) -> dict:
+    """The settings a valid ``UpdateHaltConfigInput`` changes (checked before
+    anything is stored; a threshold against its spec when the condition is one
+    of ``known``, the store's rows, or has one); HaltInputError otherwise."""
+    if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
+        raise HaltInputError("condition_name is required")
+    from leash.core.policy.halts import thresholds
+
+    for key, ok in _CONFIG_CHECKS.items():
+        if key in data and not ok(data[key]):
+            raise HaltInputError(f"invalid {key}: {data[key]!r}")
+    unknown = set(data) - set(CONFIG_KEYS) - {"condition_name"}
+    if unknown:
+        raise HaltInputError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if "threshold" in data and (data["condition_name"] in known or data["condition_name"] in thresholds.SPECS):
+        thresholds.validate(data["condition_name"], data["threshold"])  # before anything is stored
+    if "escalate_after_minutes" in data:
+        thresholds.validate_escalate_after(data["escalate_after_minutes"])
+    return {k: v for k, v in data.items() if k in CONFIG_KEYS}
+
+
+def config_answer(previous: dict, changes: dict) -> tuple[dict, dict]:
+    """(the condition's config after ``changes``, the seed's ``UpdateHaltConfigOutput``)."""
+    current = {**previous, **changes}
+    return current, {"updated": current != previous, "previous_values": {k: previous[k] for k in CONFIG_KEYS},
+                     "current_values": {k: current[k] for k in CONFIG_KEYS}}

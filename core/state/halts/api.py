@@ -12,9 +12,8 @@ hands it ``halts.db``'s rows (``core.state.halts.rows``). The store access
 (opening with housekeeping, the timeout sweep, the condition config, shared
 reads) is ``core.state.halts.access``; what the hooks record as evidence
 (files read, attempts) is ``core.state.halts.evidence``. Their public names stay
-importable from here. A listing's query (``listing_filters``) and the
-config's checks (``config_request``, ``config_answer``) are plain functions
-here that the PostgreSQL store calls too.
+importable from here. A listing's query (``listing_filters``) is a plain
+function here that the PostgreSQL store calls too.
 
 Rules applied here: an unacknowledged halt past its condition's
 ``escalate_after_minutes`` becomes ``timeout`` and pauses its session (swept on
@@ -33,8 +32,7 @@ import json
 from leash.core.base.clock import iso, now_seconds
 from leash.core.base.home import ensure_home, resolve_home
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.outcomes import HaltInputError, HaltQuery
-from leash.core.policy.halts.outcomes import HaltRefused as HaltRefused
+from leash.core.policy.halts.outcomes import HaltInputError, HaltQuery, HaltRefused
 
 # The store access and the hook evidence are part of this API: their names stay importable from here.
 from leash.core.state.halts.access import (  # noqa: F401
@@ -63,8 +61,7 @@ from leash.core.state.halts.evidence import (  # noqa: F401
 )
 from leash.core.state.halts.rows import FileHaltRows
 from leash.core.state.halts.store import (
-    DEFAULT_CONDITIONS,
-    SEVERITIES,
+    CONDITION_NAMES,
     HaltStoreUnavailable,
     exists,
     open_store,
@@ -182,43 +179,9 @@ def get_session_halts(data: dict, *, home=None, now: float | None = None, connec
 
 
 # ------------------------------------------------------------------ config
-_CONFIG_CHECKS = {
-    "enabled": lambda v: isinstance(v, bool), "severity": lambda v: v in SEVERITIES,
-    "threshold": lambda v: isinstance(v, dict), "auto_escalate": lambda v: isinstance(v, bool),
-    "escalate_after_minutes": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)}
-CONFIG_KEYS = tuple(_CONFIG_CHECKS)  # the settings of a condition a caller may change
-
-
-def config_request(data: dict) -> dict:
-    """The settings a valid ``UpdateHaltConfigInput`` changes (checked before
-    anything is stored); HaltInputError otherwise."""
-    if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
-        raise HaltInputError("condition_name is required")
-    from leash.core.policy.halts import thresholds
-
-    for key, ok in _CONFIG_CHECKS.items():
-        if key in data and not ok(data[key]):
-            raise HaltInputError(f"invalid {key}: {data[key]!r}")
-    unknown = set(data) - set(CONFIG_KEYS) - {"condition_name"}
-    if unknown:
-        raise HaltInputError(f"unknown settings: {', '.join(sorted(unknown))}")
-    if "threshold" in data and data["condition_name"] in {c[0] for c in DEFAULT_CONDITIONS} | set(thresholds.SPECS):
-        thresholds.validate(data["condition_name"], data["threshold"])  # before anything is stored
-    if "escalate_after_minutes" in data:
-        thresholds.validate_escalate_after(data["escalate_after_minutes"])
-    return {k: v for k, v in data.items() if k in CONFIG_KEYS}
-
-
-def config_answer(previous: dict, changes: dict) -> tuple[dict, dict]:
-    """(the condition's config after ``changes``, the seed's ``UpdateHaltConfigOutput``)."""
-    current = {**previous, **changes}
-    return current, {"updated": current != previous, "previous_values": {k: previous[k] for k in CONFIG_KEYS},
-                     "current_values": {k: current[k] for k in CONFIG_KEYS}}
-
-
 def update_halt_config(data: dict, *, home=None, now: float | None = None) -> dict:
     """The seed's ``guardrail_update_halt_config``: previous and current values."""
-    changes = config_request(data)
+    changes = decision.config_request(data, known=CONDITION_NAMES)
     moment = now_seconds(now)
     home = ensure_home(home)
     connection = _open(home, moment)
@@ -228,7 +191,7 @@ def update_halt_config(data: dict, *, home=None, now: float | None = None) -> di
                                      (data["condition_name"],)).fetchone()
             if row is None:
                 raise HaltRefused(f"no condition {data['condition_name']!r} (leash halts config lists them)")
-            current, answer = config_answer(_row_config(row), changes)
+            current, answer = decision.config_answer(_row_config(row), changes)
             if answer["updated"]:
                 connection.execute(
                     "UPDATE halt_conditions_config SET enabled = ?, severity = ?, threshold = ?, auto_escalate = ?,"

@@ -19,7 +19,7 @@ import json
 import os
 
 from leash.core.base.clock import iso
-from leash.core.policy.halts.outcomes import Settled
+from leash.core.policy.halts.outcomes import Acknowledgement, NewHalt, Settled
 from leash.core.state.halts.access import _log, _open, default_config_read, load_config
 from leash.core.state.halts.evidence import _stored_attempts
 from leash.core.state.halts.store import exists, refresh_state, write
@@ -27,8 +27,6 @@ from leash.core.state.halts.store import exists, refresh_state, write
 TYPE_CHECKING = False  # for the type checker only: typing is not imported on the hook path
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
-
-    from leash.core.policy.halts.outcomes import Acknowledgement, NewHalt
 
 FAILED_CHECKS_LOG = "halts_unavailable.jsonl"  # checks that failed safe, one JSON line each
 

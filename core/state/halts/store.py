@@ -33,10 +33,7 @@ import os
 # The halts' vocabulary is the decision's (``core.policy.halts.outcomes``): the schema checks it, and
 # a pending halt of a blocking severity (the conditions' registry says which) holds its session.
 from leash.core.policy.halts.conditions.registry import BLOCKING_SEVERITIES
-from leash.core.policy.halts.outcomes import HALT_TYPES as HALT_TYPES
-from leash.core.policy.halts.outcomes import SEVERITIES as SEVERITIES
-from leash.core.policy.halts.outcomes import HaltStoreUnavailable as HaltStoreUnavailable
-from leash.core.policy.halts.outcomes import new_id as new_id
+from leash.core.policy.halts.outcomes import HALT_TYPES, SEVERITIES, HaltStoreUnavailable, new_id
 
 TYPE_CHECKING = False  # ``typing`` is not imported on the hook path
 if TYPE_CHECKING:  # imported in open_store, where it is needed: a hook with no halts.db never loads it
@@ -110,6 +107,7 @@ DEFAULT_CONDITIONS: tuple[tuple[str, str, str, dict], ...] = (
      {"supervisor_names": ["leash", "leashd", "kennel", "leash.console.cli"]}),
     ("budget", "execution", "high", {}),  # a reached spend cap (core.hook.budgetgate records it)
 )
+CONDITION_NAMES = frozenset(name for name, *_ in DEFAULT_CONDITIONS)  # every condition with a config row
 
 _MIGRATION_1 = f"""
 CREATE TABLE halt_events ({_EVENT_COLUMNS});
