@@ -325,9 +325,9 @@ CONFIG_KEYS = tuple(_CONFIG_CHECKS)  # the settings of a condition a caller may 
 
 
 def config_request(data: dict, *, known: Collection[str]) -> dict:
-    """The settings a valid ``UpdateHaltConfigInput`` changes (checked before
-    anything is stored; a threshold against its spec when the condition is one
-    of ``known``, the store's rows, or has one); HaltInputError otherwise."""
+    """The settings a valid ``UpdateHaltConfigInput`` changes, checked before
+    anything is stored (a threshold against its spec when the condition is one
+    of ``known``, those the store keeps a row for, or has a spec); HaltInputError otherwise."""
     if not isinstance(data, dict) or not isinstance(data.get("condition_name"), str):
         raise HaltInputError("condition_name is required")
     from leash.core.policy.halts import thresholds
