@@ -47,17 +47,32 @@ def leashd(home):
     running.close()
 
 
+def metered_passes(meter) -> list[list[str]]:
+    """The sessions each of ``meter``'s passes was handed, appended as each pass ends
+    (the meter's own ``run_once`` still does the work)."""
+    passes: list[list[str]] = []
+    run_once = meter.run_once
+
+    def recorded(sessions, payloads, *, whole_round):
+        run_once(sessions, payloads, whole_round=whole_round)
+        passes.append(list(sessions))
+
+    meter.run_once = recorded
+    return passes
+
+
 def test_a_post_tool_use_hook_has_leashd_meter_the_sessions_transcript(home, leashd, tmp_path):
+    # A pass is known by the sessions it was handed: a count of passes read after
+    # the Stop's reply may already hold the pass it woke, and wait 30 s for the next.
+    passes = metered_passes(leashd.meter)
     agent, _ = sockets(home)
     path = transcript(tmp_path, "one")
     exchange(agent, hook_request("post-tool-use", payload("one", path, tool_response={"stdout": ""})))
-    wait_for(lambda: leashd.backend.budget.spend(session_id="one"), "the spend of session one")
-    wait_for(lambda: leashd.meter.passes >= 1 and not leashd.meter.sessions, "the meter's pass")
+    wait_for(lambda: any("one" in metered for metered in passes), "the meter's pass over session one")
     charged = sum(row.usd for row in leashd.backend.budget.spend(session_id="one"))
     assert charged == pytest.approx(fixture_price(path), rel=1e-6)
     exchange(agent, hook_request("stop", payload("one", path, "Stop")))  # nothing new: charged once
-    passes = leashd.meter.passes
-    wait_for(lambda: leashd.meter.passes > passes, "a second pass")
+    wait_for(lambda: sum("one" in metered for metered in passes) >= 2, "a second pass over session one")
     assert sum(row.usd for row in leashd.backend.budget.spend(session_id="one")) == pytest.approx(charged, rel=1e-9)
 
 
