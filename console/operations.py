@@ -35,7 +35,6 @@ from leash.core.base.text import printable
 
 if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
-    from leash.core.store.records import ApprovalRecord
     from leash.core.warrants.interrupt import InterruptReport
 
 NAME_LIMIT = 80  # characters of a name in a modal's title or a message
@@ -334,30 +333,31 @@ class Operations:
 
     # ------------------------------------------------------------ approvals
     def allow(self, row: dict) -> Operation:
-        def run(c: Confirmed) -> str:
-            record = self._answer(row, allow=True, note=c.text)
-            return f"allowed {shown(record.tool)} for {shown(row.get('session'))}"
-        return Operation(f"Allow {shown(row.get('tool'))} for {shown(row.get('session'))}?",
-                         f"{self._approval_body(row)}\n\nThe call runs now.", run,
-                         text_label="Note (optional, for the ack log)", confirm_label="Allow")
+        return self._answer(row, allow=True)
 
     def deny(self, row: dict) -> Operation:
-        def run(c: Confirmed) -> str:
-            record = self._answer(row, allow=False, message=c.text)
-            return f"denied {shown(record.tool)} for {shown(row.get('session'))}"
-        return Operation(f"Deny {shown(row.get('tool'))} for {shown(row.get('session'))}?",
-                         f"{self._approval_body(row)}\n\nThe call is refused; the agent reads the message.", run,
-                         text_label="Message to the agent", confirm_label="Deny")
+        return self._answer(row, allow=False)
 
-    def _answer(self, row: dict, *, allow: bool, message: str = "", note: str = "") -> ApprovalRecord:
-        """The store's answer; another's answer first (or an id it does not know) is the operator's to read."""
+    def _answer(self, row: dict, *, allow: bool) -> Operation:
+        """Allow (what is typed is a note for the ack log) or deny (a message to
+        the agent) the approval of ``row``. The store's answer decides: another's
+        answer first (or an id it does not know) is a ``Refused`` to read."""
         from leash.core.store.approvals import ApprovalClosed, UnknownApproval
 
-        try:
-            return self.backend.approvals.answer(row["id"], allow=allow, by=self.source, via=self.via,
-                                                 message=message, note=note)
-        except (ApprovalClosed, UnknownApproval) as exc:
-            raise Refused(shown(exc, DESCRIPTION_LIMIT)) from None
+        verb, effect, label = ("Allow", "The call runs now.", "Note (optional, for the ack log)") if allow else \
+            ("Deny", "The call is refused; the agent reads the message.", "Message to the agent")
+        session = shown(row.get("session"))
+
+        def run(c: Confirmed) -> str:
+            note, message = (c.text, "") if allow else ("", c.text)
+            try:
+                record = self.backend.approvals.answer(row["id"], allow=allow, by=self.source, via=self.via,
+                                                       message=message, note=note)
+            except (ApprovalClosed, UnknownApproval) as exc:
+                raise Refused(shown(exc, DESCRIPTION_LIMIT)) from None
+            return f"{'allowed' if allow else 'denied'} {shown(record.tool)} for {session}"
+        return Operation(f"{verb} {shown(row.get('tool'))} for {session}?", f"{self._approval_body(row)}\n\n{effect}",
+                         run, text_label=label, confirm_label=verb)
 
     @staticmethod
     def _approval_body(row: dict) -> str:

@@ -31,22 +31,28 @@ APP_ACTIONS = frozenset({"quit", "command_palette"})
 
 
 class KeyAction(NamedTuple):
-    name: str           # its name in [console.keys]; the action method is action_<name> (but see ``method``)
+    name: str           # its name in [console.keys]; the dashboard's action_<name> (but see ``binding``)
     key: str
     description: str
     panels: frozenset   # where it applies (footer, check_action)
-    changes_state: bool = False
-    method: str = ""    # the dashboard's action, when ``name`` is taken (Screen.action_dismiss)
+    on: str | None = None  # changes state: on the selected row of this panel when it is the focused one ("": none)
+
+    @property
+    def changes_state(self) -> bool:
+        """It opens a dialog: the dashboard's ``operate`` action asks the app for it."""
+        return self.on is not None
 
     @property
     def base(self) -> str:
         """The action without its arguments (``focus_panel``)."""
-        return (self.method or self.name).split("(")[0]
+        return self.name.split("(")[0]
 
     @property
     def binding(self) -> str:
         """The action as the dashboard binds it (the app's with its namespace)."""
-        return f"app.{self.name}" if self.base in APP_ACTIONS else self.method or self.name
+        if self.changes_state:
+            return f"operate('{self.name}')"
+        return f"app.{self.name}" if self.base in APP_ACTIONS else self.name
 
     @property
     def id(self) -> str:
@@ -59,23 +65,24 @@ class KeyAction(NamedTuple):
         return self.base != "focus_panel" and self.name != "peek"
 
 
+SESSIONS, HALTS = frozenset({"sessions"}), frozenset({"halts"})
 ACTIONS: tuple[KeyAction, ...] = (
     *(KeyAction(f"focus_panel('{spec.key}')", number, spec.short, EVERYWHERE) for number, spec in registry.numbered()),
-    KeyAction("stop", "s", "Stop", frozenset({"sessions"}), True),
-    KeyAction("fleet_stop", "S", "Fleet stop", EVERYWHERE, True),
-    KeyAction("resume", "u", "Resume", frozenset({"sessions"}), True),
-    KeyAction("acknowledge", "a", "Acknowledge", frozenset({"halts"}), True),
-    KeyAction("dismiss", "d", "Dismiss", frozenset({"halts"}), True, method="dismiss_halt"),
-    KeyAction("escalate", "e", "Escalate", frozenset({"halts"}), True),
-    KeyAction("pardon", "p", "Pardon", frozenset({"warrants"}), True),
-    KeyAction("warrant", "w", "File warrant", frozenset({"sessions"}), True),
-    KeyAction("hands_off", "h", "Hands-off", frozenset({"sessions", "locks"}), True),
-    KeyAction("release", "r", "Release", frozenset({"locks"}), True),
-    KeyAction("allow", "y", "Allow", frozenset({"approvals"}), True),
-    KeyAction("deny", "n", "Deny", frozenset({"approvals"}), True),
-    KeyAction("raise_cap", "plus", "Raise cap", frozenset({"budget"}), True),
-    KeyAction("peek", "enter", "Peek pane", frozenset({"sessions"})),
-    KeyAction("why", "i", "Why held", frozenset({"sessions"})),
+    KeyAction("stop", "s", "Stop", SESSIONS, "sessions"),
+    KeyAction("fleet_stop", "S", "Fleet stop", EVERYWHERE, ""),
+    KeyAction("resume", "u", "Resume", SESSIONS, "sessions"),
+    KeyAction("acknowledge", "a", "Acknowledge", HALTS, "halts"),
+    KeyAction("dismiss", "d", "Dismiss", HALTS, "halts"),
+    KeyAction("escalate", "e", "Escalate", HALTS, "halts"),
+    KeyAction("pardon", "p", "Pardon", frozenset({"warrants"}), "warrants"),
+    KeyAction("warrant", "w", "File warrant", SESSIONS, "sessions"),
+    KeyAction("hands_off", "h", "Hands-off", frozenset({"sessions", "locks"}), "sessions"),  # Locks: any entity
+    KeyAction("release", "r", "Release", frozenset({"locks"}), "locks"),
+    KeyAction("allow", "y", "Allow", frozenset({"approvals"}), "approvals"),
+    KeyAction("deny", "n", "Deny", frozenset({"approvals"}), "approvals"),
+    KeyAction("raise_cap", "plus", "Raise cap", frozenset({"budget"}), "budget"),
+    KeyAction("peek", "enter", "Peek pane", SESSIONS),
+    KeyAction("why", "i", "Why held", SESSIONS),
     KeyAction("zoom", "z", "Zoom", EVERYWHERE),
     KeyAction("ack_log", "l", "Log screen", EVERYWHERE),
     KeyAction("filter", "slash", "Filter", EVERYWHERE),

@@ -185,7 +185,7 @@ class DashboardScreen(Screen[None]):
         if action in ("table", "next_panel"):
             on_table = self.is_active and isinstance(self.focused, PanelTable)
             return on_table and not (parameters == ("select_cursor",) and self.settling())
-        found = find(self.key_actions, action)
+        found = find(self.key_actions, str(parameters[0]) if action == "operate" and parameters else action)
         if found is None:
             return True
         if not self.is_active or self.focused_panel() not in found.panels or isinstance(self.focused, Input):
@@ -221,21 +221,23 @@ class DashboardScreen(Screen[None]):
 
     def tick_countdown(self) -> None:
         """The counting-down cells: a warrant's gate, an approval's time left (and its urgency in the summary)."""
-        if not self.view:
-            return
-        now = self.clock()
-        for spec, panel in self._present(spec for spec in PANELS if spec.tick == "countdown"):
-            panel.show(spec.rows(self.view), now)
-        self._show_summary(now)
-        if BY_KEY[self._last_panel].tick == "countdown":
-            self.show_detail()
+        now = self._tick("countdown")
+        if now is not None:
+            self._show_summary(now)
+            if BY_KEY[self._last_panel].tick == "countdown":
+                self.show_detail()
 
     def tick_ages(self) -> None:
+        self._tick("ages")
+
+    def _tick(self, kind: str) -> float | None:
+        """Redraw the panels whose cells count (``PanelSpec.tick``) as of now; the time, or None before any view."""
         if not self.view:
-            return
+            return None
         now = self.clock()
-        for spec, panel in self._present(spec for spec in PANELS if spec.tick == "ages"):
+        for spec, panel in self._present(spec for spec in PANELS if spec.tick == kind):
             panel.show(spec.rows(self.view), now)
+        return now
 
     # ------------------------------------------------------------ the detail line
     def show_detail(self) -> None:
@@ -403,50 +405,12 @@ class DashboardScreen(Screen[None]):
         dialog.when_closed(self._settle)
         return dialog
 
-    async def _operate(self, kind: str, panel: str = "") -> None:
-        """Open the dialog of ``kind`` on ``panel``'s selected row (``panel``
-        empty: on no row), and hold the keys typed after this one until its
-        field has the focus."""
+    async def action_operate(self, kind: str) -> None:
+        """The key of ``kind``: open its dialog on the selected row of the panel
+        it acts on (``KeyAction.on``: a lock asks for its entity from the Locks
+        panel), and hold the keys typed after this one until its field has the focus."""
+        action = find(self.key_actions, kind)
+        panel = action.on if action is not None and action.on == self.focused_panel() else ""
         dialog = self._open(kind, self.panel(panel).selected() if panel else None, panel)
         if dialog is not None:
             await dialog.opened(OPEN_WAIT_SECONDS)
-
-    async def action_stop(self) -> None:
-        await self._operate("stop", "sessions")
-
-    async def action_fleet_stop(self) -> None:
-        await self._operate("fleet_stop")
-
-    async def action_resume(self) -> None:
-        await self._operate("resume", "sessions")
-
-    async def action_acknowledge(self) -> None:
-        await self._operate("acknowledge", "halts")
-
-    async def action_dismiss_halt(self) -> None:  # the key "dismiss" (Screen's action_dismiss ends a screen)
-        await self._operate("dismiss", "halts")
-
-    async def action_escalate(self) -> None:
-        await self._operate("escalate", "halts")
-
-    async def action_pardon(self) -> None:
-        await self._operate("pardon", "warrants")
-
-    async def action_warrant(self) -> None:
-        await self._operate("warrant", "sessions")
-
-    async def action_hands_off(self) -> None:
-        """On a session: lock it; elsewhere (the Locks panel): any entity, asked for."""
-        await self._operate("hands_off", "sessions" if self.focused_panel() == "sessions" else "")
-
-    async def action_release(self) -> None:
-        await self._operate("release", "locks")
-
-    async def action_allow(self) -> None:
-        await self._operate("allow", "approvals")
-
-    async def action_deny(self) -> None:
-        await self._operate("deny", "approvals")
-
-    async def action_raise_cap(self) -> None:
-        await self._operate("raise_cap", "budget")
