@@ -31,7 +31,9 @@ reason, in this order (the first rule that denies wins):
    ``supervisor_tampering`` also appends a ``tamper_blocked`` ack-log line.
 
 Every read goes through a cache keyed by the file's identity, so a check is a
-few ``stat`` calls and dictionary lookups however many stops and locks exist.
+few ``stat`` calls and dictionary lookups however many stops and locks exist;
+config.toml as judged (``judged_config``) too: one dict per home and file
+state, shared by every check of a process and never changed by any.
 """
 from __future__ import annotations
 
@@ -66,6 +68,35 @@ class Verdict:
 
 ALLOW = Verdict(True)
 
+# config.toml as the gate judges by it, per home: (the file's identity, config, problem).
+_JUDGED: dict[str, tuple[tuple | None, dict, str | None]] = {}
+JUDGED_KEPT = 16  # homes; one per process in practice
+
+
+def judged(home: str) -> tuple[dict, str | None]:
+    """``core.base.config.judged_config(home)``, kept while config.toml keeps
+    its inode, size and times (a missing file is an identity too): a leashd
+    judging every call pays one ``stat``, not a read, a parse and a copy.
+    The dict is shared: read it, never change it."""
+    path = os.path.join(home, "config.toml")
+    try:
+        info = os.stat(path)
+        identity: tuple | None = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    except FileNotFoundError:
+        identity = None
+    except OSError:
+        identity = ("unreadable",)  # judged afresh each time: judged_config says why
+    kept = _JUDGED.get(home)
+    if kept is not None and kept[0] == identity and identity != ("unreadable",):
+        return kept[1], kept[2]
+    from leash.core.base.config import judged_config
+
+    config, problem = judged_config(home)
+    if len(_JUDGED) >= JUDGED_KEPT:
+        _JUDGED.clear()
+    _JUDGED[home] = (identity, config, problem)
+    return config, problem
+
 
 class Gate:
     """Reads every store through ``backend`` (default: the home's file backend)."""
@@ -87,11 +118,9 @@ class Gate:
         and loosens nothing; ``config_problem`` then says why, and the
         approvals floor holds every call)."""
         if self._config is None:
-            from leash.core.base.config import judged_config
-
             # Asked, not caught: in leashd (and an operator's command) load_config
             # answers a broken file with the floor instead of raising.
-            self._config, self.config_problem = judged_config(self.home)
+            self._config, self.config_problem = judged(self.home)
         return self._config
 
     def names(self, session_id: str, *, now: float | None = None, session=None) -> tuple[list[str], dict[str, Any]]:
