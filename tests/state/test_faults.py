@@ -104,7 +104,7 @@ def assert_state_intact(home) -> AckLog:
 def test_writer_killed_at_random_moments_leaves_readable_state(home):
     ensure_home(home)
     rng = random.Random(20261121)
-    kills = 24
+    kills = 12
     env = dict(os.environ, LEASH_HOME=str(home))
     for round_number in range(kills):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(home), f"k{round_number}"], cwd=ROOT, env=env,
