@@ -16,7 +16,7 @@ from leash.core import StopProtocol
 from leash.core.state.acklog import AckLog
 from leash.core.state.halts import api as halts
 
-from ..support.console import CONSOLE_NOW, SIZE, console, ready, select, settle
+from ..support.console import CONSOLE_NOW, SIZE, console, ready, running, select, settle
 
 RETITLE = "\x1b]0;pwned\x07"  # an OSC that sets the terminal's title
 CLEAR = "\x1b[2J"  # clears the operator's screen
@@ -82,8 +82,7 @@ def _fresh_console(home, **options):
 async def test_the_console_starts_and_shows_markup_in_halts_literally(home):
     ids = [_record_halt(home, "[red]s-markup", text) for text in MARKUP]
     app = _fresh_console(home)
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot, app)
+    async with running(app, WIDE) as pilot:
         shown = _rendered(app.panel("halts").table)
         for text in MARKUP + ("[red]s-markup",):
             assert text in shown
@@ -102,8 +101,7 @@ async def test_the_console_shows_control_characters_escaped(console_app, home):
     protocol.hands_off(CLEAR, reason=FORGING_REASON, source="ops@test", now=CONSOLE_NOW)
     halt_id = _record_halt(home, RETITLE, FORGING_REASON)
     app = console_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot, app)
+    async with running(app, WIDE) as pilot:
         for panel in ("sessions", "halts", "locks", "acklog"):
             shown = _rendered(app.panel(panel).table)
             assert not _controls(shown), (panel, shown)
@@ -140,8 +138,7 @@ async def test_a_notification_raised_from_agent_text_does_not_crash(console_app,
 async def test_the_ack_log_screen_shows_agent_text_literally(console_app, home):
     StopProtocol(home).stops.stop("[/oops]", source="ops@test", reason=f"[b]x[/b] {FORGING_REASON}")
     app = console_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot, app)
+    async with running(app, WIDE) as pilot:
         await pilot.press("l")
         await settle(pilot, app)
         shown = _rendered(app.screen.query_one("#acklog-table"))
@@ -152,8 +149,7 @@ async def test_the_ack_log_screen_shows_agent_text_literally(console_app, home):
 async def test_the_palette_lists_agent_named_rows_literally(console_app, home):
     StopProtocol(home).stops.stop("[/oops]", source="ops@test", reason="")
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"resume")
@@ -172,8 +168,7 @@ async def test_the_peek_screen_shows_the_pane_and_its_name_literally(home, tmux_
     tmux.new_session(name, "printf '[/oops] [black on black]hidden\\n'; exec cat")
     StopProtocol(home)
     app = console(home, tmux=tmux)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", name)
         await pilot.press("enter")
         shown = ""

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
+
+import pytest
 
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, settle
+from ..support.console import CONSOLE_NOW, open_dialog, running, settle
 
 SIZE = (160, 45)
 OSC_9 = "\x1b]9;"
@@ -28,10 +31,20 @@ def the_seeded_approval(home):
     return record
 
 
-async def focus_approvals(pilot, app):
-    await pilot.press("7")
-    await settle(pilot, app)
-    assert app.focused is app.panel("approvals").table
+@pytest.fixture
+def seeded(console_app, home):
+    """The seeded fleet's one approval (the console's fixture seeds it)."""
+    return the_seeded_approval(home)
+
+
+@asynccontextmanager
+async def on_the_approvals(app):
+    """``app`` running with the Approvals panel focused: the pilot."""
+    async with running(app) as pilot:
+        await pilot.press("7")
+        await settle(pilot, app)
+        assert app.focused is app.panel("approvals").table
+        yield pilot
 
 
 # ---------------------------------------------------------------- the summary line
@@ -73,8 +86,7 @@ async def test_the_panel_shows_approvals_oldest_first_and_the_summary_counts_the
     due = approvals(home).request("claude-2b91", "Bash", {"command": "make deploy"}, timeout_s=60,
                                   now=CONSOLE_NOW - 30)
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         panel = app.panel("approvals")
         order = sorted(panel.rows, key=lambda key: panel.table.get_row_index(key))
         assert order == [f"approval:{seeded.id}", f"approval:{due.id}", f"approval:{newer.id}"]
@@ -91,8 +103,7 @@ async def test_7_and_tab_reach_the_approvals_panel_on_a_narrow_screen(console_ap
     from ..support.console import screen_text
 
     app = console_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         assert "7 Approvals" in screen_text(app)
         await pilot.press("6", "tab")
         await settle(pilot, app)
@@ -110,15 +121,10 @@ async def test_7_and_tab_reach_the_approvals_panel_on_a_narrow_screen(console_ap
         assert "agent-answers asks to run Edit" in app.query_one("#detail").plain
 
 
-async def test_y_allows_the_selected_approval_with_a_note(console_app, home):
-    seeded = the_seeded_approval(home)
+async def test_y_allows_the_selected_approval_with_a_note(console_app, home, seeded):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await focus_approvals(pilot, app)
-        await pilot.press("y")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ == "ConfirmScreen"
+    async with on_the_approvals(app) as pilot:
+        await open_dialog(pilot, app, "y")
         assert app.focused.id == "confirm-text"  # the note: what is typed after y is its text
         await pilot.press(*"looked at the diff", "ctrl+y")
         await settle(pilot, app)
@@ -129,15 +135,10 @@ async def test_y_allows_the_selected_approval_with_a_note(console_app, home):
         assert app.panel("approvals").rows == {}
 
 
-async def test_n_denies_with_the_message_typed_in_the_modal(console_app, home):
-    seeded = the_seeded_approval(home)
+async def test_n_denies_with_the_message_typed_in_the_modal(console_app, home, seeded):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await focus_approvals(pilot, app)
-        await pilot.press("n")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ == "ConfirmScreen"
+    async with on_the_approvals(app) as pilot:
+        await open_dialog(pilot, app, "n")
         assert app.focused.id == "confirm-text"  # the message is what it asks for
         await pilot.press(*"not on main, use a branch")  # n and y are letters here, never cancel or confirm
         assert app.screen.__class__.__name__ == "ConfirmScreen"
@@ -151,12 +152,9 @@ async def test_n_denies_with_the_message_typed_in_the_modal(console_app, home):
         assert (answered.status, answered.message, answered.via) == ("denied", "not on main, use a branch", "console")
 
 
-async def test_an_answer_that_came_second_is_a_warning_naming_who_answered(console_app, home):
-    seeded = the_seeded_approval(home)
+async def test_an_answer_that_came_second_is_a_warning_naming_who_answered(console_app, home, seeded):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await focus_approvals(pilot, app)
+    async with on_the_approvals(app) as pilot:
         await pilot.press("y")
         await pilot.pause()
         approvals(home).answer(seeded.id, allow=False, by="ops@cli", via="cli", message="no")  # another path, first
@@ -168,12 +166,9 @@ async def test_an_answer_that_came_second_is_a_warning_naming_who_answered(conso
         assert approvals(home).get(seeded.id).status == "denied"
 
 
-async def test_a_read_only_console_answers_nothing(console_app, home):
-    seeded = the_seeded_approval(home)
+async def test_a_read_only_console_answers_nothing(console_app, home, seeded):
     app = console_app(clock=time.time, read_only=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await focus_approvals(pilot, app)
+    async with on_the_approvals(app) as pilot:
         for key in ("y", "n"):
             await pilot.press(key)
             await pilot.pause()
@@ -188,8 +183,7 @@ async def test_a_new_approval_and_a_new_critical_halt_ring_the_terminal(console_
     rings, written = [], []
     app.bell = lambda: rings.append(1)
     app.write_to_terminal = written.append
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         assert rings == [] and written == []  # what was there at start is not news
         approvals(home).request("claude-c044", "Bash", {"command": "echo \x1b]0;x"}, timeout_s=300)
         halts.record_halt({"session_token": "s9", "halt_type": "security", "severity": "critical",
@@ -208,9 +202,7 @@ async def test_the_detail_line_shows_the_whole_diff_coloured_and_escaped(console
                                                     "new_string": "x = '[red]\x1b[2J'\n"},
                             timeout_s=300, now=CONSOLE_NOW - 1)
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await focus_approvals(pilot, app)
+    async with on_the_approvals(app) as pilot:
         await pilot.press("down")
         await settle(pilot, app)
         detail = app.query_one("#detail")
@@ -227,8 +219,7 @@ async def test_the_palette_offers_allow_and_deny(console_app, home):
     from leash.console.tui.palette import LeashCommands
 
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         names = [name for name, _, _ in LeashCommands(app.screen)._entries()]
         assert "Allow Edit for agent-answers" in names and "Deny Edit for agent-answers" in names
 

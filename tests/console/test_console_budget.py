@@ -22,7 +22,7 @@ from leash.console.tui.demo import (
 )
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, screen_text, settle
+from ..support.console import CONSOLE_NOW, ready, running, screen_text, settle
 
 SMALL, MIDDLE, LARGE = (80, 24), (120, 35), (160, 45)
 DAY_START = CONSOLE_NOW - CONSOLE_NOW % 86400
@@ -94,8 +94,7 @@ def test_the_seeded_session_is_held_by_its_days_cap_at_any_hour(home, into_the_d
 @pytest.mark.parametrize("size", [LARGE, SMALL], ids=lambda size: f"{size[0]}x{size[1]}")
 async def test_each_session_shows_its_cost_an_estimate_marked_and_none_blank(budget_app, size):
     app = budget_app()
-    async with app.run_test(size=size) as pilot:
-        await ready(pilot, app)
+    async with running(app, size):
         lines = drawn(app, app.panel("sessions"))
         header = row_of(lines, "Session", "State")
         assert "Cost" in header, lines
@@ -110,8 +109,7 @@ async def test_each_session_shows_its_cost_an_estimate_marked_and_none_blank(bud
 
 async def test_a_fleet_that_meters_nothing_has_no_cost_column_nor_spend_in_the_header(console_app):
     app = console_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await ready(pilot, app)
+    async with running(app, LARGE):
         assert "Cost" not in row_of(drawn(app, app.panel("sessions")), "Session", "State")
         assert "today" not in screen_text(app).splitlines()[0]
 
@@ -123,8 +121,7 @@ async def test_the_header_says_the_fleets_spend_today_and_its_busiest_window(bud
     today = [spent(sid) for _, _, sid, _ in DEMO_SESSIONS]
     total, estimated = sum(usd for usd, _ in today), any(flag for _, flag in today)
     app = budget_app()
-    async with app.run_test(size=size) as pilot:
-        await ready(pilot, app)
+    async with running(app, size):
         header = screen_text(app).splitlines()[0]
         expected = f"{'~' if estimated else ''}${total:,.2f}{wording}{DEMO_WINDOW_PERCENT:.0f}%"
         assert expected in header, header
@@ -134,8 +131,7 @@ async def test_the_header_says_the_fleets_spend_today_and_its_busiest_window(bud
 # ---------------------------------------------------------------- the Budget panel
 async def test_the_budget_panel_shows_each_cap_and_bucket_and_the_last_days_spend(budget_app):
     app = budget_app()
-    async with app.run_test(size=MIDDLE) as pilot:
-        await ready(pilot, app)
+    async with running(app, MIDDLE) as pilot:
         await show_budget(pilot, app)
         lines = drawn(app, app.panel("budget"))
         assert row_of(lines, "Cap", "Bucket", "Used / limit", "%", "Held", "Resets in")
@@ -158,8 +154,7 @@ async def test_the_budget_panel_shows_each_cap_and_bucket_and_the_last_days_spen
 
 async def test_the_detail_line_says_a_held_caps_row_in_words(budget_app):
     app = budget_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await ready(pilot, app)
+    async with running(app, LARGE) as pilot:
         await show_budget(pilot, app, HELD_SESSION)
         detail = " ".join(" ".join(drawn(app, app.query_one("#detail"))).split())
         assert f"session-daily (session/{HELD_SESSION}, day)" in detail
@@ -169,8 +164,7 @@ async def test_the_detail_line_says_a_held_caps_row_in_words(budget_app):
 # ---------------------------------------------------------------- raising a cap
 async def test_plus_on_a_held_cap_raises_it_for_its_bucket_with_the_reason_typed(budget_app, home):
     app = budget_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await show_budget(pilot, app, HELD_SESSION)
         await pilot.press("plus", *"12.5", "enter", *"reviewed the refactor", "ctrl+y")
         await settle(pilot, app)
@@ -201,8 +195,7 @@ async def test_a_raise_the_core_refuses_is_said_and_the_hold_stays(budget_app, h
 
 async def test_a_limit_that_is_not_a_number_keeps_the_dialog_open_saying_so(budget_app, home):
     app = budget_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await show_budget(pilot, app, HELD_SESSION)
         await pilot.press("plus", *"lots", "enter", *"why not", "ctrl+y")
         await settle(pilot, app)

@@ -7,7 +7,7 @@ import pytest
 
 from leash.console.tui.demo import budget_config, seed_budget
 
-from ..support.console import CONSOLE_NOW
+from ..support.console import CONSOLE_NOW, settle
 
 
 @pytest.fixture
@@ -18,20 +18,13 @@ def budget_app(console_app, home):
     return console_app()
 
 
-async def _settled(pilot):
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
 async def _held_cap_selected(pilot):
-    await _settled(pilot)
+    await settle(pilot, pilot.app)
     await pilot.press("8")
     table = pilot.app.panel("budget").table
     key = next(str(k.value) for k in table.rows if "claude-c044" in str(k.value))
     table.move_cursor(row=table.get_row_index(key))
-    await _settled(pilot)
+    await settle(pilot, pilot.app)
 
 
 @pytest.mark.parametrize("size", [(120, 35), (80, 24)], ids=lambda size: f"{size[0]}x{size[1]}")

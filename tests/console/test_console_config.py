@@ -17,7 +17,7 @@ from leash.core import StopProtocol
 from leash.core.base.config import strictest_when_broken
 from leash.core.base.consolekeys import DEFAULT_KEYS, PANEL_KEYS
 
-from ..support.console import SIZE, ready, select, settle
+from ..support.console import running, select, settle
 
 BAD_KEYS = '[console.keys]\nstop = "q"\nfocus_acklg = "x"\nresume = "x"\n'
 
@@ -42,8 +42,7 @@ def test_the_actions_are_offered_by_the_operators_names_only():
 async def test_a_binding_the_console_cannot_use_is_left_out_with_a_warning(console_app, home):
     (home / "config.toml").write_text(BAD_KEYS)
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         said = [n.message for n in app._notifications if n.title == "config.toml"]
         assert len(said) == 2, said
         assert said[0].startswith(f"{home}/config.toml:2: key 'console.keys.stop': 'q' is already the key of quit")
@@ -75,8 +74,7 @@ async def test_the_console_starts_on_a_broken_file_and_says_so(console_app, home
     (home / "config.toml").write_text('[console.keys]\nstop = "x"\n[warrants]\ndogs = 0\n')
     with strictest_when_broken():  # as `leash` holds it for the console
         app = console_app(clock=time.time)
-        async with app.run_test(size=SIZE) as pilot:
-            await ready(pilot, app)
+        async with running(app) as pilot:
             (said,) = [n.message for n in app._notifications if n.title == "config.toml"]
             assert said.startswith(f"config.toml cannot be used: {home}/config.toml:4: key 'warrants.dogs'"), said
             await select(pilot, app, "sessions", "agent-answers")

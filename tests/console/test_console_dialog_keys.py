@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from leash.console.tui.screens.confirm import SETTLE_SECONDS
 from leash.core import StopProtocol
 
-from ..support.console import SIZE, ready, screen_text, select, settle
+from ..support.console import running, screen_text, select, settle
 
 
 class KeyClock:
@@ -27,58 +29,55 @@ def screen_name(app) -> str:
     return app.screen.__class__.__name__
 
 
-async def test_keys_typed_on_after_a_dialog_closes_do_nothing_until_it_settles(console_app, home):
+@pytest.fixture
+def clocked(console_app):
+    """A console whose key clock only the test moves, and that clock."""
     clock = KeyClock()
-    app = console_app(clock=time.time, key_clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    return console_app(clock=time.time, key_clock=clock), clock
+
+
+async def pressed(pilot, *keys: str) -> str:
+    """``keys`` pressed and the console settled: the name of the screen on top."""
+    await pilot.press(*keys)
+    await settle(pilot, pilot.app)
+    return screen_name(pilot.app)
+
+
+async def test_keys_typed_on_after_a_dialog_closes_do_nothing_until_it_settles(clocked, home):
+    app, clock = clocked
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-silent")
-        await pilot.press("s", *"quiet", "ctrl+y", "l", "s", "S", "enter", "q")
-        await settle(pilot, app)
+        assert await pressed(pilot, "s", *"quiet", "ctrl+y", "l", "s", "S", "enter", "q") == "DashboardScreen"
         assert StopProtocol(home).stops.snapshot()["sessions"]["agent-silent"]["reason"] == "quiet"
-        assert screen_name(app) == "DashboardScreen" and app.return_code is None  # no log, dialog, peek, quit
+        assert app.return_code is None  # no log, dialog, peek, quit
         assert app.check_action("ack_log", ()) is None  # shown dimmed in the footer meanwhile
         clock.now += SETTLE_SECONDS
-        await pilot.press("l")
-        await settle(pilot, app)
-        assert screen_name(app) == "AckLogScreen"
+        assert await pressed(pilot, "l") == "AckLogScreen"
 
 
-async def test_a_cancelled_dialog_settles_the_same(console_app, home):
-    clock = KeyClock()
-    app = console_app(clock=time.time, key_clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+async def test_a_cancelled_dialog_settles_the_same(clocked):
+    app, clock = clocked
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-silent")
-        await pilot.press("w", *"no", "ctrl+n", "w", "question_mark")
-        await settle(pilot, app)
-        assert screen_name(app) == "DashboardScreen"
+        assert await pressed(pilot, "w", *"no", "ctrl+n", "w", "question_mark") == "DashboardScreen"
         clock.now += SETTLE_SECONDS - 0.01
-        await pilot.press("w")
-        await settle(pilot, app)
-        assert screen_name(app) == "DashboardScreen"
+        assert await pressed(pilot, "w") == "DashboardScreen"
         clock.now += 0.01
-        await pilot.press("w")
-        await settle(pilot, app)
-        assert screen_name(app) == "ConfirmScreen"
+        assert await pressed(pilot, "w") == "ConfirmScreen"
 
 
-async def test_a_key_that_would_open_a_dialog_but_is_refused_settles_too(console_app, home):
-    clock = KeyClock()
-    app = console_app(clock=time.time, key_clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+async def test_a_key_that_would_open_a_dialog_but_is_refused_settles_too(clocked, home):
+    app, _ = clocked
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
-        await pilot.press("u", *"resume now")  # refused (nothing stops it); "s" and "w" would open dialogs
-        await settle(pilot, app)
-        assert screen_name(app) == "DashboardScreen"
+        # refused (nothing stops it); "s" and "w" would open dialogs
+        assert await pressed(pilot, "u", *"resume now") == "DashboardScreen"
         assert "agent-answers" not in StopProtocol(home).stops.snapshot()["sessions"]
 
 
 async def test_ctrl_y_confirms_from_a_field_what_was_typed_and_no_more(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("S", *"stop it, yes", "ctrl+y", *"and more")
         await settle(pilot, app)
         fleet = StopProtocol(home).stops.snapshot()["fleet"]
@@ -88,8 +87,7 @@ async def test_ctrl_y_confirms_from_a_field_what_was_typed_and_no_more(console_a
 
 async def test_check_boxes_read_ticked_or_not(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await select(pilot, app, "sessions", "agent-silent")
         await pilot.press("s", "enter")
         await settle(pilot, app)
@@ -101,8 +99,7 @@ async def test_check_boxes_read_ticked_or_not(console_app):
 
 async def test_at_80x24_an_empty_field_is_drawn_with_its_placeholder(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await pilot.press("4", "h")  # the entity field has the cursor; the reason below is empty
         await settle(pilot, app)
         text = screen_text(app)
@@ -113,8 +110,7 @@ async def test_at_80x24_an_empty_field_is_drawn_with_its_placeholder(console_app
 
 async def test_at_80x24_the_allow_dialog_shows_the_whole_diff(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await pilot.press("7", "y")
         await settle(pilot, app)
         text = screen_text(app)
@@ -136,8 +132,7 @@ async def test_a_long_approval_says_how_many_lines_are_below_and_where_the_rest_
     backend.approvals.request("claude-c044", "Bash", {"command": "\n".join(f"echo {n}" for n in range(lines))},
                               timeout_s=3600)
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await pilot.press("7", "y")
         await settle(pilot, app)
         more = str(app.screen.query_one("#confirm-more").render())
@@ -152,8 +147,7 @@ async def test_a_long_approval_says_how_many_lines_are_below_and_where_the_rest_
 
 async def test_halt_dialogs_name_the_session_as_the_halts_panel_does(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "halts", "halt:")
         row = app.panel("halts").selected()
         for key in ("a", "d", "e"):
@@ -167,8 +161,7 @@ async def test_halt_dialogs_name_the_session_as_the_halts_panel_does(console_app
 
 async def test_the_buttons_name_the_keys_that_work(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("7", "n")
         await settle(pilot, app)
         labels = [str(button.label) for button in app.screen.query("Button")]

@@ -9,7 +9,7 @@ from leash.core.state.acklog import AckLog
 from leash.core.state.halts import api as halts
 from leash.core.state.warrants import WarrantQueue
 
-from ..support.console import SIZE, ready, select, settle
+from ..support.console import confirm, open_dialog, running, select, settle
 
 
 def pending_halts(home):
@@ -18,33 +18,20 @@ def pending_halts(home):
 
 async def test_stop_then_resume_a_session(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "sessions", "agent-answers")
-        await pilot.press("s")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ == "ConfirmScreen"
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await confirm(pilot, app, "s", on=("sessions", "agent-answers"))
         assert StopProtocol(home).stops.snapshot()["sessions"]["agent-answers"]["source"] == "ops@test"
         assert StopProtocol(home).is_stopped("claude-7f3a")  # the agent inside that tmux session
-        await pilot.press("u")
-        await pilot.pause()
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+        await confirm(pilot, app, "u")
         assert "agent-answers" not in StopProtocol(home).stops.snapshot()["sessions"]
 
 
 async def test_cancel_changes_nothing(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         before = (home / "stop_ack_log.jsonl").read_bytes()
         for key, cancel in (("s", "ctrl+n"), ("S", "escape"), ("w", "ctrl+n"), ("h", "escape")):
-            await select(pilot, app, "sessions", "agent-silent")
-            await pilot.press(key)
-            await pilot.pause()
-            assert app.screen.__class__.__name__ == "ConfirmScreen"
+            await open_dialog(pilot, app, key, on=("sessions", "agent-silent"))
             await pilot.press(cancel)
             await settle(pilot, app)
             assert app.screen.__class__.__name__ != "ConfirmScreen"
@@ -53,8 +40,7 @@ async def test_cancel_changes_nothing(console_app, home):
 
 async def test_every_dialog_opens_with_the_cursor_in_its_field_where_y_and_n_are_letters(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         # One dialog of each shape; tests/console/test_console_dialogs_typed.py types into every one.
         for panel, row, key, field in (("sessions", "agent-silent", "S", "confirm-text"),
                                        ("halts", "halt:", "a", "confirm-text"),
@@ -76,8 +62,7 @@ async def test_every_dialog_opens_with_the_cursor_in_its_field_where_y_and_n_are
 
 async def test_enter_moves_to_the_confirm_button_and_there_y_n_and_i_are_keys(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-silent")
         await pilot.press("s", *"quiet", "enter")
         assert app.focused.id == "confirm-ok"
@@ -95,8 +80,7 @@ async def test_enter_moves_to_the_confirm_button_and_there_y_n_and_i_are_keys(co
 
 async def test_fleet_stop_with_a_reason(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("S", *"maintenance window", "ctrl+y")
         await settle(pilot, app)
         fleet = StopProtocol(home).stops.snapshot()["fleet"]
@@ -105,18 +89,11 @@ async def test_fleet_stop_with_a_reason(console_app, home):
 
 async def test_acknowledge_escalate_and_dismiss_halts(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         high = next(h for h in pending_halts(home) if h["severity"] == "high")
-        await select(pilot, app, "halts", high["halt_id"])
-        await pilot.press("e")
-        await pilot.pause()
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+        await confirm(pilot, app, "e", on=("halts", high["halt_id"]))
         assert halts.session_state(home, "claude-c044") == "paused"
-        await select(pilot, app, "halts", high["halt_id"])
-        await pilot.press("a", *"looked at it", "ctrl+y")
-        await settle(pilot, app)
+        await confirm(pilot, app, "a", *"looked at it", on=("halts", high["halt_id"]))
         assert halts.session_state(home, "claude-c044") == "active"
         events = [line["event"] for line in AckLog(home).read().entries]
         assert events[-2:] == ["halt_escalate", "halt_ack"]
@@ -124,12 +101,9 @@ async def test_acknowledge_escalate_and_dismiss_halts(console_app, home):
 
 async def test_dismissing_a_critical_halt_asks_for_caution(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         critical = next(h for h in pending_halts(home) if h["severity"] == "critical")
-        await select(pilot, app, "halts", critical["halt_id"])
-        await pilot.press("d")
-        await pilot.pause()
+        await open_dialog(pilot, app, "d", on=("halts", critical["halt_id"]))
         assert app.screen.query("#confirm-caution")
         await pilot.press("ctrl+y")  # refused: caution not ticked
         await pilot.pause()
@@ -144,63 +118,43 @@ async def test_dismissing_a_critical_halt_asks_for_caution(console_app, home):
 
 async def test_pardon_a_warrant(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "warrants", "warrant:")
-        await pilot.press("p")
-        await pilot.pause()
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await confirm(pilot, app, "p", on=("warrants", "warrant:"))
         (done,) = WarrantQueue(home).completed()
         assert done["outcome"] == "pardoned" and done["pardoned_by"] == "ops@test"
 
 
 async def test_file_a_warrant(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "sessions", "agent-chatty")
-        await pilot.press("w", *"loops on the same file", "ctrl+y")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await confirm(pilot, app, "w", *"loops on the same file", on=("sessions", "agent-chatty"))
         assert [w["target"] for w in WarrantQueue(home).pending()] == ["agent-chatty"]
 
 
 async def test_hands_off_a_session_and_release_it(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "sessions", "agent-answers")
-        await pilot.press("h")
-        await pilot.pause()
+    async with running(app) as pilot:
+        await open_dialog(pilot, app, "h", on=("sessions", "agent-answers"))
         app.screen.query_one("#confirm-hours").value = "2"
         await pilot.press("ctrl+y")
         await settle(pilot, app)
         protocol = StopProtocol(home)
         assert protocol.is_hands_off("agent-answers")
-        await select(pilot, app, "locks", "agent-answers")
-        await pilot.press("r")
-        await pilot.pause()
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+        await confirm(pilot, app, "r", on=("locks", "agent-answers"))
         assert not protocol.is_hands_off("agent-answers")
 
 
 async def test_hands_off_an_entity_from_the_locks_panel(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("4")
-        await pilot.press("h")
-        await pilot.pause()
-        await pilot.press(*"path:src/billing/**", "ctrl+y")
-        await settle(pilot, app)
+        await confirm(pilot, app, "h", *"path:src/billing/**")
         assert StopProtocol(home).is_hands_off("path:src/billing/**")
 
 
 async def test_keys_that_do_not_apply_do_nothing(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("1")
         for key in ("a", "d", "e", "p", "r"):
             await pilot.press(key)
@@ -213,8 +167,7 @@ async def test_keys_that_do_not_apply_do_nothing(console_app, home):
 
 async def test_resume_of_a_running_session_is_refused_without_a_modal(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("u")
         await pilot.pause()
@@ -223,8 +176,7 @@ async def test_resume_of_a_running_session_is_refused_without_a_modal(console_ap
 
 async def test_focus_keys_and_tab(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         for key, panel in zip("123456", ("sessions", "halts", "warrants", "locks", "loops", "acklog"), strict=True):
             await pilot.press(key)
             assert app.focused.panel == panel
@@ -234,8 +186,7 @@ async def test_focus_keys_and_tab(console_app):
 
 async def test_screens_open_and_close(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "HelpScreen"
@@ -259,8 +210,7 @@ async def test_peek_shows_the_pane(console_app):
             return CONSOLE_TMUX
 
     app = console_app(tmux=FakeTmux(), clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-chatty")
         await pilot.press("enter")
         await settle(pilot, app)
@@ -270,8 +220,7 @@ async def test_peek_shows_the_pane(console_app):
 
 async def test_filter_narrows_the_focused_panel(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("1", "slash")
         await pilot.press(*"silent")
         await pilot.pause()
@@ -283,8 +232,7 @@ async def test_filter_narrows_the_focused_panel(console_app):
 
 async def test_quit(console_app):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code in (0, None)
@@ -293,14 +241,8 @@ async def test_quit(console_app):
 async def test_keys_can_be_remapped(console_app, home):
     (home / "config.toml").write_text('[console.keys]\nstop = "x"\n')
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "sessions", "agent-answers")
-        await pilot.press("x")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ == "ConfirmScreen"
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await confirm(pilot, app, "x", on=("sessions", "agent-answers"))
         assert StopProtocol(home).is_stopped("agent-answers")
 
 
@@ -308,8 +250,7 @@ async def test_palette_lists_actions_for_rows(console_app):
     from leash.console.tui.palette import LeashCommands
 
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         names = [name for name, _, _ in LeashCommands(app.screen)._entries()]
         assert "Stop session agent-silent" in names
         assert "Pardon warrant agent-silent" in names
@@ -325,8 +266,7 @@ async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_aler
     app = console_app(clock=time.time)
     rings = []
     app.bell = lambda: rings.append(1)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         assert rings == []  # what was there at start is not news
         halts.record_halt({"session_token": "s9", "halt_type": "security", "severity": "critical",
                            "description": "sudo rm -rf /"}, home=home)
@@ -348,8 +288,7 @@ async def test_new_critical_halt_executed_warrant_and_tripped_breaker_raise_aler
 
 async def test_a_new_row_takes_its_place_and_the_cursor_stays_on_its_row(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         high = next(h for h in pending_halts(home) if h["severity"] == "high")
         await select(pilot, app, "halts", high["halt_id"])
         halts.record_halt({"session_token": "s7", "halt_type": "security", "severity": "critical",
@@ -387,8 +326,7 @@ async def test_home_and_end_move_the_cursor_to_the_first_and_last_row_in_every_p
 
     _second_rows(home)
     app = console_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         for index, panel in enumerate(PANELS, start=1):
             await pilot.press(str(index))
             await settle(pilot, app)
@@ -419,8 +357,7 @@ async def test_the_lock_dialog_starts_in_its_entity_field_and_asks_for_hours(con
     from leash.core.base.hours import parse_hours
 
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await pilot.press("4", "h")
         await settle(pilot, app)
         assert app.screen.__class__.__name__ == "ConfirmScreen"
@@ -453,8 +390,7 @@ async def test_the_lock_dialog_starts_in_its_entity_field_and_asks_for_hours(con
 
 async def test_a_session_lock_refuses_bad_hours_with_the_cores_words(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("h")
         await settle(pilot, app)
@@ -467,8 +403,7 @@ async def test_a_session_lock_refuses_bad_hours_with_the_cores_words(console_app
 
 async def test_resume_on_a_halted_session_points_at_acknowledging_its_halt(console_app, home):
     app = console_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (80, 24)) as pilot:
         await select(pilot, app, "sessions", "agent-chatty")
         assert app.panel("sessions").selected()["state"] == "halted"  # a pending halt, no stop
         before = len(app._notifications)
@@ -482,8 +417,7 @@ async def test_resume_on_a_halted_session_points_at_acknowledging_its_halt(conso
 
 async def test_the_halts_table_names_sessions_as_the_sessions_panel_does(console_app, home):
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         sessions = app.panel("sessions").rows
         named = {agent: row["name"] for row in sessions.values() for agent in row["agents"]}
         table = app.panel("halts").table
@@ -502,8 +436,7 @@ async def test_a_breaker_shows_the_window_its_supervisor_passes(console_app, hom
     for t in (CONSOLE_NOW - 250, CONSOLE_NOW - 150, CONSOLE_NOW - 10):
         breakers.check_and_record("nightly", max_restarts=5, window_seconds=300, now=t)
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         row = app.panel("loops").rows["loop:nightly"]
         assert (row["window_seconds"], row["max_restarts"], row["in_loop"]) == (300, 5, 3)
         cells = app.panel("loops").table.get_row("loop:nightly")
@@ -521,12 +454,8 @@ def test_escalation_triggered_is_said_only_when_it_was(cli, home):
 
 async def test_a_fleet_stop_from_the_console_records_only_the_operators_reason(console_app, home):
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await pilot.press("S")
-        await pilot.pause()
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await confirm(pilot, app, "S")
         fleet = StopProtocol(home).stops.snapshot()["fleet"]
         assert fleet is not None and fleet["reason"] == "", fleet  # no reason the console made up
         assert AckLog(home).read().entries[-1]["reason"] == ""
@@ -535,11 +464,8 @@ async def test_a_fleet_stop_from_the_console_records_only_the_operators_reason(c
 async def test_a_warrant_needs_the_reason_the_core_asks_for_and_names_the_configured_attempts(console_app, home):
     (home / "config.toml").write_text("[warrants]\ntimeouts = [30, 60, 90, 120, 240]\n")
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await select(pilot, app, "sessions", "agent-chatty")
-        await pilot.press("w")
-        await pilot.pause()
+    async with running(app) as pilot:
+        await open_dialog(pilot, app, "w", on=("sessions", "agent-chatty"))
         body = str(app.screen.query_one("#confirm-body").render())
         assert "5 times" in body and "three" not in body, body
         await pilot.press("ctrl+y")  # no reason: the core refuses a warrant without one
@@ -557,8 +483,7 @@ async def test_an_executed_warrants_alert_gives_the_cores_reason_and_the_records
     from leash.core.state.warrants.outcome import finish
 
     app = console_app(clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         queue = WarrantQueue(home)
         queue.file("agent-chatty", reason="stuck")
         state, fd = queue.claim_next(owner={"pid": 0, "host": "t"})
@@ -583,8 +508,7 @@ async def test_the_sessions_panel_names_each_sessions_cli(console_app, home):
     for session_id, cli in (("gemini-01", "gemini"), ("codex-01", "codex")):
         registry.observe(session_id, now=CONSOLE_NOW - 30, tool="Bash", cli=cli, cwd="/work/x", status="thinking")
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app):
         table = app.panel("sessions").table
         columns = [str(column.label) for column in table.columns.values()]
         cli = columns.index("CLI")

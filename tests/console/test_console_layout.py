@@ -24,6 +24,7 @@ from ..support.console import (
     console,
     ready,
     record_long_halt,
+    running,
     seed_long_fleet,
     select,
     settle,
@@ -53,8 +54,7 @@ def long_app(console_app, home):
 
 async def test_narrow_screen_shows_the_selected_halts_full_description_and_session(long_app):
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "halts", app.long_halt_id)
         await settle(pilot, app)
         shown = screen_text(app)
@@ -68,8 +68,7 @@ async def test_narrow_screen_shows_the_selected_halts_full_description_and_sessi
 
 async def test_wide_screen_shows_the_grid(long_app):
     app = long_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await ready(pilot, app)
+    async with running(app, LARGE):
         assert app.screen.has_class("-wide")
         assert all(app.panel(name).display for name in ("sessions", "halts", "warrants", "locks", "loops", "acklog"))
         assert not app.query_one("#panel-tabs").display
@@ -77,8 +76,7 @@ async def test_wide_screen_shows_the_grid(long_app):
 
 async def test_number_keys_and_tab_switch_the_panel_shown(long_app):
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await pilot.press("3")
         await settle(pilot, app)
         assert app.panel("warrants").display and not app.panel("halts").display
@@ -93,8 +91,7 @@ async def test_number_keys_and_tab_switch_the_panel_shown(long_app):
 
 async def test_z_zooms_and_unzooms_the_focused_panel(long_app):
     app = long_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await ready(pilot, app)
+    async with running(app, LARGE) as pilot:
         await pilot.press("2", "z")
         await settle(pilot, app)
         assert app.screen.has_class("-zoomed")
@@ -110,8 +107,7 @@ async def test_z_zooms_and_unzooms_the_focused_panel(long_app):
 async def test_the_detail_line_names_every_rule_that_holds_a_session(long_app, home):
     StopProtocol(home).hands_off("ezra", hours=2, reason="migrating", source="ops@test", now=CONSOLE_NOW - 60)
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
         await settle(pilot, app)
         detail = app.query_one("#detail").plain
@@ -121,8 +117,7 @@ async def test_the_detail_line_names_every_rule_that_holds_a_session(long_app, h
 
 async def test_the_detail_line_of_a_lock_a_warrant_and_a_log_line(long_app):
     app = long_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await ready(pilot, app)
+    async with running(app, LARGE) as pilot:
         await select(pilot, app, "locks", "lock:")
         assert "prod freeze until the release" in app.query_one("#detail").plain
         assert "until 2027-01-15T" in app.query_one("#detail").plain
@@ -136,8 +131,7 @@ async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home)
     for n in range(50):
         protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await pilot.press("6")
         await settle(pilot, app)
         shown = screen_text(app)
@@ -155,8 +149,7 @@ async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home,
         time.sleep(0.05)
     StopProtocol(home)
     app = console(home, tmux=tmux)
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "sessions", "printer")
         await pilot.press("enter")
         await settle(pilot, app)
@@ -169,8 +162,7 @@ async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home,
 
 async def test_main_screen_keys_do_not_fire_on_the_log_screen(console_app, home):
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
         await pilot.press("l")
         await settle(pilot, app)
@@ -184,8 +176,7 @@ async def test_main_screen_keys_do_not_fire_on_the_log_screen(console_app, home)
 
 async def test_enter_in_a_note_moves_to_the_confirm_button_and_never_confirms(console_app, home):
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         before = (home / "stop_ack_log.jsonl").read_bytes()
         await pilot.press("S")
         await pilot.pause()
@@ -200,8 +191,7 @@ async def test_enter_in_a_note_moves_to_the_confirm_button_and_never_confirms(co
 async def test_the_header_fits_and_never_cuts_a_fleet_stop_or_an_unreadable_state(console_app, home):
     StopProtocol(home).stops.stop_fleet(source="ops@test", reason="x" * 300, now=CONSOLE_NOW)
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         problem = "stop state unreadable (" + "y" * 200 + ") — run `leash doctor`"
         app.apply_view({**app.view_data, "problems": [problem]})
         await settle(pilot, app, 1)
@@ -214,8 +204,7 @@ async def test_the_header_fits_and_never_cuts_a_fleet_stop_or_an_unreadable_stat
 
 async def test_why_screen_in_the_console(long_app):
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "sessions", "claude-legacy")
         await pilot.press("i")
         await settle(pilot, app)
@@ -235,8 +224,7 @@ async def test_the_ack_log_panel_keeps_following_the_newest_line_after_a_resize(
     for n in range(45):
         protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
     app = long_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await pilot.press("6")
         await settle(pilot, app)
         table = app.panel("acklog").table
@@ -258,8 +246,7 @@ async def test_a_long_critical_halt_keeps_the_dialogs_title_target_and_buttons_o
                                  "condition_name": "secrets_exposure", "description": LONG_CRITICAL},
                                 home=home, now=CONSOLE_NOW - 30)["halt_id"]
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await select(pilot, app, "halts", halt_id)
         await pilot.press("d")
         await settle(pilot, app)
@@ -320,8 +307,7 @@ async def test_columns_share_the_width_they_have(long_app, size):
     from leash.console.tui.keymap import PANELS
 
     app = long_app()
-    async with app.run_test(size=size) as pilot:
-        await ready(pilot, app)
+    async with running(app, size) as pilot:
         for index, name in enumerate(PANELS, start=1):
             await pilot.press(str(index))
             await settle(pilot, app)

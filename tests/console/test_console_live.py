@@ -11,7 +11,7 @@ import time
 from leash.core import StopProtocol
 
 from ..support.checkout import ROOT, leash_argv
-from ..support.console import CONSOLE_TMUX, console, ready
+from ..support.console import CONSOLE_TMUX, console, running
 
 WATCH_ROUNDS = 1000  # pauses of 20 ms at least: far beyond any debounce, bounded all the same
 
@@ -96,8 +96,7 @@ async def test_the_keys_act_through_the_backend_given(home, tmp_path):
 
     elsewhere = FileBackend(tmp_path / "elsewhere")
     app = console(home, list_tmux=lambda: CONSOLE_TMUX, backend=elsewhere)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (160, 45)) as pilot:
         await pilot.press("s")
         await pilot.pause()
         await pilot.press("ctrl+y")  # the dialog's confirm (y in its reason field is a letter)
@@ -115,8 +114,7 @@ async def test_the_ack_log_screen_reads_the_backend_given_and_follows_it(home, t
     elsewhere = FileBackend(tmp_path / "elsewhere")
     elsewhere.stops.stop("far-away", source="other", reason="first line")
     app = console(home, list_tmux=lambda: CONSOLE_TMUX, backend=elsewhere)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (160, 45)) as pilot:
         await pilot.press("l")
         table = None
         for _ in range(WATCH_ROUNDS):
@@ -141,8 +139,7 @@ async def test_timers_and_late_reads_after_the_panels_are_gone_do_nothing(home):
 
     StopProtocol(home)
     app = console(home, list_tmux=lambda: CONSOLE_TMUX)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (160, 45)) as pilot:
         data = app.view_data
         # one panel gone; every table gone with its panel still there (as
         # Textual takes them down, children first); then all of them

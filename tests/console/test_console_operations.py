@@ -15,7 +15,7 @@ import textwrap
 from leash.core import StopProtocol
 
 from ..support.checkout import ROOT
-from ..support.console import SIZE, ready, select, settle
+from ..support.console import running, select, settle
 
 SHARED = ROOT / "console" / "operations.py"
 STOP_CALL = "self.backend.stops.stop(name, source=self.source, reason=c.text)"
@@ -98,8 +98,7 @@ def test_a_misspelled_store_call_in_the_operations_fails_the_type_check(tmp_path
 async def test_a_remapped_key_is_its_bindings_in_textuals_keymap_the_footer_shows_it(console_app, home):
     (home / "config.toml").write_text('[console.keys]\nstop = "x"\npeek = "o"\n')
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await select(pilot, app, "sessions", "agent-answers")
         active = app.screen.active_bindings
         assert active["x"].binding.id == "stop" and "s" not in active
@@ -122,8 +121,7 @@ async def test_enter_still_filters_and_moves_on_the_rows_when_peek_is_on_another
     on it: Enter's other bindings (the filter's, the table's) stay."""
     (home / "config.toml").write_text('[console.keys]\npeek = "o"\n')
     app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("1", "slash", *"silent", "enter")
         await pilot.pause()
         table = app.panel("sessions").table

@@ -12,7 +12,7 @@ import re
 
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, screen_text, select, settle
+from ..support.console import CONSOLE_NOW, ready, running, screen_text, select, settle
 
 SMALL, MIDDLE = (80, 24), (120, 35)
 DIFF_LINES = 30  # an Edit far longer than any detail line may show
@@ -44,8 +44,7 @@ async def test_an_edit_approval_keeps_its_row_on_screen_under_a_bounded_detail_l
     request_long_edit(home)
     app = console_app()
     for size in (MIDDLE, SMALL):
-        async with app.run_test(size=size) as pilot:
-            await ready(pilot, app)
+        async with running(app, size) as pilot:
             await pilot.press("7", "down")  # the second approval: agent-chatty's long Edit
             await settle(pilot, app)
             detail = app.query_one("#detail")
@@ -73,8 +72,7 @@ def seed_wide_cells(home) -> None:
 async def test_key_columns_and_headers_are_drawn_whole_at_120x35(console_app, home):
     seed_wide_cells(home)
     app = console_app()
-    async with app.run_test(size=MIDDLE) as pilot:
-        await ready(pilot, app)
+    async with running(app, MIDDLE) as pilot:
         assert app.screen.has_class("-wide")
         await select(pilot, app, "sessions", "claude-wait")
         sessions = flat(drawn(app, app.panel("sessions")))
@@ -94,8 +92,7 @@ async def test_key_columns_and_headers_are_drawn_whole_at_120x35(console_app, ho
 async def test_the_log_screen_gives_the_reason_its_room_and_a_detail_line_at_80_columns(console_app, home):
     backend_for(home).stops.stop("claude-ledger", source="ops@test", reason=LONG_REASON, now=CONSOLE_NOW - 1)
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         await pilot.press("l")
         await settle(pilot, app)
         await pilot.pause(0.2)
@@ -134,8 +131,7 @@ async def test_a_toast_covers_neither_the_detail_line_nor_the_footer(console_app
 # ---------------------------------------------------------------- the summary line and its symbols
 async def test_the_summary_says_a_problem_once_in_symbols_the_help_explains(console_app, home):
     app = console_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot, app)
+    async with running(app, SMALL) as pilot:
         data = dict(app.view_data)
         data["problems"] = ["tmux unreachable (no tmux server runs on /tmp/leash.sock — start it)"]
         app.apply_view(data)
@@ -153,8 +149,7 @@ async def help_legend(console_app) -> set[str]:
     """The words and symbols the help screen explains (what comes before a
     line's first colon), read off a screen tall enough for all of it."""
     app = console_app()
-    async with app.run_test(size=(160, 90)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (160, 90)) as pilot:
         await pilot.press("question_mark")
         await settle(pilot, app)
         lines = [line.strip(" │▊▎") for line in screen_text(app).splitlines()]
@@ -163,8 +158,7 @@ async def help_legend(console_app) -> set[str]:
 
 async def test_the_mark_after_a_session_outside_tmux_is_explained(console_app, home):
     app = console_app()
-    async with app.run_test(size=MIDDLE) as pilot:
-        await ready(pilot, app)
+    async with running(app, MIDDLE) as pilot:
         await select(pilot, app, "sessions", "claude-legacy")
         await settle(pilot, app)
         assert "claude-legacy ·" in flat(drawn(app, app.panel("sessions")))
@@ -186,15 +180,13 @@ async def palette_offers(pilot, app, typed: str) -> str:
 
 async def test_the_palette_offers_only_the_resumes_the_core_allows(console_app, home):
     app = console_app()
-    async with app.run_test(size=MIDDLE) as pilot:
-        await ready(pilot, app)
+    async with running(app, MIDDLE) as pilot:
         offered = await palette_offers(pilot, app, "resume")
         assert "Resume session claude-legacy" in offered, offered  # stopped: it may be resumed
         assert "Resume session agent-answers" not in offered, offered  # not stopped
         assert "Resume the fleet" not in offered, offered  # no fleet stop
     backend_for(home).stops.stop_fleet(source="ops@test", reason="maintenance", now=CONSOLE_NOW - 1)
     app = console_app()
-    async with app.run_test(size=MIDDLE) as pilot:
-        await ready(pilot, app)
+    async with running(app, MIDDLE) as pilot:
         offered = await palette_offers(pilot, app, "resume")
         assert "Resume the fleet" in offered, offered

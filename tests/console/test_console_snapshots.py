@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ..support.console import settle
+
 SIZE = (160, 45)
 
 
@@ -13,10 +15,7 @@ def snapshot_app(console_app):
 
 
 async def _settled(pilot):
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot, pilot.app)
 
 
 async def _select_row(pilot, panel: str, contains: str):
@@ -65,57 +64,40 @@ class TestScreens:
         assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
 
 
+def dialog(*keys: str, on: tuple[str, str] | None = None):
+    """What runs before the picture of a dialog: the row ``on`` (a panel and
+    what its row's key holds) selected, then ``keys`` pressed (one opens it)."""
+    async def run_before(pilot):
+        await _settled(pilot)
+        if on is not None:
+            await _select_row(pilot, *on)
+        await _open(pilot, *keys)
+    return run_before
+
+
 class TestModals:
     def test_stop_session_modal(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _select_row(pilot, "sessions", "agent-silent")
-            await _open(pilot, "s")
-        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=dialog("s", on=("sessions", "agent-silent")))
 
     def test_fleet_stop_modal(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _open(pilot, "S")
-        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=dialog("S"))
 
     def test_dismiss_critical_halt_modal(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _select_row(pilot, "halts", "halt:")
-            await _open(pilot, "d")
-        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=dialog("d", on=("halts", "halt:")))
 
     def test_pardon_modal(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _select_row(pilot, "warrants", "warrant:")
-            await _open(pilot, "p")
-        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=dialog("p", on=("warrants", "warrant:")))
 
     def test_hands_off_modal(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _select_row(pilot, "sessions", "agent-answers")
-            await _open(pilot, "h")
-        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=SIZE, run_before=dialog("h", on=("sessions", "agent-answers")))
 
     # 80x24: the compact dialog; every field drawn as one (its own background, its placeholder while empty)
     def test_stop_session_modal_80x24(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _select_row(pilot, "sessions", "agent-silent")
-            await _open(pilot, "s", *"stop it, yes", "enter")
-        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)
+        typed = dialog("s", *"stop it, yes", "enter", on=("sessions", "agent-silent"))
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=typed)
 
     def test_lock_entity_modal_80x24(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _open(pilot, "4", "h")
-        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=dialog("4", "h"))
 
     def test_allow_approval_modal_80x24(self, snap_compare, snapshot_app):
-        async def run_before(pilot):
-            await _settled(pilot)
-            await _open(pilot, "7", "y")
-        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=run_before)
+        assert snap_compare(snapshot_app, terminal_size=(80, 24), run_before=dialog("7", "y"))

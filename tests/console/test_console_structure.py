@@ -12,7 +12,7 @@ from leash.console.tui import panels
 from leash.console.tui.keymap import CONFIG_NAMES, PANELS, keymap
 
 from ..support.checkout import ROOT
-from ..support.console import CONSOLE_TMUX, console, ready, settle
+from ..support.console import CONSOLE_TMUX, console, running, settle
 
 
 def test_each_panel_is_declared_once_and_everything_reads_it():
@@ -30,8 +30,7 @@ async def test_the_dashboard_lays_out_the_registry(console_app):
     from leash.console.tui.widgets.tabs import PanelTabs
 
     app = console_app()
-    async with app.run_test(size=(160, 45)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (160, 45)):
         grid = [panel.key for panel in app.screen.query("#panels > .panel")]
         assert grid == [spec.key for spec in panels.GRID]
         tabs = [str(tab.label) for tab in app.screen.query_one(PanelTabs).query("Tab")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from leash.console.tui.demo import budget_config, seed_budget
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, screen_text, settle
+from ..support.console import CONSOLE_NOW, running, screen_text, settle
 
 
 async def test_the_palette_raises_each_caps_row_and_opens_its_dialog(console_app, home):
@@ -17,8 +17,7 @@ async def test_the_palette_raises_each_caps_row_and_opens_its_dialog(console_app
         config.write(budget_config())
     seed_budget(home, now=CONSOLE_NOW)
     app = console_app()
-    async with app.run_test(size=(120, 35)) as pilot:
-        await ready(pilot, app)
+    async with running(app, (120, 35)) as pilot:
         rows = app.screen.view["budget"]
         entries = {name: (run, said) for name, run, said in LeashCommands(app.screen)._entries()}
         raises = [name for name in entries if name.startswith("Raise cap ")]

@@ -4,6 +4,9 @@ waiting for its workers, selecting a row, the screen as text).
 ``screenshots/render.py`` and ``bench/console.py`` seed the same fleet."""
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
 CONSOLE_NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 CONSOLE_TMUX = [
     {"name": "agent-answers", "created": int(CONSOLE_NOW - 3600), "attached": False,
@@ -89,6 +92,34 @@ async def select(pilot, app, panel: str, key_contains: str):
     key = next(str(k.value) for k in table.rows if key_contains in str(k.value))
     table.move_cursor(row=table.get_row_index(key))
     await pilot.pause()
+
+
+@asynccontextmanager
+async def running(app, size: tuple[int, int] = SIZE) -> AsyncIterator:
+    """``app`` run under Textual's pilot at ``size``, its first view read: the pilot."""
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot, app)
+        yield pilot
+
+
+async def open_dialog(pilot, app, key: str, *typed: str, on: tuple[str, str] | None = None) -> None:
+    """``key`` pressed, then ``typed``, on the row ``on`` (a panel and what its
+    row's key holds: selected first; None: on what is focused): its dialog is up."""
+    if on is not None:
+        await select(pilot, app, *on)
+    await pilot.press(key, *typed)
+    await pilot.pause()
+    assert app.screen.__class__.__name__ == "ConfirmScreen", key
+
+
+async def confirm(pilot, app, key: str, *typed: str, on: tuple[str, str] | None = None,
+                  confirm_key: str = "ctrl+y") -> None:
+    """Press, select, confirm: the dialog of ``key`` on the row ``on`` (see
+    ``open_dialog``), ``typed`` into its field, confirmed with ``confirm_key``;
+    the console settled after it."""
+    await open_dialog(pilot, app, key, on=on)
+    await pilot.press(*typed, confirm_key)
+    await settle(pilot, app)
 
 
 def screen_text(app) -> str:
