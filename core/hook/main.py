@@ -7,11 +7,9 @@ its agent socket; without one, the in-process hook (``core.hooks``) judges.
 ``leash [--home DIR] statusline ...`` takes the same short way
 (``core.wire.thinstatus``).
 
-Through the hook entry, a call the thin client answered ends the process at
-once (``os._exit``) once its answer is flushed: it holds no file, thread or
-buffered state past that, and the interpreter's teardown of its modules would
-cost every tool call a few milliseconds more. An answer that cannot be
-flushed leaves the exit to the interpreter, which reports it as it always did.
+The hook entry (``core/hook/hookentry.py``) asks leashd without this module
+and comes here only for the rest: no leashd to ask (``without_daemon``), or
+anything that is not a hook call.
 
 Failure: an argument list that is not exactly a hook call is not this
 module's to judge: ``run_hook_command`` returns None and the full command line
@@ -20,39 +18,15 @@ describes.
 """
 from __future__ import annotations
 
+from leash.core.wire.thinhook import hook_call, leading_home  # the hook entry's grammar, read before argparse
 
-def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """(the home given, the words after it) for the ``--home DIR`` /
-    ``--home=DIR`` that may lead leash's command line, read before argparse
-    (the hook entry and completion's name lookups take fast paths on it);
-    None when a leading ``--home`` has no value (the full parser reports it)."""
-    home, rest = None, list(argv)
-    while rest and rest[0].startswith("--home"):
-        if rest[0] == "--home" and len(rest) >= 2:
-            home, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--home="):
-            home, rest = rest[0].split("=", 1)[1], rest[1:]
-        else:
-            return None
-    return home, rest
+__all__ = ["hook_call", "leading_home", "main", "run_hook_command", "shared_store_named", "status_line_command",
+           "without_daemon"]
 
 
-def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
-    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
-    found = leading_home(argv)
-    if found is None:
-        return None
-    home, rest = found
-    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
-        return home, rest[1]
-    return None
-
-
-def run_hook_command(argv: list[str], *, entered_ns: int | None = None, exit_when_answered: bool = False) -> int | None:
+def run_hook_command(argv: list[str], *, entered_ns: int | None = None) -> int | None:
     """The hook's exit code, or None when ``argv`` is not a hook call.
-    ``entered_ns``: when the hook entry began (a traced call's first stamp);
-    ``exit_when_answered``: the process ends once the thin client answered
-    (the module's docstring)."""
+    ``entered_ns``: when the hook entry began (a traced call's first stamp)."""
     call = hook_call(argv)
     if call is None:
         return status_line_command(argv)
@@ -60,43 +34,33 @@ def run_hook_command(argv: list[str], *, entered_ns: int | None = None, exit_whe
     from leash.core.wire import thinhook
 
     try:
-        code = thinhook.run(event, home=home, entered_ns=entered_ns)
-        if exit_when_answered:
-            exit_now(code)
-        return code
+        return thinhook.run(event, home=home, entered_ns=entered_ns)
     except thinhook.NoDaemon as none:
-        if shared_store_named(home):
-            import sys
-
-            from leash.core.base.config import config_problem
-            from leash.core.base.home import resolve_home
-            from leash.core.wire.hookio import emit, failed_closed
-
-            problem = config_problem(resolve_home(home))  # parsed already: kept for this process
-            said = (f"leash: config_broken: {problem}: config.toml cannot be used and may name the shared store, "
-                    "so no hook can judge here: every call is denied until the operator mends it (`leash doctor` "
-                    "shows it)" if problem else
-                    "leash: this home uses the shared store and no `leash daemon` answers here: hooks judge only "
-                    "through it; start it")
-            out, err, code = failed_closed(event, said)
-            return emit(out, err, code, stdout=sys.stdout, stderr=sys.stderr)
-        from leash.core.hook.hooks import run
-
-        return run(event, home=home, raw=none.raw, input_error=none.input_error)
+        return without_daemon(event, home, none)
 
 
-def exit_now(code: int) -> None:
-    """End the process with ``code`` once stdout and stderr are flushed;
-    returns (and the interpreter exits as usual) when either cannot be."""
-    import os
-    import sys
+def without_daemon(event: str, home: str | None, none) -> int:
+    """The hook's exit code when no leashd answers here (``none``: the
+    ``NoDaemon`` raised, with stdin if it was read): the in-process hook
+    judges, but for a home whose stores are in the shared database."""
+    if shared_store_named(home):
+        import sys
 
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(code)
+        from leash.core.base.config import config_problem
+        from leash.core.base.home import resolve_home
+        from leash.core.wire.hookio import emit, failed_closed
+
+        problem = config_problem(resolve_home(home))  # parsed already: kept for this process
+        said = (f"leash: config_broken: {problem}: config.toml cannot be used and may name the shared store, "
+                "so no hook can judge here: every call is denied until the operator mends it (`leash doctor` "
+                "shows it)" if problem else
+                "leash: this home uses the shared store and no `leash daemon` answers here: hooks judge only "
+                "through it; start it")
+        out, err, code = failed_closed(event, said)
+        return emit(out, err, code, stdout=sys.stdout, stderr=sys.stderr)
+    from leash.core.hook.hooks import run
+
+    return run(event, home=home, raw=none.raw, input_error=none.input_error)
 
 
 def status_line_command(argv: list[str]) -> int | None:
@@ -137,10 +101,10 @@ def shared_store_named(home: str | None) -> bool:
         return True
 
 
-def main(argv: list[str], *, entered_ns: int | None = None) -> int:
+def main(argv: list[str]) -> int:
     """``hookentry``'s: the hook's exit code, or 2 with one line for anything
     that is not ``[--home DIR] hook EVENT``."""
-    code = run_hook_command(argv, entered_ns=entered_ns, exit_when_answered=True)
+    code = run_hook_command(argv)
     if code is None:
         import sys
 

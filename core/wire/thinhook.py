@@ -193,6 +193,47 @@ class NoDaemon(Exception):
         self.input_error = input_error
 
 
+def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(the home given, the words after it) for the ``--home DIR`` /
+    ``--home=DIR`` that may lead leash's command line, read before argparse
+    (the hook entry and completion's name lookups take fast paths on it);
+    None when a leading ``--home`` has no value (the full parser reports it)."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    return home, rest
+
+
+def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
+    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
+    found = leading_home(argv)
+    if found is None:
+        return None
+    home, rest = found
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        return home, rest[1]
+    return None
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` once stdout and stderr are flushed (the
+    hook entry, once this client answered: it holds no file, thread or
+    buffered state past that, and the interpreter's teardown of its modules
+    would cost every tool call a few milliseconds more); returns, and the
+    interpreter exits as usual, when either cannot be flushed."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
 def home_of(home: str | None, env=os.environ) -> str:
     """The state home's absolute path: ``--home``, ``LEASH_HOME``, ``~/.leash``."""
     chosen = home or env.get(HOME_ENV) or DEFAULT_HOME
