@@ -88,7 +88,7 @@ soak: $(STAMP)
 
 # Real hook payloads of every event into tests/fixtures/claude_code/.
 e2e-capture: $(STAMP)
-	$(PY) tests/e2e/capture.py
+	$(PY) tests/support/e2e/capture.py
 
 bench: $(STAMP)
 	$(PY) bench/hook_latency.py

@@ -135,7 +135,7 @@ def measure(base: Path, runs: int, daemon: bool) -> dict[str, list[float | None]
 
 def claude_runs(base: Path, runs: int) -> list[float | None]:
     """The real headless Claude Code, interrupted mid-call ``runs`` times."""
-    from tests.e2e.harness import ensure_claude, wire
+    from tests.support.e2e.harness import ensure_claude, wire
 
     claude, _ = ensure_claude()
     base = base / "claude"
@@ -147,8 +147,8 @@ def claude_runs(base: Path, runs: int) -> list[float | None]:
 
 
 def claude_run(claude: list[str], base: Path, home: Path, project: Path) -> float | None:
-    from tests.e2e.harness import claude_env
-    from tests.e2e.standin import StandInServer, bash, text
+    from tests.support.e2e.harness import claude_env
+    from tests.support.e2e.standin import StandInServer, bash, text
 
     session_id = str(uuid.uuid4())
     with StandInServer([[text("Waiting."), bash("(sleep 60); echo done > marker")], [text("done")]]) as standin:

@@ -2,7 +2,7 @@
 a warrant, and the operator's console, each in a private tmux server.
 
 Each host that gets a TUI (a, b, c) has a tmux server of its own under the
-run's folder (``tests/e2e/tui.py``'s ``Fleet``: a closed environment, the
+run's folder (``tests/support/e2e/tui.py``'s ``Fleet``: a closed environment, the
 project wired by ``leash install``, the model a loopback stand-in playing a
 long script of Bash calls, the pane's hooks reaching that host's leashd
 through its home). Host a's server also holds ``silent-1`` (a pane that never
@@ -33,7 +33,7 @@ SCRIPT_TURNS = 400
 
 def claude_cached() -> list[str] | None:
     """The pinned Claude Code's argv when ``make e2e`` has cached it, else None."""
-    from tests.e2e import harness
+    from tests.support.e2e import harness
 
     found = harness.installed(harness.PINNED_VERSION)
     return found[0] if found else None
@@ -46,7 +46,7 @@ def tmux_socket(root: Path) -> Path:
 
 def script() -> list[list[dict]]:
     """Model replies for a long session: a Bash call, then a line of text, again and again."""
-    from tests.e2e.standin import bash, text
+    from tests.support.e2e.standin import bash, text
 
     turns: list[list[dict]] = []
     for number in range(SCRIPT_TURNS):
@@ -66,8 +66,8 @@ class Screens:
         self.during_stop: list[str] = []  # what each TUI did with a prompt typed during a fleet stop
 
     def start(self) -> None:
-        from tests.e2e.tui import Fleet as Server
-        from tests.e2e.tui import Pane
+        from tests.support.e2e.tui import Fleet as Server
+        from tests.support.e2e.tui import Pane
 
         hosts = self.fleet.hosts[:self.tuis] if self.claude else []
         for host in hosts or self.fleet.hosts[:1]:
@@ -82,7 +82,7 @@ class Screens:
                            height=30)
         private = first.base / "console"
         private.mkdir(parents=True, exist_ok=True)
-        from tests.e2e.harness import LEASH
+        from tests.support.e2e.harness import LEASH
 
         # On host a: inside its namespace, where its database address is reached.
         on_host_a = ["ip", "netns", "exec", self.fleet.hosts[0].namespace]
@@ -123,7 +123,7 @@ class Screens:
         holds: its Bash call must not run (no "soak step" result), and leash's
         refusal should show (a tool result or the screen naming the reason).
         Returns the broken lines; what each did goes to ``during_stop``."""
-        from tests.e2e.tui import squeezed
+        from tests.support.e2e.tui import squeezed
 
         broken: list[str] = []
         with self.typing:

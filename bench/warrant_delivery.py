@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e import harness  # noqa: E402
-from tests.e2e.standin import text  # noqa: E402
-from tests.e2e.tui import Fleet  # noqa: E402
+from tests.support.e2e import harness  # noqa: E402
+from tests.support.e2e.standin import text  # noqa: E402
+from tests.support.e2e.tui import Fleet  # noqa: E402
 
 DRAFT = "half a prompt the operator was typing"
 

@@ -20,14 +20,14 @@ import os
 import signal
 import subprocess
 import threading
-import time
 
 import pytest
 
 from leash.core.state.acklog import AckLog
 
-from .harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
-from .standin import StandInServer, bash, text
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
+from ..support.e2e.standin import StandInServer, bash, text
+from ..support.waiting import eventually, wait_for
 
 try:  # once, at collection: without Claude Code the whole module is one skip line
     ensure_claude()
@@ -42,16 +42,6 @@ APPROVAL_OPENS_WITHIN_SECONDS = 60
 TOOL = "touch marker"
 
 
-def wait_for(check, seconds: float):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    return None
-
-
 @pytest.fixture
 def daemon(agent):
     """``leash daemon`` on the agent's home (its hooks are thin clients of it)."""
@@ -59,7 +49,7 @@ def daemon(agent):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     socket = agent.home / "run" / "operator.sock"
     try:
-        assert wait_for(socket.exists, DAEMON_STARTS_WITHIN_SECONDS)
+        wait_for(socket.exists, DAEMON_STARTS_WITHIN_SECONDS, what="leashd's operator socket")
         yield proc
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -88,7 +78,7 @@ def answer_when_asked(agent, *words: str) -> dict:
     said: dict = {}
 
     def operator() -> None:
-        found = wait_for(lambda: waiting(agent), APPROVAL_OPENS_WITHIN_SECONDS)
+        found = eventually(lambda: waiting(agent), APPROVAL_OPENS_WITHIN_SECONDS, interval=0.1)
         if not found:
             said["never"] = True
             return

@@ -21,9 +21,10 @@ import pytest
 
 from leash.core.state.acklog import AckLog
 
-from .harness import LEASH, ClaudeUnavailable, ensure_claude
-from .standin import bash, text
-from .tui import Fleet
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude
+from ..support.e2e.standin import bash, text
+from ..support.e2e.tui import Fleet
+from ..support.waiting import wait_for
 
 try:  # once, at collection: without Claude Code or tmux the whole module is one skip line
     ensure_claude()
@@ -33,17 +34,8 @@ if shutil.which("tmux") is None:
     pytest.skip("tmux is not installed", allow_module_level=True)
 
 WAIT_SECONDS = 40
+POLL_SECONDS = 0.2  # a look at a pane is a tmux process
 DIALOG = "Do you want to proceed?"
-
-
-def wait_until(check, timeout: float = WAIT_SECONDS, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"{what} did not come within {timeout} s"
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -52,7 +44,7 @@ def fleet(claude, home, tmp_path):
     daemon = subprocess.Popen([LEASH, "--home", str(home), "daemon", "--no-kennel"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_until((home / "run" / "operator.sock").exists, what="leashd")
+        wait_for((home / "run" / "operator.sock").exists, timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="leashd")
         with Fleet(claude, tmp_path, home) as fleet:
             yield fleet
     finally:
@@ -79,7 +71,7 @@ def start_asking(fleet):
     (agent,) = fleet.start([[[text("Creating the marker."), bash("touch marker")], [text("done")]]],
                            args=("--permission-mode", "default"))
     agent.submit("create the marker")
-    (approval,) = wait_until(lambda: waiting(fleet), what="an approval")
+    (approval,) = wait_for(lambda: waiting(fleet), timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="an approval")
     agent.wait_for(DIALOG, timeout=WAIT_SECONDS)
     return agent, approval
 
@@ -91,20 +83,21 @@ def answer_yes_in_the_pane(agent) -> None:
         time.sleep(0.5)
         agent.keys("Enter")
         try:
-            wait_until(lambda: DIALOG not in agent.screen(), timeout=5, what="the dialog gone")
+            wait_for(lambda: DIALOG not in agent.screen(), timeout=5, interval=POLL_SECONDS, what="the dialog gone")
             return
         except AssertionError:
             continue
-    wait_until(lambda: DIALOG not in agent.screen(), timeout=5, what="the dialog gone")
+    wait_for(lambda: DIALOG not in agent.screen(), timeout=5, interval=POLL_SECONDS, what="the dialog gone")
 
 
 def test_yes_in_the_pane_withdraws_the_approval(fleet, home):
     agent, approval = start_asking(fleet)
     answer_yes_in_the_pane(agent)
 
-    line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
+    line = wait_for(lambda: closing(home, approval["id"]),
+                    timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the approval's close")
     assert (line["event"], line["via"]) == ("approval_withdrawn", "pane"), line
-    wait_until(agent.marker.exists, what="the tool")
+    wait_for(agent.marker.exists, timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the tool")
     assert waiting(fleet) == []
 
 
@@ -112,7 +105,8 @@ def test_escape_in_the_pane_withdraws_the_approval(fleet, home):
     agent, approval = start_asking(fleet)
     agent.keys("Escape")
 
-    line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
+    line = wait_for(lambda: closing(home, approval["id"]),
+                    timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the approval's close")
     assert (line["event"], line["via"]) == ("approval_withdrawn", "leash"), line
     assert not agent.marker.exists()
 
@@ -121,9 +115,9 @@ def test_an_answer_from_the_cli_takes_the_dialog_away(fleet, home):
     agent, approval = start_asking(fleet)
     fleet.leash("approvals", "allow", approval["id"])
 
-    wait_until(agent.marker.exists, what="the tool")
+    wait_for(agent.marker.exists, timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the tool")
     assert closing(home, approval["id"])["event"] == "approval_allowed"
-    wait_until(lambda: DIALOG not in agent.screen(), what="the dialog gone")
+    wait_for(lambda: DIALOG not in agent.screen(), timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the dialog gone")
 
 
 def test_an_answer_from_the_consoles_keys_takes_the_dialog_away(fleet, home):
@@ -139,10 +133,10 @@ def test_an_answer_from_the_consoles_keys_takes_the_dialog_away(fleet, home):
     console.type("only this once")
     console.keys("C-y")
 
-    wait_until(agent.marker.exists, what="the tool")
+    wait_for(agent.marker.exists, timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the tool")
     line = closing(home, approval["id"])
     assert (line["event"], line["via"]) == ("approval_allowed", "console"), line
-    wait_until(lambda: DIALOG not in agent.screen(), what="the dialog gone")
+    wait_for(lambda: DIALOG not in agent.screen(), timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the dialog gone")
 
 
 def test_a_denial_typed_in_the_console_reaches_the_model(fleet, home):
@@ -159,7 +153,9 @@ def test_a_denial_typed_in_the_console_reaches_the_model(fleet, home):
     console.keys("Enter")  # to the Deny button, where y confirms (the keys are read in order)
     console.keys("y")
 
-    line = wait_until(lambda: closing(home, approval["id"]), what="the approval's close")
+    line = wait_for(lambda: closing(home, approval["id"]),
+                    timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the approval's close")
     assert (line["event"], line["via"]) == ("approval_denied", "console"), line
-    wait_until(lambda: any("not on a Friday" in r for r in agent.tool_results()), what="the message in the transcript")
+    wait_for(lambda: any("not on a Friday" in r for r in agent.tool_results()),
+             timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="the message in the transcript")
     assert not agent.marker.exists()

@@ -19,8 +19,9 @@ import pytest
 from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
-from .harness import LEASH, claude_env, run_claude
-from .standin import MODEL, StandInServer, bash, text, tool_use
+from ..support.e2e.harness import LEASH, claude_env, run_claude
+from ..support.e2e.standin import MODEL, StandInServer, bash, text, tool_use
+from ..support.waiting import wait_for
 
 WAIT_SECONDS = 20.0
 ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -36,13 +37,6 @@ def priced(usages: list[dict], model: str) -> float:
     return float(sum((price(TokenUsage("claude", model, u["input_tokens"], u["output_tokens"],
                                        u["cache_creation_input_tokens"], u["cache_read_input_tokens"])).usd
                       for u in usages), Decimal(0)))
-
-
-def wait_for(condition, what: str):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT_SECONDS} s"
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -87,7 +81,8 @@ def test_the_count_equals_the_stand_ins_usage_and_claude_codes_own_cost(agent, l
     assert len(standin.usages) == 2
     expected_tokens = [sum(u[k] for u in standin.usages) for k in
                        ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
-    wait_for(lambda: costs(agent) and costs(agent)[0]["requests"] == 2, "leash's count of both requests")
+    wait_for(lambda: costs(agent) and costs(agent)[0]["requests"] == 2,
+             WAIT_SECONDS, what="leash's count of both requests")
     (row,) = costs(agent)
     assert [row["input"], row["output"], row["cache_write"], row["cache_read"]] == expected_tokens
     model = standin.model_requests[0].body.get("model") or MODEL
@@ -107,7 +102,8 @@ def test_a_cap_reached_mid_run_holds_the_next_call_ends_the_turn_and_a_raise_let
     script = [[text("First."), bash("touch marker-one")], [text("Second."), bash("touch marker-two")],
               [text("done")]]
     # Before the second model request is answered, the first answer's spend is metered and holds the fleet.
-    done, standin = run(agent, script, "touch two markers", before={1: lambda: wait_for(held, "the hold")})
+    done, standin = run(agent, script, "touch two markers", before={1: lambda: wait_for(held,
+                                                                                        WAIT_SECONDS, what="the hold")})
     assert (agent.project / "marker-one").exists()
     assert not (agent.project / "marker-two").exists()  # held at its next call
     # The hold lands while the first call's hooks run (PostToolBatch then ends the turn: one request) or
@@ -133,7 +129,8 @@ def test_a_subagents_usage_counts(agent, leashd):
     (helper_transcript,) = (agent.base / "claude-home" / ".claude" / "projects").glob(
         f"*/{session_id}/subagents/agent-*.jsonl")
     assert '"input_tokens":%d' % standin.usages[1]["input_tokens"] in helper_transcript.read_text().replace(" ", "")
-    wait_for(lambda: costs(agent) and costs(agent)[0]["requests"] == 3, "leash's count of the subagent's request")
+    wait_for(lambda: costs(agent) and costs(agent)[0]["requests"] == 3,
+             WAIT_SECONDS, what="leash's count of the subagent's request")
     (row,) = costs(agent)
     assert row["input"] == sum(u["input_tokens"] for u in standin.usages)
     models = {request.body.get("model") or MODEL for request in standin.model_requests}

@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 
-from .harness import ClaudeUnavailable, ensure_claude, retarget
-from .standin import bash, text
+from ..support.e2e.harness import ClaudeUnavailable, ensure_claude, retarget
+from ..support.e2e.standin import bash, text
 
 try:  # once, at collection: without Claude Code the whole module is one skip line
     ensure_claude()

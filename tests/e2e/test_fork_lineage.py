@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 
-from .harness import LEASH, ClaudeUnavailable, ensure_claude, fallback_settings, settings_file
-from .standin import bash, text, tool_use
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude, fallback_settings, settings_file
+from ..support.e2e.standin import bash, text, tool_use
 
 try:  # once, at collection: without Claude Code the whole module is one skip line
     ensure_claude()

@@ -29,9 +29,17 @@ import pytest
 from leash.core.base.claudeversion import supports_on_failure
 
 from ..support.daemon import daemon_process, stop
-from .harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, installed, run_claude, settings_file
-from .http_probe import unused_port
-from .standin import StandInServer, bash, text
+from ..support.e2e.harness import (
+    LEASH,
+    ClaudeUnavailable,
+    claude_env,
+    ensure_claude,
+    installed,
+    run_claude,
+    settings_file,
+)
+from ..support.e2e.http_probe import unused_port
+from ..support.e2e.standin import StandInServer, bash, text
 
 try:
     _argv, VERSION = ensure_claude()

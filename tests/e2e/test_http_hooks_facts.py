@@ -20,9 +20,9 @@ import pytest
 
 from leash.core.base.claudeversion import supports_on_failure
 
-from .capture_http_hooks import CASES, FAILURE_MODES, SLOW_SECONDS, Outcome, run_case
-from .harness import ClaudeUnavailable, ensure_claude
-from .http_probe import DENY_REASON
+from ..support.e2e.capture_http_hooks import CASES, FAILURE_MODES, SLOW_SECONDS, Outcome, run_case
+from ..support.e2e.harness import ClaudeUnavailable, ensure_claude
+from ..support.e2e.http_probe import DENY_REASON
 
 try:
     CLAUDE, VERSION = ensure_claude()

@@ -24,8 +24,8 @@ import pytest
 from leash.core.base.claudeversion import supports_on_failure
 
 from ..support.daemon import daemon_process, stop
-from .harness import LEASH, ClaudeUnavailable, ensure_claude, installed, settings_file
-from .standin import bash, text
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude, installed, settings_file
+from ..support.e2e.standin import bash, text
 
 try:
     _argv, _version = ensure_claude()

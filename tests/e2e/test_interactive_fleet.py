@@ -18,9 +18,10 @@ import time
 
 import pytest
 
-from .harness import ClaudeUnavailable, ensure_claude
-from .standin import bash, text, tool_use
-from .tui import Fleet, above_input_box, input_text, squeezed
+from ..support.e2e.harness import ClaudeUnavailable, ensure_claude
+from ..support.e2e.standin import bash, text, tool_use
+from ..support.e2e.tui import Fleet, above_input_box, input_text, squeezed
+from ..support.waiting import wait_for
 
 try:  # once, at collection: without Claude Code or tmux the whole module is one skip line
     ensure_claude()
@@ -35,6 +36,8 @@ HEALTH_CHECK = "[DOG] HEALTH CHECK"
 INTERRUPTED = "Interrupted"  # "⎿  Interrupted · What should Claude do instead?" in both versions
 LONG_CALL_SECONDS = 60
 INTERRUPT_WITHIN_SECONDS = 20
+WAIT_SECONDS = 30
+POLL_SECONDS = 0.2  # a look at a pane is a tmux process
 # Short gates for the kennel: three attempts of 8 s, looked at twice a second.
 WARRANT_CONFIG = "[warrants]\ntimeouts = [8, 8, 8]\npoll_seconds = 0.5\n"
 KENNEL_SECONDS = 55
@@ -62,13 +65,6 @@ def assert_inputs_clean(fleet: Fleet) -> None:
 
 def shows(screen: str, words: str) -> bool:
     return squeezed(words) in squeezed(screen)
-
-
-def wait_until(check, timeout: float = 30, what: str = "the condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"{what} did not come within {timeout} s"
-        time.sleep(0.2)
 
 
 def fleet_stopped(fleet: Fleet) -> bool:
@@ -112,7 +108,7 @@ def test_a_fleet_stop_from_the_console_keys_denies_every_agents_next_call(fleet)
     console.press_until("S", "Stop the whole fleet?")
     console.type("fleet drill")  # the dialog opens with the cursor in its reason field
     console.keys("C-y")  # its confirm key (y there is a letter of the reason)
-    wait_until(lambda: fleet_stopped(fleet), what="the fleet stop")
+    wait_for(lambda: fleet_stopped(fleet), WAIT_SECONDS, interval=POLL_SECONDS, what="the fleet stop")
     (stop,) = json.loads(fleet.leash("status", "--json").stdout)["fleet_stopped"]
     for pause in held:
         pause.release()
@@ -159,7 +155,7 @@ def test_a_halt_is_acknowledged_from_the_console(fleet):
     def acknowledged() -> list[dict]:
         return [halt for halt in json.loads(fleet.leash("halts", "list", "--all", "--json").stdout)["halts"]
                 if halt["acknowledged"]]
-    wait_until(acknowledged, what="the acknowledgement")
+    wait_for(acknowledged, WAIT_SECONDS, interval=POLL_SECONDS, what="the acknowledgement")
     (halt,) = acknowledged()
     assert halt["halt_id"] == pending[0]["halt_id"]
     assert halt["resolution"] == "resolved"
@@ -174,13 +170,14 @@ def test_stop_with_interrupt_cancels_the_long_call_in_flight(fleet):
     (agent,) = fleet.start([[[bash(f"touch started; sleep {LONG_CALL_SECONDS}; echo done > marker")],
                              [text(FINISHED)]]])
     agent.submit("wait a minute, then write the marker")
-    wait_until((agent.project / "started").exists, what="the long call")
+    wait_for((agent.project / "started").exists, WAIT_SECONDS, interval=POLL_SECONDS, what="the long call")
     assert sleeping(agent)
 
     began = time.monotonic()
     fleet.leash("stop", "agent-1", "--interrupt", "--reason", "cancel the wait")
     agent.wait_for(INTERRUPTED, INTERRUPT_WITHIN_SECONDS)
-    wait_until(lambda: not sleeping(agent), INTERRUPT_WITHIN_SECONDS, what="the end of the cancelled command")
+    wait_for(lambda: not sleeping(agent), INTERRUPT_WITHIN_SECONDS,
+             interval=POLL_SECONDS, what="the end of the cancelled command")
 
     assert time.monotonic() - began < INTERRUPT_WITHIN_SECONDS  # not the 60 s the call would take
     assert not agent.marker.exists()  # it never reaches its last step

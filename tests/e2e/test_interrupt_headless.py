@@ -24,8 +24,9 @@ import pytest
 from leash.core import StopProtocol
 from leash.core.state.acklog import AckLog
 
-from .harness import LEASH, ClaudeUnavailable, ensure_claude
-from .standin import bash, text
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude
+from ..support.e2e.standin import bash, text
+from ..support.waiting import eventually
 
 try:  # once, at collection: without Claude Code the whole module is one skip line
     ensure_claude()
@@ -54,15 +55,6 @@ def tool_processes(project: Path) -> list[int]:
     return found
 
 
-def wait_for(check, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.fixture(params=["in-process hook", "leashd"])
 def daemon_or_not(request, agent):
     """Nothing, or a ``leash daemon`` on the agent's home (its hooks are then
@@ -74,7 +66,7 @@ def daemon_or_not(request, agent):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     socket = agent.home / "run" / "operator.sock"
     try:
-        assert wait_for(socket.exists, DAEMON_STARTS_WITHIN_SECONDS), proc.stderr
+        assert eventually(socket.exists, DAEMON_STARTS_WITHIN_SECONDS), proc.stderr
         yield proc
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -91,7 +83,7 @@ def test_stop_with_interrupt_cancels_a_headless_run_mid_call(agent, daemon_or_no
 
     def operator() -> None:
         """What a person does, from another terminal, while the call runs."""
-        if not wait_for(lambda: tool_processes(agent.project), CALL_STARTS_WITHIN_SECONDS):
+        if not eventually(lambda: tool_processes(agent.project), CALL_STARTS_WITHIN_SECONDS, interval=0.05):
             said["never"] = True
             return
         said["began"] = time.monotonic()

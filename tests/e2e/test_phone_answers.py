@@ -14,9 +14,9 @@ import time
 
 import pytest
 
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
+from ..support.e2e.standin import StandInServer, bash, text
 from ..support.ntfy import Ntfy
-from .harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
-from .standin import StandInServer, bash, text
 
 try:
     ensure_claude()

@@ -28,9 +28,9 @@ from leash.core.hook.sandboxwiring import FAIL_IF_UNAVAILABLE_SINCE, missing_pro
 from leash.core.store.files import FileBackend
 
 from ..support.daemon import daemon_process, stop
-from .conftest import Agent
-from .harness import LEASH, ClaudeUnavailable, ensure_claude, settings_file
-from .standin import bash, text, tool_use
+from ..support.e2e.claude_agent import Agent
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude, settings_file
+from ..support.e2e.standin import bash, text, tool_use
 
 if missing_programs():
     pytest.skip(f"{' and '.join(missing_programs())} not installed: Claude Code's sandbox cannot start "

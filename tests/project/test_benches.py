@@ -35,7 +35,7 @@ UNSET = ("LEASH_HOME", "LEASH_SOCKET", "LEASH_OPERATOR_SOCKET", "LEASH_TMUX_SOCK
 
 
 def claude_installed() -> bool:
-    from ..e2e import harness
+    from ..support.e2e import harness
 
     return harness.installed(harness.PINNED_VERSION) is not None
 

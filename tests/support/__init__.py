@@ -44,6 +44,8 @@ fixtures from conftest.py), never from another test module.
 * ``console_terminal``: the console as a process in a tmux pane at 80x24 over the
   demo's fleet (``seed_live_fleet``, ``start_console``, ``run_console``,
   ``stop_servers``), typed at with send-keys and read with capture-pane (``Terminal``).
+* ``e2e``: the end-to-end suite's package (the agent CLIs, their stand-ins and
+  rigs, the capture scripts); its docstring lists each module.
 
 conftest.py has pytest rewrite these modules' asserts as it does a test's.
 """

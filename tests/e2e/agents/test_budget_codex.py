@@ -20,8 +20,9 @@ import pytest
 from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
-from ..harness import LEASH
-from .codex_standin import shell, text, usage, with_usage
+from ...support.e2e.codex_standin import shell, text, usage, with_usage
+from ...support.e2e.harness import LEASH
+from ...support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(600)
 WAIT_SECONDS = 20.0
@@ -31,13 +32,6 @@ REFUSED = "Command blocked by PreToolUse hook: "
 FIRST = usage(12_400, 930, cached=8_200, reasoning=410)
 SECOND = usage(14_100, 77, cached=12_288, reasoning=31)
 LAST = usage(15_350, 64, cached=13_056, reasoning=0)
-
-
-def wait_for(condition, what: str):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT_SECONDS} s"
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -87,7 +81,7 @@ def test_leash_counts_what_codex_was_answered_and_prices_it_by_the_table(wired, 
     requests, answered = zip(*wired.api.usages, strict=True)
     assert answered[:2] == (FIRST, LAST), answered  # nothing else was asked in between
     expected = as_leash_counts(list(answered))
-    wait_for(lambda: counted(wired) == expected, f"leash's count {expected}")
+    wait_for(lambda: counted(wired) == expected, WAIT_SECONDS, what=f"leash's count {expected}")
     (row,) = costs(wired)
     assert row["key"] == run.session_id
     model = requests[0].body["model"]
@@ -103,7 +97,7 @@ def test_a_cap_reached_mid_run_holds_the_next_call_and_a_raise_lets_the_next_pro
     script = [with_usage(shell("echo one > one.txt"), FIRST), with_usage(shell("echo two > two.txt"), SECOND),
               with_usage(text("done"), LAST)]
     # Before the second request is answered, the first response's spend is metered and holds the fleet.
-    wired.run(script, before={1: lambda request: wait_for(lambda: held(wired), "the hold")})
+    wired.run(script, before={1: lambda request: wait_for(lambda: held(wired), WAIT_SECONDS, what="the hold")})
     assert wired.api.turns[0].body["model"] == model
     assert (wired.project / "one.txt").exists()
     assert not (wired.project / "two.txt").exists()  # held at its next call
@@ -113,7 +107,7 @@ def test_a_cap_reached_mid_run_holds_the_next_call_and_a_raise_lets_the_next_pro
     # Codex asks once more, with the refusal, and is answered with text: nothing after that.
     assert len(wired.api.turns) == 3, wired.api.turns
     answered = [spent for _, spent in wired.api.usages]
-    wait_for(lambda: counted(wired) == as_leash_counts(answered), "leash's count of every response")
+    wait_for(lambda: counted(wired) == as_leash_counts(answered), WAIT_SECONDS, what="leash's count of every response")
 
     wired.run([shell("echo three > three.txt"), text("done")], played=False)
     assert not (wired.project / "three.txt").exists()  # a held fleet: the prompt is refused

@@ -22,9 +22,11 @@ from leash.core.policy.usagelines import TokenUsage
 from leash.core.store.files import FileBackend
 from leash.core.store.records import BudgetCounterRecord
 
-from .gemini_cli import HEADLESS_ARGS, run_gemini
-from .gemini_rig import LEASH, STOPPED, Rig, write_out
-from .gemini_standin import GeminiStandin, shell, text, usage, with_usage
+from ...support.e2e.gemini_cli import HEADLESS_ARGS, STOPPED, run_gemini
+from ...support.e2e.gemini_standin import GeminiStandin, shell, text, usage, with_usage, write_out
+from ...support.e2e.harness import LEASH
+from ...support.e2e.rig import GeminiRig
+from ...support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -36,7 +38,7 @@ FIRST = usage(9_800, 140, cached=6_144, thoughts=380)
 LAST = usage(10_450, 12, cached=8_192, thoughts=0)
 
 
-def hold_the_fleet(rig: Rig) -> None:
+def hold_the_fleet(rig: GeminiRig) -> None:
     """The meter's hold on the fleet bucket of cap "daily", written through the backend's budget unit."""
     import time
 
@@ -58,11 +60,11 @@ def test_a_held_sessions_prompt_is_refused_before_anything_is_sent(rig):
     assert any(e.get("type") == "error" and FIGURE in e.get("message", "") for e in run.events()), run.stdout
 
 
-def rig_run_unchecked(rig: Rig):
+def rig_run_unchecked(rig: GeminiRig):
     """One ``gemini -p`` whose exit code and events the test judges itself."""
     with GeminiStandin([write_out(), text("done")]) as standin:
         rig.standin = standin
-        run = run_gemini(rig.gemini, "write out.txt", home=rig.home, cwd=rig.project, standin_url=standin.url,
+        run = run_gemini(rig.cli, "write out.txt", home=rig.home, cwd=rig.project, standin_url=standin.url,
                          args=HEADLESS_ARGS + ("--session-id", str(uuid.uuid4())))
     assert not standin.stray, standin.stray
     return run
@@ -99,7 +101,7 @@ def test_a_cap_reached_while_the_model_thinks_refuses_the_call_and_ends_the_loop
 
 @pytest.fixture
 def leashd(rig):
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=rig.env, stdout=subprocess.DEVNULL,
+    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=rig.env(), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not (rig.leash_home / "run" / "agent.sock").exists():
@@ -108,13 +110,6 @@ def leashd(rig):
     yield daemon
     daemon.send_signal(signal.SIGTERM)
     daemon.communicate(timeout=30)
-
-
-def wait_for(condition, what: str):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT_SECONDS} s"
-        time.sleep(0.1)
 
 
 def as_leash_counts(answered: list[dict], *, cache_seen: bool = False) -> dict[str, int]:
@@ -134,13 +129,13 @@ def priced(answered: list[tuple[str, dict]], *, cache_seen: bool = False) -> flo
                       for model, u in answered), Decimal(0)))
 
 
-def counted(rig: Rig) -> dict[str, int] | None:
+def counted(rig: GeminiRig) -> dict[str, int] | None:
     rows = rig.leash_json("costs")
     return {key: sum(row[key] for row in rows) for key in ("input", "cache_read", "output", "reasoning")} \
         if rows else None
 
 
-def answered_conversation(rig: Rig) -> list[tuple[str, dict]]:
+def answered_conversation(rig: GeminiRig) -> list[tuple[str, dict]]:
     """(model, usage) of each answer to the conversation: the responses AfterModel sees."""
     assert rig.standin is not None
     return [(model, spent) for conversation, model, spent in rig.standin.usages if conversation]
@@ -155,7 +150,7 @@ def test_leashd_counts_what_each_model_response_reported_and_prices_it_by_the_ta
     answered = answered_conversation(rig)
     assert [spent for _, spent in answered] == [FIRST, LAST], rig.standin.usages
     expected = as_leash_counts([spent for _, spent in answered])
-    wait_for(lambda: counted(rig) == expected, f"leash's count {expected} (not {counted(rig)})")
+    wait_for(lambda: counted(rig) == expected, WAIT_SECONDS, what=f"leash's count {expected} (not {counted(rig)})")
     (row,) = rig.leash_json("costs")
     assert row["key"] == rig.last.session_id and row["requests"] == 2, row
     assert row["usd"] == pytest.approx(priced(answered), rel=1e-3), (row, answered)
@@ -180,4 +175,5 @@ def test_a_cap_reached_by_metered_spend_holds_the_next_model_request(rig, leashd
                [event.get("message", "") for event in run.events() if event.get("type") == "error"]
     assert any("budget cap 'spent' is reached" in refusal for refusal in refusals), run.stdout
     assert [row["held"] for row in rig.leash_json("budget")] == [True]
-    wait_for(lambda: counted(rig) == as_leash_counts([FIRST]), "the count of the response that reached the cap")
+    wait_for(lambda: counted(rig) == as_leash_counts([FIRST]),
+             WAIT_SECONDS, what="the count of the response that reached the cap")

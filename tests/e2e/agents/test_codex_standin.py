@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .codex_cli import (
+from ...support.e2e.codex_cli import (
     CodexRun,
     CodexUnavailable,
     hook_states,
@@ -24,7 +24,7 @@ from .codex_cli import (
     trust_hooks,
     write_codex_config,
 )
-from .codex_standin import CodexStandin, add_file_patch, apply_patch, shell, text
+from ...support.e2e.codex_standin import CodexStandin, add_file_patch, apply_patch, shell, text
 
 REFUSE = {"PreToolUse": [{"matcher": ".*", "hooks": [{"type": "command", "command": "echo no >&2; exit 2",
                                                        "timeout": 10}]}]}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .gemini_cli import GeminiUnavailable, install_gemini, run_gemini, wanted_version
-from .gemini_standin import GeminiStandin, shell, text
+from ...support.e2e.gemini_cli import GeminiUnavailable, install_gemini, run_gemini, wanted_version
+from ...support.e2e.gemini_standin import GeminiStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 

@@ -40,7 +40,7 @@ import pytest
 
 from leash.core import StopProtocol
 
-from .agent_tui import (
+from ...support.e2e.agent_tui import (
     LONG_CALL,
     PROMPT,
     InFlight,
@@ -51,9 +51,9 @@ from .agent_tui import (
     prompt_long_call,
     tool_processes,
 )
-from .capture_processes import CODEX_TUI_SETTINGS, proc
-from .codex_cli import EXEC_ARGS, CodexUnavailable, codex_env, install_codex, write_codex_config
-from .codex_standin import CodexStandin, shell, text
+from ...support.e2e.capture_processes import CODEX_TUI_SETTINGS, proc
+from ...support.e2e.codex_cli import EXEC_ARGS, CodexUnavailable, codex_env, install_codex, write_codex_config
+from ...support.e2e.codex_standin import CodexStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 

@@ -31,7 +31,7 @@ from typing import Iterator
 
 import pytest
 
-from .agent_tui import (
+from ...support.e2e.agent_tui import (
     LONG_CALL,
     PROMPT,
     InFlight,
@@ -43,8 +43,15 @@ from .agent_tui import (
     prompt_long_call,
     tool_processes,
 )
-from .gemini_cli import HEADLESS_ARGS, GeminiUnavailable, gemini_env, install_gemini, prepare_home, wanted_version
-from .gemini_standin import GeminiStandin, shell, text
+from ...support.e2e.gemini_cli import (
+    HEADLESS_ARGS,
+    GeminiUnavailable,
+    gemini_env,
+    install_gemini,
+    prepare_home,
+    wanted_version,
+)
+from ...support.e2e.gemini_standin import GeminiStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 

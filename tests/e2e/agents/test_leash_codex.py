@@ -27,12 +27,12 @@ import pytest
 
 from leash.core.wire.hookevents import CODEX, events_of
 
-from ..harness import LEASH
-from .codex_cli import (
+from ...support.e2e.codex_cli import (
     EVENT_LABELS,
 )
-from .codex_rig import Wired
-from .codex_standin import Request, add_file_patch, apply_patch, shell, text
+from ...support.e2e.codex_standin import Request, add_file_patch, apply_patch, shell, text
+from ...support.e2e.harness import LEASH
+from ...support.e2e.rig import CodexRig
 
 BLOCKED = "Command blocked by PreToolUse hook: "
 # A GitHub personal access token's shape (ghp_ and 36 letters and digits), made
@@ -163,7 +163,7 @@ def test_a_hook_whose_interpreter_is_gone_refuses_the_call(wired):
     with disappears while the agent works (its venv removed or rebuilt), so
     ``timeout`` exits 127 and the wrapper turns that into Codex's refusal."""
     python = private_interpreter(wired.base)
-    wired.install(python=python)
+    wired.wire(python=python)
     assert f"{python} -P " in wired.config.read_text()
     assert wired.check().returncode == 0
 
@@ -217,7 +217,7 @@ def edit_timeout(config: Path, verb: str) -> tuple[int, int]:
     return old, old + 1
 
 
-def leash_hooks(wired: Wired) -> dict[str, str]:
+def leash_hooks(wired: CodexRig) -> dict[str, str]:
     """Codex's trust status of each leash hook in the user's config, by event label."""
     return {key.split(":")[-3]: hook["trustStatus"] for key, hook in wired.codex_hooks().items()
             if key.startswith(f"{wired.config}:")}

@@ -27,8 +27,8 @@ import uuid
 
 import pytest
 
-from .gemini_rig import BLOCKED, STOPPED, replace, write_file, write_out
-from .gemini_standin import shell, text
+from ...support.e2e.gemini_cli import BLOCKED, STOPPED
+from ...support.e2e.gemini_standin import replace, shell, text, write_file, write_out
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 
@@ -208,7 +208,7 @@ def test_check_sees_hooks_switched_off_and_gemini_then_runs_none(rig):
     settings = rig.settings()
     settings["hooksConfig"]["enabled"] = False
     rig.settings_path.write_text(json.dumps(settings, indent=2) + "\n")
-    checked = rig.install("--check", code=3)
+    checked = rig.install("--check", expect=3)
     assert "hooksConfig.enabled is false" in checked.stdout + checked.stderr, checked
 
     # Why --check matters: with hooks off Gemini runs none, and a fleet stop refuses nothing.

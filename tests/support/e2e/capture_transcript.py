@@ -1,7 +1,7 @@
 """Capture real Claude Code transcripts with token usage, as fixtures for the
 spend meter's reader (``core/policy/usagelines.py``).
 
-    .venv/bin/python tests/e2e/capture_transcript.py [--out tests/fixtures/claude_code_transcript]
+    .venv/bin/python tests/support/e2e/capture_transcript.py [--out tests/fixtures/claude_code_transcript]
 
 One headless run of the real ``claude -p`` against the loopback stand-in: a
 turn that answers with text and a tool call (one API message in two content
@@ -25,12 +25,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.e2e import standin as standin_module  # noqa: E402
-from tests.e2e.capture import BYPASS, normalise  # noqa: E402
-from tests.e2e.harness import ROOT, claude_env, ensure_claude, run_claude  # noqa: E402
-from tests.e2e.standin import StandInServer, bash, text, tool_use  # noqa: E402
+from tests.support.e2e import standin as standin_module  # noqa: E402
+from tests.support.e2e.capture import BYPASS, normalise  # noqa: E402
+from tests.support.e2e.harness import ROOT, claude_env, ensure_claude, run_claude  # noqa: E402
+from tests.support.e2e.standin import StandInServer, bash, text, tool_use  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "claude_code_transcript"
 SCRIPT = [[text("Listing first."), bash("ls")],

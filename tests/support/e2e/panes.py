@@ -1,6 +1,6 @@
 """A private tmux server and its panes, as the e2e agent labs use them: the
 ``Lab`` of ``agent_tui`` (the interrupt tests) and the ``Lab`` of
-``capture_processes`` (the script that re-finds PROCESS_FACTS.md) both are a
+``capture_processes`` (the script that re-finds tests/e2e/agents/PROCESS_FACTS.md) both are a
 ``PaneServer``.
 
 ``PaneServer(folder, ...)`` runs ``tmux -S folder/tmux.sock -f /dev/null``,
@@ -28,22 +28,12 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable
+
+from ..waiting import eventually
 
 PANE_WIDTH, PANE_HEIGHT = 120, 40
 ENTER_PAUSE_SECONDS = 0.4  # a burst of text that ends in Enter reads as a paste
 POLL = 0.05
-
-
-def wait_for(what: Callable[[], Any], seconds: float) -> Any:
-    """The first truthy value of ``what()`` within ``seconds`` (polled every ``POLL``), else None."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(POLL)
-    return None
 
 
 class PaneServer:
@@ -104,7 +94,12 @@ class PaneServer:
         ``screen_required``, else None."""
         seconds = self.screen_seconds if seconds is None else seconds
         wanted = (words,) if isinstance(words, str) else words
-        found = wait_for(lambda: (lambda s: s if any(w in s for w in wanted) else None)(self.screen(pane)), seconds)
+
+        def shown() -> str | None:
+            screen = self.screen(pane)
+            return screen if any(word in screen for word in wanted) else None
+
+        found = eventually(shown, seconds, interval=POLL)
         if found is None and self.screen_required:
             raise self.error(f"pane {pane} did not show {words!r} within {seconds} s; its screen:\n"
                              f"{self.screen(pane)}")

@@ -33,8 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from tests.e2e.agents.jsonlines import json_objects
-from tests.e2e.npm import npm_error, npm_install
+from tests.support.e2e.jsonlines import json_objects
+from tests.support.e2e.npm import npm_error, npm_install
 
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "gemini-cli"  # one npm prefix per version below it
@@ -52,6 +52,9 @@ REQUIRED_SETTINGS: dict = {
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
 }
 HEADLESS_ARGS = ("--output-format", "stream-json", "--approval-mode", "yolo")
+# How the CLI words a call a hook refused, and a turn a hook ended, before the hook's reason.
+BLOCKED = "Tool execution blocked: "
+STOPPED = "Agent execution stopped by hook: "
 
 
 class GeminiUnavailable(Exception):

@@ -89,6 +89,22 @@ def shell(command: str, description: str = "run a command") -> dict:
     return function_call("run_shell_command", {"command": command, "description": description})
 
 
+def write_out(name: str = "out.txt") -> dict:
+    """A shell call that writes ``name`` in the project."""
+    return shell(f"echo hi > {name}", f"write {name}")
+
+
+def write_file(path: str, content: str) -> dict:
+    """A ``write_file`` call, the Gemini CLI's file writer."""
+    return function_call("write_file", {"file_path": path, "content": content})
+
+
+def replace(path: str, old: str, new: str) -> dict:
+    """A ``replace`` call, the Gemini CLI's file editor."""
+    return function_call("replace", {"file_path": path, "instruction": "change the setting",
+                                     "old_string": old, "new_string": new})
+
+
 @dataclass
 class Request:
     """One request the stand-in received."""

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from tests.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
+from tests.support.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "claude-code"  # one folder per version below it
 PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSION = "2.1.197"

@@ -1,6 +1,6 @@
 """Capture real Codex CLI hook payloads, one per event and tool, as fixtures.
 
-    .venv/bin/python tests/e2e/agents/capture_codex.py [--version 0.169.0|latest] [--out DIR]
+    .venv/bin/python tests/support/e2e/capture_codex.py [--version 0.169.0|latest] [--out DIR]
 
 Each scenario runs the real ``codex exec`` against the loopback stand-in with
 a recording hook on every event Codex has (``codex_cli.EVENT_LABELS``): its
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.e2e.agents.codex_cli import (  # noqa: E402
+from tests.support.e2e.codex_cli import (  # noqa: E402
     EVENT_LABELS,
     EXEC_ARGS,
     ROOT,
@@ -52,7 +52,7 @@ from tests.e2e.agents.codex_cli import (  # noqa: E402
     trust_hooks,
     write_codex_config,
 )
-from tests.e2e.agents.codex_standin import (  # noqa: E402
+from tests.support.e2e.codex_standin import (  # noqa: E402
     CodexStandin,
     add_file_patch,
     apply_patch,

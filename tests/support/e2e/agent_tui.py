@@ -52,9 +52,10 @@ import pytest
 
 from leash.core import StopProtocol
 
-from ..harness import LEASH
+from ..waiting import eventually
 from .capture_processes import CODEX_DAEMON_DIR, CodexDaemonDir, alive, all_pids, descendants, proc
-from .panes import POLL, PaneServer, wait_for
+from .harness import LEASH
+from .panes import POLL, PaneServer
 
 LONG_CALL = "sleep 60; echo done > marker"
 SLEEP_ARGV = ["sleep", "60"]
@@ -198,7 +199,7 @@ class Lab(PaneServer):
                 if alive(entry["pid"], entry["start"]):
                     _kill(entry["pid"], sig)
             if victims:
-                wait_for(lambda group=victims: gone(group), grace)
+                eventually(lambda group=victims: gone(group), grace, interval=POLL)
         if self.socket.exists():  # what runs below a pane and nowhere in the folder
             done = self.tmux("list-panes", "-a", "-F", "#{pane_pid}", check=False)
             for root in [int(word) for word in done.stdout.split() if word.isdigit()]:
@@ -209,7 +210,7 @@ class Lab(PaneServer):
                         _kill(entry["pid"], signal.SIGKILL)
         if self.socket.exists():
             self.tmux("kill-server", check=False)
-        wait_for(lambda: not self.ours(), 5)
+        eventually(lambda: not self.ours(), 5, interval=POLL)
         self._remove_daemon_sockets(sockets)
         return self.ours()
 
@@ -367,7 +368,7 @@ class Leash:
                     return InFlight(sid, record, sleep)
             return None
 
-        got = wait_for(found, seconds)
+        got = eventually(found, seconds, interval=POLL)
         if got is None:
             raise AssertionError(f"the long call of a {cli} session was not in flight within {seconds} s: "
                                  f"sleep={the_sleep(project)}, sessions={self.sessions()}\n{context()}")
@@ -404,8 +405,9 @@ def assert_interrupted(leash: Leash, project: Path, session_id: str,
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert f"interrupted {session_id} ({method} to {target})" in done.stdout, done.stdout
     if run is not None:
-        assert wait_for(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS), ("the run goes on", context())
-    assert wait_for(lambda: gone(running), GONE_WITHIN_SECONDS), (
+        assert eventually(lambda: run.poll() is not None, RUN_ENDS_WITHIN_SECONDS, interval=POLL), (
+            "the run goes on", context())
+    assert eventually(lambda: gone(running), GONE_WITHIN_SECONDS, interval=POLL), (
         "the call's processes still run", done.stdout, tool_processes(project), context())
     assert took < GONE_WITHIN_SECONDS
     assert tool_processes(project) == []

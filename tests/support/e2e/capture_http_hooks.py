@@ -1,6 +1,6 @@
 """What the real Claude Code does with an HTTP hook when its listener fails.
 
-    .venv/bin/python tests/e2e/capture_http_hooks.py [--versions 2.1.197,2.1.332] [--only NAME] [--json FILE]
+    .venv/bin/python tests/support/e2e/capture_http_hooks.py [--versions 2.1.197,2.1.332] [--only NAME] [--json FILE]
 
 Each case runs ``claude -p`` headless against the loopback stand-in, scripted
 to call Bash ``echo marker > marker``, in a project whose
@@ -32,11 +32,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.e2e.harness import ROOT, claude_env, installed, run_claude  # noqa: E402
-from tests.e2e.http_probe import MODES, ProbeServer, unused_port  # noqa: E402
-from tests.e2e.standin import StandInServer, bash, result_text, text  # noqa: E402
+from tests.support.e2e.harness import ROOT, claude_env, installed, run_claude  # noqa: E402
+from tests.support.e2e.http_probe import MODES, ProbeServer, unused_port  # noqa: E402
+from tests.support.e2e.standin import StandInServer, bash, result_text, text  # noqa: E402
 
 RECORDER = Path(__file__).resolve().parent / "record_hook.py"
 BYPASS = ("--permission-mode", "bypassPermissions")

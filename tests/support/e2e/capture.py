@@ -1,6 +1,6 @@
 """Capture one real payload of every hook event Claude Code emits, as fixtures.
 
-    .venv/bin/python tests/e2e/capture.py [--out tests/fixtures/claude_code] [--raw FILE]
+    .venv/bin/python tests/support/e2e/capture.py [--out tests/fixtures/claude_code] [--raw FILE]
 
 Each scenario runs the real ``claude -p`` against the loopback stand-in with a
 recording hook (``record_hook.py``) wired to every event this version knows;
@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.e2e.harness import ROOT, claude_env, ensure_claude, run_claude  # noqa: E402
-from tests.e2e.standin import StandInServer, api_error, bash, text, tool_use  # noqa: E402
+from tests.support.e2e.harness import ROOT, claude_env, ensure_claude, run_claude  # noqa: E402
+from tests.support.e2e.standin import StandInServer, api_error, bash, text, tool_use  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "claude_code"
 RECORDER = Path(__file__).resolve().parent / "record_hook.py"

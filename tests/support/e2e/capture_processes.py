@@ -1,8 +1,8 @@
-"""Re-find the process facts of PROCESS_FACTS.md: which process of the Gemini
+"""Re-find the process facts of tests/e2e/agents/PROCESS_FACTS.md: which process of the Gemini
 CLI and of the Codex CLI runs the hooks and the tools, headless and as an
 interactive TUI in a tmux pane, and what cancels a tool call in flight.
 
-Run from the repository: ``.venv/bin/python -m tests.e2e.agents.capture_processes``
+Run from the repository: ``.venv/bin/python -m tests.support.e2e.capture_processes``
 (``--only gemini`` or ``--only codex``, ``--codex-versions 0.169.0,0.171.0``,
 ``--raw`` to print every ancestry dump in full).
 
@@ -44,10 +44,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tests.e2e.agents import codex_cli, gemini_cli
-from tests.e2e.agents import codex_standin as cs
-from tests.e2e.agents import gemini_standin as gs
-from tests.e2e.agents.panes import POLL, PaneServer, wait_for
+from tests.support.e2e import codex_cli, gemini_cli
+from tests.support.e2e import codex_standin as cs
+from tests.support.e2e import gemini_standin as gs
+from tests.support.e2e.panes import POLL, PaneServer
+from tests.support.waiting import eventually
 
 PYTHON = sys.executable
 SLEEP_SECONDS = 60  # the long call's sleep: anything that ends it early was the interrupt
@@ -283,13 +284,14 @@ class Lab(PaneServer):
                     except (ProcessLookupError, PermissionError):
                         pass
             if victims:
-                wait_for(lambda group=victims: not [e for e in group if alive(e["pid"], e["start"])], 5)
+                eventually(lambda group=victims: not [e for e in group if alive(e["pid"], e["start"])], 5,
+                           interval=POLL)
         return ended
 
     def close(self) -> None:
         self.sweep()
         self.tmux("kill-server")
-        wait_for(lambda: not [e for e in self.ours() if e["state"] != "Z"], 5)
+        eventually(lambda: not [e for e in self.ours() if e["state"] != "Z"], 5, interval=POLL)
         self.daemon_dir.remove(self.daemon_dir.added())
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -407,7 +409,7 @@ def gemini_headless(lab: Lab, exe: Path, target: str, raw: bool) -> dict:
         env["PATH"] = f"{exe.parent}:{env['PATH']}"
         process = lab.start(["gemini", "-p", "run the long command", *gemini_cli.HEADLESS_ARGS], cwd=project,
                             env=env, out=base)
-        sleep = wait_for(lambda: find_sleep(project), CALL_START_SECONDS)
+        sleep = eventually(lambda: find_sleep(project), CALL_START_SECONDS, interval=POLL)
         if sleep is None:
             lab.say(f"  gemini headless ({target}): the long call never started; stderr:\n{tail(base / 'stderr')}")
             return result
@@ -457,7 +459,7 @@ def tui_interrupt(lab: Lab, pane: str, project: Path, key: str, label: str, *, d
                   dump_dir: Path, raw: bool, index: int) -> dict:
     """With the long call ``index`` running in the pane's TUI, press ``key`` and watch."""
     result: dict = {"key": key}
-    sleep = wait_for(lambda: find_sleep(project, SLEEP_SECONDS + index), CALL_START_SECONDS)
+    sleep = eventually(lambda: find_sleep(project, SLEEP_SECONDS + index), CALL_START_SECONDS, interval=POLL)
     result["sleep"] = sleep
     if sleep is None:
         lab.say(f"  {label}: the long call never started; screen:\n{lab.screen(pane)}")
@@ -513,7 +515,7 @@ def idle_ctrl_c(lab: Lab, pane: str) -> None:
     time.sleep(3)
     for press in (1, 2):
         lab.keys(pane, "C-c")
-        gone = wait_for(lambda: not running(), 3)
+        gone = eventually(lambda: not running(), 3, interval=POLL)
         lines = [line.strip() for line in lab.screen(pane).splitlines() if line.strip()]
         lab.say(f" -- C-c number {press} at the idle prompt: TUI quit: {bool(gone)}; screen tail: "
                 + " / ".join(lines[-6:])[-400:])
@@ -601,7 +603,7 @@ def codex_headless(lab: Lab, version: str, native: Path, via: str, raw: bool) ->
         program = str(native) if via == "native" else "codex"
         process = lab.start([program, "exec", *codex_cli.EXEC_ARGS, "run the long command"], cwd=project, env=env,
                             out=base)
-        sleep = wait_for(lambda: find_sleep(project), CALL_START_SECONDS)
+        sleep = eventually(lambda: find_sleep(project), CALL_START_SECONDS, interval=POLL)
         lab.say(f"\n== Codex {version} headless `codex exec`, started as {program.rsplit('/', 1)[-1]} "
                 f"({'native binary' if via == 'native' else 'npm bin (node wrapper)'}), "
                 f"SIGINT to {'node' if via == 'node' else 'the native codex'} ==")
@@ -650,7 +652,7 @@ def codex_step(lab: Lab, api: cs.CodexStandin, pane: str, project: Path, dump_di
     marker = project / f"marker-{index}"
     api.script([cs.shell(long_call(lab, dump_dir, marker, index)), cs.text(f"after {key}")])
     lab.type_line(pane, f"run the long command {index}")
-    if wait_for(lambda: find_sleep(project, SLEEP_SECONDS + index), 10) is None:
+    if eventually(lambda: find_sleep(project, SLEEP_SECONDS + index), 10, interval=POLL) is None:
         lab.keys(pane, "Enter")  # a TUI just started may miss the first Enter
     lab.say(f" -- long call {index} in pane {pane}, then {key}:")
     result = tui_interrupt(lab, pane, project, key, f"codex {key}", driver=driver, dump_dir=dump_dir, raw=raw,

@@ -1,6 +1,6 @@
 """Capture the real hook payloads of the Gemini CLI, as fixtures.
 
-    .venv/bin/python tests/e2e/agents/capture_gemini.py [--version 0.61.0|latest] [--out DIR]
+    .venv/bin/python tests/support/e2e/capture_gemini.py [--version 0.61.0|latest] [--out DIR]
 
 It installs the CLI (``gemini_cli.install_gemini``), wires a recording hook to
 every hook event the installed version declares, and runs it headless against
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.e2e.agents.gemini_cli import (  # noqa: E402
+from tests.support.e2e.gemini_cli import (  # noqa: E402
     PINNED_VERSION,
     ROOT,
     GeminiTimedOut,
@@ -50,7 +50,7 @@ from tests.e2e.agents.gemini_cli import (  # noqa: E402
     installed_version,
     run_gemini,
 )
-from tests.e2e.agents.gemini_standin import GeminiStandin, function_call, shell, text  # noqa: E402
+from tests.support.e2e.gemini_standin import GeminiStandin, function_call, shell, text  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "gemini_cli"
 # The events of 0.61.0 (packages/core/src/hooks/types.ts, HookEventName); the

@@ -20,7 +20,7 @@ own clients do: it drives ``codex app-server`` over stdio JSON-RPC
 (``initialize``, ``hooks/list`` for each hook's key and current hash,
 ``config/batchWrite`` of ``hooks.state.<key>.trusted_hash``) and checks with a
 second ``hooks/list`` that every hook is trusted. ``hook_hash()`` computes the
-same hash without the CLI (see CODEX_FACTS.md for what it covers).
+same hash without the CLI (see tests/e2e/agents/CODEX_FACTS.md for what it covers).
 
 ``run_codex(exe, prompt, codex_home=..., cwd=...)`` runs ``codex exec --json``
 with stdin from /dev/null in a closed environment (private HOME, CODEX_HOME and
@@ -47,8 +47,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tests.e2e.agents.jsonlines import json_objects
-from tests.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
+from tests.support.e2e.jsonlines import json_objects
+from tests.support.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
 
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "codex-cli"  # one npm prefix per version below it
