@@ -5,9 +5,9 @@
 It is ``leash hook EVENT`` without the console script's wrapper, which imports
 ``re`` on every call: as much time again as the whole thin hook client. A
 hook call goes straight to leashd's thin client (``core.wire.thinhook``),
-which is all most calls import, and the process ends once its answer is out
-(``thinhook.exit_now``); with no leashd to ask, and for anything that is not
-``[--home DIR] hook EVENT``, ``core.hook.main`` takes over. Its first line
+which is all most calls import; with no leashd to ask, and for anything that
+is not ``[--home DIR] hook EVENT``, ``core.hook.main`` takes over. A hook
+call's process ends once its answer is out (``thinhook.exit_now``). Its first line
 takes the time the hook's own code began, the first stamp of a traced call
 (``LEASH_HOOK_TRACE``).
 """
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     except NoDaemon as none:
         from leash.core.hook.main import without_daemon
 
-        return without_daemon(event, home, none)
+        code = without_daemon(event, home, none)
     exit_now(code)
     return code
 

@@ -221,15 +221,24 @@ def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
 
 
 def exit_now(code: int) -> None:
-    """End the process with ``code`` once stdout and stderr are flushed (the
-    hook entry, once this client answered: it holds no file, thread or
-    buffered state past that, and the interpreter's teardown of its modules
-    would cost every tool call a few milliseconds more); returns, and the
-    interpreter exits as usual, when either cannot be flushed."""
+    """End the process with ``code`` once stdout and stderr are flushed: the
+    hook entry, once the hook answered. Leash's state is written through
+    descriptors and committed databases, so nothing is left to flush, and the
+    interpreter's teardown (its modules, a database's closing checkpoint)
+    would cost every tool call a few milliseconds more; the in-process hook's
+    over ten. Returns instead, and the interpreter exits as usual, when
+    either stream cannot be flushed, an ``atexit`` handler is registered or a
+    thread that is not a daemon still runs: theirs to finish."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
+        return
+    atexit = sys.modules.get("atexit")  # never imported: no handler was registered through it
+    if atexit is not None and getattr(atexit, "_ncallbacks", lambda: 1)():
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         return
     os._exit(code)
 

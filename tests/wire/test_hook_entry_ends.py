@@ -1,11 +1,12 @@
 """The hook entry `leash install` wires (``PYTHON -P hookentry.py hook EVENT``)
-ends its process as soon as the thin client's answer is flushed, without the
-interpreter's teardown; the in-process hook (no leashd) exits as usual. And a
-call traced with ``LEASH_HOOK_TRACE`` stamps both sides, in order.
+ends its process as soon as the hook's answer is flushed, without the
+interpreter's teardown: through leashd and in process alike. An ``atexit``
+handler someone registered is still run. And a call traced with
+``LEASH_HOOK_TRACE`` stamps both sides, in order.
 
-The teardown is seen through a ``sitecustomize`` of the test's own that
-registers an ``atexit`` handler writing a marker file: the interpreter's exit
-runs it, ``os._exit`` does not.
+The teardown is seen through a ``sitecustomize`` of the test's own holding an
+object whose ``__del__`` writes a marker file: the interpreter's teardown
+collects it, ``os._exit`` does not.
 """
 from __future__ import annotations
 
@@ -19,7 +20,20 @@ from leash.core.views.protocol import StopProtocol
 from ..support.thin_hook import BASH, decision
 
 SITECUSTOMIZE = """import atexit, os
-atexit.register(lambda: open(os.environ["EXIT_MARKER"], "w").close())
+
+
+class _Teardown:
+    def __init__(self, path, create=os.open, close=os.close, flags=os.O_WRONLY | os.O_CREAT):
+        self.path, self.create, self.close, self.flags = path, create, close, flags
+
+    def __del__(self):
+        if self.path:
+            self.close(self.create(self.path, self.flags, 0o600))
+
+
+_teardown = _Teardown(os.environ.get("EXIT_MARKER", ""))
+if os.environ.get("ATEXIT_MARKER"):
+    atexit.register(lambda: open(os.environ["ATEXIT_MARKER"], "w").close())
 """
 
 
@@ -50,12 +64,33 @@ def test_the_thin_hook_ends_once_its_answer_is_out(daemon, home, tmp_path):
     assert sum(" hook " in line for line in daemon.log_stream.lines) == 2  # leashd answered both
 
 
-def test_the_in_process_hook_exits_as_usual(home, tmp_path):
+def test_the_in_process_hook_ends_once_its_answer_is_out_too(home, tmp_path):
     env, marker = with_marker(tmp_path)
     StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
     denied = entry("pre-tool-use", BASH, env)
-    assert decision(denied) == "deny"
-    assert os.path.exists(marker)
+    assert decision(denied) == "deny" and b"hold on" in denied.stdout
+    assert not os.path.exists(marker)
+    allowed = entry("pre-tool-use", dict(BASH, session_id="s2"), env)
+    assert (allowed.returncode, allowed.stdout) == (0, b"")
+    assert not os.path.exists(marker)
+    from leash.core.store.files import FileBackend
+
+    assert FileBackend(home).sessions.get("s2") is not None  # what it recorded is there
+
+
+def test_an_atexit_handler_is_still_run(daemon, home, tmp_path):
+    env, marker = with_marker(tmp_path)
+    ran = str(tmp_path / "atexit-ran")
+    done = entry("pre-tool-use", BASH, dict(env, ATEXIT_MARKER=ran))
+    assert done.returncode == 0
+    assert os.path.exists(ran) and os.path.exists(marker)  # the interpreter's own exit
+
+
+def test_a_non_hook_call_of_the_entry_is_refused_as_before(tmp_path):
+    from leash.core.hook.install import hook_runner
+
+    done = subprocess.run(hook_runner() + ["status"], capture_output=True, timeout=60)
+    assert done.returncode == 2 and b"expected `hook EVENT`" in done.stderr
 
 
 def test_a_traced_call_stamps_the_client_in_order(daemon, home, tmp_path):
