@@ -37,14 +37,15 @@ lint: $(STAMP)
 # Compiled modules are kept in .cache/pycache even where the environment asks
 # Python to write none (PYTHONDONTWRITEBYTECODE): without them every test
 # worker, and every leash process a test starts (a hook, leashd, the CLI),
-# compiles each module it imports again. One collection first fills the cache,
-# so the workers do not all compile the same files at once.
+# compiles each module it imports again. When the cache is not there yet, one
+# collection first fills it, so the workers do not all compile the same files
+# at once (once it is there, that collection would only add its 3-4 s).
 # The agent CLIs' marks are cleared: leashd refuses an operator whose environment holds one
 # (core/daemon/agentmarks.py), which a test run started from inside an agent would be.
 TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache CLAUDECODE= CLAUDE_CODE_SESSION_ID= \
 	CLAUDE_CODE_ENTRYPOINT= AI_AGENT= GEMINI_CLI=
 test: $(STAMP)
-	@$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
+	@test -d .cache/pycache || $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
 	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
 
 # The real Claude Code CLI against a loopback stand-in for the API, once per
