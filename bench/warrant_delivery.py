@@ -13,7 +13,9 @@ every other warrant, put back). Figures only; nothing is asserted.
 
 Needs npm and its registry the first time (as ``make e2e``); says so and
 exits 0 when Claude Code cannot be had. ``--smoke``: one warrant on the pinned
-version: it shows the bench works, its figures mean little.
+version (or on those ``--versions`` names): it shows the bench works, its
+figures mean little; ``make e2e`` runs it on each Claude Code it tests
+(``tests/e2e/test_warrant_delivery_bench.py``).
 """
 from __future__ import annotations
 
@@ -84,11 +86,12 @@ def bench_version(version: str, runs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--versions", nargs="+", default=[harness.PINNED_VERSION, "latest"])
-    parser.add_argument("--smoke", action="store_true", help="one warrant on the pinned version")
+    parser.add_argument("--versions", nargs="+", help="default: the pinned one and latest")
+    parser.add_argument("--smoke", action="store_true", help="one warrant on the pinned version (or --versions)")
     args = parser.parse_args()
     if args.smoke:
-        args.runs, args.versions = 1, [harness.PINNED_VERSION]
+        args.runs, args.versions = 1, args.versions or [harness.PINNED_VERSION]
+    args.versions = args.versions or [harness.PINNED_VERSION, "latest"]
     for version in args.versions:
         bench_version(version, args.runs)
     return 0

@@ -162,7 +162,7 @@ def test_with_leashd_the_hooks_go_through_its_agent_socket(agent):
     import subprocess
     import time
 
-    from .harness import LEASH
+    from ..support.e2e.harness import LEASH
 
     env = dict(os.environ, LEASH_HOME=str(agent.home))
     daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
@@ -189,7 +189,7 @@ def test_install_writes_on_failure_where_this_claude_code_has_it(agent):
     """``leash install`` asked the Claude Code under test for its version:
     2.1.295 and later get ``onFailure: "block"`` on the gating hooks, older
     ones only the ``|| exit 2`` form (they might refuse a key they do not know)."""
-    from .harness import installed
+    from ..support.e2e.harness import installed
 
     _, version = installed()
     settings = json.loads((agent.project / ".claude" / "settings.json").read_text())
