@@ -22,7 +22,7 @@ from leash.console.tui.demo import (
 )
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, running, screen_text, settle
+from ..support.console import CONSOLE_NOW, pressed, ready, running, screen_text, settle
 
 SMALL, MIDDLE, LARGE = (80, 24), (120, 35), (160, 45)
 DAY_START = CONSOLE_NOW - CONSOLE_NOW % 86400
@@ -166,8 +166,7 @@ async def test_plus_on_a_held_cap_raises_it_for_its_bucket_with_the_reason_typed
     app = budget_app()
     async with running(app, SMALL) as pilot:
         await show_budget(pilot, app, HELD_SESSION)
-        await pilot.press("plus", *"12.5", "enter", *"reviewed the refactor", "ctrl+y")
-        await settle(pilot, app)
+        await pressed(pilot, "plus", *"12.5", "enter", *"reviewed the refactor", "ctrl+y")
         backend = backend_for(home)
         counters = {c.bucket: c for c in backend.budget.counters(cap="session-daily")}
         assert counters[HELD_SESSION].raised_to == 12.5 and not counters[HELD_SESSION].held
@@ -183,8 +182,7 @@ async def test_a_raise_the_core_refuses_is_said_and_the_hold_stays(budget_app, h
     async with app.run_test(size=SMALL, notifications=True) as pilot:
         await ready(pilot, app)
         await show_budget(pilot, app, HELD_SESSION)
-        await pilot.press("plus", *"5", "enter", *"too low", "ctrl+y")
-        await settle(pilot, app)
+        await pressed(pilot, "plus", *"5", "enter", *"too low", "ctrl+y")
         assert "Raise cap session-daily?" not in screen_text(app)  # the dialog closed; a toast says why
         said = " ".join(str(n.message) for n in app._notifications)
         assert f"cap session-daily ({HELD_SESSION}): 5 is not above its use" in said, said
@@ -197,8 +195,7 @@ async def test_a_limit_that_is_not_a_number_keeps_the_dialog_open_saying_so(budg
     app = budget_app()
     async with running(app, SMALL) as pilot:
         await show_budget(pilot, app, HELD_SESSION)
-        await pilot.press("plus", *"lots", "enter", *"why not", "ctrl+y")
-        await settle(pilot, app)
+        await pressed(pilot, "plus", *"lots", "enter", *"why not", "ctrl+y")
         notice = str(app.screen.query_one("#confirm-notice").render())
         assert "new limit: 'lots' is not a number" in notice
         await pilot.press("escape")

@@ -12,7 +12,7 @@ import pytest
 from leash.console.tui.screens.confirm import SETTLE_SECONDS
 from leash.core import StopProtocol
 
-from ..support.console import running, screen_text, select, settle
+from ..support.console import pressed, running, screen_text, select, settle
 
 
 class KeyClock:
@@ -34,13 +34,6 @@ def clocked(console_app):
     """A console whose key clock only the test moves, and that clock."""
     clock = KeyClock()
     return console_app(clock=time.time, key_clock=clock), clock
-
-
-async def pressed(pilot, *keys: str) -> str:
-    """``keys`` pressed and the console settled: the name of the screen on top."""
-    await pilot.press(*keys)
-    await settle(pilot, pilot.app)
-    return screen_name(pilot.app)
 
 
 async def test_keys_typed_on_after_a_dialog_closes_do_nothing_until_it_settles(clocked, home):

@@ -71,16 +71,23 @@ def log_lines(term) -> list:
 def action_of(line) -> tuple[str, str, str]:
     """A log line as (event, what it acted on, what the operator typed):
     the session, else the lock's entity; the approval's note or message, else the reason."""
-    return (line.event, line.session_id or line.get("entity") or "",
-            line.get("note") or line.get("message") or line.reason)
+    return (line.event, line.session_id or line.extra.get("entity") or "",
+            line.extra.get("note") or line.extra.get("message") or line.reason)
 
 
-def run_dialog(term, opening: str, reason: str, confirm: tuple[str, ...], expected: list[tuple[str, str, str]],
-               *, before: tuple[str, ...] = ()) -> str:
-    """Open a dialog with ``opening``, typing ``reason`` in the same burst (and
-    ``before`` first: fields typed ahead of it), then ``confirm``; return the
-    screen once the log holds as many new lines as ``expected`` (or the wait
-    ran out), after checking they are exactly ``expected``."""
+def run_dialog(term, on: str | tuple[str, str], opening: str, reason: str, confirm: tuple[str, ...],
+               expected: list[tuple[str, str, str]], *, before: tuple[str, ...] = ()) -> str:
+    """From the dashboard, on panel ``on`` (its number; or its number and the
+    words of the row to select), open a dialog with ``opening``, typing
+    ``reason`` in the same burst (and ``before`` first: fields typed ahead of
+    it), then ``confirm``; return the screen once the log holds as many new
+    lines as ``expected`` (or the wait ran out), after checking they are
+    exactly ``expected``."""
+    term.back_to_dashboard()
+    if isinstance(on, str):
+        term.show_panel(on)
+    else:
+        term.select(*on)
     start = len(log_lines(term))
     burst(term, opening, *before, Typed(reason))
     try:
@@ -99,98 +106,65 @@ def run_dialog(term, opening: str, reason: str, confirm: tuple[str, ...], expect
 
 
 def test_stop_a_session_typed_reason_then_enter_enter(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("1", "agent-chatty")
-    screen = run_dialog(terminal, "s", "stop it, yes", ("Enter", "Enter", Typed("lsaw")),
+    screen = run_dialog(terminal, ("1", "agent-chatty"), "s", "stop it, yes", ("Enter", "Enter", Typed("lsaw")),
                         [("stop_ack", "agent-chatty", "stop it, yes")])
     assert "Stop agent-chatty?" not in screen
 
 
 def test_fleet_stop_then_fleet_resume(terminal):
-    terminal.back_to_dashboard()
-    terminal.show_panel("1")
-    run_dialog(terminal, "S", "stop it, yes", ("C-y", Typed("stop it, yes")), [("fleet_stop", "*", "stop it, yes")])
-    terminal.select("1", "agent-answers")
-    run_dialog(terminal, "u", "all clear, yes", ("C-y",), [("fleet_resume", "*", "all clear, yes")])
+    run_dialog(terminal, "1", "S", "stop it, yes", ("C-y", Typed("stop it, yes")),
+               [("fleet_stop", "*", "stop it, yes")])
+    run_dialog(terminal, ("1", "agent-answers"), "u", "all clear, yes", ("C-y",),
+               [("fleet_resume", "*", "all clear, yes")])
 
 
-def test_resume_a_stopped_session(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("1", "claude-legacy")
-    run_dialog(terminal, "u", "right repository now, yes", ("C-y", Typed("lsu")),
-               [("resume", "claude-legacy", "right repository now, yes")])
+# Each dialog: the panel (and the row's words) it is opened on, its key, the
+# reason typed in the same burst, how it is confirmed (and what is typed past
+# the close), and the log lines it makes.
+DIALOGS = [
+    pytest.param(("1", "claude-legacy"), "u", "right repository now, yes", ("C-y", Typed("lsu")),
+                 [("resume", "claude-legacy", "right repository now, yes")], id="resume-a-stopped-session"),
+    pytest.param(("2", "agent-chatty"), "a", "key rotated already", ("C-y", Typed("key rotated already")),
+                 [("halt_ack", "claude-c044", "key rotated already")], id="acknowledge-a-critical-halt"),
+    pytest.param(("2", "secrets_exposure"), "d", "a test token, yes", ("Tab", "Space", "C-y"),
+                 [("halt_dismiss", "claude-2b91", "a test token, yes")], id="dismiss-a-critical-halt-with-caution"),
+    pytest.param(("2", "agent-answers"), "e", "needs a human, yes", ("C-y",),
+                 [("halt_escalate", "claude-7f3a", "needs a human, yes")], id="escalate-a-halt"),
+    pytest.param(("3", "agent-silent"), "p", "it answered, yes", ("Enter", "Enter"),
+                 [("warrant_pardoned", "agent-silent", "it answered, yes")], id="pardon-a-warrant"),
+    # its first y once refused it: no reason yet
+    pytest.param(("1", "agent-answers"), "w", "stuck, yes: in a loop", ("C-y",),
+                 [("warrant_filed", "agent-answers", "stuck, yes: in a loop")], id="file-a-warrant"),
+    pytest.param(("1", "agent-silent"), "h", "stay put, yes really: no more deploys", ("C-y", Typed("stay put")),
+                 [("hands_off", "agent-silent", "stay put, yes really: no more deploys")],
+                 id="lock-a-session-hands-off"),
+]
 
 
-def test_acknowledge_a_critical_halt(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("2", "agent-chatty")
-    run_dialog(terminal, "a", "key rotated already", ("C-y", Typed("key rotated already")),
-               [("halt_ack", "claude-c044", "key rotated already")])
-
-
-def test_dismiss_a_critical_halt_with_caution(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("2", "secrets_exposure")
-    run_dialog(terminal, "d", "a test token, yes", ("Tab", "Space", "C-y"),
-               [("halt_dismiss", "claude-2b91", "a test token, yes")])
-
-
-def test_escalate_a_halt(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("2", "agent-answers")
-    run_dialog(terminal, "e", "needs a human, yes", ("C-y",), [("halt_escalate", "claude-7f3a", "needs a human, yes")])
-
-
-def test_pardon_a_warrant(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("3", "agent-silent")
-    run_dialog(terminal, "p", "it answered, yes", ("Enter", "Enter"), [("warrant_pardoned", "agent-silent",
-                                                                       "it answered, yes")])
-
-
-def test_file_a_warrant(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("1", "agent-answers")
-    run_dialog(terminal, "w", "stuck, yes: in a loop", ("C-y",),  # its first y once refused it: no reason yet
-               [("warrant_filed", "agent-answers", "stuck, yes: in a loop")])
-
-
-def test_lock_a_session_hands_off(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("1", "agent-silent")
-    run_dialog(terminal, "h", "stay put, yes really: no more deploys", ("C-y", Typed("stay put")),
-               [("hands_off", "agent-silent", "stay put, yes really: no more deploys")])
+@pytest.mark.parametrize("on, opening, reason, confirm, expected", DIALOGS)
+def test_a_dialog_typed_at_in_one_burst_does_exactly_what_was_asked(terminal, on, opening, reason, confirm,
+                                                                     expected):
+    run_dialog(terminal, on, opening, reason, confirm, expected)
 
 
 def test_lock_an_entity_from_the_locks_panel(terminal):
-    terminal.back_to_dashboard()
-    terminal.show_panel("4")
-    run_dialog(terminal, "h", "docs frozen, yes", ("C-y",), [("hands_off", "path:docs/**", "docs frozen, yes")],
+    run_dialog(terminal, "4", "h", "docs frozen, yes", ("C-y",), [("hands_off", "path:docs/**", "docs frozen, yes")],
                before=(Typed("path:docs/**"), "Enter", "Enter"))
 
 
-def test_release_a_lock(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("4", "infra")
-    run_dialog(terminal, "r", "release is out, yes", ("C-y",),
-               [("release", "path:infra/prod/**", "release is out, yes")])
+# The same, from the Locks and Approvals panels (and a cancel, which records nothing).
+AFTER_THE_LOCK = [
+    pytest.param(("4", "infra"), "r", "release is out, yes", ("C-y",),
+                 [("release", "path:infra/prod/**", "release is out, yes")], id="release-a-lock"),
+    pytest.param(("7", "Edit"), "y", "only this once", ("C-y", Typed("only this once")),
+                 [("approval_allowed", "claude-7f3a", "only this once")], id="allow-an-approval"),
+    pytest.param(("7", "rm -rf"), "n", "not now, no", ("Enter", "Enter", Typed("nyl")),
+                 [("approval_denied", "claude-c044", "not now, no")], id="deny-an-approval"),
+    pytest.param(("1", "agent-chatty"), "w", "no, not yet", ("C-n", Typed("lsaw")), [],
+                 id="cancel-with-ctrl-n-records-nothing"),
+]
 
 
-def test_allow_an_approval(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("7", "Edit")
-    run_dialog(terminal, "y", "only this once", ("C-y", Typed("only this once")),
-               [("approval_allowed", "claude-7f3a", "only this once")])
-
-
-def test_deny_an_approval(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("7", "rm -rf")
-    run_dialog(terminal, "n", "not now, no", ("Enter", "Enter", Typed("nyl")),
-               [("approval_denied", "claude-c044", "not now, no")])
-
-
-def test_cancel_with_ctrl_n_records_nothing(terminal):
-    terminal.back_to_dashboard()
-    terminal.select("1", "agent-chatty")
-    run_dialog(terminal, "w", "no, not yet", ("C-n", Typed("lsaw")), [])
+@pytest.mark.parametrize("on, opening, reason, confirm, expected", AFTER_THE_LOCK)
+def test_an_answer_a_release_or_a_cancel_typed_in_one_burst(terminal, on, opening, reason, confirm, expected):
+    run_dialog(terminal, on, opening, reason, confirm, expected)

@@ -4,6 +4,7 @@ on a private tmux server records what it gets)."""
 from __future__ import annotations
 
 import time
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -11,7 +12,7 @@ from leash.core import StopProtocol
 from leash.core.base.tmux import Tmux
 from leash.core.state.acklog import AckLog
 
-from ..support.console import console, settle
+from ..support.console import console, open_dialog, pressed, running
 from ..support.interrupt import read, start_headless, start_in_pane, stop, wait_ready
 
 SIZE = (160, 45)
@@ -36,26 +37,19 @@ def make_console(home, tmux_socket):
     return console(home, tmux=Tmux(str(tmux_socket)), clock=time.time)
 
 
-async def open_stop(pilot, app, key: str = "s"):
-    await settle(pilot, app)
-    if key == "s":
-        await pilot.press("1")
-        table = app.panel("sessions").table
-        row_key = next(str(k.value) for k in table.rows if "agent-esc" in str(k.value))
-        table.move_cursor(row=table.get_row_index(row_key))
-        await pilot.pause()
-    await pilot.press(key)
-    await pilot.pause()
-    assert app.screen.__class__.__name__ == "ConfirmScreen"
+@asynccontextmanager
+async def stop_dialog(app, key: str = "s", session: str = "agent-esc"):
+    """``app`` running with the dialog of ``key`` up (``s``: the stop of ``session``): the pilot."""
+    async with running(app, SIZE) as pilot:
+        await open_dialog(pilot, app, key, on=("sessions", session) if key == "s" else None)
+        yield pilot
 
 
 async def test_stop_with_interrupt_presses_escape_in_the_pane(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app)
+    async with stop_dialog(app) as pilot:
         await pilot.press("enter", "i")  # from the reason to the Stop button, where i ticks the box
-        await pilot.press("y")
-        await settle(pilot, app)
+        await pressed(pilot, "y")
     assert StopProtocol(home).is_stopped("sess-console")
     (line,) = interrupts(home)
     assert (line["session_id"], line["method"], line["source"]) == ("sess-console", "escape", "ops@test")
@@ -65,11 +59,9 @@ async def test_stop_with_interrupt_presses_escape_in_the_pane(home, agent_pane, 
 
 async def test_a_plain_stop_presses_nothing(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app)
+    async with stop_dialog(app) as pilot:
         assert app.screen.query_one("#confirm-option").value is False  # offered, not ticked
-        await pilot.press("ctrl+y")
-        await settle(pilot, app)
+        await pressed(pilot, "ctrl+y")
     assert StopProtocol(home).is_stopped("sess-console")
     time.sleep(SETTLE_SECONDS)
     assert read(agent_pane, "keys") == "" and interrupts(home) == []
@@ -77,12 +69,10 @@ async def test_a_plain_stop_presses_nothing(home, agent_pane, tmux_socket):
 
 async def test_ticking_then_cancelling_changes_nothing(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app)
+    async with stop_dialog(app) as pilot:
         await pilot.press("enter", "i")
         assert app.screen.query_one("#confirm-option").value is True
-        await pilot.press("n")  # on the button: cancels
-        await settle(pilot, app)
+        await pressed(pilot, "n")  # on the button: cancels
     assert not StopProtocol(home).is_stopped("sess-console")
     time.sleep(SETTLE_SECONDS)
     assert read(agent_pane, "keys") == "" and interrupts(home) == []
@@ -90,27 +80,23 @@ async def test_ticking_then_cancelling_changes_nothing(home, agent_pane, tmux_so
 
 async def test_the_key_types_into_the_reason_field_instead_of_ticking(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app)
+    async with stop_dialog(app) as pilot:
         assert app.focused.id == "confirm-text"  # the reason has the focus from the start
         await pilot.press("i", "t")
         assert app.screen.query_one("#confirm-text").value == "it"
         assert app.screen.query_one("#confirm-option").value is False
         await pilot.press("enter")  # to the Stop button, never a confirm
         assert not StopProtocol(home).is_stopped("sess-console")
-        await pilot.press("y")
-        await settle(pilot, app)
+        await pressed(pilot, "y")
     assert StopProtocol(home).stops.snapshot()["sessions"]["agent-esc"]["reason"] == "it"
     assert interrupts(home) == []
 
 
 async def test_fleet_stop_with_interrupt(home, agent_pane, tmux_socket):
     app = make_console(home, tmux_socket)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app, "S")
+    async with stop_dialog(app, "S") as pilot:
         await pilot.press("enter", "i")
-        await pilot.press("y")
-        await settle(pilot, app)
+        await pressed(pilot, "y")
     assert StopProtocol(home).is_stopped("anyone")
     (line,) = interrupts(home)
     assert line["session_id"] == "sess-console" and line["reason"] == ""  # the operator typed none; none is made up
@@ -123,11 +109,9 @@ async def test_nothing_to_interrupt_says_so_and_the_stop_holds(home, tmux_socket
     app = console(home, list_tmux=lambda: [{"id": "$9", "name": "agent-esc", "created": 0, "attached": False,
                                             "panes": [{"id": "%9", "pid": 1, "command": "bash", "active": True}]}],
                   clock=time.time)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_stop(pilot, app)
+    async with stop_dialog(app) as pilot:
         await pilot.press("enter", "i")
-        await pilot.press("y")
-        await settle(pilot, app)
+        await pressed(pilot, "y")
         said = [n.message for n in app._notifications]
     assert StopProtocol(home).is_stopped("agent-esc")
     assert any("agent-esc is stopped, but nothing could be interrupted" in message for message in said), said
@@ -144,17 +128,8 @@ async def test_through_leashd_the_console_interrupts_a_headless_session(home, tm
         wait_ready(where)
         app = console(home, list_tmux=lambda: [], backend=RemoteBackend(str(home / "run" / "operator.sock")),
                       clock=time.time)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot, app)
-            await pilot.press("1")
-            table = app.panel("sessions").table
-            row_key = next(str(k.value) for k in table.rows if "sess-remote" in str(k.value))
-            table.move_cursor(row=table.get_row_index(row_key))
-            await pilot.pause()
-            await pilot.press("s")
-            await pilot.pause()
-            await pilot.press("enter", "i", "y")
-            await settle(pilot, app)
+        async with stop_dialog(app, session="sess-remote") as pilot:
+            await pressed(pilot, "enter", "i", "y")
         assert proc.wait(timeout=10) == 130
         assert read(where, "signals") == "SIGINT\n"
         (line,) = interrupts(home)

@@ -22,6 +22,7 @@ from ..support.console import (
     LONG_DESCRIPTION,
     LONG_SESSION,
     console,
+    pressed,
     ready,
     record_long_halt,
     running,
@@ -126,14 +127,18 @@ async def test_the_detail_line_of_a_lock_a_warrant_and_a_log_line(long_app):
         assert "gate closes in" in app.query_one("#detail").plain
 
 
-async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home):
+def bulk_lines(home, count: int) -> None:
+    """``count`` stop lines in the ack log, a second apart up to the console's time."""
     protocol = StopProtocol(home)
-    for n in range(50):
+    for n in range(count):
         protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
+
+
+async def test_the_ack_log_panel_shows_the_newest_of_fifty_lines(long_app, home):
+    bulk_lines(home, 50)
     app = long_app()
     async with running(app, SMALL) as pilot:
-        await pilot.press("6")
-        await settle(pilot, app)
+        await pressed(pilot, "6")
         shown = screen_text(app)
         assert "bulk-49" in shown, shown
         assert "bulk line 49" in app.query_one("#detail").plain
@@ -220,13 +225,10 @@ def _row_in_view(table, index: int) -> bool:
 
 
 async def test_the_ack_log_panel_keeps_following_the_newest_line_after_a_resize(long_app, home):
-    protocol = StopProtocol(home)
-    for n in range(45):
-        protocol.acknowledge_stop("ops@test", f"bulk-{n:02d}", f"bulk line {n:02d}", now=CONSOLE_NOW - 50 + n)
+    bulk_lines(home, 45)
     app = long_app()
     async with running(app, SMALL) as pilot:
-        await pilot.press("6")
-        await settle(pilot, app)
+        await pressed(pilot, "6")
         table = app.panel("acklog").table
         newest = table.row_count - 1
         for size in (MIDDLE, LARGE, SMALL, MIDDLE, (100, 30), LARGE):

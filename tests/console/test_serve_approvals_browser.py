@@ -12,15 +12,10 @@ import pytest
 
 from leash.core.store.files import FileBackend
 
+from ..support.browser import new_page, playwright_or_skip
 from ..support.serve import start_server, stop_servers
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-playwright = pytest.importorskip("playwright.async_api", reason="playwright is not installed (make venv)")
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+playwright_or_skip()
 DEVICES = {"phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
                      "device_scale_factor": 3},
            "desktop": {"viewport": {"width": 1280, "height": 800}}}
@@ -34,14 +29,9 @@ def served(home, tmux_socket):
 
 
 async def with_page(served, device: str, act):
-    async with playwright.async_playwright() as driver:
-        browser = await driver.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        try:
-            page = await (await browser.new_context(**DEVICES[device])).new_page()
-            await page.goto(f"{served.base}approvals?token={served.token}")
-            return await act(page)
-        finally:
-            await browser.close()
+    async with new_page(DEVICES[device]) as page:
+        await page.goto(f"{served.base}approvals?token={served.token}")
+        return await act(page)
 
 
 async def tab_to(page, label: str, *, most: int = 30) -> None:

@@ -12,19 +12,13 @@ import asyncio
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 
+from ..support.browser import new_page, playwright_or_skip
 from ..support.serve import DRAWN, start_server, stop_servers
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-playwright = pytest.importorskip("playwright.async_api", reason="playwright is not installed (make venv)")
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+playwright_or_skip()
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 FOOTER_KEY = b"Fleet stop"   # a footer key's description (keymap.py), on every panel
@@ -76,15 +70,10 @@ class Page:
 
 async def open_console(served, device: dict, look):
     """Open the served console's URL in Chromium on ``device``; ``look(page)`` runs on it."""
-    async with playwright.async_playwright() as driver:
-        browser = await driver.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        try:
-            context = await browser.new_context(**device)
-            page = Page(await context.new_page())
-            await page.page.goto(f"{served.base}?token={served.token}")
-            return await look(page)
-        finally:
-            await browser.close()
+    async with new_page(device) as blank:
+        page = Page(blank)  # its WebSocket watched from the start
+        await page.page.goto(f"{served.base}?token={served.token}")
+        return await look(page)
 
 
 async def measured(page: Page) -> dict:

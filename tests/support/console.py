@@ -122,6 +122,13 @@ async def confirm(pilot, app, key: str, *typed: str, on: tuple[str, str] | None 
     await settle(pilot, app)
 
 
+async def pressed(pilot, *keys: str) -> str:
+    """``keys`` pressed and the console settled: the name of the screen on top."""
+    await pilot.press(*keys)
+    await settle(pilot, pilot.app)
+    return pilot.app.screen.__class__.__name__
+
+
 def screen_text(app) -> str:
     """What the terminal shows now, as text."""
     return "\n".join("".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips())
