@@ -96,6 +96,8 @@ def test_a_misspelled_store_call_in_the_operations_fails_the_type_check(tmp_path
 
 
 async def test_a_remapped_key_is_its_bindings_in_textuals_keymap_the_footer_shows_it(console_app, home):
+    from leash.console.tui.screens.help import help_table
+
     (home / "config.toml").write_text('[console.keys]\nstop = "x"\npeek = "o"\n')
     app = console_app()
     async with running(app) as pilot:
@@ -105,6 +107,9 @@ async def test_a_remapped_key_is_its_bindings_in_textuals_keymap_the_footer_show
         assert active["o"].binding.id == "peek"
         footer = " ".join(str(key.render()) for key in app.screen.query("FooterKey"))
         assert "x Stop" in footer and "s Stop" not in footer, footer
+        keys, descriptions = (list(column.cells) for column in help_table(app.key_actions).columns[:2])
+        shown = dict(zip(descriptions, keys, strict=True))
+        assert (shown["Stop"], shown["Peek pane"]) == ("x", "o")  # the help screen's keys
         await pilot.press("s")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "DashboardScreen"  # s is nothing now
