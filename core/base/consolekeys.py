@@ -1,7 +1,8 @@
 """``[console.keys]``: the console's actions by the names an operator writes, and their keys.
 
-The console (``console.tui.keymap``) binds these actions; config.toml remaps them
-(``stop = "x"``; a panel's number key is ``focus_<panel>``). The names and the
+The console (``console.tui.keymap``) binds these actions, each name the id of
+its binding in Textual's keymap; config.toml remaps them (``stop = "x"``; a
+panel's number key is ``focus_<panel>``). The names and the
 default keys are here, below the console, so that reading config.toml
 (``core.base.config``) and ``leash doctor`` judge a binding as the console
 will: ``rebind`` applies the operator's bindings and says, for each one it

@@ -1,7 +1,9 @@
-"""The dialog that raises a cap from the Budget panel (``+`` on a cap's row).
+"""The operation that raises a cap from the Budget panel (``+`` on a cap's row).
 
-It is the confirmation dialog every state change goes through
-(``screens.confirm``): it opens with the cursor in the new limit's field,
+An ``Operation`` (``console.operations``) of the console's own, as it
+reads the panel's figures (``widgets.budget``) and may ask leashd; the app
+hands it to ``Operations`` as ``more``. Its dialog is the one every state
+change goes through (``screens.confirm``): it opens with the cursor in the new limit's field,
 then the reason (Enter moves on; ctrl+y confirms, escape cancels). Its body
 says the cap's figure and whether it holds sessions now. Confirmed, it calls
 the core's ``raise_cap`` (``core.views.metering``) with the operator as the

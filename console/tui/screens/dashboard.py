@@ -18,7 +18,7 @@ Keys typed at a dialog never reach this screen. Every key of the keymap,
 and the table's own (``TABLE_KEYS``, tab), is a priority binding: Textual
 reads each as it arrives, in the order typed, before it hands the next to a
 widget (a key that opens a dialog acts on the row the keys before it chose).
-``_operate`` waits until the dialog's field has the focus
+``action_operate`` waits until the dialog's field has the focus
 (``ConfirmScreen.opened``) before the next key is read, so the rest of a
 reason typed in the same burst lands in the field; ``/`` gives the filter
 the focus at once, and its Enter filters the panel at once, for the same
