@@ -28,13 +28,18 @@ credentials, its judgement, the reply, the process's exit. A leash from before
 the stamps says it has none.
 
 ``--checkout DIR``: measure the leash of another checkout (a worktree of an
-older commit), wheel and editable install alike. ``--smoke``: one run of each
+older commit), wheel and editable install alike. ``--before DIR``: that
+checkout's hook and this one's side by side, Bash, Edit and Read in a home
+with halts.db in use, with and without leashd, each call of one followed by
+the other's (and each one's `python -c pass`), so that both meet the same
+load: the before and after of a change on a busy machine. ``--smoke``: one run of each
 case, the checkout's own interpreter only (no wheel), 1 halt, a 64 KiB command
 and 1,000 past sessions: it shows the bench works, its figures mean nothing.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -119,12 +124,19 @@ def from_wheel(checkout: Path, where: str) -> str:
 def editable(checkout: Path, where: str) -> str:
     """leash as a developer runs it: this venv for this checkout, else a
     fresh venv with the checkout installed editable."""
-    if checkout == ROOT:
-        return sys.executable
-    python, _ = fresh_venv(where)
-    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-                    "--no-build-isolation", "-e", str(checkout)], check=True, stdout=subprocess.DEVNULL)
+    python = sys.executable
+    if checkout != ROOT:
+        python, _ = fresh_venv(where)
+        subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
+                        "--no-build-isolation", "-e", str(checkout)], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    for folder in ("core", "console"):  # as a developer's checkout has them (PYTHONDONTWRITEBYTECODE or not)
+        subprocess.run([python, "-m", "compileall", "-q", str(checkout / folder)], stdout=subprocess.DEVNULL,
+                       check=False)
     return python
+
+
+INSTALLS = {False: [("wheel", from_wheel), ("editable", editable)], True: [("editable", editable)]}  # by --smoke
 
 
 def agent_env(project: str, **extra: str) -> dict[str, str]:
@@ -175,15 +187,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="one run each, no wheel (figures mean nothing)")
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the leash checkout to measure")
+    parser.add_argument("--before", type=Path, help="an older checkout: its hook and this one's side by side")
     args = parser.parse_args()
     SMOKE = args.smoke
     if SMOKE:
         RUNS, OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES = 1, 1, 1_000, 64 * 1024, 1
+    if args.before is not None:
+        compare(args.before.resolve())
+        return
     checkout = args.checkout.resolve()
     print(f"leash of {checkout} (commit {commit_of(checkout)})")
     with tempfile.TemporaryDirectory() as build:
-        installs = [("editable", editable)] if SMOKE else [("wheel", from_wheel), ("editable", editable)]
-        for label, make in installs:
+        for label, make in INSTALLS[SMOKE]:
             where = tempfile.mkdtemp(dir=build)
             leash = Leash(make(checkout, where), label)
             print(f"\n#### leash installed {'from its wheel in a fresh venv' if label == 'wheel' else 'editable'}"
@@ -249,11 +264,8 @@ def run_all(leash: Leash, *, daemon: bool) -> None:
 
 
 def run_cases(run: Run, *, daemon: bool) -> None:
-    from leash.core.views.protocol import StopProtocol
-
-    leash, home, env = run.leash, run.home, dict(os.environ, LEASH_HOME=run.home)
-    StopProtocol(home).acknowledge_stop("bench", "someone-else", "bench")  # a stop on a session not seen
-    subprocess.run(leash.cli("hands-off", "path:vendor/**"), env=env, check=True, stdout=subprocess.DEVNULL)
+    leash = run.leash
+    stop_and_lock(run)
     pre = leash.hooks["PreToolUse"]
     bash = run.call("Bash", {"command": "ls src/ | grep -c py"})
     run.measure("Bash, no halts.db", pre, bash)
@@ -262,28 +274,98 @@ def run_cases(run: Run, *, daemon: bool) -> None:
         at = words.index(leash.python)
         through_script = pre.replace(shlex.join(words[at:at + 3]), shlex.quote(leash.console_script()))
         run.measure("  (as `leash hook`)", through_script, bash)
-
-    source = Path(run.project) / "app.py"
-    source.write_text("def main():\n    return 1\n")
-    for event in ({"tool_name": "Read", "tool_input": {"file_path": str(source)}, "hook_event_name": "PostToolUse"},
-                  {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "error": "exit 1",
-                   "tool_input": {"command": "make lint"}}):
-        subprocess.run(["sh", "-c", leash.hooks[event["hook_event_name"]]], cwd=run.project, env=run.env,
-                       input=json.dumps({"session_id": "bench-session", "cwd": run.project, **event}).encode(),
-                       check=True)
-    for n in range(OTHER_HALTS):
-        subprocess.run(leash.cli("halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
-                                 "medium", "--description", "bench"), env=env, check=True, stdout=subprocess.DEVNULL)
-    run.measure("Bash, halts.db in use", pre, bash)
-    run.measure("Edit, halts.db in use", pre, run.call("Edit", {"file_path": str(source), "old_string": "return 1",
-                                                               "new_string": "return 2"}))
-    run.measure("Read, halts.db in use", pre, run.call("Read", {"file_path": str(source)}))
+    source = reads_and_halts(run)
+    for label, call in calls(run, source):
+        run.measure(f"{label}, halts.db in use", pre, call)
     measure_lifecycle(run)
     size = f"{BIG_COMMAND >> 20} MiB" if BIG_COMMAND >= 1 << 20 else f"{BIG_COMMAND >> 10} KiB"
     run.measure(f"Bash, {size} command", pre, run.call("Bash", {"command": "echo " + "x" * BIG_COMMAND}))
     if not daemon:
         measure_past_sessions(run, bash)
     imports(run, bash)
+
+
+def stop_and_lock(run: Run) -> None:
+    """A stop on a session not seen, and a path lock (every call's paths are read against it)."""
+    from leash.core.views.protocol import StopProtocol
+
+    StopProtocol(run.home).acknowledge_stop("bench", "someone-else", "bench")
+    subprocess.run(run.leash.cli("hands-off", "path:vendor/**"), env=dict(os.environ, LEASH_HOME=run.home),
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def reads_and_halts(run: Run) -> Path:
+    """halts.db in use: the PostToolUse hooks report a read and a failure, and
+    ``OTHER_HALTS`` other sessions hold halts; returns the file read."""
+    source = Path(run.project) / "app.py"
+    source.write_text("def main():\n    return 1\n")
+    for event in ({"tool_name": "Read", "tool_input": {"file_path": str(source)}, "hook_event_name": "PostToolUse"},
+                  {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "error": "exit 1",
+                   "tool_input": {"command": "make lint"}}):
+        subprocess.run(["sh", "-c", run.leash.hooks[event["hook_event_name"]]], cwd=run.project, env=run.env,
+                       input=json.dumps({"session_id": "bench-session", "cwd": run.project, **event}).encode(),
+                       check=True)
+    for n in range(OTHER_HALTS):
+        subprocess.run(run.leash.cli("halts", "record", "--session", f"other-{n}", "--type", "scope", "--severity",
+                                     "medium", "--description", "bench"), env=dict(os.environ, LEASH_HOME=run.home),
+                       check=True, stdout=subprocess.DEVNULL)
+    return source
+
+
+def calls(run: Run, source: Path) -> list[tuple[str, bytes]]:
+    return [("Bash", run.call("Bash", {"command": "ls src/ | grep -c py"})),
+            ("Edit", run.call("Edit", {"file_path": str(source), "old_string": "return 1", "new_string": "return 2"})),
+            ("Read", run.call("Read", {"file_path": str(source)}))]
+
+
+# ------------------------------------------------------------------ --before: two leashes side by side
+@contextlib.contextmanager
+def seeded(leash: Leash, *, daemon: bool):
+    """A home and project of its own for ``leash``, wired, with a stop, a path
+    lock, reads, a failure and other sessions' halts; its leashd running."""
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as project:
+        os.chmod(home, 0o700)
+        leash.install(home, project)
+        run = Run(leash, home, project, target=1.2 if daemon else 2.0)
+        proc = daemon_of(leash, home) if daemon else None
+        try:
+            stop_and_lock(run)
+            yield run, reads_and_halts(run)
+        finally:
+            if proc is not None:
+                stop_daemon(proc)
+
+
+def compare(before: Path) -> None:
+    """The hook `leash install` writes, the leash of ``before`` and this
+    checkout's side by side, each call of one followed by the other's and
+    each one's `python -c pass`, so both meet the same load."""
+    print(f"before: {before} (commit {commit_of(before)}); after: {ROOT} (commit {commit_of(ROOT)})")
+    with tempfile.TemporaryDirectory() as build:
+        for label, make in INSTALLS[SMOKE]:
+            pair = [Leash(make(checkout, tempfile.mkdtemp(dir=build)), label) for checkout in (before, ROOT)]
+            for daemon in (True, False):
+                print(f"\n== {label} install, {'through leashd' if daemon else 'no leashd (in process)'}: "
+                      f"wall ms (cpu ms), ratio to python -c pass, {RUNS} rounds")
+                with seeded(pair[0], daemon=daemon) as (old, source), seeded(pair[1], daemon=daemon) as (new, _):
+                    for (tool, old_call), (_, new_call) in zip(calls(old, source), calls(new, source), strict=True):
+                        side_by_side(tool, [(old, old_call), (new, new_call)])
+
+
+def side_by_side(label: str, runs: list[tuple[Run, bytes]]) -> None:
+    times: list[list[tuple[float, float]]] = [[] for _ in range(2 * len(runs))]
+    for run, payload in runs:
+        timed(run.leash.hooks["PreToolUse"], payload, run.env, run.project)  # registers the session
+    for _ in range(RUNS):
+        for n, (run, payload) in enumerate(runs):
+            times[2 * n].append(timed(run.leash.hooks["PreToolUse"], payload, run.env, run.project))
+            times[2 * n + 1].append(timed(f"{shlex.quote(run.leash.python)} -c pass", b"", run.env, run.project))
+    shown = []
+    for name, hook, bare in zip(("before", "after"), times[::2], times[1::2], strict=True):
+        wall, cpu = (statistics.median(t[i] for t in hook) * 1000 for i in (0, 1))
+        bwall, bcpu = (statistics.median(t[i] for t in bare) * 1000 for i in (0, 1))
+        shown.append(f"{name} {wall:5.1f} ({cpu:4.1f}) {wall / bwall:4.2f}x wall {cpu / max(bcpu, 1e-9):4.2f}x cpu")
+    print(f"{label:<5} " + "  |  ".join(shown))
 
 
 def imports(run: Run, payload: bytes) -> None:
