@@ -52,6 +52,13 @@ def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux, monke
     assert calls["processes"] == 3  # a name is looked up first: one listing more
 
 
+def type_lines(tmux: Tmux, name: str, lines: list[str]) -> None:
+    """Each of ``lines`` typed into the pane, then Enter, by one tmux process (a
+    ``send_message`` each would start three)."""
+    keys = [key for line in lines for key in (line, "Enter")]
+    subprocess.run(["tmux", "-S", tmux.socket, "send-keys", "-t", f"={name}:", *keys], check=True)
+
+
 @pytest.mark.parametrize("shown", [25, 300])
 def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux, monkeypatch, shown):
     tmux.new_session("agent", "cat", width=80, height=10)
@@ -62,8 +69,7 @@ def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux
     marks, before = tmux.mark("agent")
     tmux.send_message("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
     assert marks["history"] > 0 and before[-1] == "before 11"
-    for n in range(shown // 2):
-        tmux.send_message("agent", f"line {n}")
+    type_lines(tmux, "agent", [f"line {n}" for n in range(shown // 2)])
     settle(tmux, "agent", f"line {shown // 2 - 1}")
     calls = counting(monkeypatch)
     now, lines = tmux.read_since(session_id, marks["position"], history=marks["history"])
