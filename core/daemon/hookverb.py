@@ -30,7 +30,7 @@ import threading
 
 from leash.core.daemon.listener import CONNECTION
 from leash.core.daemon.peers import Peer
-from leash.core.wire.thinhook import TRACE_ENV, Trace
+from leash.core.wire.hookio import TRACE_ENV, Trace
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@ It is ``leash hook EVENT`` without the console script's wrapper, which imports
 ``re`` on every call: as much time again as the whole thin hook client. A
 hook call goes straight to leashd's thin client (``core.wire.thinhook``),
 which is all most calls import; with no leashd to ask, and for anything that
-is not ``[--home DIR] hook EVENT``, ``core.hook.main`` takes over. A hook
-call's process ends once its answer is out (``thinhook.exit_now``). Its first line
+is not ``[--home DIR] hook EVENT`` (``core.wire.hookio.hook_call``),
+``core.hook.main`` takes over. A hook call's
+process ends once its answer is out (``exit_now``). Its first line
 takes the time the hook's own code began, the first stamp of a traced call
 (``LEASH_HOOK_TRACE``).
 """
@@ -15,9 +16,34 @@ from time import perf_counter_ns
 
 ENTERED_NS = perf_counter_ns()
 
-import sys  # noqa: E402  (after the first stamp)
+import os  # noqa: E402  (after the first stamp)
+import sys  # noqa: E402
 
-from leash.core.wire.thinhook import NoDaemon, exit_now, hook_call, run  # noqa: E402
+from leash.core.wire.hookio import hook_call  # noqa: E402
+from leash.core.wire.thinhook import NoDaemon, run  # noqa: E402
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` once stdout and stderr are flushed: the
+    hook entry, once the hook answered. Leash's state is written through
+    descriptors and committed databases, so nothing is left to flush, and the
+    interpreter's teardown (its modules, a database's closing checkpoint)
+    would cost every tool call a few milliseconds more; the in-process hook's
+    over ten. Returns instead, and the interpreter exits as usual, when
+    either stream cannot be flushed, an ``atexit`` handler is registered or a
+    thread that is not a daemon still runs: theirs to finish."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        return
+    atexit = sys.modules.get("atexit")  # never imported: no handler was registered through it
+    if atexit is not None and getattr(atexit, "_ncallbacks", lambda: 1)():
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return
+    os._exit(code)
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ describes.
 """
 from __future__ import annotations
 
-from leash.core.wire.thinhook import hook_call, leading_home  # the hook entry's grammar, read before argparse
+from leash.core.wire.hookio import hook_call, leading_home  # the hook entry's grammar, read before argparse
 
 __all__ = ["hook_call", "leading_home", "main", "run_hook_command", "shared_store_named", "status_line_command",
            "without_daemon"]

@@ -1,5 +1,10 @@
-"""A hook's input and output: stdin read with a time and size limit, the JSON
-payload parsed, and the deny answer pre-tool-use prints.
+"""A hook's input and output: its command line (``hook_call``: ``[--home DIR]
+hook EVENT``, read before argparse), stdin read with a time and size limit,
+the JSON payload parsed, and the deny answer pre-tool-use prints.
+
+A traced call (``LEASH_HOOK_TRACE`` naming a file: ``Trace``) appends its
+``time.perf_counter_ns`` stamps there, the thin client's and leashd's
+(``core.wire.thinhook``, ``core.daemon.hookverb``).
 
 Failure: everything wrong with the input is a ``HookInputError`` (one line to
 show); more than ``STDIN_LIMIT_BYTES`` is ``HookInputTooLarge``, on which
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import sys
+import time
 
 TYPE_CHECKING = False  # for the type checker only: the thin client imports this module
 if TYPE_CHECKING:
@@ -24,6 +30,65 @@ STDIN_LIMIT_BYTES = 16 * 1024 * 1024
 # A thin hook's request to leashd carries the payload as UTF-8 JSON: twice the
 # stdin limit covers the escaping of quotes and control bytes.
 REQUEST_LIMIT_BYTES = 2 * STDIN_LIMIT_BYTES
+
+
+# The file a traced call appends its stamps to (the module's docstring).
+TRACE_ENV = "LEASH_HOOK_TRACE"
+
+
+class Trace:
+    """The stamps of one traced call (``LEASH_HOOK_TRACE``); does nothing
+    when ``path`` is empty. ``write`` appends ``client PID NAME NS ...``."""
+
+    __slots__ = ("path", "marks")
+
+    def __init__(self, path: str | None, *, entered_ns: int | None = None):
+        self.path = path or ""
+        self.marks: list[tuple[str, int]] = [("entered", entered_ns)] if self.path and entered_ns else []
+
+    def mark(self, name: str) -> None:
+        if self.path:
+            self.marks.append((name, time.perf_counter_ns()))
+
+    def write(self, side: str, pid: int) -> None:
+        if not self.path:
+            return
+        words = " ".join(f"{name} {ns}" for name, ns in self.marks)
+        try:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(f"{side} {pid} {words}\n")
+        except OSError:
+            pass  # a trace that cannot be written changes no answer
+
+
+UNTRACED = Trace(None)
+
+
+def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(the home given, the words after it) for the ``--home DIR`` /
+    ``--home=DIR`` that may lead leash's command line, read before argparse
+    (the hook entry and completion's name lookups take fast paths on it);
+    None when a leading ``--home`` has no value (the full parser reports it)."""
+    home, rest = None, list(argv)
+    while rest and rest[0].startswith("--home"):
+        if rest[0] == "--home" and len(rest) >= 2:
+            home, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--home="):
+            home, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    return home, rest
+
+
+def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
+    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
+    found = leading_home(argv)
+    if found is None:
+        return None
+    home, rest = found
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        return home, rest[1]
+    return None
 
 
 class HookInputError(Exception):
@@ -49,8 +114,6 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
         return raw
     chunks: list[bytes] = []
     total = 0
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()

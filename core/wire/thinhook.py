@@ -55,8 +55,11 @@ from leash.core.base.wellknown import (
 from leash.core.wire.daemontrust import DAEMON_UID_ENV, NotTheDaemon, vouch
 from leash.core.wire.hookio import (
     REQUEST_LIMIT_BYTES,
+    TRACE_ENV,
+    UNTRACED,
     HookInputError,
     HookInputTooLarge,
+    Trace,
     emit,
     failed_closed,
     read_stdin,
@@ -82,8 +85,6 @@ APPROVAL_EVENTS = ("pre-tool-use", "permission-request", "gemini-before-tool", "
 APPROVAL_WAIT_ENV = "LEASH_APPROVAL_WAIT"
 DEFAULT_APPROVAL_WAIT_SECONDS = 300.0
 APPROVAL_MARGIN_SECONDS = 10.0
-# The file a traced call appends its stamps to (the module's docstring).
-TRACE_ENV = "LEASH_HOOK_TRACE"
 # Where the state lives, how to reach the daemon, how long to wait and where
 # to trace are the daemon's to know, or this client's own.
 NOT_FORWARDED = frozenset({HOME_ENV, AGENT_SOCKET_ENV, OPERATOR_SOCKET_ENV, DAEMON_UID_ENV, DEADLINE_ENV,
@@ -142,34 +143,6 @@ def dumps(value) -> str:
     return "{" + ",".join(f"{quoted(key)}:{dumps(item)}" for key, item in value.items()) + "}"
 
 
-class Trace:
-    """The stamps of one traced call (``LEASH_HOOK_TRACE``); does nothing
-    when ``path`` is empty. ``write`` appends ``client PID NAME NS ...``."""
-
-    __slots__ = ("path", "marks")
-
-    def __init__(self, path: str | None, *, entered_ns: int | None = None):
-        self.path = path or ""
-        self.marks: list[tuple[str, int]] = [("entered", entered_ns)] if self.path and entered_ns else []
-
-    def mark(self, name: str) -> None:
-        if self.path:
-            self.marks.append((name, time.perf_counter_ns()))
-
-    def write(self, side: str, pid: int) -> None:
-        if not self.path:
-            return
-        words = " ".join(f"{name} {ns}" for name, ns in self.marks)
-        try:
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(f"{side} {pid} {words}\n")
-        except OSError:
-            pass  # a trace that cannot be written changes no answer
-
-
-UNTRACED = Trace(None)
-
-
 class DaemonUnreachable(Exception):
     pass
 
@@ -191,56 +164,6 @@ class NoDaemon(Exception):
         super().__init__("no leash daemon")
         self.raw = raw
         self.input_error = input_error
-
-
-def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """(the home given, the words after it) for the ``--home DIR`` /
-    ``--home=DIR`` that may lead leash's command line, read before argparse
-    (the hook entry and completion's name lookups take fast paths on it);
-    None when a leading ``--home`` has no value (the full parser reports it)."""
-    home, rest = None, list(argv)
-    while rest and rest[0].startswith("--home"):
-        if rest[0] == "--home" and len(rest) >= 2:
-            home, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--home="):
-            home, rest = rest[0].split("=", 1)[1], rest[1:]
-        else:
-            return None
-    return home, rest
-
-
-def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
-    """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
-    found = leading_home(argv)
-    if found is None:
-        return None
-    home, rest = found
-    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
-        return home, rest[1]
-    return None
-
-
-def exit_now(code: int) -> None:
-    """End the process with ``code`` once stdout and stderr are flushed: the
-    hook entry, once the hook answered. Leash's state is written through
-    descriptors and committed databases, so nothing is left to flush, and the
-    interpreter's teardown (its modules, a database's closing checkpoint)
-    would cost every tool call a few milliseconds more; the in-process hook's
-    over ten. Returns instead, and the interpreter exits as usual, when
-    either stream cannot be flushed, an ``atexit`` handler is registered or a
-    thread that is not a daemon still runs: theirs to finish."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        return
-    atexit = sys.modules.get("atexit")  # never imported: no handler was registered through it
-    if atexit is not None and getattr(atexit, "_ncallbacks", lambda: 1)():
-        return
-    threading = sys.modules.get("threading")
-    if threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        return
-    os._exit(code)
 
 
 def home_of(home: str | None, env=os.environ) -> str:
