@@ -82,12 +82,14 @@ FIRST_PAINT_TARGET_MS, RSS_TARGET_MB, FRAME_TARGET_MS, LATENCY_TARGET_MS = 1000.
 HEARTBEAT_SECONDS = 0.002
 SOURCE = "bench@console"
 SETTLE_SECONDS, IDLE_SECONDS = 1.0, 3.0
+PACE_SECONDS, TRIAL_GAP_SECONDS = 0.25, 0.3  # time passing between refreshes; the last trial's change settling
 # --smoke, passed on to this file's child processes as BENCH_SMOKE=1.
 SMOKE = "--smoke" in sys.argv[1:] or os.environ.get("BENCH_SMOKE") == "1"
 if SMOKE:
     BIG_SESSIONS, BIG_HALTS, BIG_ACK_LINES, BIG_ESCALATED = 40, 100, 500, 5
     REFRESHES, REORDER_REFRESHES, TRIALS = 2, 1, 2
     SETTLE_SECONDS, IDLE_SECONDS = 0.2, 0.5
+    PACE_SECONDS, TRIAL_GAP_SECONDS = 0.05, 0.1
 
 
 # ------------------------------------------------------------------ helpers
@@ -475,7 +477,7 @@ async def big_static_run(home: str, tmux: list[dict]) -> dict:
 
             frames, reorder = [], []
             for _ in range(REFRESHES):
-                await asyncio.sleep(0.25)  # time passes, so age cells move
+                await asyncio.sleep(PACE_SECONDS)  # time passes, so age cells move
                 data, view_ms, gil_ms = await worker_view()
                 frames.append({**await one_refresh(data), "view_ms": view_ms, "gil_ms": gil_ms})
             for i in range(REORDER_REFRESHES):
@@ -489,7 +491,7 @@ async def big_static_run(home: str, tmux: list[dict]) -> dict:
             # profiles, taken while the app is up; printed only for a missed target
             profiles: dict[str, cProfile.Profile] = {"apply": cProfile.Profile()}
             for _ in range(3):
-                await asyncio.sleep(0.25)
+                await asyncio.sleep(PACE_SECONDS)
                 data = await asyncio.to_thread(real_view, app.home, tmux_sessions=tmux, now=time.time())
                 app.call_later(applied_on_ui, data, {}, profiles["apply"])
                 await pilot.pause()
@@ -576,7 +578,7 @@ async def big_watch_run(home: str, tmux: list[dict], env: dict[str, str]) -> dic
             stops_path = os.path.join(app.home, "stops.json")
             trials = []
             for name, key in latency_targets(set(app.backend.stops.current().sessions)):
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(TRIAL_GAP_SECONDS)
                 before = _shown_state(table, key)
                 stopped_before = app.view_data["summary"]["stopped"]
                 n_starts, n_applies = len(instruments.view_starts), len(instruments.applies)
@@ -670,8 +672,8 @@ def report_static(out: dict, tmux_count: int) -> None:
     print(f"  RSS after {len(out['frames']) + len(out['reorder'])} more refreshes: peak {peak:.1f} MB, "
           f"current {current:.1f} MB")
     frames, reorder = out["frames"], out["reorder"]
-    print(f"\n  frame time of a refresh; {len(frames)} refreshes 0.25 s apart as time passes (panels capped at "
-          f"{out['max_rows']} rows):")
+    print(f"\n  frame time of a refresh; {len(frames)} refreshes {PACE_SECONDS:g} s apart as time passes "
+          f"(panels capped at {out['max_rows']} rows):")
     for label, key in (("apply_view on the UI thread", "apply_ms"), ("UI loop stall, apply + render", "block_ms"),
                        ("leash.core.views.fleet.view in a worker thread", "view_ms"),
                        ("UI loop stall while view runs (GIL, timers)", "gil_ms")):
