@@ -55,7 +55,7 @@ from leash.console.operations import Confirmed, Operation, Operations
 from leash.console.tui.dialogs import OperationDone, confirm_screen
 from leash.console.tui.ending import EndsOnSignals
 from leash.console.tui.feed import Feed
-from leash.console.tui.keymap import display, keymap
+from leash.console.tui.keymap import PALETTE, display, keymap
 from leash.console.tui.screens.budgetraise import raise_operation
 from leash.console.tui.screens.confirm import ConfirmScreen
 from leash.console.tui.screens.dashboard import DashboardScreen
@@ -124,6 +124,7 @@ def desktop_notification(text: str) -> str:
 class LeashApp(EndsOnSignals, App[None]):
     CSS_PATH = "leash.tcss"
     TITLE = "leash"
+    BINDINGS = [PALETTE]  # merged with App's own (ctrl+q, ctrl+c)
 
     def __init__(self, home: str | os.PathLike | None = None, *, tmux: Tmux | None = None,
                  list_tmux: Callable[[], list[dict]] | None = None, run_kennel: bool = True, watch: bool = True,

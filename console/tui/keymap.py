@@ -116,9 +116,15 @@ def keymap(overrides: dict[str, str] | None = None) -> tuple[KeyAction, ...]:
 
 def bindings(actions: tuple[KeyAction, ...] = ACTIONS) -> list[Binding]:
     """The dashboard's binding of each action, by its id (the palette's is the
-    app's own): priority ones, read as each key arrives (``screens.dashboard``)."""
+    app's own, ``PALETTE``): priority ones, read as each key arrives (``screens.dashboard``)."""
     return [Binding(a.key, a.binding, a.description, show=a.shown, priority=True, id=a.id)
             for a in actions if a.name != "command_palette"]
+
+
+# The app's binding of the palette: Textual's own (it adds none when the app has
+# one), with the id [console.keys] moves it by.
+PALETTE = Binding("ctrl+p", "command_palette", "palette", show=False, priority=True,
+                  tooltip="Open the command palette", id="command_palette")
 
 
 def find(actions: tuple[KeyAction, ...], name: str) -> KeyAction | None:

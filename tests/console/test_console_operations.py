@@ -15,7 +15,7 @@ import textwrap
 from leash.core import StopProtocol
 
 from ..support.checkout import ROOT
-from ..support.console import running, select, settle
+from ..support.console import pressed, running, select, settle
 
 SHARED = ROOT / "console" / "operations.py"
 STOP_CALL = "self.backend.stops.stop(name, source=self.source, reason=c.text)"
@@ -132,3 +132,11 @@ async def test_enter_still_filters_and_moves_on_the_rows_when_peek_is_on_another
         table = app.panel("sessions").table
         assert app.focused is table and table.row_count == 1
         assert app.screen.active_bindings["enter"].binding.action == "table('select_cursor')"
+
+
+async def test_the_palette_opens_on_the_key_console_keys_gives_it(console_app, home):
+    (home / "config.toml").write_text('[console.keys]\ncommand_palette = "ctrl+o"\n')
+    app = console_app()
+    async with running(app) as pilot:
+        assert await pressed(pilot, "ctrl+p") == "DashboardScreen"  # the palette moved off it
+        assert await pressed(pilot, "ctrl+o") == "CommandPalette"
