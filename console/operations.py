@@ -180,7 +180,7 @@ class Operations:
         naming why when nothing could be (the stop stays filed)."""
         if not report.ok:
             raise Refused(shown(report.failure(what), DESCRIPTION_LIMIT))
-        targets = ", ".join(f"{shown(line['session_id'])} ({line['method']})" for line in report.done)
+        targets = ", ".join(f"{shown(line.session_id)} ({line.extra['method']})" for line in report.done)
         return f"{what} stopped; interrupted {targets}"
 
     def resume(self, row: dict) -> Operation:

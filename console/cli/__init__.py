@@ -22,7 +22,7 @@ import sys
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
-    from argparse import ArgumentParser
+    from argparse import ArgumentParser, Namespace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,7 +111,7 @@ QUIET_ABOUT_CONFIG = frozenset({"doctor", "completion"})
 SAY_OWN_CONFIG_PROBLEM = frozenset({"status"})
 
 
-def _say_config_notices(args) -> None:
+def _say_config_notices(args: Namespace) -> None:
     """One ``leash: warning:`` line on stderr for each thing config.toml says
     that the command does not use (``core.base.config.config_notices``): the
     problem of a file that cannot be used, or each key it ignores."""
@@ -130,7 +130,7 @@ def _say_config_notices(args) -> None:
         sys.stderr.write(f"leash: warning: {printable(notice)}\n")
 
 
-def _say_error(message: str, code: int, argv: list[str] | None = None, args=None) -> int:
+def _say_error(message: str, code: int, argv: list[str] | None = None, args: Namespace | None = None) -> int:
     """One line on stderr (a name echoed in it is shown escaped, core.text);
     with ``--json`` also one JSON object on stdout: ``ok`` false, the
     command, the error and the exit code (unchanged). Returns ``code``."""
@@ -146,14 +146,14 @@ def _say_error(message: str, code: int, argv: list[str] | None = None, args=None
     return code
 
 
-def _wants_json(argv: list[str], args) -> bool:
+def _wants_json(argv: list[str], args: Namespace | None) -> bool:
     if args is not None:
         return bool(getattr(args, "json", False))
     words = argv[:argv.index("--")] if "--" in argv else argv
     return "--json" in words
 
 
-def _command_of(argv: list[str], args) -> str:
+def _command_of(argv: list[str], args: Namespace | None) -> str:
     """The command (and its action) as parsed; before parsing, the first word that is not an option."""
     if args is not None:
         from leash.console.cli.parser import command_name

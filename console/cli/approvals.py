@@ -21,10 +21,15 @@ from leash.console.errors import Refused
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, _SubParsersAction
+
 ANSWER_VIA = "cli"
 
 
-def add_parsers(sub, common, acting, parser_class) -> None:
+def add_parsers(sub: _SubParsersAction, common: ArgumentParser, acting: ArgumentParser,
+                parser_class: type[ArgumentParser]) -> None:
     p = sub.add_parser("approvals", parents=[common],
                        help="agents' calls waiting for an operator: list, allow, deny")
     p.add_argument("--json", action="store_true", help="list: the waiting approvals as JSON")
@@ -57,7 +62,7 @@ def run(backend: Backend, args: Namespace) -> int:
         raise Refused(str(exc)) from None
 
 
-def _list(backend, args) -> int:
+def _list(backend: Backend, args: Namespace) -> int:
     from leash.core.base.clock import human_duration, now_seconds, parse_iso
 
     waiting = backend.approvals.pending()
@@ -78,7 +83,7 @@ def _list(backend, args) -> int:
     return 0
 
 
-def _answer(backend, args, *, allow: bool) -> int:
+def _answer(backend: Backend, args: Namespace, *, allow: bool) -> int:
     record = backend.approvals.answer(args.approval_id, allow=allow, by=args.source, via=ANSWER_VIA,
                                       message="" if allow else args.message, note=args.note if allow else "")
     if getattr(args, "json", False):

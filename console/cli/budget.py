@@ -22,10 +22,20 @@ from argparse import Namespace
 from leash.console.errors import Refused
 from leash.core.base.text import printable
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, _SubParsersAction
+    from typing import Callable
+
+    from leash.core.store.protocols import Backend
+    from leash.core.views.budget import CapRow
+
 COST_GROUPS = ("session", "entity", "host", "model", "day", "cli")
 
 
-def add_parsers(sub, common, acting, parser_class, positive, since) -> None:
+def add_parsers(sub: _SubParsersAction, common: ArgumentParser, acting: ArgumentParser,
+                parser_class: type[ArgumentParser], positive: Callable[[str], float],
+                since: Callable[[str], float]) -> None:
     p = sub.add_parser("budget", parents=[common], help="spend caps: use, holds, time to reset; 'raise' lifts a hold")
     p.add_argument("--json", action="store_true", help="the caps' rows as JSON")
     actions = p.add_subparsers(dest="budget_command", metavar="ACTION", parser_class=parser_class)
@@ -58,7 +68,7 @@ def figure(value: float, unit: str, estimated: bool = False) -> str:
     return f"{value:g}%" if unit == "percent" else money(value, estimated)
 
 
-def _resets(row) -> str:
+def _resets(row: CapRow) -> str:
     """When the row's period resets: a ``total`` never does; a subscription
     window's reset is known once its CLI reported the window."""
     from leash.core.base.clock import human_duration
@@ -68,13 +78,13 @@ def _resets(row) -> str:
     return "never resets" if row.period == "total" else "reset not known yet (no window reported)"
 
 
-def _config(backend) -> dict:
+def _config(backend: Backend) -> dict:
     from leash.core.base.config import load_config
 
     return load_config(backend.home)
 
 
-def run_budget(backend, args: Namespace) -> int:
+def run_budget(backend: Backend, args: Namespace) -> int:
     from leash.core.base.clock import now_seconds
     from leash.core.store.budget import BudgetUnreadable
 
@@ -86,7 +96,7 @@ def run_budget(backend, args: Namespace) -> int:
         raise Refused(f"budget store unreadable: {exc}") from None
 
 
-def _list(backend, args: Namespace, *, now: float) -> int:
+def _list(backend: Backend, args: Namespace, *, now: float) -> int:
     from dataclasses import asdict
 
     from leash.core.views.budget import cap_rows
@@ -109,7 +119,7 @@ def _list(backend, args: Namespace, *, now: float) -> int:
     return 0
 
 
-def _daemon_running(backend) -> bool:
+def _daemon_running(backend: Backend) -> bool:
     """Whether a leashd holds the home's lock (``/proc/locks``): a socket file
     can outlive its daemon, and in the separated profile the sockets may be
     elsewhere, but one leashd per home holds ``<home>/run/leashd.lock`` for its
@@ -122,7 +132,7 @@ def _daemon_running(backend) -> bool:
     return lock_holder(os.path.join(backend.home, RUN_DIR, DAEMON_LOCK_NAME)) is not None
 
 
-def _raise(backend, args: Namespace, *, now: float) -> int:
+def _raise(backend: Backend, args: Namespace, *, now: float) -> int:
     from leash.core.views.metering import raise_cap
 
     try:
@@ -140,7 +150,7 @@ def _raise(backend, args: Namespace, *, now: float) -> int:
     return 0
 
 
-def run_costs(backend, args: Namespace) -> int:
+def run_costs(backend: Backend, args: Namespace) -> int:
     from leash.core.store.budget import BudgetUnreadable
 
     if args.prices:
@@ -174,7 +184,7 @@ def _day(key: object) -> str:
     return datetime.datetime.fromtimestamp(float(key), datetime.UTC).strftime("%Y-%m-%d")  # type: ignore[arg-type]
 
 
-def _prices(backend, args: Namespace) -> int:
+def _prices(backend: Backend, args: Namespace) -> int:
     from leash.core.policy.prices import PACKAGE, table_date, table_version
 
     overrides = (_config(backend).get("budget") or {}).get("prices") or {}

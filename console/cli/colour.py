@@ -13,6 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import TextIO
+
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36",
           "alarm": "1;37;41"}
 RESET = "\x1b[0m"
@@ -22,7 +26,7 @@ STATE_STYLE = {"stopped": "red", "halted": "yellow", "paused": "magenta", "under
                "ended": "dim", "gone": "dim"}
 
 
-def enabled(stream=None) -> bool:
+def enabled(stream: TextIO | None = None) -> bool:
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR"):
         return False

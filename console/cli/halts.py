@@ -16,8 +16,17 @@ from leash.console.errors import Refused, UsageError
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, _SubParsersAction
+    from typing import Callable
 
-def add_parsers(sub, common, acting, parser_class, positive_int) -> None:
+    from leash.core.store.protocols import HaltStore
+    from leash.core.store.records import HaltEventRecord
+
+
+def add_parsers(sub: _SubParsersAction, common: ArgumentParser, acting: ArgumentParser,
+                parser_class: type[ArgumentParser], positive_int: Callable[[str], int]) -> None:
     p = sub.add_parser("halts", parents=[common], help="safety halts: list, check, record, acknowledge, configure")
     halts = p.add_subparsers(dest="halts_command", metavar="ACTION", parser_class=parser_class, required=True)
 
@@ -95,7 +104,7 @@ class _Clear:
     pass
 
 
-def _minutes(text: str):
+def _minutes(text: str) -> object:
     import argparse
 
     if text.strip().lower() in ("none", "null", "off"):
@@ -110,7 +119,7 @@ def _out(text: str = "") -> None:
     sys.stdout.write(printable(text) + "\n")
 
 
-def _out_json(value) -> None:
+def _out_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=True) + "\n")
 
 
@@ -132,7 +141,7 @@ def run(backend: Backend, args: Namespace) -> int:
         raise Refused(f"halt store unavailable: {exc} (leash doctor)") from None
 
 
-def _list(halts, args) -> int:
+def _list(halts: HaltStore, args: Namespace) -> int:
     query = {"include_acknowledged": args.all, "pending": not args.all, "limit": args.limit, "offset": args.offset,
              "halt_type": args.halt_type, "severity": args.severity}
     if args.session:
@@ -151,7 +160,7 @@ def _list(halts, args) -> int:
     return 0
 
 
-def _check(halts, args, *, home) -> int:
+def _check(halts: HaltStore, args: Namespace, *, home: str | None) -> int:
     raw = sys.stdin.buffer.read()
     try:
         data = json.loads(raw)
@@ -172,7 +181,7 @@ def _check(halts, args, *, home) -> int:
     return 3 if result["should_halt"] else 0
 
 
-def _record(halts, args) -> int:
+def _record(halts: HaltStore, args: Namespace) -> int:
     data = {"session_token": args.session, "halt_type": args.halt_type, "severity": args.severity,
             "description": args.description}
     for key, value in (("task_id", args.task), ("condition_name", args.condition),
@@ -192,7 +201,7 @@ def _record(halts, args) -> int:
     return 0
 
 
-def _context_object(value) -> dict:
+def _context_object(value: object) -> dict:
     """``--context`` as a dict: parsed already by the parser, or a string
     (an operator request's arguments) that must hold a JSON object."""
     import argparse
@@ -200,7 +209,7 @@ def _context_object(value) -> dict:
     if isinstance(value, dict):
         return value
     try:
-        return _json_object(value)
+        return _json_object(str(value))
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"--context {exc}") from None
 
@@ -209,7 +218,7 @@ HALT_PREFIX_MIN = 8  # the prefix `leash halts list` and `leash why` show
 PREFIX_PAGE = 500    # halts read at once while counting those a prefix matches
 
 
-def _prefix_matches(halts, prefix: str) -> int:
+def _prefix_matches(halts: HaltStore, prefix: str) -> int:
     """How many stored halts have an id starting with ``prefix``."""
     count, offset = 0, 0
     while True:
@@ -221,12 +230,12 @@ def _prefix_matches(halts, prefix: str) -> int:
             return count
 
 
-def _find(halts, halt_id: str):
+def _find(halts: HaltStore, halt_id: str) -> HaltEventRecord:
     """The halt ``halt_id`` names (its id, or a prefix of at least
     ``HALT_PREFIX_MIN`` characters that only it has); UsageError for a prefix
     too short or shared, Refused when no halt has it."""
     found = halts.find(halt_id) if halt_id.strip() else None
-    if found is not None and found["id"] == halt_id:
+    if found is not None and found.id == halt_id:
         return found
     if len(halt_id) < HALT_PREFIX_MIN:
         raise UsageError(f"halt ID prefix {halt_id!r} is shorter than {HALT_PREFIX_MIN} characters; "
@@ -240,28 +249,28 @@ def _find(halts, halt_id: str):
     raise Refused(f"no halt {halt_id}")
 
 
-def _acknowledge(halts, args) -> int:
+def _acknowledge(halts: HaltStore, args: Namespace) -> int:
     from leash.core.policy.halts.rules import dismissal_needs_caution
 
     found = _find(halts, args.halt_id)
     resolution = {"ack": "resolved", "escalate": "escalated", "dismiss": "dismissed"}[args.halts_command]
-    if resolution == "dismissed" and not args.caution and dismissal_needs_caution(found["severity"]) \
-            and found["resolution"] not in ("resolved", "dismissed"):
-        raise Refused(f"halt {found['id']} is {found['severity']}: dismissing it means going on with caution; "
+    if resolution == "dismissed" and not args.caution and dismissal_needs_caution(found.severity) \
+            and found.resolution not in ("resolved", "dismissed"):
+        raise Refused(f"halt {found.id} is {found.severity}: dismissing it means going on with caution; "
                       "add --caution")
-    result = halts.acknowledge(found["id"], args.session or found["session_id"], resolution, notes=args.note or None,
+    result = halts.acknowledge(found.id, args.session or found.session_id, resolution, notes=args.note or None,
                                caution=getattr(args, "caution", False), source=args.source)
     if args.json:
         _out_json(_action(f"halts {args.halts_command}", result))
     else:
         resume = "the session may resume" if result["session_can_resume"] else "the session stays held"
-        _out(f"{resolution} {found['id']}: {resume}")
+        _out(f"{resolution} {found.id}: {resume}")
         for warning in result.get("warnings", []):
             _out(f"  warning: {warning}")
     return 0
 
 
-def _config(halts, args) -> int:
+def _config(halts: HaltStore, args: Namespace) -> int:
     changes = _config_changes(args)
     if changes and not args.name:
         raise UsageError("name the condition to change")
@@ -280,7 +289,7 @@ def _config(halts, args) -> int:
     return 0
 
 
-def _config_changes(args) -> dict:
+def _config_changes(args: Namespace) -> dict:
     """The settings ``halts config NAME`` was asked to change."""
     changes = {k: v for k, v in (("enabled", args.enabled), ("severity", args.severity),
                                  ("threshold", args.threshold), ("auto_escalate", args.auto_escalate))
@@ -290,7 +299,7 @@ def _config_changes(args) -> dict:
     return changes
 
 
-def _configure(halts, args, changes: dict) -> int:
+def _configure(halts: HaltStore, args: Namespace, changes: dict) -> int:
     result = halts.configure({"condition_name": args.name, **changes})
     if args.json:
         _out_json(result)

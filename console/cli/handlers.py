@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from argparse import Namespace
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 from leash.console.cli.context import Context
 from leash.console.cli.install import cmd_install, cmd_notify, cmd_setup, cmd_store
@@ -132,7 +132,7 @@ def cmd_stop(context: Context, args: Namespace) -> int:
         record = backend.stops.stop_fleet(source=args.source, reason=args.reason)
         said: dict[str, Any] = {"action": "fleet_stop", "stop": plain(record)}
         if not args.json:
-            out(f"fleet stopped since {record['stopped_at']}: every agent's next tool call is refused")
+            out(f"fleet stopped since {record.stopped_at}: every agent's next tool call is refused")
         return _interrupt(context, backend, args, None, said) if args.interrupt else finish(args, said)
     if not args.session:
         raise UsageError("stop needs a SESSION (or --all)")
@@ -155,7 +155,7 @@ def cmd_stop(context: Context, args: Namespace) -> int:
         record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
         said = {"action": "stop", "session": args.session, "stop": plain(record)}
         if not args.json:
-            out(f"stopped {args.session} (since {record['stopped_at']})")
+            out(f"stopped {args.session} (since {record.stopped_at})")
     warning = _warn_if_nothing_answers(backend, args.session, record)
     if warning:
         said["warning"] = warning
@@ -207,9 +207,10 @@ def _interrupt(context: Context, backend: Backend, args: Namespace, stop: StopRe
             "no_call_in_flight": len(report.quiet)}
     if not args.json:
         for line in report.done:
-            running = f" while it ran {line['tool']}" if line.get("tool") else ""
-            running += f": {line['input']}" if line.get("input") else ""
-            out(f"interrupted {line['session_id']} ({line['method']} to {line['target']}){running}")
+            said_of = line.extra  # what the interrupt line says besides its session
+            running = f" while it ran {said_of['tool']}" if said_of.get("tool") else ""
+            running += f": {said_of['input']}" if said_of.get("input") else ""
+            out(f"interrupted {line.session_id} ({said_of['method']} to {said_of['target']}){running}")
     if not report.ok:
         failure = report.failure("the fleet" if stop is None else args.session)
         if args.json:
@@ -258,9 +259,9 @@ def cmd_hands_off(context: Context, args: Namespace) -> int:
                                       session_id=args.session)
     if args.json:
         return done(args, action="hands_off", entity=args.entity, lock=plain(lock),
-                    kept_longer=bool(lock.get("kept_longer")))
-    kept = " (it was already locked longer; the later expiry is kept)" if lock.get("kept_longer") else ""
-    out(f"{args.entity} is hands-off until {lock['expires_at']}{kept}")
+                    kept_longer=bool(lock.extra.get("kept_longer")))
+    kept = " (it was already locked longer; the later expiry is kept)" if lock.extra.get("kept_longer") else ""
+    out(f"{args.entity} is hands-off until {lock.expires_at}{kept}")
     return 0
 
 
@@ -291,7 +292,7 @@ def cmd_loop(context: Context, args: Namespace) -> int:
             return done(args, 3 if tripped else 0, action="loop_check", name=args.name, tripped=bool(tripped),
                         breaker=plain(state))
         verdict = "TRIPPED: skip auto-resume" if tripped else "not tripped"
-        out(f"{args.name}: {state['in_loop']} boots in loop, threshold {limits['max_restarts']}: {verdict}")
+        out(f"{args.name}: {state.in_loop} boots in loop, threshold {limits['max_restarts']}: {verdict}")
         return 3 if tripped else 0
     if args.loop_command == "reset":
         if not breakers.reset(args.name, source=args.source, reason=args.reason):
@@ -357,7 +358,7 @@ def cmd_console(context: Context, args: Namespace) -> int:
         # works the queue (the console sees its heartbeat and runs none).
         from leash.core.store.remote import RemoteBackend
 
-        backend = cast(Backend, RemoteBackend(path))  # its stores are made at run time, each behind its protocol
+        backend = RemoteBackend(path)
     return run_console(context.home, tmux=Tmux(home=context.home), backend=backend, run_kennel=not args.no_kennel,
                        read_only=getattr(args, "read_only", False),
                        changes=backend.changes() if backend.name == "remote" else None)

@@ -134,7 +134,7 @@ def _say_installed(context: Context, args: Namespace, plan: _ClaudeWiring) -> No
     out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
 
 
-def _sandbox_entries(context: Context, args: Namespace, path: str, version) -> dict | None:
+def _sandbox_entries(context: Context, args: Namespace, path: str, version: tuple[int, ...] | None) -> dict | None:
     """What ``--sandbox`` writes into ``path`` (an install without it keeps
     the sandbox an earlier ``--sandbox`` wrote there); on ``--uninstall``,
     what an earlier ``--sandbox`` wrote (taken out again); None: nothing."""
@@ -156,7 +156,7 @@ def _sandbox_entries(context: Context, args: Namespace, path: str, version) -> d
     return sandboxwiring.wanted(context.home, project=project, sockets=sockets, version=version)
 
 
-def _say_sandbox(sandbox: dict, version) -> None:
+def _say_sandbox(sandbox: dict, version: tuple[int, ...] | None) -> None:
     from leash.core.base import claudeversion
     from leash.core.hook import sandboxwiring
 

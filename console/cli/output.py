@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from leash.core.base.clock import human_duration, parse_iso
 from leash.core.base.text import printable
+from leash.core.store.records import Record
 
 
 def out(text: str = "") -> None:
@@ -35,7 +36,7 @@ def out_json(value: Any, *, indent: int | None = None) -> None:
 
 def plain(value: Any) -> Any:
     """A store's record (``as_dict``) or a dict, as JSON data."""
-    if hasattr(value, "as_dict"):
+    if isinstance(value, Record):
         return value.as_dict()
     return dict(value) if isinstance(value, dict) else value
 

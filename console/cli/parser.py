@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from leash.console.errors import UsageError
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
+    from typing import Any, Callable, NoReturn
+
 ACTION_JSON = "print one JSON object: what happened (or the error), with the exit code"
 
 
-def build_parser():
+def build_parser() -> ArgumentParser:
     import argparse
 
     class Parser(argparse.ArgumentParser):
-        def error(self, message):  # one line, not usage + error
+        def error(self, message: str) -> NoReturn:  # one line, not usage + error
             raise UsageError(f"{message} (see '{self.prog} --help')")
 
-        def parse_args(self, args=None, namespace=None):  # words left over name the command they follow
+        # words left over name the command they follow
+        def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)
             if extras:
                 named = command_name(parsed)
@@ -231,7 +237,7 @@ SUB_COMMANDS = ("halts_command", "warrant_command", "approvals_command", "loop_c
                 "notify_command", "setup_command")
 
 
-def command_name(args) -> str:
+def command_name(args: Namespace) -> str:
     """``stop``, ``halts ack``, ``warrant pardon``...: the command and its action as parsed."""
     words = [getattr(args, "command", None) or ""]
     words += [getattr(args, attribute) for attribute in SUB_COMMANDS if getattr(args, attribute, None)]
@@ -283,7 +289,7 @@ def _non_negative(text: str) -> float:
     return _number(text, lambda v: v >= 0, "a number >= 0")
 
 
-def _number(text: str, ok, what: str) -> float:
+def _number(text: str, ok: Callable[[float], bool], what: str) -> float:
     import argparse
     import math
 

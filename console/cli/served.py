@@ -16,12 +16,19 @@ from __future__ import annotations
 import sys
 import threading
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from typing import Any, Callable
+
+    Dispatch = Callable[..., int]  # leash.console.cli.dispatch
+
 
 class ThreadRoutedStream:
     """A stand-in for sys.stdout/sys.stderr: a thread serving a client writes to
     that client; every other thread writes to the real stream."""
 
-    def __init__(self, real, kind: str, routes: threading.local):
+    def __init__(self, real: Any, kind: str, routes: threading.local):
         self._real, self._kind, self._routes = real, kind, routes
 
     def write(self, text: str) -> int:
@@ -40,7 +47,7 @@ class ThreadRoutedStream:
             return self._real.isatty()
         return bool(getattr(self._routes, "tty", False))
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
 
@@ -56,15 +63,15 @@ def _route_output() -> None:
             sys.stderr = ThreadRoutedStream(sys.stderr, "err", _routes)
 
 
-def cli_verb(dispatch):
+def cli_verb(dispatch: Dispatch) -> Callable[..., None]:
     """The operator socket's ``cli`` verb, running subcommands with ``dispatch``."""
-    def verb(request: dict, *, source: str, send, home: str) -> None:
+    def verb(request: dict, *, source: str, send: Callable[[dict], None], home: str) -> None:
         run_for_peer(dispatch, request, source=source, send=send, home=home)
 
     return verb
 
 
-def run_for_peer(dispatch, request: dict, *, source: str, send, home: str) -> None:
+def run_for_peer(dispatch: Dispatch, request: dict, *, source: str, send: Callable[[dict], None], home: str) -> None:
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(arg, str) for arg in argv):
         send({"error": "cli needs argv, a list of strings"})
@@ -82,7 +89,7 @@ def run_for_peer(dispatch, request: dict, *, source: str, send, home: str) -> No
     send({"exit": code})
 
 
-def run_daemon(args, dispatch) -> int:
+def run_daemon(args: Namespace, dispatch: Dispatch) -> int:
     """``leash daemon``: start, serve until SIGTERM/SIGINT, exit 0."""
     from leash.console.errors import Refused, UsageError
     from leash.core.base.config import ConfigError

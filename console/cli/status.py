@@ -18,6 +18,10 @@ from leash.core.base.clock import human_duration, now_seconds, parse_iso
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.records import LogLine
+
 
 def cmd_status(context: Context, args: Namespace) -> int:
     """The snapshot, and what is wrong around it (``core.views.status.problems``):
@@ -243,8 +247,8 @@ def _log_filters(context: Context, args: Namespace) -> tuple[dict[str, Any], Any
                    session=next(iter(names)) if names and len(names) == 1 else None,
                    event=next(iter(events)) if events and len(events) == 1 else None)
 
-    def wanted(line) -> bool:
-        return (names is None or line.get("session_id") in names) and (events is None or line.get("event") in events)
+    def wanted(line: LogLine) -> bool:
+        return (names is None or line.session_id in names) and (events is None or line.event in events)
 
     return filters, wanted
 

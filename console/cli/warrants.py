@@ -15,6 +15,7 @@ from leash.console.cli.output import ago, done, out, out_json, plain, section
 from leash.console.errors import Refused
 from leash.core.base.clock import human_duration, now_seconds, parse_iso
 from leash.core.store.protocols import WarrantStore
+from leash.core.store.records import DogRecord, WarrantRecord
 
 
 def cmd_warrant(context: Context, args: Namespace) -> int:
@@ -31,36 +32,36 @@ def cmd_warrant(context: Context, args: Namespace) -> int:
                             warrant=plain(warrant), kennel_running=bool(backend.kennels.alive()))
             if created:
                 kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
-                bound = f" (tmux session {warrant['target_id']})" if warrant.get("target_id") else ""
-                out(f"filed {warrant['id']} against {args.target}{bound}{kennel}")
-                if not warrant.get("target_id"):
+                bound = f" (tmux session {warrant.target_id})" if warrant.target_id else ""
+                out(f"filed {warrant.id} against {args.target}{bound}{kennel}")
+                if not warrant.target_id:
                     out(f"no tmux session is named {args.target!r} now: its dog will find it already dead")
             else:
-                out(f"{args.target} already has a live warrant: {warrant['id']} (nothing filed)")
+                out(f"{args.target} already has a live warrant: {warrant.id} (nothing filed)")
             return 0
         if args.warrant_command == "pardon":
             args.warrant_id = _warrant_named(warrants, args.warrant_id, home=context.home)
-            result, record = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
+            result, dog = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
             if result == "requested":
                 import time
 
                 deadline = time.time() + 5
-                while time.time() < deadline and _where(warrants, record.get("id", args.warrant_id))[0] != "completed":
+                while time.time() < deadline and _where(warrants, dog.id or args.warrant_id)[0] != "completed":
                     time.sleep(0.1)
-                kind, finished = _where(warrants, record.get("id", args.warrant_id))
+                kind, finished = _where(warrants, dog.id or args.warrant_id)
+                pardoned = finished if kind == "completed" and isinstance(finished, DogRecord) else None
                 if args.json:
-                    return done(args, action="warrant_pardon", id=record.get("id"),
-                                pardoned=kind == "completed", requested=kind != "completed",
-                                warrant=plain(finished if kind == "completed" else record))
-                if kind == "completed":
-                    out(f"pardoned {finished['id']}: {finished['warrant']['target']} lives ({finished['outcome']})")
+                    return done(args, action="warrant_pardon", id=dog.id, pardoned=pardoned is not None,
+                                requested=pardoned is None, warrant=plain(pardoned or dog))
+                if pardoned is not None:
+                    out(f"pardoned {pardoned.id}: {pardoned.warrant['target']} lives ({pardoned.outcome})")
                 else:
-                    out(f"pardon requested for {record.get('id')}; its dog acts on it at its next poll")
+                    out(f"pardon requested for {dog.id}; its dog acts on it at its next poll")
             elif args.json:
-                return done(args, action="warrant_pardon", id=record.get("id"), pardoned=True, requested=False,
-                            warrant=plain(record))
+                return done(args, action="warrant_pardon", id=dog.id, pardoned=True, requested=False,
+                            warrant=plain(dog))
             else:
-                out(f"pardoned {record['id']}: {record['warrant']['target']} lives")
+                out(f"pardoned {dog.id}: {dog.warrant['target']} lives")
             return 0
     except WarrantError as exc:
         raise Refused(str(exc)) from None
@@ -92,10 +93,10 @@ def cmd_warrant(context: Context, args: Namespace) -> int:
     return 0
 
 
-def _where(warrants: WarrantStore, warrant_id: str) -> tuple[str, dict]:
-    """Where the warrant is now ("pending", "active", "completed") and its record; ("", {}) when it is gone."""
+def _where(warrants: WarrantStore, warrant_id: str) -> tuple[str, WarrantRecord | DogRecord | None]:
+    """Where the warrant is now ("pending", "active", "completed") and its record; ("", None) when it is gone."""
     found = warrants.find(warrant_id)
-    return found if found is not None else ("", {})
+    return found if found is not None else ("", None)
 
 
 def _warrant_named(warrants: WarrantStore, given: str, *, home: str) -> str:
@@ -107,7 +108,7 @@ def _warrant_named(warrants: WarrantStore, given: str, *, home: str) -> str:
     from leash.core.state.sessions import tmux_session_id_for
 
     live = warrants.live_for(given, tmux_session_id_for(given, home=home) or None)
-    return live["id"] if live else given
+    return live.id if live is not None else given
 
 
 def _tmux_names(home: str) -> dict[str, str]:
@@ -124,8 +125,8 @@ def cmd_kennel(context: Context, args: Namespace) -> int:
     from leash.core.warrants.kennel import Kennel
 
     other = context.backend.kennels.alive()
-    if other and other.get("pid") != os.getpid():
-        out(f"another kennel is running (pid {other['pid']} on {other['host']}); claims keep them apart")
+    if other and other.pid != os.getpid():
+        out(f"another kennel is running (pid {other.pid} on {other.host}); claims keep them apart")
     import asyncio
 
     kennel = Kennel(context.home, dogs=args.dogs, until_idle=args.until_idle)

@@ -27,6 +27,13 @@ import html
 import time
 import urllib.parse
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from leash.core.store.protocols import Backend
+    from leash.core.store.records import ApprovalRecord
+
 REFRESH_SECONDS = 10
 MESSAGE_LIMIT = 500
 DETAIL_SHOWN = 4000  # characters of a call's detail on the page (the rest: leash approvals show)
@@ -61,11 +68,11 @@ def age_text(seconds: float) -> str:
 
 
 class ApprovalsPages:
-    def __init__(self, home: str, token: str, *, read_only: bool, clock=time.time):
+    def __init__(self, home: str, token: str, *, read_only: bool, clock: Callable[[], float] = time.time):
         self.home, self.token, self.read_only, self.clock = home, token, read_only, clock
 
     # ------------------------------------------------------------ the store
-    def backend(self):
+    def backend(self) -> Backend:
         """leashd's stores when it runs (it applies the answer), else the home's."""
         from leash.core.wire.operator import answers, operator_socket
 
@@ -101,10 +108,10 @@ class ApprovalsPages:
         parts.append("</body></html>")
         return "".join(parts)
 
-    def _article(self, approval, now: float) -> str:
+    def _article(self, approval: ApprovalRecord, now: float) -> str:
         from leash.core.base.clock import parse_iso
 
-        def when(value) -> float:
+        def when(value: object) -> float:
             try:
                 return parse_iso(str(value))
             except ValueError:

@@ -28,6 +28,10 @@ import sys
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
 QUIT_GRACE_SECONDS = 0.5
 TERM_GRACE_SECONDS = 0.7
 STOP_SECONDS = QUIT_GRACE_SECONDS + TERM_GRACE_SECONDS + 0.3
@@ -48,7 +52,8 @@ logging.getLogger("textual-serve").addFilter(_QuietWhenStopped())
 
 
 class ConsoleProcess(AppService):
-    def __init__(self, argv: list[str], websocket) -> None:
+    # aiohttp's WebSocketResponse: its close() answers a bool where textual-serve's type says None
+    def __init__(self, argv: list[str], websocket: Any) -> None:
         super().__init__(" ".join(argv), write_bytes=websocket.send_bytes, write_str=websocket.send_str,
                          close=websocket.close, download_manager=DownloadManager())
         self.argv = argv
@@ -63,7 +68,7 @@ class ConsoleProcess(AppService):
         environment["TEXTUAL_DRIVER"] = DRIVER
         return environment
 
-    async def _open_app_process(self, width: int = 80, height: int = 24):
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=self._build_environment(width, height), start_new_session=True)
@@ -88,7 +93,7 @@ class ConsoleProcess(AppService):
         if self._stdin is not None and not self._stdin.is_closing():
             await self.send_bytes(text.encode("utf-8"))
 
-    async def send_meta(self, data) -> bool:
+    async def send_meta(self, data: dict) -> bool:
         if self._stdin is None or self._stdin.is_closing():
             return False
         return await super().send_meta(data)
@@ -132,7 +137,7 @@ def _signal_group(pid: int, signal_number: int) -> None:
         pass
 
 
-def console_argv(home, *, read_only: bool, no_kennel: bool) -> list[str]:
+def console_argv(home: str, *, read_only: bool, no_kennel: bool) -> list[str]:
     """The command line of one served console."""
     argv = [sys.executable, "-m", "leash.console.cli", "--home", str(home), "console"]
     if read_only:

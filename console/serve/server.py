@@ -34,6 +34,17 @@ import socket
 import sys
 from pathlib import Path
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    import os
+    from typing import Awaitable, Callable
+
+    from aiohttp import web
+
+    from leash.console.serve.child import ConsoleProcess
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
 HOST = "127.0.0.1"
 LOCAL_NAMES = (HOST, "localhost")
 DEFAULT_MAX_CLIENTS = 4
@@ -52,7 +63,8 @@ class ServeError(ValueError):
     """A setting ``leash serve`` cannot use; one line."""
 
 
-def serve(home, *, port: int, read_only: bool = False, no_kennel: bool = False, token_file=None,
+def serve(home: str | os.PathLike, *, port: int, read_only: bool = False, no_kennel: bool = False,
+          token_file: str | None = None,
           max_clients: int = DEFAULT_MAX_CLIENTS) -> int:
     """Serve until SIGINT/SIGTERM. ``ServeError`` (and ``TokenError``) for bad settings."""
     from leash.console.serve.token import home_token, read_token
@@ -107,11 +119,11 @@ class ConsoleServer:
         self.consoles: set = set()
 
     # ------------------------------------------------------------ running
-    def make_app(self):
+    def make_app(self) -> web.Application:
         from aiohttp import web
 
         @web.middleware
-        async def guard(request, handler):
+        async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             return await self.guard(request, handler)
 
         app = web.Application(middlewares=[guard], client_max_size=MAX_MESSAGE_BYTES)
@@ -149,7 +161,7 @@ class ConsoleServer:
                 console.kill_now()
 
     # ------------------------------------------------------------ the guard
-    def guard_reason(self, request) -> str | None:
+    def guard_reason(self, request: web.Request) -> str | None:
         """Why ``request`` is refused, or None."""
         if request.headers.get("Host", "") not in self.hosts:
             return "unknown Host"
@@ -162,14 +174,14 @@ class ConsoleServer:
             return "missing or wrong token (open the URL leash serve printed)"
         return None
 
-    def token_shown(self, request) -> bool:
+    def token_shown(self, request: web.Request) -> bool:
         expected = self.token.encode()
         for given in (request.query.get("token"), request.cookies.get(self.cookie)):
             if given is not None and hmac.compare_digest(given.encode("utf-8", "replace"), expected):
                 return True
         return False
 
-    async def guard(self, request, handler):
+    async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         from aiohttp import web
 
         answering = request.method == "POST" and request.path.startswith(ANSWER_PATH)
@@ -183,7 +195,7 @@ class ConsoleServer:
         return await handler(request)
 
     @staticmethod
-    async def _harden(request, response) -> None:
+    async def _harden(request: web.Request, response: web.StreamResponse) -> None:
         host = request.headers.get("Host", HOST)
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
@@ -197,7 +209,7 @@ class ConsoleServer:
         response.headers["Cache-Control"] = "no-store"
 
     # ------------------------------------------------------------ pages
-    async def page(self, request):
+    async def page(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
         if "token" in request.query:  # keep the token out of the address bar and history
@@ -211,7 +223,7 @@ class ConsoleServer:
         text = text.replace("{{ font_size }}", str(font_size))
         return web.Response(text=text, content_type="text/html")
 
-    async def approvals_page(self, request):
+    async def approvals_page(self, request: web.Request) -> web.StreamResponse:
         """The waiting calls, for a phone (``console.serve.approvals``)."""
         import asyncio
 
@@ -225,7 +237,7 @@ class ConsoleServer:
         text = await asyncio.to_thread(self.approvals.page_html, said)
         return web.Response(text=text, content_type="text/html")
 
-    async def approvals_answer(self, request):
+    async def approvals_answer(self, request: web.Request) -> web.StreamResponse:
         import asyncio
 
         from aiohttp import web
@@ -239,7 +251,7 @@ class ConsoleServer:
         said = await asyncio.to_thread(self.approvals.answer, request.match_info["approval"], form)
         raise web.HTTPSeeOther("/approvals" + said_query(said))
 
-    async def asset(self, request):
+    async def asset(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
         path = asset_files().get(request.match_info["name"])
@@ -248,7 +260,7 @@ class ConsoleServer:
         return web.FileResponse(path)
 
     # ------------------------------------------------------------ consoles
-    async def websocket(self, request):
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
         if self.clients >= self.max_clients:
@@ -266,7 +278,8 @@ class ConsoleServer:
     def _client_left(self) -> None:
         self.clients -= 1
 
-    async def _run_console(self, request, socket_response, leaving) -> None:
+    async def _run_console(self, request: web.Request, socket_response: web.WebSocketResponse, leaving: Callable[[],
+                           None]) -> None:
         from leash.console.serve.child import ConsoleProcess
 
         console = ConsoleProcess(self.argv, socket_response)
@@ -286,7 +299,7 @@ class ConsoleServer:
                     await socket_response.close()
 
     @staticmethod
-    async def _pump(socket_response, console) -> None:
+    async def _pump(socket_response: web.WebSocketResponse, console: ConsoleProcess) -> None:
         """Browser to console: keys, sizes, focus; ``ping`` is answered here."""
         from aiohttp import WSMsgType
 
@@ -322,9 +335,9 @@ def asset_files() -> dict[str, Path]:
     }
 
 
-def _bounded(value, default: int, low: int, high: int) -> int:
+def _bounded(value: object, default: int, low: int, high: int) -> int:
     try:
-        number = int(value)
+        number = int(str(value)) if value is not None else default
     except (TypeError, ValueError):
         return default
     return min(max(number, low), high)
@@ -333,7 +346,7 @@ def _bounded(value, default: int, low: int, high: int) -> int:
 class _Once:
     """Call ``action`` the first time this is called, never again."""
 
-    def __init__(self, action):
+    def __init__(self, action: Callable[[], object] | None):
         self.action = action
 
     def __call__(self) -> None:

@@ -32,7 +32,7 @@ class TokenError(ValueError):
     """A token file leash will not use; the message says why, in one line."""
 
 
-def home_token(home) -> str:
+def home_token(home: str) -> str:
     """The token of ``home``: the one in ``serve.token``, made on first use."""
     path = Path(home) / TOKEN_FILE_NAME
     try:
@@ -56,7 +56,7 @@ def home_token(home) -> str:
     return token
 
 
-def read_token(path) -> str:
+def read_token(path: str | Path) -> str:
     """The token in ``path``; ``FileNotFoundError`` when there is none."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -74,7 +74,7 @@ def read_token(path) -> str:
     return _parse(path, data)
 
 
-def _check_file(path, info: os.stat_result) -> None:
+def _check_file(path: str | Path, info: os.stat_result) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise TokenError(f"token file {path} is not a regular file")
     if info.st_uid != os.getuid():
@@ -84,7 +84,7 @@ def _check_file(path, info: os.stat_result) -> None:
                          f"(mode {stat.S_IMODE(info.st_mode):o}; chmod 600 {path})")
 
 
-def _parse(path, data: bytes) -> str:
+def _parse(path: str | Path, data: bytes) -> str:
     if len(data) > MAX_TOKEN_FILE_BYTES:
         raise TokenError(f"token file {path} is larger than {MAX_TOKEN_FILE_BYTES} bytes")
     try:

@@ -26,7 +26,7 @@ def answers_to(sessions, session_id: str, *, now: float | None = None) -> tuple[
     too) and its record, read from ``sessions`` (a session store: ``get`` and
     ``lineage``). The gate's rule, for readers that hold a backend."""
     found = sessions.get(session_id, now=now)
-    record = dict(found.as_dict() if hasattr(found, "as_dict") else found or {})
+    record = found.as_dict() if found is not None else {}
     names = [session_id]
     tmux_name = record.get("tmux_session")
     if tmux_name and tmux_name != session_id:

@@ -66,7 +66,7 @@ def known_names(sessions: dict) -> set[str]:
     for session_id, record in sessions.items():
         names.add(session_id)
         for key in ("tmux_session", "tmux_session_id", "entity"):
-            value = record.get(key) if hasattr(record, "get") else None
+            value = getattr(record, key, None)  # a SessionRecord's field
             if isinstance(value, str) and value:
                 names.update({value, value.partition("/")[2] or value})
     return names

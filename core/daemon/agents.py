@@ -40,6 +40,10 @@ import threading
 
 from leash.core.base import agentproc
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.records import SessionRecord
+
 # Processes remembered at most; past this, the ones that have ended are
 # dropped first, then the oldest.
 MAX_KNOWN = 4096
@@ -76,12 +80,12 @@ class KnownAgents:
         """The session a known agent's hooks named last ("" when none did)."""
         return self.known.get(key, "")
 
-    def learn_recorded(self, records: dict) -> int:
+    def learn_recorded(self, records: dict[str, SessionRecord]) -> int:
         """Remember the recorded ``agent_process`` of each session record
         (session id -> record) that is still that agent CLI; returns how many."""
         learned = 0
         for session, record in records.items():
-            process = record.get("agent_process") if hasattr(record, "get") else None  # a dict or a SessionRecord
+            process = record.agent_process
             known = agentproc.recorded(process)
             if known is None:
                 continue

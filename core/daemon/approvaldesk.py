@@ -206,7 +206,7 @@ class ApprovalDesk:
             ready, _, _ = select.select([conn, wake_fd], [], [], min(left, self.poll_seconds))
             if conn in ready and _gone(conn):
                 record = self._close(held, "withdrawn")
-                self.say("approval-withdrawn", approval=approval_id, status=record.get("status"))
+                self.say("approval-withdrawn", approval=approval_id, status=record.status)
                 self._note_status(held, record)
                 return None
             if wake_fd in ready:
@@ -223,6 +223,7 @@ class ApprovalDesk:
         """Close the approval ``outcome``; the record that closed it (an
         answer may have come first). Unwritable: a record saying ``outcome``."""
         from leash.core.store.approvals import ApprovalClosed
+        from leash.core.store.records import ApprovalRecord
 
         try:
             return self.backend.approvals.close(held.approval.id, outcome, via=via, now=self.clock())
@@ -232,14 +233,14 @@ class ApprovalDesk:
                 return found
         except Exception as exc:
             self.say("approval-not-closed", approval=held.approval.id, problem=f"{exc.__class__.__name__}: {exc}")
-        return {**held.approval.as_dict(), "status": outcome}
+        return ApprovalRecord.of({**held.approval.as_dict(), "status": outcome})
 
     def _finish(self, held, record) -> tuple[str, str, int]:
         self._note_status(held, record)
-        self.say("approval-closed", approval=held.approval.id, status=record.get("status"), by=record.get("by"))
-        if record.get("status") == "allowed" and self._written_behind(held):
+        self.say("approval-closed", approval=held.approval.id, status=record.status, by=record.by)
+        if record.status == "allowed" and self._written_behind(held):
             return held.deny(FORGED_ANSWER)
-        held_since = self._stopped_meanwhile(held) if record.get("status") == "allowed" else ""
+        held_since = self._stopped_meanwhile(held) if record.status == "allowed" else ""
         return held.deny(held_since) if held_since else held.reply(record)
 
     def _written_behind(self, held) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 SUBSCRIBER_QUEUE = 1024  # changes a slow subscriber may lag by before it is told to re-read all
 WATCH_RETRY_SECONDS = 2.0
+STREAM_WAIT_SECONDS = 0.5  # how soon a stream sees leashd stopping
 
 
 class ChangeFeed:
@@ -63,6 +64,24 @@ class ChangeFeed:
                     continue
                 if change is None or change.store in stores:
                     act()
+        finally:
+            self.leave(inbox)
+
+    def stream(self, send, *, stopping: threading.Event) -> None:
+        """Send ``{"change": {"store", "key"}}`` for each change until ``stopping``
+        or the client goes (``send`` raises OSError); ``{"subscribed": true}`` first."""
+        inbox = self.join()
+        try:
+            send({"subscribed": True})
+            while not stopping.is_set():
+                try:
+                    change = inbox.get(timeout=STREAM_WAIT_SECONDS)
+                except queue.Empty:
+                    continue
+                if change is None:  # fell too far behind: the client re-reads everything
+                    send({"change": {"store": "*", "key": None}})
+                    continue
+                send({"change": {"store": change.store, "key": change.key}})
         finally:
             self.leave(inbox)
 

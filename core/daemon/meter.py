@@ -25,6 +25,10 @@ from __future__ import annotations
 import threading
 import time
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 METER_EVERY_SECONDS = 30.0
 RETRY_SECONDS = 1.0  # a session whose reading failed (a busy store, a file mid-write) is read again this soon
 FOLLOW_UP_SECONDS = 0.3  # after a Codex PostToolUse: its response's token_count lands just after the hook
@@ -45,7 +49,7 @@ def _cli_of(event: str) -> str:
 
 
 class Meter:
-    def __init__(self, home: str, backend, *, say=None, clock=time.time,
+    def __init__(self, home: str, backend: Backend, *, say=None, clock=time.time,
                  every: float = METER_EVERY_SECONDS):
         self.home, self.backend, self.clock, self.every = home, backend, clock, every
         self.say = say or (lambda *args, **kwargs: None)
@@ -165,7 +169,7 @@ class Meter:
 
         try:
             here = self.backend.sessions.host
-            return [sid for sid, record in self.backend.sessions.all().items() if record.get("status") in WORKING
+            return [sid for sid, record in self.backend.sessions.all().items() if record.status in WORKING
                     and (not here or host_of(record.as_dict()) in ("", here))]
         except Exception as exc:
             self._problem("sessions", exc)

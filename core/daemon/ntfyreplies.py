@@ -34,6 +34,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 BACKOFF_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
 READ_TIMEOUT_SECONDS = 90.0  # ntfy sends a keepalive every 45 s
@@ -43,7 +47,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class ReplyListener:
-    def __init__(self, home: str, backend, routes, *, clock=time.time, say=None):
+    def __init__(self, home: str, backend: Backend, routes, *, clock=time.time, say=None):
         self.home, self.backend, self.clock = home, backend, clock
         self.routes = [route for route in routes if route.reply_url]
         self.say = say or (lambda *args, **kwargs: None)

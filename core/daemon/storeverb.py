@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 
-from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode, errors, protocols
+from leash.core.store.remote import ACTOR_PARAMETERS, callable_methods, decode, encode_answer, errors, protocols
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class StoreVerb:
         except Exception as exc:
             send({"error": str(exc), "raised": raised_as(exc)})
             return
-        send({"result": encode(result)})
+        send({"result": encode_answer(store, method, result)})
 
     def _run(self, store: str, method: str, args: list, kwargs: dict, source: str):
         now = kwargs.pop("$now", None)

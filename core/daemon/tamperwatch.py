@@ -33,6 +33,12 @@ from __future__ import annotations
 import os
 import threading
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from leash.core.store.protocols import Backend
+
 LIFTING_EVENTS = frozenset({"resume", "fleet_resume", "release", "halt_ack", "halt_dismiss"})
 HELD_AGAIN = frozenset({"resume", "halt_ack", "halt_dismiss"})  # the session is held by a halt again
 FLEET = "*"  # the session id of a fleet line
@@ -43,9 +49,9 @@ SOURCE = "leash"
 
 
 class TamperWatch:
-    def __init__(self, backend, *, feed, clock, say):
+    def __init__(self, backend: Backend, *, feed, clock, say):
         self.backend, self.feed, self.clock, self.say = backend, feed, clock, say
-        self.log = backend.acklog
+        self.log: Any = backend.acklog  # read by offset below only when it is the file store's (its AckLog)
         self.path = getattr(getattr(self.log, "log", None), "path", None)  # the file store's AckLog
         self.offset, self.last_seq = 0, 0
         self.closed = threading.Event()

@@ -48,6 +48,7 @@ from leash.core.wire.hookio import deny_output
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
+    from leash.core.store.records import ApprovalRecord
 
 
 PERMISSION_EVENT = "permission-request"
@@ -109,12 +110,12 @@ class Held:
         self.opened = opened
         self.agent_event: str | None = None  # another CLI's verb: answers go out in its form
 
-    def reply(self, record) -> tuple[str, str, int]:
+    def reply(self, record: ApprovalRecord) -> tuple[str, str, int]:
         """(stdout, stderr, exit code) for the hook, from the closed ``record``."""
         return self._in_form(self._reply(record))
 
-    def _reply(self, record) -> tuple[str, str, int]:
-        status = record.get("status")
+    def _reply(self, record: ApprovalRecord) -> tuple[str, str, int]:
+        status = record.status
         if status == "allowed":
             return _allow(self.event, record), "", 0
         if status == "timeout" and self.on_timeout == "ask" and self.event == PERMISSION_EVENT:
@@ -134,11 +135,11 @@ class Held:
 
         return in_form_of(BY_VERB[self.agent_event], *answer)
 
-    def status_after(self, record) -> str:
+    def status_after(self, record: ApprovalRecord) -> str:
         """What the session does once ``record`` closed."""
         from leash.core.state.sessions import STATUS_THINKING, STATUS_WAITING_APPROVAL, STATUS_WORKING
 
-        status = record.get("status")
+        status = record.status
         if status == "allowed":
             return STATUS_WORKING
         if status == "timeout" and self.on_timeout == "ask" and self.event == PERMISSION_EVENT:
@@ -163,9 +164,8 @@ def hold(backend: Backend, event: str, session_id: str, tool: str | None, tool_i
     return Held(approval, event, on_timeout=settings["on_timeout"], opened=opened)
 
 
-def _allow(event: str, record) -> str:
-    reason = f"leash: allowed by {record.get('by')} via {record.get('via')}" + \
-        (f": {record.get('note')}" if record.get("note") else "")
+def _allow(event: str, record: ApprovalRecord) -> str:
+    reason = f"leash: allowed by {record.by} via {record.via}" + (f": {record.note}" if record.note else "")
     if event == PERMISSION_EVENT:
         output = {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
     else:
@@ -180,11 +180,11 @@ def _deny(event: str, reason: str) -> str:
     return deny_output(reason) + "\n"
 
 
-def _deny_reason(record) -> str:
-    summary = record.get("summary") or "this call"
-    if record.get("status") == "denied":
-        said = f": {record.get('message')}" if record.get("message") else ""
-        return f"leash: an operator ({record.get('by')}) denied {summary}{said}"
-    if record.get("status") == "timeout":
-        return f"leash: no operator answered the approval of {summary} in time (approval {record.get('id')}): denied"
-    return f"leash: the approval of {summary} was {record.get('status')}: denied"
+def _deny_reason(record: ApprovalRecord) -> str:
+    summary = record.summary or "this call"
+    if record.status == "denied":
+        said = f": {record.message}" if record.message else ""
+        return f"leash: an operator ({record.by}) denied {summary}{said}"
+    if record.status == "timeout":
+        return f"leash: no operator answered the approval of {summary} in time (approval {record.id}): denied"
+    return f"leash: the approval of {summary} was {record.status}: denied"

@@ -18,6 +18,10 @@ from leash.core.policy import budgethold
 from leash.core.state.halts.store import HaltStoreUnavailable
 from leash.core.state.loghead import HeadMismatch
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 # The halt a spend hold records (``core.policy.halts.conditions.budget``): its
 # type and severity when the condition's settings cannot be read.
 BUDGET_CONDITION = "budget"
@@ -54,7 +58,7 @@ def host_of_session(gate, record: dict) -> str:
     return host_name(gate.home)
 
 
-def budget_condition(backend) -> dict | None:
+def budget_condition(backend: Backend) -> dict | None:
     """The ``budget`` halt condition's settings; None when the halt store cannot say."""
     try:
         rows = backend.halts.config()
@@ -63,7 +67,7 @@ def budget_condition(backend) -> dict | None:
     return next((row for row in rows if row.get("condition_name") == BUDGET_CONDITION), None)
 
 
-def record_halt(backend, home: str, session_id: str, hold, cap: dict, condition: dict | None, *,
+def record_halt(backend: Backend, home: str, session_id: str, hold, cap: dict, condition: dict | None, *,
                 now: float | None) -> None:
     """One ``budget`` halt per session and cap (its ``task_id``: ``budget:CAP``):
     recorded unless one of the same cap is still pending."""

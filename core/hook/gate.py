@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from leash.core.store.protocols import Backend
+    from leash.core.store.records import LockRecord, StopRecord
 
 
 class Verdict:
@@ -439,14 +440,18 @@ def _unresolved(target, where: str | None) -> str:
     return printable(_shown(target, where), limit=UNRESOLVED_SHOWN)
 
 
-def _said(what: str, record) -> str:
-    reason = record.get("reason") or "no reason given"
-    return (f"leash: {what} by {record.get('source', '?')} at {record.get('stopped_at', '?')}: {reason}. "
+def _said(what: str, record: StopRecord) -> str:
+    reason = record.reason or "no reason given"
+    return (f"leash: {what} by {_known(record.source)} at {_known(record.stopped_at)}: {reason}. "
             "Do not retry; wait for the operator to resume.")
 
 
-def _locked(entity: str, lock, *, path: str | None = None) -> str:
+def _locked(entity: str, lock: LockRecord, *, path: str | None = None) -> str:
     subject = f"{path} is covered by hands-off lock {entity!r}" if path else f"{entity!r} is hands-off"
-    reason = lock.get("reason") or "no reason given"
-    return (f"leash: {subject} until {lock.get('expires_at', '?')} "
-            f"(locked by {lock.get('source', '?')}: {reason}). Do not touch it.")
+    reason = lock.reason or "no reason given"
+    return (f"leash: {subject} until {_known(lock.expires_at)} "
+            f"(locked by {_known(lock.source)}: {reason}). Do not touch it.")
+
+
+def _known(value: str | None) -> str:
+    return "?" if value is None else value

@@ -44,9 +44,11 @@ TYPE_CHECKING = False  # for the type checker only: the hook path does not impor
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from leash.core.store.protocols import Backend
+
 
 def pre_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
-                 input_error: HookInputError | None = None, backend=None,
+                 input_error: HookInputError | None = None, backend: Backend | None = None,
                  parsed: dict | None = None, hold: bool = False):
     """(stdout, stderr, exit code) of ``leash hook pre-tool-use`` for ``raw``
     stdin (``parsed``: its JSON object, when the caller has parsed it already).
@@ -160,7 +162,7 @@ def _with_session(payload: dict) -> dict:
 
 
 def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now: float | None = None,
-                  input_error: HookInputError | None = None, backend=None) -> tuple[str, str, int]:
+                  input_error: HookInputError | None = None, backend: Backend | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``leash hook post-tool-use``: record what
     the session read and which commands failed, for the execution conditions.
     Registered for both PostToolUse and PostToolUseFailure. Prints nothing;
@@ -189,7 +191,7 @@ def post_tool_use(raw: bytes, *, home, env: Mapping[str, str] | None = None, now
     return "", _note_status(backend, session_id, STATUS_THINKING, now=now), 0
 
 
-def _note_status(backend, session_id: str, status: str, *, now: float | None = None) -> str:
+def _note_status(backend: Backend, session_id: str, status: str, *, now: float | None = None) -> str:
     """Record what the session is doing now (best effort: a warning, never a block)."""
     try:
         backend.sessions.observe(session_id, now=now, status=status)
@@ -208,7 +210,7 @@ def _lifecycle_handlers(event: str) -> dict:
 
 
 def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInputError | None = None,
-           now: float | None = None, backend=None, parsed: dict | None = None, hold: bool = False):
+           now: float | None = None, backend: Backend | None = None, parsed: dict | None = None, hold: bool = False):
     """(stdout, stderr, exit code) of ``leash hook EVENT`` for stdin ``raw``:
     what the in-process hook prints and what leashd replies to a thin client
     (which keeps one ``backend`` for every call; ``parsed``: ``raw``'s JSON

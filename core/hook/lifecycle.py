@@ -82,7 +82,8 @@ def _register(gate, payload: dict, env, *, now=None, status: str | None = None, 
     from leash.core.wire.agentpayloads import cli_of
 
     session_id = payload["session_id"]
-    known = gate.sessions.get(session_id, now=now) or {}
+    found = gate.sessions.get(session_id, now=now)
+    known = found.as_dict() if found is not None else {}  # its stored fields, as the registry's readers take them
     where = whereabouts(gate.sessions, env, known)
     return gate.sessions.observe(
         session_id, now=now, status=status, tmux_pane=where.pane, tmux_session=where.tmux_session,
@@ -259,10 +260,10 @@ def config_change(raw: bytes, *, home, env=None, now=None, input_error=None,
     from leash.core.hook.installcheck import disabling_change
     from leash.core.hook.wiring import changed_file_problem
 
-    record = gate.sessions.get(payload["session_id"], now=now) or {}
+    record = gate.sessions.get(payload["session_id"], now=now)
     path = _text(payload, "file_path")
     problem = disabling_change(path, project=_text(payload, "cwd") or None,
-                               was_wired=WIRED_GATE in str(record.get("wired") or "").split())
+                               was_wired=record is not None and WIRED_GATE in str(record.wired or "").split())
     if not problem and path:
         problem = changed_file_problem(path, home=gate.home)
     if not problem:

@@ -28,6 +28,10 @@ import secrets
 
 from leash.core.base.clock import parse_iso
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.records import ApprovalRecord
+
 KEY_NAME = "answer.key"
 KEY_BYTES = 32
 DECISIONS = ("allow", "deny")
@@ -70,20 +74,20 @@ def _mac(key: bytes, approval_id: str, input_sha256: str, decision: str, expiry:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def expiry_of(approval) -> int:
+def expiry_of(approval: ApprovalRecord) -> int:
     """The last second an answer to ``approval`` may be used: its deadline."""
     try:
-        return int(parse_iso(str(approval.get("deadline"))))
+        return int(parse_iso(str(approval.deadline)))
     except ValueError:
         return 0
 
 
-def token(key: bytes, approval, decision: str) -> str:
-    """The token that gives ``decision`` to ``approval`` (a record or dict)."""
+def token(key: bytes, approval: ApprovalRecord, decision: str) -> str:
+    """The token that gives ``decision`` to ``approval``."""
     if decision not in DECISIONS:
         raise ValueError(f"a decision is one of {', '.join(DECISIONS)}, not {decision!r}")
-    approval_id, expiry = str(approval.get("id")), expiry_of(approval)
-    digest = str(approval.get("input_sha256") or "")
+    approval_id, expiry = str(approval.id), expiry_of(approval)
+    digest = str(approval.input_sha256 or "")
     return f"{approval_id}.{decision}.{expiry}.{_mac(key, approval_id, digest, decision, expiry)}"
 
 
@@ -99,9 +103,9 @@ def judge(key: bytes, text: str, approvals, *, now: float) -> tuple[str, str]:
         approval = approvals.get(approval_id)
     except Exception:  # unknown or ambiguous: a token names one approval by its whole id
         raise Refused(f"no approval {approval_id[:16]!r}") from None
-    if approval.get("id") != approval_id:
+    if approval.id != approval_id:
         raise Refused(f"no approval {approval_id[:16]!r}")
-    digest = str(approval.get("input_sha256") or "")
+    digest = str(approval.input_sha256 or "")
     if not hmac.compare_digest(mac, _mac(key, approval_id, digest, decision, expiry)):
         # The same id and decision over another input's digest would verify
         # only with the key: a mac that fails names a forgery, or a call changed.
@@ -110,6 +114,6 @@ def judge(key: bytes, text: str, approvals, *, now: float) -> tuple[str, str]:
         raise Refused("it is for another deadline of this approval")
     if now > expiry:
         raise Refused("it expired")
-    if approval.get("status") != "waiting":
-        raise Refused(f"the approval was already {approval.get('status')} (by {approval.get('by') or 'leash'})")
+    if approval.status != "waiting":
+        raise Refused(f"the approval was already {approval.status} (by {approval.by or 'leash'})")
     return approval_id, decision

@@ -177,7 +177,7 @@ class Notifier:
         except Exception as exc:  # sent without buttons: the operator answers another way
             self.say("notify-no-buttons", route=route.number, problem=f"{exc.__class__.__name__}: {exc}")
             return ()
-        if approval.get("status") != "waiting":
+        if approval.status != "waiting":
             return ()
         buttons = (("Allow", route.reply_url, token(key, approval, "allow")),
                    ("Deny", route.reply_url, token(key, approval, "deny")))

@@ -105,7 +105,8 @@ class Gatherer:
 
     # ------------------------------------------------------------ sources
     def _waiting(self, now: float) -> tuple[list[Event], bool]:
-        self.sessions = dict(self.backend.sessions.all(now=now))
+        # the events are built from the stored fields (as_dict): a record and a fixture read alike
+        self.sessions = {sid: record.as_dict() for sid, record in self.backend.sessions.all(now=now).items()}
         found = []
         for session_id, record in self.sessions.items():
             if record.get("status") not in WAITING_STATUSES:
@@ -132,10 +133,10 @@ class Gatherer:
             pending = unit.pending(limit=HALTS_READ)
         found = []
         for halt in pending:
-            record = self.sessions.get(halt.get("session_id"))
+            record = self.sessions.get(halt.session_id)
             host = (host_of(record) if record is not None else "") or self.host
-            found.append(self._made(("halt", halt.get("halt_id")),
-                                    lambda h=halt, where=host: halt_event(h, host=where, now=now)))
+            found.append(self._made(("halt", halt.halt_id),
+                                    lambda h=halt, where=host: halt_event(h.as_dict(), host=where, now=now)))
         return found, len(pending) < HALTS_READ
 
     def _approvals(self, now: float) -> tuple[list[Event], bool]:
@@ -150,10 +151,10 @@ class Gatherer:
     def _log_lines(self) -> list:
         """The tail's lines of interest, read again only when the log's last line moved."""
         last = self.backend.acklog.tail(1)
-        head = (last[0].get("seq"), last[0].get("hash")) if last else None
+        head = (last[0].seq, last[0].hash) if last else None
         if head != self.log_head:
-            self.log_lines = [line for line in self.backend.acklog.tail(LOG_TAIL_LINES)
-                              if line.get("event") in LOG_EVENTS]
+            self.log_lines = [line.as_dict() for line in self.backend.acklog.tail(LOG_TAIL_LINES)
+                              if line.event in LOG_EVENTS]
             self.log_head = head
         return self.log_lines
 
@@ -206,13 +207,13 @@ class Gatherer:
 
         found = []
         for beat in kennel_beats(self.backend):
-            host = beat.get("host")
-            if not host or host == self.host or beat.get("stopped_at"):
+            host = beat.host
+            if not host or host == self.host or beat.stopped_at:
                 continue
-            since = moment(beat.get("heartbeat_at"), now)
+            since = moment(beat.heartbeat_at, now)
             if now - since >= HOST_GONE_SECONDS:
-                found.append(self._made(("host", host, beat.get("started_at")),
-                                        lambda b=beat, t=since: host_offline_event(b, since=t, now=now)))
+                found.append(self._made(("host", host, beat.started_at),
+                                        lambda b=beat, t=since: host_offline_event(b.as_dict(), since=t, now=now)))
         return found
 
 
@@ -221,8 +222,8 @@ def _approval_reader(found):
     or of an ``ApprovalSource`` (``waiting(now=)``); None for neither."""
     if callable(getattr(found, "waiting", None)):
         return lambda now: found.waiting(now=now)
-    if callable(getattr(found, "pending", None)):
-        return lambda now: found.pending(now=now)
+    if callable(getattr(found, "pending", None)):  # an approvals store: its records' stored fields
+        return lambda now: [approval.as_dict() for approval in found.pending(now=now)]
     return None
 
 

@@ -123,7 +123,7 @@ def message_uuids(head: bytes) -> list[str]:
 def sharing_parent(sessions, session_id: str, directory: str, uuids: list[str], *, now: float | None = None) -> str:
     """The known session, beside this one in ``directory``, whose transcript
     holds the most of ``uuids`` ("" when none holds any)."""
-    known = sessions.all(now=now)
+    known = {sid: _stored(record) for sid, record in sessions.all(now=now).items()}
     order = sorted(((str(record.get("last_seen") or ""), sid) for sid, record in known.items()
                     if sid != session_id and _plain_name(sid)), reverse=True)[:MAX_CANDIDATES]
     scores: dict[str, int] = {}
@@ -144,6 +144,11 @@ def _eldest(sessions, tied: list[str], known: dict, *, now: float | None) -> str
     the others (it has them first hand), then the least recently seen."""
     roots = [c for c in tied if not any(other in sessions.lineage(c, now=now) for other in tied if other != c)]
     return min(roots or tied, key=lambda sid: (str(known[sid].get("last_seen") or ""), sid))
+
+
+def _stored(record) -> dict:
+    """A session's stored fields: a registry's dict, or a session store's record (its ``as_dict``)."""
+    return record if isinstance(record, dict) else record.as_dict()
 
 
 def _plain_name(session_id: str) -> bool:

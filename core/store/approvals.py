@@ -43,6 +43,16 @@ from leash.core.base.clock import iso, now_seconds
 from leash.core.base.statefile import StateCorrupt
 from leash.core.store.records import ApprovalRecord
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from leash.core.state.acklog import AckLog
+    from leash.core.state.logstate import LogBackedJSON
+    from leash.core.store.pg import Database
+    from leash.core.store.pgacklog import PgAckLog
+    from leash.core.store.pgstate import PgLogState
+
 APPROVALS_NAME = "approvals.json"
 HEAD_KEY = "head"
 WAITING = "waiting"
@@ -134,7 +144,7 @@ APPROVAL_FOLD: dict = {"validate": validate_approvals, "apply": apply_approval_l
                        "what": "approval state", "error": ApprovalsUnreadable}
 
 
-def file_state(home: str, acklog):
+def file_state(home: str, acklog: AckLog) -> LogBackedJSON:
     """The approvals' log-backed file in ``home`` (``acklog``: its ``AckLog``)."""
     from leash.core.state.loghead import APPROVALS_STORE
     from leash.core.state.logstate import LogBackedJSON
@@ -152,13 +162,13 @@ def _home_key(home: str) -> str:
     return os.path.realpath(os.fspath(home))
 
 
-def listen(home: str, callback) -> None:
+def listen(home: str, callback: Callable[[], object]) -> None:
     """Call ``callback()`` after each change a registry of ``home`` makes in this process."""
     with _listeners_mutex:
         _listeners.setdefault(_home_key(home), []).append(callback)
 
 
-def unlisten(home: str, callback) -> None:
+def unlisten(home: str, callback: Callable[[], object]) -> None:
     with _listeners_mutex:
         found = _listeners.get(_home_key(home), [])
         if callback in found:
@@ -228,7 +238,7 @@ def closed_message(record: dict) -> str:
 class ApprovalRegistry:
     """``ApprovalStore`` over a log-backed state (see the module's docstring)."""
 
-    def __init__(self, state, *, home: str, host: str):
+    def __init__(self, state: LogBackedJSON | PgLogState, *, home: str, host: str):
         self.state, self.home, self.host = state, os.fspath(home), host
 
     def request(self, session_id: str, tool: str, tool_input: object = None, *, kind: str = "permission",
@@ -298,14 +308,14 @@ class ApprovalRegistry:
         return [ApprovalRecord.of(dict(record)) for record in reversed(closed[-count:] if count > 0 else [])]
 
 
-def file_approvals(home: str, acklog) -> ApprovalRegistry:
+def file_approvals(home: str, acklog: AckLog) -> ApprovalRegistry:
     """The file backend's approvals (``acklog``: the home's ``AckLog``)."""
     from leash.core.base.config import host_name
 
     return ApprovalRegistry(file_state(home, acklog), home=home, host=host_name(home))
 
 
-def pg_approvals(db, log, home: str, host: str) -> ApprovalRegistry:
+def pg_approvals(db: Database, log: PgAckLog, home: str, host: str) -> ApprovalRegistry:
     """The shared store's approvals: one ``log_state`` row, written with its line in one transaction."""
     from leash.core.state.loghead import APPROVALS_STORE
     from leash.core.store.pgstate import PgLogState

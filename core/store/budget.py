@@ -50,11 +50,14 @@ from leash.core.store.budgetrows import (
     totals_sql,
     window_of,
 )
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # sqlite3 is imported where a database is opened: holds() never needs it
 if TYPE_CHECKING:
     import sqlite3
+    from typing import Any, Sequence
+
+    from leash.core.state.acklog import AckLog
 
 DB_NAME = "budget.db"
 HOLDS_NAME = "budget-holds.json"
@@ -150,7 +153,8 @@ class FileBudgetUnit:
                                 f" VALUES ({', '.join('?' * len(fields))})", [getattr(record, f) for f in fields])
 
 
-def read_counters(connection, *, cap: str | None = None, held: bool | None = None) -> list[BudgetCounterRecord]:
+def read_counters(connection: sqlite3.Connection, *, cap: str | None = None,
+                  held: bool | None = None) -> list[BudgetCounterRecord]:
     clauses, params = [], []
     if cap is not None:
         clauses.append("cap = ?")
@@ -163,7 +167,7 @@ def read_counters(connection, *, cap: str | None = None, held: bool | None = Non
     return [counter_of(row) for row in rows]
 
 
-def held_rows(connection) -> list[BudgetCounterRecord]:
+def held_rows(connection: sqlite3.Connection) -> list[BudgetCounterRecord]:
     return read_counters(connection, held=True)
 
 
@@ -179,7 +183,7 @@ class _UnitScope:
         self.unit = FileBudgetUnit(connection)
         return self.unit
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: object, traceback: object) -> None:
         import sqlite3
 
         connection = self.connection
@@ -198,7 +202,7 @@ class _UnitScope:
 class FileBudget:
     """``BudgetStore`` over ``<home>/budget.db`` and ``<home>/budget-holds.json``."""
 
-    def __init__(self, home: str, acklog=None):
+    def __init__(self, home: str, acklog: AckLog | None = None):
         from leash.core.base.statefile import CachedJSON
 
         self.home = os.fspath(home)
@@ -266,7 +270,7 @@ class FileBudget:
             except OSError:
                 pass
 
-    def _read(self, query: str, params=()) -> list:
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list:
         """Rows of a read of budget.db ([] when there is none), over the connection this store keeps
         for its reads: a reader that opened and closed budget.db each time would make its WAL file
         come and go, which a watcher of the home takes for a change of the store."""
@@ -388,7 +392,7 @@ class FileBudget:
         return [spend_of(row) for row in self._read(
             f"SELECT {', '.join(SPEND_COLUMNS)} FROM spend{where} ORDER BY hour, session_id, model", params)]
 
-    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[dict]:
+    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[SpendTotal]:
         grouping(by)  # ValueError first, whether or not there is a database
         where, params = span(since, until)
         return totals_rows(by, self._read(totals_sql(by, where), params))

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import json
 
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
+
+TYPE_CHECKING = False  # typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Sequence
+
+    Row = Sequence[Any]  # one database row, as SQLite or PostgreSQL hands it
 
 NANOS = 1_000_000_000  # spend is stored in whole nano-dollars: a sum of charges is exact
 
@@ -31,7 +37,7 @@ def counter_values(counter: BudgetCounterRecord) -> tuple:
     return (*values, json.dumps(counter.extra, sort_keys=True))
 
 
-def counter_of(row) -> BudgetCounterRecord:
+def counter_of(row: Row) -> BudgetCounterRecord:
     data = dict(zip(COUNTER_COLUMNS, row, strict=True))
     extra = data.pop("extra")
     data["warned"] = json.loads(data["warned"]) if isinstance(data["warned"], str) else list(data["warned"] or [])
@@ -50,7 +56,7 @@ def spend_values(spend: SpendRecord) -> tuple:
             *(int(getattr(spend, field) or 0) for field in TOKEN_FIELDS))
 
 
-def spend_of(row) -> SpendRecord:
+def spend_of(row: Row) -> SpendRecord:
     fields = SpendRecord.FIELDS
     data = dict(zip(fields, row, strict=True))
     data["usd"] = int(data["usd"]) / NANOS
@@ -59,7 +65,7 @@ def spend_of(row) -> SpendRecord:
     return SpendRecord.of(data)
 
 
-def window_of(row) -> BudgetWindowRecord:
+def window_of(row: Row) -> BudgetWindowRecord:
     return BudgetWindowRecord.of(dict(zip(BudgetWindowRecord.FIELDS, row, strict=True)))
 
 
@@ -75,13 +81,13 @@ def grouping(by: str, *, sqlite: bool = True) -> str:
     return "session_id" if by == "session" else by
 
 
-def totals_rows(by: str, rows) -> list[dict]:
+def totals_rows(by: str, rows: Iterable[Row]) -> list[SpendTotal]:
     """``totals`` rows of (key, nano-dollars, estimated, tokens..., requests, sessions), in their order."""
     made = []
     for key, nanos, estimated, *counts in rows:
         figures = dict(zip(TOKEN_FIELDS + ("sessions",), map(int, counts), strict=True))
-        made.append({"key": float(key) if by in ("day", "hour") else key, "usd": int(nanos) / NANOS,
-                     "estimated": bool(estimated), **figures})
+        made.append(SpendTotal.of({"key": float(key) if by in ("day", "hour") else key, "usd": int(nanos) / NANOS,
+                                   "estimated": bool(estimated), **figures}))
     return made
 
 

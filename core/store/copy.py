@@ -24,7 +24,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from leash.core.base.logverify import ChainReport
+    from leash.core.store.files import FileBackend
+    from leash.core.store.pg import Connection
+    from leash.core.store.postgres import PostgresBackend
 
 
 class CopyRefused(Exception):
@@ -92,7 +98,7 @@ def copy_home(source: str, url: str, *, password: str | None = None, host: str =
     return report
 
 
-def _grant_runtime(conn, source: str, url: str) -> str:
+def _grant_runtime(conn: Connection, source: str, url: str) -> str:
     """Grant the home's runtime role (its store url's user, when another than
     ``url``'s) what it needs; the role's name, or ""."""
     from urllib.parse import urlsplit
@@ -112,7 +118,7 @@ def _grant_runtime(conn, source: str, url: str) -> str:
     return role
 
 
-def _copy_lines(conn, path: str) -> int:
+def _copy_lines(conn: Connection, path: str) -> int:
     from leash.core.base.statefile import read_state_bytes
 
     data = read_state_bytes(path) or b""  # never through a symbolic link
@@ -128,12 +134,12 @@ def _copy_lines(conn, path: str) -> int:
     return count
 
 
-def _head(report) -> tuple[int, str]:
+def _head(report: ChainReport) -> tuple[int, str]:
     last = max(report.hashes, default=0)
     return last, report.hashes.get(last, "")
 
 
-def _copy_sessions(conn, home) -> int:
+def _copy_sessions(conn: Connection, home: FileBackend) -> int:
     from leash.core.state.sessions import last_seen_of
     from leash.core.store.pg import as_json
 
@@ -148,7 +154,7 @@ HALT_TABLES = ("halt_events", "halt_events_archive", "halt_conditions_config", "
                "files_read", "tracked_sessions")
 
 
-def _copy_halts(conn, home, target) -> int:
+def _copy_halts(conn: Connection, home: FileBackend, target: PostgresBackend) -> int:
     """halts.db's rows into the tables of the same names and columns; the
     number of halt events copied."""
     import sqlite3
@@ -176,16 +182,23 @@ def _copy_halts(conn, home, target) -> int:
         source.close()
 
 
-def _as_column(value, data_type: str):
+def _as_column(value: object, data_type: str) -> object:
     """A halts.db value as its PostgreSQL column takes it (text casts itself)."""
     if value is not None and data_type == "boolean":
         return bool(value)
     return value
 
 
-def _copy_approvals(conn, home, target) -> int:
+def _copy_approvals(conn: Connection, home: FileBackend, target: PostgresBackend) -> int:
     """The approvals are the fold of the copied log's lines: adopted, not copied."""
-    state = target.approvals.state
+    from leash.core.store.approvals import ApprovalRegistry
+
+    approvals = target.approvals
+    assert isinstance(approvals, ApprovalRegistry)  # the shared store's own, over its log_state row
+    from leash.core.store.pgstate import PgLogState
+
+    state = approvals.state
+    assert isinstance(state, PgLogState)
     state.adopt_log()
     return len(state.snapshot()["waiting"])
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from leash.core.base.finding import Finding
 from leash.core.base.home import is_reserved_name
@@ -35,6 +35,39 @@ from leash.core.base.statefile import (
 from leash.core.state.acklog import ACK_LOG_NAME
 from leash.core.state.sessions import SESSIONS_NAME
 
+if TYPE_CHECKING:
+    from leash.core.store.protocols import ApprovalStore, BudgetStore, WarrantStore
+
+
+class FileHome(Protocol):
+    """What these checks read of the file backend (``core.store.files.FileBackend``:
+    named here, not imported, as it imports this module to examine itself)."""
+
+    @property
+    def home(self) -> str: ...
+
+    @property
+    def acklog(self) -> Any: ...  # its FileAckLog (``log``: the home's AckLog)
+
+    @property
+    def stops(self) -> Any: ...  # the registries' stores (``registry``: the home's registry)
+
+    @property
+    def locks(self) -> Any: ...
+
+    @property
+    def sessions(self) -> Any: ...
+
+    @property
+    def approvals(self) -> ApprovalStore: ...
+
+    @property
+    def warrants(self) -> WarrantStore: ...
+
+    @property
+    def budget(self) -> BudgetStore: ...
+
+
 STALE_TEMP_SECONDS = 60
 
 # State files a bad link or directory may be moved away from: each is rebuilt
@@ -44,7 +77,7 @@ _NEVER_MOVED = {ACK_LOG_NAME, "halts.db", "replies.db", "budget.db", "config.tom
 _DIRECTORIES = {"warrants", "dogs", "run"}
 
 
-def examine(backend, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+def examine(backend: FileHome, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     """Every finding on the stores of ``backend`` (a ``FileBackend``)."""
     from leash.core.state.storecheck import examine_approvals, examine_halts, examine_logged_stores
 
@@ -55,7 +88,14 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
         return
     yield from examine_logged_stores(backend.acklog.log, backend.stops.registry, backend.locks.registry,
                                      repair=repair, now=now)
-    yield from examine_approvals(backend.approvals.state, repair=repair, now=now)
+    from leash.core.store.approvals import ApprovalRegistry
+
+    approvals = backend.approvals
+    assert isinstance(approvals, ApprovalRegistry)  # the file backend's own, held over its log-backed file
+    from leash.core.state.logstate import LogBackedJSON
+
+    assert isinstance(approvals.state, LogBackedJSON)
+    yield from examine_approvals(approvals.state, repair=repair, now=now)
     yield from _check_sessions(backend, repair, now)
     yield from _check_acklog(backend, repair)
     yield from _check_halts(backend, repair, now)
@@ -101,7 +141,7 @@ def _move_aside(home: Path, name: str, what: str, repair: bool, now: float | Non
     yield Finding("fixed", name, f"{what}; moved to {os.path.basename(moved or '')}")
 
 
-def _check_sessions(backend, repair: bool, now: float | None) -> Iterator[Finding]:
+def _check_sessions(backend: FileHome, repair: bool, now: float | None) -> Iterator[Finding]:
     """sessions.json: a cache of what the hooks saw (stops and locks are checked
     against the ack log by ``core.storecheck``)."""
     registry = backend.sessions.registry
@@ -117,7 +157,7 @@ def _check_sessions(backend, repair: bool, now: float | None) -> Iterator[Findin
     yield Finding("ok", SESSIONS_NAME, "absent" if data is None else f"{len(data)} sessions seen")
 
 
-def _check_acklog(backend, repair: bool) -> Iterator[Finding]:
+def _check_acklog(backend: FileHome, repair: bool) -> Iterator[Finding]:
     try:
         report = backend.acklog.verify()
     except OSError as exc:
@@ -145,7 +185,7 @@ def _check_acklog(backend, repair: bool) -> Iterator[Finding]:
                       f"{report.torn_file_bytes} bytes of torn tails kept for inspection")
 
 
-def _check_halts(backend, repair: bool, now: float | None) -> Iterator[Finding]:
+def _check_halts(backend: FileHome, repair: bool, now: float | None) -> Iterator[Finding]:
     """halts.db: integrity, schema version, the 90-day archive. A database that
     cannot be read holds every session (the gate fails safe); repair moves it
     aside (with its -wal and -shm) so a fresh one can start."""
@@ -214,10 +254,14 @@ def _check_halt_thresholds(home: str, repair: bool, now: float | None) -> Iterat
                                                   "(leash doctor --repair stores it)")
 
 
-def _check_warrants(backend, repair: bool, now: float | None) -> Iterator[Finding]:
+def _check_warrants(backend: FileHome, repair: bool, now: float | None) -> Iterator[Finding]:
     """Warrants and dog states no dog can work: a kennel quarantines them when
     it meets them; repair does it now (a state a live dog holds is left to it)."""
-    queue = backend.warrants.queue
+    from leash.core.store.filestores import FileWarrants
+
+    warrants = backend.warrants
+    assert isinstance(warrants, FileWarrants)  # the file backend's own
+    queue = warrants.queue
     unreadable = queue.unreadable()
     moved = queue.quarantine_unreadable(now=now) if repair and unreadable else []
     for path, problem in unreadable:
@@ -231,16 +275,17 @@ def _check_warrants(backend, repair: bool, now: float | None) -> Iterator[Findin
     yield Finding("ok", "warrants", f"{len(queue.pending())} pending, {len(queue.active())} active{kept}")
 
 
-def _check_budget(backend, repair: bool) -> Iterator[Finding]:
+def _check_budget(backend: FileHome, repair: bool) -> Iterator[Finding]:
     """budget.db (integrity) and budget-holds.json against its held rows: the
     gate reads only the mirror, so a mirror out of step holds sessions no cap
     holds, or lets through one a cap holds; repair writes it again from the
     database. An unreadable budget.db is left to the operator (its spend and
     holds are nowhere else; the gate still reads the mirror)."""
-    from leash.core.store.budget import DB_NAME, HOLDS_NAME, BudgetUnreadable, held_rows
+    from leash.core.store.budget import DB_NAME, HOLDS_NAME, BudgetUnreadable, FileBudget, held_rows
     from leash.core.store.budgetrows import counter_key
 
     store = backend.budget
+    assert isinstance(store, FileBudget)  # the file backend's own
     try:
         connection = store.connect()
     except BudgetUnreadable as exc:

@@ -27,6 +27,12 @@ from leash.core.store.lazystores import LazyStores
 from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
 from leash.core.store.transaction import transaction
 
+TYPE_CHECKING = False  # typing is for the type checker only: the hook path imports this module
+if TYPE_CHECKING:
+    from typing import Any, AsyncIterator, Iterator
+
+    from leash.core.base.finding import Finding
+
 DEBOUNCE_MS = 150  # one burst of writes (a file and its lock, a rename) is one change
 
 # A changed file's name -> the store it belongs to.
@@ -48,7 +54,7 @@ class FileAckLog:
         return LogLine.of(self.log.append(event, source=source, session_id=session_id, reason=reason, now=now,
                                           **extra))
 
-    def read(self, **filters) -> LogLines:
+    def read(self, **filters: Any) -> LogLines:
         stream = self.log.lines(**filters)  # one list, of the records: the parsed lines are not kept twice
         lines = LogLines(LogLine.of(line) for line in stream)
         lines.torn_bytes, lines.unreadable_lines = stream.torn_bytes, stream.unreadable_lines
@@ -57,7 +63,7 @@ class FileAckLog:
     def tail(self, count: int) -> list[LogLine]:
         return [LogLine.of(line) for line in self.log.tail(count)]
 
-    def follow(self, **options):
+    def follow(self, **options: Any) -> Iterator[LogLine]:
         for line in self.log.follow(**options):
             yield LogLine.of(line)
 
@@ -117,7 +123,7 @@ class RegistryLocks:
         self.registry = registry
 
     def lock(self, entity: str, *, hours: float, reason: str = "", source: str, session_id: str | None = None,
-             now: float | None = None, **extra) -> LockRecord:
+             now: float | None = None, **extra: Any) -> LockRecord:
         return LockRecord.of(self.registry.lock(entity, hours=hours, reason=reason, source=source,
                                                 session_id=session_id, now=now, **extra), entity=entity)
 
@@ -132,7 +138,7 @@ class RegistryLocks:
         return LockRecord.of(self.registry.lock_of(entity, now=now), entity=entity)
 
     def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None,
-                      subtree: bool = False):
+                      subtree: bool = False) -> LockRecord | None:
         found = self.registry.lock_for_path(file_path, cwd=cwd, now=now, subtree=subtree)
         if found is None:
             return None
@@ -140,7 +146,8 @@ class RegistryLocks:
             return LockRecord.of(found[1], entity=found[0])
         return LockRecord.of(found)
 
-    def covering(self, names: list[str], *, tmux_session_id: str = "", now: float | None = None):
+    def covering(self, names: list[str], *, tmux_session_id: str = "",
+                 now: float | None = None) -> LockRecord | None:
         found = self.registry.lock_covering(names, tmux_session_id=tmux_session_id or "", now=now)
         return LockRecord.of(found[1], entity=found[0]) if found is not None else None
 
@@ -160,7 +167,7 @@ class RegistrySessions:
         self.host = registry.host  # "" in a home of one host
         self.hosted = registry.hosted
 
-    def observe(self, session_id: str, *, now: float | None = None, **fields) -> SessionRecord | None:
+    def observe(self, session_id: str, *, now: float | None = None, **fields: Any) -> SessionRecord | None:
         """The session seen (``known=``: its record as just read, a dict); its record as stored now."""
         return SessionRecord.of(self.registry.observe(session_id, now=now, **fields), session_id=session_id)
 
@@ -200,7 +207,7 @@ class FileBackend(LazyStores):
                    SessionRegistry(self.home, log))
 
     @classmethod
-    def sharing(cls, owner) -> "FileBackend":
+    def sharing(cls, owner: Any) -> "FileBackend":
         """A backend over the registries ``owner`` (a ``StopProtocol``) already
         holds: one cache of each file, and the home is not checked twice."""
         backend = cls.__new__(cls)
@@ -214,7 +221,7 @@ class FileBackend(LazyStores):
         self.locks = RegistryLocks(locks)
         self.sessions = RegistrySessions(sessions)
 
-    def _make(self, name: str):
+    def _make(self, name: str) -> Any:
         from leash.core.store import filestores
 
         return filestores.STORES[name](self.home, self.acklog.log)
@@ -226,7 +233,7 @@ class FileBackend(LazyStores):
     def transaction(self, *, now: float | None = None) -> transaction:
         return transaction(self.stops.registry, self.locks.registry, self.sessions.registry, now=now)
 
-    async def changes(self, *, debounce_ms: int = DEBOUNCE_MS, stop_event=None):
+    async def changes(self, *, debounce_ms: int = DEBOUNCE_MS, stop_event: Any = None) -> AsyncIterator[Change]:
         """Each store whose files changed, once per debounced burst."""
         from watchfiles import awatch
 
@@ -240,7 +247,7 @@ class FileBackend(LazyStores):
             for change in seen:
                 yield change
 
-    def examine(self, *, repair: bool = False, now: float | None = None):
+    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
         """Each file and database of the home, and each cache of the ack log
         against it (``leash.core.store.filecheck``); the home itself and the
         settings are ``leash doctor``'s own."""

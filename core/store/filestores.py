@@ -25,15 +25,28 @@ from leash.core.store.records import (
     HaltEventRecord,
     HaltRecord,
     HeartbeatRecord,
+    PardonRequest,
     WarrantRecord,
+    found_warrant,
 )
+
+TYPE_CHECKING = False  # for the type checker only: the gate imports this module for the budget holds
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any, Callable, Sequence
+
+    from leash.core.state.acklog import AckLog
+    from leash.core.state.warrants.queue import WarrantQueue
+    from leash.core.store.approvals import ApprovalRegistry
+    from leash.core.store.budget import FileBudget
+    from leash.core.store.protocols import Claim
 
 
 # ---------------------------------------------------------------- halts
 class FileHaltUnit:
     """Reads over one connection to halts.db (None when there is no halts.db)."""
 
-    def __init__(self, connection, home: str, now: float | None = None):
+    def __init__(self, connection: sqlite3.Connection | None, home: str, now: float | None = None):
         self.connection = connection
         self.home = home
         self.now = now
@@ -91,7 +104,7 @@ class _HaltUnitScope:
     def __enter__(self) -> FileHaltUnit:
         return FileHaltUnit(self.connected.__enter__(), self.home, self.now)
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         self.connected.__exit__(*exc_info)
 
 
@@ -99,7 +112,7 @@ class FileHalts:
     """``keep_connection``: every unit over the one connection this process
     keeps (``reading``), as a long-lived process (leashd) wants."""
 
-    def __init__(self, home: str, acklog=None, *, keep_connection: bool = False):
+    def __init__(self, home: str, acklog: AckLog | None = None, *, keep_connection: bool = False):
         self.home = home
         self.keep_connection = keep_connection
 
@@ -169,7 +182,7 @@ class FileHalts:
 class FileClaim:
     """A warrant this process holds (a held flock on its ``.claim`` file)."""
 
-    def __init__(self, queue, state: dict, fd: int):
+    def __init__(self, queue: WarrantQueue, state: dict, fd: int):
         self.queue = queue
         self.state = state
         self.warrant = WarrantRecord.of(state.get("warrant") or {})
@@ -197,11 +210,11 @@ class FileClaim:
 
         write_json(self.queue.active_path(self.id), self.state)
 
-    def pardon_request(self) -> dict | None:
-        return self.queue.pardon_request(self.id)
+    def pardon_request(self) -> PardonRequest | None:
+        return PardonRequest.of(self.queue.pardon_request(self.id))
 
     def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
-                 timeouts=()) -> dict:
+                 timeouts: Sequence[float] = ()) -> DogRecord:
         """Seal the outcome (ack-log lines, epitaph, ``dogs/completed``), then release."""
         from leash.core.state.warrants.outcome import complete, finish
 
@@ -209,14 +222,15 @@ class FileClaim:
             raise RuntimeError(f"warrant {self.id} is not held")
         try:
             if self.state.get("state") == "complete":  # sealed by a worker that died before filing it away
-                return complete(self.queue, self.state, now=now_seconds(now), resumed=True)
-            return finish(self.queue, self.state, outcome, now=now_seconds(now), timeouts=timeouts, by=by, note=note)
+                return DogRecord.of(complete(self.queue, self.state, now=now_seconds(now), resumed=True))
+            return DogRecord.of(finish(self.queue, self.state, outcome, now=now_seconds(now), timeouts=timeouts,
+                                       by=by, note=note))
         finally:
             self.release()
 
 
 class FileWarrants:
-    def __init__(self, home: str, acklog=None):
+    def __init__(self, home: str, acklog: AckLog | None = None):
         from leash.core.state.warrants.queue import WarrantQueue
 
         self.queue = WarrantQueue(home, acklog)
@@ -240,18 +254,21 @@ class FileWarrants:
         return FileClaim(self.queue, *taken) if taken is not None else None
 
     def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
-                      now: float | None = None) -> list[FileClaim]:
+                      now: float | None = None) -> list[Claim]:
         return [FileClaim(self.queue, state, fd)
                 for state, fd in self.queue.claim_orphans(owner=owner, skip=set(skip), limit=limit, now=now)]
 
-    def pardon(self, warrant_id: str, *, source: str, reason: str = "", now: float | None = None):
-        return self.queue.pardon(warrant_id, source=source, reason=reason, now=now)
+    def pardon(self, warrant_id: str, *, source: str, reason: str = "",
+               now: float | None = None) -> tuple[str, DogRecord]:
+        result, dog = self.queue.pardon(warrant_id, source=source, reason=reason, now=now)
+        return result, DogRecord.of(dog)
 
-    def find(self, warrant_id: str) -> tuple[str, dict] | None:
-        return self.queue.find(warrant_id)
+    def find(self, warrant_id: str) -> tuple[str, WarrantRecord | DogRecord] | None:
+        found = self.queue.find(warrant_id)
+        return found_warrant(*found) if found is not None else None
 
-    def live_for(self, target: str, target_id: str | None = None) -> dict | None:
-        return self.queue.live_for(target, target_id)
+    def live_for(self, target: str, target_id: str | None = None) -> WarrantRecord | None:
+        return WarrantRecord.of(self.queue.live_for(target, target_id))
 
     def listing(self) -> dict[str, list]:
         return self.queue.listing()
@@ -275,7 +292,7 @@ class FileWarrants:
 
 # ---------------------------------------------------------------- breakers
 class FileBreakers:
-    def __init__(self, home: str, acklog=None):
+    def __init__(self, home: str, acklog: AckLog | None = None):
         self.home = home
 
     def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
@@ -317,7 +334,7 @@ class FileBreakers:
 
 # ---------------------------------------------------------------- replies
 class FileReplies:
-    def __init__(self, home: str, acklog=None):
+    def __init__(self, home: str, acklog: AckLog | None = None):
         self.home = home
 
     def record(self, channel: str, key: str, direction: str, *, now: float) -> int:
@@ -340,11 +357,11 @@ class FileKennels:
     """``kennel.json``: one heartbeat per home (pid, host, started_at,
     heartbeat_at, dogs, working, and stopped_at once it stopped)."""
 
-    def __init__(self, home: str, acklog=None):
+    def __init__(self, home: str, acklog: AckLog | None = None):
         self.path = os.path.join(os.fspath(home), KENNEL_NAME)
 
-    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working=(), stopped: bool = False,
-             now: float | None = None) -> HeartbeatRecord:
+    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working: Sequence[str] = (),
+             stopped: bool = False, now: float | None = None) -> HeartbeatRecord:
         from leash.core.base.statefile import write_json
 
         moment = now_seconds(now)
@@ -384,19 +401,21 @@ class FileKennels:
         return HeartbeatRecord.of(data)
 
 
-def file_approvals(home: str, log):
+def file_approvals(home: str, log: AckLog) -> ApprovalRegistry:
     """The approvals over ``approvals.json`` (``core.approvals.store``)."""
     from leash.core.store import approvals as store
 
     return store.file_approvals(home, log)
 
 
-def file_budget(home: str, log):
+def file_budget(home: str, log: AckLog) -> FileBudget:
     """The budget store over ``budget.db`` and its holds mirror (``core.store.budget``)."""
     from leash.core.store.budget import FileBudget
 
     return FileBudget(home, log)
 
 
-STORES: dict = {"halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
-                 "kennels": FileKennels, "approvals": file_approvals, "budget": file_budget}
+# store name -> maker(home, its AckLog), for the stores built on first use.
+STORES: dict[str, Callable[[str, AckLog], Any]] = {
+    "halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
+    "kennels": FileKennels, "approvals": file_approvals, "budget": file_budget}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # the protocols are for the type checker only: the hook path imports the backends
 if TYPE_CHECKING:
+    from typing import Any
+
     from leash.core.store.protocols import (
         ApprovalStore,
         BreakerStore,
@@ -23,11 +25,11 @@ if TYPE_CHECKING:
 
 
 class LazyStores:
-    def _make(self, name: str):
+    def _make(self, name: str) -> Any:
         """The store ``name``, built now (each backend says how)."""
         raise NotImplementedError
 
-    def _built(self, name: str):
+    def _built(self, name: str) -> Any:
         if name not in self.__dict__:
             self.__dict__[name] = self._make(name)
         return self.__dict__[name]

@@ -35,6 +35,7 @@ from leash.core.store.records import HeartbeatRecord
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
+    from leash.core.store.pg import Database
     from leash.core.store.protocols import Backend
 
 
@@ -90,7 +91,7 @@ class FileLeases:
 
 
 class PgLeases:
-    def __init__(self, db):
+    def __init__(self, db: Database):
         self.db = db
 
     def claim(self, name: str, holder: str, *, host: str = "", seconds: float, now: float | None = None) -> bool:
@@ -121,7 +122,7 @@ class PgLeases:
                                        holder))
 
 
-def _database_of(backend: Backend):
+def _database_of(backend: Backend) -> Database | None:
     """The shared store's database, or None for one home's files (leases and
     every host's heartbeat are the shared store's own tables, not a protocol's)."""
     if backend.name != "postgres":
@@ -131,7 +132,7 @@ def _database_of(backend: Backend):
     return backend.db if isinstance(backend, PostgresBackend) else None
 
 
-def leases_of(backend: Backend):
+def leases_of(backend: Backend) -> FileLeases | PgLeases:
     """The leases of ``backend``'s store (a file home or the shared store)."""
     database = _database_of(backend)
     return PgLeases(database) if database is not None else FileLeases(backend.home)

@@ -33,6 +33,13 @@ from leash.core.base.clock import iso, now_seconds
 from leash.core.state.acklog import GENESIS_HASH, chain_hash
 from leash.core.store.pgschema import MIGRATIONS, SCHEMA_VERSION
 
+TYPE_CHECKING = False  # typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+    from leash.core.base.logkey import MacKey
+    from leash.core.store.pgschema import Connection
+
 # pg_advisory_xact_lock keys: "leash" in ASCII, then what the lock guards.
 SCHEMA_LOCK = 0x6C65617368_01
 CHAIN_LOCK = 0x6C65617368_02
@@ -63,7 +70,7 @@ def said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or exc.__class__.__name__
 
 
-def connect(url: str, password: str | None = None):
+def connect(url: str, password: str | None = None) -> Connection:
     """A connection to ``url``; StoreOffline otherwise. Autocommit: every write
     is an explicit ``transaction()`` block, and a read outside one leaves no
     transaction open behind it. ``password`` None: libpq's own sources
@@ -77,7 +84,7 @@ def connect(url: str, password: str | None = None):
         raise StoreOffline(f"PostgreSQL store unreachable: {said(exc)}") from None
 
 
-def schema_version(conn) -> int:
+def schema_version(conn: Connection) -> int:
     row = conn.execute("SELECT to_regclass('leash_meta')").fetchone()
     if row is None or row[0] is None:
         return 0
@@ -85,7 +92,7 @@ def schema_version(conn) -> int:
     return int(found[0]) if found else 0
 
 
-def migrate(conn, *, upgrade: bool = True) -> int:
+def migrate(conn: Connection, *, upgrade: bool = True) -> int:
     """Bring the schema to ``SCHEMA_VERSION``; the version it is at after.
     Without ``upgrade`` only an empty database gets the schema: one at an older
     version is refused (``leash daemon`` and ``leash doctor --repair`` upgrade
@@ -153,7 +160,7 @@ class Database:
                     grant_runtime(owner, role)
 
     @contextmanager
-    def owner_session(self):
+    def owner_session(self) -> Iterator[Connection]:
         """A connection of the schema's owner for the block (its own, closed
         after), or this thread's pooled one when one role serves both."""
         if not self.owner_url:
@@ -167,7 +174,7 @@ class Database:
             conn.close()
 
     @contextmanager
-    def session(self):
+    def session(self) -> Iterator[Connection]:
         """This thread's connection for the block (the same one in nested blocks)."""
         held = getattr(self._local, "conn", None)
         if held is not None:
@@ -188,7 +195,7 @@ class Database:
             self._slots.release()
 
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[Connection]:
         """A transaction on this thread's connection (a savepoint when nested);
         a database error in it is ``StoreOffline`` and leaves nothing written."""
         with self.session() as conn:
@@ -202,7 +209,7 @@ class Database:
             except errors() as exc:
                 raise StoreOffline(f"PostgreSQL store: nothing was written: {said(exc)}") from None
 
-    def before_next_write(self, settle) -> None:
+    def before_next_write(self, settle: Callable[[], object] | None) -> None:
         """``settle()`` runs once, before this thread's next ``transaction()``
         begins (None: no longer). A reader holding a read-only snapshot on the
         thread's connection (``pghalts_unit``) ends it there, so whatever store
@@ -210,7 +217,7 @@ class Database:
         self._local.settle = settle
 
     @contextmanager
-    def snapshot(self):
+    def snapshot(self) -> Iterator[Connection]:
         """A ``REPEATABLE READ, READ ONLY`` transaction on this thread's
         connection, begun by one statement (several reads that see one state)."""
         import psycopg
@@ -247,7 +254,7 @@ class Database:
         for conn in idle:
             conn.close()
 
-    def listen(self, *, stop=None, wake_seconds: float = LISTEN_WAKE_SECONDS):
+    def listen(self, *, stop: Any = None, wake_seconds: float = LISTEN_WAKE_SECONDS) -> Iterator[dict | None]:
         """Change notices (``{"store", "key"}``) on a connection of their own,
         as they are committed; ``None`` first, after every (re)connect, meaning
         "re-read everything" (notices sent while not listening are not
@@ -271,7 +278,8 @@ class Database:
         finally:
             conn.close()
 
-    def notices(self, *, stop, on_lost=None, retry_seconds: float = RELISTEN_SECONDS):
+    def notices(self, *, stop: Any, on_lost: Callable[[StoreOffline], object] | None = None,
+                retry_seconds: float = RELISTEN_SECONDS) -> Iterator[dict | None]:
         """``listen`` for as long as ``stop`` (anything with ``is_set()``) is
         not set, connecting again after a loss (``on_lost(StoreOffline)`` is
         told of it): ``None`` after every (re)connect, "re-read everything",
@@ -291,7 +299,7 @@ class Database:
     def close(self) -> None:
         self.discard_idle()
 
-    def _take(self):
+    def _take(self) -> Connection:
         with self._idle_lock:
             while self._idle:
                 conn = self._idle.pop()
@@ -299,7 +307,7 @@ class Database:
                     return conn
         return connect(self.url, self._password)
 
-    def _give_back(self, conn) -> None:
+    def _give_back(self, conn: Connection) -> None:
         import psycopg
 
         idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
@@ -310,7 +318,7 @@ class Database:
             self._idle.append(conn)
 
 
-def notify(conn, store: str, key: str = "") -> None:
+def notify(conn: Connection, store: str, key: str = "") -> None:
     """Tell every listener ``store`` changed (at ``key``) once the transaction commits."""
     conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, json.dumps({"store": store, "key": key})))
 
@@ -326,7 +334,7 @@ def new_line(event: str, *, source: str, session_id: str, reason: str, now: floa
     return record
 
 
-def chain(conn, record: dict, *, key=None) -> None:
+def chain(conn: Connection, record: dict, *, key: MacKey | None = None) -> None:
     """Append ``record`` (its head keys and extras set) as the log's next line,
     inside the caller's transaction: the chain lock is held until it ends, so
     whatever the transaction also writes commits with the line or not at all.
@@ -348,7 +356,7 @@ def chain(conn, record: dict, *, key=None) -> None:
     notify(conn, "acklog")
 
 
-def as_json(value: object):
+def as_json(value: object) -> Any:
     """``value`` as a parameter for a jsonb column."""
     from psycopg.types.json import Jsonb
 

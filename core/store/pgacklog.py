@@ -23,6 +23,12 @@ from leash.core.state.acklog import EVENTS, RESERVED_KEYS, matches
 from leash.core.store.pg import Database, chain, new_line
 from leash.core.store.records import LogLine, LogLines
 
+TYPE_CHECKING = False  # typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Iterator
+
+    from leash.core.base.logkey import MacKey
+
 
 def database(target: Database | str) -> Database:
     return target if isinstance(target, Database) else Database(target)
@@ -40,7 +46,7 @@ class PgAckLog:
 
             self._key_path = configured_path(home)
 
-    def mac_key(self):
+    def mac_key(self) -> tuple[MacKey | None, str]:
         """(the MAC key or None, why there is none) (``core.logkey``)."""
         if self._key_path is None:
             return None, ""
@@ -95,7 +101,8 @@ class PgAckLog:
     def head_seq(self) -> int:
         return int(self.db.rows("SELECT coalesce(max(seq), 0) FROM acklog")[0][0])
 
-    def follow(self, *, from_start: bool = True, stop_after: float | None = None, poll_seconds: float = 0.25):
+    def follow(self, *, from_start: bool = True, stop_after: float | None = None,
+               poll_seconds: float = 0.25) -> Iterator[LogLine]:
         """Lines as they are appended (polling; leashd's LISTEN wakes its own readers)."""
         import time
 

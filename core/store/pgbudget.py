@@ -38,7 +38,15 @@ from leash.core.store.budgetrows import (
     window_of,
 )
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
+
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Sequence
+
+    from leash.core.store.files import FileBackend
+    from leash.core.store.pg import Connection
+    from leash.core.store.pgacklog import PgAckLog
 
 TABLES = ("budget_spend", "budget_counters", "budget_meters", "budget_windows")
 WINDOW_COLUMNS = ", ".join('"window"' if f == "window" else f for f in BudgetWindowRecord.FIELDS)  # a keyword
@@ -69,7 +77,7 @@ def _counter_params(counter: BudgetCounterRecord) -> list:
 class PgBudgetUnit:
     """One transaction (``BudgetUnit``); ``conn`` is this thread's connection inside it."""
 
-    def __init__(self, conn):
+    def __init__(self, conn: Connection):
         self.conn = conn
         self.placeholders: set[tuple[str, str, str]] = set()
         self.wrote = False
@@ -145,11 +153,11 @@ class PgBudgetUnit:
 class PgBudget:
     """``BudgetStore`` over the shared store's budget tables."""
 
-    def __init__(self, db: Database, log=None, home: str = "", host: str = ""):
+    def __init__(self, db: Database, log: PgAckLog | None = None, home: str = "", host: str = ""):
         self.db = db
 
     @contextmanager
-    def unit(self, *, now: float | None = None):
+    def unit(self, *, now: float | None = None) -> Iterator[PgBudgetUnit]:
         try:
             with self.db.transaction() as conn:
                 unit = PgBudgetUnit(conn)
@@ -158,7 +166,7 @@ class PgBudget:
         except StoreOffline as exc:
             raise BudgetStoreOffline(str(exc)) from None
 
-    def _rows(self, query: str, params=()) -> list[tuple]:
+    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
         try:
             return self.db.rows(query, tuple(params))
         except StoreOffline as exc:
@@ -183,7 +191,7 @@ class PgBudget:
         return [spend_of(row) for row in self._rows(
             f"SELECT {', '.join(SPEND_COLUMNS)} FROM budget_spend{where} ORDER BY hour, session_id, model", params)]
 
-    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[dict]:
+    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[SpendTotal]:
         where, params = span(since, until, placeholder="%s")
         query = totals_sql(by, where, table="budget_spend", estimated="bool_or(estimated)", sqlite=False)
         return totals_rows(by, self._rows(query, params))
@@ -199,7 +207,7 @@ class PgBudget:
             found.setdefault(session_id, {})[source] = state
         return found
 
-    def copy_from(self, home, *, conn) -> int:
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
         """A home's budget.db (spend, counters, meters, windows) into these tables; the rows copied."""
         source = home.budget
         copied = 0

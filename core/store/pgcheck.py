@@ -19,15 +19,44 @@ store its state never applied (inserted past leash): those stay failures.
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from leash.core.base.finding import Finding
 from leash.core.store.pg import NOTIFY_CHANNEL, SCHEMA_VERSION, StoreOffline, migrate, notify, schema_version
 
+if TYPE_CHECKING:
+    from leash.core.base.logverify import ChainReport
+    from leash.core.store.pg import Database
+    from leash.core.store.pgacklog import PgAckLog
+    from leash.core.store.pgroles import Facts
+    from leash.core.store.pgstate import PgLogState
+    from leash.core.store.protocols import BudgetStore
+
+
+class SharedStore(Protocol):
+    """What these checks read of the shared store (``core.store.postgres.PostgresBackend``:
+    named here, not imported, as it imports this module to examine itself)."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def acklog(self) -> PgAckLog: ...
+
+    @property
+    def stops(self) -> Any: ...  # the registries' stores (``registry.state``: its PgLogState)
+
+    @property
+    def locks(self) -> Any: ...
+
+    @property
+    def budget(self) -> BudgetStore: ...
+
+
 LISTEN_CHECK_SECONDS = 5.0
 
 
-def examine(backend, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
+def examine(backend: SharedStore, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
     db = backend.db
     try:
         with db.session() as conn:
@@ -51,12 +80,15 @@ def examine(backend, *, repair: bool = False, now: float | None = None) -> Itera
     yield from _roles(backend, repair)
     yield _listen_finding(db)
     yield from _acklog(backend.acklog.verify())
+    from leash.core.store.pgstate import PgLogState
+
     for registry in (backend.stops.registry, backend.locks.registry):
+        assert isinstance(registry.state, PgLogState)  # the shared store's log-backed rows
         yield from _examine_state(registry.state, repair=repair, now=now)
     yield _budget_finding(backend)
 
 
-def _budget_finding(backend) -> Finding:
+def _budget_finding(backend: SharedStore) -> Finding:
     """The budget tables read as the gate and ``leash budget`` read them (every host's holds are there)."""
     from leash.core.store.pgbudget import BudgetStoreOffline
 
@@ -69,7 +101,7 @@ def _budget_finding(backend) -> Finding:
     return Finding("ok", "budget", f"{len(counters)} cap counters, {held} held")
 
 
-def _roles(backend, repair: bool) -> Iterator[Finding]:
+def _roles(backend: SharedStore, repair: bool) -> Iterator[Finding]:
     """The trigger and what the runtime role may do (``core.store.pgroles``);
     ``repair`` mends them as the owner."""
     from leash.core.store import pgroles
@@ -87,7 +119,7 @@ def _roles(backend, repair: bool) -> Iterator[Finding]:
         yield Finding("fail", "store", f"the roles cannot be checked: {' '.join(str(exc).split())[:300]}")
 
 
-def _mend_roles(db, facts) -> Iterator[Finding]:
+def _mend_roles(db: Database, facts: Facts) -> Iterator[Finding]:
     from leash.core.store.pgroles import mend
 
     try:
@@ -100,7 +132,7 @@ def _mend_roles(db, facts) -> Iterator[Finding]:
         yield Finding("fixed", "store", message)
 
 
-def _acklog(report) -> Iterator[Finding]:
+def _acklog(report: ChainReport) -> Iterator[Finding]:
     if report.ok:
         yield Finding("ok", "acklog", f"chain verified ({report.lines} lines)")
     elif report.first_broken_line is None or report.first_broken_line > report.lines:
@@ -111,7 +143,7 @@ def _acklog(report) -> Iterator[Finding]:
         yield Finding("ok" if report.macs.startswith("macs checked") else "warn", "acklog", report.macs)
 
 
-def _examine_state(state, *, repair: bool, now: float | None) -> Iterator[Finding]:
+def _examine_state(state: PgLogState, *, repair: bool, now: float | None) -> Iterator[Finding]:
     try:
         stored = state.snapshot(now=now)
         replayed, _ = state.replay(now=now)
@@ -134,7 +166,7 @@ def _examine_state(state, *, repair: bool, now: float | None) -> Iterator[Findin
         yield Finding("fail", state.store, f"{state.what} differ from the ack log — run `leash doctor --repair`")
 
 
-def _listen_finding(db) -> Finding:
+def _listen_finding(db: Database) -> Finding:
     """A notice sent on the channel comes back to a listener (what leashd's mirror and the console rely on)."""
     heard = threading.Event()
     stop = threading.Event()

@@ -27,6 +27,12 @@ from __future__ import annotations
 import threading
 import time
 
+TYPE_CHECKING = False  # typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from leash.core.store.pg import Database
+
 OFFLINE_CLOSED = "closed"
 OFFLINE_LAST_KNOWN = "last-known"
 MAX_KEYED_GENERATIONS = 100_000  # past this many keys, every key starts over (one full re-read)
@@ -40,8 +46,8 @@ class Offline(Exception):
 class Mirror:
     """Generations of the shared store's contents, kept by LISTEN (see the module's docstring)."""
 
-    def __init__(self, db, *, grace_seconds: float = 10.0, policy: str = OFFLINE_CLOSED, clock=time.monotonic,
-                 say=None):
+    def __init__(self, db: Database, *, grace_seconds: float = 10.0, policy: str = OFFLINE_CLOSED,
+                 clock: Callable[[], float] = time.monotonic, say: Callable[..., object] | None = None):
         self.db, self.grace_seconds, self.policy, self.clock = db, grace_seconds, policy, clock
         self.say = say or (lambda *args, **kwargs: None)
         self.listening = False

@@ -15,9 +15,12 @@ line); the checks never raise: each is a ``Finding``.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from leash.core.base.finding import Finding
+
+if TYPE_CHECKING:
+    from leash.core.store.pgschema import Connection
 
 ACKLOG_TABLE = "acklog"
 APPEND_ONLY_TRIGGER = "acklog_append_only"
@@ -37,7 +40,7 @@ RUNTIME_GRANTS: dict[str, tuple[str, ...]] = {
 FORBIDDEN_ON_ACKLOG = ("UPDATE", "DELETE", "TRUNCATE")
 
 
-def runtime_user(conn) -> str:
+def runtime_user(conn: Connection) -> str:
     return conn.execute("SELECT current_user").fetchone()[0]
 
 
@@ -46,7 +49,7 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def grant_runtime(conn, role: str) -> None:
+def grant_runtime(conn: Connection, role: str) -> None:
     """Give ``role`` what ``RUNTIME_GRANTS`` names and nothing more on the ack
     log (run as the owner, in the caller's transaction)."""
     who = quoted(role)
@@ -58,7 +61,7 @@ def grant_runtime(conn, role: str) -> None:
     conn.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {who}")
 
 
-def missing_grants(conn, role: str) -> list[str]:
+def missing_grants(conn: Connection, role: str) -> list[str]:
     """``table privilege`` pairs of ``RUNTIME_GRANTS`` that ``role`` lacks (one query)."""
     pairs = [(table, privilege) for table, privileges in RUNTIME_GRANTS.items() for privilege in privileges]
     rows = conn.execute("SELECT t, p FROM unnest(%s::text[], %s::text[]) AS g(t, p) "
@@ -67,14 +70,14 @@ def missing_grants(conn, role: str) -> list[str]:
     return [f"{table} {privilege}" for table, privilege in rows]
 
 
-def excess_on_log(conn, role: str) -> list[str]:
+def excess_on_log(conn: Connection, role: str) -> list[str]:
     """What ``role`` may do to the ack log that it should not."""
     rows = conn.execute("SELECT p FROM unnest(%s::text[]) AS g(p) WHERE has_table_privilege(%s, %s, p)",
                         (list(FORBIDDEN_ON_ACKLOG), role, ACKLOG_TABLE)).fetchall()
     return [privilege for (privilege,) in rows]
 
 
-def can_alter_log(conn, role: str) -> str:
+def can_alter_log(conn: Connection, role: str) -> str:
     """Why ``role`` can ALTER the ack log's table ("" when it cannot): its owner, a member of it, a superuser."""
     owner, superuser, member = conn.execute(
         "SELECT pg_get_userbyid(c.relowner), r.rolsuper, pg_has_role(%s, c.relowner, 'MEMBER') "
@@ -89,7 +92,7 @@ def can_alter_log(conn, role: str) -> str:
     return ""
 
 
-def trigger_state(conn) -> str:
+def trigger_state(conn: Connection) -> str:
     """"on", "off" or "missing": the ack log's append-only trigger."""
     row = conn.execute("SELECT tgenabled FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = %s",
                        (ACKLOG_TABLE, APPEND_ONLY_TRIGGER)).fetchone()
@@ -101,7 +104,7 @@ def trigger_state(conn) -> str:
 class Facts:
     """What the runtime role (the connection's user) can do, and the trigger's state."""
 
-    def __init__(self, conn):
+    def __init__(self, conn: Connection):
         self.role = runtime_user(conn)
         self.trigger = trigger_state(conn)
         self.alter = can_alter_log(conn, self.role)
@@ -113,7 +116,7 @@ class Facts:
         return self.trigger == "off" or (owner and bool(self.lacking or self.excess))
 
 
-def mend(conn, facts: Facts) -> list[str]:
+def mend(conn: Connection, facts: Facts) -> list[str]:
     """Switch the trigger on and grant the runtime role what it needs, as the
     owner, in the caller's transaction; what was done, one line each."""
     done = []

@@ -8,6 +8,14 @@ daemon`` and ``leash doctor --repair``.
 """
 from __future__ import annotations
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
+    # A psycopg connection, as the shared store's modules take it (psycopg is
+    # imported only where one is opened: ``core.store.pg.connect``).
+    Connection = Any
+
 # Each entry is one schema version, applied in order; never edit one that has
 # been applied somewhere: add the next.
 MIGRATIONS = (

@@ -36,6 +36,13 @@ from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.records import BreakerRecord, HeartbeatRecord
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from leash.core.store.files import FileBackend
+    from leash.core.store.pg import Connection
+
 logger = logging.getLogger("leash.loopguard")
 
 
@@ -46,8 +53,8 @@ class PgKennels:
     def __init__(self, db: Database, log: PgAckLog, home: str, host: str):
         self.db, self.host = db, host
 
-    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working=(), stopped: bool = False,
-             now: float | None = None) -> HeartbeatRecord:
+    def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working: Sequence[str] = (),
+             stopped: bool = False, now: float | None = None) -> HeartbeatRecord:
         moment = now_seconds(now)
         record: dict = {"pid": pid, "host": host, "started_at": started_at, "heartbeat_at": iso(moment),
                         "dogs": dogs, "working": sorted(working)}
@@ -76,7 +83,7 @@ class PgKennels:
             return None
         return HeartbeatRecord.of(record) if fresh else None
 
-    def copy_from(self, home, *, conn) -> int:
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
         """Nothing: a heartbeat says a kennel runs now, and a home is copied with none running."""
         return 0
 
@@ -169,7 +176,7 @@ class PgBreakers:
         return [name for (name,) in self.db.rows("SELECT name FROM breakers WHERE host = %s ORDER BY name",
                                                  (self.host,))]
 
-    def copy_from(self, home, *, conn) -> int:
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
         """A home's breakers, as this host's, with the boots they keep."""
         names = home.breakers.names()
         for name in names:
@@ -212,7 +219,7 @@ class PgReplies:
             notify(conn, "replies", str(row_id))
         return int(row_id)
 
-    def copy_from(self, home, *, conn) -> int:
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
         """A home's reply ledger, every direction in the order it was recorded."""
         from leash.core.state.replyledger import messages
 

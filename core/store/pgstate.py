@@ -32,6 +32,17 @@ from leash.core.state.sessions import last_seen_of
 from leash.core.store.pg import CHAIN_LOCK, Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 
+TYPE_CHECKING = False  # typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+    from leash.core.base.logkey import MacKey
+    from leash.core.state.handsoff import HandsOffRegistry
+    from leash.core.state.sessions import SessionRegistry
+    from leash.core.state.stop import StopRegistry
+    from leash.core.store.pg import Connection
+    from leash.core.store.pgmirror import Mirror
+
 # The row, its head, its version (changed by any write of it), the head's line and the line before it.
 READ_STATE = ("SELECT s.state, s.head_seq, s.xmin::text, a.line, p.line FROM log_state s "
               "LEFT JOIN acklog a ON a.seq = s.head_seq LEFT JOIN acklog p ON p.seq = s.head_seq - 1 "
@@ -43,8 +54,9 @@ MIRRORED_SESSIONS = 100_000  # records a mirror keeps before it starts over
 class PgLogState:
     """One log-backed state in the ``log_state`` table (see the module's docstring)."""
 
-    def __init__(self, log: PgAckLog, store: str, *, validate, apply, empty, transform=lambda state: state,
-                 what: str = "state", error: type[Exception] = StoreOffline, mirror=None):
+    def __init__(self, log: PgAckLog, store: str, *, validate: Callable[..., Any], apply: Callable[..., Any],
+                 empty: Callable[[], Any], transform: Callable[[Any], Any] = lambda state: state,
+                 what: str = "state", error: type[Exception] = StoreOffline, mirror: Mirror | None = None):
         self.log, self.db, self.store = log, log.db, store
         self.validate, self.apply, self.empty, self.transform = validate, apply, empty, transform
         self.what, self.error = what, error
@@ -53,7 +65,7 @@ class PgLogState:
         self._mirrored: tuple[tuple[int, int], object] | None = None  # (stamp, value) kept by the mirror
 
     # ------------------------------------------------------------ reading
-    def snapshot(self, *, now: float | None = None):
+    def snapshot(self, *, now: float | None = None) -> Any:
         """The transformed state; ``error`` when it cannot be read. With a
         mirror, memory answers while it is current (and, offline, as the
         offline policy allows)."""
@@ -77,7 +89,7 @@ class PgLogState:
         self._mirrored = (stamp, value)
         return value
 
-    def _read(self, *, now: float | None = None):
+    def _read(self, *, now: float | None = None) -> Any:
         try:
             rows = self.db.rows(READ_STATE, (self.store,))
         except StoreOffline as exc:
@@ -111,14 +123,14 @@ class PgLogState:
 
     # ------------------------------------------------------------ writing
     @contextmanager
-    def holding(self):
+    def holding(self) -> Iterator[Connection]:
         """One transaction holding the chain lock: every writer on every host waits for it."""
         with self.db.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
             yield conn
 
     @contextmanager
-    def writing(self, *, now: float | None = None):
+    def writing(self, *, now: float | None = None) -> Iterator[Any]:
         """``with state.writing(now=) as data:`` the current state as a mutable
         dict, for ``record``/``rewrite`` in the same transaction."""
         with self.holding() as conn:
@@ -129,7 +141,7 @@ class PgLogState:
                 data = self.rebuild(f"unreadable: {exc.detail}", now=now)
             yield data
 
-    def record(self, state: dict, event: str, *, now: float | None = None, **fields) -> dict:
+    def record(self, state: dict, event: str, *, now: float | None = None, **fields: Any) -> dict:
         """Append one line of this store, fold it into ``state`` and store it: one transaction."""
         with self.holding() as conn:
             line = self.log.append_line(event, now=now, **fields)
@@ -198,7 +210,7 @@ class PgLogState:
                     "not written by leash (inserted into the table: forged?)")
         return ""
 
-    def _store(self, conn, state: dict, head: int, *, key: str = "") -> None:
+    def _store(self, conn: Connection, state: dict, head: int, *, key: str = "") -> None:
         """The row, and its notice: every leashd's mirror reads it again."""
         conn.execute("INSERT INTO log_state (store, state, head_seq) VALUES (%s, %s, %s) ON CONFLICT (store) "
                      "DO UPDATE SET state = EXCLUDED.state, head_seq = EXCLUDED.head_seq",
@@ -207,7 +219,7 @@ class PgLogState:
         self._cached = self._mirrored = None
 
 
-def unsigned_line(key, seq: int, line: str, before: str | None) -> str:
+def unsigned_line(key: MacKey | None, seq: int, line: str, before: str | None) -> str:
     """Why line ``seq`` (its text ``line``; ``before``: the line before it) is
     not one leashd signed ("" when it is, or when there is no key to tell):
     a wrong mac, or none where the key says every line has one (from its
@@ -235,7 +247,7 @@ def _json(text: str | None) -> dict:
 class PgSessionRows:
     """The session registry's records, one row each (``FileSessionRows``'s shape)."""
 
-    def __init__(self, db: Database, *, mirror=None):
+    def __init__(self, db: Database, *, mirror: Mirror | None = None):
         self.db = db
         self.mirror = mirror
         self._pruned_at = 0.0
@@ -290,7 +302,8 @@ class PgSessionRows:
             raise StoreOffline(str(exc)) from None
         return True
 
-    def update(self, session_id: str, change, *, horizon: float, now: float | None = None) -> dict | None:
+    def update(self, session_id: str, change: Callable[[dict | None], dict | None], *, horizon: float,
+               now: float | None = None) -> dict | None:
         with self.db.transaction() as conn:
             self._prune(conn, horizon)
             row = conn.execute("SELECT record FROM sessions WHERE session_id = %s FOR UPDATE",
@@ -307,14 +320,15 @@ class PgSessionRows:
         self._all = None
         return changed
 
-    def _prune(self, conn, horizon: float) -> None:
+    def _prune(self, conn: Connection, horizon: float) -> None:
         if time.monotonic() - self._pruned_at < PRUNE_EVERY_SECONDS:
             return
         self._pruned_at = time.monotonic()
         conn.execute("DELETE FROM sessions WHERE last_seen < to_timestamp(%s)", (horizon,))
 
 
-def registries(log: PgAckLog, home: str, *, host: str, mirror=None):
+def registries(log: PgAckLog, home: str, *, host: str,
+               mirror: Mirror | None = None) -> tuple[StopRegistry, HandsOffRegistry, SessionRegistry]:
     """The stop, lock and session registries of ``core`` over this database
     (read from ``mirror``'s memory while it is current, in leashd)."""
     from leash.core.state.handsoff import LOCK_FOLD, HandsOffRegistry

@@ -41,7 +41,16 @@ from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
 from leash.core.state.warrants.records import dog_problem, reason_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.records import DogRecord, WarrantRecord
+from leash.core.store.records import DogRecord, PardonRequest, WarrantRecord, found_warrant
+
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from leash.core.base.tmux import Tmux
+    from leash.core.store.files import FileBackend
+    from leash.core.store.pg import Connection
+    from leash.core.store.protocols import Claim
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long is an orphan another worker may take
 FILING_LOCK = 0x6C65617368_10  # pg_advisory_xact_lock key: one live warrant per target
@@ -71,7 +80,7 @@ def entry(status: str, record: dict, state: dict | None) -> dict:
 class PgWarrants:
     """``WarrantStore`` over the ``warrants`` table (see the module's docstring)."""
 
-    def __init__(self, db: Database, log: PgAckLog, home: str, host: str, *, tmux=None):
+    def __init__(self, db: Database, log: PgAckLog, home: str, host: str, *, tmux: Tmux | None = None):
         self.db, self.log, self.home, self.host = db, log, os.fspath(home), host
         self.tmux = tmux  # the tmux server this host's targets are bound on; the home's when None
 
@@ -127,7 +136,7 @@ class PgWarrants:
             notify(conn, "warrants", warrant["id"])
         return WarrantRecord.of(warrant), True
 
-    def _live(self, conn, host: str, name: str, target_id: str | None) -> dict | None:
+    def _live(self, conn: Connection, host: str, name: str, target_id: str | None) -> dict | None:
         """The pending or active warrant on this session: the same tmux id when
         both are bound, else the same name on the same host."""
         row = conn.execute(
@@ -139,10 +148,10 @@ class PgWarrants:
         _, status, record, state = row
         return (state or {}).get("warrant") or record if status == "active" else record
 
-    def live_for(self, target: str, target_id: str | None = None) -> dict | None:
+    def live_for(self, target: str, target_id: str | None = None) -> WarrantRecord | None:
         host, name = self.placed(target)
         with self.db.transaction() as conn:
-            return self._live(conn, host, name, target_id)
+            return WarrantRecord.of(self._live(conn, host, name, target_id))
 
     # ------------------------------------------------------------ reading
     def _entries(self, where: str, params: tuple = (), *, newest: int | None = None) -> list[dict]:
@@ -161,8 +170,12 @@ class PgWarrants:
     def completed(self, newest: int | None = None) -> list[DogRecord]:
         return [DogRecord.of(state) for state in self._entries("status = 'completed'", newest=newest)]
 
-    def find(self, warrant_id: str) -> tuple[str, dict] | None:
-        """("pending" | "active" | "completed", record) for an id or an unambiguous prefix."""
+    def find(self, warrant_id: str) -> tuple[str, WarrantRecord | DogRecord] | None:
+        found = self._found(warrant_id)
+        return found_warrant(*found) if found is not None else None
+
+    def _found(self, warrant_id: str) -> tuple[str, dict] | None:
+        """("pending" | "active" | "completed", its stored entry) for an id or an unambiguous prefix."""
         if not isinstance(warrant_id, str) or not warrant_id:
             return None
         wanted = warrant_id
@@ -180,8 +193,8 @@ class PgWarrants:
 
     def listing(self) -> dict[str, list]:
         """No file here can be torn or moved aside: ``quarantined`` and ``unreadable`` are empty."""
-        return {"pending": [w.as_dict() for w in self.pending()], "active": self.active(),
-                "completed": self.completed(), "quarantined": [], "unreadable": []}
+        return {"pending": [w.as_dict() for w in self.pending()], "active": [d.as_dict() for d in self.active()],
+                "completed": [d.as_dict() for d in self.completed()], "quarantined": [], "unreadable": []}
 
     def has_pending(self) -> bool:
         """Whether a warrant of this host waits for a worker (one index probe)."""
@@ -215,12 +228,12 @@ class PgWarrants:
         return PgClaim(self, state, token)
 
     def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
-                      now: float | None = None) -> list[PgClaim]:
+                      now: float | None = None) -> list[Claim]:
         """Up to ``limit`` active warrants of this host that no live claim holds
         (released, the lease lapsed, or its worker was a process of this machine
         that is gone), each resumed from its saved state."""
         moment = now_seconds(now)
-        claims: list[PgClaim] = []
+        claims: list[Claim] = []
         with self.db.transaction() as conn:
             rows = conn.execute(
                 "SELECT id, state, claimed_by IS NULL OR lease_until <= to_timestamp(%s) FROM warrants "
@@ -242,14 +255,14 @@ class PgWarrants:
 
     # ------------------------------------------------------------ pardon
     def pardon(self, warrant_id: str, *, source: str, reason: str = "",
-               now: float | None = None) -> tuple[str, dict]:
-        """("pardoned" | "requested", record): a pending warrant, or an active one
+               now: float | None = None) -> tuple[str, DogRecord]:
+        """("pardoned" | "requested", the dog): a pending warrant, or an active one
         no live claim holds, is closed at once; a worked one asks its worker."""
         from leash.core.state.warrants.outcome import DEFAULT_TIMEOUTS
         from leash.core.state.warrants.queue import pardonable
 
         moment = now_seconds(now)
-        kind, record = pardonable(self.find(warrant_id), warrant_id)
+        kind, record = pardonable(self._found(warrant_id), warrant_id)
         warrant_id = record["id"]
         with self.db.transaction() as conn:
             status, warrant, state, held = conn.execute(
@@ -261,19 +274,22 @@ class PgWarrants:
                 request = {"source": source, "reason": reason, "at": iso(moment)}
                 conn.execute("UPDATE warrants SET pardon = %s WHERE id = %s", (as_json(request), warrant_id))
                 notify(conn, "warrants", warrant_id)
-                return "requested", state
+                return "requested", DogRecord.of(state)
             if status == "pending":
                 state = {"id": warrant_id, "warrant": warrant, "state": "pardoned", "attempt": 0,
                          "started_at": iso(moment), "last_message_at": None, "next_timeout": None}
             done = self.close(conn, state, "pardoned", now=moment, timeouts=DEFAULT_TIMEOUTS, by=source, note=reason)
-        return "pardoned", done
+        return "pardoned", DogRecord.of(done)
 
-    def copy_from(self, home, *, conn) -> int:
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
         """A home's warrants (``leash store copy``) with their ids, dog states,
         outcomes and pardon requests; an active one is unclaimed, so this
         host's kennel resumes it. Records the home cannot work are left there."""
         from leash.core.state.warrants.records import warrant_problem
+        from leash.core.store.filestores import FileWarrants
 
+        warrants = home.warrants
+        assert isinstance(warrants, FileWarrants)  # a home's own
         copied = 0
         for status, records in (("pending", [w.as_dict() for w in home.warrants.pending()]),
                                 ("active", [d.as_dict() for d in home.warrants.active()]),
@@ -283,12 +299,12 @@ class PgWarrants:
                 if (warrant_problem if status == "pending" else dog_problem)(record, name):
                     continue
                 state = None if status == "pending" else record
-                request = home.warrants.queue.pardon_request(record["id"]) if status == "active" else None
+                request = warrants.queue.pardon_request(record["id"]) if status == "active" else None
                 self._copy(conn, status, record if state is None else state["warrant"], state, request)
                 copied += 1
         return copied
 
-    def _copy(self, conn, status: str, warrant: dict, state: dict | None, request: dict | None) -> None:
+    def _copy(self, conn: Connection, status: str, warrant: dict, state: dict | None, request: dict | None) -> None:
         from leash.core.base.clock import parse_iso
 
         host, name = self.placed(warrant["target"])
@@ -308,7 +324,8 @@ class PgWarrants:
                       None if request is None else as_json(request), (state or {}).get("outcome")))
 
     # ------------------------------------------------------------ finishing
-    def close(self, conn, state: dict, outcome: str, *, now: float, timeouts=(), by: str | None = None,
+    def close(self, conn: Connection, state: dict, outcome: str, *, now: float, timeouts: Sequence[float] = (),
+              by: str | None = None,
               note: str = "", resumed: bool = False) -> dict:
         """Seal ``state`` (unless ``resumed``: it was sealed before), log its
         lines unless a resumed one has them already, and file it as completed,
@@ -327,7 +344,7 @@ class PgWarrants:
         return state
 
     @staticmethod
-    def _epitaph_logged(conn, warrant_id: str) -> bool:
+    def _epitaph_logged(conn: Connection, warrant_id: str) -> bool:
         return conn.execute("SELECT EXISTS (SELECT 1 FROM acklog WHERE event = 'epitaph' "
                             "AND (line::jsonb) ->> 'warrant_id' = %s)", (warrant_id,)).fetchone()[0]
 
@@ -405,13 +422,13 @@ class PgClaim:
         if self._token is None or not self._held_write("UPDATE warrants SET state = %s", (as_json(self.state),)):
             raise WarrantError(f"warrant {self.id} is no longer held by this worker")
 
-    def pardon_request(self) -> dict | None:
+    def pardon_request(self) -> PardonRequest | None:
         rows = self.store.db.rows("SELECT pardon FROM warrants WHERE id = %s", (self.id,))
         request = rows[0][0] if rows else None
-        return request if isinstance(request, dict) else None
+        return PardonRequest.of(request) if isinstance(request, dict) else None
 
     def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
-                 timeouts=()) -> dict:
+                 timeouts: Sequence[float] = ()) -> DogRecord:
         """Seal the outcome and file it as completed in one transaction, then release."""
         if self._token is None:
             raise RuntimeError(f"warrant {self.id} is not held")
@@ -423,7 +440,7 @@ class PgClaim:
                 if row is None or tuple(row) != (self._token, "active"):
                     raise WarrantError(f"warrant {self.id} is no longer held by this worker")
                 resumed = self.state.get("state") == "complete"  # sealed by a worker that died before filing it
-                return self.store.close(conn, self.state, outcome, now=moment, timeouts=timeouts, by=by, note=note,
-                                        resumed=resumed)
+                return DogRecord.of(self.store.close(conn, self.state, outcome, now=moment, timeouts=timeouts,
+                                                     by=by, note=note, resumed=resumed))
         finally:
             self.release()

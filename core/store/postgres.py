@@ -27,23 +27,42 @@ from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgstate import registries
 from leash.core.store.records import Change
 
+TYPE_CHECKING = False  # the protocols are for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, AsyncIterator, Callable, ContextManager, Iterator
 
-def _halts(db, log, home, host):
+    from leash.core.base.finding import Finding
+    from leash.core.store.protocols import (
+        ApprovalStore,
+        BreakerStore,
+        BudgetStore,
+        HaltStore,
+        KennelRegistry,
+        ReplyLedger,
+        Transaction,
+        WarrantStore,
+    )
+
+    # What builds a store on first use: (the database, the ack log, this host's home, this host's name).
+    Maker = Callable[[Database, PgAckLog, str, str], Any]
+
+
+def _halts(db: Database, log: PgAckLog, home: str, host: str) -> HaltStore:
     """The halt store (imported when first used: it loads the halt engine's rules)."""
     from leash.core.store.pghalts import PgHalts
 
     return PgHalts(db, log, home, host)
 
 
-def _warrants(db, log, home, host):
+def _warrants(db: Database, log: PgAckLog, home: str, host: str) -> WarrantStore:
     from leash.core.store.pgwarrants import PgWarrants
 
     return PgWarrants(db, log, home, host)
 
 
-def _small(name: str):
+def _small(name: str) -> Maker:
     """The maker of a ``pgsmall`` store (imported when first used)."""
-    def make(db, log, home, host):
+    def make(db: Database, log: PgAckLog, home: str, host: str) -> BreakerStore | ReplyLedger | KennelRegistry:
         from leash.core.store import pgsmall
 
         return getattr(pgsmall, name)(db, log, home, host)
@@ -52,19 +71,19 @@ def _small(name: str):
 
 
 # store name -> maker(db, log, home, host), for the stores built on first use.
-def _approvals(db, log, home, host):
+def _approvals(db: Database, log: PgAckLog, home: str, host: str) -> ApprovalStore:
     from leash.core.store.approvals import pg_approvals
 
     return pg_approvals(db, log, home, host)
 
 
-def _budget(db, log, home, host):
+def _budget(db: Database, log: PgAckLog, home: str, host: str) -> BudgetStore:
     from leash.core.store.pgbudget import PgBudget
 
     return PgBudget(db, log, home, host)
 
 
-PG_STORES: dict = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
+PG_STORES: dict[str, Maker] = {"halts": _halts, "warrants": _warrants, "breakers": _small("PgBreakers"),
                    "replies": _small("PgReplies"), "kennels": _small("PgKennels"), "approvals": _approvals,
                    "budget": _budget}
 EVERY_STORE = ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
@@ -78,7 +97,8 @@ class PostgresBackend(LazyStores):
     name = "postgres"
 
     def __init__(self, url: str, *, home: str | os.PathLike, host: str, password: str | None = None,
-                 mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed", say=None,
+                 mirrored: bool = False, offline_grace_s: float = 10.0, offline: str = "closed",
+                 say: Callable[..., object] | None = None,
                  schema: str = "create", owner_url: str = "", owner_password: str | None = None):
         """``mirrored`` (leashd): stops, locks and sessions are answered from
         memory kept current by LISTEN, under the ``offline`` policy.
@@ -105,15 +125,15 @@ class PostgresBackend(LazyStores):
         stops, locks, sessions = registries(self.acklog, self.home, host=host, mirror=self.mirror)
         self.stops, self.locks, self.sessions = RegistryStops(stops), RegistryLocks(locks), RegistrySessions(sessions)
 
-    def _make(self, name: str):
+    def _make(self, name: str) -> Any:
         return PG_STORES[name](self.db, self.acklog, self.home, self.host)
 
-    def transaction(self, *, now: float | None = None):
+    def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]:
         from leash.core.store.transaction import transaction
 
         return transaction(self.stops.registry, self.locks.registry, self.sessions.registry, now=now)
 
-    async def changes(self, *, debounce_ms: int = 150, stop_event=None):
+    async def changes(self, *, debounce_ms: int = 150, stop_event: Any = None) -> AsyncIterator[Change]:
         """Each store that changed, once per debounced burst, from LISTEN."""
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue = asyncio.Queue()
@@ -140,7 +160,7 @@ class PostgresBackend(LazyStores):
             if stop_event is None:
                 halt.set()
 
-    def _listen(self, loop, inbox: asyncio.Queue, halt) -> None:
+    def _listen(self, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue, halt: threading.Event) -> None:
         connected_before = False
         try:
             for notice in self.db.notices(stop=halt):
@@ -156,7 +176,7 @@ class PostgresBackend(LazyStores):
         except RuntimeError:  # the loop closed under us: nobody is listening any more
             return
 
-    def examine(self, *, repair: bool = False, now: float | None = None):
+    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
         from leash.core.store.pgcheck import examine
 
         return examine(self, repair=repair, now=now)

@@ -33,8 +33,10 @@ from leash.core.store.records import (
     LockRecord,
     LogLine,
     LogLines,
+    PardonRequest,
     SessionRecord,
     SpendRecord,
+    SpendTotal,
     StopRecord,
     StopState,
     WarrantRecord,
@@ -59,35 +61,47 @@ class AckLogStore(Protocol):
     """The hash-chained log every control action is appended to first."""
 
     def append(self, event: str, *, source: str, session_id: str, reason: str = "", now: float | None = None,
-               **extra: object) -> LogLine: ...
+               **extra: object) -> LogLine:
+        """The line appended (masked, chained after the last one); ``ValueError`` for an unknown ``event``."""
 
     def read(self, *, session: str | None = None, event: str | None = None, since: float | None = None,
              source: str | None = None) -> LogLines:
         """The matching lines, with the counts of what could not be read."""
 
-    def tail(self, count: int) -> list[LogLine]: ...
+    def tail(self, count: int) -> list[LogLine]:
+        """The last ``count`` lines, oldest first ([] for an empty log)."""
 
     def follow(self, *, from_start: bool = True, stop_after: float | None = None,
-               poll_seconds: float = 0.25) -> Iterator[LogLine]: ...
+               poll_seconds: float = 0.25) -> Iterator[LogLine]:
+        """Each line as it is appended (from the first with ``from_start``), until ``stop_after`` seconds pass."""
 
-    def verify(self, *, anchor: dict | None = None) -> ChainStatus: ...
+    def verify(self, *, anchor: dict | None = None) -> ChainStatus:
+        """What the hash chain says of itself (``anchor``: a head written down earlier that must still be there)."""
 
 
 class StopStore(Protocol):
     def stop(self, session_id: str, *, source: str, reason: str = "", now: float | None = None,
-             **extra: object) -> StopRecord: ...
+             **extra: object) -> StopRecord:
+        """The stop filed on the session (its line logged first); ``ValueError`` for a bad name."""
 
-    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+    def resume(self, session_id: str, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        """The stop lifted; ``NotStopped`` when the session is not stopped."""
 
-    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+    def stop_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        """The fleet stop filed: every session's next tool call is refused."""
 
-    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord: ...
+    def resume_fleet(self, *, source: str, reason: str = "", now: float | None = None) -> StopRecord:
+        """The fleet stop lifted; ``NotStopped`` when the fleet is not stopped."""
 
-    def stopped(self, *, now: float | None = None) -> dict[str, StopRecord]: ...
+    def stopped(self, *, now: float | None = None) -> dict[str, StopRecord]:
+        """Every stopped session by its key (``StopStateUnreadable`` when it cannot be read)."""
 
-    def fleet(self, *, now: float | None = None) -> StopRecord | None: ...
+    def fleet(self, *, now: float | None = None) -> StopRecord | None:
+        """The fleet stop, or None (``StopStateUnreadable`` when it cannot be read)."""
 
-    def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None: ...
+    def covering(self, names: list[str], *, tmux_session_id: str = "") -> tuple[str, str | None] | None:
+        """("session", its key) of the stop holding a session known by ``names`` (or by the tmux
+        session id it was bound to), ("fleet", None), or None: resuming that one frees it."""
 
     def current(self, *, now: float | None = None) -> StopState:
         """Sessions, fleet and tmux-id bindings in one read (``StopStateUnreadable`` when it cannot be read)."""
@@ -95,13 +109,17 @@ class StopStore(Protocol):
 
 class LockStore(Protocol):
     def lock(self, entity: str, *, hours: float, reason: str = "", source: str, session_id: str | None = None,
-             now: float | None = None) -> LockRecord: ...
+             now: float | None = None) -> LockRecord:
+        """The lock filed for ``hours`` (a later expiry already there is kept); ``ValueError`` for a bad entity."""
 
-    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> LockRecord: ...
+    def release(self, entity: str, *, source: str, reason: str = "", now: float | None = None) -> LockRecord:
+        """The lock lifted; ``NotLocked`` when the entity is not hands-off."""
 
-    def active(self, *, now: float | None = None) -> dict[str, LockRecord]: ...
+    def active(self, *, now: float | None = None) -> dict[str, LockRecord]:
+        """Every lock in force by its entity (``HandsOffUnreadable`` when they cannot be read)."""
 
-    def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None: ...
+    def lock_of(self, entity: str, *, now: float | None = None) -> LockRecord | None:
+        """The lock in force on ``entity``, or None."""
 
     def lock_for_path(self, file_path: str, *, cwd: str | None = None, now: float | None = None,
                       subtree: bool = False) -> LockRecord | None:
@@ -128,11 +146,14 @@ class SessionStore(Protocol):
     def observe(self, session_id: str, *, now: float | None = None, **fields: Any) -> SessionRecord | None:
         """Record that the session is alive (and what it does); the record as stored now."""
 
-    def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None: ...
+    def get(self, session_id: str, *, now: float | None = None) -> SessionRecord | None:
+        """The session's record, or None when the hooks never saw it."""
 
-    def all(self, *, now: float | None = None) -> dict[str, SessionRecord]: ...
+    def all(self, *, now: float | None = None) -> dict[str, SessionRecord]:
+        """Every session seen by its id."""
 
-    def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None: ...
+    def set_entity(self, session_id: str, entity: str, *, now: float | None = None) -> None:
+        """Name the entity the session works on (its locks then cover it); nothing to return."""
 
     def lineage(self, session_id: str, *, now: float | None = None) -> list[str]:
         """The sessions this one was resumed or forked from, nearest first."""
@@ -204,48 +225,58 @@ class Claim(Protocol):
     warrant: WarrantRecord
     state: dict
 
-    def renew(self, *, now: float | None = None) -> bool: ...
+    def renew(self, *, now: float | None = None) -> bool:
+        """Whether the claim is still this worker's (its lease moved on); False: another worker took it."""
 
-    def release(self) -> None: ...
+    def release(self) -> None:
+        """Let the warrant go unfinished, for another worker to claim; nothing to return."""
 
     def complete(self, outcome: str, *, by: str | None = None, note: str = "", now: float | None = None,
-                 timeouts: Sequence[float] = ()) -> dict:
-        """Seal the outcome (its ack-log lines and the epitaph, which names ``timeouts``), then release.
-        A state already sealed (its worker died while completing) is completed again, never logged twice."""
+                 timeouts: Sequence[float] = ()) -> DogRecord:
+        """Seal the outcome (its ack-log lines and the epitaph, which names ``timeouts``), then release;
+        the completed dog's record. A state already sealed (its worker died while completing) is
+        completed again, never logged twice; ``WarrantError`` when another worker holds it now."""
 
     def save(self) -> None:
         """Store ``state`` as it is now, so a worker that takes the claim over resumes from it."""
 
-    def pardon_request(self) -> dict | None:
-        """An operator's pardon waiting for this warrant (``source``, ``reason``), or None."""
+    def pardon_request(self) -> PardonRequest | None:
+        """An operator's pardon waiting for this warrant, or None."""
 
 
 class WarrantStore(Protocol):
     def file(self, target: str, *, reason: str, requester: str = "operator",
-             now: float | None = None) -> tuple[WarrantRecord, bool]: ...
+             now: float | None = None) -> tuple[WarrantRecord, bool]:
+        """(the warrant, True) when filed, (the live one, False) when the target has one; ``WarrantError``."""
 
-    def pending(self) -> list[WarrantRecord]: ...
+    def pending(self) -> list[WarrantRecord]:
+        """The warrants no worker has claimed yet, oldest first."""
 
-    def active(self) -> list[DogRecord]: ...
+    def active(self) -> list[DogRecord]:
+        """The warrants being worked, with their dogs' states."""
 
-    def completed(self, newest: int | None = None) -> list[DogRecord]: ...
+    def completed(self, newest: int | None = None) -> list[DogRecord]:
+        """The finished warrants (the ``newest`` of them when given), with their outcomes."""
 
-    def claim_next(self, *, owner: dict, now: float | None = None) -> Claim | None: ...
+    def claim_next(self, *, owner: dict, now: float | None = None) -> Claim | None:
+        """The oldest pending warrant, now held by ``owner``; None when none waits."""
 
     def claim_orphans(self, *, owner: dict, skip: set[str] = ..., limit: int | None = None,
-                      now: float | None = None) -> list[Claim]: ...
+                      now: float | None = None) -> list[Claim]:
+        """Active warrants whose worker is gone or whose lease lapsed, now held by ``owner``."""
 
     def pardon(self, warrant_id: str, *, source: str, reason: str = "",
-               now: float | None = None) -> tuple[str, dict]:
-        """("pardoned" | "requested", record): a pending or idle warrant is
-        pardoned at once, a worked one asks its worker. ``WarrantError`` for an
-        unknown or finished warrant."""
+               now: float | None = None) -> tuple[str, DogRecord]:
+        """("pardoned", the completed dog) for a pending or idle warrant, pardoned at once;
+        ("requested", the working dog) for a worked one, whose worker is asked.
+        ``WarrantError`` for an unknown or finished warrant."""
 
-    def find(self, warrant_id: str) -> tuple[str, dict] | None:
-        """("pending" | "active" | "completed", record) for an id or an unambiguous prefix."""
+    def find(self, warrant_id: str) -> tuple[str, WarrantRecord | DogRecord] | None:
+        """("pending", the warrant) or ("active" | "completed", its dog) for an id or an unambiguous
+        prefix; None when none has it; ``WarrantError`` for a prefix several have."""
 
-    def live_for(self, target: str, target_id: str | None = None) -> dict | None:
-        """The pending or active warrant on this target (by its bound id when both have one)."""
+    def live_for(self, target: str, target_id: str | None = None) -> WarrantRecord | None:
+        """The pending or active warrant on this target (by its bound id when both have one), or None."""
 
     def listing(self) -> dict[str, list]:
         """``pending``, ``active``, ``completed``, ``quarantined`` and ``unreadable``."""
@@ -260,16 +291,21 @@ class WarrantStore(Protocol):
 
 class BreakerStore(Protocol):
     def record_boot(self, name: str, *, window_seconds: float, max_gap_seconds: float = 0,
-                    now: float | None = None) -> list[float]: ...
+                    now: float | None = None) -> list[float]:
+        """The breaker's boots in its window, this one included."""
 
     def tripped(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
-                now: float | None = None) -> bool: ...
+                now: float | None = None) -> bool:
+        """Whether ``max_restarts`` boots fell in ``window_seconds`` (a restart loop)."""
 
-    def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool: ...
+    def reset(self, name: str, *, source: str, reason: str = "", now: float | None = None) -> bool:
+        """Whether there were boots to forget (the reset is logged); ``ValueError`` for a bad name."""
 
-    def names(self) -> list[str]: ...
+    def names(self) -> list[str]:
+        """The breakers that have boots recorded, sorted."""
 
-    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord: ...
+    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
+        """The breaker's boots and verdict under ``config`` (its ``[loop]`` settings; the defaults when None)."""
 
     def check_and_record(self, name: str, *, max_restarts: int, window_seconds: float, max_gap_seconds: float = 0,
                          source: str = "leash", now: float | None = None) -> bool:
@@ -277,18 +313,22 @@ class BreakerStore(Protocol):
 
 
 class ReplyLedger(Protocol):
-    def record(self, channel: str, key: str, direction: str, *, now: float) -> int: ...
+    def record(self, channel: str, key: str, direction: str, *, now: float) -> int:
+        """The row id of one message (``direction`` "in" or "out") on ``channel`` about ``key``; ``ValueError``."""
 
-    def pending(self, channel: str, key: str) -> bool: ...
+    def pending(self, channel: str, key: str) -> bool:
+        """Whether the newest message on ``channel`` about ``key`` is an inbound one (awaiting an answer)."""
 
 
 class KennelRegistry(Protocol):
     """Kennel heartbeats; liveness is the heartbeat's age, never a signal to a pid."""
 
     def beat(self, *, pid: int, host: str, started_at: str, dogs: int, working: list[str] = ...,
-             stopped: bool = False, now: float | None = None) -> HeartbeatRecord: ...
+             stopped: bool = False, now: float | None = None) -> HeartbeatRecord:
+        """The kennel's heartbeat, written now (``stopped``: its last one)."""
 
-    def alive(self, *, now: float | None = None) -> HeartbeatRecord | None: ...
+    def alive(self, *, now: float | None = None) -> HeartbeatRecord | None:
+        """The heartbeat of a kennel that beat recently, or None when none runs."""
 
 
 class ApprovalStore(Protocol):
@@ -338,7 +378,8 @@ class BudgetUnit(Protocol):
         path, or ``gemini`` for AfterModel payloads): a JSON object
         (``cursor``, ``totals``, ``read_at``, ``skipped``: the meter's own), None the first time."""
 
-    def set_meter(self, session_id: str, source: str, state: dict) -> None: ...
+    def set_meter(self, session_id: str, source: str, state: dict) -> None:
+        """Keep ``state`` as what the meter read of one source of a session; nothing to return."""
 
     def charge(self, spend: SpendRecord) -> None:
         """Add ``spend`` to the row of its (hour, session_id, model): usd, tokens
@@ -353,9 +394,11 @@ class BudgetUnit(Protocol):
     def counters(self, *, cap: str | None = None, held: bool | None = None) -> list[BudgetCounterRecord]:
         """Counters of one cap or all; ``held``: only held ones (True) or only others (False)."""
 
-    def window(self, bucket: str, window: str) -> BudgetWindowRecord | None: ...
+    def window(self, bucket: str, window: str) -> BudgetWindowRecord | None:
+        """The subscription window as last reported for ``bucket``, or None."""
 
-    def put_window(self, record: BudgetWindowRecord) -> None: ...
+    def put_window(self, record: BudgetWindowRecord) -> None:
+        """Write ``record`` (insert or replace its (bucket, window) row); nothing to return."""
 
 
 class BudgetStore(Protocol):
@@ -365,27 +408,28 @@ class BudgetStore(Protocol):
     when the store cannot be read; ``holds`` raises it rather than answering
     "none", so the gate can fail closed."""
 
-    def unit(self, *, now: float | None = None) -> ContextManager[BudgetUnit]: ...
+    def unit(self, *, now: float | None = None) -> ContextManager[BudgetUnit]:
+        """One step of reads and writes that lands together at its end (``BudgetUnreadable``)."""
 
     def holds(self) -> list[BudgetCounterRecord]:
         """The counters held now (``held``): the gate's read on every tool call
         while caps are configured, so it is cheap (no database opened on the
         file backend)."""
 
-    def counters(self, *, cap: str | None = None) -> list[BudgetCounterRecord]: ...
+    def counters(self, *, cap: str | None = None) -> list[BudgetCounterRecord]:
+        """Every cap counter (of one ``cap`` when given); ``BudgetUnreadable``."""
 
     def spend(self, *, since: float | None = None, until: float | None = None,
               session_id: str | None = None) -> list[SpendRecord]:
         """Spend rows whose hour starts at or after ``since`` and before ``until``."""
 
-    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[dict]:
+    def totals(self, by: str, *, since: float | None = None, until: float | None = None) -> list[SpendTotal]:
         """Spend grouped ``by`` "session", "entity", "host", "model", "cli", "day" or
-        "hour" (a UTC day or hour's start, unix seconds): rows of ``key``, ``usd``,
-        ``estimated``, ``input``, ``output``, ``cache_write``, ``cache_read``,
-        ``reasoning``, ``requests``, ``sessions`` (distinct), largest ``usd`` first
+        "hour" (a UTC day or hour's start, unix seconds), largest ``usd`` first
         (``day``/``hour``: oldest first). ``ValueError`` for another ``by``."""
 
-    def windows(self) -> list[BudgetWindowRecord]: ...
+    def windows(self) -> list[BudgetWindowRecord]:
+        """Every subscription window as last reported; ``BudgetUnreadable``."""
 
     def meters(self) -> dict[str, dict[str, dict]]:
         """Every session's kept meter states: session id -> source -> state."""
@@ -397,12 +441,15 @@ class Transaction(Protocol):
     results: list[dict]
     """After the step: the entries the stop and lock writes stored, in order."""
 
-    def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None: ...
+    def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None:
+        """Queue a stop on the session (as ``StopStore.stop``); applied at the transaction's end."""
 
     def lock(self, entity: str, *, hours: float, source: str, reason: str = "",
-             session_id: str | None = None) -> None: ...
+             session_id: str | None = None) -> None:
+        """Queue a lock on ``entity`` (as ``LockStore.lock``); applied at the transaction's end."""
 
-    def set_entity(self, session_id: str, entity: str) -> None: ...
+    def set_entity(self, session_id: str, entity: str) -> None:
+        """Queue naming the session's entity; applied at the transaction's end."""
 
     def full_stop(self, session_id: str, entity: str, *, hours: float, source: str, reason: str = "") -> None:
         """Stop, lock ``entity`` for the session and, unless it is a path
@@ -415,7 +462,8 @@ class Backend(Protocol):
     stores it does not call)."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """"file", "postgres" or "remote": which backend this is."""
 
     @property
     def home(self) -> str:
@@ -426,39 +474,51 @@ class Backend(Protocol):
         """This host's name where the stores are shared or leashd's; "" for one home's files."""
 
     @property
-    def acklog(self) -> AckLogStore: ...
+    def acklog(self) -> AckLogStore:
+        """The ack log every control action is appended to first."""
 
     @property
-    def stops(self) -> StopStore: ...
+    def stops(self) -> StopStore:
+        """The stops on sessions and on the fleet."""
 
     @property
-    def locks(self) -> LockStore: ...
+    def locks(self) -> LockStore:
+        """The hands-off locks."""
 
     @property
-    def sessions(self) -> SessionStore: ...
+    def sessions(self) -> SessionStore:
+        """The agent sessions the hooks have seen."""
 
     @property
-    def halts(self) -> HaltStore: ...
+    def halts(self) -> HaltStore:
+        """The halt conditions, events and acknowledgements (built on first use)."""
 
     @property
-    def warrants(self) -> WarrantStore: ...
+    def warrants(self) -> WarrantStore:
+        """The death warrants and their dogs (built on first use)."""
 
     @property
-    def breakers(self) -> BreakerStore: ...
+    def breakers(self) -> BreakerStore:
+        """The restart-loop breakers (built on first use)."""
 
     @property
-    def replies(self) -> ReplyLedger: ...
+    def replies(self) -> ReplyLedger:
+        """The ledger of notification replies (built on first use)."""
 
     @property
-    def kennels(self) -> KennelRegistry: ...
+    def kennels(self) -> KennelRegistry:
+        """The kennels' heartbeats (built on first use)."""
 
     @property
-    def approvals(self) -> ApprovalStore: ...
+    def approvals(self) -> ApprovalStore:
+        """The agents' calls waiting for an operator (built on first use)."""
 
     @property
-    def budget(self) -> BudgetStore: ...
+    def budget(self) -> BudgetStore:
+        """Spend, cap counters, holds and subscription windows (built on first use)."""
 
-    def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]: ...
+    def transaction(self, *, now: float | None = None) -> ContextManager[Transaction]:
+        """Stop, lock and entity writes queued in the block, applied as one step at its end."""
 
     def changes(self, *, debounce_ms: int = 150, stop_event: Any = None) -> AsyncIterator[Change]:
         """Each store that changed, once per debounced burst, until ``stop_event`` (a

@@ -1,13 +1,14 @@
 """Typed records the stores hand out: a stop, a lock, a session, a halt, a
-warrant, a breaker, an approval, a budget counter, a spend row, a
-subscription window, a kennel heartbeat, a log line (and the lines of a
-read) and a change.
+warrant, a pardon request, a breaker, an approval, a budget counter, a spend
+row and a group of them, a subscription window, a kennel heartbeat, a log
+line (and the lines of a read) and a change.
 
 Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
 ``TypedDict``: this module is on the hook path, where each import is paid on
 every tool call). Each record is built from the stored dict with ``of(dict)``
 and gives it back unchanged with ``as_dict()``, so file formats never depend on
-these classes. Keys a record does not name are kept in ``extra``.
+these classes. Keys a record does not name are kept in ``extra``. A record is
+read by its attributes only: it is not a mapping (no ``get``, no ``[key]``).
 
 Each field is annotated with the type its store writes, so the type checker
 reads a record's fields as they are. Failure: ``of`` never raises on a missing
@@ -18,23 +19,40 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is for the type checker only: this module is on the hook path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterable, TypeVar, overload
+
+    _R = TypeVar("_R", bound="Record")
 
 
 class Record:
-    """Fields named by ``__slots__`` (besides ``extra``), compared by value."""
+    """Fields named by ``__slots__`` (besides ``extra``), compared by value.
+    A record is read by its attributes (a key it does not name: ``extra``);
+    ``as_dict()`` is the stored dict, for whatever formats or stores it."""
 
     __slots__ = ("extra", "_given")
     FIELDS: tuple[str, ...] = ()
 
-    def __init__(self, **values: object):
+    def __init__(self, **values: Any):
         self._given = tuple(values)  # the stored keys, in their order: as_dict gives back exactly these
         for field in self.FIELDS:
             object.__setattr__(self, field, values.pop(field, None))
         self.extra = values
 
+    if TYPE_CHECKING:  # a stored dict gives a record, None gives None
+        @overload
+        @classmethod
+        def of(cls: type[_R], data: dict, **more: object) -> _R: ...
+
+        @overload
+        @classmethod
+        def of(cls: type[_R], data: None, **more: object) -> None: ...
+
+        @overload
+        @classmethod
+        def of(cls: type[_R], data: dict | None, **more: object) -> _R | None: ...
+
     @classmethod
-    def of(cls, data: dict | None, **more: object):
+    def of(cls: type[_R], data: dict | None, **more: object) -> _R | None:
         """The record of a stored dict (None stays None); ``more`` sets fields
         the dict is filed under (a stop's ``key``) without adding them to it."""
         if data is None:
@@ -46,35 +64,6 @@ class Record:
 
     def as_dict(self) -> dict[str, Any]:
         return {key: getattr(self, key) if key in self.FIELDS else self.extra[key] for key in self._given}
-
-    def get(self, key: str, default: object = None) -> object:
-        """Dict-style access for callers moving from the stored dicts."""
-        if key in self.FIELDS:
-            value = getattr(self, key)
-            return default if value is None else value
-        return self.extra.get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self.FIELDS:
-            return getattr(self, key)
-        return self.extra[key]
-
-    # Read as a mapping of the stored keys (``{**record}``, ``dict(record)``,
-    # ``key in record``): callers that format a record need not know its class.
-    def keys(self) -> tuple[str, ...]:
-        return self._given
-
-    def __iter__(self):
-        return iter(self._given)
-
-    def __len__(self) -> int:
-        return len(self._given)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._given
-
-    def items(self) -> list[tuple[str, Any]]:
-        return list(self.as_dict().items())
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.as_dict() == self.as_dict() and \
@@ -116,7 +105,8 @@ class SessionRecord(Record):
     """An agent session the hooks have seen."""
 
     FIELDS = ("session_id", "tmux_session", "tmux_session_id", "tmux_pane", "entity", "cwd", "last_seen",
-              "last_tool", "status", "status_since", "parent", "agent", "cli", "transcript_path", "host")
+              "last_tool", "status", "status_since", "parent", "parent_by", "agent", "cli", "transcript_path", "host",
+              "wired", "agent_process")
     __slots__ = FIELDS
     session_id: str
     tmux_session: str | None
@@ -129,10 +119,13 @@ class SessionRecord(Record):
     status: str | None
     status_since: str | None
     parent: str | None
+    parent_by: str | None
     agent: str | None
     cli: str | None
     transcript_path: str | None
     host: str | None
+    wired: str | None  # the hooks wired when the session was last seen (words)
+    agent_process: dict | None  # the agent CLI's process that ran the hooks (``core.base.agentproc``)
 
 
 class HaltRecord(Record):
@@ -186,6 +179,17 @@ class DogRecord(Record):
     completed_at: str | None
 
 
+class PardonRequest(Record):
+    """An operator's pardon waiting for the dog that works a warrant: who
+    asked (``source``), why (``reason``) and when (``at``, ISO-8601 UTC)."""
+
+    FIELDS = ("source", "reason", "at")
+    __slots__ = FIELDS
+    source: str | None
+    reason: str | None
+    at: str | None
+
+
 class HaltEventRecord(Record):
     """One stored halt, every column (``halts.db``'s ``halt_events`` row, the
     shared store's the same): what ``HaltStore.find`` gives."""
@@ -228,6 +232,12 @@ class BreakerRecord(Record):
     tripped: bool
 
 
+def found_warrant(kind: str, data: dict) -> tuple[str, WarrantRecord | DogRecord]:
+    """(kind, record) of a warrant found where ``kind`` says: a pending one is
+    its ``WarrantRecord``; an active or completed one, its dog's ``DogRecord``."""
+    return kind, (WarrantRecord.of(data) if kind == "pending" else DogRecord.of(data))
+
+
 class HeartbeatRecord(Record):
     """A kennel's heartbeat (``kennel.json``)."""
 
@@ -251,7 +261,7 @@ class ApprovalRecord(Record):
     and by which path (cli, console, serve, pane, leash)."""
 
     FIELDS = ("id", "session_id", "host", "tool", "summary", "detail", "kind", "rule", "requested_at", "deadline",
-              "status", "closed_at", "by", "via", "message", "note")
+              "status", "closed_at", "by", "via", "message", "note", "input_sha256")
     __slots__ = FIELDS
     id: str
     session_id: str
@@ -269,6 +279,7 @@ class ApprovalRecord(Record):
     via: str | None
     message: str | None
     note: str | None
+    input_sha256: str | None  # what an answer from afar is bound to (older approvals have none)
 
 
 class BudgetCounterRecord(Record):
@@ -335,6 +346,28 @@ class SpendRecord(Record):
     requests: int
 
 
+class SpendTotal(Record):
+    """One group of ``BudgetStore.totals``: ``key`` the session id, entity,
+    host, model or cli its spend is grouped by (for ``day`` and ``hour``: the
+    UTC day's or hour's start, unix seconds), its dollars (``usd``;
+    ``estimated`` when any of it was priced at a provider's top rate), the
+    tokens of each kind, ``requests`` and the distinct ``sessions``."""
+
+    FIELDS = ("key", "usd", "estimated", "input", "output", "cache_write", "cache_read", "reasoning", "requests",
+              "sessions")
+    __slots__ = FIELDS
+    key: str | float
+    usd: float
+    estimated: bool
+    input: int
+    output: int
+    cache_write: int
+    cache_read: int
+    reasoning: int
+    requests: int
+    sessions: int
+
+
 class BudgetWindowRecord(Record):
     """A subscription window as an agent CLI last reported it (Claude Code's
     status line ``rate_limits``): ``bucket`` the account (or ``fleet``) it is
@@ -367,12 +400,12 @@ class LogLine(Record):
     hash: str | None
 
 
-class LogLines(list):
+class LogLines(list[LogLine]):
     """Lines read from the ack log (``LogLine``s, oldest first) and what the
     read had to skip: ``torn_bytes`` (a last line without its newline) and
     ``unreadable_lines`` (complete lines that are not log lines)."""
 
-    def __init__(self, lines=(), *, torn_bytes: int = 0, unreadable_lines: int = 0):
+    def __init__(self, lines: Iterable[LogLine] = (), *, torn_bytes: int = 0, unreadable_lines: int = 0):
         super().__init__(lines)
         self.torn_bytes = torn_bytes
         self.unreadable_lines = unreadable_lines

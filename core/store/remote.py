@@ -8,7 +8,9 @@ Each call is one ``{"verb": "store", "store": ..., "method": ..., "args": ...,
 names (``callable_methods``). Who acts is the daemon's business: a ``source`` or
 ``requester`` (an approval's ``by``) given here is replaced by the peer's user there. Records, the stop
 state and ack-log reads travel as tagged JSON (``encode``/``decode``) and come
-back as the same classes. A halt unit's reads are separate calls, each in its
+back as the same classes; the answers of ``PLAIN_ANSWERS`` (a warrant found or
+pardoned, the spend totals: records of what were once plain dicts) travel as
+those dicts, as they always did, and are made records again here. A halt unit's reads are separate calls, each in its
 own unit of the daemon. A transaction is queued here and sent as one call.
 The budget store offers its reads only: a budget unit holds its rows locked
 until it ends, so it runs in the daemon (``RemoteStoreError`` here).
@@ -27,6 +29,25 @@ import socket
 
 from leash.core.store import records
 
+TYPE_CHECKING = False  # the protocols are for the type checker only
+if TYPE_CHECKING:
+    from typing import Any, AsyncIterator, Callable, Iterator
+
+    from leash.core.base.finding import Finding
+    from leash.core.store.protocols import (
+        AckLogStore,
+        ApprovalStore,
+        BreakerStore,
+        BudgetStore,
+        HaltStore,
+        KennelRegistry,
+        LockStore,
+        ReplyLedger,
+        SessionStore,
+        StopStore,
+        WarrantStore,
+    )
+
 # What each store's protocol offers, minus what only the holder of the store may do.
 NOT_REMOTE = frozenset({"follow", "claim_next", "claim_orphans", "unit", "reading"})
 ACTOR_PARAMETERS = ("source", "requester", "by")
@@ -36,7 +57,7 @@ class RemoteStoreError(Exception):
     pass
 
 
-def protocols() -> dict:
+def protocols() -> dict[str, type]:
     from leash.core.store import protocols as p
 
     return {"acklog": p.AckLogStore, "stops": p.StopStore, "locks": p.LockStore, "sessions": p.SessionStore,
@@ -45,7 +66,7 @@ def protocols() -> dict:
             "transaction": p.Transaction}
 
 
-def callable_methods(protocol) -> frozenset[str]:
+def callable_methods(protocol: type) -> frozenset[str]:
     return frozenset(name for name, value in vars(protocol).items()
                      if callable(value) and not name.startswith("_") and name not in NOT_REMOTE)
 
@@ -66,7 +87,8 @@ def errors() -> dict[str, type[Exception]]:
 
 
 # ------------------------------------------------------------------ tagged JSON
-def encode(value):
+def encode(value: object) -> Any:
+    """``value`` as tagged JSON: records, the stop state and ack-log reads keep their class."""
     if isinstance(value, records.Record):
         return {"$record": type(value).__name__, "given": encode(value.as_dict()),
                 "fields": {field: encode(getattr(value, field)) for field in value.FIELDS}}
@@ -87,7 +109,8 @@ def encode(value):
     return {"$object": {str(k): encode(v) for k, v in fields.items() if not k.startswith("_")}}
 
 
-def decode(value):
+def decode(value: Any) -> Any:
+    """What ``encode`` made, back as its classes (``RemoteStoreError`` for an untagged object)."""
     if isinstance(value, list):
         return [decode(item) for item in value]
     if not isinstance(value, dict):
@@ -116,10 +139,41 @@ def decode(value):
     raise RemoteStoreError("an untagged object in a store reply")
 
 
+# Answers whose records stand for what the store once answered as plain dicts:
+# leashd sends them as those dicts (its replies are byte for byte as they were,
+# ``encode_answer``) and the client makes the records again (``remade``).
+# (store, method) -> what makes the answer of its plain dicts.
+PLAIN_ANSWERS: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("budget", "totals"): lambda rows: [records.SpendTotal.of(row) for row in rows],
+    ("warrants", "find"): lambda found: records.found_warrant(*found) if found is not None else None,
+    ("warrants", "pardon"): lambda answer: (answer[0], records.DogRecord.of(answer[1])),
+    ("warrants", "live_for"): records.WarrantRecord.of,
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, records.Record):
+        return value.as_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def encode_answer(store: str, method: str, result: object) -> Any:
+    """What leashd sends as the answer of ``store.method`` (``PLAIN_ANSWERS``: its records as plain dicts)."""
+    return encode(_plain(result) if (store, method) in PLAIN_ANSWERS else result)
+
+
+def remade(store: str, method: str, result: Any) -> Any:
+    """A decoded answer as the store's method gives it (``PLAIN_ANSWERS``)."""
+    make = PLAIN_ANSWERS.get((store, method))
+    return make(result) if make is not None else result
+
+
 RESUBSCRIBE_SECONDS = 2.0
 
 
-async def subscribed_changes(path: str):
+async def subscribed_changes(path: str) -> AsyncIterator[records.Change]:
     """Changes from the daemon's ``subscribe`` stream (the console's live view), as
     ``Change`` records. While the daemon is away it asks for a full re-read
     every ``RESUBSCRIBE_SECONDS`` and subscribes again when it is back."""
@@ -156,22 +210,33 @@ async def subscribed_changes(path: str):
 
 # ------------------------------------------------------------------ the client
 class RemoteBackend:
+    """A ``Backend`` whose every store is a ``RemoteStore``: each answers its
+    protocol's methods by a call to the daemon (the type checker reads each
+    store as its protocol)."""
+
     name = "remote"
-    sessions: "RemoteStore"  # one RemoteStore per store, set in __init__
 
     def __init__(self, operator_socket: str, *, timeout: float = 30.0):
         self.path = operator_socket
         self.timeout = timeout
         reply = self._exchange({"verb": "ping"})
-        self.home = reply.get("home", "")
-        self.host = str(reply.get("host", ""))
-        for store in ("acklog", "stops", "locks", "sessions", "halts", "warrants", "breakers", "replies", "kennels",
-                      "approvals", "budget"):
-            setattr(self, store, RemoteStore(self, store))
+        self.home: str = str(reply.get("home") or "")
+        self.host: str = str(reply.get("host", ""))
+        self.acklog: AckLogStore = RemoteStore(self, "acklog")
+        self.stops: StopStore = RemoteStore(self, "stops")
+        self.locks: LockStore = RemoteStore(self, "locks")
         # The daemon's own answer, not a remote call: "" unless its store is shared by many hosts.
-        self.sessions.host = str(reply.get("shared_host") or "")
+        self.sessions: SessionStore = RemoteStore(self, "sessions", host=str(reply.get("shared_host") or ""))
+        self.halts: HaltStore = RemoteStore(self, "halts")
+        self.warrants: WarrantStore = RemoteStore(self, "warrants")
+        self.breakers: BreakerStore = RemoteStore(self, "breakers")
+        self.replies: ReplyLedger = RemoteStore(self, "replies")
+        self.kennels: KennelRegistry = RemoteStore(self, "kennels")
+        self.approvals: ApprovalStore = RemoteStore(self, "approvals")
+        self.budget: BudgetStore = RemoteStore(self, "budget")
 
-    def call(self, store: str, method: str, args: tuple, kwargs: dict):
+    def call(self, store: str, method: str, args: tuple, kwargs: dict) -> Any:
+        """The daemon's answer to ``store.method(*args, **kwargs)``; what it raised, raised here."""
         reply = self._exchange({"verb": "store", "store": store, "method": method, "args": encode(list(args)),
                                 "kwargs": encode(kwargs)})
         if "result" in reply:
@@ -197,26 +262,27 @@ class RemoteBackend:
     def close(self) -> None:
         """Nothing is held between calls: each opens its own connection."""
 
-    def changes(self, *, debounce_ms: int = 150, stop_event=None):
+    def changes(self, *, debounce_ms: int = 150, stop_event: Any = None) -> AsyncIterator[records.Change]:
         """The daemon's own change stream (it debounces; ``debounce_ms`` is its)."""
         return subscribed_changes(self.path)
 
-    def examine(self, *, repair: bool = False, now: float | None = None):
+    def examine(self, *, repair: bool = False, now: float | None = None) -> Iterator[Finding]:
         raise RemoteStoreError("leash doctor examines the stores where they are held: run it with the home")
 
 
 class RemoteStore:
-    host = ""  # the sessions store's: the daemon's own answer (see RemoteBackend)
+    """One store over the socket: every method its protocol names is a call (``RemoteBackend.call``)."""
 
-    def __init__(self, backend: RemoteBackend, store: str):
+    def __init__(self, backend: RemoteBackend, store: str, *, host: str = ""):
         self._backend, self._store = backend, store
+        self.host = host  # the sessions store's: the daemon's own answer (see RemoteBackend)
 
-    def __getattr__(self, method: str):
+    def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_"):
             raise AttributeError(method)
 
-        def call(*args, **kwargs):
-            return self._backend.call(self._store, method, args, kwargs)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return remade(self._store, method, self._backend.call(self._store, method, args, kwargs))
         return call
 
     def unit(self, *, now: float | None = None) -> "RemoteUnit":
@@ -236,14 +302,14 @@ class RemoteUnit:
     def __enter__(self) -> "RemoteUnit":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
-    def __getattr__(self, method: str):
+    def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_"):
             raise AttributeError(method)
 
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             return self._backend.call("unit", method, args, {**kwargs, "$now": self._now})
         return call
 
@@ -259,14 +325,14 @@ class RemoteTransaction:
     def __enter__(self) -> "RemoteTransaction":
         return self
 
-    def __exit__(self, kind, *exc_info) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
         if kind is None:
             self.results = self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now}) or []
 
-    def __getattr__(self, method: str):
+    def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
             raise AttributeError(method)
 
-        def queue(*args, **kwargs) -> None:
+        def queue(*args: Any, **kwargs: Any) -> None:
             self._steps.append([method, list(args), kwargs])
         return queue

@@ -32,6 +32,8 @@ from leash.core.base.config import host_name as host_name
 
 TYPE_CHECKING = False  # the protocol is for the type checker only: it checks each backend conforms
 if TYPE_CHECKING:
+    from typing import Callable, Mapping
+
     from leash.core.store.protocols import Backend
 
 STORE_URL_VARIABLE = "LEASH_STORE_URL"
@@ -49,7 +51,7 @@ def _config(home: str) -> dict:
     return load_config(home)  # the defaults when the home has no config.toml
 
 
-def _named_url(home: str, variable: str, key: str, environ=None) -> str:
+def _named_url(home: str, variable: str, key: str, environ: Mapping[str, str] | None = None) -> str:
     """The url the environment names in ``variable``, else ``[store] key``;
     a url in the environment may hold a password (never one in config.toml)."""
     environ = os.environ if environ is None else environ
@@ -78,17 +80,17 @@ def _refuse_a_broken_file_that_may_name_the_store(home: str) -> None:
                                   f"tell which store holds the state: {problem} (mend it: leash doctor)")
 
 
-def store_url(home: str, environ=None) -> str:
+def store_url(home: str, environ: Mapping[str, str] | None = None) -> str:
     """The shared store's url for ``home`` ("" for the files)."""
     return _named_url(home, STORE_URL_VARIABLE, "url", environ)
 
 
-def owner_url(home: str, environ=None) -> str:
+def owner_url(home: str, environ: Mapping[str, str] | None = None) -> str:
     """The schema owner's url for ``home`` ("": the runtime role owns it too)."""
     return _named_url(home, OWNER_URL_VARIABLE, "owner_url", environ)
 
 
-def _owner_options(home: str, url: str, environ=None) -> dict:
+def _owner_options(home: str, url: str, environ: Mapping[str, str] | None = None) -> dict:
     """``owner_url`` and ``owner_password`` for ``PostgresBackend``."""
     from urllib.parse import urlsplit
 
@@ -115,7 +117,7 @@ def password(home: str) -> str | None:
     return raw.decode("utf-8", "replace").strip("\r\n")
 
 
-def daemon_backend(home: str, *, say=None) -> Backend:
+def daemon_backend(home: str, *, say: Callable[..., object] | None = None) -> Backend:
     """leashd's backend for its life: the files with their connections kept,
     or the shared store with its mirror listening (one line and an exit when
     the database cannot be reached at the start)."""
@@ -138,7 +140,8 @@ def daemon_backend(home: str, *, say=None) -> Backend:
                            schema="upgrade", **_owner_options(home, url))
 
 
-def backend_for(home=None, *, environ=None, schema: str = "create") -> Backend:
+def backend_for(home: str | None = None, *, environ: Mapping[str, str] | None = None,
+                schema: str = "create") -> Backend:
     """The backend of ``home``: ``PostgresBackend`` when a shared store is
     named (``schema`` as ``PostgresBackend`` takes it), else ``FileBackend``."""
     from leash.core.base.home import resolve_home

@@ -20,6 +20,12 @@ from leash.core.base.clock import now_seconds
 from leash.core.base.hours import hours_problem
 from leash.core.state.handsoff import PATH_PREFIX, validate_entity
 
+TYPE_CHECKING = False  # for the type checker only: the hook path imports this module
+if TYPE_CHECKING:
+    from leash.core.state.handsoff import HandsOffRegistry
+    from leash.core.state.sessions import SessionRegistry
+    from leash.core.state.stop import StopRegistry
+
 UNDO_SOURCE = "leash"
 MAX_UNDO_REASON = 500
 
@@ -27,7 +33,7 @@ MAX_UNDO_REASON = 500
 class Step:
     """The writes of one transaction (see the module's docstring)."""
 
-    def __init__(self, stops, locks, sessions, now: float):
+    def __init__(self, stops: StopRegistry, locks: HandsOffRegistry, sessions: SessionRegistry, now: float):
         self.stops, self.locks, self.sessions = stops, locks, sessions
         self.now = now
         self.writes: list[tuple[str, tuple, dict]] = []
@@ -90,12 +96,13 @@ class transaction:
     """``with transaction(stops, locks, sessions, now=) as step:`` over a home's
     ``StopRegistry``, ``HandsOffRegistry`` and ``SessionRegistry``."""
 
-    def __init__(self, stops, locks, sessions, *, now: float | None = None):
+    def __init__(self, stops: StopRegistry, locks: HandsOffRegistry, sessions: SessionRegistry, *,
+                 now: float | None = None):
         self.step = Step(stops, locks, sessions, now_seconds(now))
 
     def __enter__(self) -> Step:
         return self.step
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: object, traceback: object) -> None:
         if kind is None:
             self.step.apply()

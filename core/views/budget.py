@@ -22,6 +22,10 @@ from dataclasses import dataclass
 
 from leash.core.policy.caps import Cap, caps_of, period_of
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 HOUR = 3600.0
 DAY = 86_400.0
 COST_GROUPS = ("session", "entity", "host", "model", "day", "cli")
@@ -64,7 +68,7 @@ def _fraction(used: float, limit: float) -> float:
     return used / limit if limit > 0 else 1.0
 
 
-def cap_rows(backend, config: dict, *, now: float) -> list[CapRow]:
+def cap_rows(backend: Backend, config: dict, *, now: float) -> list[CapRow]:
     """Each cap's rows (see the module's docstring), in config.toml's order, its buckets by name."""
     caps = caps_of(config.get("budget") or {})
     if not caps:
@@ -102,35 +106,35 @@ def _empty_row(cap: Cap, windows: dict, *, now: float) -> CapRow:
                   cap.limit, False, _fraction(0.0, cap.limit), False, None, resets_in, None)
 
 
-def session_costs(backend, *, since: float | None = None) -> dict[str, Cost]:
+def session_costs(backend: Backend, *, since: float | None = None) -> dict[str, Cost]:
     """Each metered session's dollars (since ``since``, an hour's start; None: ever)."""
-    return {str(row["key"]): Cost(float(row["usd"]), bool(row["estimated"]))
+    return {str(row.key): Cost(float(row.usd), bool(row.estimated))
             for row in backend.budget.totals("session", since=since)}
 
 
-def hourly_spend(backend, *, now: float, hours: int = 24) -> list[float]:
+def hourly_spend(backend: Backend, *, now: float, hours: int = 24) -> list[float]:
     """The fleet's dollars in each of the last ``hours`` hours, oldest first, this hour last (zeros included)."""
     this_hour = math.floor(now / HOUR) * HOUR
     first = this_hour - (hours - 1) * HOUR
-    found = {float(row["key"]): float(row["usd"]) for row in backend.budget.totals("hour", since=first)}
+    found = {float(row.key): float(row.usd) for row in backend.budget.totals("hour", since=first)}
     return [found.get(first + index * HOUR, 0.0) for index in range(hours)]
 
 
-def fleet_figures(backend, config: dict, *, now: float) -> FleetFigures:
+def fleet_figures(backend: Backend, config: dict, *, now: float) -> FleetFigures:
     """The fleet's spend today (UTC) and its busiest subscription window still open."""
     today = math.floor(now / DAY) * DAY
     rows = backend.budget.totals("day", since=today)
-    usd = sum(float(row["usd"]) for row in rows)
-    estimated = any(bool(row["estimated"]) for row in rows)
+    usd = sum(float(row.usd) for row in rows)
+    estimated = any(bool(row.estimated) for row in rows)
     open_windows = [w for w in backend.budget.windows() if w.resets_at is None or float(w.resets_at) > now]
     busiest = max(open_windows, key=lambda w: float(w.used_percent), default=None)
     return FleetFigures(usd, estimated, (busiest.window, float(busiest.used_percent)) if busiest else None)
 
 
-def cost_rows(backend, *, by: str, since: float | None = None, until: float | None = None) -> list[dict]:
+def cost_rows(backend: Backend, *, by: str, since: float | None = None, until: float | None = None) -> list[dict]:
     """``leash costs --by``: the store's totals grouped ``by`` (``COST_GROUPS``), largest first (days: oldest first)."""
     if by not in COST_GROUPS:
         raise ValueError(f"--by must be one of {', '.join(COST_GROUPS)}, got {by!r}")
     rows = backend.budget.totals(by, since=math.floor(since / HOUR) * HOUR if since is not None else None,
                                  until=until)
-    return [dict(row) for row in rows]
+    return [row.as_dict() for row in rows]

@@ -38,7 +38,10 @@ CONFIG_WARNING = "config_warning"  # something in a usable config.toml that leas
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
+    from typing import Literal
+
     from leash.core.store.protocols import Backend
+    from leash.core.store.records import SessionRecord
 
 
 def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False, now: float | None = None,
@@ -98,7 +101,7 @@ def examine(protocol: StopProtocol | str | None = None, *, repair: bool = False,
 METER_FILES_NAMED = 10  # files with unreadable usage lines named one by one; the rest counted
 
 
-def _meter_findings(backend) -> Iterator[Finding]:
+def _meter_findings(backend: Backend) -> Iterator[Finding]:
     """The spend meter's unreadable lines, once per file (``core.views.metering``
     skips them and counts them in the file's meter state)."""
     try:
@@ -116,7 +119,7 @@ def _meter_findings(backend) -> Iterator[Finding]:
                                               "usage lines")
 
 
-def _window_findings(home: str, backend, *, now: float | None) -> Iterator[Finding]:
+def _window_findings(home: str, backend: Backend, *, now: float | None) -> Iterator[Finding]:
     """A cap over a subscription window counts nothing until that window's
     reset is reported (Claude Code's status line): each such cap, once."""
     import time
@@ -154,14 +157,14 @@ def _config_findings(home: Path) -> Iterator[Finding]:
         yield Finding("ok", "config.toml", "valid" if (home / "config.toml").exists() else "absent; defaults in use")
 
 
-def _tmux_findings(home: str, backend: Backend) -> Iterator[Finding]:
+def _tmux_findings(home: str, backend: Backend | Literal[False]) -> Iterator[Finding]:
     """The tmux server leash uses (``core.views.status.tmux_problem``): a wrong
     socket path fails (the kennel and interrupts cannot reach the agents' panes),
     no server running is a warning; nothing is said when nothing expects tmux."""
     from leash.core.base.tmux import resolve_socket
     from leash.core.views.status import TMUX_WRONG_SOCKET, tmux_problem
 
-    sessions: list = []
+    sessions: list[SessionRecord] = []
     if backend is not False:
         try:
             here = backend.sessions.host
@@ -177,7 +180,7 @@ def _tmux_findings(home: str, backend: Backend) -> Iterator[Finding]:
         socket = resolve_socket(home=home)
     except ConfigError:
         return  # config_broken says so
-    if socket is not None or any((s.as_dict() if hasattr(s, "as_dict") else s).get("tmux_pane") for s in sessions):
+    if socket is not None or any(s.tmux_pane for s in sessions):
         yield Finding("ok", "tmux", f"the server at {socket or 'tmux default socket'} answers")
 
 

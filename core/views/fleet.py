@@ -38,6 +38,10 @@ from __future__ import annotations
 from leash.core.base.clock import now_seconds, parse_iso
 from leash.core.views.gone import STATE_GONE, as_gone, killed_targets, pane_gone, why_killed  # noqa: F401 (named here)
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 ACK_TAIL_LINES = 200
 MAX_ROWS = 300  # per list; an operator filters or uses the palette beyond that
 RECENT_FINISHED = 20
@@ -109,7 +113,7 @@ def _left(stamp: str | None, moment: float) -> float | None:
 
 
 def view(home=None, *, tmux_sessions: list[dict] | None = None, now: float | None = None,
-         ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS, backend=None) -> dict:
+         ack_tail: int = ACK_TAIL_LINES, max_rows: int = MAX_ROWS, backend: Backend | None = None) -> dict:
     """The whole fleet; each list holds at most ``max_rows`` rows (the summary
     counts them all)."""
     from leash.core.state.halts.store import HaltStoreUnavailable
@@ -125,7 +129,7 @@ def view(home=None, *, tmux_sessions: list[dict] | None = None, now: float | Non
                      halt_problem=f"halt store unreadable ({exc})")
 
 
-def _view(backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
+def _view(backend: Backend, unit, *, tmux_sessions, now, ack_tail, max_rows, halt_problem: str | None = None) -> dict:
     moment = now_seconds(now)
     raw = _snapshot(backend, unit, moment, max_rows, halt_problem)
     rule = _SessionStates(backend.home, raw, _stops_or_none_held(backend), unit.states() if unit is not None else {})
@@ -184,7 +188,7 @@ def _row_host(row: dict, here: str, seen_on: dict[str, str]) -> str:
     return found or (row["name"].partition("/")[0] if "/" in row["name"] else "")
 
 
-def _snapshot(backend, unit, moment: float, max_rows: int, halt_problem: str | None) -> dict:
+def _snapshot(backend: Backend, unit, moment: float, max_rows: int, halt_problem: str | None) -> dict:
     from leash.core.views import status
 
     raw = status.snapshot(backend=backend, now=moment, halts_limit=max_rows if unit is not None else 0, halts=unit)
@@ -193,7 +197,7 @@ def _snapshot(backend, unit, moment: float, max_rows: int, halt_problem: str | N
     return raw
 
 
-def _stops_or_none_held(backend):
+def _stops_or_none_held(backend: Backend):
     """The stop state; none when it cannot be read (``stop_state_error`` then
     makes every session stopped)."""
     from leash.core.state.stop import StopStateUnreadable
@@ -238,7 +242,7 @@ class _SessionStates:
         stopped = next((name for name in names if name in sessions), None)
         if stopped is None and tmux_id and tmux_id in self.stops.by_tmux_id:
             stopped = self.stops.by_tmux_id[tmux_id]
-        return ("stopped", sessions[stopped].get("reason") or "-") if stopped is not None else None
+        return ("stopped", sessions[stopped].reason or "-") if stopped is not None else None
 
     def _halted(self, names: list[str]) -> tuple[str, str] | None:
         if "halt_store_error" in self.raw:
@@ -378,10 +382,10 @@ def _unseen_stop_rows(stops, rows: list[dict], tmux_ids: set[str], moment: float
     """Rows for stops filed for a session no hook or tmux has shown yet."""
     known = {name for s in rows for name in [s["name"], s.get("tmux_session")] + s["agents"] if name}
     return [{"key": f"stop:{stopped_id}", "name": stopped_id, "tmux_session": "", "agents": [],
-             "state": "stopped", "detail": record.get("reason") or "-", "last_tool": "",
-             "age": _age(record.get("stopped_at"), moment), "in_tmux": False}
+             "state": "stopped", "detail": record.reason or "-", "last_tool": "",
+             "age": _age(record.stopped_at, moment), "in_tmux": False}
             for stopped_id, record in stops.sessions.items()
-            if stopped_id not in known and record.get("tmux_session_id") not in tmux_ids]
+            if stopped_id not in known and record.tmux_session_id not in tmux_ids]
 
 
 def _names_of_agents(sessions: list[dict]) -> dict[str, str]:
@@ -421,9 +425,10 @@ def _warrant_rows(live: list[dict], attempts: int | None, moment: float) -> list
     return rows
 
 
-def _finished_warrants(backend) -> list[dict]:
-    return sorted(backend.warrants.completed(newest=RECENT_FINISHED),
-                  key=lambda d: d.get("completed_at", ""))[-RECENT_FINISHED:]
+def _finished_warrants(backend: Backend) -> list[dict]:
+    """The newest finished warrants, oldest first, as the view's plain data."""
+    finished = sorted(backend.warrants.completed(newest=RECENT_FINISHED), key=lambda d: d.completed_at or "")
+    return [dog.as_dict() for dog in finished[-RECENT_FINISHED:]]
 
 
 def _lock_rows(locks: list[dict], moment: float) -> list[dict]:
@@ -451,7 +456,7 @@ def _soonest(approvals: list[dict]) -> float | None:
     return min((row["deadline_epoch"] for row in approvals if row["deadline_epoch"] is not None), default=None)
 
 
-def _approval_rows(backend, sessions: list[dict], moment: float) -> tuple[list[dict], list[str]]:
+def _approval_rows(backend: Backend, sessions: list[dict], moment: float) -> tuple[list[dict], list[str]]:
     """The approvals waiting, oldest first, and a problem when they cannot be
     read (their state, or a daemon from before approvals, which refuses the call)."""
     from leash.core.store.approvals import ApprovalsUnreadable
@@ -478,7 +483,7 @@ def _approval_row(record, named: dict[str, str], moment: float) -> dict:
             "left": deadline - moment if deadline is not None else None}
 
 
-def _ack_rows(backend, lines: int) -> list[dict]:
+def _ack_rows(backend: Backend, lines: int) -> list[dict]:
     tail = [line.as_dict() for line in backend.acklog.tail(lines)]
     for line in tail:
         line["key"] = f"ack:{line.get('seq')}:{(line.get('hash') or '')[:12]}"

@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from leash.core.state.acklog import EVENTS
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 ALIASES: dict[str, tuple[str, ...]] = {
     "stop": ("stop_ack",),
     "fleet": ("fleet_stop", "fleet_resume"),
@@ -63,7 +67,7 @@ def resolve_events(text: str) -> tuple[str, ...]:
     raise UnknownEvent(text)
 
 
-def session_names(backend, name: str, *, now: float | None = None) -> set[str]:
+def session_names(backend: Backend, name: str, *, now: float | None = None) -> set[str]:
     """Every name the session ``name`` (an agent session id, a tmux session
     name or id, with or without ``HOST/``) answers to, ``name`` among them."""
     names = {name}
@@ -72,11 +76,10 @@ def session_names(backend, name: str, *, now: float | None = None) -> set[str]:
     except Exception:  # unreadable sessions: the name given still matches
         return names
     for session_id, record in records.items():
-        fields = record.as_dict() if hasattr(record, "as_dict") else dict(record)
-        tmux_names = {str(fields.get("tmux_session") or "")} - {""}
+        tmux_names = {str(record.tmux_session or "")} - {""}
         tmux_names |= {bare.partition("/")[2] for bare in tmux_names if "/" in bare}
         # A tmux id ($N) finds its session but is not added: tmux hands ids out again.
-        if name in {session_id, fields.get("tmux_session_id")} | tmux_names:
+        if name in {session_id, record.tmux_session_id} | tmux_names:
             names |= {session_id} | tmux_names
     if name.startswith("$") or "/" not in name:
         return names

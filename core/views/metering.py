@@ -42,6 +42,10 @@ from leash.core.policy import budgethold
 from leash.core.policy.caps import Cap, caps_of, period_of, reset_releases
 from leash.core.store.records import BudgetCounterRecord
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 SOURCE = "leash"  # who the meter's log lines are from
 HOUR = 3600.0
 WINDOW_KEYS = {"five_hour": "window-5h", "seven_day": "window-7d"}
@@ -72,7 +76,7 @@ class Member:
 
 
 # ------------------------------------------------------------------ sessions
-def member_of(backend, session_id: str, *, record: dict | None = None) -> Member:
+def member_of(backend: Backend, session_id: str, *, record: dict | None = None) -> Member:
     """The session as caps see it (its entity and host named as the gate names them)."""
     from leash.core.state.sessions import host_of
 
@@ -124,7 +128,7 @@ def limit_of(counter: BudgetCounterRecord, cap: Cap) -> float:
     return float(counter.raised_to) if counter.raised_to is not None else cap.limit
 
 
-def advance(backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float, outcome: MeterOutcome, *,
+def advance(backend: Backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float, outcome: MeterOutcome, *,
              session_id: str, estimated: bool, accounts: dict, now: float) -> None:
     """Set the counter's use to ``used``: warn points crossed are logged once,
     a reached limit holds (a cap held and released is held again once its
@@ -149,7 +153,7 @@ def advance(backend, unit, cap: Cap, counter: BudgetCounterRecord, used: float, 
     unit.put_counter(BudgetCounterRecord.of(values))
 
 
-def log_hold(backend, cap: Cap, counter: BudgetCounterRecord, used: float, limit: float, *, session_id: str,
+def log_hold(backend: Backend, cap: Cap, counter: BudgetCounterRecord, used: float, limit: float, *, session_id: str,
               accounts: dict, now: float, why: str = "") -> None:
     held = _sessions_in(backend, cap, counter.bucket, accounts)
     backend.acklog.append("budget_hold", source=SOURCE, session_id=session_id,
@@ -158,12 +162,12 @@ def log_hold(backend, cap: Cap, counter: BudgetCounterRecord, used: float, limit
                           limit=limit, unit=cap.unit, sessions=held[:50], now=now)
 
 
-def _sessions_in(backend, cap: Cap, bucket: str, accounts: dict) -> list[str]:
+def _sessions_in(backend: Backend, cap: Cap, bucket: str, accounts: dict) -> list[str]:
     """The sessions the store knows in the cap's bucket (for the hold's log line)."""
     found = []
     for session_id, record in backend.sessions.all().items():
         member = member_of(backend, session_id, record=record.as_dict())
-        if bucket_for(cap, member, accounts) == bucket and record.get("status") != "ended":
+        if bucket_for(cap, member, accounts) == bucket and record.status != "ended":
             found.append(session_id)
     return sorted(found)
 
@@ -181,7 +185,7 @@ def moment_of(value: object, default: float) -> float:
 
 
 # ------------------------------------------------------------------ the operator
-def raise_cap(backend, cap_name: str, *, to: float, reason: str, source: str, config: dict, now: float,
+def raise_cap(backend: Backend, cap_name: str, *, to: float, reason: str, source: str, config: dict, now: float,
               bucket: str | None = None) -> list[BudgetCounterRecord]:
     """Raise ``cap_name``'s limit to ``to`` for its current period (each bucket,
     or ``bucket``): logged ``budget_raised``, its holds lifted and their
@@ -235,7 +239,7 @@ def _current(counter: BudgetCounterRecord, now: float) -> bool:
     return counter.held or counter.period_end is None or float(counter.period_end) > now
 
 
-def _known_bucket(backend, unit, cap: Cap, bucket: str, accounts: dict) -> None:
+def _known_bucket(backend: Backend, unit, cap: Cap, bucket: str, accounts: dict) -> None:
     """``ValueError`` unless ``bucket`` is one ``cap`` counts: the fleet's or its
     account's, one it has counted, or one of a session the store knows."""
     from leash.core.base.tomllines import did_you_mean
@@ -268,7 +272,7 @@ def _fresh_counter(unit, cap: Cap, bucket: str | None, *, now: float) -> BudgetC
     return counter_for(unit, cap, bucket, period, now=now)
 
 
-def acknowledge_released(backend, cap_name: str, *, config: dict, source: str, now: float) -> int:
+def acknowledge_released(backend: Backend, cap_name: str, *, config: dict, source: str, now: float) -> int:
     """Acknowledge the pending ``budget`` halts of ``cap_name`` whose session no
     hold covers any more; how many."""
     budget = config.get("budget") or {}
@@ -291,7 +295,7 @@ def acknowledge_released(backend, cap_name: str, *, config: dict, source: str, n
 
 
 # ------------------------------------------------------------------ time
-def tick(backend, *, config: dict, now: float) -> list[str]:
+def tick(backend: Backend, *, config: dict, now: float) -> list[str]:
     """What time alone does (see the module's docstring); one line for each thing done."""
     caps, accounts, _ = budget_of(config)
     by_name = {cap.name: cap for cap in caps}
@@ -342,7 +346,7 @@ def _reset_passed(cap: Cap, counter: BudgetCounterRecord, now: float) -> bool:
 WORKING = ("working", "thinking")
 
 
-def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
+def _stale(backend: Backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
     """Meters silent past a cap's ``stale_after`` while their session works: a
     ``budget_stale`` line once per silence, and with ``on_stale = "hold"`` a hold."""
     done: list[str] = []
@@ -353,11 +357,11 @@ def _stale(backend, unit, caps, accounts: dict, *, now: float) -> list[str]:
     holds = backend.budget.holds()
     caps_config = [{"name": c.name, "scope": c.scope, "account": c.account} for c in caps]
     for session_id, record in backend.sessions.all().items():
-        if record.get("status") not in WORKING:
+        if record.status not in WORKING:
             continue
         states = meters.get(session_id, {})
         last = max([float(s.get("found_at") or 0.0) for s in states.values()] or [0.0])
-        since = record.get("status_since")
+        since = record.status_since
         started = moment_of(since, now)
         member = member_of(backend, session_id, record=record.as_dict())
         if budgethold.covering(holds, caps_config, accounts, session_ids=(session_id,), entity=member.entity,

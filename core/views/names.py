@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import difflib
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 MATCHES_SHOWN = 3
 MATCH_CUTOFF = 0.6  # difflib's own default
 
 
-def known_names(backend, *, now: float | None = None) -> set[str]:
+def known_names(backend: Backend, *, now: float | None = None) -> set[str]:
     from leash.core.base.nameguard import known_names as seen_names
     from leash.core.state.sessions import tmux_session_names
 
@@ -50,7 +54,7 @@ def did_you_mean(name: str, candidates) -> str:
     return "; did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
 
 
-def unknown(backend, name: str, *, now: float | None = None) -> str | None:
+def unknown(backend: Backend, name: str, *, now: float | None = None) -> str | None:
     """Why nothing answers to ``name`` (one line, without the remedy), or None when something does."""
     from leash.core.base.nameguard import warning_for
 

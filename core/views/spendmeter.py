@@ -32,9 +32,13 @@ from leash.core.views.metering import (
     window_bucket,
 )
 
+TYPE_CHECKING = False  # for the type checker only
+if TYPE_CHECKING:
+    from leash.core.store.protocols import Backend
+
 
 # ------------------------------------------------------------------ metering
-def meter_session(backend, session_id: str, *, config: dict, now: float, transcript_path: str | None = None,
+def meter_session(backend: Backend, session_id: str, *, config: dict, now: float, transcript_path: str | None = None,
                   cli: str | None = None) -> MeterOutcome:
     """Read and charge what the session spent since the last reading."""
     from leash.core.state.meterread import claude_code_files
@@ -73,7 +77,7 @@ def _changed(kept: dict | None, state: dict) -> bool:
     return moved(kept) != moved(state) and (kept is not None or state.get("cursor") is not None)
 
 
-def meter_gemini(backend, session_id: str, payload: dict, *, config: dict, now: float) -> MeterOutcome:
+def meter_gemini(backend: Backend, session_id: str, payload: dict, *, config: dict, now: float) -> MeterOutcome:
     """Charge one Gemini CLI ``AfterModel`` payload's usage (a response's last chunk, once)."""
     member = member_of(backend, session_id)
     caps, accounts, overrides = budget_of(config)
@@ -88,8 +92,8 @@ def meter_gemini(backend, session_id: str, payload: dict, *, config: dict, now: 
     return outcome
 
 
-def _charge(backend, unit, member: Member, charges: list[Charge], caps, accounts: dict, outcome: MeterOutcome, *,
-            now: float) -> None:
+def _charge(backend: Backend, unit, member: Member, charges: list[Charge], caps, accounts: dict,
+            outcome: MeterOutcome, *, now: float) -> None:
     if not charges:
         return
     hour = math.floor(now / HOUR) * HOUR
@@ -113,7 +117,7 @@ def _charge(backend, unit, member: Member, charges: list[Charge], caps, accounts
 
 
 # ------------------------------------------------------------------ status line
-def observe_status_line(backend, session_id: str, status: dict, *, config: dict, now: float) -> MeterOutcome:
+def observe_status_line(backend: Backend, session_id: str, status: dict, *, config: dict, now: float) -> MeterOutcome:
     """Claude Code's status JSON: its windows (``rate_limits``) are stored for the
     session's account (or the fleet's login) and set the percent caps' use."""
     member = member_of(backend, session_id)

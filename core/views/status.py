@@ -70,7 +70,7 @@ def snapshot(protocol=None, *, backend: Backend | None = None, now: float | None
     for warrant in backend.warrants.pending():
         result["warrants"].append({**warrant.as_dict(), "state": "pending", "attempt": 0})
     for dog in backend.warrants.active():
-        result["warrants"].append({**(dog.warrant or {}), **{k: v for k, v in dog.items() if k != "warrant"}})
+        result["warrants"].append({**(dog.warrant or {}), **{k: v for k, v in dog.as_dict().items() if k != "warrant"}})
     config = _config(backend)
     for name in backend.breakers.names():
         result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())
@@ -208,11 +208,12 @@ def tmux_problem(home, sessions=None, *, environ=None) -> dict | None:
     import os
 
     from leash.core.base.tmux import NO_SERVER, SOCKET_ENV, server_problem
+    from leash.core.store.records import Record
 
     environ = os.environ if environ is None else environ
     seen, in_tmux = [], False
     for session in sessions or ():
-        record = session.as_dict() if hasattr(session, "as_dict") else dict(session)
+        record = session.as_dict() if isinstance(session, Record) else dict(session)  # a record, or a status row
         if record.get("status") == "ended":
             continue
         in_tmux = in_tmux or bool(record.get("tmux_pane"))

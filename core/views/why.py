@@ -38,6 +38,7 @@ from leash.core.base.clock import now_seconds
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
+    from leash.core.store.records import StopRecord
 
 
 MAX_FILES_SHOWN = 5
@@ -60,11 +61,12 @@ def _identity(backend: Backend, session: str, *, now: float,
 
     known = backend.sessions.all(now=now)
     if tmux_session_id is None:
-        tmux_session_id = "" if session in known else tmux_session_id_for(session, home=backend.home, known=known)
+        stored = {sid: record.as_dict() for sid, record in known.items()}
+        tmux_session_id = "" if session in known else tmux_session_id_for(session, home=backend.home, known=stored)
     agents = [session] if session in known else [
         sid for sid, record in known.items()
-        if record.get("tmux_session") == session
-        or (tmux_session_id and record.get("tmux_session_id") == tmux_session_id)]
+        if record.tmux_session == session
+        or (tmux_session_id and record.tmux_session_id == tmux_session_id)]
     names, entities, tmux_ids, cwds = [session], [], [tmux_session_id] if tmux_session_id else [], []
     for agent in agents:
         agent_names, record = answers_to(backend.sessions, agent, now=now)
@@ -103,8 +105,8 @@ def why(home=None, session: str = "", *, now: float | None = None, tmux_session_
     elsewhere = []
     for entity, lock in path_locks:
         files, more = _files_denied(backend, entity, cwds, moment)
-        row = {"entity": entity, "reason": lock.get("reason") or "", "source": lock.get("source", ""),
-               "until": lock.get("expires_at", ""), "lift": _command("leash", "release", entity)}
+        row = {"entity": entity, "reason": lock.reason or "", "source": lock.source or "",
+               "until": lock.expires_at or "", "lift": _command("leash", "release", entity)}
         if files:
             rules.append({"rule": "path_lock", "subject": entity, **row, "files": files, "more_files": more})
         else:
@@ -170,9 +172,9 @@ def _budget_rules(backend: Backend, session: str, moment: float) -> list[dict]:
              "lift": _command("leash", "budget", "raise", hold.cap, "--to", amount, "--reason", "...")}]
 
 
-def _stop_row(rule: str, subject: str, record, lift: str) -> dict:
-    return {"rule": rule, "subject": subject, "reason": record.get("reason") or "", "source": record.get("source", ""),
-            "since": record.get("stopped_at", ""), "lift": lift}
+def _stop_row(rule: str, subject: str, record: StopRecord, lift: str) -> dict:
+    return {"rule": rule, "subject": subject, "reason": record.reason or "", "source": record.source or "",
+            "since": record.stopped_at or "", "lift": lift}
 
 
 def _lock_rules(backend: Backend, entities: list[str], tmux_ids: list[str], moment: float) -> tuple[list[dict], list]:
@@ -192,9 +194,9 @@ def _lock_rules(backend: Backend, entities: list[str], tmux_ids: list[str], mome
             continue
         entity = lock.entity
         seen.add(entity)
-        row = {"rule": "hands_off", "subject": entity, "reason": lock.get("reason") or "",
-               "source": lock.get("source", ""), "since": lock.get("locked_at", ""),
-               "until": lock.get("expires_at", ""), "lift": _command("leash", "release", entity)}
+        row = {"rule": "hands_off", "subject": entity, "reason": lock.reason or "",
+               "source": lock.source or "", "since": lock.locked_at or "",
+               "until": lock.expires_at or "", "lift": _command("leash", "release", entity)}
         rules.append({**row, "bound_to": bound} if bound else row)
     paths = [(e, lock) for e, lock in sorted(active.items()) if e.startswith(PATH_PREFIX)]
     return rules, paths

@@ -45,6 +45,7 @@ from leash.core.base.clock import iso, now_seconds, parse_iso
 from leash.core.base.statefile import write_json
 from leash.core.state.warrants.epitaph import answered, health_check
 from leash.core.state.warrants.outcome import DEFAULT_TIMEOUTS, complete, finish
+from leash.core.store.records import DogRecord, PardonRequest
 from leash.core.warrants.speech import Speaker, after_echo, without_input_box
 
 FINAL_SCREEN_LINES = 200
@@ -127,8 +128,7 @@ class Dog:
             return None
         request = self.claim.pardon_request()
         if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
-            self._finish("pardoned", moment, by=request.get("source") or "operator",
-                         note=request.get("reason", ""))
+            self._finish("pardoned", moment, by=request.source or "operator", note=request.reason or "")
             return None
         try:
             delay = self._step(state, moment)
@@ -354,13 +354,13 @@ class _HeldByCaller:
     def save(self) -> None:
         write_json(self.queue.active_path(self.state["id"]), self.state)
 
-    def pardon_request(self) -> dict | None:
-        return self.queue.pardon_request(self.state["id"])
+    def pardon_request(self) -> PardonRequest | None:
+        return PardonRequest.of(self.queue.pardon_request(self.state["id"]))
 
-    def complete(self, outcome: str, *, now: float, timeouts=(), by: str | None = None, note: str = "") -> dict:
+    def complete(self, outcome: str, *, now: float, timeouts=(), by: str | None = None, note: str = "") -> DogRecord:
         if self.state.get("state") == "complete":  # sealed by a kennel that died before filing it away
-            return complete(self.queue, self.state, now=now, resumed=True)
-        return finish(self.queue, self.state, outcome, now=now, timeouts=timeouts, by=by, note=note)
+            return DogRecord.of(complete(self.queue, self.state, now=now, resumed=True))
+        return DogRecord.of(finish(self.queue, self.state, outcome, now=now, timeouts=timeouts, by=by, note=note))
 
 
 def line_digest(line: str) -> str:

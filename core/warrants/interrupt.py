@@ -57,7 +57,7 @@ from leash.core.base.agentprograms import BY_CLI, CLAUDE, JS_RUNTIMES, is_headle
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
-    from leash.core.store.records import LogLine
+    from leash.core.store.records import LogLine, SessionRecord
 
 
 ESCAPE_KEY = "Escape"
@@ -113,11 +113,11 @@ def interrupt(names: list[str], *, backend: Backend, source: str, reason: str = 
     wanted = {name for name in names if isinstance(name, str) and name}
     sessions = backend.sessions
 
-    def named(sid: str, record) -> bool:
-        tmux_name = str(record.get("tmux_session") or "")
+    def named(sid: str, record: SessionRecord) -> bool:
+        tmux_name = str(record.tmux_session or "")
         return bool(sid in wanted or tmux_name in wanted or tmux_name.rpartition("/")[2] in wanted
-                    or record.get("tmux_session_id") in wanted
-                    or (record.get("parent") and wanted & set(sessions.lineage(sid, now=now))))
+                    or record.tmux_session_id in wanted
+                    or (record.parent and wanted & set(sessions.lineage(sid, now=now))))
     chosen = {sid: record for sid, record in sessions.all(now=now).items() if named(sid, record)}
     return _Reach(backend, source, reason, home=home, tmux=tmux, now=now).each(chosen)
 
@@ -132,8 +132,8 @@ def interrupt_fleet(*, backend: Backend, source: str, reason: str = "", home=Non
     every = backend.sessions.all(now=now)
     quiet = {STATUS_ENDED, STATUS_IDLE, STATUS_WAITING_INPUT}
     report = _Reach(backend, source, reason, home=home, tmux=tmux, now=now).each(
-        {sid: record for sid, record in every.items() if record.get("status") not in quiet})
-    report.quiet = sorted(sid for sid, record in every.items() if record.get("status") in quiet)
+        {sid: record for sid, record in every.items() if record.status not in quiet})
+    report.quiet = sorted(sid for sid, record in every.items() if record.status in quiet)
     return report
 
 
@@ -148,9 +148,9 @@ class _Reach:
         self._tmux: dict[str | None, object] = {None: tmux} if tmux is not None else {}
         self.reached: set[str] = set()
 
-    def each(self, chosen: dict) -> InterruptReport:
+    def each(self, chosen: dict[str, SessionRecord]) -> InterruptReport:
         report = InterruptReport()
-        newest_first = sorted(chosen.items(), key=lambda item: str(item[1].get("last_seen") or ""), reverse=True)
+        newest_first = sorted(chosen.items(), key=lambda item: str(item[1].last_seen or ""), reverse=True)
         for sid, record in newest_first:
             try:
                 line = self.one(sid, record)
@@ -161,7 +161,7 @@ class _Reach:
                 report.done.append(line)
         return report
 
-    def one(self, sid: str, record) -> LogLine | None:
+    def one(self, sid: str, record: SessionRecord) -> LogLine | None:
         """The ack-log line of this session's interrupt; None when its target
         was reached already (two sessions in one pane)."""
         method, target, process = self.choose(record)
@@ -175,19 +175,19 @@ class _Reach:
         self.reached.add(target)
         tool, summary = running_call(record, process)
         extra = {"method": method, "target": target, "tool": tool, "input": summary}
-        if record.get("status_since") and record.get("status") == "working":
-            extra["running_since"] = record.get("status_since")
+        if record.status_since and record.status == "working":
+            extra["running_since"] = record.status_since
         return self.backend.acklog.append("interrupt", source=self.source, session_id=sid, reason=self.reason,
                                           now=self.now, **extra)
 
-    def choose(self, record) -> tuple[str, str, dict | None]:
+    def choose(self, record: SessionRecord) -> tuple[str, str, dict | None]:
         """(method, target, process): how this session takes an interrupt."""
-        host = record.get("host") or ""
+        host = record.host or ""
         if self.host and host and host != self.host:
             raise Unreachable(f"it runs on host {host}: interrupt it from there")
         process, argv, gone = live_process(record)
         cli = session_cli(record, process)
-        pane = self.local(record.get("tmux_pane") or "")
+        pane = self.local(record.tmux_pane or "")
         if pane and not (argv is not None and is_headless(argv, BY_CLI[cli])):
             if gone:  # the pane may hold another agent now; this one is not there to interrupt
                 raise Unreachable(gone)
@@ -228,7 +228,7 @@ class _Reach:
                 raise Unreachable(f"tmux cannot be asked ({exc.__class__.__name__}: {exc})") from None
         return self._tmux[socket]
 
-    def check_pane(self, pane: str, record, process: dict | None, cli: str) -> None:
+    def check_pane(self, pane: str, record: SessionRecord, process: dict | None, cli: str) -> None:
         """Unreachable unless tmux pane ``pane`` shows this session's agent CLI ``cli``."""
         found = self.pane_of(pane, process)
         if found is None:
@@ -238,7 +238,7 @@ class _Reach:
             if not is_within(process["pid"], pane_pid):
                 raise Unreachable(f"tmux pane {pane} does not run its {name_of(cli)} (pid {process['pid']})")
             return
-        bound = self.local(record.get("tmux_session_id") or "")
+        bound = self.local(record.tmux_session_id or "")
         if bound and bound != session_id:
             raise Unreachable(f"tmux pane {pane} belongs to another tmux session now")
         if command in BY_CLI[cli].programs:
@@ -297,19 +297,19 @@ class _Reach:
         end_sessions(tools, process["uid"] if tools else 0)
 
 
-def session_cli(record, process: dict | None) -> str:
+def session_cli(record: SessionRecord, process: dict | None) -> str:
     """The agent CLI of a session: its recorded process's, else the one its
     hooks' payloads were read as (``cli``), else Claude Code."""
     if process is not None and recorded(process) is not None:
         return recorded_cli(process)
-    cli = record.get("cli")
+    cli = record.cli
     return cli if isinstance(cli, str) and cli in BY_CLI else CLAUDE.cli
 
 
-def live_process(record) -> tuple[dict | None, list[str] | None, str]:
+def live_process(record: SessionRecord) -> tuple[dict | None, list[str] | None, str]:
     """(the recorded process, its command line when it is still that agent
     CLI, why not when it is not): ``(None, None, "")`` when none is recorded."""
-    found = record.get(PROCESS_FIELD)
+    found = record.agent_process
     if not isinstance(found, dict) or recorded(found) is None:
         return None, None, ""
     try:
@@ -319,12 +319,12 @@ def live_process(record) -> tuple[dict | None, list[str] | None, str]:
 
 
 # ------------------------------------------------------------------ what was running
-def running_call(record, process: dict | None) -> tuple[str, str]:
+def running_call(record: SessionRecord, process: dict | None) -> tuple[str, str]:
     """(tool, input summary) of the call in flight: the newest call the
     session's transcript shows unanswered, else the record's last tool with
     no summary. The summary is masked and one printable line."""
-    tool = str(record.get("last_tool") or "")
-    pending = pending_call(str(record.get("transcript_path") or ""), process)
+    tool = str(record.last_tool or "")
+    pending = pending_call(str(record.transcript_path or ""), process)
     if pending is None:
         return tool, ""
     name, tool_input = pending

@@ -71,8 +71,8 @@ def hands_off_check(home=None, *, backend: Backend | None = None):
                 tmux_session_id = backend.sessions.hosted(tmux_session_id)
         inside = [{**record.as_dict(), "session_id": session_id}
                   for session_id, record in backend.sessions.all(now=now).items()
-                  if record.get("tmux_session") in names or (
-                      tmux_session_id is not None and record.get("tmux_session_id") == tmux_session_id)]
+                  if record.tmux_session in names or (
+                      tmux_session_id is not None and record.tmux_session_id == tmux_session_id)]
         found = backend.locks.covering(protecting_entities(names, inside), tmux_session_id=tmux_session_id or "",
                                        now=now)
         return found.entity if found is not None else None

@@ -53,8 +53,8 @@ def test_budget_raise_lifts_the_hold_and_logs_it(cli, metered):
     done = cli("budget", "raise", "daily", "--to", "5", "--reason", "a big day", "--source", "ops")
     assert done.code == 0 and "raised daily (fleet" in done.out and "its hold lifted" in done.out
     assert metered.budget.holds() == []
-    line = [li for li in metered.acklog.tail(5) if li.get("event") == "budget_raised"][-1]
-    assert (line.get("to"), line.get("reason"), line.get("source")) == (5.0, "a big day", "ops")
+    line = [li for li in metered.acklog.tail(5) if li.event == "budget_raised"][-1]
+    assert (line.extra.get("to"), line.reason, line.source) == (5.0, "a big day", "ops")
     assert "HELD" not in cli("budget").out
 
 
@@ -177,8 +177,8 @@ def test_budget_costs_and_a_raise_run_in_leashd_as_the_peer(leash_proc, metered,
     refused = leash_proc("budget", "raise", "daily", "--to", "0.00001", "--reason", "less", env=env)
     assert refused.code == 1 and len(refused.err.strip().splitlines()) == 1
     assert sum("verb=cli" in line for line in daemon.log_stream.lines) == 4
-    line = [li for li in metered.acklog.tail(5) if li.get("event") == "budget_raised"][-1]
-    assert line["source"] == f"{pwd.getpwuid(os.getuid()).pw_name}@{daemon.host}"
+    line = [li for li in metered.acklog.tail(5) if li.event == "budget_raised"][-1]
+    assert line.source == f"{pwd.getpwuid(os.getuid()).pw_name}@{daemon.host}"
     assert metered.budget.holds() == []
 
 

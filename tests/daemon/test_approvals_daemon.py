@@ -96,7 +96,7 @@ def test_a_permission_request_waits_for_the_cli_and_allow_answers_allow(home, le
     leashd()
     asking = Asking(home, "permission-request", permission_request())
     (approval,) = waiting(home)
-    assert FileBackend(home).sessions.get("s1")["status"] == "waiting for approval"
+    assert FileBackend(home).sessions.get("s1").status == "waiting for approval"
     listed = leash("approvals", "list")
     assert listed.returncode == 0 and approval.id in listed.stdout and "Bash: git push origin main" in listed.stdout
 
@@ -106,7 +106,7 @@ def test_a_permission_request_waits_for_the_cli_and_allow_answers_allow(home, le
     (line,) = AckLog(home).read(event="approval_allowed").entries
     assert (line["via"], line["note"], line["approval"]) == ("cli", "release day", approval.id)
     assert line["source"].startswith(os.environ.get("USER", "") or "")  # the peer's user, from the kernel
-    assert FileBackend(home).sessions.get("s1")["status"] == "working"
+    assert FileBackend(home).sessions.get("s1").status == "working"
 
 
 def test_deny_answers_deny_with_the_operators_message(home, leashd):
@@ -184,7 +184,7 @@ def test_a_timeout_is_a_decision(home, leashd, on_timeout, expected):
     reply = Asking(home, "permission-request", permission_request()).answer()
     if expected is None:
         assert reply == {"stdout": "", "stderr": "", "code": 0}  # Claude Code's own dialog decides
-        assert FileBackend(home).sessions.get("s1")["status"] == "waiting for approval"
+        assert FileBackend(home).sessions.get("s1").status == "waiting for approval"
     else:
         said = decision(reply)["decision"]
         assert said["behavior"] == "deny" and "in time" in said["message"]

@@ -89,12 +89,12 @@ def test_two_hosts_reach_one_fleet_cap_together_and_both_hold_and_a_raise_on_one
     assert '"deny"' not in hook(homes["a"], "PreToolUse", "sa", transcripts["a"])
     hook(homes["a"], "PostToolUse", "sa", transcripts["a"], tool_response={})
     (one,) = wait_for(lambda: reader.budget.totals("host"), "host a's spend")
-    assert 0 < one["usd"] < LIMIT_USD and reader.budget.holds() == []  # one host alone is under the cap
+    assert 0 < one.usd < LIMIT_USD and reader.budget.holds() == []  # one host alone is under the cap
     assert '"deny"' not in hook(homes["b"], "PreToolUse", "sb", transcripts["b"])
     hook(homes["b"], "PostToolUse", "sb", transcripts["b"], tool_response={})
     (hold,) = wait_for(reader.budget.holds, "the fleet cap's hold")
     assert hold.cap == "fleet-day" and hold.bucket == "fleet" and hold.used > LIMIT_USD
-    spent = {row["key"]: row["usd"] for row in reader.budget.totals("host")}
+    spent = {row.key: row.usd for row in reader.budget.totals("host")}
     assert set(spent) == {"a", "b"} and spent["a"] == pytest.approx(spent["b"])  # the same capture on each host
     assert hold.used == pytest.approx(sum(spent.values()))
     for host, session in (("a", "sa"), ("b", "sb")):

@@ -79,7 +79,7 @@ def test_a_tap_on_allow_answers_the_call_it_names_and_a_replay_is_refused(home, 
     ntfy.tap(tap["Allow"])
     assert call.decision()["permissionDecision"] == "allow"
     (line,) = [line for line in FileBackend(home).acklog.read() if line.event == "approval_allowed"]
-    assert line.get("via") == "ntfy:phone" and line.source == "ntfy:phone"
+    assert line.extra.get("via") == "ntfy:phone" and line.source == "ntfy:phone"
 
     ntfy.tap(tap["Allow"])  # the same tap again
     wait_for(lambda: refusals(home), what="the replay refused")

@@ -160,15 +160,17 @@ def test_the_recorded_socket_names_the_server_when_the_agent_has_no_tmux_variabl
     (agent_pid,) = agent
     from leash.core.base import agentproc
     from leash.core.daemon.agents import KnownAgents
+    from leash.core.store.records import SessionRecord
 
     process = {"pid": agent_pid, "started": agentproc.stat_of(agent_pid)[2], "uid": os.getuid(), "cli": "claude"}
     door = int(tmux(tmux_socket, "display-message", "-p", "-t", "agents:door", "#{pane_pid}"))
     server = int(tmux(tmux_socket, "display-message", "-p", "#{pid}"))
     without_socket = KnownAgents()
-    assert without_socket.learn_recorded({"agent-1": {"agent_process": process}}) == 1
+    assert without_socket.learn_recorded({"agent-1": SessionRecord.of({"agent_process": process})}) == 1
     assert without_socket.tmux_server_above(door) is None  # nothing says which server it is in
     agents = KnownAgents()
-    assert agents.learn_recorded({"agent-1": {"agent_process": dict(process, tmux_socket=str(tmux_socket))}}) == 1
+    recorded = SessionRecord.of({"agent_process": dict(process, tmux_socket=str(tmux_socket))})
+    assert agents.learn_recorded({"agent-1": recorded}) == 1
     found = agents.tmux_server_above(door)
     assert found is not None and found[0][0] == server and found[1][0] == agent_pid
     assert agents.tmux_server_above(os.getpid()) is None  # this process is not under that server

@@ -120,18 +120,18 @@ def test_a_kennel_that_loses_a_claim_stops_that_dog_and_resumes_the_warrant(home
         worker = threading.Thread(target=lambda: asyncio.run(kennel.run()), daemon=True)
         worker.start()
         try:
-            first = wait(lambda: next((d for d in files.warrants.active() if d.get("state") == "interrogating"), None),
+            first = wait(lambda: next((d for d in files.warrants.active() if d.state == "interrogating"), None),
                          "the dog to interrogate")
             lost = kennel.claims[warrant.id]
             lost.release()
             taken_again = wait(lambda: (lambda c: c if c is not None and c is not lost else None)(
                 kennel.claims.get(warrant.id)), "the warrant to be claimed again")
-            assert (taken_again.state["attempt"], taken_again.state["next_timeout"]) == (1, first["next_timeout"])
+            assert (taken_again.state["attempt"], taken_again.state["next_timeout"]) == (1, first.next_timeout)
             assert len(kennel.working) == 1
             assert sum("HEALTH CHECK" in line for line in server.capture("mute", 200)) == 1
             assert files.warrants.pardon(warrant.id, source="ops", reason="seen", now=time.time())[0] == "requested"
             done = wait(lambda: files.warrants.completed(), "the pardon to be honoured")
-            assert [(d["id"], d["outcome"]) for d in done] == [(warrant.id, "pardoned")]
+            assert [(d.id, d.outcome) for d in done] == [(warrant.id, "pardoned")]
         finally:
             kennel.request_stop()
             worker.join(timeout=20)

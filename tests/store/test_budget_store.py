@@ -119,16 +119,16 @@ def test_totals_group_spend_by_each_key(budget_backend):
         unit.charge(spend(T0 + HOUR, model="gpt-5", cli="codex", usd=3.0, estimated=True))
         unit.charge(spend(T0 + 86_400, session="s2", host="h2", entity="lena", usd=0.5))
     by_model = store.totals("model")
-    assert [(row["key"], row["usd"], row["estimated"]) for row in by_model] == [
+    assert [(row.key, row.usd, row.estimated) for row in by_model] == [
         ("gpt-5", 3.0, True), ("claude-sonnet-4-5", 1.5, False)]
-    assert by_model[1]["sessions"] == 2 and by_model[1]["input"] == 200 and by_model[1]["requests"] == 2
-    assert [(row["key"], row["usd"]) for row in store.totals("session")] == [("s1", 4.0), ("s2", 0.5)]
-    assert [row["key"] for row in store.totals("entity")] == ["ezra", "lena"]
-    assert [row["key"] for row in store.totals("host")] == ["h1", "h2"]
-    assert [row["key"] for row in store.totals("cli")] == ["codex", "claude"]
-    assert [(row["key"], row["usd"]) for row in store.totals("day")] == [(T0, 4.0), (T0 + 86_400, 0.5)]
-    assert [row["key"] for row in store.totals("hour")] == [T0, T0 + HOUR, T0 + 86_400]
-    assert [row["key"] for row in store.totals("hour", since=T0 + HOUR, until=T0 + 86_400)] == [T0 + HOUR]
+    assert by_model[1].sessions == 2 and by_model[1].input == 200 and by_model[1].requests == 2
+    assert [(row.key, row.usd) for row in store.totals("session")] == [("s1", 4.0), ("s2", 0.5)]
+    assert [row.key for row in store.totals("entity")] == ["ezra", "lena"]
+    assert [row.key for row in store.totals("host")] == ["h1", "h2"]
+    assert [row.key for row in store.totals("cli")] == ["codex", "claude"]
+    assert [(row.key, row.usd) for row in store.totals("day")] == [(T0, 4.0), (T0 + 86_400, 0.5)]
+    assert [row.key for row in store.totals("hour")] == [T0, T0 + HOUR, T0 + 86_400]
+    assert [row.key for row in store.totals("hour", since=T0 + HOUR, until=T0 + 86_400)] == [T0 + HOUR]
     with pytest.raises(ValueError, match="one of session"):
         store.totals("week")
 
@@ -355,7 +355,7 @@ def test_the_remote_backend_reads_the_budget_store(daemon, home):
     assert [(c.cap, c.held_use) for c in remote.holds()] == [("daily", 12.0)]
     assert isinstance(remote.counters()[0], BudgetCounterRecord) and remote.counters(cap="none") == []
     assert [row.usd for row in remote.spend(session_id="s1")] == [2.5]
-    assert [(row["key"], row["usd"]) for row in remote.totals("entity")] == [("ezra", 2.5)]
+    assert [(row.key, row.usd) for row in remote.totals("entity")] == [("ezra", 2.5)]
     assert remote.windows() == [] and remote.meters() == {}
     with pytest.raises(ValueError, match="one of session"):
         remote.totals("week")

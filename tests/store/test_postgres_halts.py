@@ -189,7 +189,7 @@ def test_context_round_trips_as_jsonb_and_is_masked(host):
     assert SECRET not in token and "REDACTED" in token  # masked before it was stored
     import json
 
-    found = json.loads(host.halts.find(halt_id)["context"])  # the file backend's shape: JSON text
+    found = json.loads(host.halts.find(halt_id).context)  # the file backend's shape: JSON text
     assert found["commands"] == ["deploy --prod"] and found["nested"]["token"] == token
 
 
@@ -254,9 +254,9 @@ def test_the_same_lines_as_the_file_backend(host, tmp_path):
     assert listed(host.halts) == listed(files) and listed(files)["total_count"] == 1
     pg_found, file_found = (halts.find(halts.listing({"include_acknowledged": True}, now=NOW + 3)["halts"][0]
                                        ["halt_id"]) for halts in (host.halts, files))
-    assert set(pg_found) == set(file_found)
-    assert {k: v for k, v in pg_found.items() if k not in ("id", "context")} == \
-        {k: v for k, v in file_found.items() if k not in ("id", "context")}
+    assert set(pg_found.as_dict()) == set(file_found.as_dict())
+    assert {k: v for k, v in pg_found.as_dict().items() if k not in ("id", "context")} == \
+        {k: v for k, v in file_found.as_dict().items() if k not in ("id", "context")}
 
 
 def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):

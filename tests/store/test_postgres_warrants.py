@@ -21,6 +21,7 @@ from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
+from leash.core.store.records import DogRecord
 
 from ..support.waiting import wait_for
 
@@ -106,7 +107,7 @@ def test_a_warrant_for_another_host_is_claimed_only_by_that_hosts_store(h1, open
     theirs.release()
     assert [o.warrant.id for o in h1.warrants.claim_orphans(owner=OWNER, now=NOW + 5)] == [mine.id]
     assert [o.warrant.id for o in c.warrants.claim_orphans(owner=OWNER, now=NOW + 5)] == [warrant.id]
-    assert sorted(w["id"] for w in h1.warrants.active()) == sorted([warrant.id, mine.id])  # listings show every host
+    assert sorted(w.id for w in h1.warrants.active()) == sorted([warrant.id, mine.id])  # listings show every host
 
 
 def test_four_workers_claiming_at_once_never_share_a_warrant(open_stores):
@@ -147,7 +148,7 @@ def test_a_lapsed_lease_makes_an_orphan_another_worker_resumes(h1, h1_again):
     with pytest.raises(WarrantError):
         stalled.complete("executed", now=NOW + LEASE_SECONDS + 2, timeouts=(1, 2, 3))
     assert resumed.renew(now=NOW + LEASE_SECONDS + 3)
-    assert resumed.complete("pardoned", by="ops", now=NOW + LEASE_SECONDS + 4)["outcome"] == "pardoned"
+    assert resumed.complete("pardoned", by="ops", now=NOW + LEASE_SECONDS + 4).outcome == "pardoned"
     assert events(h1) == ["warrant_filed", "warrant_pardoned", "epitaph"]
 
 
@@ -166,7 +167,7 @@ def test_an_idle_active_warrant_is_pardoned_at_once(h1, h1_again):
     warrant, _ = h1.warrants.file("agent-4", reason="wedged", now=NOW)
     h1.warrants.claim_next(owner=OWNER, now=NOW)
     outcome, record = h1_again.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + LEASE_SECONDS + 1)
-    assert outcome == "pardoned" and record["outcome"] == "pardoned"
+    assert outcome == "pardoned" and record.outcome == "pardoned"
     assert h1.warrants.find(warrant.id)[0] == "completed" and h1.warrants.claim_orphans(owner=OWNER, now=NOW + 99) == []
 
 
@@ -256,7 +257,7 @@ def test_a_kennel_works_its_hosts_warrants_on_the_shared_store(url, home, tmux, 
     assert (done[mute.id]["outcome"], done[mute.id]["attempt"]) == ("executed", 3) and not tmux.has_session("mute")
     assert done[good.id]["outcome"] == "pardoned" and tmux.has_session("good")
     assert set(done) == {mute.id, good.id} and h1.warrants.find(left.id)[0] == "pending"
-    assert [c["id"] for c in h1.warrants.completed()] == [mute.id, good.id]
+    assert [c.id for c in h1.warrants.completed()] == [mute.id, good.id]
     assert events(h1, event="epitaph") == ["epitaph", "epitaph"] and h1.acklog.verify().ok
     assert h1.kennels.alive() is None  # c's kennel stopped cleanly, and it was never h1's
 
@@ -341,13 +342,13 @@ def test_a_home_copied_brings_its_warrants_breakers_and_replies(home, url):
         "warrants": 3, "breakers": 1, "replies": 1, "kennels": 0}
     copied = PostgresBackend(url, home=home, host="h1")
     try:
-        assert copied.warrants.find(finished.id) == ("completed", {**source.warrants.find(finished.id)[1],
-                                                                   "warrant": {**finished.as_dict(), "host": "h1"}})
+        copied_dog = {**source.warrants.find(finished.id)[1].as_dict(), "warrant": {**finished.as_dict(), "host": "h1"}}
+        assert copied.warrants.find(finished.id) == ("completed", DogRecord.of(copied_dog))
         assert [w.id for w in copied.warrants.pending()] == [waiting.id]
         assert copied.warrants.file("agent-3", reason="again", now=NOW + 6)[0].id == waiting.id  # still live
         (orphan,) = copied.warrants.claim_orphans(owner=OWNER, now=NOW + 6)  # this host's kennel resumes it
-        assert (orphan.id, orphan.state["attempt"], orphan.pardon_request()["reason"]) == (working.id, 2, "mine")
-        assert orphan.complete("pardoned", by="ops", note="mine", now=NOW + 7)["outcome"] == "pardoned"
+        assert (orphan.id, orphan.state["attempt"], orphan.pardon_request().reason) == (working.id, 2, "mine")
+        assert orphan.complete("pardoned", by="ops", note="mine", now=NOW + 7).outcome == "pardoned"
         assert copied.breakers.describe("gw", now=NOW + 2).in_loop == 2
         assert copied.replies.pending("chat", "t1")
         assert copied.acklog.verify().ok

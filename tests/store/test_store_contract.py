@@ -189,8 +189,8 @@ def test_warrant_claim_renew_release_complete(backend, second_backend):
     orphans = second_backend.warrants.claim_orphans(owner=OWNER, now=NOW + 3)
     assert [o.warrant.id for o in orphans] == [warrant.id]
     done = orphans[0].complete("pardoned", by="ops", note="it answered", now=NOW + 4)
-    assert done["outcome"] == "pardoned" and not orphans[0].held
-    assert backend.warrants.active() == [] and [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+    assert done.outcome == "pardoned" and not orphans[0].held
+    assert backend.warrants.active() == [] and [c.id for c in backend.warrants.completed()] == [warrant.id]
     assert "epitaph" in [line.event for line in backend.acklog.read()]
 
 
@@ -357,7 +357,7 @@ def test_halts_listed_checked_found_and_configured(backend):
     listed = backend.halts.listing({"session_token": "s1", "pending": True}, now=NOW)
     assert [h["halt_id"] for h in listed["halts"]] == [high] and listed["unacknowledged_count"] == 1
     assert backend.halts.listing({"session_token": "nobody"}, now=NOW)["total_count"] == 0
-    assert backend.halts.find(high)["session_id"] == "s1" and backend.halts.find(high[:8])["id"] == high
+    assert backend.halts.find(high).session_id == "s1" and backend.halts.find(high[:8]).id == high
     assert backend.halts.find("0" * 36) is None
     verdict = backend.halts.check(_unread_edit("s2"), now=NOW)
     assert verdict["should_halt"] and any(r.get("halt_id") for r in verdict["halt_reasons"])
@@ -376,10 +376,10 @@ def test_warrants_found_listed_and_pardoned(backend):
 
     first, _ = backend.warrants.file("agent-1", reason="wedged", now=NOW)
     second, _ = backend.warrants.file("agent-2", reason="wedged", now=NOW + 1)
-    assert backend.warrants.find(first.id) == ("pending", first.as_dict())
-    assert backend.warrants.live_for("agent-2")["id"] == second.id and backend.warrants.live_for("agent-3") is None
+    assert backend.warrants.find(first.id) == ("pending", first)
+    assert backend.warrants.live_for("agent-2").id == second.id and backend.warrants.live_for("agent-3") is None
     outcome, record = backend.warrants.pardon(first.id, source="ops", reason="it answered", now=NOW + 2)
-    assert outcome == "pardoned" and record["outcome"] == "pardoned"
+    assert outcome == "pardoned" and record.outcome == "pardoned"
     assert backend.warrants.find(first.id)[0] == "completed"
     listing = backend.warrants.listing()
     assert [w["id"] for w in listing["pending"]] == [second.id]
@@ -476,13 +476,13 @@ def test_a_claim_saves_its_state_and_hears_a_pardon(backend, second_backend):
     assert not backend.warrants.has_pending() and claim.pardon_request() is None
     claim.state.update(state="interrogating", attempt=2)
     claim.save()
-    assert [(d["state"], d["attempt"]) for d in second_backend.warrants.active()] == [("interrogating", 2)]
+    assert [(d.state, d.attempt) for d in second_backend.warrants.active()] == [("interrogating", 2)]
     assert second_backend.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + 1)[0] == "requested"
-    assert claim.pardon_request()["source"] == "ops"
+    assert claim.pardon_request().source == "ops"
     done = claim.complete("pardoned", by="ops", note="mine", now=NOW + 2, timeouts=(1, 2, 3))
-    assert done["outcome"] == "pardoned" and backend.warrants.active() == []
+    assert done.outcome == "pardoned" and backend.warrants.active() == []
     backend.warrants.tidy()
-    assert [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+    assert [c.id for c in backend.warrants.completed()] == [warrant.id]
 
 
 def test_a_claim_sealed_by_a_dead_worker_completes_once(backend, second_backend):
@@ -494,8 +494,8 @@ def test_a_claim_sealed_by_a_dead_worker_completes_once(backend, second_backend)
                           warrant_id=warrant.id, outcome="already_dead")
     claim.release()  # the worker dies here
     (orphan,) = second_backend.warrants.claim_orphans(owner=OWNER, now=NOW + 1)
-    assert orphan.complete("already_dead", now=NOW + 2)["outcome"] == "already_dead"
-    assert [c["id"] for c in backend.warrants.completed()] == [warrant.id]
+    assert orphan.complete("already_dead", now=NOW + 2).outcome == "already_dead"
+    assert [c.id for c in backend.warrants.completed()] == [warrant.id]
     assert [line.event for line in backend.acklog.read(event="epitaph")] == ["epitaph"]
 
 

@@ -55,8 +55,8 @@ def test_kennel_beats_are_every_hosts(two_clients):
     if first.name == "postgres":
         second.kennels.host = "web2"
     second.kennels.beat(pid=22, host="web2", started_at="2030-01-01T00:00:00Z", dogs=5, stopped=True, now=T0)
-    beats = {beat["host"]: beat for beat in kennel_beats(first)}
+    beats = {beat.host: beat for beat in kennel_beats(first)}
     if first.name == "postgres":
-        assert set(beats) == {"web1", "web2"} and beats["web2"].get("stopped_at")
+        assert set(beats) == {"web1", "web2"} and beats["web2"].stopped_at
     else:  # a home has one kennel.json: the last beat written
         assert set(beats) == {"web2"}

@@ -71,7 +71,7 @@ def test_a_session_and_its_subagent_are_charged_once_at_the_tables_price(backend
     assert outcome.usd == pytest.approx(expected, rel=1e-6)
     assert spent(backend) == pytest.approx(expected, rel=1e-6)
     tokens = backend.budget.totals("session")[0]
-    assert (tokens["input"], tokens["output"], tokens["cache_write"], tokens["cache_read"]) == (5000, 50, 2000, 500)
+    assert (tokens.input, tokens.output, tokens.cache_write, tokens.cache_read) == (5000, 50, 2000, 500)
     again = reading.meter_session(backend, "s1", config=config(), now=NOW + 60)
     assert again.usd == 0 and spent(backend) == pytest.approx(expected, rel=1e-6)
 
@@ -105,8 +105,8 @@ def test_warn_points_are_logged_once_and_the_cap_holds_at_its_limit(backend, ses
     limit = whole * 1.5  # the run is two thirds of the limit: past 0.5, short of 0.9
     outcome = reading.meter_session(backend, "s1", config=config(cap(limit_usd=limit)), now=NOW)
     assert [w[2] for w in outcome.warned] == [0.5] and outcome.held == []
-    lines = [line for line in backend.acklog.tail(20) if line.get("event") == "budget_warn"]
-    assert len(lines) == 1 and lines[0].get("cap") == "daily"
+    lines = [line for line in backend.acklog.tail(20) if line.event == "budget_warn"]
+    assert len(lines) == 1 and lines[0].extra.get("cap") == "daily"
     # another session spends as much: the fleet cap is reached and held
     shutil.copy(session, session.with_name("other.jsonl"))
     backend.sessions.observe("s3", now=NOW, transcript_path=str(session.with_name("other.jsonl")), cli="claude")
@@ -114,8 +114,8 @@ def test_warn_points_are_logged_once_and_the_cap_holds_at_its_limit(backend, ses
     assert outcome.held == [("daily", "fleet")] and outcome.warned == []
     (hold,) = backend.budget.holds()
     assert hold.cap == "daily" and hold.bucket == "fleet" and hold.used == pytest.approx(spent(backend), rel=1e-6)
-    held = [line for line in backend.acklog.tail(20) if line.get("event") == "budget_hold"]
-    assert len(held) == 1 and set(held[0].get("sessions")) >= {"s1", "s3"}
+    held = [line for line in backend.acklog.tail(20) if line.event == "budget_hold"]
+    assert len(held) == 1 and set(held[0].extra["sessions"]) >= {"s1", "s3"}
 
 
 def test_a_raise_lifts_the_hold_and_refuses_a_limit_below_the_use(backend, session):
@@ -131,8 +131,8 @@ def test_a_raise_lifts_the_hold_and_refuses_a_limit_below_the_use(backend, sessi
     (raised,) = engine.raise_cap(backend, "daily", to=50, reason="a big day", source="op", config=settings,
                                  now=NOW + 2)
     assert raised.raised_to == 50 and raised.released_by == "raise" and backend.budget.holds() == []
-    line = [li for li in backend.acklog.tail(5) if li.get("event") == "budget_raised"][0]
-    assert (line.get("to"), line.get("reason"), line.get("source")) == (50.0, "a big day", "op")
+    line = [li for li in backend.acklog.tail(5) if li.event == "budget_raised"][0]
+    assert (line.extra.get("to"), line.reason, line.source) == (50.0, "a big day", "op")
 
 
 def test_a_raise_names_no_bucket_the_cap_cannot_have(backend, session):
@@ -180,7 +180,7 @@ def test_resume_at_reset_releases_a_hold_when_its_day_ends(backend, session):
     tomorrow = (NOW // 86400 + 1) * 86400 + 1
     assert engine.tick(backend, config=settings, now=tomorrow) == ["reset daily fleet"]
     assert backend.budget.holds() == []
-    assert any(line.get("event") == "budget_reset" for line in backend.acklog.tail(5))
+    assert any(line.event == "budget_reset" for line in backend.acklog.tail(5))
 
 
 def test_without_resume_at_reset_a_hold_outlasts_its_day(backend, session):

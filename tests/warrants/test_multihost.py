@@ -107,7 +107,7 @@ def test_three_hosts_on_one_store(fleet, tmp_path):
 
             def dog(condition):
                 found = reader.warrants.find(warrant["id"])
-                return found[1] if found and found[0] == "active" and condition(found[1]) else None
+                return found[1].as_dict() if found and found[0] == "active" and condition(found[1].as_dict()) else None
 
             before = wait_for(lambda: dog(lambda s: s.get("state") == "interrogating"), what="attempt 1")
             assert before["kennel"]["pid"] == daemons["c"].pid and before["attempt"] == 1
@@ -126,7 +126,7 @@ def test_three_hosts_on_one_store(fleet, tmp_path):
             kennel = reader.kennels.alive()
             assert kennel is not None and kennel.pid == daemons["c"].pid
             assert deadline <= parse_iso(resumed["last_message_at"]) < parse_iso(kennel.started_at) + FIRST_GATE
-            done = wait_for(lambda: (lambda f: f[1] if f and f[0] == "completed" else None)(
+            done = wait_for(lambda: (lambda f: f[1].as_dict() if f and f[0] == "completed" else None)(
                 reader.warrants.find(warrant["id"])), timeout=30, what="the verdict")
             assert (done["outcome"], done["attempt"]) == ("executed", 3)
             assert health_checks(done["final_screen"]) == 3

@@ -143,7 +143,7 @@ class AckLogScreen(Screen[None]):
     def poll(self) -> None:
         """Read the log again when its newest line is another one."""
         newest = self.acklog.tail(1)
-        signature = (newest[-1].get("seq"), newest[-1].get("hash")) if newest else None
+        signature = (newest[-1].seq, newest[-1].hash) if newest else None
         if signature != self._signature:
             self._signature = signature
             self.post_message(self.NewerLines())

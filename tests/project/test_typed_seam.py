@@ -1,0 +1,76 @@
+"""The store seam is typed on both sides: every ``backend`` a function of core/
+or the console takes is annotated, ``RemoteBackend`` is a ``Backend`` without a
+cast, and a store call the protocol does not offer (``stops.stopp(name,
+sourc=...)``) fails the type check the way ``make lint`` runs it."""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from ..support.checkout import ROOT
+from ..support.source import parsed
+
+SEAM_USERS = ("core", "console")
+
+
+def _sources() -> list[Path]:
+    return sorted(path for folder in SEAM_USERS for path in (ROOT / folder).rglob("*.py")
+                  if "__pycache__" not in path.parts)
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_every_backend_parameter_is_annotated():
+    untyped = []
+    for path in _sources():
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                untyped += [f"{_relative(path)}:{node.lineno} {node.name}()" for argument in arguments
+                            if argument.arg == "backend" and argument.annotation is None]
+    assert not untyped, "untyped backend parameters:\n" + "\n".join(untyped)
+
+
+def test_no_backend_enters_through_a_cast():
+    casts = [f"{_relative(path)}:{number}" for path in _sources()
+             for number, line in enumerate(path.read_text().splitlines(), 1) if "cast(Backend" in line]
+    assert not casts, f"a Backend made by a cast: {casts}"
+
+
+def _mypy(tmp_path: Path, monkeypatch, module: Path) -> str:
+    """mypy's report on ``module`` with the project's settings, ``leash`` read
+    from this checkout through links (as ``make lint`` reads it)."""
+    from mypy import api
+
+    package = tmp_path / "path" / "leash"
+    package.mkdir(parents=True)
+    for folder in SEAM_USERS:
+        os.symlink(ROOT / folder, package / folder)
+    monkeypatch.setenv("MYPYPATH", str(tmp_path / "path"))
+    report, errors, _ = api.run([str(module), "--config-file", str(ROOT / "pyproject.toml"),
+                                 "--cache-dir", str(tmp_path / "cache"), "--no-error-summary",
+                                 "--follow-imports", "silent"])
+    return report + errors
+
+
+# A real caller of the seam (a function that once took an untyped backend),
+# its store call misspelled as a slip would make it.
+CALLER = ROOT / "console" / "cli" / "approvals.py"
+RIGHT = "backend.approvals.answer(args.approval_id, allow=allow, by=args.source,"
+MISSPELLED = "backend.approvals.answr(args.approval_id, allow=allow, bye=args.source,"
+
+
+def test_a_store_call_the_protocol_does_not_offer_fails_the_type_check(tmp_path, monkeypatch):
+    text = CALLER.read_text()
+    assert RIGHT in text, "the stop call this test misspells has moved: update RIGHT"
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "right_caller.py").write_text(text)
+    (probe / "misspelled_caller.py").write_text(text.replace(RIGHT, MISSPELLED))
+
+    report = _mypy(tmp_path, monkeypatch, probe / "misspelled_caller.py")
+    assert '"ApprovalStore" has no attribute "answr"' in report, report
+    assert _mypy(tmp_path / "again", monkeypatch, probe / "right_caller.py") == ""

@@ -1,0 +1,53 @@
+"""Answers that became records keep leashd's operator socket as it was: the
+daemon sends a warrant found, a warrant's pardon and the spend totals as the
+plain dicts it always sent, and ``RemoteBackend`` hands them out as the
+records the protocol names (``core.store.remote.PLAIN_ANSWERS``)."""
+from __future__ import annotations
+
+import json
+
+from leash.core.store.files import FileBackend
+from leash.core.store.records import DogRecord, SpendRecord, SpendTotal, WarrantRecord
+from leash.core.store.remote import RemoteBackend, encode
+from leash.core.wire.operator import request
+
+from ..support.daemon import sockets
+
+NOW = 1_900_000_000.0
+HOUR = 3_600.0
+
+
+def _sent(home, store: str, method: str, *args: object) -> str:
+    """The result leashd sends for ``store.method(*args)``, as the JSON text on its socket."""
+    reply = request(sockets(home)[1], {"verb": "store", "store": store, "method": method,
+                                       "args": encode(list(args)), "kwargs": encode({})})
+    return json.dumps(reply["result"])
+
+
+def test_a_warrant_found_goes_as_the_plain_dict_and_comes_back_as_its_record(daemon, home):
+    warrant, _ = FileBackend(home).warrants.file("agent-1", reason="wedged", now=NOW)
+    assert _sent(home, "warrants", "find", warrant.id) == json.dumps(encode(["pending", warrant.as_dict()]))
+    assert _sent(home, "warrants", "live_for", "agent-1") == json.dumps(encode(warrant.as_dict()))
+    assert _sent(home, "warrants", "find", "no-such-warrant") == "null"
+
+    remote = RemoteBackend(sockets(home)[1])
+    assert remote.warrants.find(warrant.id) == ("pending", warrant)
+    found = remote.warrants.live_for("agent-1")
+    assert isinstance(found, WarrantRecord) and found == warrant
+    assert remote.warrants.live_for("agent-2") is None
+
+    result, dog = remote.warrants.pardon(warrant.id, source="ops", reason="it answered")
+    assert result == "pardoned" and isinstance(dog, DogRecord) and dog.outcome == "pardoned"
+    assert remote.warrants.find(warrant.id) == ("completed", dog)
+    assert _sent(home, "warrants", "find", warrant.id) == json.dumps(encode(["completed", dog.as_dict()]))
+
+
+def test_spend_totals_go_as_plain_dicts_and_come_back_as_records(daemon, home):
+    with FileBackend(home).budget.unit(now=NOW) as unit:
+        unit.charge(SpendRecord.of({"hour": NOW - NOW % HOUR, "session_id": "s1", "model": "m", "host": "h",
+                                    "entity": "ezra", "cli": "claude", "usd": 2.5, "estimated": False, "input": 10,
+                                    "output": 1, "cache_write": 0, "cache_read": 0, "reasoning": 0, "requests": 1}))
+    local = FileBackend(home).budget.totals("entity")
+    assert [(row.key, row.usd) for row in local] == [("ezra", 2.5)] and isinstance(local[0], SpendTotal)
+    assert _sent(home, "budget", "totals", "entity") == json.dumps(encode([row.as_dict() for row in local]))
+    assert RemoteBackend(sockets(home)[1]).budget.totals("entity") == local
