@@ -47,23 +47,18 @@ from ...support.e2e.agent_tui import (
     Lab,
     Leash,
     assert_interrupted,
-    installed,
     prompt_long_call,
+    require_tmux,
     tool_processes,
 )
 from ...support.e2e.capture_processes import CODEX_TUI_SETTINGS, proc
-from ...support.e2e.codex_cli import EXEC_ARGS, CodexUnavailable, codex_env, install_codex, write_codex_config
+from ...support.e2e.codex_cli import EXEC_ARGS, codex_env, write_codex_config
 from ...support.e2e.codex_standin import CodexStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 
 READY = "Ask Codex to do anything"  # the TUI's input box
 TUI_FLAGS = "--dangerously-bypass-approvals-and-sandbox"
-
-
-@pytest.fixture(scope="module")
-def codex() -> Path:
-    return installed(install_codex, CodexUnavailable, "Codex CLI")
 
 
 class Rig:
@@ -102,6 +97,7 @@ class Rig:
 
 @pytest.fixture
 def rig(codex, home, tmp_path) -> Iterator[Rig]:
+    require_tmux()
     with CodexStandin([shell(LONG_CALL), text("done")]) as api:
         with Lab(tmp_path) as lab:
             yield Rig(codex, tmp_path, home, lab, api)

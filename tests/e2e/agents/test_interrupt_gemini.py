@@ -39,28 +39,20 @@ from ...support.e2e.agent_tui import (
     Leash,
     assert_interrupted,
     environ_of,
-    installed,
     prompt_long_call,
+    require_tmux,
     tool_processes,
 )
 from ...support.e2e.gemini_cli import (
     HEADLESS_ARGS,
-    GeminiUnavailable,
     gemini_env,
-    install_gemini,
     prepare_home,
-    wanted_version,
 )
 from ...support.e2e.gemini_standin import GeminiStandin, shell, text
 
 pytestmark = pytest.mark.timeout(600)  # the first test may install the CLI
 
 READY = "Type your message"  # the TUI's input box
-
-
-@pytest.fixture(scope="module")
-def gemini() -> Path:
-    return installed(lambda: install_gemini(wanted_version()), GeminiUnavailable, "Gemini CLI")
 
 
 class Rig:
@@ -85,6 +77,7 @@ class Rig:
 
 @pytest.fixture
 def rig(gemini, home, tmp_path) -> Iterator[Rig]:
+    require_tmux()
     with GeminiStandin([shell(LONG_CALL, "wait a minute"), text("done")]) as api:
         with Lab(tmp_path) as lab:
             yield Rig(gemini, tmp_path, home, lab, api)

@@ -34,7 +34,7 @@ The long call is ``sleep 60; echo done > marker``. Its processes are found in
 /proc by their working directory (the project) and command line: the
 ``sleep 60`` and the tool's shell, whose command line holds the call
 (``tool_processes``). ``assert_interrupted`` has what every interrupt that
-works must show; ``installed`` skips a test module whose CLI or tmux is missing.
+works must show; ``require_tmux`` skips a test when tmux is missing.
 """
 from __future__ import annotations
 
@@ -74,15 +74,11 @@ FOREIGN_ENV = ("LEASH_SOCKET", "LEASH_OPERATOR_SOCKET", "LEASH_ENTITY", "TMUX", 
 
 
 # ----------------------------------------------------------------- the CLI
-def installed(install: Callable[[], Path], unavailable: type[Exception], what: str) -> Path:
-    """What ``install()`` returns (the CLI); the test is skipped, with the
-    reason, when tmux is missing or ``install`` raises ``unavailable``."""
+def require_tmux() -> None:
+    """The test is skipped, saying why, when tmux is missing (the CLI itself is
+    the rig's ``codex`` or ``gemini`` fixture, skipped when it cannot be had)."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
-    try:
-        return install()
-    except unavailable as exc:
-        pytest.skip(f"{what} unavailable: {exc}")
 
 
 # ----------------------------------------------------------------- the long call
