@@ -36,9 +36,7 @@ stale socket files, which the next one replaces.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import queue
 import socket
 import sys
 import threading
@@ -46,14 +44,15 @@ import time
 
 from leash.core.base.wellknown import AGENT_SOCKET_NAME, OPERATOR_SOCKET_NAME, RUN_DIR
 from leash.core.daemon.acks import Acknowledger
-from leash.core.daemon.agentmarks import agent_mark
-from leash.core.daemon.agents import UNTOLD, KnownAgents
+from leash.core.daemon.agents import KnownAgents
 from leash.core.daemon.approvaldesk import ApprovalDesk
 from leash.core.daemon.changefeed import ChangeFeed
 from leash.core.daemon.hookverb import HookVerb
 from leash.core.daemon.httphooks import HttpHooks
+from leash.core.daemon.kennelrunner import KennelRunner
 from leash.core.daemon.listener import Listener
 from leash.core.daemon.ntfyreplies import ReplyListener
+from leash.core.daemon.operatorside import OperatorSide
 from leash.core.daemon.peers import OperatorPolicy, Peer, RefusalLog, peer_of
 from leash.core.daemon.statusverb import StatusVerb
 from leash.core.wire import lines as wire
@@ -62,7 +61,6 @@ from leash.core.wire.daemontrust import DAEMON_LOCK_NAME
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from leash.core.notify.runner import Notifier
-    from leash.core.warrants.kennel import Kennel
 
 LOCK_NAME = DAEMON_LOCK_NAME  # the thin hook checks who holds it
 # Requests served at once per socket (a connection waiting for its line holds
@@ -76,11 +74,6 @@ OPERATOR_SOCKET_MODE = 0o600
 # With [daemon] operators named, other users must be able to connect; who may
 # then act is decided per connection by the peer's credentials, not the mode.
 SHARED_OPERATOR_SOCKET_MODE = 0o666
-# A kennel whose run failed (the shared store away) is started again after this.
-KENNEL_RESTART_SECONDS = 2.0
-# What an operator_refused line keeps of the refused command line.
-ARGV_WORDS_LOGGED = 20
-ARGV_WORD_LOGGED = 200
 NOTICE_LIMIT = 1000  # what a config_broken or config_warning line keeps of its notice
 
 
@@ -138,7 +131,7 @@ class Daemon:
         self.http_serving = threading.BoundedSemaphore(1)
         self.max_connections, self.open_connections = max_connections, open_connections
         self.listeners: list[Listener] = []
-        self.kennel: Kennel | None = None
+        self.kennels: KennelRunner | None = None
         self.notifier: Notifier | None = None
         from leash.core.daemon.storeverb import StoreVerb
         from leash.core.store.select import daemon_backend
@@ -150,7 +143,6 @@ class Daemon:
         self.operator_verbs.setdefault("store", StoreVerb(self.backend))
         self.refusals = RefusalLog(self._append_refusal)
         self.agents = KnownAgents()  # the agent CLI processes whose hooks this daemon answered
-        self.agent_refusals = RefusalLog(self._append_operator_refusal)
         self.desk = ApprovalDesk(self.home, self.backend, feed=self.feed, clock=clock, say=self.say)
         from leash.core.daemon.tamperwatch import TamperWatch
 
@@ -161,6 +153,10 @@ class Daemon:
         self.hooks = HookVerb(self.home, self.backend, self.agents, refuse=self._log_refusal, seen=self._seen_hook)
         # The status line runs as the agent's child, as a hook does: the same owners of sessions.
         self.status = StatusVerb(self.home, self.backend, self.hooks.owners, refuse=self._log_refusal, clock=clock)
+        self.operator_side = OperatorSide(home=self.home, host=self.host, backend=self.backend, policy=self.policy,
+                                          agents=self.agents, verbs=self.operator_verbs, requests=self._requests,
+                                          refuse=self._refuse, say=self.say, clock=clock,
+                                          line_deadline=line_deadline)
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -182,9 +178,10 @@ class Daemon:
         operator_mode = SHARED_OPERATOR_SOCKET_MODE if self.policy.names else OPERATOR_SOCKET_MODE
         self.listeners = [self._listen(self.agent_path, agent_mode, self._connection_peer(self._serve_agent)),
                           self._listen(self.operator_path, operator_mode,
-                                       self._connection_peer(self._serve_operator))]
+                                       self._connection_peer(self.operator_side.serve))]
         if self.want_kennel:
-            self._start_kennel()
+            self.kennels = KennelRunner(self.home, self.backend, stopping=self.stopping, say=self.say)
+            self.kennels.start()
         self.feed.start()  # watching from the start: a first subscriber misses nothing written after it
         self.tamper.start()  # lines that lift control written into the home behind leashd's back
         self._start_desk()
@@ -232,9 +229,8 @@ class Daemon:
         self.meter.close()
         if self.notifier is not None:
             self.notifier.close()
-        if self.kennel is not None:
-            self.kennel.request_stop()
-            self._kennel_thread.join(timeout=30)
+        if self.kennels is not None:
+            self.kennels.close()
         for listener in self.listeners:
             if listener.thread is not None:
                 listener.thread.join(timeout=5)
@@ -271,33 +267,6 @@ class Daemon:
         """A session's hook, once answered: the approval desk and the spend meter learn from it."""
         self.desk.seen_hook(event, payload)
         self.meter.seen_hook(event, payload)
-
-    def _start_kennel(self) -> None:
-        from leash.core.warrants.kennel import Kennel
-
-        self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
-        self._kennel_thread = threading.Thread(target=self._run_kennel, name="kennel", daemon=True)
-        self._kennel_thread.start()
-
-    def _run_kennel(self) -> None:
-        """The kennel until leashd stops; a run that fails (the shared store
-        away for a moment ends it with an error) is logged and started again,
-        so warrants filed after an outage are still worked."""
-        import asyncio
-
-        from leash.core.warrants.kennel import Kennel
-
-        kennel = self.kennel
-        while kennel is not None and not self.stopping.is_set():
-            try:
-                # once its loop runs, a stop asked meanwhile reaches it (close() may have come first)
-                asyncio.run(kennel.run(on_start=lambda k=kennel: self.stopping.is_set() and k.request_stop()))
-                return
-            except Exception as exc:  # noqa: BLE001 - any failure: say it, wait, run a new kennel
-                self.say("kennel-failed", problem=f"{exc.__class__.__name__}: {exc}")
-            if self.stopping.wait(KENNEL_RESTART_SECONDS):
-                return
-            kennel = self.kennel = Kennel(self.home, handle_signals=False, backend=self.backend)
 
     def _start_desk(self) -> None:
         """Held hooks wait at the desk; approvals a daemon before this one left waiting are withdrawn."""
@@ -432,98 +401,6 @@ class Daemon:
         self.http = HttpHooks(port, self._http_answer, say=self.say, after=self._http_answered)
         self.http.start()
 
-    def _serve_operator(self, conn: socket.socket, peer: Peer, serving: threading.BoundedSemaphore) -> None:
-        if not self.policy.allows(peer):
-            # Read what it asked first: a client writes its request, then reads;
-            # closing before its write lands would give it EPIPE, not the reason.
-            verb, _ = self._first_request(conn)
-            self._refuse(conn, peer, where="operator", verb=str(verb),
-                         reason=f"user {peer.user} (uid {peer.uid}) is not an operator of this daemon")
-            return
-        agent = self.agents.agent_above(peer.pid)
-        if agent is not None:
-            self._refuse_agent_process(conn, peer, agent)
-            return
-        hosted = self.agents.tmux_server_above(peer.pid)
-        if hosted is not None:  # what an agent has its tmux server run leaves the agent's tree, not the server's
-            self._refuse_agent_process(conn, peer, hosted[1], tmux_server=hosted[0][0])
-            return
-        mark = agent_mark(peer.pid)
-        if mark:  # an agent's tool that left its tree (setsid, a double fork) still carries its CLI's variables
-            verb, _ = self._first_request(conn)
-            self._refuse(conn, peer, where="operator", verb=str(verb),
-                         reason=f"process {peer.pid} carries {mark} in its environment: an agent CLI's tool started "
-                                "it, and an agent cannot act as the operator (run leash from your own terminal)")
-            return
-        source = peer.source(self.host)
-        for request in self._requests(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES):
-            verb = request["verb"]
-            handler = self.operator_verbs.get(verb)
-            if handler is None:
-                wire.send(conn, {"error": f"unknown verb {verb!r} (known: {', '.join(sorted(self.operator_verbs))})"})
-                continue
-            said = getattr(handler, "log_fields", None)  # the store verb's reads say nothing
-            fields = said(request) if said is not None else {}
-            if fields is not None:
-                self.say("operator", verb=verb, user=peer.user, **fields)
-            # A stream waits on changes, not on work: it holds no serving slot.
-            with serving if verb != "subscribe" else contextlib.nullcontext():
-                try:
-                    handler(request, source=source, send=lambda reply: wire.send(conn, reply), home=self.home)
-                except OSError:
-                    raise
-                except Exception as exc:
-                    wire.send(conn, {"error": f"{verb} failed: {exc.__class__.__name__}: {exc}"})
-
-    def _refuse_agent_process(self, conn: socket.socket, peer: Peer, agent: tuple[int, int], *,
-                              tmux_server: int | None = None) -> None:
-        """One line to a peer that runs below an agent process (or under the
-        tmux server one runs in), and an ``operator_refused`` line in the ack
-        log (its request, read first, says what it tried)."""
-        verb, argv = self._first_request(conn)
-        agent_pid: int | None
-        agent_started: int | None
-        if tmux_server is not None:
-            reason = (f"process {peer.pid} runs under tmux server {tmux_server}, which also runs "
-                      f"{self.agents.name_of(agent)} process {agent[0]}, an agent leash supervises: what an agent "
-                      "has tmux run cannot act as the operator (run leash from a terminal outside that tmux "
-                      "server, and agents on a tmux socket of their own)")
-            agent_pid, agent_started = agent
-        elif agent == UNTOLD:
-            reason = (f"process {peer.pid} cannot be seen in /proc, so leashd cannot tell it from an agent's "
-                      "processes; operator requests come from outside the agents leash supervises")
-            agent_pid = agent_started = None
-        else:
-            agent_pid, agent_started = agent
-            reason = (f"process {peer.pid} runs below {self.agents.name_of(agent)} process {agent_pid}, an agent "
-                      "leash supervises: "
-                      "an agent cannot act as the operator (run leash from your own terminal)")
-        self.say("refused", socket="operator", verb=verb, uid=peer.uid, pid=peer.pid, agent=agent_pid)
-        extra: dict[str, object] = {"agent_pid": agent_pid, "agent_started": agent_started,
-                                    "session_id": self.agents.session_of(agent)}
-        if tmux_server is not None:
-            extra["tmux_server"] = tmux_server
-        if argv is not None:
-            extra["argv"] = [str(word)[:ARGV_WORD_LOGGED] for word in argv[:ARGV_WORDS_LOGGED]]
-        try:
-            self.agent_refusals.refused(peer, peer.source(self.host), reason, where="operator", verb=str(verb),
-                                        now=self.clock(), **extra)
-        except OSError as exc:
-            self.say("refusal-not-logged", problem=exc.strerror)
-        wire.send(conn, {"error": f"refused: {reason}"})
-
-    def _first_request(self, conn: socket.socket) -> tuple[object, list | None]:
-        """(verb, argv) of a refused peer's first line, ``("*", None)`` when it
-        sent none or garbage within the line deadline."""
-        try:
-            first = wire.LineReader(conn, limit=wire.OPERATOR_LINE_LIMIT_BYTES,
-                                    deadline_seconds=self.line_deadline).next_line()
-            request = wire.parse_request(first) if first is not None else {}
-        except wire.BadRequest:
-            return "*", None
-        argv = request.get("argv")
-        return request.get("verb", "*"), argv if isinstance(argv, list) else None
-
     def _refuse(self, conn: socket.socket, peer: Peer, *, where: str, verb: str, reason: str) -> None:
         self._log_refusal(peer, where=where, verb=verb, reason=reason)
         wire.send(conn, {"error": f"refused: {reason}"})
@@ -538,11 +415,6 @@ class Daemon:
     def _append_refusal(self, *, source: str, reason: str, now: float, **extra) -> None:
         self.backend.acklog.append("daemon_refused", source=source, session_id="", reason=reason, now=now, **extra)
 
-    def _append_operator_refusal(self, *, source: str, reason: str, now: float, session_id: str = "",
-                                 **extra) -> None:
-        self.backend.acklog.append("operator_refused", source=source, session_id=session_id, reason=reason, now=now,
-                                   **extra)
-
     # ------------------------------------------------------------ verbs
     def _hook(self, request: dict, peer: Peer) -> dict:
         return self.hooks.reply(request, peer)
@@ -555,27 +427,14 @@ class Daemon:
             reply = {"error": f"status failed: {exc.__class__.__name__}: {exc}"}
         wire.send(conn, reply)
 
-    def _ping(self, request: dict, *, source: str, send, home: str) -> None:
-        send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,
-              "kennel": self.kennel is not None, "store": self.backend.name,
-              "shared_host": self.backend.sessions.host})
-
     def _subscribe(self, request: dict, *, source: str, send, home: str) -> None:
         """Stream ``{"change": {"store", "key"}}`` lines until the client goes."""
-        inbox = self.feed.join()
-        try:
-            send({"subscribed": True})
-            while not self.stopping.is_set():
-                try:
-                    change = inbox.get(timeout=0.5)
-                except queue.Empty:
-                    continue
-                if change is None:  # fell too far behind: the client re-reads everything
-                    send({"change": {"store": "*", "key": None}})
-                    continue
-                send({"change": {"store": change.store, "key": change.key}})
-        finally:
-            self.feed.leave(inbox)
+        self.feed.stream(send, stopping=self.stopping)
+
+    def _ping(self, request: dict, *, source: str, send, home: str) -> None:
+        send({"ok": True, "pid": os.getpid(), "home": self.home, "host": self.host, "you": source,
+              "kennel": self.kennels is not None, "store": self.backend.name,
+              "shared_host": self.backend.sessions.host})
 
     # ------------------------------------------------------------ log
     def say(self, event: str, **fields) -> None:
