@@ -26,7 +26,7 @@ from leash.console.errors import Refused, UsageError
 from leash.core.base.clock import now_seconds
 from leash.core.base.text import printable
 from leash.core.store.protocols import Backend
-from leash.core.store.records import StopRecord
+from leash.core.store.records import LockRecord, StopRecord
 
 
 def run(args: Namespace) -> int:
@@ -145,12 +145,13 @@ def cmd_stop(context: Context, args: Namespace) -> int:
         hours = args.hours if args.hours is not None else context.default_hours()
         with backend.transaction() as step:  # the stop and the lock: both or neither
             step.full_stop(args.session, args.entity, hours=hours, source=args.source, reason=args.reason)
-        stored, lock = step.results
-        record = StopRecord.of(stored)
+        stopped, lock = step.results
+        assert isinstance(stopped, StopRecord) and isinstance(lock, LockRecord)  # a full stop: its stop, then its lock
+        record = stopped
         said = {"action": "full_stop", "session": args.session, "stop": plain(record), "entity": args.entity,
                 "lock": plain(lock)}
         if not args.json:
-            out(f"stopped {args.session} and locked {args.entity} hands-off until {lock['expires_at']}")
+            out(f"stopped {args.session} and locked {args.entity} hands-off until {lock.expires_at}")
     else:
         record = backend.stops.stop(args.session, source=args.source, reason=args.reason)
         said = {"action": "stop", "session": args.session, "stop": plain(record)}

@@ -438,8 +438,8 @@ class BudgetStore(Protocol):
 class Transaction(Protocol):
     """Writes queued under ``Backend.transaction()``, applied as one step at its end."""
 
-    results: list[dict]
-    """After the step: the entries the stop and lock writes stored, in order."""
+    results: list[StopRecord | LockRecord]
+    """After the step: the records of the stop and lock writes, in order."""
 
     def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None:
         """Queue a stop on the session (as ``StopStore.stop``); applied at the transaction's end."""

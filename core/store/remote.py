@@ -148,6 +148,7 @@ PLAIN_ANSWERS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("warrants", "find"): lambda found: records.found_warrant(*found) if found is not None else None,
     ("warrants", "pardon"): lambda answer: (answer[0], records.DogRecord.of(answer[1])),
     ("warrants", "live_for"): records.WarrantRecord.of,
+    ("transaction", "$apply"): list,  # made again by the client's transaction, which knows its writes
 }
 
 
@@ -314,20 +315,34 @@ class RemoteUnit:
         return call
 
 
+def _writes(steps: list[list]) -> list[tuple[str, str]]:
+    """(stop | lock, its name) of each write that stores an entry, in the order the steps write them."""
+    found: list[tuple[str, str]] = []
+    for method, args, _ in steps:
+        if method == "full_stop":  # its stop, then its lock (``core.store.transaction``)
+            found += [("stop", args[0]), ("lock", args[1])]
+        elif method in ("stop", "lock"):
+            found.append((method, args[0]))
+    return found
+
+
 class RemoteTransaction:
     """Queued here, applied by the daemon as one transaction at the end."""
 
     def __init__(self, backend: RemoteBackend, now: float | None):
         self._backend, self._now = backend, now
         self._steps: list[list] = []
-        self.results: list[dict] = []
+        self.results: list[records.StopRecord | records.LockRecord] = []
 
     def __enter__(self) -> "RemoteTransaction":
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
         if kind is None:
-            self.results = self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now}) or []
+            stored = self._backend.call("transaction", "$apply", (self._steps,), {"$now": self._now}) or []
+            self.results = [records.StopRecord.of(entry, key=name) if written == "stop" else
+                            records.LockRecord.of(entry, entity=name)
+                            for (written, name), entry in zip(_writes(self._steps), stored, strict=True)]
 
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):

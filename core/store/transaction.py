@@ -12,13 +12,15 @@ line (the log is append-only: the undo is logged, never erased), so no half of
 a full stop is left standing. A re-lock that kept a longer lock is not undone:
 it shortened nothing.
 
-``step.results`` holds the stored entries of the stop and lock writes, in order.
+``step.results`` holds the records of the stop and lock writes (a
+``StopRecord``, a ``LockRecord``), in order.
 """
 from __future__ import annotations
 
 from leash.core.base.clock import now_seconds
 from leash.core.base.hours import hours_problem
 from leash.core.state.handsoff import PATH_PREFIX, validate_entity
+from leash.core.store.records import LockRecord, StopRecord
 
 TYPE_CHECKING = False  # for the type checker only: the hook path imports this module
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ class Step:
         self.stops, self.locks, self.sessions = stops, locks, sessions
         self.now = now
         self.writes: list[tuple[str, tuple, dict]] = []
-        self.results: list[dict] = []
+        self.results: list[StopRecord | LockRecord] = []
 
     def stop(self, session_id: str, *, source: str, reason: str = "", **extra: object) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
@@ -64,7 +66,7 @@ class Step:
         if not entity.startswith(PATH_PREFIX):
             self.set_entity(session_id, entity)
 
-    def apply(self) -> list[dict]:
+    def apply(self) -> list[StopRecord | LockRecord]:
         with self.stops.state.holding(), self.locks.state.holding():
             stopped_before = set(self.stops.snapshot(now=self.now)["sessions"])
             locked_before = set(self.locks.active(now=self.now))
@@ -74,13 +76,17 @@ class Step:
                     if kind == "set_entity":
                         self.sessions.set_entity(*args, now=self.now)
                     else:
-                        registry = self.stops if kind == "stop" else self.locks
-                        self.results.append(getattr(registry, kind)(*args, now=self.now, **options))
+                        self.results.append(self._written(kind, args[0], options))
                         done.append((kind, args[0]))
             except BaseException as exc:
                 self._undo(done, stopped_before, locked_before, exc)
                 raise
         return self.results
+
+    def _written(self, kind: str, name: str, options: dict) -> StopRecord | LockRecord:
+        if kind == "stop":
+            return StopRecord.of(self.stops.stop(name, now=self.now, **options), key=name)
+        return LockRecord.of(self.locks.lock(name, now=self.now, **options), entity=name)
 
     def _undo(self, done: list[tuple[str, str]], stopped_before: set, locked_before: set,
               exc: BaseException) -> None:

@@ -80,7 +80,7 @@ class StopProtocol:
             if not entity.startswith("path:"):
                 step.set_entity(session_id, entity)
         stop, lock = step.results
-        return {"stop": stop, "hands_off": lock}
+        return {"stop": stop.as_dict(), "hands_off": lock.as_dict()}
 
     def is_hands_off(self, entity: str, *, now: float | None = None) -> bool:
         return self.hands_off_registry.is_hands_off(entity, now=now)

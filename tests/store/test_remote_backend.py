@@ -57,7 +57,9 @@ def test_a_transaction_is_applied_as_one_by_the_daemon(remote, daemon, home):
     assert remote.stops.current().sessions["s2"].source == me(daemon)
     assert remote.locks.lock_of("ezra", now=NOW).source == me(daemon)
     stopped, locked = step.results  # what the daemon stored, as a local step says it
-    assert stopped["reason"] == "full stop" and locked["expires_at"] and locked["source"] == me(daemon)
+    assert isinstance(stopped, StopRecord) and stopped.key == "s2" and stopped.reason == "full stop"
+    assert isinstance(locked, LockRecord) and locked.entity == "ezra" and locked.expires_at
+    assert locked.source == me(daemon)
 
 
 def test_the_console_view_and_halt_units_read_through_it(remote, home):

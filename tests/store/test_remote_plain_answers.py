@@ -1,13 +1,14 @@
 """Answers that became records keep leashd's operator socket as it was: the
-daemon sends a warrant found, a warrant's pardon and the spend totals as the
-plain dicts it always sent, and ``RemoteBackend`` hands them out as the
-records the protocol names (``core.store.remote.PLAIN_ANSWERS``)."""
+daemon sends a warrant found, a warrant's pardon, the spend totals and a
+transaction's writes as the plain dicts it always sent, and ``RemoteBackend``
+hands them out as the records the protocol names
+(``core.store.remote.PLAIN_ANSWERS``)."""
 from __future__ import annotations
 
 import json
 
 from leash.core.store.files import FileBackend
-from leash.core.store.records import DogRecord, SpendRecord, SpendTotal, WarrantRecord
+from leash.core.store.records import DogRecord, LockRecord, SpendRecord, SpendTotal, StopRecord, WarrantRecord
 from leash.core.store.remote import RemoteBackend, encode
 from leash.core.wire.operator import request
 
@@ -51,3 +52,21 @@ def test_spend_totals_go_as_plain_dicts_and_come_back_as_records(daemon, home):
     assert [(row.key, row.usd) for row in local] == [("ezra", 2.5)] and isinstance(local[0], SpendTotal)
     assert _sent(home, "budget", "totals", "entity") == json.dumps(encode([row.as_dict() for row in local]))
     assert RemoteBackend(sockets(home)[1]).budget.totals("entity") == local
+
+
+def test_a_transactions_writes_go_as_plain_dicts_and_come_back_as_stop_and_lock_records(daemon, home):
+    steps = [["full_stop", ["s1", "ezra"], {"hours": 1, "source": "ops", "reason": "full"}]]
+    reply = request(sockets(home)[1], {"verb": "store", "store": "transaction", "method": "$apply",
+                                       "args": encode([steps]), "kwargs": encode({"$now": NOW})})
+    files = FileBackend(home)
+    stored_stop = files.stops.current(now=NOW).sessions["s1"].as_dict()
+    stored_lock = files.locks.lock_of("ezra", now=NOW).as_dict()
+    assert json.dumps(reply["result"]) == json.dumps(encode([stored_stop, stored_lock]))
+
+    with RemoteBackend(sockets(home)[1]).transaction(now=NOW) as step:
+        step.stop("s2", source="ops", reason="one")
+        step.set_entity("s2", "lena")
+        step.lock("lena", hours=1, source="ops", reason="one", session_id="s2")
+    stopped, locked = step.results
+    assert isinstance(stopped, StopRecord) and (stopped.key, stopped.reason) == ("s2", "one")
+    assert isinstance(locked, LockRecord) and (locked.entity, locked.session_id) == ("lena", "s2")

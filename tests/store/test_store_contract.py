@@ -259,8 +259,9 @@ def test_full_stop_in_one_transaction(backend):
         step.set_entity("s1", "ezra")
     assert list(backend.stops.stopped()) == ["s1"] and list(backend.locks.active(now=NOW)) == ["ezra"]
     assert backend.sessions.get("s1", now=NOW).entity == "ezra"
-    stopped, locked = step.results  # the stored entries, in the order written
-    assert stopped["reason"] == "full" and locked["session_id"] == "s1"
+    stopped, locked = step.results  # the records written, in the order written
+    assert isinstance(stopped, StopRecord) and stopped.key == "s1" and stopped.reason == "full"
+    assert isinstance(locked, LockRecord) and locked.entity == "ezra" and locked.session_id == "s1"
 
 
 def test_a_failing_transaction_leaves_neither_stop_nor_lock(backend):
