@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 from decimal import Decimal
 
 import pytest
@@ -20,6 +18,7 @@ from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
 from ..support.e2e.harness import LEASH, claude_env, run_claude
+from ..support.e2e.harness import leashd as running_leashd
 from ..support.e2e.standin import MODEL, StandInServer, bash, text, tool_use
 from ..support.waiting import wait_for
 
@@ -41,16 +40,8 @@ def priced(usages: list[dict], model: str) -> float:
 
 @pytest.fixture
 def leashd(agent):
-    env = dict(os.environ, LEASH_HOME=str(agent.home))
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not (agent.home / "run" / "agent.sock").exists():
-        assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
-        time.sleep(0.05)
-    yield daemon
-    daemon.send_signal(signal.SIGTERM)
-    daemon.communicate(timeout=30)
+    with running_leashd(agent.home, dict(os.environ, LEASH_HOME=str(agent.home))) as daemon:
+        yield daemon
 
 
 def leash_json(agent, *args: str):

@@ -10,9 +10,6 @@ refused before any request; a raise lets the next prompt run."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import time
 from decimal import Decimal
 
 import pytest
@@ -21,7 +18,7 @@ from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 
 from ...support.e2e.codex_standin import shell, text, usage, with_usage
-from ...support.e2e.harness import LEASH
+from ...support.e2e.harness import leashd as running_leashd
 from ...support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -36,15 +33,8 @@ LAST = usage(15_350, 64, cached=13_056, reasoning=0)
 
 @pytest.fixture
 def leashd(wired):
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=wired.env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not (wired.leash_home / "run" / "agent.sock").exists():
-        assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
-        time.sleep(0.05)
-    yield daemon
-    daemon.send_signal(signal.SIGTERM)
-    daemon.communicate(timeout=30)
+    with running_leashd(wired.leash_home, wired.env()) as daemon:
+        yield daemon
 
 
 def as_leash_counts(answered: list[dict]) -> dict[str, int]:

@@ -9,8 +9,6 @@ of its own); skipped with npm's reason when the CLI cannot be installed."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import time
 import uuid
 from decimal import Decimal
@@ -24,7 +22,7 @@ from leash.core.store.records import BudgetCounterRecord
 
 from ...support.e2e.gemini_cli import HEADLESS_ARGS, STOPPED, run_gemini
 from ...support.e2e.gemini_standin import GeminiStandin, shell, text, usage, with_usage, write_out
-from ...support.e2e.harness import LEASH
+from ...support.e2e.harness import leashd as running_leashd
 from ...support.e2e.rig import GeminiRig
 from ...support.waiting import wait_for
 
@@ -40,7 +38,6 @@ LAST = usage(10_450, 12, cached=8_192, thoughts=0)
 
 def hold_the_fleet(rig: GeminiRig) -> None:
     """The meter's hold on the fleet bucket of cap "daily", written through the backend's budget unit."""
-    import time
 
     now = time.time()
     counter = BudgetCounterRecord.of(dict(
@@ -101,15 +98,8 @@ def test_a_cap_reached_while_the_model_thinks_refuses_the_call_and_ends_the_loop
 
 @pytest.fixture
 def leashd(rig):
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=rig.env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not (rig.leash_home / "run" / "agent.sock").exists():
-        assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
-        time.sleep(0.05)
-    yield daemon
-    daemon.send_signal(signal.SIGTERM)
-    daemon.communicate(timeout=30)
+    with running_leashd(rig.leash_home, rig.env()) as daemon:
+        yield daemon
 
 
 def as_leash_counts(answered: list[dict], *, cache_seen: bool = False) -> dict[str, int]:

@@ -26,11 +26,14 @@ import shutil
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Iterator
 
 from tests.support.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".cache" / "claude-code"  # one folder per version below it
@@ -280,3 +283,20 @@ def retarget(project: Path, leash: str) -> None:
                     for wired in (LEASH, sys.executable):
                         hook["command"] = hook["command"].replace(shlex.quote(wired), shlex.quote(leash))
     path.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+@contextmanager
+def leashd(home: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """``leash daemon --no-kennel`` run with ``env`` on ``home``, from when its
+    agent socket is there to the end of the block (then SIGTERM)."""
+    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (home / "run" / "agent.sock").exists() or daemon.poll() is not None, 20, interval=0.05,
+                 what="leash daemon's agent socket")
+        assert daemon.poll() is None, f"leash daemon did not start: {daemon.communicate()[1][-2000:]}"
+        yield daemon
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+        daemon.communicate(timeout=30)
