@@ -17,55 +17,76 @@ from leash.core.base.clock import human_duration, now_seconds, parse_iso
 from leash.core.store.protocols import WarrantStore
 from leash.core.store.records import DogRecord, WarrantRecord
 
+PARDON_WAIT_SECONDS = 5.0  # how long `warrant pardon` waits for the dog to take a requested pardon
+PARDON_POLL_SECONDS = 0.1
+
 
 def cmd_warrant(context: Context, args: Namespace) -> int:
     from leash.core.state.warrants import WarrantError
-    from leash.core.state.warrants.records import attempt_label, configured_attempts
 
-    backend = context.backend
-    warrants = backend.warrants
     try:
         if args.warrant_command == "file":
-            warrant, created = warrants.file(args.target, reason=args.reason, requester=args.requester or args.source)
-            if args.json:
-                return done(args, action="warrant_file", target=args.target, created=bool(created),
-                            warrant=plain(warrant), kennel_running=bool(backend.kennels.alive()))
-            if created:
-                kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
-                bound = f" (tmux session {warrant.target_id})" if warrant.target_id else ""
-                out(f"filed {warrant.id} against {args.target}{bound}{kennel}")
-                if not warrant.target_id:
-                    out(f"no tmux session is named {args.target!r} now: its dog will find it already dead")
-            else:
-                out(f"{args.target} already has a live warrant: {warrant.id} (nothing filed)")
-            return 0
+            return _file(context, args)
         if args.warrant_command == "pardon":
-            args.warrant_id = _warrant_named(warrants, args.warrant_id, home=context.home)
-            result, dog = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
-            if result == "requested":
-                import time
-
-                deadline = time.time() + 5
-                while time.time() < deadline and _where(warrants, dog.id or args.warrant_id)[0] != "completed":
-                    time.sleep(0.1)
-                kind, finished = _where(warrants, dog.id or args.warrant_id)
-                pardoned = finished if kind == "completed" and isinstance(finished, DogRecord) else None
-                if args.json:
-                    return done(args, action="warrant_pardon", id=dog.id, pardoned=pardoned is not None,
-                                requested=pardoned is None, warrant=plain(pardoned or dog))
-                if pardoned is not None:
-                    out(f"pardoned {pardoned.id}: {pardoned.warrant['target']} lives ({pardoned.outcome})")
-                else:
-                    out(f"pardon requested for {dog.id}; its dog acts on it at its next poll")
-            elif args.json:
-                return done(args, action="warrant_pardon", id=dog.id, pardoned=True, requested=False,
-                            warrant=plain(dog))
-            else:
-                out(f"pardoned {dog.id}: {dog.warrant['target']} lives")
-            return 0
+            return _pardon(context, args)
     except WarrantError as exc:
         raise Refused(str(exc)) from None
-    listing = warrants.listing()
+    return _list(context, args)
+
+
+def _file(context: Context, args: Namespace) -> int:
+    backend = context.backend
+    warrant, created = backend.warrants.file(args.target, reason=args.reason, requester=args.requester or args.source)
+    if args.json:
+        return done(args, action="warrant_file", target=args.target, created=bool(created),
+                    warrant=plain(warrant), kennel_running=bool(backend.kennels.alive()))
+    if not created:
+        out(f"{args.target} already has a live warrant: {warrant.id} (nothing filed)")
+        return 0
+    kennel = "" if backend.kennels.alive() else " (no kennel is running: leash kennel)"
+    bound = f" (tmux session {warrant.target_id})" if warrant.target_id else ""
+    out(f"filed {warrant.id} against {args.target}{bound}{kennel}")
+    if not warrant.target_id:
+        out(f"no tmux session is named {args.target!r} now: its dog will find it already dead")
+    return 0
+
+
+def _pardon(context: Context, args: Namespace) -> int:
+    warrants = context.backend.warrants
+    args.warrant_id = _warrant_named(warrants, args.warrant_id, home=context.home)
+    result, dog = warrants.pardon(args.warrant_id, source=args.source, reason=args.reason)
+    if result != "requested":
+        if args.json:
+            return done(args, action="warrant_pardon", id=dog.id, pardoned=True, requested=False,
+                        warrant=plain(dog))
+        out(f"pardoned {dog.id}: {dog.warrant['target']} lives")
+        return 0
+    pardoned = _pardoned_within(warrants, dog.id or args.warrant_id, seconds=PARDON_WAIT_SECONDS)
+    if args.json:
+        return done(args, action="warrant_pardon", id=dog.id, pardoned=pardoned is not None,
+                    requested=pardoned is None, warrant=plain(pardoned or dog))
+    if pardoned is not None:
+        out(f"pardoned {pardoned.id}: {pardoned.warrant['target']} lives ({pardoned.outcome})")
+    else:
+        out(f"pardon requested for {dog.id}; its dog acts on it at its next poll")
+    return 0
+
+
+def _pardoned_within(warrants: WarrantStore, warrant_id: str, *, seconds: float) -> DogRecord | None:
+    """The finished record of a warrant whose dog took the pardon within ``seconds``, else None."""
+    import time
+
+    deadline = time.time() + seconds
+    while time.time() < deadline and _where(warrants, warrant_id)[0] != "completed":
+        time.sleep(PARDON_POLL_SECONDS)
+    kind, finished = _where(warrants, warrant_id)
+    return finished if kind == "completed" and isinstance(finished, DogRecord) else None
+
+
+def _list(context: Context, args: Namespace) -> int:
+    from leash.core.state.warrants.records import attempt_label, configured_attempts
+
+    listing = context.backend.warrants.listing()
     if args.json:
         out_json(listing, indent=2)
         return 0
