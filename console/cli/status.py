@@ -27,7 +27,6 @@ def cmd_status(context: Context, args: Namespace) -> int:
     """The snapshot, and what is wrong around it (``core.views.status.problems``):
     a broken config.toml is shown with the state (exit 2, as for any bad
     config) unless it may name the shared store, when no state can be shown."""
-    from leash.core.views.fleet import natural_key
     from leash.core.views.status import CONFIG_BROKEN, config_broken, problems, snapshot, store_may_be_named
 
     moment = now_seconds()
@@ -56,6 +55,15 @@ def cmd_status(context: Context, args: Namespace) -> int:
     out(f"home: {context.home}")
     for problem in found:  # one line each, first: what the rest of the view is missing
         out_painted((problem["kind"], "alarm"), (f": {problem['message']}", None))
+    _say_fleet(state, moment)
+    _say_held(state, moment)
+    _say_budget(state)
+    _say_sessions(state, moment)
+    return code
+
+
+def _say_fleet(state: dict, moment: float) -> None:
+    """The fleet's line: stopped (by whom), held (which store cannot be read), or running."""
     if "stop_state_error" in state:
         out_painted(("STOP STATE UNREADABLE", "alarm"), (f": {state['stop_state_error']} (every tool call is denied)",
                                                          None))
@@ -74,6 +82,12 @@ def cmd_status(context: Context, args: Namespace) -> int:
                     (" (budget store unreadable: every tool call is held until it can be read; leash doctor)", None))
     else:
         out_painted(("fleet: ", None), ("running", "green"))
+
+
+def _say_held(state: dict, moment: float) -> None:
+    """What holds sessions: stops, locks, pending halts, warrants and tripped breakers."""
+    from leash.core.views.fleet import natural_key
+
     state["stopped_sessions"].sort(key=lambda r: natural_key(r["session_id"]))
     section("stopped sessions", state["stopped_sessions"], lambda r: (
         f"{r['session_id']}  {ago(r.get('stopped_at', ''), moment)} by {r.get('source', '?')}: "
@@ -90,7 +104,10 @@ def cmd_status(context: Context, args: Namespace) -> int:
         f"{r['id']}  {r['target']}  {r['state']}  attempt {r.get('attempt', 0)}: {r.get('reason', '')}"))
     section("restart-loop breakers", state["loops"], lambda r: (
         f"{r['name']}  {r['in_loop']}/{r['max_restarts']} boots{'  TRIPPED' if r['tripped'] else ''}"))
-    _say_budget(state)
+
+
+def _say_sessions(state: dict, moment: float) -> None:
+    """Every session seen, with its state, its CLI, tmux session, entity, last tool and spend."""
     from leash.console.cli.budget import money
     from leash.console.cli.colour import STATE_STYLE
 
@@ -102,7 +119,6 @@ def cmd_status(context: Context, args: Namespace) -> int:
         out_painted(("  " + r["session_id"] + "  ", None), (r["state"], STATE_STYLE.get(r["state"].split(",")[0])), (
             f"  {r.get('cli') or 'claude'}  tmux {tmux}  entity {r.get('entity') or '-'}  "
             f"last tool {r.get('last_tool') or '-'}  seen {ago(r.get('last_seen', ''), moment)}{cost}", None))
-    return code
 
 
 def _say_budget(state: dict) -> None:
