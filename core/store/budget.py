@@ -50,7 +50,7 @@ from leash.core.store.budgetrows import (
     totals_sql,
     window_of,
 )
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # sqlite3 is imported where a database is opened: holds() never needs it
 if TYPE_CHECKING:
@@ -111,14 +111,14 @@ class FileBudgetUnit:
         self.connection = connection
         self.held_before: list[BudgetCounterRecord] | None = None  # read before the first counter write
 
-    def meter(self, session_id: str, source: str) -> dict | None:
+    def meter(self, session_id: str, source: str) -> MeterState | None:
         row = self.connection.execute("SELECT state FROM meters WHERE session_id = ? AND source = ?",
                                       (session_id, source)).fetchone()
-        return json.loads(row[0]) if row is not None else None
+        return MeterState.of(json.loads(row[0])) if row is not None else None
 
-    def set_meter(self, session_id: str, source: str, state: dict) -> None:
+    def set_meter(self, session_id: str, source: str, state: MeterState) -> None:
         self.connection.execute("INSERT OR REPLACE INTO meters (session_id, source, state) VALUES (?, ?, ?)",
-                                (session_id, source, json.dumps(state, sort_keys=True)))
+                                (session_id, source, json.dumps(state.as_dict(), sort_keys=True)))
 
     def charge(self, spend: SpendRecord) -> None:
         added = ", ".join(f"{field} = {field} + excluded.{field}" for field in ("usd_nanos",) + TOKEN_FIELDS)
@@ -401,9 +401,9 @@ class FileBudget:
         return [window_of(row) for row in self._read(
             f"SELECT {', '.join(BudgetWindowRecord.FIELDS)} FROM windows ORDER BY bucket, window")]
 
-    def meters(self) -> dict[str, dict[str, dict]]:
-        found: dict[str, dict[str, dict]] = {}
+    def meters(self) -> dict[str, dict[str, MeterState]]:
+        found: dict[str, dict[str, MeterState]] = {}
         for session_id, source, state in self._read("SELECT session_id, source, state FROM meters"
                                                     " ORDER BY session_id, source"):
-            found.setdefault(session_id, {})[source] = json.loads(state)
+            found.setdefault(session_id, {})[source] = MeterState.of(json.loads(state))
         return found

@@ -38,7 +38,7 @@ from leash.core.store.budgetrows import (
     window_of,
 )
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -82,15 +82,15 @@ class PgBudgetUnit:
         self.placeholders: set[tuple[str, str, str]] = set()
         self.wrote = False
 
-    def meter(self, session_id: str, source: str) -> dict | None:
+    def meter(self, session_id: str, source: str) -> MeterState | None:
         row = self.conn.execute("SELECT state FROM budget_meters WHERE session_id = %s AND source = %s",
                                 (session_id, source)).fetchone()
-        return row[0] if row is not None else None
+        return MeterState.of(row[0]) if row is not None else None
 
-    def set_meter(self, session_id: str, source: str, state: dict) -> None:
+    def set_meter(self, session_id: str, source: str, state: MeterState) -> None:
         self.conn.execute("INSERT INTO budget_meters (session_id, source, state) VALUES (%s, %s, %s)"
                           " ON CONFLICT (session_id, source) DO UPDATE SET state = EXCLUDED.state",
-                          (session_id, source, as_json(state)))
+                          (session_id, source, as_json(state.as_dict())))
         self.wrote = True
 
     def charge(self, spend: SpendRecord) -> None:
@@ -200,11 +200,11 @@ class PgBudget:
         return [window_of(row) for row in self._rows(
             f"SELECT {WINDOW_COLUMNS} FROM budget_windows ORDER BY bucket, \"window\"")]
 
-    def meters(self) -> dict[str, dict[str, dict]]:
-        found: dict[str, dict[str, dict]] = {}
+    def meters(self) -> dict[str, dict[str, MeterState]]:
+        found: dict[str, dict[str, MeterState]] = {}
         for session_id, source, state in self._rows("SELECT session_id, source, state FROM budget_meters"
                                                     " ORDER BY session_id, source"):
-            found.setdefault(session_id, {})[source] = state
+            found.setdefault(session_id, {})[source] = MeterState.of(state)
         return found
 
     def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
@@ -222,7 +222,7 @@ class PgBudget:
         for session_id, sources in source.meters().items():
             for name, state in sources.items():
                 conn.execute("INSERT INTO budget_meters (session_id, source, state) VALUES (%s, %s, %s)",
-                             (session_id, name, as_json(state)))
+                             (session_id, name, as_json(state.as_dict())))
                 copied += 1
         for window in source.windows():
             conn.execute(f"INSERT INTO budget_windows ({WINDOW_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",

@@ -33,6 +33,7 @@ from leash.core.store.records import (
     LockRecord,
     LogLine,
     LogLines,
+    MeterState,
     PardonRequest,
     SessionRecord,
     SpendRecord,
@@ -373,12 +374,11 @@ class BudgetUnit(Protocol):
     counter row ``counter`` reads until the step ends, so two hosts adding to
     one fleet cap add in turn."""
 
-    def meter(self, session_id: str, source: str) -> dict | None:
+    def meter(self, session_id: str, source: str) -> MeterState | None:
         """What the meter kept for one source of a session (``source``: a file's
-        path, or ``gemini`` for AfterModel payloads): a JSON object
-        (``cursor``, ``totals``, ``read_at``, ``skipped``: the meter's own), None the first time."""
+        path, or ``gemini`` for AfterModel payloads), None the first time."""
 
-    def set_meter(self, session_id: str, source: str, state: dict) -> None:
+    def set_meter(self, session_id: str, source: str, state: MeterState) -> None:
         """Keep ``state`` as what the meter read of one source of a session; nothing to return."""
 
     def charge(self, spend: SpendRecord) -> None:
@@ -431,7 +431,7 @@ class BudgetStore(Protocol):
     def windows(self) -> list[BudgetWindowRecord]:
         """Every subscription window as last reported; ``BudgetUnreadable``."""
 
-    def meters(self) -> dict[str, dict[str, dict]]:
+    def meters(self) -> dict[str, dict[str, MeterState]]:
         """Every session's kept meter states: session id -> source -> state."""
 
 

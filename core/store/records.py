@@ -368,6 +368,27 @@ class SpendTotal(Record):
     sessions: int
 
 
+class MeterState(Record):
+    """What the spend meter kept of one source of a session (``core.state.budgetmeter``
+    writes it, ``core.views.spendmeter`` keeps it): the file's ``cursor``, the usage
+    ``seen`` and ``charged`` there (a Gemini source: the response ``keys`` counted),
+    the lines ``skipped``, the ``cli`` it was read as, when it was read (``read_at``)
+    and last found usage (``found_at``, unix seconds). A cap's silence note
+    (source ``stale:CAP``) holds only ``at``: when it was said."""
+
+    FIELDS = ("cursor", "seen", "charged", "keys", "skipped", "cli", "read_at", "found_at", "at")
+    __slots__ = FIELDS
+    cursor: Any
+    seen: dict | None
+    charged: dict | None
+    keys: list | None
+    skipped: int | None
+    cli: str | None
+    read_at: float | None
+    found_at: float | None
+    at: float | None
+
+
 class BudgetWindowRecord(Record):
     """A subscription window as an agent CLI last reported it (Claude Code's
     status line ``rate_limits``): ``bucket`` the account (or ``fleet``) it is

@@ -139,7 +139,8 @@ def decode(value: Any) -> Any:
     raise RemoteStoreError("an untagged object in a store reply")
 
 
-# Answers whose records stand for what the store once answered as plain dicts:
+# Answers whose records stand for what the store once answered as plain dicts
+# (the spend totals and meters, a warrant found or pardoned, a transaction's writes):
 # leashd sends them as those dicts (its replies are byte for byte as they were,
 # ``encode_answer``) and the client makes the records again (``remade``).
 # (store, method) -> what makes the answer of its plain dicts.
@@ -148,6 +149,9 @@ PLAIN_ANSWERS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("warrants", "find"): lambda found: records.found_warrant(*found) if found is not None else None,
     ("warrants", "pardon"): lambda answer: (answer[0], records.DogRecord.of(answer[1])),
     ("warrants", "live_for"): records.WarrantRecord.of,
+    ("budget", "meters"): lambda found: {session: {source: records.MeterState.of(state)
+                                                   for source, state in kept.items()}
+                                         for session, kept in found.items()},
     ("transaction", "$apply"): list,  # made again by the client's transaction, which knows its writes
 }
 
@@ -157,6 +161,8 @@ def _plain(value: Any) -> Any:
         return value.as_dict()
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
     return value
 
 

@@ -109,8 +109,8 @@ def _meter_findings(backend: Backend) -> Iterator[Finding]:
     except Exception as exc:  # the store's own findings say why it cannot be read
         yield Finding("warn", "budget meter", f"not read: {exc}")
         return
-    skipped = [(int(state.get("skipped") or 0), source, session) for session, sources in meters.items()
-               for source, state in sources.items() if int(state.get("skipped") or 0) > 0]
+    skipped = [(int(state.skipped or 0), source, session) for session, sources in meters.items()
+               for source, state in sources.items() if int(state.skipped or 0) > 0]
     for count, source, session in sorted(skipped, reverse=True)[:METER_FILES_NAMED]:
         yield Finding("warn", "budget meter", f"{count} line(s) of {source} (session {session}) hold no usage "
                                               "leash can read; skipped, the rest counted")

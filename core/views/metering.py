@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from leash.core.policy import budgethold
 from leash.core.policy.caps import Cap, caps_of, period_of, reset_releases
-from leash.core.store.records import BudgetCounterRecord
+from leash.core.store.records import BudgetCounterRecord, MeterState
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ def _stale(backend: Backend, unit, caps, accounts: dict, *, now: float) -> list[
         if record.status not in WORKING:
             continue
         states = meters.get(session_id, {})
-        last = max([float(s.get("found_at") or 0.0) for s in states.values()] or [0.0])
+        last = max([float(s.found_at or 0.0) for s in states.values()] or [0.0])
         since = record.status_since
         started = moment_of(since, now)
         member = member_of(backend, session_id, record=record.as_dict())
@@ -372,14 +372,14 @@ def _stale(backend: Backend, unit, caps, accounts: dict, *, now: float) -> list[
             silent_from = max(last, started)
             if bucket is None or now - silent_from <= cap.stale_after * 60:
                 continue
-            noted = states.get(f"stale:{cap.name}") or {}
-            if float(noted.get("at", 0.0)) >= silent_from:
+            noted = states.get(f"stale:{cap.name}")
+            if noted is not None and float(noted.at or 0.0) >= silent_from:
                 continue  # this silence was said already
             backend.acklog.append("budget_stale", source=SOURCE, session_id=session_id,
                                   reason=f"no spend read for {int((now - silent_from) // 60)} minutes while working",
                                   cap=cap.name, bucket=bucket, on_stale=cap.on_stale, now=now)
-            unit.set_meter(session_id, f"stale:{cap.name}", {"at": now})
-            states[f"stale:{cap.name}"] = {"at": now}
+            states[f"stale:{cap.name}"] = note = MeterState.of({"at": now})
+            unit.set_meter(session_id, f"stale:{cap.name}", note)
             done.append(f"stale {session_id} {cap.name}")
             if cap.on_stale == "hold":
                 period = period_for(unit, cap, member, accounts, now=now)

@@ -16,7 +16,7 @@ import math
 
 from leash.core.policy.caps import period_of
 from leash.core.state.budgetmeter import GEMINI_SOURCE, Charge, gemini_reading, read_source
-from leash.core.store.records import BudgetWindowRecord, SpendRecord
+from leash.core.store.records import BudgetWindowRecord, MeterState, SpendRecord
 from leash.core.views.metering import (
     HOUR,
     WINDOW_KEYS,
@@ -56,10 +56,11 @@ def meter_session(backend: Backend, session_id: str, *, config: dict, now: float
     with backend.budget.unit(now=now) as unit:
         charges: dict[str, Charge] = {}
         for path in paths:
-            kept = unit.meter(session_id, path)
+            meter = unit.meter(session_id, path)
+            kept = meter.as_dict() if meter is not None else None
             reading = read_source(path, kept, cli=cli, overrides=overrides, now=now)
             if _changed(kept, reading.state):
-                unit.set_meter(session_id, path, reading.state)
+                unit.set_meter(session_id, path, MeterState.of(reading.state))
             outcome.skipped += reading.skipped
             for charge in reading.charges:
                 charges.setdefault(charge.model, Charge(charge.model)).add(charge)
@@ -83,9 +84,10 @@ def meter_gemini(backend: Backend, session_id: str, payload: dict, *, config: di
     caps, accounts, overrides = budget_of(config)
     outcome = MeterOutcome()
     with backend.budget.unit(now=now) as unit:
-        reading = gemini_reading(payload, unit.meter(session_id, GEMINI_SOURCE), overrides=overrides, now=now)
+        kept = unit.meter(session_id, GEMINI_SOURCE)
+        reading = gemini_reading(payload, kept.as_dict() if kept is not None else None, overrides=overrides, now=now)
         if reading.found or reading.skipped:
-            unit.set_meter(session_id, GEMINI_SOURCE, reading.state)
+            unit.set_meter(session_id, GEMINI_SOURCE, MeterState.of(reading.state))
         outcome.skipped = reading.skipped
         _charge(backend, unit, Member(member.session_id, member.entity, member.host, GEMINI_SOURCE),
                 reading.charges, caps, accounts, outcome, now=now)

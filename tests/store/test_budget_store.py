@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from leash.core.store.budget import BudgetUnreadable
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, Change, SpendRecord
+from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, Change, MeterState, SpendRecord
 
 from ..support.backends import make_backend
 from ..support.changes import changes_after
@@ -72,24 +72,26 @@ def test_a_unit_reads_and_writes_each_table(budget_backend):
     store = budget_backend.budget
     with store.unit(now=NOW) as unit:
         assert unit.meter("s1", "/t/main.jsonl") is None and unit.counter("daily", "fleet", "d") is None
-        unit.set_meter("s1", "/t/main.jsonl", {"cursor": {"offset": 10}, "totals": {"input": 3}, "read_at": NOW})
-        unit.set_meter("s1", "gemini", {"cursor": None})
+        unit.set_meter("s1", "/t/main.jsonl", MeterState.of({"cursor": {"offset": 10}, "totals": {"input": 3},
+                                                            "read_at": NOW}))
+        unit.set_meter("s1", "gemini", MeterState.of({"cursor": None}))
         unit.charge(spend(T0))
         unit.put_counter(counter(period="d", used=2.5))
         unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-5h", used_percent=41.0,
                                                    resets_at=NOW + 600, session_id="s1", at=NOW)))
-        assert unit.meter("s1", "gemini") == {"cursor": None}
+        assert unit.meter("s1", "gemini") == MeterState.of({"cursor": None})
         assert unit.counter("daily", "fleet", "d").used == 2.5
         assert unit.window("fleet", "window-5h").used_percent == 41.0
     with store.unit(now=NOW) as unit:
-        unit.set_meter("s1", "gemini", {"cursor": 7})
+        unit.set_meter("s1", "gemini", MeterState.of({"cursor": 7}))
         unit.put_counter(counter(period="d", used=3.5, warned=[0.75, 0.95], raised_to=10.0))
         unit.put_counter(counter(cap="weekly", period="w", used=9.0, held=True))
         assert [c.cap for c in unit.counters(held=True)] == ["weekly"]
         assert [c.cap for c in unit.counters(held=False)] == ["daily"]
         assert [c.period for c in unit.counters(cap="daily")] == ["d"]
-    assert store.meters() == {"s1": {"/t/main.jsonl": {"cursor": {"offset": 10}, "totals": {"input": 3},
-                                                       "read_at": NOW}, "gemini": {"cursor": 7}}}
+    kept = {"/t/main.jsonl": {"cursor": {"offset": 10}, "totals": {"input": 3}, "read_at": NOW},
+            "gemini": {"cursor": 7}}
+    assert store.meters() == {"s1": {source: MeterState.of(state) for source, state in kept.items()}}
     daily, weekly = store.counters()
     assert fields_of(daily) == fields_of(counter(period="d", used=3.5, warned=[0.75, 0.95], raised_to=10.0))
     assert weekly.held and [c.cap for c in store.counters(cap="weekly")] == ["weekly"]
@@ -150,7 +152,7 @@ def test_the_runtime_role_may_write_and_read_the_budget_tables(postgres_cluster,
         with backend.budget.unit(now=NOW) as unit:
             assert unit.counter("daily", "fleet", "d") is None  # the placeholder: insert and delete
             unit.charge(spend(T0))
-            unit.set_meter("s1", "gemini", {"cursor": 1})
+            unit.set_meter("s1", "gemini", MeterState.of({"cursor": 1}))
             unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-5h", used_percent=1.0)))
             unit.put_counter(counter(held=True))
         assert [c.cap for c in backend.budget.holds()] == ["daily"] and backend.budget.meters()
@@ -325,7 +327,7 @@ def test_a_home_copied_to_the_shared_store_carries_its_budget(cli, home, postgre
         unit.charge(spend(T0, usd=1.25))
         unit.charge(spend(T0 + HOUR, session="s2", usd=0.5, estimated=True))
         unit.put_counter(counter(held=True, used=12.0, warned=[0.75, 0.95]))
-        unit.set_meter("s1", "/t/main.jsonl", {"cursor": {"offset": 99}})
+        unit.set_meter("s1", "/t/main.jsonl", MeterState.of({"cursor": {"offset": 99}}))
         unit.put_window(BudgetWindowRecord.of(dict(bucket="fleet", window="window-7d", used_percent=88.5,
                                                    resets_at=NOW + 60, session_id="s1", at=NOW)))
     url = postgres_cluster.url(postgres_cluster.fresh_schema())

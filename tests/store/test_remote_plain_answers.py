@@ -1,5 +1,5 @@
 """Answers that became records keep leashd's operator socket as it was: the
-daemon sends a warrant found, a warrant's pardon, the spend totals and a
+daemon sends a warrant found, a warrant's pardon, the spend totals and meters, and a
 transaction's writes as the plain dicts it always sent, and ``RemoteBackend``
 hands them out as the records the protocol names
 (``core.store.remote.PLAIN_ANSWERS``)."""
@@ -8,7 +8,15 @@ from __future__ import annotations
 import json
 
 from leash.core.store.files import FileBackend
-from leash.core.store.records import DogRecord, LockRecord, SpendRecord, SpendTotal, StopRecord, WarrantRecord
+from leash.core.store.records import (
+    DogRecord,
+    LockRecord,
+    MeterState,
+    SpendRecord,
+    SpendTotal,
+    StopRecord,
+    WarrantRecord,
+)
 from leash.core.store.remote import RemoteBackend, encode
 from leash.core.wire.operator import request
 
@@ -70,3 +78,15 @@ def test_a_transactions_writes_go_as_plain_dicts_and_come_back_as_stop_and_lock_
     stopped, locked = step.results
     assert isinstance(stopped, StopRecord) and (stopped.key, stopped.reason) == ("s2", "one")
     assert isinstance(locked, LockRecord) and (locked.entity, locked.session_id) == ("lena", "s2")
+
+
+def test_the_meters_go_as_plain_dicts_and_come_back_as_records(daemon, home):
+    kept = {"cursor": {"offset": 10}, "read_at": NOW, "skipped": 2}
+    with FileBackend(home).budget.unit(now=NOW) as unit:
+        unit.set_meter("s1", "/t/main.jsonl", MeterState.of(kept))
+    local = FileBackend(home).budget.meters()
+    assert local == {"s1": {"/t/main.jsonl": MeterState.of(kept)}} and local["s1"]["/t/main.jsonl"].skipped == 2
+    stored = {session: {source: state.as_dict() for source, state in sources.items()}
+              for session, sources in local.items()}
+    assert _sent(home, "budget", "meters") == json.dumps(encode(stored))
+    assert RemoteBackend(sockets(home)[1]).budget.meters() == local
