@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import threading
 
@@ -25,16 +24,15 @@ import pytest
 
 from leash.core.state.acklog import AckLog
 
-from ..support.e2e.harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, leashd, run_claude, wire
 from ..support.e2e.standin import StandInServer, bash, text
-from ..support.waiting import eventually, wait_for
+from ..support.waiting import eventually
 
 try:  # once, at collection: without Claude Code the whole module is one skip line
     ensure_claude()
 except ClaudeUnavailable as exc:
     pytest.skip(f"Claude Code unavailable: {exc}", allow_module_level=True)
 
-DAEMON_STARTS_WITHIN_SECONDS = 20
 # The newest version seen not to run PermissionRequest in a headless run (2.1.332 does).
 SILENT_HEADLESS_UP_TO = (2, 1, 197)
 HEADLESS_PERMISSION_REQUEST = tuple(int(part) for part in ensure_claude()[1].split(".")[:3]) > SILENT_HEADLESS_UP_TO
@@ -45,19 +43,8 @@ TOOL = "touch marker"
 @pytest.fixture
 def daemon(agent):
     """``leash daemon`` on the agent's home (its hooks are thin clients of it)."""
-    proc = subprocess.Popen([LEASH, "--home", str(agent.home), "daemon", "--no-kennel"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    socket = agent.home / "run" / "operator.sock"
-    try:
-        wait_for(socket.exists, DAEMON_STARTS_WITHIN_SECONDS, what="leashd's operator socket")
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with leashd(agent.home) as running:
+        yield running
 
 
 def configure(agent, text_of_config: str) -> None:

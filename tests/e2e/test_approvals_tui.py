@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
 import time
 
 import pytest
 
 from leash.core.state.acklog import AckLog
 
-from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude
+from ..support.e2e.harness import ClaudeUnavailable, ensure_claude, leashd
 from ..support.e2e.standin import bash, text
 from ..support.e2e.tui import Fleet
 from ..support.waiting import wait_for
@@ -41,19 +39,8 @@ DIALOG = "Do you want to proceed?"
 @pytest.fixture
 def fleet(claude, home, tmp_path):
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    daemon = subprocess.Popen([LEASH, "--home", str(home), "daemon", "--no-kennel"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for((home / "run" / "operator.sock").exists, timeout=WAIT_SECONDS, interval=POLL_SECONDS, what="leashd")
-        with Fleet(claude, tmp_path, home) as fleet:
-            yield fleet
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+    with leashd(home), Fleet(claude, tmp_path, home) as fleet:
+        yield fleet
 
 
 def waiting(fleet) -> list[dict]:

@@ -8,7 +8,6 @@ own requests (the ``Agent`` tool, its transcript in ``subagents/``) count."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from decimal import Decimal
 
@@ -40,7 +39,7 @@ def priced(usages: list[dict], model: str) -> float:
 
 @pytest.fixture
 def leashd(agent):
-    with running_leashd(agent.home, dict(os.environ, LEASH_HOME=str(agent.home))) as daemon:
+    with running_leashd(agent.home) as daemon:
         yield daemon
 
 

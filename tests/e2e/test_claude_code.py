@@ -157,26 +157,12 @@ def test_with_leashd_the_hooks_go_through_its_agent_socket(agent):
     """leashd runs on the agent's home: every hook is a thin client of its agent
     socket, a stop filed through its operator socket denies the call, and the
     daemon's log shows it judged them."""
-    import os
-    import signal
-    import subprocess
-    import time
+    from ..support.e2e.harness import leashd
 
-    from ..support.e2e.harness import LEASH
-
-    env = dict(os.environ, LEASH_HOME=str(agent.home))
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while not (agent.home / "run" / "operator.sock").exists():
-            assert daemon.poll() is None and time.monotonic() < deadline, "leash daemon did not start"
-            time.sleep(0.05)
+    with leashd(agent.home) as daemon:
         agent.run("create the marker", touch_then_done(),
                   before={0: lambda: agent.leash("stop", "--all", "--reason", "through leashd")})
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        log = daemon.communicate(timeout=30)[1]
+    log = daemon.log()
     assert not agent.marker.exists()
     (result,) = agent.tool_results()
     assert "through leashd" in result

@@ -12,7 +12,6 @@ before any hook runs; in a subshell both versions run it as it is.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -24,7 +23,7 @@ import pytest
 from leash.core import StopProtocol
 from leash.core.state.acklog import AckLog
 
-from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude
+from ..support.e2e.harness import LEASH, ClaudeUnavailable, ensure_claude, leashd
 from ..support.e2e.standin import bash, text
 from ..support.waiting import eventually
 
@@ -36,7 +35,6 @@ except ClaudeUnavailable as exc:
 LONG_CALL = "(sleep 60); echo done > marker"
 WELL_BEFORE_SECONDS = 20  # the call would take 60
 CALL_STARTS_WITHIN_SECONDS = 60
-DAEMON_STARTS_WITHIN_SECONDS = 20
 
 
 def tool_processes(project: Path) -> list[int]:
@@ -62,19 +60,8 @@ def daemon_or_not(request, agent):
     if request.param == "in-process hook":
         yield None
         return
-    proc = subprocess.Popen([LEASH, "--home", str(agent.home), "daemon", "--no-kennel"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    socket = agent.home / "run" / "operator.sock"
-    try:
-        assert eventually(socket.exists, DAEMON_STARTS_WITHIN_SECONDS), proc.stderr
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with leashd(agent.home) as running:
+        yield running
 
 
 def test_stop_with_interrupt_cancels_a_headless_run_mid_call(agent, daemon_or_not):

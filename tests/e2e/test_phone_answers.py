@@ -7,14 +7,11 @@ reads that the operator refused, through ntfy."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
-import time
 
 import pytest
 
-from ..support.e2e.harness import LEASH, ClaudeUnavailable, claude_env, ensure_claude, run_claude, wire
+from ..support.e2e.harness import ClaudeUnavailable, claude_env, ensure_claude, leashd, run_claude, wire
 from ..support.e2e.standin import StandInServer, bash, text
 from ..support.ntfy import Ntfy
 
@@ -43,18 +40,8 @@ def phone_agent(agent, ntfy):
         'events = ["approval"]\nname = "phone"\n')
     os.chmod(agent.home / "config.toml", 0o600)
     wire(agent.project, env=dict(os.environ, LEASH_HOME=str(agent.home)))
-    proc = subprocess.Popen([LEASH, "--home", str(agent.home), "daemon", "--no-kennel"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 20
-    while not (agent.home / "run" / "operator.sock").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield agent
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with leashd(agent.home):
+        yield agent
 
 
 def tap_when_notified(ntfy, label: str) -> threading.Thread:

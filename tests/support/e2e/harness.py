@@ -26,11 +26,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 from tests.support.e2e.npm import NPM_TIMEOUT_SECONDS, npm_error, npm_install
 from tests.support.waiting import wait_for
@@ -50,6 +51,7 @@ FALLBACK_HOOKS = (("PreToolUse", "pre-tool-use", True, True),
                   ("Stop", "stop", False, False))
 HOOK_TIMEOUT_SECONDS = 30
 OWN_DEADLINE_SECONDS = 25
+SOCKETS = ("agent.sock", "operator.sock")  # leashd's, in its home's run/
 
 
 class ClaudeUnavailable(Exception):
@@ -285,18 +287,38 @@ def retarget(project: Path, leash: str) -> None:
     path.write_text(json.dumps(settings, indent=2) + "\n")
 
 
+@dataclass
+class Leashd:
+    """A running ``leash daemon``: its process and what it wrote on stderr."""
+    proc: subprocess.Popen
+    stderr: IO[bytes]
+
+    def log(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
+
+
 @contextmanager
-def leashd(home: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    """``leash daemon --no-kennel`` run with ``env`` on ``home``, from when its
-    agent socket is there to the end of the block (then SIGTERM)."""
-    daemon = subprocess.Popen([LEASH, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+def leashd(home: Path, env: dict[str, str] | None = None) -> Iterator[Leashd]:
+    """``leash daemon --no-kennel`` on ``home`` (run with ``env``, else this
+    process's), from when both its sockets are there to the end of the block;
+    then SIGTERM (SIGKILL if it is not gone in 20 s). Its stderr goes to a
+    temporary file, which no long run can fill as it could a pipe."""
+    run = home / "run"
+    stderr = tempfile.TemporaryFile()
+    proc = subprocess.Popen([LEASH, "--home", str(home), "daemon", "--no-kennel"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    daemon = Leashd(proc, stderr)
     try:
-        wait_for(lambda: (home / "run" / "agent.sock").exists() or daemon.poll() is not None, 20, interval=0.05,
-                 what="leash daemon's agent socket")
-        assert daemon.poll() is None, f"leash daemon did not start: {daemon.communicate()[1][-2000:]}"
+        wait_for(lambda: proc.poll() is not None or all((run / name).exists() for name in SOCKETS), 20,
+                 interval=0.05, what="leash daemon's sockets")
+        assert proc.poll() is None, f"leash daemon did not start: {daemon.log()[-2000:]}"
         yield daemon
     finally:
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-        daemon.communicate(timeout=30)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
