@@ -1,5 +1,5 @@
 """The approvals store: an agent's call waiting for an operator's answer, and
-how each one ended (DESIGN "Approvals: answering an agent from the console").
+how each one ended (docs/approvals.md).
 
 ``ApprovalRegistry`` is the ``ApprovalStore`` of ``core.store.protocols`` over a
 log-backed state: ``approvals.json`` (``core.logstate.LogBackedJSON``) in a

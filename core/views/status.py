@@ -1,6 +1,7 @@
 """A snapshot of a home for ``leash status``: what is stopped, locked and seen.
 
-``snapshot`` returns the DESIGN.md shape: ``fleet_stopped``, ``stopped_sessions``,
+``snapshot`` returns the shape ``leash status --json`` prints
+(docs/command-line.md): ``fleet_stopped``, ``stopped_sessions``,
 ``hands_off``, ``pending_halts``, ``warrants``, ``loops``, ``sessions``, each a
 list of objects with the keys of its file format plus the key it is filed under.
 ``fleet_stopped`` holds the fleet stop record, or nothing when the fleet runs.
