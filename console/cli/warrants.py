@@ -156,7 +156,7 @@ def cmd_kennel(context: Context, args: Namespace) -> int:
 
     def say_running() -> None:  # once Ctrl-C and SIGTERM stop it cleanly, as the line says
         out(f"kennel running: {kennel.size} dog{'s' if kennel.size != 1 else ''}, home {context.home}, "
-            f"host {kennel.owner['host']}; {ending}")
+            f"host {kennel.owner.host}; {ending}")
         sys.stdout.flush()  # said now, in a pipe too: the kennel may run for days
 
     finished = asyncio.run(kennel.run(on_start=say_running))

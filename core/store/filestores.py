@@ -25,6 +25,7 @@ from leash.core.store.records import (
     HaltEventRecord,
     HaltRecord,
     HeartbeatRecord,
+    KennelOwner,
     PardonRequest,
     WarrantRecord,
     found_warrant,
@@ -249,14 +250,14 @@ class FileWarrants:
     def completed(self, newest: int | None = None) -> list[DogRecord]:
         return [DogRecord.of(state) for state in self.queue.completed(newest)]
 
-    def claim_next(self, *, owner: dict, now: float | None = None) -> FileClaim | None:
-        taken = self.queue.claim_next(owner=owner, now=now)
+    def claim_next(self, *, owner: KennelOwner, now: float | None = None) -> FileClaim | None:
+        taken = self.queue.claim_next(owner=owner.as_dict(), now=now)
         return FileClaim(self.queue, *taken) if taken is not None else None
 
-    def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
-                      now: float | None = None) -> list[Claim]:
-        return [FileClaim(self.queue, state, fd)
-                for state, fd in self.queue.claim_orphans(owner=owner, skip=set(skip), limit=limit, now=now)]
+    def claim_orphans(self, *, owner: KennelOwner, skip: frozenset[str] | set[str] = frozenset(),
+                      limit: int | None = None, now: float | None = None) -> list[Claim]:
+        return [FileClaim(self.queue, state, fd) for state, fd in
+                self.queue.claim_orphans(owner=owner.as_dict(), skip=set(skip), limit=limit, now=now)]
 
     def pardon(self, warrant_id: str, *, source: str, reason: str = "",
                now: float | None = None) -> tuple[str, DogRecord]:

@@ -41,7 +41,7 @@ from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
 from leash.core.state.warrants.records import dog_problem, reason_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.records import DogRecord, PardonRequest, WarrantRecord, found_warrant
+from leash.core.store.records import DogRecord, KennelOwner, PardonRequest, WarrantRecord, found_warrant
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class PgWarrants:
         """Nothing to tidy: a finished warrant is one row, with no report left beside it."""
 
     # ------------------------------------------------------------ claiming
-    def claim_next(self, *, owner: dict, now: float | None = None) -> PgClaim | None:
+    def claim_next(self, *, owner: KennelOwner, now: float | None = None) -> PgClaim | None:
         """The oldest pending warrant of this host, claimed with a fresh lease; None when none waits."""
         moment = now_seconds(now)
         token = uuid.uuid4().hex
@@ -219,7 +219,8 @@ class PgWarrants:
                 warrant = {"id": warrant_id, "target": warrant["target"], "target_id": self.bind(name),
                            **{k: v for k, v in warrant.items() if k not in ("id", "target")}}
             state = {"id": warrant_id, "warrant": warrant, "state": "received", "attempt": 0,
-                     "started_at": iso(moment), "last_message_at": None, "next_timeout": None, "kennel": owner}
+                     "started_at": iso(moment), "last_message_at": None, "next_timeout": None,
+                     "kennel": owner.as_dict()}
             conn.execute("UPDATE warrants SET status = 'active', record = %s, target_id = %s, state = %s, "
                          "claimed_by = %s, lease_until = to_timestamp(%s) WHERE id = %s",
                          (as_json(warrant), warrant["target_id"], as_json(state), token, moment + LEASE_SECONDS,
@@ -227,8 +228,8 @@ class PgWarrants:
             notify(conn, "warrants", warrant_id)
         return PgClaim(self, state, token)
 
-    def claim_orphans(self, *, owner: dict, skip: frozenset[str] | set[str] = frozenset(), limit: int | None = None,
-                      now: float | None = None) -> list[Claim]:
+    def claim_orphans(self, *, owner: KennelOwner, skip: frozenset[str] | set[str] = frozenset(),
+                      limit: int | None = None, now: float | None = None) -> list[Claim]:
         """Up to ``limit`` active warrants of this host that no live claim holds
         (released, the lease lapsed, or its worker was a process of this machine
         that is gone), each resumed from its saved state."""
@@ -246,7 +247,7 @@ class PgWarrants:
                 if not (lapsed or _worker_gone(state)) or dog_problem(state, f"{warrant_id}.json"):
                     continue
                 token = uuid.uuid4().hex
-                state["kennel"] = owner
+                state["kennel"] = owner.as_dict()
                 conn.execute("UPDATE warrants SET state = %s, claimed_by = %s, lease_until = to_timestamp(%s) "
                              "WHERE id = %s", (as_json(state), token, moment + LEASE_SECONDS, warrant_id))
                 notify(conn, "warrants", warrant_id)

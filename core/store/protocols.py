@@ -30,6 +30,7 @@ from leash.core.store.records import (
     HaltEventRecord,
     HaltRecord,
     HeartbeatRecord,
+    KennelOwner,
     LockRecord,
     LogLine,
     LogLines,
@@ -259,10 +260,10 @@ class WarrantStore(Protocol):
     def completed(self, newest: int | None = None) -> list[DogRecord]:
         """The finished warrants (the ``newest`` of them when given), with their outcomes."""
 
-    def claim_next(self, *, owner: dict, now: float | None = None) -> Claim | None:
+    def claim_next(self, *, owner: KennelOwner, now: float | None = None) -> Claim | None:
         """The oldest pending warrant, now held by ``owner``; None when none waits."""
 
-    def claim_orphans(self, *, owner: dict, skip: set[str] = ..., limit: int | None = None,
+    def claim_orphans(self, *, owner: KennelOwner, skip: set[str] = ..., limit: int | None = None,
                       now: float | None = None) -> list[Claim]:
         """Active warrants whose worker is gone or whose lease lapsed, now held by ``owner``."""
 

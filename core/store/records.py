@@ -252,6 +252,16 @@ class HeartbeatRecord(Record):
     stopped_at: str | None
 
 
+class KennelOwner(Record):
+    """The worker that claims warrants: its kennel's process (``pid``) on
+    ``host``; a dog's state names it under ``kennel`` while it is held."""
+
+    FIELDS = ("pid", "host")
+    __slots__ = FIELDS
+    pid: int
+    host: str
+
+
 class ApprovalRecord(Record):
     """An agent's call waiting for an operator's answer, or how it ended
     (``core.approvals.store``). ``status``: "waiting", "allowed", "denied",

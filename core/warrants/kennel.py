@@ -27,11 +27,11 @@ import time
 from typing import TYPE_CHECKING
 
 from leash.core.base.clock import iso
-from leash.core.base.statefile import JSONObject
 
 # KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
 from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
+from leash.core.store.records import KennelOwner
 from leash.core.warrants.dog import Dog
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class Kennel:
             tmux = Tmux(home=self.home)
         self.tmux = tmux
         self.hands_off = hands_off_check(backend=self.backend)
-        self.owner: JSONObject = {"pid": os.getpid(), "host": socket.gethostname()}
+        self.owner = KennelOwner.of({"pid": os.getpid(), "host": socket.gethostname()})
         self.working: dict[str, asyncio.Task] = {}
         self.settling: set[asyncio.Task] = set()
         self.ready: list[Claim] = []  # claimed ahead, waiting for a free dog
@@ -120,7 +120,7 @@ class Kennel:
         self.finished: list[dict] = []
 
     def _heartbeat(self, *, stopped: bool = False) -> None:
-        self.kennels.beat(pid=self.owner["pid"], host=self.owner["host"], started_at=self.started_at,
+        self.kennels.beat(pid=self.owner.pid, host=self.owner.host, started_at=self.started_at,
                           dogs=self.size, working=sorted(self.working), stopped=stopped, now=time.time())
 
     def _renew_claims(self) -> None:

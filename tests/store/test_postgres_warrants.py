@@ -21,12 +21,12 @@ from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
-from leash.core.store.records import DogRecord
+from leash.core.store.records import DogRecord, KennelOwner
 
 from ..support.waiting import wait_for
 
 NOW = 1_900_000_000.0
-OWNER = {"pid": 1, "host": "test"}
+OWNER = KennelOwner.of({"pid": 1, "host": "test"})
 
 
 @pytest.fixture(autouse=True)
@@ -118,7 +118,7 @@ def test_four_workers_claiming_at_once_never_share_a_warrant(open_stores):
 
     def drain(n):
         start.wait()
-        while (claim := workers[n].warrants.claim_next(owner={"pid": n}, now=NOW + 30)) is not None:
+        while (claim := workers[n].warrants.claim_next(owner=KennelOwner.of({"pid": n}), now=NOW + 30)) is not None:
             taken[n].append(claim.warrant.id)
 
     threads = [threading.Thread(target=drain, args=(n,)) for n in range(len(workers))]
@@ -133,11 +133,11 @@ def test_four_workers_claiming_at_once_never_share_a_warrant(open_stores):
 
 def test_a_lapsed_lease_makes_an_orphan_another_worker_resumes(h1, h1_again):
     warrant, _ = h1.warrants.file("agent-7", reason="wedged", now=NOW)
-    stalled = h1.warrants.claim_next(owner={"pid": 1}, now=NOW)
+    stalled = h1.warrants.claim_next(owner=KennelOwner.of({"pid": 1}), now=NOW)
     stalled.state.update(state="interrogating", attempt=2, next_timeout=iso(NOW + 120))
     stalled.save()
-    assert h1_again.warrants.claim_orphans(owner={"pid": 2}, now=NOW + LEASE_SECONDS - 1) == []
-    (resumed,) = h1_again.warrants.claim_orphans(owner={"pid": 2}, now=NOW + LEASE_SECONDS + 1)
+    assert h1_again.warrants.claim_orphans(owner=KennelOwner.of({"pid": 2}), now=NOW + LEASE_SECONDS - 1) == []
+    (resumed,) = h1_again.warrants.claim_orphans(owner=KennelOwner.of({"pid": 2}), now=NOW + LEASE_SECONDS + 1)
     assert (resumed.state["state"], resumed.state["attempt"], resumed.state["next_timeout"]) == (
         "interrogating", 2, iso(NOW + 120))
     assert resumed.state["kennel"] == {"pid": 2}
@@ -366,8 +366,8 @@ def test_a_worker_of_this_machine_that_is_gone_leaves_an_orphan_at_once(h1, h1_a
     gone.wait()
     h1.warrants.file("agent-9", reason="wedged", now=NOW)
     h1.warrants.file("agent-10", reason="wedged", now=NOW)
-    dead = h1.warrants.claim_next(owner={"pid": gone.pid, "host": socket.gethostname()}, now=NOW)
-    alive = h1.warrants.claim_next(owner={"pid": os.getppid(), "host": socket.gethostname()}, now=NOW)
+    dead = h1.warrants.claim_next(owner=KennelOwner.of({"pid": gone.pid, "host": socket.gethostname()}), now=NOW)
+    alive = h1.warrants.claim_next(owner=KennelOwner.of({"pid": os.getppid(), "host": socket.gethostname()}), now=NOW)
     assert dead is not None and alive is not None
-    taken = h1_again.warrants.claim_orphans(owner={"pid": 2, "host": socket.gethostname()}, now=NOW + 1)
+    taken = h1_again.warrants.claim_orphans(owner=KennelOwner.of({"pid": 2, "host": socket.gethostname()}), now=NOW + 1)
     assert [claim.warrant.target for claim in taken] == ["agent-9"]

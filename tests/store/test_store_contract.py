@@ -12,7 +12,7 @@ from leash.core.base.clock import iso, parse_iso
 from leash.core.state.halts import HaltRefused
 from leash.core.state.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.state.stop import NotStopped
-from leash.core.store.records import LockRecord, LogLine, StopRecord, WarrantRecord
+from leash.core.store.records import KennelOwner, LockRecord, LogLine, StopRecord, WarrantRecord
 
 from ..support.changes import changes_after
 
@@ -171,7 +171,7 @@ def test_halt_lifecycle(backend):
 
 
 # ------------------------------------------------------------------ warrants
-OWNER = {"pid": 1, "host": "contract"}
+OWNER = KennelOwner.of({"pid": 1, "host": "contract"})
 
 
 def test_warrant_claim_renew_release_complete(backend, second_backend):
