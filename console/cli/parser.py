@@ -9,6 +9,8 @@ if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
     from typing import Any, Callable, NoReturn
 
+    from leash.core.store.records import ChainAnchor
+
 ACTION_JSON = "print one JSON object: what happened (or the error), with the exit code"
 
 
@@ -253,13 +255,15 @@ def _version() -> str:
         return "unknown"
 
 
-def _anchor(text: str) -> dict:
+def _anchor(text: str) -> ChainAnchor:
     import argparse
+
+    from leash.core.store.records import ChainAnchor
 
     seq, _, digest = text.partition(":")
     if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise argparse.ArgumentTypeError(f"an anchor is SEQ:HASH (a line number and its 64-hex hash), got {text!r}")
-    return {"seq": int(seq), "hash": digest}
+    return ChainAnchor.of({"seq": int(seq), "hash": digest})
 
 
 def _hours(text: str) -> float:

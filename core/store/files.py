@@ -24,7 +24,16 @@ from leash.core.state.handsoff import HandsOffRegistry
 from leash.core.state.sessions import SessionRegistry
 from leash.core.state.stop import StopRegistry
 from leash.core.store.lazystores import LazyStores
-from leash.core.store.records import Change, LockRecord, LogLine, LogLines, SessionRecord, StopRecord, StopState
+from leash.core.store.records import (
+    ChainAnchor,
+    Change,
+    LockRecord,
+    LogLine,
+    LogLines,
+    SessionRecord,
+    StopRecord,
+    StopState,
+)
 from leash.core.store.transaction import transaction
 
 TYPE_CHECKING = False  # typing is for the type checker only: the hook path imports this module
@@ -67,8 +76,8 @@ class FileAckLog:
         for line in self.log.follow(**options):
             yield LogLine.of(line)
 
-    def verify(self, *, anchor: dict | None = None) -> ChainReport:
-        return self.log.verify(anchor=anchor)
+    def verify(self, *, anchor: ChainAnchor | None = None) -> ChainReport:
+        return self.log.verify(anchor=anchor.as_dict() if anchor is not None else None)
 
 
 class RegistryStops:

@@ -21,7 +21,7 @@ import json
 from leash.core.base.logverify import ChainReport, ChainWalker, against
 from leash.core.state.acklog import EVENTS, RESERVED_KEYS, matches
 from leash.core.store.pg import Database, chain, new_line
-from leash.core.store.records import LogLine, LogLines
+from leash.core.store.records import ChainAnchor, LogLine, LogLines
 
 TYPE_CHECKING = False  # typing is for the type checker only
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class PgAckLog:
                 return
             time.sleep(poll_seconds)
 
-    def verify(self, *, anchor: dict | None = None) -> ChainReport:
+    def verify(self, *, anchor: ChainAnchor | None = None) -> ChainReport:
         """The chain from its first line (``core.logverify``: seq, prev, hash,
         repeated keys, macs when the key is readable); then ``anchor``
         (``{"seq", "hash"}`` kept elsewhere) and each log-backed state's head
@@ -124,7 +124,7 @@ class PgAckLog:
         report = self._walk()
         if not report.ok:
             return report
-        marks = [("the anchor", anchor)]
+        marks: list[tuple[str, dict | None]] = [("the anchor", anchor.as_dict() if anchor is not None else None)]
         marks += [(f"the {store} state", {"seq": seq}) for store, seq in
                   self.db.rows("SELECT store, head_seq FROM log_state ORDER BY store")]
         for what, mark in marks:

@@ -25,6 +25,7 @@ from leash.core.store.records import (
     BreakerRecord,
     BudgetCounterRecord,
     BudgetWindowRecord,
+    ChainAnchor,
     Change,
     DogRecord,
     HaltEventRecord,
@@ -77,7 +78,7 @@ class AckLogStore(Protocol):
                poll_seconds: float = 0.25) -> Iterator[LogLine]:
         """Each line as it is appended (from the first with ``from_start``), until ``stop_after`` seconds pass."""
 
-    def verify(self, *, anchor: dict | None = None) -> ChainStatus:
+    def verify(self, *, anchor: ChainAnchor | None = None) -> ChainStatus:
         """What the hash chain says of itself (``anchor``: a head written down earlier that must still be there)."""
 
 

@@ -431,6 +431,17 @@ class LogLine(Record):
     hash: str | None
 
 
+class ChainAnchor(Record):
+    """A head of the ack log written down outside the home (``[acklog]
+    anchor_command``, ``leash log verify --anchor SEQ:HASH``): line ``seq`` and
+    its ``hash``, which the log must still hold."""
+
+    FIELDS = ("seq", "hash")
+    __slots__ = FIELDS
+    seq: int
+    hash: str | None
+
+
 class LogLines(list[LogLine]):
     """Lines read from the ack log (``LogLine``s, oldest first) and what the
     read had to skip: ``torn_bytes`` (a last line without its newline) and

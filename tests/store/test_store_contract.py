@@ -12,7 +12,7 @@ from leash.core.base.clock import iso, parse_iso
 from leash.core.state.halts import HaltRefused
 from leash.core.state.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.state.stop import NotStopped
-from leash.core.store.records import KennelOwner, LockRecord, LogLine, StopRecord, WarrantRecord
+from leash.core.store.records import ChainAnchor, KennelOwner, LockRecord, LogLine, StopRecord, WarrantRecord
 
 from ..support.changes import changes_after
 
@@ -50,8 +50,8 @@ def test_appended_lines_chain_and_verify(acklog_store):
     assert [line.event for line in acklog_store.read(session="s2")] == []
     assert list(acklog_store.follow(stop_after=0.05)) == acklog_store.read()
     assert acklog_store.verify().ok
-    assert acklog_store.verify(anchor={"seq": 2, "hash": second.hash}).ok
-    assert not acklog_store.verify(anchor={"seq": 3, "hash": "0" * 64}).ok  # a line the log does not hold
+    assert acklog_store.verify(anchor=ChainAnchor.of({"seq": 2, "hash": second.hash})).ok
+    assert not acklog_store.verify(anchor=ChainAnchor.of({"seq": 3, "hash": "0" * 64})).ok  # a line the log lacks
 
 
 def test_verify_names_a_rewritten_line(acklog_store):
