@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from leash.core.base.logverify import ChainReport
@@ -79,10 +79,10 @@ def copy_home(source: str, url: str, *, password: str | None = None, host: str =
             report.counts["locks"] = len(target.locks.registry.state.snapshot()[0])
             report.counts["sessions"] = _copy_sessions(conn, home)
             for name in PG_STORES:
-                store = getattr(target, name)
                 if name in COPIERS:
                     report.counts[name] = COPIERS[name](conn, home, target)
-                elif hasattr(store, "copy_from"):
+                elif name in COPYING_THEMSELVES:
+                    store: CopiesAHome = getattr(target, name)
                     report.counts[name] = store.copy_from(home, conn=conn)
                 else:
                     report.not_copied.append(name)
@@ -192,11 +192,10 @@ def _as_column(value: object, data_type: str) -> object:
 def _copy_approvals(conn: Connection, home: FileBackend, target: PostgresBackend) -> int:
     """The approvals are the fold of the copied log's lines: adopted, not copied."""
     from leash.core.store.approvals import ApprovalRegistry
+    from leash.core.store.pgstate import PgLogState
 
     approvals = target.approvals
     assert isinstance(approvals, ApprovalRegistry)  # the shared store's own, over its log_state row
-    from leash.core.store.pgstate import PgLogState
-
     state = approvals.state
     assert isinstance(state, PgLogState)
     state.adopt_log()
@@ -204,3 +203,11 @@ def _copy_approvals(conn: Connection, home: FileBackend, target: PostgresBackend
 
 
 COPIERS = {"halts": _copy_halts, "approvals": _copy_approvals}  # the stores whose own class has no copy_from
+COPYING_THEMSELVES = ("warrants", "breakers", "replies", "kennels", "budget")  # their class's copy_from copies them
+
+
+class CopiesAHome(Protocol):
+    """A shared store that copies its part of a home into its tables, inside the copy's transaction."""
+
+    def copy_from(self, home: FileBackend, *, conn: Connection) -> int:
+        """The rows copied."""

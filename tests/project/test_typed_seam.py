@@ -74,3 +74,11 @@ def test_a_store_call_the_protocol_does_not_offer_fails_the_type_check(tmp_path,
     report = _mypy(tmp_path, monkeypatch, probe / "misspelled_caller.py")
     assert '"ApprovalStore" has no attribute "answr"' in report, report
     assert _mypy(tmp_path / "again", monkeypatch, probe / "right_caller.py") == ""
+
+
+def test_what_a_store_hands_out_is_never_sniffed_with_hasattr():
+    # A record is read by its attributes (``as_dict()``: its stored dict), so no
+    # caller asks what it was handed. The Textual console's own widgets aside.
+    sniffs = [f"{_relative(path)}:{number}" for path in _sources() if "tui" not in path.parts
+              for number, line in enumerate(path.read_text().splitlines(), 1) if "hasattr(" in line]
+    assert not sniffs, f"hasattr sniffs: {sniffs}"
