@@ -1,7 +1,8 @@
 """The store seam is typed on both sides: every ``backend`` a function of core/
 or the console takes is annotated, ``RemoteBackend`` is a ``Backend`` without a
-cast, and a store call the protocol does not offer (``stops.stopp(name,
-sourc=...)``) fails the type check the way ``make lint`` runs it."""
+cast, no caller sniffs what a store hands it with ``hasattr``, and a store call
+the protocol does not offer (``approvals.answr(..., bye=...)`` in a real caller)
+fails the type check the way ``make lint`` runs it."""
 from __future__ import annotations
 
 import ast
