@@ -27,6 +27,7 @@ what it had queued. Nothing here stops the daemon.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -41,6 +42,8 @@ from leash.core.notify.sources import Gatherer
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
+    import queue
+
     from leash.core.store.protocols import Backend
 
 
@@ -153,6 +156,7 @@ class Notifier:
         self.last_written = ""
         self.halt = threading.Event()
         self.thread: threading.Thread | None = None
+        self.inbox: queue.Queue | None = None  # the change feed's queue the reading thread waits on
 
     def _answering(self, send):
         """``send``, giving an approval on an ntfy route with a reply topic its
@@ -199,6 +203,7 @@ class Notifier:
         """Stop the threads; a route stuck in a delivery is not waited for
         beyond ``CLOSE_WAIT_SECONDS`` (its thread dies with the process)."""
         self.halt.set()
+        self._wake()
         for worker in self.workers:
             worker.stop()
         deadline = time.monotonic() + CLOSE_WAIT_SECONDS
@@ -212,6 +217,14 @@ class Notifier:
                 self.say("notify-lease-not-released", problem=f"{exc.__class__.__name__}: {exc}")
         if self.routes:
             self._save()
+
+    def _wake(self) -> None:
+        """A reading thread waiting on the change feed sees the halt now, not a tick later."""
+        import queue
+
+        if self.inbox is not None:
+            with contextlib.suppress(queue.Full):  # a full inbox wakes it as well
+                self.inbox.put_nowait(None)
 
     # ------------------------------------------------------------ readings
     def tick(self, *, now: float | None = None) -> bool:
@@ -267,7 +280,7 @@ class Notifier:
             self.say("notify-state-not-saved", problem=exc.strerror or str(exc))
 
     def _run(self) -> None:
-        inbox = self.feed.join() if self.feed is not None else None
+        inbox = self.inbox = self.feed.join() if self.feed is not None else None
         try:
             while not self.halt.is_set():
                 try:

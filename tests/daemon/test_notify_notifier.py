@@ -16,6 +16,7 @@ from leash.core.notify.sources import HOST_GONE_SECONDS
 from leash.core.store.files import FileBackend
 
 from ..support.notify import Inbox, closed_port_url, write_routes
+from ..support.waiting import eventually
 
 T0 = 1_900_000_000.0
 EVERY = ["approval", "halt", "waiting", "warrant", "breaker", "offline"]
@@ -248,3 +249,25 @@ def test_in_a_shared_store_one_notifier_sends(home, tmp_path, postgres_cluster, 
         for note in notes:
             note.close()
             note.backend.close()
+
+
+def test_closing_a_notifier_that_follows_the_change_feed_does_not_wait_out_its_tick(home, inbox):
+    """Its reading thread waits on the change feed between readings: closing
+    wakes it, so a leashd with a route stops at once, not a tick later."""
+    from leash.core.daemon.changefeed import ChangeFeed
+    from leash.core.notify.runner import TICK_SECONDS
+
+    write_routes(home, [{"kind": "webhook", "url": inbox.url, "events": EVERY}])
+    backend = FileBackend(home, keep_connections=True)
+    feed = ChangeFeed(backend)
+    note = notifier(home, backend, feed=feed, clock=time.time)
+    assert note.start()
+    try:
+        # the reading thread has joined the feed and made its first reading: it waits on the feed now
+        assert eventually(lambda: feed.inboxes and note.read_at > 0, seconds=5)
+        started = time.monotonic()
+        note.close()
+        took = time.monotonic() - started
+    finally:
+        feed.close()
+    assert took < TICK_SECONDS / 2, took
