@@ -40,7 +40,6 @@ from __future__ import annotations
 import os
 
 from leash.core.base.identity import protecting_entities
-from leash.core.base.project import project_root
 from leash.core.state.handsoff import HandsOffUnreadable
 from leash.core.state.stop import StopStateUnreadable
 
@@ -206,7 +205,7 @@ class Gate:
         reader = reader or CallReader(self.home, tool, tool_input, None)
         call = reader.read(where)
         try:
-            return self._path_lock_verdict(call, where, now=now, locks=locks, anchor=project_root(where, reader.env))
+            return self._path_lock_verdict(call, where, now=now, locks=locks, anchor=call.project(where, reader.env))
         except HandsOffUnreadable as exc:
             return Verdict(False, f"leash: {exc}; every tool call is held", "locks_unreadable")
 

@@ -86,7 +86,7 @@ class ToolCall:
     not pay for ``dataclasses``)."""
 
     __slots__ = ("tool", "cwd", "commands", "targets", "unseen", "incomplete", "lines", "reading", "env",
-                 "reading_kept", "_real_paths", "_forms")
+                 "reading_kept", "_real_paths", "_forms", "_roots")
 
     def __init__(self, tool: str | None, cwd: str | None):
         self.tool, self.cwd = tool, cwd
@@ -99,6 +99,7 @@ class ToolCall:
         self.reading_kept = False  # the reading is the one kept for its inputs (``read_shell_kept``)
         self.env: Mapping[str, str] = {}
         self._real_paths: dict[str, str] = {}
+        self._roots: dict[tuple[str | None, str | None], str | None] = {}
         self._forms: list | None = None
 
     @property
@@ -110,6 +111,16 @@ class ToolCall:
 
             self._forms = command_forms(self)
         return self._forms
+
+    def project(self, cwd: str | None, env: Mapping[str, str] | None) -> str | None:
+        """``core.base.project.project_root(cwd, env)``, found once per call: the
+        path locks and the tampering rule both match from it."""
+        from leash.core.base.project import PROJECT_DIR_ENV, project_root
+
+        key = (cwd, env.get(PROJECT_DIR_ENV) if env is not None else None)
+        if key not in self._roots:
+            self._roots[key] = project_root(cwd, env)
+        return self._roots[key]
 
     def real(self, path: str) -> str:
         """``os.path.realpath(path)``, resolved once per call: the path locks and

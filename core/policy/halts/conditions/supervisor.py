@@ -142,10 +142,9 @@ def _installed_findings(ctx, call, env: Mapping[str, str]) -> list[str]:
     targets = [t for t in call.targets if _may_change_code(t)]
     if not targets:
         return []
-    from leash.core.base.project import project_root
     from leash.core.policy.halts.settingsguard import installed_places
 
-    guarded = installed_places(project_root(ctx.cwd, env), env)
+    guarded = installed_places(call.project(ctx.cwd, env), env)
     found = []
     for target in targets:
         path, real_path = target.path, call.real(target.path) if len(target.path) <= PATH_MAX else target.path
