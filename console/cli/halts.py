@@ -14,6 +14,7 @@ from argparse import Namespace
 
 from leash.console.errors import Refused, UsageError
 from leash.core.base.text import printable
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store.protocols import Backend
 
 TYPE_CHECKING = False  # for the type checker only
@@ -142,10 +143,8 @@ def run(backend: Backend, args: Namespace) -> int:
 
 
 def _list(halts: HaltStore, args: Namespace) -> int:
-    query = {"include_acknowledged": args.all, "pending": not args.all, "limit": args.limit, "offset": args.offset,
-             "halt_type": args.halt_type, "severity": args.severity}
-    if args.session:
-        query["session_token"] = args.session
+    query = HaltQuery(session=args.session or None, pending=not args.all, include_acknowledged=args.all,
+                      halt_type=args.halt_type, severity=args.severity, limit=args.limit, offset=args.offset)
     result = halts.listing(query)
     if args.json:
         _out_json(result)
@@ -169,7 +168,7 @@ def _check(halts: HaltStore, args: Namespace, *, home: str | None) -> int:
     from leash.core.base.config import load_config
 
     record_high = load_config(home)["halts"]["record_high"]  # a bad config.toml is a usage error, as before any check
-    result = halts.check(data, record=not args.no_record, record_high=record_high)
+    result = halts.check(data, record=not args.no_record, record_high=record_high).as_json()
     if args.json:
         _out_json(result)
     else:
@@ -222,8 +221,7 @@ def _prefix_matches(halts: HaltStore, prefix: str) -> int:
     """How many stored halts have an id starting with ``prefix``."""
     count, offset = 0, 0
     while True:
-        page = halts.listing({"include_acknowledged": True, "pending": False, "limit": PREFIX_PAGE,
-                              "offset": offset})
+        page = halts.listing(HaltQuery(include_acknowledged=True, limit=PREFIX_PAGE, offset=offset))
         count += sum(1 for h in page["halts"] if h["halt_id"].lower().startswith(prefix.lower()))
         offset += len(page["halts"])
         if not page["halts"] or offset >= page["total_count"]:

@@ -77,8 +77,10 @@ def record_halt(backend: Backend, home: str, session_id: str, hold, cap: dict, c
         # A batch of parallel calls asks at once: one of them records, in turn
         # (a session's hooks all run on its host, so a lock in the home suffices).
         with locked(os.path.join(home, RECORDING_LOCK)):
-            pending = backend.halts.listing({"session_token": session_id, "pending": True, "limit": PENDING_READ},
-                                            now=now)["halts"]
+            from leash.core.policy.halts.outcomes import HaltQuery
+
+            query = HaltQuery(session=session_id, pending=True, limit=PENDING_READ)
+            pending = backend.halts.listing(query, now=now)["halts"]
             if any(h.get("condition_name") == BUDGET_CONDITION and h.get("task_id") == task for h in pending):
                 return
             backend.halts.record({"session_token": session_id, "task_id": task, "condition_name": BUDGET_CONDITION,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import sqlite3
     from typing import Any, Callable, Sequence
 
+    from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
     from leash.core.state.acklog import AckLog
     from leash.core.state.warrants.queue import WarrantQueue
     from leash.core.store.approvals import ApprovalRegistry
@@ -137,16 +138,16 @@ class FileHalts:
 
         return session_state(self.home, session_id, now=now)
 
-    def listing(self, query: dict, *, now: float | None = None) -> dict:
+    def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
         from leash.core.state.halts.api import get_session_halts
 
-        return get_session_halts(query, home=self.home, now=now)
+        return get_session_halts(query.as_input(), home=self.home, now=now)
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
-              now: float | None = None) -> dict:
-        from leash.core.state.halts.api import check_halt_conditions
+              now: float | None = None) -> CheckResult:
+        from leash.core.state.halts.api import check_halts
 
-        return check_halt_conditions(data, home=self.home, now=now, record=record, record_high=record_high)
+        return check_halts(data, home=self.home, now=now, record=record, record_high=record_high)
 
     def find(self, halt_id: str) -> HaltEventRecord | None:
         from leash.core.state.halts.api import find_halt

@@ -39,7 +39,7 @@ from typing import Any, Iterator
 from leash.core.base.clock import now_seconds
 from leash.core.base.secrets import mask
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.outcomes import HaltQuery, HaltRefused
+from leash.core.policy.halts.outcomes import CheckResult, HaltQuery, HaltRefused
 from leash.core.state.halts import ledger
 from leash.core.state.halts.access import TIMEOUT_REASON, _row_config
 from leash.core.state.halts.evidence import next_attempts
@@ -86,23 +86,22 @@ class PgHalts:
         with self.unit(now=now) as unit:
             return unit.state(session_id)
 
-    def listing(self, query: dict, *, now: float | None = None) -> dict:
-        wanted = HaltQuery.of(query)  # bad input is refused before the store is touched
+    def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
         with self.unit(now=now) as unit:
-            return unit.listing_of(wanted)
+            return unit.listing_of(query)
 
     # ------------------------------------------------------------ the decision (core.policy.halts.decision)
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
-              now: float | None = None) -> dict:
+              now: float | None = None) -> CheckResult:
         moment = now_seconds(now)
         ctx = decision.check_input(data)  # validated before the store is touched
         try:
             with self.unit(now=moment) as unit:
                 return decision.check(PgHaltRows(self, unit, moment), ctx, record=record, record_high=record_high,
-                                      now=moment).as_json()
+                                      now=moment)
         except HaltStoreUnavailable as exc:  # opening or closing the unit (the check answers its own failures)
             return decision.fail_safe(PgHaltRows(self, None, moment), ctx.session_id,
-                                      f"database unavailable ({exc})", now=moment).as_json()
+                                      f"database unavailable ({exc})", now=moment)
 
     def record(self, data: dict, *, now: float | None = None) -> dict:
         decision.validate_record(data)  # before the store is touched

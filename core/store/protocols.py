@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterator, ContextManager, Iterator, Protocol, Sequence
 
 from leash.core.base.finding import Finding
+from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
 from leash.core.store.records import (
     ApprovalRecord,
     BreakerRecord,
@@ -193,13 +194,18 @@ class HaltStore(Protocol):
 
     def state(self, session_id: str, *, now: float | None = None) -> str: ...
 
-    def listing(self, query: dict, *, now: float | None = None) -> dict:
-        """The seed's ``GetSessionHaltsOutput`` for its query (``session_token``,
-        ``pending``, ``include_acknowledged``, ``halt_type``, ``severity``, ``limit``, ``offset``)."""
+    def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
+        """The seed's ``GetSessionHaltsOutput`` (``total_count``, ``halts``,
+        ``unacknowledged_count``) for ``query`` (``HaltQuery.of`` reads the seed's
+        ``GetSessionHaltsInput``); ``HaltStoreUnavailable`` when the store cannot be read."""
 
     def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
-              now: float | None = None) -> dict:
-        """The seed's ``CheckHaltConditionsOutput`` (recording what fires unless ``record`` is false)."""
+              now: float | None = None) -> CheckResult:
+        """``data`` (the seed's ``CheckHaltConditionsInput``, read once into a check
+        context) judged, recording what fires unless ``record`` is false;
+        ``as_json()`` of the result is the seed's ``CheckHaltConditionsOutput``.
+        ``HaltInputError`` for input that is not valid; a store that cannot be
+        read answers the fail-safe halt, never raises."""
 
     def find(self, halt_id: str) -> HaltEventRecord | None:
         """One halt event by id, or by an unambiguous prefix of six characters or more."""

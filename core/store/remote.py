@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import socket
 
+from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
 from leash.core.store import records
 
 TYPE_CHECKING = False  # the protocols are for the type checker only
@@ -89,6 +90,8 @@ def errors() -> dict[str, type[Exception]]:
 # ------------------------------------------------------------------ tagged JSON
 def encode(value: object) -> Any:
     """``value`` as tagged JSON: records, the stop state and ack-log reads keep their class."""
+    if isinstance(value, HaltQuery):  # a listing's filter, sent as the seed's GetSessionHaltsInput
+        return {"$halt_query": encode(value.as_input())}
     if isinstance(value, records.Record):
         return {"$record": type(value).__name__, "given": encode(value.as_dict()),
                 "fields": {field: encode(getattr(value, field)) for field in value.FIELDS}}
@@ -121,6 +124,8 @@ def decode(value: Any) -> Any:
         from types import SimpleNamespace
 
         return SimpleNamespace(**{k: decode(v) for k, v in value["$object"].items()})
+    if "$halt_query" in value:
+        return HaltQuery.of(decode(value["$halt_query"]))
     if "$record" in value:
         cls = getattr(records, value["$record"])
         if not (isinstance(cls, type) and issubclass(cls, records.Record)):
@@ -153,12 +158,15 @@ PLAIN_ANSWERS: dict[tuple[str, str], Callable[[Any], Any]] = {
                                                    for source, state in kept.items()}
                                          for session, kept in found.items()},
     ("transaction", "$apply"): list,  # made again by the client's transaction, which knows its writes
+    ("halts", "check"): CheckResult.of,  # sent as the seed's CheckHaltConditionsOutput
 }
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, records.Record):
         return value.as_dict()
+    if isinstance(value, CheckResult):
+        return value.as_json()
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, dict):

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from leash.core.policy import budgethold
 from leash.core.policy.caps import Cap, caps_of, period_of, reset_releases
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store.records import BudgetCounterRecord, MeterState
 
 TYPE_CHECKING = False  # for the type checker only
@@ -278,7 +279,7 @@ def acknowledge_released(backend: Backend, cap_name: str, *, config: dict, sourc
     budget = config.get("budget") or {}
     holds = backend.budget.holds()
     task = f"{BUDGET_CONDITION}:{cap_name}"
-    pending = backend.halts.listing({"pending": True, "limit": 1000}, now=now)["halts"]
+    pending = backend.halts.listing(HaltQuery(pending=True, limit=1000), now=now)["halts"]
     done = 0
     for halt in pending:
         if halt.get("condition_name") != BUDGET_CONDITION or halt.get("task_id") != task:

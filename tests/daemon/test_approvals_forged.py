@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store.files import FileBackend
 
 from ..support.checkout import ROOT, leash_argv
@@ -56,7 +57,7 @@ def test_an_allow_written_into_the_home_by_another_process_is_tampering(home):
         stop(daemon)
     said = decision(replies)
     assert said["permissionDecision"] == "deny" and "answered outside leash daemon" in said["permissionDecisionReason"]
-    halts = FileBackend(home).halts.listing({"pending": True})["halts"]
+    halts = FileBackend(home).halts.listing(HaltQuery.of({"pending": True}))["halts"]
     assert [(h["condition_name"], h["session_id"]) for h in halts] == [("supervisor_tampering", "s1")]
 
 

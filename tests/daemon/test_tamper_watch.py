@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store.files import FileBackend
 
 from ..support.checkout import ROOT, leash_argv
@@ -30,7 +31,7 @@ def leash(home, *args: str) -> None:
 
 
 def tampering(home) -> list[str]:
-    return [h["session_id"] for h in FileBackend(home).halts.listing({"pending": True})["halts"]
+    return [h["session_id"] for h in FileBackend(home).halts.listing(HaltQuery.of({"pending": True}))["halts"]
             if h["condition_name"] == "supervisor_tampering"]
 
 

@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from leash.core.hook.hooks import answer
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.lineage import BY_TRANSCRIPT
 from leash.core.state.sessions import SessionRegistry
 from leash.core.store.files import FileBackend
@@ -254,7 +255,7 @@ def test_on_the_shared_store_the_hold_and_its_halt_are_the_databases(home, postg
         other = answer("pre-tool-use", json.dumps(bash("s2")).encode(), home=str(home), env={"LEASH_ENTITY": "mabel"},
                        now=NOW, backend=backend)
         assert other == ("", "", 0)
-        halts = backend.halts.listing({"pending": True}, now=NOW)["halts"]
+        halts = backend.halts.listing(HaltQuery.of({"pending": True}), now=NOW)["halts"]
         assert [(h["condition_name"], h["session_id"], h["task_id"]) for h in halts] == \
             [("budget", SESSION, "budget:per-agent")]
     finally:

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from leash.core.policy.halts import decision, storage
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.halts import HaltRefused
 from leash.core.state.halts.rows import FileHaltRows
 from leash.core.store.pghalts_unit import PgHaltRows
@@ -51,10 +52,10 @@ def _scenario(halts) -> list:
     for second in range(3):
         halts.record_attempt("s1", "deploy", error=f"exit {second + 1}", now=NOW + second)
     answers.append(halts.check({"session_token": "s1", "task_id": "deploy",
-                                "current_context": {"operation": "deploy"}}, now=NOW + 10))
-    answers.append(halts.check(_unread_edit("s2"), now=NOW + 20))
+                                "current_context": {"operation": "deploy"}}, now=NOW + 10).as_json())
+    answers.append(halts.check(_unread_edit("s2"), now=NOW + 20).as_json())
     answers.append(halts.configure({"condition_name": "modifying_unread_code", "auto_escalate": True}, now=NOW + 30))
-    answers.append(halts.check(_unread_edit("s3"), now=NOW + 40))
+    answers.append(halts.check(_unread_edit("s3"), now=NOW + 40).as_json())
     answers.append(halts.record({"session_token": "s4", "halt_type": "security", "severity": "critical",
                                  "description": "token ghp_R4nd0mV4lu3Xq9Lm2Pz8Kt6Wb3Yc1Nd5Fh7J in a log",
                                  "task_id": "t1"}, now=NOW + 50))
@@ -66,7 +67,7 @@ def _scenario(halts) -> list:
     refused(lambda: halts.acknowledge(critical, "s4", "dismissed", caution=True, source="ops", now=NOW + 64))
     refused(lambda: halts.acknowledge(critical, "s4", "resolved", source="ops", now=NOW + 65))
     answers.append([halts.state(session, now=NOW + 70) for session in ("s1", "s2", "s3", "s4")])
-    answers.append(halts.listing({"include_acknowledged": True, "severity": "critical"}, now=NOW + 70))
+    answers.append(halts.listing(HaltQuery.of({"include_acknowledged": True, "severity": "critical"}), now=NOW + 70))
     return json.loads(_numbered(json.dumps(answers)))
 
 
@@ -109,7 +110,7 @@ def test_each_backend_check_is_the_decision_over_its_rows(both):
         halts.configure({"condition_name": "three_strikes", "severity": "critical"}, now=NOW)
         for second in range(3):
             halts.record_attempt("s5", "build", error="exit 2", now=NOW + second)
-        through_store = halts.check(data, record=False, now=NOW + 5)
+        through_store = halts.check(data, record=False, now=NOW + 5).as_json()
         if name == "file":
             rows = FileHaltRows(str(backend.home), now=NOW + 5)
             try:

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from leash.core.hook.hooks import answer
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store import protocols
 from leash.core.store.postgres import PostgresBackend
 
@@ -55,7 +56,7 @@ def test_a_blocked_config_change_holds_the_session_on_the_shared_store(postgres_
         decision = json.loads(out)["hookSpecificOutput"]
         assert decision["permissionDecision"] == "deny" and "halt" in decision["permissionDecisionReason"], out
         assert elsewhere.halts.state(SESSION, now=NOW + 1) == "halted"  # every host's gate reads it
-        [halt] = elsewhere.halts.listing({"session_token": SESSION, "pending": True}, now=NOW + 1)["halts"]
+        [halt] = elsewhere.halts.listing(HaltQuery(session=SESSION, pending=True), now=NOW + 1)["halts"]
         assert halt["condition_name"] == "supervisor_tampering" and halt["severity"] == "critical"
         assert not (home / "halts.db").exists()  # nothing landed in this host's files
         assert [line.event for line in elsewhere.acklog.read(session=SESSION)] == ["tamper_blocked", "halt_recorded"]

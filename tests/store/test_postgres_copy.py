@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.store.files import FileBackend
 from leash.core.store.postgres import PostgresBackend
 
@@ -42,7 +43,7 @@ def test_a_home_copied_keeps_its_chain_stops_locks_and_sessions(cli, home, url):
         assert list(copied.stops.stopped()) == ["agent-1"]
         assert list(copied.locks.active(now=NOW + 10)) == ["ezra"]
         assert copied.sessions.get("claude-1").tmux_session == "agent-1"
-        halt = source.halts.listing({"session_token": "claude-1"})["halts"][0]
+        halt = source.halts.listing(HaltQuery.of({"session_token": "claude-1"}))["halts"][0]
         assert copied.halts.find(halt["halt_id"]).description == "a secret in the diff"
         assert copied.halts.state("claude-1") == source.halts.state("claude-1")
         lines = copied.acklog.verify().lines

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
 from leash.core.store.filestores import FileHalts
 from leash.core.store.pg import Database
@@ -63,11 +64,11 @@ def test_three_failures_stored_by_the_hooks_halt_the_fourth_try(host):
     for second in range(3):
         halts.record_attempt("s7", "deploy", error="exit 1", now=NOW + second)
     verdict = halts.check({"session_token": "s7", "task_id": "deploy", "current_context": {"operation": "deploy"}},
-                          now=NOW + 4)
+                          now=NOW + 4).as_json()
     assert "three_strikes" in {r["condition_name"] for r in verdict["halt_reasons"]}
     fresh = halts.check({"session_token": "s7", "task_id": "deploy",
                          "current_context": {"operation": "deploy", "user_instructions": ["try again"]}},
-                        now=NOW + 5)
+                        now=NOW + 5).as_json()
     assert "three_strikes" not in {r["condition_name"] for r in fresh["halt_reasons"]}
     with halts.unit(now=NOW + 6) as unit:
         assert unit.stored_attempts("s7", "deploy") == (0, [])
@@ -125,7 +126,7 @@ def test_two_hosts_record_and_acknowledge_at_once(url, home):
         assert [line.event for line in lines].count("halt_recorded") == 41
         assert [line.event for line in lines].count("halt_ack") == 41
         assert hosts[0].acklog.verify().ok
-        listed = hosts[1].halts.listing({"include_acknowledged": True, "limit": 100}, now=NOW + 3)
+        listed = hosts[1].halts.listing(HaltQuery.of({"include_acknowledged": True, "limit": 100}), now=NOW + 3)
         assert listed["total_count"] == 41 and listed["unacknowledged_count"] == 0
         with hosts[1].halts.unit(now=NOW + 3) as unit:
             assert unit.states() == {}
@@ -248,11 +249,11 @@ def test_the_same_lines_as_the_file_backend(host, tmp_path):
         ["halt_recorded", "halt_escalate", "halt_dismiss"]
 
     def listed(halts):
-        answer = halts.listing({"include_acknowledged": True}, now=NOW + 3)
+        answer = halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW + 3)
         return {**answer, "halts": [{k: v for k, v in h.items() if k != "halt_id"} for h in answer["halts"]]}
 
     assert listed(host.halts) == listed(files) and listed(files)["total_count"] == 1
-    pg_found, file_found = (halts.find(halts.listing({"include_acknowledged": True}, now=NOW + 3)["halts"][0]
+    pg_found, file_found = (halts.find(halts.listing(HaltQuery(include_acknowledged=True), now=NOW + 3)["halts"][0]
                                        ["halt_id"]) for halts in (host.halts, files))
     assert set(pg_found.as_dict()) == set(file_found.as_dict())
     assert {k: v for k, v in pg_found.as_dict().items() if k not in ("id", "context")} == \
@@ -274,7 +275,7 @@ def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):
         pending = _halt(later.halts, "high", session="s2")
         with later.halts.unit(now=NOW) as unit:
             assert [h.halt_id for h in unit.pending()] == [pending]
-        assert later.halts.listing({"include_acknowledged": True}, now=NOW)["total_count"] == 1
+        assert later.halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW)["total_count"] == 1
         assert later.db.rows("SELECT id::text FROM halt_events_archive") == [(halt_id,)]
     finally:
         later.close()
@@ -292,7 +293,7 @@ def test_an_unreachable_server_fails_closed_in_one_line(tmp_path, home):
             halts.acknowledge("0" * 8 + "-0000-4000-8000-" + "0" * 12, "s1", "resolved", now=NOW)
         with pytest.raises(HaltStoreUnavailable):
             halts.record_reads("s1", ["/a"], now=NOW)
-        verdict = halts.check({"session_token": "s1", "current_context": {}}, now=NOW)
+        verdict = halts.check({"session_token": "s1", "current_context": {}}, now=NOW).as_json()
         assert verdict["should_halt"] and verdict["highest_severity"] == "critical"
         assert "s3cret-pw" not in verdict["halt_reasons"][0]["description"]
     finally:

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from leash.core.base.clock import iso, parse_iso
+from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.halts import HaltRefused
 from leash.core.state.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.state.stop import NotStopped
@@ -355,16 +356,16 @@ def _unread_edit(session: str) -> dict:
 
 def test_halts_listed_checked_found_and_configured(backend):
     high = _halt(backend, "high")
-    listed = backend.halts.listing({"session_token": "s1", "pending": True}, now=NOW)
+    listed = backend.halts.listing(HaltQuery.of({"session_token": "s1", "pending": True}), now=NOW)
     assert [h["halt_id"] for h in listed["halts"]] == [high] and listed["unacknowledged_count"] == 1
-    assert backend.halts.listing({"session_token": "nobody"}, now=NOW)["total_count"] == 0
+    assert backend.halts.listing(HaltQuery.of({"session_token": "nobody"}), now=NOW)["total_count"] == 0
     assert backend.halts.find(high).session_id == "s1" and backend.halts.find(high[:8]).id == high
     assert backend.halts.find("0" * 36) is None
     verdict = backend.halts.check(_unread_edit("s2"), now=NOW)
-    assert verdict["should_halt"] and any(r.get("halt_id") for r in verdict["halt_reasons"])
+    assert verdict.should_halt and any(reason.halt_id for reason in verdict.reasons)
     assert backend.halts.state("s2", now=NOW) == "halted"
     unrecorded = backend.halts.check(_unread_edit("s3"), record=False, now=NOW)
-    assert unrecorded["should_halt"] and backend.halts.state("s3", now=NOW) == "active"
+    assert unrecorded.should_halt and backend.halts.state("s3", now=NOW) == "active"
     rows = {row["condition_name"]: row for row in backend.halts.config()}
     assert "three_strikes" in rows
     changed = backend.halts.configure({"condition_name": "three_strikes", "enabled": False}, now=NOW)

@@ -108,6 +108,12 @@ class HaltReason:
         self.halt_type, self.condition_name, self.severity = halt_type, condition_name, severity
         self.description, self.auto_recorded, self.halt_id = description, auto_recorded, halt_id
 
+    @classmethod
+    def of(cls, data: dict) -> HaltReason:
+        """A reason as ``as_json`` wrote it."""
+        return cls(data["halt_type"], data["condition_name"], data["severity"], data["description"],
+                   auto_recorded=bool(data.get("auto_recorded")), halt_id=data.get("halt_id"))
+
     def as_json(self) -> dict:
         reason = {"halt_type": self.halt_type, "condition_name": self.condition_name, "severity": self.severity,
                   "description": self.description, "auto_recorded": self.auto_recorded}
@@ -126,6 +132,12 @@ class CheckResult:
         self.should_halt, self.reasons = should_halt, reasons
         self.highest_severity, self.recommended_action = highest_severity, recommended_action
         self.annotations = annotations or {}
+
+    @classmethod
+    def of(cls, data: dict) -> CheckResult:
+        """A result as ``as_json`` wrote it (what leashd's store verb sends)."""
+        return cls(bool(data["should_halt"]), [HaltReason.of(reason) for reason in data["halt_reasons"]],
+                   data["highest_severity"], data["recommended_action"], data.get("context_annotations"))
 
     def as_json(self) -> dict:
         """The seed's ``CheckHaltConditionsOutput`` (``context_annotations`` only when there are some)."""
@@ -168,3 +180,13 @@ class HaltQuery:
                    include_acknowledged=bool(data.get("include_acknowledged")),
                    halt_type=data.get("halt_type") or None, severity=data.get("severity") or None,
                    limit=limit, offset=offset)
+
+    def as_input(self) -> dict:
+        """The seed's ``GetSessionHaltsInput`` that ``of`` reads back as this query."""
+        data: dict = {"pending": self.pending, "include_acknowledged": self.include_acknowledged,
+                      "limit": self.limit, "offset": self.offset}
+        for key, value in (("session_token", self.session), ("halt_type", self.halt_type),
+                           ("severity", self.severity)):
+            if value is not None:
+                data[key] = value
+        return data

@@ -32,7 +32,7 @@ import json
 from leash.core.base.clock import iso, now_seconds
 from leash.core.base.home import ensure_home, resolve_home
 from leash.core.policy.halts import decision
-from leash.core.policy.halts.outcomes import HaltInputError, HaltQuery, HaltRefused
+from leash.core.policy.halts.outcomes import CheckResult, HaltInputError, HaltQuery, HaltRefused
 
 # The store access and the hook evidence are part of this API: their names stay importable from here.
 from leash.core.state.halts.access import (  # noqa: F401
@@ -90,15 +90,22 @@ def record_halt(data: dict, *, home=None, now: float | None = None) -> dict:
 
 def check_halt_conditions(data: dict, *, home=None, now: float | None = None, record: bool = True,
                           record_high: bool | None = None, connection=None) -> dict:
-    """The seed's ``guardrail_check_halt_conditions`` (``core.policy.halts.decision.check``)
-    over ``connection`` or one opened here. Creates halts.db only when something
-    is recorded. ``record_high`` None reads ``[halts] record_high`` from config.toml."""
+    """The seed's ``guardrail_check_halt_conditions``: ``check_halts`` as its JSON answer."""
+    return check_halts(data, home=home, now=now, record=record, record_high=record_high,
+                       connection=connection).as_json()
+
+
+def check_halts(data: dict, *, home=None, now: float | None = None, record: bool = True,
+                record_high: bool | None = None, connection=None) -> CheckResult:
+    """``data`` judged (``core.policy.halts.decision.check``) over ``connection``
+    or one opened here. Creates halts.db only when something is recorded.
+    ``record_high`` None reads ``[halts] record_high`` from config.toml."""
     moment = now_seconds(now)
     home = ensure_home(home)
     ctx = decision.check_input(data)  # validated before the store is touched
     rows = FileHaltRows(home, now=moment, connection=connection)
     try:
-        return decision.check(rows, ctx, record=record, record_high=record_high, now=moment).as_json()
+        return decision.check(rows, ctx, record=record, record_high=record_high, now=moment)
     finally:
         rows.close()
 
