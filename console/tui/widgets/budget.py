@@ -45,19 +45,6 @@ LEGEND = ((ESTIMATED_MARK, "before a cost or a cap's use: part of it was priced 
 HOURS = 24
 
 
-def as_dict(row: Any) -> dict:
-    """A core record (a named tuple, a dataclass, a dict) as a dict."""
-    if isinstance(row, dict):
-        return dict(row)
-    if hasattr(row, "_asdict"):
-        return dict(row._asdict())
-    from dataclasses import asdict, is_dataclass
-
-    if is_dataclass(row) and not isinstance(row, type):
-        return asdict(row)
-    return dict(vars(row))
-
-
 def money(usd: float | None, estimated: bool = False) -> str:
     """``$1.24``; ``~$1.24`` when estimated; "" for nothing metered."""
     if usd is None:
@@ -193,13 +180,15 @@ def add_budget(view: dict, backend: Backend, *, now: float) -> None:
     if getattr(backend, "budget", None) is None:  # a backend that offers no budget (a daemon's, older)
         return
     try:
+        from dataclasses import asdict
+
         from leash.core.base.config import load_config
         from leash.core.views.budget import cap_rows, fleet_figures, hourly_spend, session_costs
 
         config = load_config(backend.home)
-        rows = [as_dict(row) for row in cap_rows(backend, config, now=now)]
+        rows = [asdict(row) for row in cap_rows(backend, config, now=now)]
         hours = [float(value) for value in hourly_spend(backend, now=now, hours=HOURS)]
-        figures = as_dict(fleet_figures(backend, config, now=now))
+        figures = asdict(fleet_figures(backend, config, now=now))
         costs = session_costs(backend)
     except Exception as exc:  # never let an unreadable budget take the console down
         view["problems"] = [*view.get("problems", []), f"budget unreadable ({exc})"]
