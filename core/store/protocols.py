@@ -169,13 +169,17 @@ class SessionStore(Protocol):
 class HaltUnit(Protocol):
     """One unit of work on the halt store: several reads that see one state."""
 
-    def state(self, session_id: str) -> str: ...
+    def state(self, session_id: str) -> str:
+        """The session's state from its halts: ``active``, ``halted`` or ``paused``."""
 
-    def states(self) -> dict[str, str]: ...
+    def states(self) -> dict[str, str]:
+        """Every session that is not ``active``, with its state."""
 
-    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]: ...
+    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
+        """Halts waiting on a human (unacknowledged, escalated or timed out), most severe first."""
 
-    def pending_counts(self) -> dict[str, int]: ...
+    def pending_counts(self) -> dict[str, int]:
+        """How many halts wait on a human, per session."""
 
     def files_read(self, session_id: str) -> list[str] | None:
         """Files the session has read; None when it never reported any (no evidence either way)."""
@@ -185,14 +189,27 @@ class HaltUnit(Protocol):
 
 
 class HaltStore(Protocol):
-    def unit(self, *, now: float | None = None) -> ContextManager[HaltUnit]: ...
+    """Halts as records: the decision (``core.policy.halts.decision``) judges,
+    the store keeps rows. Every member raises ``HaltStoreUnavailable`` when the
+    store cannot be read or written, but ``check``, which then answers the
+    fail-safe halt."""
 
-    def record(self, data: dict, *, now: float | None = None) -> dict: ...
+    def unit(self, *, now: float | None = None) -> ContextManager[HaltUnit]:
+        """A unit whose reads see one state (one transaction, or one halts.db connection)."""
+
+    def record(self, data: dict, *, now: float | None = None) -> dict:
+        """The seed's ``RecordHaltInput`` recorded: its ``RecordHaltOutput`` (the halt's id,
+        when, whether it needs an acknowledgement). ``HaltInputError`` for input that is not valid."""
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
-                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict: ...
+                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
+        """A halt resolved, dismissed or escalated: the seed's ``AcknowledgeHaltOutput``
+        (``session_can_resume``, ``warnings``). ``HaltRefused`` when it cannot be: no such halt,
+        another session's, already resolved or dismissed, escalated again, or a critical one
+        dismissed without ``caution``."""
 
-    def state(self, session_id: str, *, now: float | None = None) -> str: ...
+    def state(self, session_id: str, *, now: float | None = None) -> str:
+        """The session's state from its halts: ``active``, ``halted`` or ``paused``."""
 
     def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
         """The seed's ``GetSessionHaltsOutput`` (``total_count``, ``halts``,
