@@ -83,3 +83,12 @@ def test_what_a_store_hands_out_is_never_sniffed_with_hasattr():
     sniffs = [f"{_relative(path)}:{number}" for path in _sources()
               for number, line in enumerate(path.read_text().splitlines(), 1) if "hasattr(" in line]
     assert not sniffs, f"hasattr sniffs: {sniffs}"
+
+
+def test_every_protocol_member_says_what_it_returns():
+    tree = parsed(ROOT / "core" / "store" / "protocols.py")
+    protocols = [node for node in tree.body if isinstance(node, ast.ClassDef)
+                 and any(getattr(base, "id", "") == "Protocol" for base in node.bases)]
+    members = [(cls.name, member) for cls in protocols for member in cls.body if isinstance(member, ast.FunctionDef)]
+    assert len(members) > 100
+    assert [f"{name}.{member.name}" for name, member in members if not ast.get_docstring(member)] == []
