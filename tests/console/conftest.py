@@ -1,0 +1,34 @@
+"""The console tests' own ``console_app``: the same console on the same
+seeded fleet as the suite's (tests/conftest.py), its home a copy of one fleet
+seeded once per test process. Seeding writes every store (~12 ms, ~100 ms for
+the first); a copy is ~1 ms, and the console tests start ~150 consoles. A
+template that fails to seed fails the first test that asks for it."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ..support.console import CONSOLE_NOW, CONSOLE_TMUX, console, seed_console_fleet
+
+
+@pytest.fixture(scope="session")
+def console_fleet(tmp_path_factory):
+    """The seeded fleet every ``console_app`` home starts as a copy of (pytest removes it with its other folders)."""
+    template = tmp_path_factory.mktemp("console-fleet") / "leash-home"
+    seed_console_fleet(template)
+    return template
+
+
+@pytest.fixture
+def console_app(home, console_fleet):
+    """A console on a seeded home with a fixed clock, a fixed tmux list, no
+    watcher thread of its own choosing and no kennel."""
+    shutil.copytree(console_fleet, home, symlinks=True)
+
+    def make(**options):
+        options.setdefault("list_tmux", lambda: CONSOLE_TMUX)
+        options.setdefault("clock", lambda: CONSOLE_NOW)
+        return console(home, **options)
+
+    return make
