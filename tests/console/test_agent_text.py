@@ -16,7 +16,7 @@ from leash.core import StopProtocol
 from leash.core.state.acklog import AckLog
 from leash.core.state.halts import api as halts
 
-from ..support.console import CONSOLE_NOW, SIZE, console, ready, running, select, settle
+from ..support.console import CONSOLE_NOW, SIZE, console, ready, running, select, settle, until
 
 RETITLE = "\x1b]0;pwned\x07"  # an OSC that sets the terminal's title
 CLEAR = "\x1b[2J"  # clears the operator's screen
@@ -127,9 +127,10 @@ async def test_a_notification_raised_from_agent_text_does_not_crash(console_app,
         _record_halt(home, "[red]s-new", f"[/oops] {RETITLE}", severity="critical")
         app.refresh_view()
         await settle(pilot, app)
-        await pilot.pause(0.2)  # the toast is laid out
         from textual.widgets._toast import Toast
 
+        await until(pilot, lambda: any(toast.outer_size.area for toast in app.screen.query(Toast)),
+                    "a toast laid out")
         toasts = "\n".join(_rendered(toast) for toast in app.screen.query(Toast))
         assert "[/oops]" in toasts and "[red]s-new" in toasts
         assert not _controls(toasts)

@@ -29,6 +29,7 @@ from ..support.console import (
     seed_long_fleet,
     select,
     settle,
+    until,
 )
 
 SMALL, MIDDLE, LARGE = (80, 24), (120, 35), (200, 50)
@@ -158,7 +159,7 @@ async def test_peek_shows_the_newest_line_of_a_pane_that_printed_a_hundred(home,
         await select(pilot, app, "sessions", "printer")
         await pilot.press("enter")
         await settle(pilot, app)
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "line 100 of the pane" in screen_text(app), "the pane's newest line")
         shown = screen_text(app)
         assert app.screen.__class__.__name__ == "PeekScreen"
         assert "line 100 of the pane" in shown, shown

@@ -12,7 +12,7 @@ import re
 
 from leash.core.store.select import backend_for
 
-from ..support.console import CONSOLE_NOW, ready, running, screen_text, select, settle
+from ..support.console import CONSOLE_NOW, ready, running, screen_text, select, settle, until
 
 SMALL, MIDDLE = (80, 24), (120, 35)
 DIFF_LINES = 30  # an Edit far longer than any detail line may show
@@ -95,8 +95,8 @@ async def test_the_log_screen_gives_the_reason_its_room_and_a_detail_line_at_80_
     async with running(app, SMALL) as pilot:
         await pilot.press("l")
         await settle(pilot, app)
-        await pilot.pause(0.2)
-        await settle(pilot, app)
+        await until(pilot, lambda: LONG_REASON in flat(drawn(app, app.screen.query_one("#acklog-detail"))),
+                    "the newest line's whole reason in the detail line")
         table = app.screen.query_one("#acklog-table")
         lines = drawn(app, table)
         header = lines[0].split()
@@ -173,8 +173,8 @@ async def palette_offers(pilot, app, typed: str) -> str:
     await pilot.press("ctrl+p")
     await pilot.pause()
     await pilot.press(*typed)
-    await settle(pilot, app)
-    await pilot.pause(0.3)
+    await settle(pilot, app)  # the palette's search is a worker: done
+    await until(pilot, lambda: app.screen.has_class("-ready"), "the palette's search finished")
     return "\n".join(flat(drawn(app, options)) for options in app.screen.query(OptionList))
 
 

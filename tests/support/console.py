@@ -4,8 +4,9 @@ waiting for its workers, selecting a row, the screen as text).
 ``screenshots/render.py`` and ``bench/console.py`` seed the same fleet."""
 from __future__ import annotations
 
+import time
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 CONSOLE_NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 CONSOLE_TMUX = [
@@ -76,6 +77,15 @@ async def settle(pilot, app, cycles: int = 3):
         except WorkerCancelled:  # an exclusive worker a newer one replaced: it is done too
             pass
     await pilot.pause()
+
+
+async def until(pilot, holds: Callable[[], bool], what: str, *, timeout: float = 5.0) -> None:
+    """Pause, the screen catching up, until ``holds()``; after ``timeout``
+    seconds fail saying ``what`` never came (a wait for the screen, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    while not holds():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await pilot.pause()
 
 
 async def ready(pilot, app):
