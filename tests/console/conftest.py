@@ -2,13 +2,15 @@
 seeded fleet as the suite's (tests/conftest.py), its home a copy of one fleet
 seeded once per test process. Seeding writes every store (~12 ms, ~100 ms for
 the first); a copy is ~1 ms, and the console tests start ~150 consoles. A
-template that fails to seed fails the first test that asks for it."""
+template that fails to seed fails the first test that asks for it. The
+browser tests' one Chromium per module (``chromium``) is tests/support/browser.py's."""
 from __future__ import annotations
 
 import shutil
 
 import pytest
 
+from ..support.browser import chromium  # noqa: F401  (a fixture the browser tests ask for)
 from ..support.console import CONSOLE_NOW, CONSOLE_TMUX, console, seed_console_fleet
 
 

@@ -12,10 +12,11 @@ import pytest
 
 from leash.core.store.files import FileBackend
 
-from ..support.browser import new_page, playwright_or_skip
+from ..support.browser import SHARED_LOOP, new_page, playwright_or_skip
 from ..support.serve import start_server, stop_servers
 
 playwright_or_skip()
+pytestmark = SHARED_LOOP
 DEVICES = {"phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
                      "device_scale_factor": 3},
            "desktop": {"viewport": {"width": 1280, "height": 800}}}
@@ -28,8 +29,8 @@ def served(home, tmux_socket):
     stop_servers([server], set())
 
 
-async def with_page(served, device: str, act):
-    async with new_page(DEVICES[device]) as page:
+async def with_page(chromium, served, device: str, act):
+    async with new_page(chromium, DEVICES[device]) as page:
         await page.goto(f"{served.base}approvals?token={served.token}")
         return await act(page)
 
@@ -46,7 +47,7 @@ async def tab_to(page, label: str, *, most: int = 30) -> None:
 
 
 @pytest.mark.parametrize("device", list(DEVICES))
-async def test_keyboard_alone_allows_one_call_and_denies_another_with_a_message(home, served, device):
+async def test_keyboard_alone_allows_one_call_and_denies_another_with_a_message(chromium, home, served, device):
     backend = FileBackend(home)
     first = backend.approvals.request("agent-push", "Bash", {"command": "git push origin main"}, kind="ask",
                                       timeout_s=600)
@@ -68,7 +69,7 @@ async def test_keyboard_alone_allows_one_call_and_denies_another_with_a_message(
         await page.wait_for_selector("text=denied: agent-deploy")
         return await page.content()
 
-    final = await with_page(served, device, act)
+    final = await with_page(chromium, served, device, act)
     assert "0 calls waiting" in final
     assert backend.approvals.get(first.id).status == "allowed"
     denied = backend.approvals.get(second.id)

@@ -15,10 +15,11 @@ import time
 
 import pytest
 
-from ..support.browser import new_page, playwright_or_skip
+from ..support.browser import SHARED_LOOP, new_page, playwright_or_skip
 from ..support.serve import DRAWN, start_server, stop_servers
 
 playwright_or_skip()
+pytestmark = SHARED_LOOP
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 FOOTER_KEY = b"Fleet stop"   # a footer key's description (keymap.py), on every panel
@@ -68,9 +69,9 @@ class Page:
         return any(text.startswith(('["focus"', '["stdin"')) and "\\u001b[?" not in text for text in self.sent)
 
 
-async def open_console(served, device: dict, look):
+async def open_console(chromium, served, device: dict, look):
     """Open the served console's URL in Chromium on ``device``; ``look(page)`` runs on it."""
-    async with new_page(device) as blank:
+    async with new_page(chromium, device) as blank:
         page = Page(blank)  # its WebSocket watched from the start
         await page.page.goto(f"{served.base}?token={served.token}")
         return await look(page)
@@ -86,12 +87,12 @@ async def measured(page: Page) -> dict:
     }""")
 
 
-async def test_on_a_phone_the_console_fits_the_screen_in_readable_text(served):
+async def test_on_a_phone_the_console_fits_the_screen_in_readable_text(chromium, served):
     async def look(page: Page):
         drawn = await page.until_drawn(DRAWN, FOOTER_KEY)
         return drawn, await measured(page), page.sizes(), page.touched()
 
-    drawn, layout, sizes, touched = await open_console(served, PHONE, look)
+    drawn, layout, sizes, touched = await open_console(chromium, served, PHONE, look)
     assert layout["viewport"] == "width=device-width, initial-scale=1"
     assert layout["width"] == PHONE["viewport"]["width"]   # laid out at the phone's width, not a desktop's
     assert sizes, "the page never sent its terminal's size"
@@ -104,12 +105,12 @@ async def test_on_a_phone_the_console_fits_the_screen_in_readable_text(served):
     assert FOOTER_KEY in drawn, "the footer's keys were not drawn before the terminal was touched"
 
 
-async def test_on_a_desktop_the_console_keeps_its_full_size(served):
+async def test_on_a_desktop_the_console_keeps_its_full_size(chromium, served):
     async def look(page: Page):
         drawn = await page.until_drawn(DRAWN, FOOTER_KEY)
         return drawn, await measured(page), page.sizes()
 
-    drawn, layout, sizes = await open_console(served, DESKTOP, look)
+    drawn, layout, sizes = await open_console(chromium, served, DESKTOP, look)
     assert layout["fontSize"] == 16, layout
     assert sizes and sizes[-1]["width"] >= NARROW_LAYOUT, sizes
     assert FOOTER_KEY in drawn
