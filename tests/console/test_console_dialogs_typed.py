@@ -90,10 +90,9 @@ def run_dialog(term, on: str | tuple[str, str], opening: str, reason: str, confi
         term.select(*on)
     start = len(log_lines(term))
     burst(term, opening, *before, Typed(reason))
-    try:
-        shown = reason in term.wait_for(lambda screen: reason in screen, 3.0)
-    except AssertionError:
-        shown = False
+    # A dialog that never shows the reason fails here, saying what the screen
+    # holds, not after waiting out the log for what was never asked.
+    term.wait_for(reason, 3.0)
     burst(term, *confirm)
     deadline = time.monotonic() + LOG_WAIT_SECONDS
     while len(log_lines(term)) - start < len(expected) and time.monotonic() < deadline:
@@ -101,7 +100,6 @@ def run_dialog(term, on: str | tuple[str, str], opening: str, reason: str, confi
     time.sleep(0.3)  # anything more the burst did has reached the log by now
     new = [action_of(line) for line in log_lines(term)[start:] if line.event != "epitaph"]  # a pardon's record
     assert new == expected
-    assert shown, "the reason never showed in the dialog's field"
     return term.wait_for(term.on_dashboard, 3.0)
 
 
