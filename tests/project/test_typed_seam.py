@@ -41,6 +41,12 @@ def test_no_backend_enters_through_a_cast():
     assert not casts, f"a Backend made by a cast: {casts}"
 
 
+# mypy's cache, kept between runs in the checkout's (git-ignored) .cache: cold
+# it costs seconds of CPU, warm a fraction. The probes are written at new paths
+# each run, where mypy compares each file's hash with what its cache recorded.
+MYPY_CACHE = ROOT / ".cache" / "mypy-tests-seam"
+
+
 def _mypy(tmp_path: Path, monkeypatch, module: Path) -> str:
     """mypy's report on ``module`` with the project's settings, ``leash`` read
     from this checkout through links (as ``make lint`` reads it)."""
@@ -52,7 +58,7 @@ def _mypy(tmp_path: Path, monkeypatch, module: Path) -> str:
         os.symlink(ROOT / folder, package / folder)
     monkeypatch.setenv("MYPYPATH", str(tmp_path / "path"))
     report, errors, _ = api.run([str(module), "--config-file", str(ROOT / "pyproject.toml"),
-                                 "--cache-dir", str(tmp_path / "cache"), "--no-error-summary",
+                                 "--cache-dir", str(MYPY_CACHE), "--no-error-summary",
                                  "--follow-imports", "silent"])
     return report + errors
 
