@@ -142,9 +142,6 @@ class PgHaltUnit:
         query = HaltQuery(session=session_id or None, pending=True, limit=limit)
         return [HaltRecord.of(h) for h in self.listing_of(query)["halts"]]
 
-    def listing(self, query: dict) -> dict:
-        return self.listing_of(HaltQuery.of(query))
-
     def listing_of(self, query: HaltQuery) -> dict:
         with reachable():
             return listing(self.reads(), query)
