@@ -15,7 +15,9 @@ for it; ``headless`` says whether it runs with no terminal UI (``claude -p``,
 ``gemini -p``, ``codex exec``). The walk stops at the first process that is
 neither a launcher nor an agent CLI: a hook judged inside some other program
 (a test, a script run from a terminal inside an agent) has no agent of its
-own, and none is recorded.
+own, and none is recorded. An agent CLI found is kept by its pid, start
+time, name and user (``_AGENT_FOUND``): the next hook it runs costs the
+walk's ``stat`` reads only, not its command line and owner again.
 
 ``hook_agent(env, known)`` is what a PreToolUse hook records (with the tmux
 server of its ``$TMUX`` as ``tmux_socket``); while the process already
@@ -54,6 +56,16 @@ STAT_BYTES = 1024  # a stat line is a few hundred bytes
 # API in-process) is not walked again. A new hook process is a new entry.
 NO_AGENT_KEPT = 1024
 _NO_AGENT: set[tuple[str, int, int]] = set()
+# Agent CLI processes found by a walk, by (pid, start time, name, uid): a
+# hook's parent is the same agent on every call, so its command line and owner
+# are read once, not on every call. Only what was found is kept: a process
+# that was no agent may exec one under the same pid and start time, and must
+# then be walked again. One found that execs into another program changes
+# its name (``comm``) and is walked again too; one that keeps its name but
+# drops being the CLI stays known as the agent, which only holds its
+# descendants to an agent's rules (the safe side).
+AGENTS_KEPT = 1024
+_AGENT_FOUND: dict[tuple[int, int, str, int], dict] = {}
 CMDLINE_BYTES = 32768  # enough for a long ``-p`` prompt and the options after it
 MAX_DEPTH = 64  # no process tree is deeper; a loop in a racing /proc read ends here
 MAX_TREE = 4096  # processes looked at below one pane
@@ -141,12 +153,20 @@ def agent_process(hook_pid: int, *, uid: int) -> dict | None:
         comm, _, started = facts
         if comm in LAUNCHERS:
             continue
+        key = (pid, started, comm, uid)
+        found = _AGENT_FOUND.get(key)
+        if found is not None:
+            return dict(found)
         argv = argv_of(pid)
         program = program_of(comm, argv)
         if program is None or owner_of(pid) != uid:
             return None
-        return {"pid": pid, "started": started, "uid": uid, "headless": is_headless(argv, program),
-                "cli": program.cli, "shared_server": is_shared_server(argv, program)}
+        found = {"pid": pid, "started": started, "uid": uid, "headless": is_headless(argv, program),
+                 "cli": program.cli, "shared_server": is_shared_server(argv, program)}
+        if len(_AGENT_FOUND) >= AGENTS_KEPT:
+            _AGENT_FOUND.clear()
+        _AGENT_FOUND[key] = found
+        return dict(found)
     return None
 
 
