@@ -32,7 +32,9 @@ older commit), wheel and editable install alike. ``--before DIR``: that
 checkout's hook and this one's side by side, Bash, Edit and Read in a home
 with halts.db in use, with and without leashd, each call of one followed by
 the other's (and each one's `python -c pass`), so that both meet the same
-load: the before and after of a change on a busy machine. ``--smoke``: one run of each
+load: the before and after of a change on a busy machine. Its parts beside it:
+``hookinstalls.py`` (the two installs and their daemon) and
+``hookbreakdown.py`` (the stamps and the imports). ``--smoke``: one run of each
 case, the checkout's own interpreter only (no wheel), 1 halt, a 64 KiB command
 and 1,000 past sessions: it shows the bench works, its figures mean nothing.
 """
@@ -44,105 +46,33 @@ import json
 import os
 import resource
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its parts beside it, however it is imported
+
+from hookbreakdown import breakdown, imports  # noqa: E402
+from hookinstalls import (  # noqa: E402
+    CLI,
+    INSTALLS,
+    MARK,
+    ROOT,
+    Leash,
+    _daemon,
+    agent_env,
+    commit_of,
+    daemon_of,
+    free_port,
+    from_wheel,
+    stop_daemon,
+)
+
 RUNS = 20
 OTHER_HALTS, PAST_SESSIONS, BIG_COMMAND, LIFECYCLE_CASES, SMOKE = 20, 100_000, 1 << 20, None, False
-TRACE_ENV = "LEASH_HOOK_TRACE"
-CLI = "import sys; from leash.console.cli import main; sys.exit(main())"
-MARK = "# leash-hook"
-
-
-class Leash:
-    """One installed leash: its interpreter, and the hooks it wired into a project."""
-
-    def __init__(self, python: str, label: str):
-        self.python, self.label = python, label
-        self.hooks: dict[str, str] = {}  # Claude Code's event -> the command leash install wrote
-
-    def cli(self, *words: str) -> list[str]:
-        return [self.python, "-c", CLI, *words]
-
-    def console_script(self) -> str:
-        return str(Path(self.python).parent / "leash")
-
-    def install(self, home: str, project: str) -> None:
-        """``leash install`` into ``project``, and the commands it wrote."""
-        subprocess.run(self.cli("--home", home, "install", "--project", project), check=True,
-                       stdout=subprocess.DEVNULL, env=agent_env(project))
-        settings = json.loads(Path(project, ".claude", "settings.json").read_text())
-        self.hooks = {event: hook["command"] for event, groups in settings["hooks"].items() for group in groups
-                      for hook in group["hooks"] if hook.get("command", "").rstrip().endswith(MARK)}
-
-
-def source_copy(checkout: Path, where: str) -> Path:
-    """The checkout without what a build must not see or write into."""
-    copy = Path(where, "source")
-    shutil.copytree(checkout, copy, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".cache", "build", "*.egg-info", "__pycache__", "node_modules", "snapshot_report.html"))
-    return copy
-
-
-def fresh_venv(where: str) -> tuple[str, str]:
-    """(its interpreter, its site-packages), this venv's dependencies on its path."""
-    venv = os.path.join(where, "venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    python = os.path.join(venv, "bin", "python")
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python, purelib
-
-
-def from_wheel(checkout: Path, where: str) -> str:
-    """leash as a user installs it: its wheel in a fresh venv."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", where,
-                    str(source_copy(checkout, where))], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    python, purelib = fresh_venv(where)
-    [wheel] = Path(where).glob("leash-*.whl")
-    zipfile.ZipFile(wheel).extractall(purelib)
-    subprocess.run([python, "-m", "compileall", "-q", purelib], stdout=subprocess.DEVNULL, check=False)
-    script = Path(python).parent / "leash"  # what pip writes for the console script
-    script.write_text(f"#!{python}\nimport re\nimport sys\nfrom leash.console.cli import main\n"
-                      "if __name__ == '__main__':\n"
-                      "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
-                      "    sys.exit(main())\n")
-    script.chmod(0o755)
-    return python
-
-
-def editable(checkout: Path, where: str) -> str:
-    """leash as a developer runs it: this venv for this checkout, else a
-    fresh venv with the checkout installed editable."""
-    python = sys.executable
-    if checkout != ROOT:
-        python, _ = fresh_venv(where)
-        subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-                        "--no-build-isolation", "-e", str(checkout)], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    for folder in ("core", "console"):  # as a developer's checkout has them (PYTHONDONTWRITEBYTECODE or not)
-        subprocess.run([python, "-m", "compileall", "-q", str(checkout / folder)], stdout=subprocess.DEVNULL,
-                       check=False)
-    return python
-
-
-INSTALLS = {False: [("wheel", from_wheel), ("editable", editable)], True: [("editable", editable)]}  # by --smoke
-
-
-def agent_env(project: str, **extra: str) -> dict[str, str]:
-    """The environment Claude Code gives a hook: its own, with the project folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEASH_") and k not in ("TMUX", "TMUX_PANE")}
-    return {**env, "CLAUDE_PROJECT_DIR": project, **extra}
 
 
 def timed(command: str, stdin: bytes, env: dict[str, str], cwd: str) -> tuple[float, float]:
@@ -209,39 +139,6 @@ def main() -> None:
             run_all(leash, daemon=False)
 
 
-def commit_of(checkout: Path) -> str:
-    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=False)
-    return done.stdout.strip() or "unknown"
-
-
-def daemon_of(leash: Leash, home: str, **extra: str) -> subprocess.Popen:
-    return _daemon(leash.cli("daemon", "--no-kennel"), dict(os.environ, LEASH_HOME=home, **extra), home)
-
-
-def _daemon(command: list[str], env: dict[str, str], home: str) -> subprocess.Popen:
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(os.path.join(home, "run", "operator.sock")):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("leash daemon did not start")
-        time.sleep(0.05)
-    return proc
-
-
-def stop_daemon(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def run_all(leash: Leash, *, daemon: bool) -> None:
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as project:
         os.chmod(home, 0o700)
@@ -260,7 +157,7 @@ def run_all(leash: Leash, *, daemon: bool) -> None:
             if proc is not None:
                 stop_daemon(proc)
         if daemon:
-            breakdown(run)
+            breakdown(run, calls=RUNS)
 
 
 def run_cases(run: Run, *, daemon: bool) -> None:
@@ -368,80 +265,6 @@ def side_by_side(label: str, runs: list[tuple[Run, bytes]]) -> None:
     print(f"{label:<5} " + "  |  ".join(shown))
 
 
-def imports(run: Run, payload: bytes) -> None:
-    """Every module the PreToolUse hook imports (``python -X importtime``)."""
-    words = shlex.split(run.leash.hooks["PreToolUse"].replace(MARK, "").split("||")[0])
-    at = words.index(run.leash.python)
-    trace = subprocess.run([words[at], "-X", "importtime", *words[at + 1:]], input=payload, env=run.env,
-                           capture_output=True, cwd=run.project)
-    names = [line.split("|")[-1].strip() for line in trace.stderr.decode().splitlines() if "|" in line]
-    names = [n for n in names if n and n != "imported package"]
-    heavy = sorted({n.split(".")[0] for n in names} & {"textual", "rich", "libtmux", "watchfiles", "psycopg"})
-    ours = sorted({n for n in names if n.split(".")[0] == "leash"})
-    third = sorted({n.split(".")[0] for n in names if _third_party(n.split(".")[0])})
-    print(f"modules imported by the hook: {len(names)}; leash's own ({len(ours)}): {', '.join(ours)}")
-    print(f"UI/driver packages imported: {', '.join(heavy) or 'none'}")
-    print(f"other third-party packages imported: {', '.join(third) or 'none'}")
-
-
-# ------------------------------------------------------------------ the breakdown
-STEPS = {  # stamp -> what ended there
-    "client entered": "process start: sh, timeout, python, site, to leash's first line",
-    "client imported": "leash's imports (hook entry, thin client)",
-    "client read": "stdin read",
-    "client connected": "connected to the agent socket",
-    "daemon accepted": "leashd: the connection's thread started",
-    "daemon peer": "leashd: the peer's credentials (SO_PEERCRED, its user)",
-    "client vouched": "client: leashd vouched for (the lock's holder)",
-    "client sent": "client: request sent",
-    "daemon request": "leashd: request line read and parsed",
-    "daemon learned": "leashd: the agent learnt (a session's first call only)",
-    "daemon judged": "leashd: judged (gate, halt conditions, session record)",
-    "client replied": "client: reply received (leashd logged and sent it)",
-    "client written": "client: answer written",
-    "end": "process exit (the interpreter's teardown, timeout, sh)",
-}
-
-
-def breakdown(run: Run) -> None:
-    """The thin PreToolUse call, stamp by stamp (medians over the traced calls)."""
-    trace = os.path.join(run.home, "trace.txt")
-    proc = daemon_of(run.leash, run.home, **{TRACE_ENV: trace})
-    env = dict(run.env, **{TRACE_ENV: trace})
-    payload, command = run.call("Bash", {"command": "ls src/ | grep -c py"}), run.leash.hooks["PreToolUse"]
-    spans = []
-    try:
-        for _ in range(max(RUNS, 3)):
-            start = time.perf_counter_ns()
-            subprocess.run(["sh", "-c", command], input=payload, env=env, cwd=run.project,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            spans.append((start, time.perf_counter_ns()))
-        time.sleep(0.2)  # leashd writes its stamps after the reply
-    finally:
-        stop_daemon(proc)
-    lines = Path(trace).read_text().splitlines() if os.path.exists(trace) else []
-    clients = [line.split() for line in lines if line.startswith("client ")]
-    daemons = {line.split()[1]: line.split()[2:] for line in lines if line.startswith("daemon ")}
-    if len(clients) != len(spans):
-        print(f"breakdown: {len(clients)} of {len(spans)} calls stamped (this leash does not trace its calls)")
-        return
-    offsets: dict[str, list[float]] = {}
-    for (start, end), words in zip(spans, clients, strict=True):
-        stamps = {f"client {k}": int(v) for k, v in zip(words[2::2], words[3::2], strict=False)}
-        theirs = daemons.get(words[1], [])
-        stamps.update({f"daemon {k}": int(v) for k, v in zip(theirs[::2], theirs[1::2], strict=False)})
-        stamps["end"] = end
-        for name, ns in stamps.items():
-            offsets.setdefault(name, []).append((ns - start) / 1e6)
-    print(f"breakdown of the thin PreToolUse call (Bash), medians over {len(spans)} traced calls, "
-          "ms from `sh -c` started:")
-    rows = sorted(((statistics.median(v), k) for k, v in offsets.items() if k in STEPS and len(v) == len(spans)))
-    previous = 0.0
-    for at, name in rows:
-        print(f"  {at:6.2f}  (+{at - previous:5.2f})  {STEPS[name]}")
-        previous = at
-
-
 HTTP_CALLS = 500
 
 
@@ -540,12 +363,6 @@ def measure(label: str, hook: list[str], payload: bytes, env: dict[str, str]) ->
     run = Run(Leash(PYTHON, "given"), env.get("LEASH_HOME", ""), os.getcwd(), target=TARGET)
     run.env = env
     run.measure(label, shlex.join(hook), payload)
-
-
-def _third_party(top: str) -> bool:
-    if top in sys.builtin_module_names or top == "leash" or top in sys.stdlib_module_names:
-        return False
-    return not top.startswith("_") and top not in ("sitecustomize", "usercustomize")
 
 
 if __name__ == "__main__":
