@@ -2,7 +2,7 @@
 
 The commands are read from the settings `leash install --project` wrote into a
 project folder (the PreToolUse one: ``LEASH_APPROVAL_WAIT=300 timeout -k 2 315
-PYTHON -P .../hookentry.py --home H hook pre-tool-use || exit 2``) and run as
+PYTHON -S -P .../hookentry.py --home H hook pre-tool-use || exit 2``) and run as
 Claude Code runs them: ``sh -c COMMAND`` from the project folder, the payload
 on stdin. Each is run 20 times in turn with ``sh -c 'PYTHON -c pass'`` (the
 same interpreter), and the medians of wall and CPU time (the children's
@@ -168,8 +168,8 @@ def run_cases(run: Run, *, daemon: bool) -> None:
     run.measure("Bash, no halts.db", pre, bash)
     if not SMOKE:  # the same command with the console script in place of the interpreter on the hook entry
         words = shlex.split(pre.replace(MARK, "").split("||")[0])
-        at = words.index(leash.python)
-        through_script = pre.replace(shlex.join(words[at:at + 3]), shlex.quote(leash.console_script()))
+        at, entry = words.index(leash.python), next(n for n, w in enumerate(words) if w.endswith("hookentry.py"))
+        through_script = pre.replace(shlex.join(words[at:entry + 1]), shlex.quote(leash.console_script()))
         run.measure("  (as `leash hook`)", through_script, bash)
     source = reads_and_halts(run)
     for label, call in calls(run, source):

@@ -2,7 +2,7 @@
 CLI), and a signal that reaches that process and no other.
 
 Each CLI runs a hook command through a shell
-(``sh -c "timeout -k 2 25 PYTHON -P hookentry.py hook pre-tool-use || exit 2"``),
+(``sh -c "timeout -k 2 25 PYTHON -S -P hookentry.py hook pre-tool-use || exit 2"``),
 so its process is the nearest ancestor of the hook's process once the
 launchers on the way (shells, ``timeout``, ``env``...) are passed; which
 process is which CLI is ``core.base.agentprograms``'s reading of its name and

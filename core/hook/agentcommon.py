@@ -6,7 +6,7 @@ its own deadline, an unreachable leashd — is a refusal in the CLI's form,
 because Gemini CLI and Codex CLI both let the call run on exit 1, on exit 2
 with nothing on stderr, and on their own timeout::
 
-    T -k 2 25 PYTHON -P hookentry.py --home H hook codex-pre-tool-use \\
+    T -k 2 25 PYTHON -S -P hookentry.py --home H hook codex-pre-tool-use \\
         || { s=$?; [ $s -eq 2 ] || echo "leash: …" >&2; exit 2; } # leash-hook
 
 Every write is atomic and keeps the file's mode.

@@ -1,5 +1,5 @@
 """What Claude Code runs for each leash hook: ``leash install`` writes
-``PYTHON -P <this file> hook EVENT`` (``-P``: the file's folder is not put on
+``PYTHON -S -P <this file> hook EVENT`` (``-P``: the file's folder is not put on
 ``sys.path``).
 
 It is ``leash hook EVENT`` without the console script's wrapper, which imports
@@ -11,6 +11,18 @@ is not ``[--home DIR] hook EVENT`` (``core.wire.hookio.hook_call``),
 process ends once its answer is out (``exit_now``). Its first line
 takes the time the hook's own code began, the first stamp of a traced call
 (``LEASH_HOOK_TRACE``).
+
+``-S``: the command runs the interpreter without ``site``, which costs a
+bare interpreter's start about a sixth of its time (every ``.pth`` file of
+every site-packages, the user's included), and which the thin client, all
+standard library and leash, does not need: installed as a package
+(``site-packages/leash``), the folder that holds it is put on ``sys.path``
+after the standard library; a source checkout (an editable install, whose
+finder is a ``.pth``) gets ``site`` after all. Everything else, the
+in-process hook included, runs with ``site`` as usual (``with_site``):
+its store may need a package from any site-packages. So while leashd
+answers, no ``.pth`` file (one an agent could write into the user's
+site-packages) runs in the hook.
 """
 from time import perf_counter_ns
 
@@ -18,6 +30,30 @@ ENTERED_NS = perf_counter_ns()
 
 import os  # noqa: E402  (after the first stamp)
 import sys  # noqa: E402
+
+
+def with_site() -> None:
+    """``site`` as the interpreter would have run it without ``-S`` (once)."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
+
+
+def _leash_on_path() -> None:
+    """Under ``-S``: leash's own folder on ``sys.path``, or ``site`` for a checkout."""
+    if not sys.flags.no_site:
+        return
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # An installed package (site-packages/leash), not a checkout that happens to
+    # be in a folder named leash (as core.policy.halts.settingsguard tells them).
+    if os.path.basename(package) == "leash" and not os.path.exists(os.path.join(package, "pyproject.toml")):
+        sys.path.append(os.path.dirname(package))  # after the standard library, as site would put it
+    else:
+        with_site()
+
+
+_leash_on_path()
 
 from leash.core.wire.hookio import hook_call  # noqa: E402
 from leash.core.wire.thinhook import NoDaemon, run  # noqa: E402
@@ -49,6 +85,7 @@ def exit_now(code: int) -> None:
 def main(argv: list[str]) -> int:
     call = hook_call(argv)
     if call is None:
+        with_site()
         from leash.core.hook.main import main as full_entry
 
         return full_entry(argv)
@@ -56,6 +93,7 @@ def main(argv: list[str]) -> int:
     try:
         code = run(event, home=home, entered_ns=ENTERED_NS)
     except NoDaemon as none:
+        with_site()
         from leash.core.hook.main import without_daemon
 
         code = without_daemon(event, home, none)

@@ -13,7 +13,7 @@ leash's hook entry (``core/hook/hookentry.py``) with the interpreter of the
 
 Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
 (PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
-the command is ``/usr/bin/timeout -k 2 N PYTHON -P ENTRY hook EVENT || exit 2``, so a missing binary
+the command is ``/usr/bin/timeout -k 2 N PYTHON -S -P ENTRY hook EVENT || exit 2``, so a missing binary
 (exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
 124) blocks the call instead of letting it through. The other events fail open
 (a broken reply guard must never trap an agent in its turn). Every program in
@@ -140,11 +140,12 @@ def hook_runner() -> list[str]:
     """What runs a hook: this interpreter on leash's hook entry file
     (``core/hook/hookentry.py``), by absolute paths. Not the ``leash`` console
     script: its wrapper imports ``re`` on every call, as long again as the whole
-    thin hook. ``-P`` keeps the entry's folder off ``sys.path``."""
+    thin hook. ``-P`` keeps the entry's folder off ``sys.path``; ``-S`` leaves
+    ``site`` to the entry, which needs it only without leashd (``hookentry``)."""
     import sys
 
     entry = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookentry.py")
-    return [sys.executable, "-P", entry]
+    return [sys.executable, "-S", "-P", entry]
 
 
 def read_settings(path: str) -> dict:

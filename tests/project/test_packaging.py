@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -103,3 +104,51 @@ def test_the_hook_and_the_console_start_from_the_wheel(installed, tmp_path):
     drawn = subprocess.run([str(installed), "-c", CONSOLE_CHECK, str(tmp_path / "home")], capture_output=True,
                            text=True, cwd=tmp_path, env=env, timeout=120)
     assert drawn.returncode == 0 and drawn.stdout.startswith("drawn"), drawn.stderr[-2000:]
+
+
+MARK_ENV = "LEASH_TEST_PTH_MARK"
+# A .pth file as anyone who can write to a site-packages could leave one: site runs its import line.
+MARKING_PTH = "import os; p = os.environ.get('" + MARK_ENV + "'); p and open(p, 'a').write('site ran\\n')\n"
+
+
+def test_the_installed_hook_runs_no_site_while_leashd_answers(installed, tmp_path):
+    """The command ``leash install`` writes runs the wheel's hook entry under
+    ``-S``: while leashd answers, no ``.pth`` file runs in the hook (the thin
+    client needs only the standard library and leash); without leashd, the
+    in-process hook gets ``site`` as usual. The answers are the same."""
+    home, project, mark = tmp_path / "home", tmp_path / "project", tmp_path / "site-ran"
+    project.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "LEASH_HOME": str(home), "HOME": str(tmp_path), MARK_ENV: str(mark)}
+    cli = [str(installed), "-m", "leash.console.cli"]
+    subprocess.run([*cli, "install", "--project", str(project)], check=True, capture_output=True, env=env, timeout=60)
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    [command] = [hook["command"] for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"]]
+    assert " -S " in command, command
+    subprocess.run([*cli, "stop", "--all", "--reason", "held"], check=True, capture_output=True, env=env, timeout=60)
+    payload = json.dumps({"session_id": "no-site", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}, "cwd": str(project)}).encode()
+    purelib = Path(subprocess.run([str(installed), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    pth = purelib / "zz-marking.pth"
+    pth.write_text(MARKING_PTH)
+    daemon = subprocess.Popen([*cli, "daemon", "--no-kennel"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        socket = home / "run" / "agent.sock"
+        deadline = time.monotonic() + 30
+        while not socket.exists():
+            assert daemon.poll() is None and time.monotonic() < deadline, "leashd did not start"
+            time.sleep(0.02)
+        mark.unlink(missing_ok=True)  # the CLI's own starts ran site
+        thin = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, cwd=project, env=env,
+                              timeout=60)
+        assert b"fleet is stopped" in thin.stdout, thin.stderr
+        assert not mark.exists(), "a .pth file ran in the hook while leashd answered"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        in_process = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, cwd=project, env=env,
+                                    timeout=60)
+        pth.unlink()
+    assert b"fleet is stopped" in in_process.stdout, in_process.stderr
+    assert mark.read_text().startswith("site ran")  # without leashd: site, as without -S (once per site dir)

@@ -1,4 +1,4 @@
-"""The hook entry `leash install` wires (``PYTHON -P hookentry.py hook EVENT``)
+"""The hook entry `leash install` wires (``PYTHON -S -P hookentry.py hook EVENT``)
 ends its process as soon as the hook's answer is flushed, without the
 interpreter's teardown: through leashd and in process alike. An ``atexit``
 handler someone registered is still run. And a call traced with
