@@ -13,7 +13,6 @@ The-nexus's names are kept at the top level::
 They are imported when first asked for (PEP 562), so importing one small core
 module (the thin hook client) does not pay for the stop protocol.
 """
-from __future__ import annotations
 
 __all__ = ["StopProtocol", "StopInterrupt", "HandsOffError", "loopguard"]
 

@@ -27,7 +27,6 @@ holder, so fails closed.
 Imports: the standard library's C core of ``socket`` and ``os``/``sys`` only:
 every tool call pays for them.
 """
-from __future__ import annotations
 
 import os
 import sys

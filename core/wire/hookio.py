@@ -12,7 +12,6 @@ pre-tool-use denies. This module is on the hook path, the thin client's too:
 standard library only, and ``json`` (which imports ``re``) only inside the
 functions that need it.
 """
-from __future__ import annotations
 
 import os
 import select
@@ -131,7 +130,7 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
             raise HookInputTooLarge()
 
 
-def parse_payload(raw: bytes, *, need_session: bool = True) -> JSONObject:
+def parse_payload(raw: bytes, *, need_session: bool = True) -> "JSONObject":
     import json  # json imports re: not at the top, where the thin hook client would pay for it
 
     if not raw.strip():

@@ -38,7 +38,6 @@ connected, vouched, sent, replied, written) after it has answered, and leashd
 started with it does the same for its side (``core.daemon.hookverb``):
 ``bench/hook_latency.py`` lays them out. Unset, nothing is stamped.
 """
-from __future__ import annotations
 
 import os
 import sys
