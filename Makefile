@@ -61,8 +61,12 @@ CODEX_VERSIONS ?= 0.169.0 latest
 GEMINI_VERSIONS ?= 0.61.0 latest
 CODEX_TESTS := $(wildcard tests/e2e/agents/test_*codex*.py)
 GEMINI_TESTS := $(wildcard tests/e2e/agents/test_*gemini*.py)
+# Claude Code makes its runtime folders in /tmp whatever TMPDIR says (its
+# sandbox's sockets, its background daemon's): those a run made are removed after it.
+CLAUDE_TMP_LEFTOVERS = /tmp/cc-daemon-$$(id -u) /tmp/cc-socks-$$(id -u)
 e2e: $(STAMP)
-	@status=0; for version in $(CLAUDE_VERSIONS); do \
+	@status=0; made=""; for left in $(CLAUDE_TMP_LEFTOVERS); do [ -e "$$left" ] || made="$$made $$left"; done; \
+	for version in $(CLAUDE_VERSIONS); do \
 		echo "e2e: Claude Code $$version"; \
 		LEASH_E2E_CLAUDE_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider tests/e2e \
 			--ignore=tests/e2e/agents -n 2 --reruns 2 --reruns-delay 1 || status=1; \
@@ -78,6 +82,7 @@ e2e: $(STAMP)
 			--reruns 2 --reruns-delay 1 || status=1; \
 	done; \
 	echo "e2e: the fleet soak, 3 minutes"; $(TEST_ENV) $(PY) bench/soak.py --minutes 3 || status=1; \
+	for left in $$made; do rm -rf "$$left"; done; \
 	exit $$status
 
 # Five leashd hosts (network namespaces, root) on one PostgreSQL, fifty agents,
