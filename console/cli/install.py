@@ -82,17 +82,17 @@ def _claude_wiring(context: Context, args: Namespace) -> _ClaudeWiring:
 
 
 def _install_claude(context: Context, args: Namespace) -> int:
-    from leash.core.hook import install, wiring
+    from leash.core.hook import install, wiringrecord
 
     plan = _claude_wiring(context, args)
     # The record first: a ConfigChange that sees the new settings compares them with it.
     try:
-        previous = wiring.write_record(context.home, plan.path, plan.runner, socket=args.socket,
+        previous = wiringrecord.write_record(context.home, plan.path, plan.runner, socket=args.socket,
                                        daemon_uid=plan.daemon_uid, on_failure=plan.on_failure,
                                        uninstall=args.uninstall, wait=plan.wait, pinned_home=plan.pinned,
                                        http_port=plan.http_port, sandbox=None if args.uninstall else plan.sandbox)
     except OSError as exc:
-        raise Refused(f"cannot record the wiring in {wiring.record_path(context.home)}: {exc.strerror}; "
+        raise Refused(f"cannot record the wiring in {wiringrecord.record_path(context.home)}: {exc.strerror}; "
                       "nothing changed") from None
     try:
         changed = install.install(plan.path, plan.runner, uninstall=args.uninstall, socket=args.socket,
@@ -103,7 +103,7 @@ def _install_claude(context: Context, args: Namespace) -> int:
 
             changed = install_sandbox(plan.path, plan.sandbox, uninstall=args.uninstall) or changed
     except (install.SettingsError, PermissionError) as exc:
-        wiring.restore_record(context.home, previous)
+        wiringrecord.restore_record(context.home, previous)
         if isinstance(exc, PermissionError):
             raise Refused(f"{plan.path}: {exc.strerror} (managed settings need root)") from None
         raise Refused(str(exc)) from None
@@ -117,7 +117,7 @@ def _install_claude(context: Context, args: Namespace) -> int:
 def _say_installed(context: Context, args: Namespace, plan: _ClaudeWiring) -> None:
     """How a call is refused when its hook cannot run, whom the hooks trust, and where it is recorded."""
     from leash.core.base import claudeversion
-    from leash.core.hook import wiring
+    from leash.core.hook import wiringrecord
 
     how = ('onFailure "block" and `|| exit 2`' if plan.on_failure else
            "`|| exit 2` (onFailure needs Claude Code 2.1.295 or later)")
@@ -131,16 +131,16 @@ def _say_installed(context: Context, args: Namespace, plan: _ClaudeWiring) -> No
     out(f"the hooks use the home {plan.pinned} (pinned in each command, whatever the agents' LEASH_HOME)")
     if plan.sandbox:
         _say_sandbox(plan.sandbox, plan.version)
-    out(f"recorded in {wiring.record_path(context.home)}: `leash install --check` compares with it")
+    out(f"recorded in {wiringrecord.record_path(context.home)}: `leash install --check` compares with it")
 
 
 def _sandbox_entries(context: Context, args: Namespace, path: str, version: tuple[int, ...] | None) -> dict | None:
     """What ``--sandbox`` writes into ``path`` (an install without it keeps
     the sandbox an earlier ``--sandbox`` wrote there); on ``--uninstall``,
     what an earlier ``--sandbox`` wrote (taken out again); None: nothing."""
-    from leash.core.hook import sandboxwiring, wiring
+    from leash.core.hook import sandboxwiring, wiringrecord
 
-    earlier = sandboxwiring.recorded(wiring.read_record(context.home)).get(os.path.abspath(path))
+    earlier = sandboxwiring.recorded(wiringrecord.read_record(context.home)).get(os.path.abspath(path))
     if args.uninstall:
         return earlier
     if not args.sandbox and earlier is None:

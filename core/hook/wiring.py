@@ -25,20 +25,12 @@ What is compared, per settings file:
   (``HOME``, ``USER``, ``TMUX``...). Other names (``ANTHROPIC_*``, proxies)
   are the user's.
 
-The install record (``<home>/wiring.json``, written by ``leash install``)
-holds the home it was written in (``home``) and, per settings file install
-wrote, the runner (interpreter and hook entry), the ``timeout`` program, the
-pinned home (``home``: the state home its hook commands name with ``--home``),
-the pinned socket and daemon uid,
-``onFailure`` and the approvals' wait (``[approvals] timeout_s``, which sets
-the deadlines of the events an approval may hold; ``--check`` fails when the
-config now says another); fingerprints (resolved path and SHA-256) of every interpreter,
-hook entry and ``timeout`` it named; and the SHA-256 of every file of leash's
-``core`` package (the code every hook runs). ``--check`` compares them with
-the files as they are now: a venv interpreter relinked to ``/bin/true`` or an
-edited hook entry is a failure. A file the record does not name may be wired
-as any recorded file is; without a record, as this leash's own
-``install.hook_runner()`` would wire it (and ``--check`` warns).
+The install record (``<home>/wiring.json``: ``core.hook.wiringrecord``) says
+what ``install`` wrote per settings file and fingerprints the programs and
+code its hooks run; ``--check`` compares them with the files as they are now.
+A file the record does not name may be wired as any recorded file is; without
+a record, as this leash's own ``install.hook_runner()`` would wire it (and
+``--check`` warns).
 
 Failure: an unreadable settings file or record is a finding, never an
 exception; ``differences`` never raises. In the single-user profile the record
@@ -52,143 +44,15 @@ import json
 import os
 import shlex
 
-from leash.core.hook import install
+from leash.core.hook import install, wiringrecord
 
-RECORD_NAME = "wiring.json"
-RECORD_VERSION = 1
 # Settings ``env`` names the hook command's resolution or leash's hook reads.
 ENV_NAMES = frozenset({
     "PATH", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "IFS", "CDPATH", "GLOBIGNORE", "PS4", "SHELL",
     "GCONV_PATH", "HOME", "USER", "LOGNAME", "PWD", "TMUX", "TMUX_PANE", "TMUX_TMPDIR",
 })
 ENV_PREFIXES = ("LEASH_", "PYTHON", "LD_", "BASH_FUNC_", "CLAUDE_CODE_SHELL")
-HASH_CHUNK_BYTES = 1 << 20
 SHOWN_FILES = 3  # changed files named in one finding
-
-
-# ------------------------------------------------------------------ record
-def record_path(home: str) -> str:
-    return os.path.join(home, RECORD_NAME)
-
-
-def read_record(home: str) -> dict | None:
-    """The install record, or None when there is none or it cannot be read."""
-    try:
-        with open(record_path(home), "rb") as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("version") == RECORD_VERSION else None
-
-
-def write_record(home: str, settings: str, runner: list[str], *, socket: str | None, daemon_uid: int | None,
-                 on_failure: bool, uninstall: bool = False, wait: float | None = None,
-                 pinned_home: str | None = None, http_port: int | None = None,
-                 sandbox: dict | None = None) -> bytes | None:
-    """Record what ``install`` writes into ``settings`` (or, ``uninstall``,
-    that it writes nothing there any more), with fresh fingerprints;
-    ``sandbox``: the entries ``leash install --sandbox`` writes there
-    (``core.hook.sandboxwiring``). Returns
-    the record as it was (None: there was none), for ``restore_record``."""
-    from leash.core.base.home import ensure_home
-    from leash.core.base.statefile import write_bytes_atomic
-
-    home = ensure_home(home)
-    try:
-        with open(record_path(home), "rb") as handle:
-            before: bytes | None = handle.read()
-    except OSError:
-        before = None
-    previous = read_record(home) or {}
-    files = dict(previous.get("files") or {})
-    timeout = install.timeout_program()
-    if uninstall:
-        files.pop(os.path.abspath(settings), None)
-    else:
-        files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
-                                            "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
-                                            "approval_wait": install.approval_wait(None) if wait is None else wait,
-                                            "home": pinned_home or "", "status_line": status_line_wired(settings),
-                                            "http_port": int(http_port or 0)}
-        if sandbox:
-            files[os.path.abspath(settings)]["sandbox"] = sandbox
-    # Programs other installs recorded keep the fingerprints they had then:
-    # installing here must not bless a file that changed there since.
-    before_prints = previous.get("fingerprints")
-    kept: dict = before_prints if isinstance(before_prints, dict) else {}
-    programs = [runner[0], timeout] + [word for word in runner[1:] if word.endswith(".py")]
-    record = {"version": RECORD_VERSION, "home": os.path.abspath(home), "files": files,
-              "fingerprints": {**kept, **fingerprints(*programs)},
-              "code_root": code_root(), "code": code_hashes()}
-    write_bytes_atomic(record_path(home), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
-    return before
-
-
-def status_line_wired(settings: str) -> bool:
-    """Whether ``install`` wires leash's status line into the file ``settings`` as it is."""
-    from leash.core.hook.statuswiring import wired
-
-    try:
-        return wired(install.read_settings(settings))
-    except install.SettingsError:
-        return False
-
-
-def restore_record(home: str, before: bytes | None) -> None:
-    """Put the record back as ``write_record`` found it (the settings could not be written)."""
-    from leash.core.base.statefile import write_bytes_atomic
-
-    if before is not None:
-        write_bytes_atomic(record_path(home), before)
-        return
-    try:
-        os.unlink(record_path(home))
-    except FileNotFoundError:
-        pass
-
-
-def sha256_of(path: str) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def fingerprints(*programs: str) -> dict[str, dict[str, str]]:
-    """path -> its resolved path and the SHA-256 of what that is ("" when unreadable)."""
-    found = {}
-    for program in programs:
-        real = os.path.realpath(program)
-        try:
-            digest = sha256_of(real)
-        except OSError:
-            digest = ""
-        found[program] = {"real": real, "sha256": digest}
-    return found
-
-
-def code_root() -> str:
-    """leash's ``core`` package folder (this file is ``core/hook/wiring.py``)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def code_hashes() -> dict[str, str]:
-    """core/...py (relative to the package) -> SHA-256, for every file of it."""
-    root = code_root()
-    hashes = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                try:
-                    hashes[os.path.relpath(path, os.path.dirname(root))] = sha256_of(path)
-                except OSError:
-                    continue
-    return hashes
 
 
 # ------------------------------------------------------------------ expected wiring
@@ -386,7 +250,7 @@ def changed_file_problem(path: str, *, home: str) -> str:
         data = install.read_settings(path)
     except install.SettingsError:
         return ""
-    found = differences(path, data, Expectation(read_record(home), wait=install.approval_wait(home)))
+    found = differences(path, data, Expectation(wiringrecord.read_record(home), wait=install.approval_wait(home)))
     if not found:
         return ""
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
@@ -397,11 +261,12 @@ def changed_file_problem(path: str, *, home: str) -> str:
 def check_findings(*, project: str | None, home: str) -> list[tuple[str, str, str]]:
     """(level, subject, message): every settings layer's differences from
     leash's wiring, and every file the wiring runs that changed since install."""
-    record = read_record(home)
+    record = wiringrecord.read_record(home)
     findings: list[tuple[str, str, str]] = []
     if record is None:
-        findings.append(("warn", "install record", f"none in {record_path(home)}: compared with this leash's own "
-                                                   "interpreter and hook entry; run leash install to record them"))
+        findings.append(("warn", "install record", f"none in {wiringrecord.record_path(home)}: compared with this "
+                                                   "leash's own interpreter and hook entry; run leash install to "
+                                                   "record them"))
     wait = install.approval_wait(home)
     expect = Expectation(record, wait=wait)
     findings.extend(wait_findings(record, wait))
@@ -435,7 +300,7 @@ def fingerprint_findings(record: dict) -> list[tuple[str, str, str]]:
     findings: list[tuple[str, str, str]] = []
     recorded = record.get("fingerprints")
     for program, then in (recorded.items() if isinstance(recorded, dict) else ()):
-        now = fingerprints(program)[program]
+        now = wiringrecord.fingerprints(program)[program]
         if not isinstance(then, dict):
             continue
         if now["real"] != then.get("real"):
@@ -445,11 +310,11 @@ def fingerprint_findings(record: dict) -> list[tuple[str, str, str]]:
             findings.append(("fail", program, f"{now['real']} changed since leash install (its SHA-256 differs)"))
     recorded_code = record.get("code")
     then_code: dict = recorded_code if isinstance(recorded_code, dict) else {}
-    if record.get("code_root") != code_root():
+    if record.get("code_root") != wiringrecord.code_root():
         findings.append(("warn", "leash's code", f"installed from {record.get('code_root')}, checked by the leash in "
-                                                 f"{code_root()}: its files are not compared"))
+                                                 f"{wiringrecord.code_root()}: its files are not compared"))
         return findings
-    now_code = code_hashes()
+    now_code = wiringrecord.code_hashes()
     changed = sorted(name for name in set(then_code) | set(now_code) if then_code.get(name) != now_code.get(name))
     if changed:
         shown = ", ".join(changed[:SHOWN_FILES]) + (f" and {len(changed) - SHOWN_FILES} more"
@@ -497,7 +362,7 @@ def home_findings(home: str, *, project: str | None = None) -> list[tuple[str, s
                                  f"leash uses {home} (leash install pins it)"))
         elif homes:
             findings.append(("ok", "hooks' home", f"{path}: the hooks use {home}, as this leash does"))
-    record = read_record(home)
+    record = wiringrecord.read_record(home)
     recorded = record.get("home") if record else None
     if isinstance(recorded, str) and recorded and os.path.realpath(recorded) != here:
         findings.append(("warn", install.HOME_MISMATCH, f"the install record in {home} was written for the home "

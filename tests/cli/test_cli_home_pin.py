@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from leash.core.hook import install, wiring
+from leash.core.hook import install, wiring, wiringrecord
 from leash.core.views.protocol import StopProtocol
 
 BASH = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -42,7 +42,7 @@ def test_install_pins_the_home_in_every_hook_and_records_it(cli, home, isolated)
     assert done.code == 0 and f"the hooks use the home {home}" in done.out, done
     found = commands(project / ".claude" / "settings.json")
     assert found and all(install.pinned_home(command) == str(home) for command in found)
-    record = wiring.read_record(str(home))
+    record = wiringrecord.read_record(str(home))
     assert record["home"] == str(home)
     assert {entry["home"] for entry in record["files"].values()} == {str(home)}
     assert cli("install", "--project", str(project), "--check").code == 0  # as installed: nothing differs

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from leash.core.hook import install, wiring
+from leash.core.hook import install, wiring, wiringrecord
 from leash.core.state.halts.api import session_state
 from leash.core.views.protocol import StopProtocol
 
@@ -177,8 +177,8 @@ def test_check_finds_the_hook_entry_edited(home, tmp_path, monkeypatch, cli):
     monkeypatch.setenv("LEASH_CLAUDE_MANAGED_SETTINGS", str(tmp_path / "managed.json"))
     monkeypatch.setenv("LEASH_CLAUDE", str(tmp_path / "no-claude"))
     package = tmp_path / "site-packages" / "leash" / "core"
-    shutil.copytree(wiring.code_root(), package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(wiring, "code_root", lambda: str(package))
+    shutil.copytree(wiringrecord.code_root(), package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(wiringrecord, "code_root", lambda: str(package))
     monkeypatch.setattr(install, "hook_runner", lambda: [sys.executable, "-P", str(package / "hook" / "hookentry.py")])
     project = tmp_path / "project"
     assert cli("install", "--project", str(project)).code == 0
