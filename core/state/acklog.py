@@ -14,7 +14,7 @@ outside the hashed part (``core.logverify`` says why), so a line added by
 anyone without the key is named by ``verify``.
 
 Reading: no reader holds the whole file. ``lines()`` streams the intact
-lines in blocks of ``READ_BLOCK`` bytes (what a replay, a scan for the head and
+lines in blocks (``core.state.logread``: what a replay, a scan for the head and
 the chain walk use), ``tail()`` reads from the end, and ``read()`` is the list
 of them for a caller that asks for one (``leash log``, the tests).
 
@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from leash.core.base.clock import iso, now_seconds, parse_iso
+from leash.core.base.clock import iso, now_seconds
 from leash.core.base.home import private_dir
 from leash.core.base.logverify import (  # noqa: F401 - canonical, chain_hash: named here too
     CHAIN_KEYS,
@@ -52,6 +52,8 @@ from leash.core.base.statefile import (
     locked,
     open_state,
 )
+from leash.core.state import logread
+from leash.core.state.logread import LineStream, LogRead
 
 TYPE_CHECKING = False  # for the type checker only: the head is imported when first used
 if TYPE_CHECKING:
@@ -79,7 +81,6 @@ RESERVED_KEYS = HEAD_KEYS + CHAIN_KEYS + (MAC_KEY,)  # no extra key of a line ma
 STATE_MARKS = (("stops.json", "head"), ("hands_off_registry.json", "@head"), ("approvals.json", "head"))
 # How far back an append looks for the last intact line before scanning it all.
 _TAIL_LOOKBACK = 64
-READ_BLOCK = 1 << 20  # bytes a streaming reader holds of the file at once (plus one line)
 
 
 
@@ -103,72 +104,6 @@ def written_here(path: str, seq: int) -> bool:
     """Whether this process appended line ``seq`` of the log at ``path``."""
     with _written_mutex:
         return seq in _WRITTEN_HERE.get(os.path.realpath(path), ())
-
-class LogRead:
-    """Lines read from the log, with what had to be skipped."""
-
-    def __init__(self, entries: list[JSONObject]):
-        self.entries = entries
-        self.torn_bytes = 0        # a final line without its newline
-        self.unreadable_lines = 0  # complete lines that are not JSON objects
-
-
-class RawLines:
-    """The complete lines of ``path`` (bytes, without their newline), oldest
-    first, from byte ``start`` (the start of a line), read ``block`` bytes at
-    a time up to the size the file had when the iteration began (lines
-    appended meanwhile are the next reader's). After the iteration,
-    ``torn_bytes`` counts a final line without its newline."""
-
-    def __init__(self, path: str, block: int | None = None, *, start: int = 0):
-        self.path, self.block, self.start = path, block or READ_BLOCK, start
-        self.torn_bytes = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        self.torn_bytes = 0
-        try:
-            fd = open_state(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        with os.fdopen(fd, "rb", buffering=0) as handle:
-            left = os.fstat(fd).st_size - self.start
-            if self.start:
-                handle.seek(self.start)
-            pending = b""
-            while left > 0:
-                chunk = handle.read(min(self.block, left))
-                if not chunk:
-                    break
-                left -= len(chunk)
-                *complete, pending = (pending + chunk).split(b"\n")
-                yield from complete
-            self.torn_bytes = len(pending)
-
-
-class LineStream:
-    """The intact lines of the log, parsed and filtered as they stream by
-    (``AckLog.lines``); after the iteration, ``torn_bytes`` and
-    ``unreadable_lines`` say what was skipped."""
-
-    def __init__(self, path: str, filters: dict, *, start: int = 0):
-        self.raw = RawLines(path, start=start)
-        self.filters = filters
-        self.unreadable_lines = 0
-
-    @property
-    def torn_bytes(self) -> int:
-        return self.raw.torn_bytes
-
-    def __iter__(self) -> Iterator[JSONObject]:
-        self.unreadable_lines = 0
-        filtered = any(value is not None for value in self.filters.values())
-        for raw in self.raw:
-            record = _parse(raw)
-            if record is None:
-                self.unreadable_lines += 1
-            elif not filtered or matches(record, **self.filters):
-                yield record
-
 
 class AckLog:
     """The ack log of one state home."""
@@ -272,12 +207,12 @@ class AckLog:
     def _chain_tip(self) -> tuple[str, int]:
         """(hash, next seq) of the last intact line; genesis for an empty log."""
         for raw in reversed(last_lines(self.path, _TAIL_LOOKBACK)):
-            record = _parse(raw)
+            record = logread.parse_line(raw)
             if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
                 return record["hash"], record["seq"] + 1
         last = None
-        for raw in RawLines(self.path):
-            record = _parse(raw)
+        for raw in logread.RawLines(self.path):
+            record = logread.parse_line(raw)
             if record is not None and isinstance(record.get("hash"), str) and isinstance(record.get("seq"), int):
                 last = record
         if last is None:
@@ -309,7 +244,7 @@ class AckLog:
         source: str | None = None,
         start: int = 0,
     ) -> LineStream:
-        """Every intact line, filtered, streamed from the file (``READ_BLOCK``
+        """Every intact line, filtered, streamed from the file (``logread.READ_BLOCK``
         bytes of it held at a time; from byte ``start``, the start of a line);
         iterate it again to read it again."""
         return LineStream(self.path, {"session": session, "event": event, "since": since, "source": source},
@@ -319,31 +254,11 @@ class AckLog:
         """The line whose newline is the byte just before ``offset``, read
         backwards from there; None when that byte is no newline or the line
         does not parse."""
-        if offset <= 0:
-            return None
-        try:
-            fd = open_state(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None
-        try:
-            if os.pread(fd, 1, offset - 1) != b"\n":
-                return None
-            line, end = b"", offset - 1
-            while end > 0:
-                start = max(0, end - 65536)
-                chunk = os.pread(fd, end - start, start)
-                index = chunk.rfind(b"\n")
-                line = chunk[index + 1:] + line
-                if index >= 0:
-                    break
-                end = start
-            return _parse(line)
-        finally:
-            os.close(fd)
+        return logread.line_ending_at(self.path, offset)
 
     def tail(self, count: int) -> list[JSONObject]:
         """The last ``count`` intact lines, oldest first, without reading it all."""
-        records = (_parse(raw) for raw in last_lines(self.path, count))
+        records = (logread.parse_line(raw) for raw in last_lines(self.path, count))
         return [r for r in records if r is not None]
 
     def follow(
@@ -373,7 +288,7 @@ class AckLog:
                     if size < position:  # a torn tail was cut off
                         position, pending = size, b""
                     handle.seek(position)
-                    chunk = handle.read(READ_BLOCK)  # the rest on the next turn, without a pause
+                    chunk = handle.read(logread.READ_BLOCK)  # the rest on the next turn, without a pause
             except FileNotFoundError:
                 chunk = b""
             if chunk:
@@ -381,12 +296,12 @@ class AckLog:
                 pending += chunk
                 *complete, pending = pending.split(b"\n")
                 for raw in complete:
-                    record = _parse(raw)
+                    record = logread.parse_line(raw)
                     if record is None:
                         continue
-                    if matches(record, session=session, event=event, since=since, source=source):
+                    if logread.matches(record, session=session, event=event, since=since, source=source):
                         yield record
-            if len(chunk) < READ_BLOCK:
+            if len(chunk) < logread.READ_BLOCK:
                 time.sleep(poll_seconds)
 
     # ------------------------------------------------------------ verifying
@@ -444,21 +359,13 @@ class AckLog:
             report.torn_file_bytes = os.stat(self.path + TORN_SUFFIX).st_size
         except FileNotFoundError:
             pass
-        lines = RawLines(self.path)
+        lines = logread.RawLines(self.path)
         for raw in lines:
             if not walker.feed(raw):
-                report.torn_bytes = _torn_tail(self.path)
+                report.torn_bytes = logread.torn_tail(self.path)
                 return report
         report.torn_bytes = lines.torn_bytes
         return walker.finish()
-
-
-def _parse(raw: bytes) -> JSONObject | None:
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 class _LastHash(dict):
@@ -467,38 +374,3 @@ class _LastHash(dict):
     def __setitem__(self, seq, line_hash) -> None:
         self.clear()
         super().__setitem__(seq, line_hash)
-
-
-def _torn_tail(path: str) -> int:
-    """How many bytes follow the file's last newline, read from its end."""
-    try:
-        fd = open_state(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return 0
-    try:
-        end = size = os.fstat(fd).st_size
-        while end > 0:
-            start = max(0, end - 65536)
-            index = os.pread(fd, end - start, start).rfind(b"\n")
-            if index >= 0:
-                return size - (start + index + 1)
-            end = start
-        return size
-    finally:
-        os.close(fd)
-
-
-def matches(record: JSONObject, *, session, event, since, source) -> bool:
-    if session is not None and record.get("session_id") != session:
-        return False
-    if event is not None and record.get("event") != event:
-        return False
-    if source is not None and record.get("source") != source:
-        return False
-    if since is not None:
-        try:
-            if parse_iso(record.get("timestamp", "")) < since:
-                return False
-        except ValueError:
-            return False
-    return True

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 
 from leash.core.base.logverify import ChainReport, ChainWalker, against
-from leash.core.state.acklog import EVENTS, RESERVED_KEYS, matches
+from leash.core.state.acklog import EVENTS, RESERVED_KEYS
+from leash.core.state.logread import matches
 from leash.core.store.pg import Database, chain, new_line
 from leash.core.store.records import ChainAnchor, LogLine, LogLines
 

@@ -17,7 +17,7 @@ from leash.core.base.clock import iso
 from leash.core.base.home import ensure_home
 from leash.core.base.statefile import write_json
 from leash.core.hook.gate import Gate
-from leash.core.state import acklog
+from leash.core.state import logread
 from leash.core.state.acklog import ACK_LOG_NAME, GENESIS_HASH, AckLog, chain_hash
 from leash.core.state.halts.api import record_halt
 from leash.core.state.loghead import HEAD_NAME, AckHead, head_of, scan
@@ -56,7 +56,7 @@ def filled_home(home, lines: int = FILLER):
 def parsed(monkeypatch) -> list[int]:
     """Counts every ack-log line parsed, by the readers and by the chain walk."""
     count = [0]
-    lenient, strict = acklog._parse, logverify.parse_strict
+    lenient, strict = logread.parse_line, logverify.parse_strict
 
     def counted_parse(raw):
         count[0] += 1
@@ -66,7 +66,7 @@ def parsed(monkeypatch) -> list[int]:
         count[0] += 1
         return strict(raw)
 
-    monkeypatch.setattr(acklog, "_parse", counted_parse)
+    monkeypatch.setattr(logread, "parse_line", counted_parse)
     monkeypatch.setattr(logverify, "parse_strict", counted_strict)
     return count
 
@@ -90,7 +90,7 @@ def test_a_view_that_rebuilds_a_cache_streams_the_log(home, monkeypatch):
     (home / "stops.json").unlink()
     with sqlite3.connect(home / "halts.db") as db:
         db.execute("DELETE FROM meta WHERE key = 'acklog_head'")  # out of step: rebuilt from the log
-    monkeypatch.setattr(acklog, "READ_BLOCK", 64 * 1024)
+    monkeypatch.setattr(logread, "READ_BLOCK", 64 * 1024)
     size = (home / ACK_LOG_NAME).stat().st_size
     tracemalloc.start()
     try:
@@ -115,7 +115,7 @@ def test_the_streamed_readers_agree_with_the_list_reader(home):
     assert list(streamed) == listed.entries and len(listed.entries) == 503
     assert (streamed.torn_bytes, streamed.unreadable_lines) == (listed.torn_bytes, listed.unreadable_lines) == (6, 1)
     assert list(log.lines(event="stop_ack")) == log.read(event="stop_ack").entries != []
-    small = acklog.RawLines(log.path, block=7)  # lines longer than a block are whole all the same
+    small = logread.RawLines(log.path, block=7)  # lines longer than a block are whole all the same
     assert [json.loads(raw)["seq"] for raw in list(small)[:503]] == list(range(1, 504))
     assert scan(log)["seq"] == 503
     report = log.verify()
