@@ -86,7 +86,7 @@ def _say_fleet(state: dict, moment: float) -> None:
 
 def _say_held(state: dict, moment: float) -> None:
     """What holds sessions: stops, locks, pending halts, warrants and tripped breakers."""
-    from leash.core.views.fleet import natural_key
+    from leash.core.views.sessionrows import natural_key
 
     state["stopped_sessions"].sort(key=lambda r: natural_key(r["session_id"]))
     section("stopped sessions", state["stopped_sessions"], lambda r: (
@@ -157,7 +157,8 @@ def _add_session_states(backend: Backend, sessions: list[dict[str, Any]], moment
     hands-off, running, what the hooks last said of it (waiting for input,
     ended), or gone (``gone`` true: its tmux session is not its live one).
     The sessions are sorted as the console sorts names (``natural_key``)."""
-    from leash.core.views.fleet import natural_key, view
+    from leash.core.views.fleet import view
+    from leash.core.views.sessionrows import natural_key
 
     rows = view(backend=backend, tmux_sessions=tmux_sessions, now=moment)["sessions"]
     by_agent = {agent: row for row in rows for agent in row["agents"]}

@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 
 from leash.core.state.warrants import WarrantQueue
-from leash.core.views.fleet import natural_key, view
+from leash.core.views.fleet import view
 from leash.core.views.protocol import StopProtocol
+from leash.core.views.sessionrows import natural_key
 from tests.support.kennel import run_kennel, start_agent
 
 T0 = 1_800_000_000.0
