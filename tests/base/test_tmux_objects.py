@@ -45,12 +45,15 @@ def test_a_message_is_typed_literally_and_enter_is_a_key_of_its_own(tmux):
     # typed before cat runs, a line can be flushed as the pane's terminal is set up
     wait_for(lambda: tmux.list_sessions()[0]["panes"][0]["command"] == "cat", what="cat to run")
     session_id = tmux.resolve("agent")["id"]
-    for target in ("agent", session_id, tmux.resolve("agent")["panes"][0]):
+    # One at a time: a message typed while cat still writes the last one out
+    # would share its line on the screen (the terminal's echo and cat's copy).
+    for sent, target in enumerate(("agent", session_id, tmux.resolve("agent")["panes"][0]), start=1):
         tmux.send_message(target, "C-c Enter Escape $(id) ; q")
-    try:
-        wait_for(lambda: shows(tmux, "agent", "C-c Enter Escape $(id) ; q", times=6), what="three echoed lines")
-    except AssertionError:
-        raise AssertionError(f"three echoed lines never showed: {tmux.capture('agent')!r}") from None
+        try:
+            wait_for(lambda sent=sent: shows(tmux, "agent", "C-c Enter Escape $(id) ; q", times=2 * sent),
+                     what=f"message {sent} echoed")
+        except AssertionError:
+            raise AssertionError(f"message {sent} never showed twice: {tmux.capture('agent')!r}") from None
     assert tmux.has_session(session_id)  # cat never saw a Ctrl-C
     assert tmux.list_sessions()[0]["panes"][0]["command"] == "cat"
 
