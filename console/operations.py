@@ -278,7 +278,7 @@ class Operations:
         def run(c: Confirmed) -> str:
             result = self.backend.halts.acknowledge(row["halt_id"], row["session_id"], resolution,
                                                     notes=c.text or None, caution=c.caution, source=self.source)
-            tail = "the session may resume" if result["session_can_resume"] else "the session stays held"
+            tail = "the session may resume" if result.session_can_resume else "the session stays held"
             done = {"resolved": "acknowledged", "dismissed": "dismissed", "escalated": "escalated"}[resolution]
             return f"{done} {shown(row.get('condition_name') or row['halt_type'])}: {tail}"
         effect = {"resolved": "The halt is resolved; the session resumes when no other halt holds it.",

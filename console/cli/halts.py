@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from argparse import ArgumentParser, _SubParsersAction
     from typing import Callable
 
-    from leash.core.store.protocols import HaltStore
-    from leash.core.store.records import HaltEventRecord
+    from leash.core.store.protocols_halts import HaltStore
+    from leash.core.store.records_halts import AcknowledgedHalt, HaltConditionConfig, HaltEventRecord, RecordedHalt
 
 
 def add_parsers(sub: _SubParsersAction, common: ArgumentParser, acting: ArgumentParser,
@@ -124,9 +124,9 @@ def _out_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=True) + "\n")
 
 
-def _action(command: str, result: dict) -> dict:
+def _action(command: str, result: RecordedHalt | AcknowledgedHalt) -> dict:
     """An action's ``--json`` object: ``ok``, ``command``, ``exit_code``, then the seed's output keys."""
-    return {"ok": True, "command": command, "exit_code": 0, **result}
+    return {"ok": True, "command": command, "exit_code": 0, **result.as_json()}
 
 
 def run(backend: Backend, args: Namespace) -> int:
@@ -147,15 +147,15 @@ def _list(halts: HaltStore, args: Namespace) -> int:
                       halt_type=args.halt_type, severity=args.severity, limit=args.limit, offset=args.offset)
     result = halts.listing(query)
     if args.json:
-        _out_json(result)
+        _out_json(result.as_json())
         return 0
-    _out(f"{len(result['halts'])} of {result['total_count']} matching halts; "
-         f"{result['unacknowledged_count']} unacknowledged")
-    for h in result["halts"]:
-        state = h.get("resolution") or ("acknowledged" if h["acknowledged"] else "pending")
-        _out(f"  {h['halt_id'][:8]}  {h['severity']:<8} {h['halt_type']:<12} {h.get('condition_name') or '-':<24} "
-             f"{h['session_id']}  {h['triggered_at']}  {state}")
-        _out(f"            {h['description']}")
+    _out(f"{len(result.halts)} of {result.total_count} matching halts; "
+         f"{result.unacknowledged_count} unacknowledged")
+    for h in result.halts:
+        state = h.resolution or ("acknowledged" if h.acknowledged else "pending")
+        _out(f"  {h.halt_id[:8]}  {h.severity:<8} {h.halt_type:<12} {h.condition_name or '-':<24} "
+             f"{h.session_id}  {h.triggered_at}  {state}")
+        _out(f"            {h.description}")
     return 0
 
 
@@ -195,8 +195,8 @@ def _record(halts: HaltStore, args: Namespace) -> int:
     if args.json:
         _out_json(_action("halts record", result))
     else:
-        _out(f"recorded {result['halt_id']} at {result['recorded_at']}"
-             f"{' (escalation triggered)' if result.get('escalation_triggered') else ''}")
+        _out(f"recorded {result.halt_id} at {result.recorded_at}"
+             f"{' (escalation triggered)' if result.escalation_triggered else ''}")
     return 0
 
 
@@ -222,9 +222,9 @@ def _prefix_matches(halts: HaltStore, prefix: str) -> int:
     count, offset = 0, 0
     while True:
         page = halts.listing(HaltQuery(include_acknowledged=True, limit=PREFIX_PAGE, offset=offset))
-        count += sum(1 for h in page["halts"] if h["halt_id"].lower().startswith(prefix.lower()))
-        offset += len(page["halts"])
-        if not page["halts"] or offset >= page["total_count"]:
+        count += sum(1 for h in page.halts if h.halt_id.lower().startswith(prefix.lower()))
+        offset += len(page.halts)
+        if not page.halts or offset >= page.total_count:
             return count
 
 
@@ -261,9 +261,9 @@ def _acknowledge(halts: HaltStore, args: Namespace) -> int:
     if args.json:
         _out_json(_action(f"halts {args.halts_command}", result))
     else:
-        resume = "the session may resume" if result["session_can_resume"] else "the session stays held"
+        resume = "the session may resume" if result.session_can_resume else "the session stays held"
         _out(f"{resolution} {found.id}: {resume}")
-        for warning in result.get("warnings", []):
+        for warning in result.warnings or []:
             _out(f"  warning: {warning}")
     return 0
 
@@ -273,15 +273,15 @@ def _config(halts: HaltStore, args: Namespace) -> int:
     if changes and not args.name:
         raise UsageError("name the condition to change")
     rows = halts.config()
-    if args.name and args.name not in {r["condition_name"] for r in rows}:
+    if args.name and args.name not in {r.condition_name for r in rows}:
         raise UsageError(f"no condition {args.name!r}; the conditions are: "
-                         f"{', '.join(sorted(r['condition_name'] for r in rows))}")
+                         f"{', '.join(sorted(str(r.condition_name) for r in rows))}")
     if changes:
         return _configure(halts, args, changes)
     if args.name:
-        rows = [r for r in rows if r["condition_name"] == args.name]
+        rows = [r for r in rows if r.condition_name == args.name]
     if args.json:
-        _out_json(rows)
+        _out_json([r.as_dict() for r in rows])
     else:
         _show_config(rows, named=bool(args.name))
     return 0
@@ -300,27 +300,28 @@ def _config_changes(args: Namespace) -> dict:
 def _configure(halts: HaltStore, args: Namespace, changes: dict) -> int:
     result = halts.configure({"condition_name": args.name, **changes})
     if args.json:
-        _out_json(result)
+        _out_json(result.as_json())
         return 0
-    for key, value in result["current_values"].items():
-        before = result["previous_values"][key]
+    before_values = result.previous_values.as_dict()
+    for key, value in result.current_values.as_dict().items():
+        before = before_values[key]
         mark = f"  (was {json.dumps(before)})" if before != value else ""
         _out(f"{args.name}.{key} = {json.dumps(value)}{mark}")
     return 0
 
 
-def _show_config(rows: list, *, named: bool) -> None:
+def _show_config(rows: list[HaltConditionConfig], *, named: bool) -> None:
     """A line per condition; a condition named alone gets its rule's text too."""
     from leash.core.policy.halts.conditions import load_all
 
     registry = load_all()
     for r in rows:
-        after = f", escalate after {r['escalate_after_minutes']} min" if r["escalate_after_minutes"] is not None else ""
-        auto = ", auto-escalate" if r["auto_escalate"] else ""
-        _out(f"{r['condition_name']:<26} {r['halt_type']:<12} {r['severity']:<8} "
-             f"{'on ' if r['enabled'] else 'off'} threshold {json.dumps(r['threshold'])}{after}{auto}")
-        if named and r["condition_name"] in registry:
-            _out(f"  {registry[r['condition_name']].doc}")
+        after = f", escalate after {r.escalate_after_minutes} min" if r.escalate_after_minutes is not None else ""
+        auto = ", auto-escalate" if r.auto_escalate else ""
+        _out(f"{r.condition_name:<26} {r.halt_type:<12} {r.severity:<8} "
+             f"{'on ' if r.enabled else 'off'} threshold {json.dumps(r.threshold)}{after}{auto}")
+        if named and r.condition_name in registry:
+            _out(f"  {registry[r.condition_name].doc}")
 
 
 HANDLERS = {"list": _list, "record": _record, "ack": _acknowledge, "escalate": _acknowledge,

@@ -280,6 +280,7 @@ def cmd_release(context: Context, args: Namespace) -> int:
 def cmd_loop(context: Context, args: Namespace) -> int:
     from leash.core.base.config import load_config
     from leash.core.state import loopguard
+    from leash.core.store.records import LoopLimits, loop_limits
 
     config = load_config(context.home)
     breakers = context.backend.breakers
@@ -288,7 +289,7 @@ def cmd_loop(context: Context, args: Namespace) -> int:
         limits: dict[str, Any] = loopguard.limits_for(args.name, config, kept=kept.as_dict(), given={
             key: getattr(args, key) for key in loopguard.LIMIT_KEYS if getattr(args, key) is not None})
         tripped = breakers.check_and_record(args.name, source=args.source, **limits)
-        state = breakers.describe(args.name, config={"loop": {args.name: limits}})
+        state = breakers.describe(args.name, limits=LoopLimits.of(dict(limits)))
         if args.json:
             return done(args, 3 if tripped else 0, action="loop_check", name=args.name, tripped=bool(tripped),
                         breaker=plain(state))
@@ -302,7 +303,8 @@ def cmd_loop(context: Context, args: Namespace) -> int:
             return done(args, action="loop_reset", name=args.name)
         out(f"reset {args.name}")
         return 0
-    states = [breakers.describe(n, config=config).as_dict() for n in breakers.names()]
+    configured = loop_limits(config)
+    states = [breakers.describe(n, limits=configured.get(n)).as_dict() for n in breakers.names()]
     if args.json:
         out_json(states, indent=2)
         return 0

@@ -14,8 +14,8 @@ from leash.console.cli.context import Context
 from leash.console.cli.output import ago, done, out, out_json, plain, section
 from leash.console.errors import Refused
 from leash.core.base.clock import human_duration, now_seconds, parse_iso
-from leash.core.store.protocols import WarrantStore
-from leash.core.store.records import DogRecord, WarrantRecord
+from leash.core.store.protocols_work import WarrantStore
+from leash.core.store.records_warrants import DogRecord, WarrantRecord
 
 PARDON_WAIT_SECONDS = 5.0  # how long `warrant pardon` waits for the dog to take a requested pardon
 PARDON_POLL_SECONDS = 0.1
@@ -88,29 +88,29 @@ def _list(context: Context, args: Namespace) -> int:
 
     listing = context.backend.warrants.listing()
     if args.json:
-        out_json(listing, indent=2)
+        out_json(listing.as_dict(), indent=2)
         return 0
     moment = now_seconds()
-    names_now = _tmux_names(context.home) if listing["pending"] or listing["active"] else {}
-    attempts = configured_attempts(context.home) if listing["active"] else None
+    names_now = _tmux_names(context.home) if listing.pending or listing.active else {}
+    attempts = configured_attempts(context.home) if listing.active else None
 
     def target(w: dict) -> str:  # the name filed, and the session's name now when it was renamed
         now_named = names_now.get(w.get("target_id") or "")
         return w["target"] + (f" (now {now_named})" if now_named and now_named != w["target"] else "")
-    section("pending", listing["pending"], lambda w: (
-        f"{w['id']}  {target(w)}  filed {ago(w['filed_at'], moment)} by {w['requester']}: {w['reason']}"))
-    section("active", listing["active"], lambda d: (
-        f"{d['id']}  {target(d['warrant'])}  {d['state']}  attempt {attempt_label(d, attempts)}"
-        + (f"  gate closes in {human_duration(parse_iso(d['next_timeout']) - moment)}" if d.get("next_timeout") and
-           d["state"] == "interrogating" else "")))
-    section("finished", listing["completed"], lambda d: (
-        f"{d['id']}  {d['warrant']['target']}  {d.get('outcome')}  attempt {d.get('attempt', 0)}  "
-        f"{ago(d.get('completed_at', ''), moment)}"))
-    if listing["unreadable"]:
-        section("unreadable (the kennel quarantines them)", listing["unreadable"],
-                lambda u: f"{u['file']}: {u['problem']}")
-    if listing["quarantined"]:
-        section("quarantined (kept for inspection)", listing["quarantined"], lambda path: path)
+    section("pending", listing.pending, lambda w: (
+        f"{w.id}  {target(w.as_dict())}  filed {ago(w.filed_at, moment)} by {w.requester}: {w.reason}"))
+    section("active", listing.active, lambda d: (
+        f"{d.id}  {target(d.warrant)}  {d.state}  attempt {attempt_label(d.as_dict(), attempts)}"
+        + (f"  gate closes in {human_duration(parse_iso(d.next_timeout) - moment)}" if d.next_timeout and
+           d.state == "interrogating" else "")))
+    section("finished", listing.completed, lambda d: (
+        f"{d.id}  {d.warrant['target']}  {d.outcome}  attempt {d.attempt or 0}  "
+        f"{ago(d.completed_at or '', moment)}"))
+    if listing.unreadable:
+        section("unreadable (the kennel quarantines them)", listing.unreadable,
+                lambda u: f"{u.file}: {u.problem}")
+    if listing.quarantined:
+        section("quarantined (kept for inspection)", listing.quarantined, lambda path: path)
     return 0
 
 

@@ -123,7 +123,7 @@ def seed_budget(home: Home, *, now: float) -> None:
     point, claude-c044's own day held, the 5-hour window at 63%. Needs
     ``budget_config()`` in config.toml for the caps to show."""
     from leash.core.policy.caps import period_of
-    from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+    from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
     from leash.core.store.select import backend_for
 
     hour = int(now // 3600) * 3600

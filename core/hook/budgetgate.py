@@ -21,6 +21,7 @@ from leash.core.state.loghead import HeadMismatch
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
     from leash.core.store.protocols import Backend
+    from leash.core.store.records_halts import HaltConditionConfig
 
 # The halt a spend hold records (``core.policy.halts.conditions.budget``): its
 # type and severity when the condition's settings cannot be read.
@@ -40,7 +41,7 @@ def held_by(gate, session_id: str, record: dict, holds: list, budget: dict, *, n
     if found is None:
         return None
     condition = budget_condition(gate.backend)
-    if condition is not None and not condition.get("enabled", True):
+    if condition is not None and condition.enabled is False:
         return None  # the operator switched the condition off: caps warn, never hold
     hold, cap = found
     record_halt(gate.backend, gate.home, session_id, hold, cap, condition, now=now)
@@ -58,21 +59,21 @@ def host_of_session(gate, record: dict) -> str:
     return host_name(gate.home)
 
 
-def budget_condition(backend: Backend) -> dict | None:
+def budget_condition(backend: Backend) -> HaltConditionConfig | None:
     """The ``budget`` halt condition's settings; None when the halt store cannot say."""
     try:
         rows = backend.halts.config()
     except (HaltStoreUnavailable, HeadMismatch, OSError):
         return None
-    return next((row for row in rows if row.get("condition_name") == BUDGET_CONDITION), None)
+    return next((row for row in rows if row.condition_name == BUDGET_CONDITION), None)
 
 
-def record_halt(backend: Backend, home: str, session_id: str, hold, cap: dict, condition: dict | None, *,
+def record_halt(backend: Backend, home: str, session_id: str, hold, cap: dict,
+                condition: HaltConditionConfig | None, *,
                 now: float | None) -> None:
     """One ``budget`` halt per session and cap (its ``task_id``: ``budget:CAP``):
     recorded unless one of the same cap is still pending."""
     task = f"{BUDGET_CONDITION}:{hold.cap}"
-    settings = condition or {}
     try:
         # A batch of parallel calls asks at once: one of them records, in turn
         # (a session's hooks all run on its host, so a lock in the home suffices).
@@ -80,12 +81,12 @@ def record_halt(backend: Backend, home: str, session_id: str, hold, cap: dict, c
             from leash.core.policy.halts.outcomes import HaltQuery
 
             query = HaltQuery(session=session_id, pending=True, limit=PENDING_READ)
-            pending = backend.halts.listing(query, now=now)["halts"]
-            if any(h.get("condition_name") == BUDGET_CONDITION and h.get("task_id") == task for h in pending):
+            pending = backend.halts.listing(query, now=now).halts
+            if any(h.condition_name == BUDGET_CONDITION and h.task_id == task for h in pending):
                 return
             backend.halts.record({"session_token": session_id, "task_id": task, "condition_name": BUDGET_CONDITION,
-                                  "halt_type": settings.get("halt_type") or BUDGET_HALT_TYPE,
-                                  "severity": settings.get("severity") or BUDGET_SEVERITY,
+                                  "halt_type": (condition and condition.halt_type) or BUDGET_HALT_TYPE,
+                                  "severity": (condition and condition.severity) or BUDGET_SEVERITY,
                                   "description": budgethold.halt_description(hold, cap),
                                   "context": budgethold.halt_context(hold, cap)}, now=now)
     except (HaltStoreUnavailable, HeadMismatch, OSError):

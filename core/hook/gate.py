@@ -321,7 +321,7 @@ class Gate:
             return ALLOW
         from leash.core.policy.halts.conditions.registry import blocks
 
-        result = unit.check(data)
+        result = unit.check(data).as_json()
         blocking = [r for r in result["halt_reasons"] if blocks(r["severity"])]
         if not blocking:
             return ALLOW

@@ -1,5 +1,7 @@
-"""The storage seam: every store behind a protocol (``leash.core.store.protocols``),
-typed records (``leash.core.store.records``), the full stop's one-step write
+"""The storage seam: every store behind a protocol (``leash.core.store.protocols``
+and its ``protocols_halts``, ``protocols_work``, ``protocols_budget``), typed
+records (``leash.core.store.records`` and its ``records_halts``,
+``records_warrants``, ``records_budget``), the full stop's one-step write
 (``leash.core.store.transaction``), the embedded file backend
 (``leash.core.store.files.FileBackend``), the shared PostgreSQL one
 (``leash.core.store.postgres.PostgresBackend``) and which a home uses

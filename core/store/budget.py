@@ -50,7 +50,7 @@ from leash.core.store.budgetrows import (
     totals_sql,
     window_of,
 )
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
+from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # sqlite3 is imported where a database is opened: holds() never needs it
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
+from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # typing is for the type checker only
 if TYPE_CHECKING:

@@ -36,7 +36,8 @@ from leash.core.state.acklog import ACK_LOG_NAME
 from leash.core.state.sessions import SESSIONS_NAME
 
 if TYPE_CHECKING:
-    from leash.core.store.protocols import ApprovalStore, BudgetStore, WarrantStore
+    from leash.core.store.protocols_budget import ApprovalStore, BudgetStore
+    from leash.core.store.protocols_work import WarrantStore
 
 
 class FileHome(Protocol):

@@ -208,7 +208,7 @@ class FileBackend(LazyStores):
         database connections open between calls."""
         self.home = ensure_home(home)
         if keep_connections:
-            from leash.core.store.filestores import FileHalts
+            from leash.core.store.filehalts import FileHalts
 
             self.__dict__["halts"] = FileHalts(self.home, keep_connection=True)  # kept open (LazyStores)
         log = AckLog(self.home)

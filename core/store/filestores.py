@@ -1,7 +1,7 @@
-"""The file backend's halt, warrant, breaker, reply, kennel, approval and budget stores.
+"""The file backend's warrant, breaker, reply, kennel, approval and budget stores
+(its halt store is ``core.store.filehalts``).
 
-Each delegates to the module that owns its file: the halt API over
-``halts.db``, ``WarrantQueue`` over ``warrants/`` and ``dogs/``, ``loopguard``
+Each delegates to the module that owns its file: ``WarrantQueue`` over ``warrants/`` and ``dogs/``, ``loopguard``
 over ``<name>/restart_loop.json``, ``replyledger`` over ``replies.db`` and the
 kennel's ``kennel.json``, ``core.store.budget`` over ``budget.db`` and
 ``budget-holds.json``. Built on first use by ``FileBackend``: the hook path
@@ -19,165 +19,28 @@ from __future__ import annotations
 import os
 
 from leash.core.base.clock import iso, now_seconds
-from leash.core.store.records import (
-    BreakerRecord,
+from leash.core.store.records import BreakerRecord, LoopLimits
+from leash.core.store.records_warrants import (
     DogRecord,
-    HaltEventRecord,
-    HaltRecord,
+    DogState,
     HeartbeatRecord,
     KennelOwner,
     PardonRequest,
+    WarrantListing,
     WarrantRecord,
     found_warrant,
 )
 
 TYPE_CHECKING = False  # for the type checker only: the gate imports this module for the budget holds
 if TYPE_CHECKING:
-    import sqlite3
     from typing import Any, Callable, Sequence
 
-    from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
     from leash.core.state.acklog import AckLog
     from leash.core.state.warrants.queue import WarrantQueue
     from leash.core.store.approvals import ApprovalRegistry
     from leash.core.store.budget import FileBudget
-    from leash.core.store.protocols import Claim
-
-
-# ---------------------------------------------------------------- halts
-class FileHaltUnit:
-    """Reads over one connection to halts.db (None when there is no halts.db)."""
-
-    def __init__(self, connection: sqlite3.Connection | None, home: str, now: float | None = None):
-        self.connection = connection
-        self.home = home
-        self.now = now
-
-    def state(self, session_id: str) -> str:
-        if self.connection is None:
-            return "active"
-        from leash.core.state.halts.api import session_state
-
-        return session_state(self.home, session_id, connection=self.connection)
-
-    def states(self) -> dict[str, str]:
-        from leash.core.state.halts.api import session_states
-
-        return session_states(self.connection) if self.connection is not None else {}
-
-    def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
-        if self.connection is None:
-            return []
-        from leash.core.state.halts.api import get_session_halts
-
-        query = {"pending": True, "limit": limit, **({"session_token": session_id} if session_id else {})}
-        return [HaltRecord.of(h) for h in get_session_halts(query, home=self.home, connection=self.connection)["halts"]]
-
-    def pending_counts(self) -> dict[str, int]:
-        from leash.core.state.halts.api import pending_counts
-        from leash.core.state.halts.store import SEVERITIES
-
-        return pending_counts(self.connection) if self.connection is not None else {s: 0 for s in SEVERITIES}
-
-    def files_read(self, session_id: str) -> list[str] | None:
-        if self.connection is None:
-            return None
-        from leash.core.state.halts.api import files_read
-
-        return files_read(self.home, session_id, connection=self.connection)
-
-    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
-        """Over this unit's connection; with no halts.db yet, as ``FileHalts.check``
-        (it creates one only when something is recorded)."""
-        from leash.core.state.halts.api import check_halt_conditions
-
-        return check_halt_conditions(data, home=self.home, now=self.now, record=record, record_high=record_high,
-                                     connection=self.connection)
-
-
-class _HaltUnitScope:
-    def __init__(self, home: str, now: float | None, *, kept: bool = False):
-        from leash.core.state.halts.api import connected, reading
-
-        self.home = home
-        self.now = now
-        self.connected = reading(home, now) if kept else connected(home, now)
-
-    def __enter__(self) -> FileHaltUnit:
-        return FileHaltUnit(self.connected.__enter__(), self.home, self.now)
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.connected.__exit__(*exc_info)
-
-
-class FileHalts:
-    """``keep_connection``: every unit over the one connection this process
-    keeps (``reading``), as a long-lived process (leashd) wants."""
-
-    def __init__(self, home: str, acklog: AckLog | None = None, *, keep_connection: bool = False):
-        self.home = home
-        self.keep_connection = keep_connection
-
-    def unit(self, *, now: float | None = None) -> _HaltUnitScope:
-        return _HaltUnitScope(self.home, now, kept=self.keep_connection)
-
-    def record(self, data: dict, *, now: float | None = None) -> dict:
-        from leash.core.state.halts.api import record_halt
-
-        return record_halt(data, home=self.home, now=now)
-
-    def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
-                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
-        from leash.core.state.halts.api import acknowledge_halt, acknowledge_input
-
-        data = acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
-        return acknowledge_halt(data, home=self.home, now=now, source=source)
-
-    def state(self, session_id: str, *, now: float | None = None) -> str:
-        from leash.core.state.halts.api import session_state
-
-        return session_state(self.home, session_id, now=now)
-
-    def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
-        from leash.core.state.halts.api import get_session_halts
-
-        return get_session_halts(query.as_input(), home=self.home, now=now)
-
-    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None,
-              now: float | None = None) -> CheckResult:
-        from leash.core.state.halts.api import check_halts
-
-        return check_halts(data, home=self.home, now=now, record=record, record_high=record_high)
-
-    def find(self, halt_id: str) -> HaltEventRecord | None:
-        from leash.core.state.halts.api import find_halt
-
-        return HaltEventRecord.of(find_halt(halt_id, home=self.home))
-
-    def config(self) -> list[dict]:
-        from leash.core.state.halts.api import list_config
-
-        return list_config(home=self.home)
-
-    def configure(self, data: dict, *, now: float | None = None) -> dict:
-        from leash.core.state.halts.api import update_halt_config
-
-        return update_halt_config(data, home=self.home, now=now)
-
-    def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
-        from leash.core.state.halts.evidence import record_files_read
-
-        record_files_read(self.home, session_id, paths, now=now)
-
-    def record_attempt(self, session_id: str, task_id: str, *, error: str | None, now: float | None = None) -> int:
-        from leash.core.state.halts.evidence import record_attempt
-
-        return record_attempt(self.home, session_id, task_id, error=error, now=now)
-
-    def reading(self, *, now: float | None = None) -> _HaltUnitScope:
-        """Over the connection this process keeps open for its repeated reads
-        (``core.halts.access.reading``): no WAL file comes and goes per read."""
-        return _HaltUnitScope(self.home, now, kept=True)
+    from leash.core.store.filehalts import FileHalts
+    from leash.core.store.protocols_work import Claim
 
 
 # ---------------------------------------------------------------- warrants
@@ -186,13 +49,13 @@ class FileClaim:
 
     def __init__(self, queue: WarrantQueue, state: dict, fd: int):
         self.queue = queue
-        self.state = state
+        self.state = DogState.of(state)
         self.warrant = WarrantRecord.of(state.get("warrant") or {})
         self._fd: int | None = fd
 
     @property
     def id(self) -> str:
-        return self.state["id"]
+        return self.state.id
 
     @property
     def held(self) -> bool:
@@ -210,7 +73,7 @@ class FileClaim:
     def save(self) -> None:
         from leash.core.base.statefile import write_json
 
-        write_json(self.queue.active_path(self.id), self.state)
+        write_json(self.queue.active_path(self.id), self.state.as_dict())
 
     def pardon_request(self) -> PardonRequest | None:
         return PardonRequest.of(self.queue.pardon_request(self.id))
@@ -222,13 +85,16 @@ class FileClaim:
 
         if self._fd is None:
             raise RuntimeError(f"warrant {self.id} is not held")
+        stored = self.state.as_dict()
         try:
-            if self.state.get("state") == "complete":  # sealed by a worker that died before filing it away
-                return DogRecord.of(complete(self.queue, self.state, now=now_seconds(now), resumed=True))
-            return DogRecord.of(finish(self.queue, self.state, outcome, now=now_seconds(now), timeouts=timeouts,
-                                       by=by, note=note))
+            if self.state.state == "complete":  # sealed by a worker that died before filing it away
+                done = complete(self.queue, stored, now=now_seconds(now), resumed=True)
+            else:
+                done = finish(self.queue, stored, outcome, now=now_seconds(now), timeouts=timeouts, by=by, note=note)
         finally:
             self.release()
+        self.state.update(**done)  # sealed: its outcome and epitaph, as filed
+        return DogRecord.of(done)
 
 
 class FileWarrants:
@@ -272,8 +138,8 @@ class FileWarrants:
     def live_for(self, target: str, target_id: str | None = None) -> WarrantRecord | None:
         return WarrantRecord.of(self.queue.live_for(target, target_id))
 
-    def listing(self) -> dict[str, list]:
-        return self.queue.listing()
+    def listing(self) -> WarrantListing:
+        return WarrantListing.of(self.queue.listing())
 
     def has_pending(self) -> bool:
         return self.queue.has_pending()
@@ -328,9 +194,10 @@ class FileBreakers:
 
         return loopguard.breaker_names(self.home)
 
-    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
+    def describe(self, name: str, *, limits: LoopLimits | None = None, now: float | None = None) -> BreakerRecord:
         from leash.core.state import loopguard
 
+        config = {"loop": {name: limits.as_dict()}} if limits is not None else None
         return BreakerRecord.of(loopguard.describe(name, home=self.home, config=config, now=now))
 
 
@@ -418,6 +285,12 @@ def file_budget(home: str, log: AckLog) -> FileBudget:
 
 
 # store name -> maker(home, its AckLog), for the stores built on first use.
+def file_halts(home: str, log: AckLog) -> FileHalts:
+    from leash.core.store.filehalts import FileHalts
+
+    return FileHalts(home, log)
+
+
 STORES: dict[str, Callable[[str, AckLog], Any]] = {
-    "halts": FileHalts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
+    "halts": file_halts, "warrants": FileWarrants, "breakers": FileBreakers, "replies": FileReplies,
     "kennels": FileKennels, "approvals": file_approvals, "budget": file_budget}

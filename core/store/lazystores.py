@@ -13,15 +13,9 @@ TYPE_CHECKING = False  # the protocols are for the type checker only: the hook p
 if TYPE_CHECKING:
     from typing import Any
 
-    from leash.core.store.protocols import (
-        ApprovalStore,
-        BreakerStore,
-        BudgetStore,
-        HaltStore,
-        KennelRegistry,
-        ReplyLedger,
-        WarrantStore,
-    )
+    from leash.core.store.protocols_budget import ApprovalStore, BudgetStore
+    from leash.core.store.protocols_halts import HaltStore
+    from leash.core.store.protocols_work import BreakerStore, KennelRegistry, ReplyLedger, WarrantStore
 
 
 class LazyStores:

@@ -31,7 +31,7 @@ import os
 
 from leash.core.base.clock import now_seconds
 from leash.core.base.wellknown import RUN_DIR
-from leash.core.store.records import HeartbeatRecord
+from leash.core.store.records_warrants import HeartbeatRecord
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from leash.core.store.budgetrows import (
     window_of,
 )
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
+from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord, SpendTotal
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from leash.core.store.pgacklog import PgAckLog
     from leash.core.store.pgroles import Facts
     from leash.core.store.pgstate import PgLogState
-    from leash.core.store.protocols import BudgetStore
+    from leash.core.store.protocols_budget import BudgetStore
 
 
 class SharedStore(Protocol):

@@ -54,7 +54,14 @@ from leash.core.state.halts.store import (
 from leash.core.store.pg import CHAIN_LOCK, Database, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pghalts_unit import PgHaltRows, UnitScope, as_uuid, at, dicts, one, reachable, state_of
-from leash.core.store.records import HaltEventRecord
+from leash.core.store.records_halts import (
+    AcknowledgedHalt,
+    HaltConditionConfig,
+    HaltConfigChange,
+    HaltEventRecord,
+    HaltListing,
+    RecordedHalt,
+)
 
 CONFIG_CACHE_SECONDS = 60  # the seed: condition config cached in memory, refreshed every 60 s
 FIND_PREFIX_MIN = 6  # an id prefix shorter than this never names a halt
@@ -86,7 +93,7 @@ class PgHalts:
         with self.unit(now=now) as unit:
             return unit.state(session_id)
 
-    def listing(self, query: HaltQuery, *, now: float | None = None) -> dict:
+    def listing(self, query: HaltQuery, *, now: float | None = None) -> HaltListing:
         with self.unit(now=now) as unit:
             return unit.listing_of(query)
 
@@ -103,21 +110,22 @@ class PgHalts:
             return decision.fail_safe(PgHaltRows(self, None, moment), ctx.session_id,
                                       f"database unavailable ({exc})", now=moment)
 
-    def record(self, data: dict, *, now: float | None = None) -> dict:
+    def record(self, data: dict, *, now: float | None = None) -> RecordedHalt:
         decision.validate_record(data)  # before the store is touched
         moment = now_seconds(now)
         with reachable():
             self.housekeep(now=moment)
-            return decision.record(PgHaltRows(self, None, moment), data, now=moment)
+            return RecordedHalt.of(decision.record(PgHaltRows(self, None, moment), data, now=moment))
 
     def acknowledge(self, halt_id: str, session_id: str, resolution: str, *, notes: str | None = None,
-                    caution: bool = False, source: str | None = None, now: float | None = None) -> dict:
+                    caution: bool = False, source: str | None = None, now: float | None = None) -> AcknowledgedHalt:
         data = decision.acknowledge_input(halt_id, session_id, resolution, notes=notes, caution=caution)
         decision.acknowledge_request(data)  # before the store is touched
         moment = now_seconds(now)
         with reachable():
             self.housekeep(now=moment)
-            return decision.acknowledge(PgHaltRows(self, None, moment), data, by=source, now=moment)
+            return AcknowledgedHalt.of(decision.acknowledge(PgHaltRows(self, None, moment), data, by=source,
+                                                           now=moment))
 
     def record_reads(self, session_id: str, paths: list[str], *, now: float | None = None) -> None:
         stamp = at(now_seconds(now))
@@ -144,13 +152,14 @@ class PgHalts:
         return count
 
     # ------------------------------------------------------------ config
-    def config(self) -> list[dict]:
+    def config(self) -> list[HaltConditionConfig]:
         with reachable():
             self._config_cache = None
-            return sorted(self._config().values(), key=lambda row: (_ORDER.get(row["condition_name"], len(_ORDER)),
+            rows = sorted(self._config().values(), key=lambda row: (_ORDER.get(row["condition_name"], len(_ORDER)),
                                                                    row["condition_name"]))
+        return [HaltConditionConfig.of(row) for row in rows]
 
-    def configure(self, data: dict, *, now: float | None = None) -> dict:
+    def configure(self, data: dict, *, now: float | None = None) -> HaltConfigChange:
         changes = decision.config_request(data, known=CONDITION_NAMES)
         stamp = at(now_seconds(now))
         with reachable():
@@ -170,7 +179,7 @@ class PgHalts:
                                   data["condition_name"]))
                     notify(conn, "halts", "")
         self._config_cache = None
-        return answer
+        return HaltConfigChange.of(answer)
 
     def _config(self) -> dict[str, dict]:
         """Condition name -> its config as the engine reads it (cached for ``CONFIG_CACHE_SECONDS``)."""

@@ -29,11 +29,11 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from leash.core.base.clock import iso
-from leash.core.policy.halts.outcomes import Acknowledgement, HaltQuery, NewHalt, Settled
+from leash.core.policy.halts.outcomes import Acknowledgement, CheckResult, HaltQuery, NewHalt, Settled
 from leash.core.state.halts.rows import note_failed_check
 from leash.core.state.halts.store import SEVERITIES, HaltStoreUnavailable, state_sql
 from leash.core.store.pg import StoreOffline, as_json, errors, notify, said
-from leash.core.store.records import HaltRecord
+from leash.core.store.records_halts import HaltListing, HaltRecord
 
 # A session's state from its halts: the file backend's query (``core.state.halts.store.state_sql``).
 STATE_SQL = state_sql(mark="%s", false="false")
@@ -87,8 +87,9 @@ def state_of(conn: Any, session_id: str) -> str:
     return str(conn.execute(STATE_SQL, (session_id, session_id)).fetchone()[0])
 
 
-def listing(conn: Any, query: HaltQuery) -> dict:
-    """The seed's ``GetSessionHaltsOutput`` (``core.state.halts.api.get_session_halts``'s query)."""
+def listing(conn: Any, query: HaltQuery) -> HaltListing:
+    """The page of halts ``query`` asks for; its ``as_json()`` is the seed's
+    ``GetSessionHaltsOutput`` (``core.state.halts.api.get_session_halts``'s query)."""
     from leash.core.state.halts.api import halt_event, listing_filters
 
     (scope, params), (where, fparams) = listing_filters(query, mark="%s", false="false", as_text="::text")
@@ -97,7 +98,8 @@ def listing(conn: Any, query: HaltQuery) -> dict:
                               " LIMIT %s OFFSET %s", fparams + [query.limit, query.offset]))
     unacknowledged = conn.execute(f"SELECT count(*) FROM halt_events WHERE {scope} AND acknowledged = false",
                                   params).fetchone()[0]
-    return {"total_count": total, "halts": [halt_event(r) for r in rows], "unacknowledged_count": unacknowledged}
+    return HaltListing.of({"total_count": total, "halts": [halt_event(r) for r in rows],
+                           "unacknowledged_count": unacknowledged})
 
 
 class PgHaltUnit:
@@ -140,9 +142,9 @@ class PgHaltUnit:
 
     def pending(self, *, session_id: str | None = None, limit: int = 50) -> list[HaltRecord]:
         query = HaltQuery(session=session_id or None, pending=True, limit=limit)
-        return [HaltRecord.of(h) for h in self.listing_of(query)["halts"]]
+        return self.listing_of(query).halts
 
-    def listing_of(self, query: HaltQuery) -> dict:
+    def listing_of(self, query: HaltQuery) -> HaltListing:
         with reachable():
             return listing(self.reads(), query)
 
@@ -169,13 +171,13 @@ class PgHaltUnit:
                                        " AND task_id = %s", (session_id, task_id)).fetchone()
         return (row[0], list(row[1])) if row else (0, [])
 
-    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> dict:
+    def check(self, data: dict, *, record: bool = True, record_high: bool | None = None) -> CheckResult:
         """The decision's check (``core.policy.halts.decision``) over this unit's reads."""
         from leash.core.policy.halts import decision
 
         ctx = decision.check_input(data)
         return decision.check(PgHaltRows(self.halts, self, self.now), ctx, record=record, record_high=record_high,
-                              now=self.now).as_json()
+                              now=self.now)
 
 
 class PgHaltRows:

@@ -34,7 +34,8 @@ from leash.core.state import loopguard
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.records import BreakerRecord, HeartbeatRecord
+from leash.core.store.records import BreakerRecord, LoopLimits
+from leash.core.store.records_warrants import HeartbeatRecord
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -185,17 +186,18 @@ class PgBreakers:
                           as_json(loopguard.stored_limits(name, home=home.home))))
         return len(names)
 
-    def describe(self, name: str, *, config: dict | None = None, now: float | None = None) -> BreakerRecord:
+    def describe(self, name: str, *, limits: LoopLimits | None = None, now: float | None = None) -> BreakerRecord:
         """Its boots and verdict by the limits its supervisor passed with its
-        newest boot, over config.toml's ``[loop.NAME]`` and the defaults."""
+        newest boot, over ``limits`` (config.toml's ``[loop.NAME]``) and the defaults."""
         moment = now_seconds(now)
         rows = self.db.rows("SELECT boots, limits FROM breakers WHERE host = %s AND name = %s",
                             (self.host, loopguard.check_name(name)))
         boots = parsed_boots(name, rows[0][0]) if rows else []
-        limits = {**loopguard.thresholds(config or {}, name), **(loopguard.valid_limits(rows[0][1]) if rows else {})}
-        size = loopguard.loop_size(boots, limits["window_seconds"], limits["max_gap_seconds"], moment)
-        return BreakerRecord.of({"name": name, "boots": boots, "in_loop": size, **limits,
-                                 "tripped": limits["max_restarts"] > 0 and size >= limits["max_restarts"]})
+        configured = {"loop": {name: limits.as_dict()}} if limits is not None else {}
+        found = {**loopguard.thresholds(configured, name), **(loopguard.valid_limits(rows[0][1]) if rows else {})}
+        size = loopguard.loop_size(boots, found["window_seconds"], found["max_gap_seconds"], moment)
+        return BreakerRecord.of({"name": name, "boots": boots, "in_loop": size, **found,
+                                 "tripped": found["max_restarts"] > 0 and size >= found["max_restarts"]})
 
 
 # ---------------------------------------------------------------- replies

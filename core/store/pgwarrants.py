@@ -41,7 +41,15 @@ from leash.core.state.warrants.queue import DEFAULT_REQUESTER, WarrantError
 from leash.core.state.warrants.records import dog_problem, reason_problem, validate_target
 from leash.core.store.pg import Database, StoreOffline, as_json, notify
 from leash.core.store.pgacklog import PgAckLog
-from leash.core.store.records import DogRecord, KennelOwner, PardonRequest, WarrantRecord, found_warrant
+from leash.core.store.records_warrants import (
+    DogRecord,
+    DogState,
+    KennelOwner,
+    PardonRequest,
+    WarrantListing,
+    WarrantRecord,
+    found_warrant,
+)
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -50,7 +58,7 @@ if TYPE_CHECKING:
     from leash.core.base.tmux import Tmux
     from leash.core.store.files import FileBackend
     from leash.core.store.pg import Connection
-    from leash.core.store.protocols import Claim
+    from leash.core.store.protocols_work import Claim
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long is an orphan another worker may take
 FILING_LOCK = 0x6C65617368_10  # pg_advisory_xact_lock key: one live warrant per target
@@ -191,10 +199,10 @@ class PgWarrants:
         _, status, record, state = rows[0]
         return status, entry(status, record, state)
 
-    def listing(self) -> dict[str, list]:
+    def listing(self) -> WarrantListing:
         """No file here can be torn or moved aside: ``quarantined`` and ``unreadable`` are empty."""
-        return {"pending": [w.as_dict() for w in self.pending()], "active": [d.as_dict() for d in self.active()],
-                "completed": [d.as_dict() for d in self.completed()], "quarantined": [], "unreadable": []}
+        return WarrantListing(pending=self.pending(), active=self.active(), completed=self.completed(),
+                              quarantined=[], unreadable=[])
 
     def has_pending(self) -> bool:
         """Whether a warrant of this host waits for a worker (one index probe)."""
@@ -377,13 +385,13 @@ class PgClaim:
 
     def __init__(self, store: PgWarrants, state: dict, token: str):
         self.store = store
-        self.state = state
+        self.state = DogState.of(state)
         self.warrant = WarrantRecord.of(state.get("warrant") or {})
         self._token: str | None = token
 
     @property
     def id(self) -> str:
-        return self.state["id"]
+        return self.state.id
 
     @property
     def held(self) -> bool:
@@ -420,7 +428,8 @@ class PgClaim:
             self._token = None
 
     def save(self) -> None:
-        if self._token is None or not self._held_write("UPDATE warrants SET state = %s", (as_json(self.state),)):
+        if self._token is None or not self._held_write("UPDATE warrants SET state = %s",
+                                                       (as_json(self.state.as_dict()),)):
             raise WarrantError(f"warrant {self.id} is no longer held by this worker")
 
     def pardon_request(self) -> PardonRequest | None:
@@ -440,8 +449,10 @@ class PgClaim:
                                    (self.id,)).fetchone()
                 if row is None or tuple(row) != (self._token, "active"):
                     raise WarrantError(f"warrant {self.id} is no longer held by this worker")
-                resumed = self.state.get("state") == "complete"  # sealed by a worker that died before filing it
-                return DogRecord.of(self.store.close(conn, self.state, outcome, now=moment, timeouts=timeouts,
-                                                     by=by, note=note, resumed=resumed))
+                resumed = self.state.state == "complete"  # sealed by a worker that died before filing it
+                done = self.store.close(conn, self.state.as_dict(), outcome, now=moment, timeouts=timeouts,
+                                        by=by, note=note, resumed=resumed)
         finally:
             self.release()
+        self.state.update(**done)  # sealed: its outcome and epitaph, as filed
+        return DogRecord.of(done)

@@ -32,16 +32,10 @@ if TYPE_CHECKING:
     from typing import Any, AsyncIterator, Callable, ContextManager, Iterator
 
     from leash.core.base.finding import Finding
-    from leash.core.store.protocols import (
-        ApprovalStore,
-        BreakerStore,
-        BudgetStore,
-        HaltStore,
-        KennelRegistry,
-        ReplyLedger,
-        Transaction,
-        WarrantStore,
-    )
+    from leash.core.store.protocols import Transaction
+    from leash.core.store.protocols_budget import ApprovalStore, BudgetStore
+    from leash.core.store.protocols_halts import HaltStore
+    from leash.core.store.protocols_work import BreakerStore, KennelRegistry, ReplyLedger, WarrantStore
 
     # What builds a store on first use: (the database, the ack log, this host's home, this host's name).
     Maker = Callable[[Database, PgAckLog, str, str], Any]

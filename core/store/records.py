@@ -1,14 +1,18 @@
-"""Typed records the stores hand out: a stop, a lock, a session, a halt, a
-warrant, a pardon request, a breaker, an approval, a budget counter, a spend
-row and a group of them, a subscription window, a kennel heartbeat, a log
-line (and the lines of a read) and a change.
+"""Typed records the stores hand out, and the ``Record`` they are made of: a
+stop, a lock, a session, a restart-loop breaker and its limits, an approval, a
+log line (and the lines of a read) and a change. The halts' records are
+``core.store.records_halts``, the warrants' and kennels'
+``core.store.records_warrants``, the budget's ``core.store.records_budget``.
 
 Plain classes with ``__slots__`` (no ``dataclasses``, ``inspect`` or
 ``TypedDict``: this module is on the hook path, where each import is paid on
 every tool call). Each record is built from the stored dict with ``of(dict)``
 and gives it back unchanged with ``as_dict()``, so file formats never depend on
-these classes. Keys a record does not name are kept in ``extra``. A record is
-read by its attributes only: it is not a mapping (no ``get``, no ``[key]``).
+these classes. Keys a record does not name are kept in ``extra``; a field
+``NESTED`` names holds records (or a list of them), made of its dicts and
+given back as them. A record is read by its attributes only: it is not a
+mapping (no ``get``, no ``[key]``). ``KINDS`` names every record class, for
+what carries records by name (leashd's tagged JSON, ``core.store.remote``).
 
 Each field is annotated with the type its store writes, so the type checker
 reads a record's fields as they are. Failure: ``of`` never raises on a missing
@@ -24,6 +28,9 @@ if TYPE_CHECKING:
     _R = TypeVar("_R", bound="Record")
 
 
+KINDS: dict[str, type[Record]] = {}  # every record class by its name (what tagged JSON names)
+
+
 class Record:
     """Fields named by ``__slots__`` (besides ``extra``), compared by value.
     A record is read by its attributes (a key it does not name: ``extra``);
@@ -31,11 +38,18 @@ class Record:
 
     __slots__ = ("extra", "_given")
     FIELDS: tuple[str, ...] = ()
+    NESTED: dict[str, type[Record]] = {}  # a field holding a record (or a list of them), stored as its dict(s)
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        KINDS[cls.__name__] = cls
 
     def __init__(self, **values: Any):
         self._given = tuple(values)  # the stored keys, in their order: as_dict gives back exactly these
         for field in self.FIELDS:
             object.__setattr__(self, field, values.pop(field, None))
+        for field, kind in self.NESTED.items():
+            object.__setattr__(self, field, _nested(kind, getattr(self, field)))
         self.extra = values
 
     if TYPE_CHECKING:  # a stored dict gives a record, None gives None
@@ -63,7 +77,9 @@ class Record:
         return record
 
     def as_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) if key in self.FIELDS else self.extra[key] for key in self._given}
+        nested = self.NESTED
+        return {key: (_stored(getattr(self, key)) if key in nested else getattr(self, key)) if key in self.FIELDS
+                else self.extra[key] for key in self._given}
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.as_dict() == self.as_dict() and \
@@ -72,6 +88,24 @@ class Record:
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
         return f"{type(self).__name__}({shown})"
+
+
+def _nested(kind: type[Record], value: Any) -> Any:
+    """A ``NESTED`` field's value: its stored dict (or each of a list) as a ``kind``."""
+    if isinstance(value, dict):
+        return kind.of(value)
+    if isinstance(value, list):
+        return [kind.of(item) if isinstance(item, dict) else item for item in value]
+    return value
+
+
+def _stored(value: Any) -> Any:
+    """A ``NESTED`` field's value as stored: its record (or each of a list) as a dict."""
+    if isinstance(value, Record):
+        return value.as_dict()
+    if isinstance(value, list):
+        return [item.as_dict() if isinstance(item, Record) else item for item in value]
+    return value
 
 
 class StopRecord(Record):
@@ -128,96 +162,6 @@ class SessionRecord(Record):
     agent_process: dict | None  # the agent CLI's process that ran the hooks (``core.base.agentproc``)
 
 
-class HaltRecord(Record):
-    """One halt event (halts.db's ``halt_events`` row, as the API returns it)."""
-
-    FIELDS = ("halt_id", "session_id", "task_id", "halt_type", "severity", "description", "condition_name",
-              "acknowledged", "resolution", "triggered_at")
-    __slots__ = FIELDS
-    halt_id: str
-    session_id: str
-    task_id: str | None
-    halt_type: str
-    severity: str
-    description: str
-    condition_name: str
-    acknowledged: bool
-    resolution: str | None
-    triggered_at: str
-
-
-class WarrantRecord(Record):
-    """A death warrant (``warrants/<id>.json``)."""
-
-    FIELDS = ("id", "target", "target_id", "reason", "requester", "filed_at")
-    __slots__ = FIELDS
-    id: str
-    target: str
-    target_id: str | None
-    reason: str
-    requester: str
-    filed_at: str
-
-
-class DogRecord(Record):
-    """A warrant a dog works or has finished (``dogs/active/<id>.json``,
-    ``dogs/completed``): the warrant it carries, where its state machine is,
-    and, once complete, its outcome and epitaph."""
-
-    FIELDS = ("id", "warrant", "state", "attempt", "started_at", "last_message_at", "next_timeout", "outcome",
-              "epitaph", "completed_at")
-    __slots__ = FIELDS
-    id: str
-    warrant: dict
-    state: str
-    attempt: int
-    started_at: str | None
-    last_message_at: str | None
-    next_timeout: str | None
-    outcome: str | None
-    epitaph: str | None
-    completed_at: str | None
-
-
-class PardonRequest(Record):
-    """An operator's pardon waiting for the dog that works a warrant: who
-    asked (``source``), why (``reason``) and when (``at``, ISO-8601 UTC)."""
-
-    FIELDS = ("source", "reason", "at")
-    __slots__ = FIELDS
-    source: str | None
-    reason: str | None
-    at: str | None
-
-
-class HaltEventRecord(Record):
-    """One stored halt, every column (``halts.db``'s ``halt_events`` row, the
-    shared store's the same): what ``HaltStore.find`` gives."""
-
-    FIELDS = ("id", "session_id", "task_id", "halt_type", "severity", "description", "context", "triggered_at",
-              "acknowledged", "acknowledged_at", "acknowledged_by", "resolution", "resolution_notes",
-              "attempt_count", "previous_error", "condition_name", "escalate_at", "auto_recorded")
-    __slots__ = FIELDS
-    id: str
-    session_id: str
-    task_id: str | None
-    halt_type: str
-    severity: str
-    description: str
-    context: Any
-    triggered_at: str
-    acknowledged: bool
-    acknowledged_at: str | None
-    acknowledged_by: str | None
-    resolution: str | None
-    resolution_notes: str | None
-    attempt_count: int | None
-    previous_error: str | None
-    condition_name: str
-    escalate_at: str | None
-    auto_recorded: bool | None
-
-
 class BreakerRecord(Record):
     """A restart-loop breaker: its boots and the verdict."""
 
@@ -231,35 +175,22 @@ class BreakerRecord(Record):
     max_gap_seconds: float
     tripped: bool
 
+class LoopLimits(Record):
+    """A restart-loop breaker's limits as config.toml's ``[loop.NAME]`` sets
+    them (only the keys it sets; ``loop_limits`` reads the table once):
+    ``max_restarts`` boots in ``window_seconds`` trip it, boots further apart
+    than ``max_gap_seconds`` (0: any) are separate runs."""
 
-def found_warrant(kind: str, data: dict) -> tuple[str, WarrantRecord | DogRecord]:
-    """(kind, record) of a warrant found where ``kind`` says: a pending one is
-    its ``WarrantRecord``; an active or completed one, its dog's ``DogRecord``."""
-    return kind, (WarrantRecord.of(data) if kind == "pending" else DogRecord.of(data))
-
-
-class HeartbeatRecord(Record):
-    """A kennel's heartbeat (``kennel.json``)."""
-
-    FIELDS = ("pid", "host", "started_at", "heartbeat_at", "dogs", "working", "stopped_at")
+    FIELDS = ("max_restarts", "window_seconds", "max_gap_seconds")
     __slots__ = FIELDS
-    pid: int
-    host: str
-    started_at: str
-    heartbeat_at: str
-    dogs: int
-    working: list
-    stopped_at: str | None
+    max_restarts: int | None
+    window_seconds: float | None
+    max_gap_seconds: float | None
 
 
-class KennelOwner(Record):
-    """The worker that claims warrants: its kennel's process (``pid``) on
-    ``host``; a dog's state names it under ``kennel`` while it is held."""
-
-    FIELDS = ("pid", "host")
-    __slots__ = FIELDS
-    pid: int
-    host: str
+def loop_limits(config: dict) -> dict[str, LoopLimits]:
+    """Every breaker's ``[loop.NAME]`` limits in a loaded config.toml, by name."""
+    return {name: LoopLimits.of(dict(limits)) for name, limits in (config.get("loop") or {}).items()}
 
 
 class ApprovalRecord(Record):
@@ -290,130 +221,6 @@ class ApprovalRecord(Record):
     message: str | None
     note: str | None
     input_sha256: str | None  # what an answer from afar is bound to (older approvals have none)
-
-
-class BudgetCounterRecord(Record):
-    """One cap's figure for one bucket and one period (``core.views.metering``):
-    ``cap`` its name, ``bucket`` the session id, ``HOST/entity``, host,
-    ``fleet`` or account it counts (``core.policy.caps.bucket``), ``period``
-    the period's key (``core.policy.caps.Period.key``) and ``period_end`` its
-    end (unix seconds; None: never). ``unit`` "usd" or "percent"; ``used``
-    the spend (or the window's reported percentage); ``estimated`` when any
-    of it was priced without the table knowing the model; ``raised_to`` the
-    limit an operator raised it to for this period (None: the configured
-    limit); ``warned`` the ``warn_at`` points already notified. A hold:
-    ``held_since`` set (unix seconds) and ``released_at`` None; ``held_use``
-    the figure it was placed at; ``released_by`` "raise", "reset" or the
-    operator's ``source``. ``updated_at``: the last write (unix seconds)."""
-
-    FIELDS = ("cap", "bucket", "period", "period_end", "unit", "used", "estimated", "raised_to", "warned",
-              "held_since", "held_use", "released_at", "released_by", "updated_at")
-    __slots__ = FIELDS
-    cap: str
-    bucket: str
-    period: str
-    period_end: float | None
-    unit: str
-    used: float
-    estimated: bool
-    raised_to: float | None
-    warned: list[float]
-    held_since: float | None
-    held_use: float | None
-    released_at: float | None
-    released_by: str | None
-    updated_at: float
-
-    @property
-    def held(self) -> bool:
-        return self.held_since is not None and self.released_at is None
-
-
-class SpendRecord(Record):
-    """What one session spent on one model in one hour (``hour``: the hour's
-    start, unix seconds, UTC): ``usd`` (a float of the ``Decimal`` priced),
-    the tokens of each kind, ``requests`` counted, ``estimated`` when any of
-    it was priced at a provider's top rate. ``host``, ``entity`` and ``cli``
-    are the session's when the spend was read (what ``leash costs --by``
-    groups)."""
-
-    FIELDS = ("hour", "session_id", "model", "host", "entity", "cli", "usd", "estimated", "input", "output",
-              "cache_write", "cache_read", "reasoning", "requests")
-    __slots__ = FIELDS
-    hour: float
-    session_id: str
-    model: str
-    host: str
-    entity: str
-    cli: str
-    usd: float
-    estimated: bool
-    input: int
-    output: int
-    cache_write: int
-    cache_read: int
-    reasoning: int
-    requests: int
-
-
-class SpendTotal(Record):
-    """One group of ``BudgetStore.totals``: ``key`` the session id, entity,
-    host, model or cli its spend is grouped by (for ``day`` and ``hour``: the
-    UTC day's or hour's start, unix seconds), its dollars (``usd``;
-    ``estimated`` when any of it was priced at a provider's top rate), the
-    tokens of each kind, ``requests`` and the distinct ``sessions``."""
-
-    FIELDS = ("key", "usd", "estimated", "input", "output", "cache_write", "cache_read", "reasoning", "requests",
-              "sessions")
-    __slots__ = FIELDS
-    key: str | float
-    usd: float
-    estimated: bool
-    input: int
-    output: int
-    cache_write: int
-    cache_read: int
-    reasoning: int
-    requests: int
-    sessions: int
-
-
-class MeterState(Record):
-    """What the spend meter kept of one source of a session (``core.state.budgetmeter``
-    writes it, ``core.views.spendmeter`` keeps it): the file's ``cursor``, the usage
-    ``seen`` and ``charged`` there (a Gemini source: the response ``keys`` counted),
-    the lines ``skipped``, the ``cli`` it was read as, when it was read (``read_at``)
-    and last found usage (``found_at``, unix seconds). A cap's silence note
-    (source ``stale:CAP``) holds only ``at``: when it was said."""
-
-    FIELDS = ("cursor", "seen", "charged", "keys", "skipped", "cli", "read_at", "found_at", "at")
-    __slots__ = FIELDS
-    cursor: Any
-    seen: dict | None
-    charged: dict | None
-    keys: list | None
-    skipped: int | None
-    cli: str | None
-    read_at: float | None
-    found_at: float | None
-    at: float | None
-
-
-class BudgetWindowRecord(Record):
-    """A subscription window as an agent CLI last reported it (Claude Code's
-    status line ``rate_limits``): ``bucket`` the account (or ``fleet``) it is
-    the login of, ``window`` "window-5h" or "window-7d", ``used_percent``,
-    ``resets_at`` (unix seconds), ``session_id`` that reported it, ``at``
-    when (unix seconds)."""
-
-    FIELDS = ("bucket", "window", "used_percent", "resets_at", "session_id", "at")
-    __slots__ = FIELDS
-    bucket: str
-    window: str
-    used_percent: float
-    resets_at: float | None
-    session_id: str
-    at: float
 
 
 class LogLine(Record):

@@ -28,26 +28,17 @@ import json
 import socket
 
 from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
-from leash.core.store import records
+from leash.core.store import records, records_budget, records_halts, records_warrants
 
 TYPE_CHECKING = False  # the protocols are for the type checker only
 if TYPE_CHECKING:
     from typing import Any, AsyncIterator, Callable, Iterator
 
     from leash.core.base.finding import Finding
-    from leash.core.store.protocols import (
-        AckLogStore,
-        ApprovalStore,
-        BreakerStore,
-        BudgetStore,
-        HaltStore,
-        KennelRegistry,
-        LockStore,
-        ReplyLedger,
-        SessionStore,
-        StopStore,
-        WarrantStore,
-    )
+    from leash.core.store.protocols import AckLogStore, LockStore, SessionStore, StopStore
+    from leash.core.store.protocols_budget import ApprovalStore, BudgetStore
+    from leash.core.store.protocols_halts import HaltStore
+    from leash.core.store.protocols_work import BreakerStore, KennelRegistry, ReplyLedger, WarrantStore
 
 # What each store's protocol offers, minus what only the holder of the store may do.
 NOT_REMOTE = frozenset({"follow", "claim_next", "claim_orphans", "unit", "reading"})
@@ -60,11 +51,14 @@ class RemoteStoreError(Exception):
 
 def protocols() -> dict[str, type]:
     from leash.core.store import protocols as p
+    from leash.core.store import protocols_budget as budget
+    from leash.core.store import protocols_halts as halts
+    from leash.core.store import protocols_work as work
 
     return {"acklog": p.AckLogStore, "stops": p.StopStore, "locks": p.LockStore, "sessions": p.SessionStore,
-            "halts": p.HaltStore, "warrants": p.WarrantStore, "breakers": p.BreakerStore, "replies": p.ReplyLedger,
-            "kennels": p.KennelRegistry, "approvals": p.ApprovalStore, "budget": p.BudgetStore, "unit": p.HaltUnit,
-            "transaction": p.Transaction}
+            "halts": halts.HaltStore, "warrants": work.WarrantStore, "breakers": work.BreakerStore,
+            "replies": work.ReplyLedger, "kennels": work.KennelRegistry, "approvals": budget.ApprovalStore,
+            "budget": budget.BudgetStore, "unit": halts.HaltUnit, "transaction": p.Transaction}
 
 
 def callable_methods(protocol: type) -> frozenset[str]:
@@ -127,8 +121,8 @@ def decode(value: Any) -> Any:
     if "$halt_query" in value:
         return HaltQuery.of(decode(value["$halt_query"]))
     if "$record" in value:
-        cls = getattr(records, value["$record"])
-        if not (isinstance(cls, type) and issubclass(cls, records.Record)):
+        cls = records.KINDS.get(value["$record"])
+        if cls is None:
             raise RemoteStoreError(f"not a record: {value['$record']!r}")
         record = cls.of(decode(value["given"]))
         for field, item in value["fields"].items():
@@ -145,20 +139,29 @@ def decode(value: Any) -> Any:
 
 
 # Answers whose records stand for what the store once answered as plain dicts
-# (the spend totals and meters, a warrant found or pardoned, a transaction's writes):
+# (the spend totals and meters, a warrant found or pardoned, the warrants' listing,
+# a transaction's writes, a halt checked, recorded, acknowledged, listed or configured):
 # leashd sends them as those dicts (its replies are byte for byte as they were,
 # ``encode_answer``) and the client makes the records again (``remade``).
 # (store, method) -> what makes the answer of its plain dicts.
 PLAIN_ANSWERS: dict[tuple[str, str], Callable[[Any], Any]] = {
-    ("budget", "totals"): lambda rows: [records.SpendTotal.of(row) for row in rows],
-    ("warrants", "find"): lambda found: records.found_warrant(*found) if found is not None else None,
-    ("warrants", "pardon"): lambda answer: (answer[0], records.DogRecord.of(answer[1])),
-    ("warrants", "live_for"): records.WarrantRecord.of,
-    ("budget", "meters"): lambda found: {session: {source: records.MeterState.of(state)
+    ("budget", "totals"): lambda rows: [records_budget.SpendTotal.of(row) for row in rows],
+    ("warrants", "find"): lambda found: records_warrants.found_warrant(*found) if found is not None else None,
+    ("warrants", "pardon"): lambda answer: (answer[0], records_warrants.DogRecord.of(answer[1])),
+    ("warrants", "live_for"): records_warrants.WarrantRecord.of,
+    ("warrants", "listing"): records_warrants.WarrantListing.of,
+    ("budget", "meters"): lambda found: {session: {source: records_budget.MeterState.of(state)
                                                    for source, state in kept.items()}
                                          for session, kept in found.items()},
     ("transaction", "$apply"): list,  # made again by the client's transaction, which knows its writes
-    ("halts", "check"): CheckResult.of,  # sent as the seed's CheckHaltConditionsOutput
+    # The halts' answers go as the seed's outputs (CheckHaltConditionsOutput, RecordHaltOutput, ...).
+    ("halts", "check"): CheckResult.of,
+    ("unit", "check"): CheckResult.of,
+    ("halts", "record"): records_halts.RecordedHalt.of,
+    ("halts", "acknowledge"): records_halts.AcknowledgedHalt.of,
+    ("halts", "listing"): records_halts.HaltListing.of,
+    ("halts", "config"): lambda rows: [records_halts.HaltConditionConfig.of(row) for row in rows],
+    ("halts", "configure"): records_halts.HaltConfigChange.of,
 }
 
 
@@ -325,7 +328,7 @@ class RemoteUnit:
             raise AttributeError(method)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._backend.call("unit", method, args, {**kwargs, "$now": self._now})
+            return remade("unit", method, self._backend.call("unit", method, args, {**kwargs, "$now": self._now}))
         return call
 
 

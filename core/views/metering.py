@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from leash.core.policy import budgethold
 from leash.core.policy.caps import Cap, caps_of, period_of, reset_releases
 from leash.core.policy.halts.outcomes import HaltQuery
-from leash.core.store.records import BudgetCounterRecord, MeterState
+from leash.core.store.records_budget import BudgetCounterRecord, MeterState
 
 TYPE_CHECKING = False  # for the type checker only
 if TYPE_CHECKING:
@@ -279,17 +279,17 @@ def acknowledge_released(backend: Backend, cap_name: str, *, config: dict, sourc
     budget = config.get("budget") or {}
     holds = backend.budget.holds()
     task = f"{BUDGET_CONDITION}:{cap_name}"
-    pending = backend.halts.listing(HaltQuery(pending=True, limit=1000), now=now)["halts"]
+    pending = backend.halts.listing(HaltQuery(pending=True, limit=1000), now=now).halts
     done = 0
     for halt in pending:
-        if halt.get("condition_name") != BUDGET_CONDITION or halt.get("task_id") != task:
+        if halt.condition_name != BUDGET_CONDITION or halt.task_id != task:
             continue
-        session_id = str(halt.get("session_token") or halt.get("session_id") or "")
+        session_id = halt.session_id or ""
         member = member_of(backend, session_id)
         if budgethold.covering(holds, budget.get("cap", []), budget.get("accounts", {}), session_ids=(session_id,),
                                entity=member.entity, host=member.host) is not None:
             continue
-        backend.halts.acknowledge(str(halt.get("halt_id")), session_id, RAISE_RESOLUTION,
+        backend.halts.acknowledge(halt.halt_id, session_id, RAISE_RESOLUTION,
                                   notes=f"cap {cap_name} raised", source=source, now=now)
         done += 1
     return done

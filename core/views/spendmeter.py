@@ -16,7 +16,7 @@ import math
 
 from leash.core.policy.caps import period_of
 from leash.core.state.budgetmeter import GEMINI_SOURCE, Charge, gemini_reading, read_source
-from leash.core.store.records import BudgetWindowRecord, MeterState, SpendRecord
+from leash.core.store.records_budget import BudgetWindowRecord, MeterState, SpendRecord
 from leash.core.views.metering import (
     HOUR,
     WINDOW_KEYS,

@@ -72,9 +72,12 @@ def snapshot(protocol=None, *, backend: Backend | None = None, now: float | None
         result["warrants"].append({**warrant.as_dict(), "state": "pending", "attempt": 0})
     for dog in backend.warrants.active():
         result["warrants"].append({**(dog.warrant or {}), **{k: v for k, v in dog.as_dict().items() if k != "warrant"}})
+    from leash.core.store.records import loop_limits
+
     config = _config(backend)
+    limits = loop_limits(config)
     for name in backend.breakers.names():
-        result["loops"].append(backend.breakers.describe(name, config=config, now=now).as_dict())
+        result["loops"].append(backend.breakers.describe(name, limits=limits.get(name), now=now).as_dict())
     from leash.core.state.sessions import host_of
 
     here = host_of_backend(backend)
@@ -143,7 +146,7 @@ def _pending_halts(result: dict, backend: Backend, unit, connection, limit: int,
 
     try:
         if unit is None and connection is not None:  # a caller that still holds a raw connection
-            from leash.core.store.filestores import FileHaltUnit
+            from leash.core.store.filehalts import FileHaltUnit
 
             unit = FileHaltUnit(connection, backend.home)
         if unit is not None:

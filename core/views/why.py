@@ -93,7 +93,7 @@ def why(home=None, session: str = "", *, now: float | None = None, tmux_session_
     moment = now_seconds(now)
     backend = backend_of(home, backend)
     if halts is None and halts_connection is not None:
-        from leash.core.store.filestores import FileHaltUnit
+        from leash.core.store.filehalts import FileHaltUnit
 
         halts = FileHaltUnit(halts_connection, backend.home)
     names, entities, tmux_ids, cwds = _identity(backend, session, now=moment, tmux_session_id=tmux_session_id)

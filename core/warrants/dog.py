@@ -3,7 +3,7 @@
     received -> interrogating -> evaluating -> (pardoned | interrogating again | executing) -> complete
 
 ``Dog(claim, tmux=...)`` works the warrant a claim of the warrant store holds
-(``leash.core.store``: ``claim.state``, ``save()``, ``pardon_request()``,
+(``leash.core.store``: ``claim.state``, a ``DogState``, ``save()``, ``pardon_request()``,
 ``complete()``); ``Dog(queue, state, ...)`` is the same over a file queue whose
 claim the caller holds. ``Dog.tick(now)`` does one step and returns the seconds
 until it wants the next one (None when complete). Each attempt sends the health
@@ -45,7 +45,7 @@ from leash.core.base.clock import iso, now_seconds, parse_iso
 from leash.core.base.statefile import write_json
 from leash.core.state.warrants.epitaph import answered, health_check
 from leash.core.state.warrants.outcome import DEFAULT_TIMEOUTS, complete, finish
-from leash.core.store.records import DogRecord, PardonRequest
+from leash.core.store.records_warrants import DogRecord, DogState, PardonRequest
 from leash.core.warrants.speech import Speaker, after_echo, without_input_box
 
 FINAL_SCREEN_LINES = 200
@@ -72,7 +72,7 @@ class TargetGone(Exception):
 
 
 class Dog:
-    def __init__(self, claim, state: dict | None = None, *, tmux, timeouts=DEFAULT_TIMEOUTS,
+    def __init__(self, claim, state: dict | DogState | None = None, *, tmux, timeouts=DEFAULT_TIMEOUTS,
                  poll_seconds: float = 1.0, pardon_on_activity: bool = False, hands_off=None,
                  defer_finish: bool = False, speaker=None):
         if state is not None:  # (queue, state): a file queue whose claim the caller holds
@@ -92,39 +92,39 @@ class Dog:
         self.defer_finish = defer_finish
         self.verdict: dict | None = None
         # the largest history size seen since the message (in memory: it changes every poll)
-        self._history_seen = self.state.get("history_seen", 0)
+        self._history_seen = self.state.history_seen or 0
         self._step_errors = 0
         self._hands_off_failures = 0
 
     @property
     def id(self) -> str:
-        return self.state["id"]
+        return self.state.id
 
     @property
     def target(self) -> str:
         """The target as filed (a name, or an id)."""
-        return self.state["warrant"]["target"]
+        return self.state.warrant["target"]
 
     @property
     def address(self) -> str | None:
         """The tmux session id the dog works on; None: no session at filing."""
-        return self.state["warrant"].get("target_id")
+        return self.state.warrant.get("target_id")
 
     def _save(self) -> None:
         self.claim.save()
 
     def _message(self) -> str:
-        w = self.state["warrant"]
-        attempt = self.state["attempt"]
+        w = self.state.warrant
+        attempt = self.state.attempt
         return health_check(self.target, self.timeouts[attempt - 1], w.get("reason", ""),
                             w.get("requester", ""), attempt, len(self.timeouts), warrant_id=w.get("id", ""))
 
     # ------------------------------------------------------------ steps
     def tick(self, now: float | None = None) -> float | None:
         moment = now_seconds(now)
-        state = self.state["state"]
+        state = self.state.state
         if state == "complete":  # a kennel died while finishing: finish the finishing
-            self.claim.complete(self.state.get("outcome", ""), now=moment, timeouts=self.timeouts)
+            self.claim.complete(self.state.outcome or "", now=moment, timeouts=self.timeouts)
             return None
         request = self.claim.pardon_request()
         if request is not None and state in ("received", "interrogating", "evaluating", "executing", "pardoned"):
@@ -141,24 +141,24 @@ class Dog:
         self._step_errors += 1
         if self._step_errors < MAX_STEP_ERRORS:
             return self.poll_seconds
-        self.state["error"] = f"{exc.__class__.__name__}: {exc}"
+        self.state.error = f"{exc.__class__.__name__}: {exc}"
         self._finish("failed", moment)
         return None
 
     def _step(self, state: str, moment: float) -> float | None:
         if state == "received":
-            if "target_id" not in self.state["warrant"]:  # filed before ids were kept: bind it now
+            if "target_id" not in self.state.warrant:  # filed before ids were kept: bind it now
                 found = self.tmux.resolve(self.target)
-                self.state["warrant"]["target_id"] = found["id"] if found else None
+                self.state.warrant["target_id"] = found["id"] if found else None
             if self.address is None:
-                self.state["attempt"] = 0
+                self.state.attempt = 0
                 self._finish("already_dead", moment)
                 return None
             try:
                 return self._interrogate(1, moment)
             except Exception:
                 if not self._alive():  # the target is not there: nothing was sent
-                    self.state["attempt"] = 0
+                    self.state.attempt = 0
                     self._finish("already_dead", moment)
                     return None
                 raise
@@ -182,22 +182,22 @@ class Dog:
             return False
 
     def _interrogate(self, attempt: int, moment: float) -> float:
-        self.state["attempt"] = attempt
-        self.state["attempts"] = len(self.timeouts)  # shown as attempt n/N
+        self.state.attempt = attempt
+        self.state.attempts = len(self.timeouts)  # shown as attempt n/N
         address = self.address
         if address is None:  # bound to no session: nothing to speak to
             raise TargetGone()
         marks, tail = self.tmux.mark(address, tail=60)
         size, limit = marks["history"], marks["limit"]
-        self.state["baseline"] = marks["position"]
-        self.state["history_seen"] = self._history_seen = size
+        self.state.baseline = marks["position"]
+        self.state.history_seen = self._history_seen = size
         # Digests, not text: the pane may show secrets, and only equality is needed.
-        self.state["before_tail"] = [line_digest(line) for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
-        self.state["trimmed"] = bool(limit) and size >= TRIM_ZONE * limit
+        self.state.before_tail = [line_digest(line) for line in tail if line.strip()][-BEFORE_TAIL_LINES:]
+        self.state.trimmed = bool(limit) and size >= TRIM_ZONE * limit
         delivery = self.speaker.deliver(address, self._message()).as_dict()
-        self.state["delivery"] = delivery
+        self.state.delivery = delivery
         if not delivery["delivered"]:
-            self.state.setdefault("undelivered", []).append({"attempt": attempt, "why": delivery["why"]})
+            self.state.undelivered = [*(self.state.undelivered or []), {"attempt": attempt, "why": delivery["why"]}]
         timeout = self.timeouts[attempt - 1]
         self.state.update(state="interrogating", last_message_at=iso(moment), next_timeout=iso(moment + timeout),
                           timeout_seconds=timeout)
@@ -207,7 +207,7 @@ class Dog:
     def _delivered(self) -> bool:
         """Whether this attempt's check reached the pane (a state from before
         deliveries were confirmed counts as delivered, as it was then)."""
-        return (self.state.get("delivery") or {}).get("delivered", True)
+        return (self.state.delivery or {}).get("delivered", True)
 
     def _answer(self) -> str | None:
         """"alive"/"activity"/None; raises TargetGone when the session has ended."""
@@ -229,20 +229,20 @@ class Dog:
         after = after_echo(self.tmux.recent(self.address, ECHO_SCAN_LINES), self._message())
         if after is not None:
             return without_input_box(after)
-        if not self.state.get("trimmed"):
-            marks, since = self.tmux.read_since(self.address, int(self.state.get("baseline") or 0),
+        if not self.state.trimmed:
+            marks, since = self.tmux.read_since(self.address, int(self.state.baseline or 0),
                                                 history=self._history_seen)
             history, limit = marks["history"], marks["limit"]
             if history >= self._history_seen and not (limit and history >= TRIM_ZONE * limit):
                 self._history_seen = history
                 return since
-            self.state["trimmed"] = True  # kept in the state: a resumed dog must know it too
+            self.state.trimmed = True  # kept in the state: a resumed dog must know it too
             self._save()
         recent = self.tmux.capture(self.address, ANCHOR_SCAN_LINES)
-        return after_block(recent, self.state.get("before_tail") or [])
+        return after_block(recent, self.state.before_tail or [])
 
     def _deadline(self) -> float:
-        return parse_iso(self.state["next_timeout"])
+        return parse_iso(self.state.next_timeout or "")
 
     def _wait(self, moment: float) -> float | None:
         return self._judge(moment, gate_open=True)
@@ -264,20 +264,20 @@ class Dog:
             remaining = self._deadline() - moment
             if remaining > 0:
                 return min(self.poll_seconds, remaining)
-            self.state["state"] = "evaluating"
+            self.state.state = "evaluating"
             self._save()
-        if self.state["attempt"] < len(self.timeouts):
-            return self._interrogate(self.state["attempt"] + 1, moment)
+        if self.state.attempt < len(self.timeouts):
+            return self._interrogate(self.state.attempt + 1, moment)
         if not self._delivered():
             # The last check never reached the agent: silence proves nothing, so nothing is killed.
             self._finish("undelivered", moment)
             return None
-        self.state["state"] = "executing"
+        self.state.state = "executing"
         self._save()
         return self._execute(moment)
 
     def _pardon(self, moment: float) -> float | None:
-        sent = parse_iso(self.state["last_message_at"]) if self.state.get("last_message_at") else moment
+        sent = parse_iso(self.state.last_message_at) if self.state.last_message_at else moment
         self.state.update(state="pardoned", wait_seconds=round(max(0.0, moment - sent), 3))
         self._finish("pardoned", moment)
         return None
@@ -285,7 +285,7 @@ class Dog:
     def _execute(self, moment: float) -> float | None:
         if not self._alive():
             # a kill that happened before a crash, or a session that ended itself
-            self._finish("executed" if self.state.get("kill_sent") else "already_dead", moment)
+            self._finish("executed" if self.state.kill_sent else "already_dead", moment)
             return None
         try:
             blocked = self._protected_by(moment)
@@ -295,21 +295,21 @@ class Dog:
                 return self.poll_seconds
             blocked = f"hands-off locks cannot be read ({exc.__class__.__name__}: {exc})"
         if blocked:
-            self.state["blocked_by"] = blocked
+            self.state.blocked_by = blocked
             self._finish("blocked_hands_off", moment)
             return None
         try:
             from leash.core.base.secrets import mask  # the pane may show a secret: stored masked, like all else
 
-            self.state["final_screen"] = mask("\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES)))
+            self.state.final_screen = mask("\n".join(self.tmux.capture(self.address, FINAL_SCREEN_LINES)))
         except Exception as exc:
-            self.state["final_screen"] = f"(could not capture the pane: {exc})"
-        self.state["kill_sent"] = True
+            self.state.final_screen = f"(could not capture the pane: {exc})"
+        self.state.kill_sent = True
         self._save()
         try:
             self.tmux.kill(self.address)
         except Exception as exc:
-            self.state["kill_error"] = str(exc)
+            self.state.kill_error = str(exc)
         self._finish("failed" if self._alive() else "executed", moment)
         return None
 
@@ -323,7 +323,7 @@ class Dog:
         names = [self.target]
         if found and found["name"] != self.target:
             names.append(found["name"])
-            self.state["target_name"] = found["name"]
+            self.state.target_name = found["name"]
         if self.address is not None and self.address not in names:
             names.append(self.address)
         return self.hands_off(names, tmux_session_id=self.address, now=moment)
@@ -335,8 +335,8 @@ class Dog:
 
     def settle(self) -> None:
         """Write what the verdict decided (see ``finish``)."""
-        if self.verdict is not None and self.state.get("state") != "complete":
-            if self.state["state"] == "pardoned":
+        if self.verdict is not None and self.state.state != "complete":
+            if self.state.state == "pardoned":
                 # written here, not at the verdict, so a kennel's dog leaves the pool
                 # first; a kennel that dies before this line finds the answer again
                 self._save()
@@ -347,20 +347,24 @@ class Dog:
 class _HeldByCaller:
     """A claim over a ``WarrantQueue`` whose flock the caller holds (and releases)."""
 
-    def __init__(self, queue, state: dict):
+    def __init__(self, queue, state: dict | DogState):
         self.queue = queue
-        self.state = state
+        self.state = state if isinstance(state, DogState) else DogState.of(state)
 
     def save(self) -> None:
-        write_json(self.queue.active_path(self.state["id"]), self.state)
+        write_json(self.queue.active_path(self.state.id), self.state.as_dict())
 
     def pardon_request(self) -> PardonRequest | None:
-        return PardonRequest.of(self.queue.pardon_request(self.state["id"]))
+        return PardonRequest.of(self.queue.pardon_request(self.state.id))
 
     def complete(self, outcome: str, *, now: float, timeouts=(), by: str | None = None, note: str = "") -> DogRecord:
-        if self.state.get("state") == "complete":  # sealed by a kennel that died before filing it away
-            return DogRecord.of(complete(self.queue, self.state, now=now, resumed=True))
-        return DogRecord.of(finish(self.queue, self.state, outcome, now=now, timeouts=timeouts, by=by, note=note))
+        stored = self.state.as_dict()
+        if self.state.state == "complete":  # sealed by a kennel that died before filing it away
+            done = complete(self.queue, stored, now=now, resumed=True)
+        else:
+            done = finish(self.queue, stored, outcome, now=now, timeouts=timeouts, by=by, note=note)
+        self.state.update(**done)  # sealed: its outcome and epitaph, as filed
+        return DogRecord.of(done)
 
 
 def line_digest(line: str) -> str:

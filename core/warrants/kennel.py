@@ -31,11 +31,12 @@ from leash.core.base.clock import iso
 # KENNEL_NAME and HEARTBEAT_STALE_SECONDS belong to the kennel store; named here too for the kennel's readers.
 from leash.core.store.filestores import HEARTBEAT_STALE_SECONDS as HEARTBEAT_STALE_SECONDS
 from leash.core.store.filestores import KENNEL_NAME as KENNEL_NAME
-from leash.core.store.records import KennelOwner
+from leash.core.store.records_warrants import KennelOwner
 from leash.core.warrants.dog import Dog
 
 if TYPE_CHECKING:
-    from leash.core.store.protocols import Backend, Claim
+    from leash.core.store.protocols import Backend
+    from leash.core.store.protocols_work import Claim
 
 HEARTBEAT_SECONDS = 1.0
 IDLE_POLL_SECONDS = 0.5
@@ -155,7 +156,7 @@ class Kennel:
             # epitaph while the next dog starts (it keeps its claim until done).
             self._leave_pool(dog.id)
             await asyncio.shield(asyncio.to_thread(dog.settle))
-            self.finished.append(dog.state)
+            self.finished.append(dog.state.as_dict())
         finally:
             self._leave_pool(dog.id)
             if self.claims.get(dog.id) is claim:
@@ -190,10 +191,10 @@ class Kennel:
         return claimed
 
     def _start(self, claim) -> None:
-        if claim.state.get("state") == "received":
-            claim.state["started_at"] = iso(time.time())  # a claim taken ahead waited for its dog
-        self.claims[claim.state["id"]] = claim
-        self.working[claim.state["id"]] = asyncio.ensure_future(self._run_dog(claim))
+        if claim.state.state == "received":
+            claim.state.started_at = iso(time.time())  # a claim taken ahead waited for its dog
+        self.claims[claim.state.id] = claim
+        self.working[claim.state.id] = asyncio.ensure_future(self._run_dog(claim))
 
     def _fill(self) -> None:
         """Give every free dog a warrant, and keep ``CLAIM_AHEAD`` claimed in
@@ -204,7 +205,7 @@ class Kennel:
         want = self.size - len(self.working) + CLAIM_AHEAD - len(self.ready)
         orphan_scan_due = time.monotonic() - self._orphans_checked >= ORPHAN_SCAN_SECONDS
         if want > 0 and self._claiming is None and (orphan_scan_due or self.warrants.has_pending()):
-            busy = set(self.working) | {claim.state["id"] for claim in self.ready}
+            busy = set(self.working) | {claim.state.id for claim in self.ready}
             self._claiming = asyncio.ensure_future(self._claim_ahead(want, busy))
 
     async def _claim_ahead(self, want: int, busy: set[str]) -> None:

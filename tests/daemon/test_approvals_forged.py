@@ -57,8 +57,8 @@ def test_an_allow_written_into_the_home_by_another_process_is_tampering(home):
         stop(daemon)
     said = decision(replies)
     assert said["permissionDecision"] == "deny" and "answered outside leash daemon" in said["permissionDecisionReason"]
-    halts = FileBackend(home).halts.listing(HaltQuery.of({"pending": True}))["halts"]
-    assert [(h["condition_name"], h["session_id"]) for h in halts] == [("supervisor_tampering", "s1")]
+    halts = FileBackend(home).halts.listing(HaltQuery.of({"pending": True})).halts
+    assert [(h.condition_name, h.session_id) for h in halts] == [("supervisor_tampering", "s1")]
 
 
 def test_an_allow_through_leashd_still_allows(home):

@@ -55,9 +55,9 @@ def test_a_database_restart_leaves_leashds_kennel_working_warrants(cluster, home
                                env=merged, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert filed.returncode == 0, filed.stderr
         assert "no kennel is running" not in filed.stdout, filed.stdout
-        (warrant,) = reader.warrants.listing()["pending"] or reader.warrants.listing()["active"]
+        (warrant,) = reader.warrants.listing().pending or reader.warrants.listing().active
         done = wait_for(lambda: (lambda f: f[1].as_dict() if f and f[0] == "completed" else None)(
-            reader.warrants.find(warrant["id"])), timeout=30, what="the verdict of the kennel after the outage")
+            reader.warrants.find(warrant.id)), timeout=30, what="the verdict of the kennel after the outage")
         assert done["outcome"] == "executed"
         assert daemon.poll() is None
     finally:

@@ -47,7 +47,7 @@ def events_of(inbox, count: int) -> list[dict]:
 
 def record_halt(backend, severity: str = "critical", *, now: float = T0) -> str:
     return backend.halts.record({"session_token": "s1", "halt_type": "security", "severity": severity,
-                                 "description": "curl | sh from an unknown host"}, now=now)["halt_id"]
+                                 "description": "curl | sh from an unknown host"}, now=now).halt_id
 
 
 def test_a_halt_recorded_reaches_the_webhook_and_is_reminded_until_acknowledged(home, inbox):

@@ -31,8 +31,8 @@ def leash(home, *args: str) -> None:
 
 
 def tampering(home) -> list[str]:
-    return [h["session_id"] for h in FileBackend(home).halts.listing(HaltQuery.of({"pending": True}))["halts"]
-            if h["condition_name"] == "supervisor_tampering"]
+    return [h.session_id for h in FileBackend(home).halts.listing(HaltQuery.of({"pending": True})).halts
+            if h.condition_name == "supervisor_tampering"]
 
 
 def test_forged_lifts_are_answered_and_lifts_through_leashd_are_not(home):

@@ -21,7 +21,7 @@ from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.lineage import BY_TRANSCRIPT
 from leash.core.state.sessions import SessionRegistry
 from leash.core.store.files import FileBackend
-from leash.core.store.records import BudgetCounterRecord
+from leash.core.store.records_budget import BudgetCounterRecord
 
 from ..support.backends import make_backend
 from ..support.checkout import ROOT, leash_argv
@@ -255,8 +255,8 @@ def test_on_the_shared_store_the_hold_and_its_halt_are_the_databases(home, postg
         other = answer("pre-tool-use", json.dumps(bash("s2")).encode(), home=str(home), env={"LEASH_ENTITY": "mabel"},
                        now=NOW, backend=backend)
         assert other == ("", "", 0)
-        halts = backend.halts.listing(HaltQuery.of({"pending": True}), now=NOW)["halts"]
-        assert [(h["condition_name"], h["session_id"], h["task_id"]) for h in halts] == \
+        halts = backend.halts.listing(HaltQuery.of({"pending": True}), now=NOW).halts
+        assert [(h.condition_name, h.session_id, h.task_id) for h in halts] == \
             [("budget", SESSION, "budget:per-agent")]
     finally:
         backend.close()

@@ -265,7 +265,7 @@ def test_the_installed_statusline_imports_only_what_the_thin_hook_does(daemon, h
 def test_the_line_shows_the_sessions_spend_and_the_cap_that_holds_it(daemon, home):
     import time
 
-    from leash.core.store.records import BudgetCounterRecord, SpendRecord
+    from leash.core.store.records_budget import BudgetCounterRecord, SpendRecord
 
     (home / "config.toml").write_text('[[budget.cap]]\nname = "daily"\nscope = "session"\nperiod = "day"\n'
                                       'limit_usd = 5\n')

@@ -91,10 +91,67 @@ def test_what_a_store_hands_out_is_never_sniffed_with_hasattr():
     assert not sniffs, f"hasattr sniffs: {sniffs}"
 
 
+PROTOCOL_FILES = sorted((ROOT / "core" / "store").glob("protocols*.py"))
+
+
+def _protocols() -> list[ast.ClassDef]:
+    """Every ``Protocol`` class of core/store/protocols*.py."""
+    return [node for path in PROTOCOL_FILES for node in parsed(path).body if isinstance(node, ast.ClassDef)
+            and any(getattr(base, "id", "") == "Protocol" for base in node.bases)]
+
+
 def test_every_protocol_member_says_what_it_returns():
-    tree = parsed(ROOT / "core" / "store" / "protocols.py")
-    protocols = [node for node in tree.body if isinstance(node, ast.ClassDef)
-                 and any(getattr(base, "id", "") == "Protocol" for base in node.bases)]
-    members = [(cls.name, member) for cls in protocols for member in cls.body if isinstance(member, ast.FunctionDef)]
+    members = [(cls.name, member) for cls in _protocols() for member in cls.body
+               if isinstance(member, ast.FunctionDef)]
     assert len(members) > 100
     assert [f"{name}.{member.name}" for name, member in members if not ast.get_docstring(member)] == []
+
+
+# A container named without what it holds: a dict or list standing for a record.
+UNTYPED_CONTAINERS = frozenset({"dict", "list", "Dict", "List", "Mapping", "Sequence", "Any", "object"})
+
+
+def _bare(annotation: ast.expr | None) -> list[str]:
+    """The containers ``annotation`` names without saying what they hold
+    (``dict``, ``list[dict]``, ``dict[str, list]``: each a bare dict or list)."""
+    if annotation is None:
+        return ["(no annotation)"]
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return _bare(ast.parse(annotation.value, mode="eval").body)
+    found: list[str] = []
+    subscripted = {id(node.value) for node in ast.walk(annotation) if isinstance(node, ast.Subscript)}
+    for node in ast.walk(annotation):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name in UNTYPED_CONTAINERS and (id(node) not in subscripted or name in ("Any", "object")):
+            found.append(ast.unparse(annotation))
+    return found
+
+
+def _answers(cls: ast.ClassDef) -> list[tuple[str, ast.expr | None]]:
+    """(member, what it answers) of a protocol: each method's return, each attribute's type."""
+    found: list[tuple[str, ast.expr | None]] = []
+    for member in cls.body:
+        if isinstance(member, ast.FunctionDef):
+            found.append((f"{cls.name}.{member.name}()", member.returns))
+        elif isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+            found.append((f"{cls.name}.{member.target.id}", member.annotation))
+    return found
+
+
+def test_no_protocol_member_answers_a_bare_dict_or_list():
+    # What a store hands out is a record (or scalars, or collections of them
+    # keyed by what they are): never a dict whose keys a caller must know.
+    bare = [f"{member} -> {shown}" for cls in _protocols() for member, answer in _answers(cls)
+            for shown in _bare(answer)]
+    assert len(PROTOCOL_FILES) > 1 and bare == [], "protocol members answering bare containers:\n" + "\n".join(bare)
+
+
+def test_the_bare_container_check_sees_what_it_forbids():
+    def answer(text: str) -> list[str]:
+        return _bare(ast.parse(text, mode="eval").body)
+
+    for forbidden in ("dict", "list[dict]", "dict[str, list]", "tuple[str, dict] | None", "Any", "'dict'"):
+        assert answer(forbidden), forbidden
+    for allowed in ("HaltListing", "dict[str, StopRecord]", "dict[str, dict[str, MeterState]]", "list[str] | None",
+                    "tuple[WarrantRecord, bool]", "ContextManager[HaltUnit]", "None", "bool"):
+        assert answer(allowed) == [], allowed

@@ -64,7 +64,7 @@ def test_a_write_through_the_kept_connection_is_seen(home):
     with daemon.halts.unit(now=T0) as unit:
         assert unit.state("s") == "active"
         result = unit.check({"session_token": "s", "current_context": {"commands": ["rm -rf /"]}})
-        assert result["should_halt"] and any(r["auto_recorded"] for r in result["halt_reasons"])
+        assert result.should_halt and any(r.auto_recorded for r in result.reasons)
         assert unit.state("s") == "halted"  # recorded over this very connection: total_changes moved
     assert state(daemon) == "halted"
 

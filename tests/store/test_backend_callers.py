@@ -33,7 +33,7 @@ def seed(home) -> str:
     files.locks.lock("ezra", hours=2, source="ops@test", reason="mine", now=NOW - 3)
     files.sessions.set_entity("claude-2", "ezra", now=NOW - 3)
     halt = files.halts.record({"session_token": "claude-2", "halt_type": "security", "severity": "high",
-                               "description": "a high halt"}, now=NOW - 2)["halt_id"]
+                               "description": "a high halt"}, now=NOW - 2).halt_id
     files.warrants.file("agent-9", reason="wedged", now=NOW - 1)
     files.breakers.record_boot("gw", window_seconds=60, now=NOW - 1)
     return halt
@@ -126,7 +126,7 @@ def test_a_kennel_that_loses_a_claim_stops_that_dog_and_resumes_the_warrant(home
             lost.release()
             taken_again = wait(lambda: (lambda c: c if c is not None and c is not lost else None)(
                 kennel.claims.get(warrant.id)), "the warrant to be claimed again")
-            assert (taken_again.state["attempt"], taken_again.state["next_timeout"]) == (1, first.next_timeout)
+            assert (taken_again.state.attempt, taken_again.state.next_timeout) == (1, first.next_timeout)
             assert len(kennel.working) == 1
             assert sum("HEALTH CHECK" in line for line in server.capture("mute", 200)) == 1
             assert files.warrants.pardon(warrant.id, source="ops", reason="seen", now=time.time())[0] == "requested"

@@ -12,7 +12,8 @@ import threading
 import pytest
 
 from leash.core.store.budget import BudgetUnreadable
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, Change, MeterState, SpendRecord
+from leash.core.store.records import Change
+from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, MeterState, SpendRecord
 
 from ..support.backends import make_backend
 from ..support.changes import changes_after
@@ -207,7 +208,7 @@ def test_a_missing_mirror_is_rebuilt_from_the_database(file_backend, home):
 KILLED_AFTER_MIRROR = """
 import os, signal, sys
 from leash.core.store.budget import FileBudget
-from leash.core.store.records import BudgetCounterRecord
+from leash.core.store.records_budget import BudgetCounterRecord
 written = FileBudget.write_mirror
 def write_then_die(self, holds):
     if not RELEASED:
@@ -264,7 +265,7 @@ def test_the_gate_reads_holds_without_sqlite(file_backend, home):
 CHARGER = """
 import sys
 from leash.core.store.select import backend_for
-from leash.core.store.records import SpendRecord
+from leash.core.store.records_budget import SpendRecord
 store = backend_for(sys.argv[1]).budget
 row = dict(hour=1.0, session_id="s1", model="m", host="h", entity="e", cli="c", usd=0.001, estimated=False,
            input=1, output=2, cache_write=0, cache_read=0, reasoning=0, requests=1)
@@ -311,7 +312,7 @@ def test_two_clients_adding_to_one_counter_add_in_turn(budget_backend):
 # ------------------------------------------------------------------ the change feed
 def test_a_write_elsewhere_is_a_change_of_the_budget_store(budget_backend):
     program = ("import sys; from leash.core.store.select import backend_for; "
-               "from leash.core.store.records import SpendRecord\n"
+               "from leash.core.store.records_budget import SpendRecord\n"
                "with backend_for(sys.argv[1]).budget.unit() as unit:\n"
                "    unit.charge(SpendRecord.of(dict(hour=0.0, session_id='s', model='m', usd=1.0)))")
     assert Change("budget") in changes_after(budget_backend, program, "budget")

@@ -54,20 +54,24 @@ def _scenario(halts) -> list:
     answers.append(halts.check({"session_token": "s1", "task_id": "deploy",
                                 "current_context": {"operation": "deploy"}}, now=NOW + 10).as_json())
     answers.append(halts.check(_unread_edit("s2"), now=NOW + 20).as_json())
-    answers.append(halts.configure({"condition_name": "modifying_unread_code", "auto_escalate": True}, now=NOW + 30))
+    answers.append(halts.configure({"condition_name": "modifying_unread_code", "auto_escalate": True},
+                                   now=NOW + 30).as_json())
     answers.append(halts.check(_unread_edit("s3"), now=NOW + 40).as_json())
     answers.append(halts.record({"session_token": "s4", "halt_type": "security", "severity": "critical",
                                  "description": "token ghp_R4nd0mV4lu3Xq9Lm2Pz8Kt6Wb3Yc1Nd5Fh7J in a log",
-                                 "task_id": "t1"}, now=NOW + 50))
+                                 "task_id": "t1"}, now=NOW + 50).as_json())
     critical = answers[-1]["halt_id"]
     refused(lambda: halts.acknowledge(critical, "s9", "resolved", source="ops", now=NOW + 60))
     refused(lambda: halts.acknowledge(critical, "s4", "dismissed", source="ops", now=NOW + 61))
-    refused(lambda: halts.acknowledge(critical, "s4", "escalated", notes="to the lead", source="ops", now=NOW + 62))
+    refused(lambda: halts.acknowledge(critical, "s4", "escalated", notes="to the lead", source="ops",
+                                      now=NOW + 62).as_json())
     refused(lambda: halts.acknowledge(critical, "s4", "escalated", source="ops", now=NOW + 63))
-    refused(lambda: halts.acknowledge(critical, "s4", "dismissed", caution=True, source="ops", now=NOW + 64))
+    refused(lambda: halts.acknowledge(critical, "s4", "dismissed", caution=True, source="ops",
+                                      now=NOW + 64).as_json())
     refused(lambda: halts.acknowledge(critical, "s4", "resolved", source="ops", now=NOW + 65))
     answers.append([halts.state(session, now=NOW + 70) for session in ("s1", "s2", "s3", "s4")])
-    answers.append(halts.listing(HaltQuery.of({"include_acknowledged": True, "severity": "critical"}), now=NOW + 70))
+    answers.append(halts.listing(HaltQuery.of({"include_acknowledged": True, "severity": "critical"}),
+                                 now=NOW + 70).as_json())
     return json.loads(_numbered(json.dumps(answers)))
 
 

@@ -24,7 +24,7 @@ NOW = 1_900_000_000.0
 HOME_KEYED_WRITERS = {"record_halt", "acknowledge_halt", "update_halt_config", "check_halt_conditions",
                       "record_attempt", "record_files_read", "stored_config_problems"}
 # Where they may be called: the halt engine itself and the file backend's stores (and its doctor).
-ALLOWED = {"core/store/filestores.py", "core/store/filecheck.py"}
+ALLOWED = {"core/store/filehalts.py", "core/store/filecheck.py"}
 
 
 @pytest.fixture
@@ -56,8 +56,8 @@ def test_a_blocked_config_change_holds_the_session_on_the_shared_store(postgres_
         decision = json.loads(out)["hookSpecificOutput"]
         assert decision["permissionDecision"] == "deny" and "halt" in decision["permissionDecisionReason"], out
         assert elsewhere.halts.state(SESSION, now=NOW + 1) == "halted"  # every host's gate reads it
-        [halt] = elsewhere.halts.listing(HaltQuery(session=SESSION, pending=True), now=NOW + 1)["halts"]
-        assert halt["condition_name"] == "supervisor_tampering" and halt["severity"] == "critical"
+        [halt] = elsewhere.halts.listing(HaltQuery(session=SESSION, pending=True), now=NOW + 1).halts
+        assert halt.condition_name == "supervisor_tampering" and halt.severity == "critical"
         assert not (home / "halts.db").exists()  # nothing landed in this host's files
         assert [line.event for line in elsewhere.acklog.read(session=SESSION)] == ["tamper_blocked", "halt_recorded"]
     finally:

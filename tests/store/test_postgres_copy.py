@@ -43,8 +43,8 @@ def test_a_home_copied_keeps_its_chain_stops_locks_and_sessions(cli, home, url):
         assert list(copied.stops.stopped()) == ["agent-1"]
         assert list(copied.locks.active(now=NOW + 10)) == ["ezra"]
         assert copied.sessions.get("claude-1").tmux_session == "agent-1"
-        halt = source.halts.listing(HaltQuery.of({"session_token": "claude-1"}))["halts"][0]
-        assert copied.halts.find(halt["halt_id"]).description == "a secret in the diff"
+        halt = source.halts.listing(HaltQuery.of({"session_token": "claude-1"})).halts[0]
+        assert copied.halts.find(halt.halt_id).description == "a secret in the diff"
         assert copied.halts.state("claude-1") == source.halts.state("claude-1")
         lines = copied.acklog.verify().lines
         copied.stops.resume("agent-1", source="ops", now=NOW + 20)  # the chain goes on from the copy

@@ -14,7 +14,7 @@ import pytest
 
 from leash.core.policy.halts.outcomes import HaltQuery
 from leash.core.state.halts import HaltRefused, HaltStoreUnavailable
-from leash.core.store.filestores import FileHalts
+from leash.core.store.filehalts import FileHalts
 from leash.core.store.pg import Database
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pghalts import PgHalts
@@ -49,7 +49,7 @@ def host(url, home):
 
 def _halt(halts, severity: str, session: str = "s1", **more) -> str:
     return halts.record({"session_token": session, "halt_type": "security", "severity": severity,
-                         "description": f"a {severity} halt", **more}, now=NOW)["halt_id"]
+                         "description": f"a {severity} halt", **more}, now=NOW).halt_id
 
 
 def _unread_edit(session: str) -> dict:
@@ -127,7 +127,7 @@ def test_two_hosts_record_and_acknowledge_at_once(url, home):
         assert [line.event for line in lines].count("halt_ack") == 41
         assert hosts[0].acklog.verify().ok
         listed = hosts[1].halts.listing(HaltQuery.of({"include_acknowledged": True, "limit": 100}), now=NOW + 3)
-        assert listed["total_count"] == 41 and listed["unacknowledged_count"] == 0
+        assert listed.total_count == 41 and listed.unacknowledged_count == 0
         with hosts[1].halts.unit(now=NOW + 3) as unit:
             assert unit.states() == {}
     finally:
@@ -249,12 +249,12 @@ def test_the_same_lines_as_the_file_backend(host, tmp_path):
         ["halt_recorded", "halt_escalate", "halt_dismiss"]
 
     def listed(halts):
-        answer = halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW + 3)
+        answer = halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW + 3).as_json()
         return {**answer, "halts": [{k: v for k, v in h.items() if k != "halt_id"} for h in answer["halts"]]}
 
     assert listed(host.halts) == listed(files) and listed(files)["total_count"] == 1
-    pg_found, file_found = (halts.find(halts.listing(HaltQuery(include_acknowledged=True), now=NOW + 3)["halts"][0]
-                                       ["halt_id"]) for halts in (host.halts, files))
+    pg_found, file_found = (halts.find(halts.listing(HaltQuery(include_acknowledged=True), now=NOW + 3).halts[0]
+                                       .halt_id) for halts in (host.halts, files))
     assert set(pg_found.as_dict()) == set(file_found.as_dict())
     assert {k: v for k, v in pg_found.as_dict().items() if k not in ("id", "context")} == \
         {k: v for k, v in file_found.as_dict().items() if k not in ("id", "context")}
@@ -265,7 +265,7 @@ def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):
     early = Host(url, home)
     try:
         halt_id = early.halts.record({"session_token": "s1", "halt_type": "scope", "severity": "high",
-                                      "description": "old"}, now=old)["halt_id"]
+                                      "description": "old"}, now=old).halt_id
         early.halts.acknowledge(halt_id, "s1", "resolved", source="ops", now=old + 1)
     finally:
         early.close()
@@ -275,7 +275,7 @@ def test_settled_halts_older_than_ninety_days_move_to_the_archive(url, home):
         pending = _halt(later.halts, "high", session="s2")
         with later.halts.unit(now=NOW) as unit:
             assert [h.halt_id for h in unit.pending()] == [pending]
-        assert later.halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW)["total_count"] == 1
+        assert later.halts.listing(HaltQuery.of({"include_acknowledged": True}), now=NOW).total_count == 1
         assert later.db.rows("SELECT id::text FROM halt_events_archive") == [(halt_id,)]
     finally:
         later.close()

@@ -21,7 +21,7 @@ from leash.core.store.pg import Database, StoreOffline
 from leash.core.store.pgacklog import PgAckLog
 from leash.core.store.pgsmall import PgBreakers, PgKennels, PgReplies
 from leash.core.store.pgwarrants import LEASE_SECONDS, PgWarrants
-from leash.core.store.records import DogRecord, KennelOwner
+from leash.core.store.records_warrants import DogRecord, KennelOwner
 
 from ..support.waiting import wait_for
 
@@ -138,9 +138,9 @@ def test_a_lapsed_lease_makes_an_orphan_another_worker_resumes(h1, h1_again):
     stalled.save()
     assert h1_again.warrants.claim_orphans(owner=KennelOwner.of({"pid": 2}), now=NOW + LEASE_SECONDS - 1) == []
     (resumed,) = h1_again.warrants.claim_orphans(owner=KennelOwner.of({"pid": 2}), now=NOW + LEASE_SECONDS + 1)
-    assert (resumed.state["state"], resumed.state["attempt"], resumed.state["next_timeout"]) == (
+    assert (resumed.state.state, resumed.state.attempt, resumed.state.next_timeout) == (
         "interrogating", 2, iso(NOW + 120))
-    assert resumed.state["kennel"] == {"pid": 2}
+    assert resumed.state.kennel == {"pid": 2}
     # the stalled worker has lost it: it cannot renew, save or complete it
     assert not stalled.renew(now=NOW + LEASE_SECONDS + 2)
     with pytest.raises(WarrantError):
@@ -183,7 +183,7 @@ def test_bad_targets_are_refused(h1):
             h1.warrants.file(bad, reason="wedged", now=NOW)
     with pytest.raises(ValueError):
         h1.warrants.file("agent-1", reason=" ", now=NOW)
-    assert h1.warrants.listing()["pending"] == [] and events(h1) == []
+    assert h1.warrants.listing().pending == [] and events(h1) == []
 
 
 def test_writes_tell_listeners(h1):
@@ -347,7 +347,7 @@ def test_a_home_copied_brings_its_warrants_breakers_and_replies(home, url):
         assert [w.id for w in copied.warrants.pending()] == [waiting.id]
         assert copied.warrants.file("agent-3", reason="again", now=NOW + 6)[0].id == waiting.id  # still live
         (orphan,) = copied.warrants.claim_orphans(owner=OWNER, now=NOW + 6)  # this host's kennel resumes it
-        assert (orphan.id, orphan.state["attempt"], orphan.pardon_request().reason) == (working.id, 2, "mine")
+        assert (orphan.id, orphan.state.attempt, orphan.pardon_request().reason) == (working.id, 2, "mine")
         assert orphan.complete("pardoned", by="ops", note="mine", now=NOW + 7).outcome == "pardoned"
         assert copied.breakers.describe("gw", now=NOW + 2).in_loop == 2
         assert copied.replies.pending("chat", "t1")

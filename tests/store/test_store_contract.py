@@ -9,11 +9,19 @@ import threading
 import pytest
 
 from leash.core.base.clock import iso, parse_iso
-from leash.core.policy.halts.outcomes import HaltQuery
+from leash.core.policy.halts.outcomes import CheckResult, HaltQuery
 from leash.core.state.halts import HaltRefused
 from leash.core.state.handsoff import HandsOffUnreadable, NotLocked
 from leash.core.state.stop import NotStopped
-from leash.core.store.records import ChainAnchor, KennelOwner, LockRecord, LogLine, StopRecord, WarrantRecord
+from leash.core.store.records import ChainAnchor, LockRecord, LogLine, LoopLimits, StopRecord
+from leash.core.store.records_halts import (
+    AcknowledgedHalt,
+    HaltConditionConfig,
+    HaltConfigChange,
+    HaltListing,
+    HaltRecord,
+)
+from leash.core.store.records_warrants import DogRecord, DogState, KennelOwner, WarrantListing, WarrantRecord
 
 from ..support.changes import changes_after
 
@@ -146,7 +154,7 @@ def test_sessions_observed_and_named(backend, second_backend):
 # ------------------------------------------------------------------ halts
 def _halt(backend, severity: str, session: str = "s1") -> str:
     return backend.halts.record({"session_token": session, "halt_type": "security", "severity": severity,
-                                 "description": f"a {severity} halt"}, now=NOW)["halt_id"]
+                                 "description": f"a {severity} halt"}, now=NOW).halt_id
 
 
 def test_halt_lifecycle(backend):
@@ -163,7 +171,7 @@ def test_halt_lifecycle(backend):
     with pytest.raises(HaltRefused):
         backend.halts.acknowledge(high, "other-session", "resolved", now=NOW + 2)
     result = backend.halts.acknowledge(critical, "s1", "dismissed", caution=True, notes="checked", now=NOW + 3)
-    assert result["session_can_resume"] and result["warnings"]
+    assert isinstance(result, AcknowledgedHalt) and result.session_can_resume and result.warnings
     assert backend.halts.state("s1", now=NOW + 4) == "active"
     with backend.halts.unit(now=NOW + 4) as unit:
         assert unit.pending() == [] and unit.states() == {}
@@ -223,7 +231,7 @@ def test_breaker_trips_and_resets(backend):
     assert backend.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 3)
     assert not backend.breakers.tripped("gw", max_restarts=3, window_seconds=60, now=NOW + 120)
     assert backend.breakers.names() == ["gw"]
-    described = backend.breakers.describe("gw", config={"loop": {"gw": {"max_restarts": 3}}}, now=NOW + 3)
+    described = backend.breakers.describe("gw", limits=LoopLimits.of({"max_restarts": 3}), now=NOW + 3)
     assert described.tripped and described.in_loop == 3
     assert backend.breakers.reset("gw", source="ops", reason="false alarm", now=NOW + 4)
     assert not backend.breakers.tripped("gw", max_restarts=1, window_seconds=60, now=NOW + 4)
@@ -357,8 +365,9 @@ def _unread_edit(session: str) -> dict:
 def test_halts_listed_checked_found_and_configured(backend):
     high = _halt(backend, "high")
     listed = backend.halts.listing(HaltQuery.of({"session_token": "s1", "pending": True}), now=NOW)
-    assert [h["halt_id"] for h in listed["halts"]] == [high] and listed["unacknowledged_count"] == 1
-    assert backend.halts.listing(HaltQuery.of({"session_token": "nobody"}), now=NOW)["total_count"] == 0
+    assert isinstance(listed, HaltListing) and all(isinstance(h, HaltRecord) for h in listed.halts)
+    assert [h.halt_id for h in listed.halts] == [high] and listed.unacknowledged_count == 1
+    assert backend.halts.listing(HaltQuery.of({"session_token": "nobody"}), now=NOW).total_count == 0
     assert backend.halts.find(high).session_id == "s1" and backend.halts.find(high[:8]).id == high
     assert backend.halts.find("0" * 36) is None
     verdict = backend.halts.check(_unread_edit("s2"), now=NOW)
@@ -366,11 +375,12 @@ def test_halts_listed_checked_found_and_configured(backend):
     assert backend.halts.state("s2", now=NOW) == "halted"
     unrecorded = backend.halts.check(_unread_edit("s3"), record=False, now=NOW)
     assert unrecorded.should_halt and backend.halts.state("s3", now=NOW) == "active"
-    rows = {row["condition_name"]: row for row in backend.halts.config()}
-    assert "three_strikes" in rows
+    rows = {row.condition_name: row for row in backend.halts.config()}
+    assert isinstance(rows["three_strikes"], HaltConditionConfig) and rows["three_strikes"].enabled is True
     changed = backend.halts.configure({"condition_name": "three_strikes", "enabled": False}, now=NOW)
-    assert changed["current_values"]["enabled"] is False
-    assert not {row["condition_name"]: row for row in backend.halts.config()}["three_strikes"]["enabled"]
+    assert isinstance(changed, HaltConfigChange) and changed.updated
+    assert (changed.previous_values.enabled, changed.current_values.enabled) == (True, False)
+    assert not {row.condition_name: row for row in backend.halts.config()}["three_strikes"].enabled
 
 
 def test_warrants_found_listed_and_pardoned(backend):
@@ -384,8 +394,9 @@ def test_warrants_found_listed_and_pardoned(backend):
     assert outcome == "pardoned" and record.outcome == "pardoned"
     assert backend.warrants.find(first.id)[0] == "completed"
     listing = backend.warrants.listing()
-    assert [w["id"] for w in listing["pending"]] == [second.id]
-    assert [d["id"] for d in listing["completed"]] == [first.id] and listing["active"] == []
+    assert isinstance(listing, WarrantListing) and listing.pending == [second]
+    assert [d.id for d in listing.completed] == [first.id] and listing.active == []
+    assert isinstance(listing.completed[0], DogRecord) and listing.completed[0].outcome == "pardoned"
     with pytest.raises(WarrantError):
         backend.warrants.pardon(first.id, source="ops", now=NOW + 3)
     with pytest.raises(WarrantError):
@@ -404,8 +415,7 @@ def test_a_breaker_is_described_by_the_limits_its_supervisor_passed(backend):
     for n in range(3):
         backend.breakers.check_and_record("nightly", max_restarts=5, window_seconds=300, max_gap_seconds=30,
                                           now=NOW + 100 * n)
-    described = backend.breakers.describe("nightly", config={"loop": {"nightly": {"window_seconds": 60}}},
-                                          now=NOW + 200)
+    described = backend.breakers.describe("nightly", limits=LoopLimits.of({"window_seconds": 60}), now=NOW + 200)
     assert (described.window_seconds, described.max_restarts, described.max_gap_seconds) == (300, 5, 30)
     assert described.in_loop == 3 and not described.tripped
     # a boot recorded without a verdict keeps the threshold passed before it
@@ -413,7 +423,7 @@ def test_a_breaker_is_described_by_the_limits_its_supervisor_passed(backend):
     described = backend.breakers.describe("nightly", now=NOW + 250)
     assert (described.window_seconds, described.max_restarts) == (600, 5)
     # a breaker no supervisor has passed limits to reads config.toml's
-    assert backend.breakers.describe("other", config={"loop": {"other": {"window_seconds": 90}}},
+    assert backend.breakers.describe("other", limits=LoopLimits.of({"window_seconds": 90}),
                                      now=NOW).window_seconds == 90
 
 
@@ -476,13 +486,18 @@ def test_a_claim_saves_its_state_and_hears_a_pardon(backend, second_backend):
     assert backend.warrants.has_pending()
     claim = backend.warrants.claim_next(owner=OWNER, now=NOW)
     assert not backend.warrants.has_pending() and claim.pardon_request() is None
+    assert isinstance(claim.state, DogState)
+    assert (claim.state.state, claim.state.kennel) == ("received", OWNER.as_dict())
     claim.state.update(state="interrogating", attempt=2)
+    claim.state.next_timeout = iso(NOW + 60)  # a field the claimed state did not hold yet
     claim.save()
-    assert [(d.state, d.attempt) for d in second_backend.warrants.active()] == [("interrogating", 2)]
+    assert [(d.state, d.attempt, d.next_timeout) for d in second_backend.warrants.active()] == \
+        [("interrogating", 2, iso(NOW + 60))]
     assert second_backend.warrants.pardon(warrant.id, source="ops", reason="mine", now=NOW + 1)[0] == "requested"
     assert claim.pardon_request().source == "ops"
     done = claim.complete("pardoned", by="ops", note="mine", now=NOW + 2, timeouts=(1, 2, 3))
     assert done.outcome == "pardoned" and backend.warrants.active() == []
+    assert (claim.state.state, claim.state.outcome, claim.state.pardoned_by) == ("complete", "pardoned", "ops")
     backend.warrants.tidy()
     assert [c.id for c in backend.warrants.completed()] == [warrant.id]
 
@@ -517,12 +532,12 @@ def test_a_halt_unit_checks_and_reads_evidence_in_one_state(backend):
     with backend.halts.unit(now=NOW) as unit:
         assert unit.files_read("s4") is None  # never reported: no evidence either way
         quiet = unit.check({"session_token": "s4", "current_context": {"target_files": []}})
-        assert not quiet["should_halt"]
+        assert isinstance(quiet, CheckResult) and not quiet.should_halt
     _halt(backend, "low", session="s9")  # the store exists from here on
     with backend.halts.unit(now=NOW) as unit:
         verdict = unit.check(_unread_edit("s4"))
-        assert verdict["should_halt"] and unit.state("s4") == "halted"
-        assert unit.check(_unread_edit("s5"), record=False)["should_halt"] and unit.state("s5") == "active"
+        assert verdict.should_halt and unit.state("s4") == "halted"
+        assert unit.check(_unread_edit("s5"), record=False).should_halt and unit.state("s5") == "active"
 
 
 def test_reads_and_attempts_are_evidence_the_halt_unit_sees(backend):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
-from leash.core.store import protocols
+from leash.core.store import protocols, protocols_halts, protocols_work
 
 # postgres-roles: the schema's owner and leash's runtime role are two roles ([store] owner_url),
 # so every store works with the runtime role's grants alone.
@@ -27,7 +27,7 @@ def make_backend(kind: str, home, *, url: str | None = None, owner_url: str = ""
 
 
 def _members(protocol: type) -> set[str]:
-    named = {name for klass in protocol.__mro__ if klass.__module__ == protocols.__name__
+    named = {name for klass in protocol.__mro__ if klass.__module__.startswith(protocols.__name__)
              for name in list(vars(klass)) + list(getattr(klass, "__annotations__", {})) if not name.startswith("_")}
     return named
 
@@ -58,7 +58,7 @@ def _unit_maker(make):
     @contextlib.contextmanager
     def unit(**options):
         with make(**options) as opened:
-            yield ProtocolOnly(opened, protocols.HaltUnit)
+            yield ProtocolOnly(opened, protocols_halts.HaltUnit)
     return unit
 
 
@@ -68,8 +68,8 @@ def _claims(take):
         if found is None:
             return None
         if isinstance(found, list):
-            return [ProtocolOnly(c, protocols.Claim) for c in found]
-        return ProtocolOnly(found, protocols.Claim)
+            return [ProtocolOnly(c, protocols_work.Claim) for c in found]
+        return ProtocolOnly(found, protocols_work.Claim)
     return claim
 
 
@@ -78,13 +78,13 @@ WRAPPED = {
     (protocols.Backend, "stops"): _store(protocols.StopStore),
     (protocols.Backend, "locks"): _store(protocols.LockStore),
     (protocols.Backend, "sessions"): _store(protocols.SessionStore),
-    (protocols.Backend, "halts"): _store(protocols.HaltStore),
-    (protocols.Backend, "warrants"): _store(protocols.WarrantStore),
-    (protocols.Backend, "breakers"): _store(protocols.BreakerStore),
-    (protocols.Backend, "replies"): _store(protocols.ReplyLedger),
-    (protocols.Backend, "kennels"): _store(protocols.KennelRegistry),
-    (protocols.HaltStore, "unit"): _unit_maker,
-    (protocols.HaltStore, "reading"): _unit_maker,
-    (protocols.WarrantStore, "claim_next"): _claims,
-    (protocols.WarrantStore, "claim_orphans"): _claims,
+    (protocols.Backend, "halts"): _store(protocols_halts.HaltStore),
+    (protocols.Backend, "warrants"): _store(protocols_work.WarrantStore),
+    (protocols.Backend, "breakers"): _store(protocols_work.BreakerStore),
+    (protocols.Backend, "replies"): _store(protocols_work.ReplyLedger),
+    (protocols.Backend, "kennels"): _store(protocols_work.KennelRegistry),
+    (protocols_halts.HaltStore, "unit"): _unit_maker,
+    (protocols_halts.HaltStore, "reading"): _unit_maker,
+    (protocols_work.WarrantStore, "claim_next"): _claims,
+    (protocols_work.WarrantStore, "claim_orphans"): _claims,
 }

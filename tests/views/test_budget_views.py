@@ -9,7 +9,7 @@ import math
 import pytest
 
 from leash.core.store.files import FileBackend
-from leash.core.store.records import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
+from leash.core.store.records_budget import BudgetCounterRecord, BudgetWindowRecord, SpendRecord
 from leash.core.views.budget import cap_rows, cost_rows, fleet_figures, hourly_spend, session_costs
 
 HOUR, DAY = 3600.0, 86_400.0

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from leash.core.store.postgres import PostgresBackend
-from leash.core.store.records import BudgetCounterRecord
+from leash.core.store.records_budget import BudgetCounterRecord
 from leash.core.views import metering as engine
 
 NOW = 1_795_000_000.0  # a Tuesday, mid-day UTC

@@ -154,7 +154,7 @@ class RecordingDog(Dog):
         self.written = written
 
     def _save(self) -> None:
-        self.written.append(self.state["state"])
+        self.written.append(self.state.state)
         super()._save()
 
 
@@ -279,7 +279,7 @@ class DogMachine(RuleBasedStateMachine):
         before_attempt, before_messages = self.attempt, self._messages()
         self._predict_tick()
         delay = self.dog.tick(seconds(self.now))
-        state = self.dog.state
+        state = self.dog.state.as_dict()  # as the claim stores it
         assert state["state"] == self.phase, (state["state"], self.phase)
         assert state["attempt"] == self.attempt and before_attempt <= state["attempt"] <= before_attempt + 1
         if self.phase == "complete":
@@ -418,7 +418,7 @@ class DogMachine(RuleBasedStateMachine):
         assert self._messages() == self.attempt
         assert self.gates_closed <= 3
         if self.dog is not None:
-            assert self.dog.state["attempt"] == self.attempt
+            assert self.dog.state.attempt == self.attempt
 
     @invariant()
     def states_move_along_the_edges(self):
@@ -439,7 +439,7 @@ class DogMachine(RuleBasedStateMachine):
             assert on_disk["state"] in STATES_AT_REST and on_disk["state"] == self.phase
             assert on_disk == self.last_state
             if self.dog is not None:
-                assert on_disk == self.dog.state
+                assert on_disk == self.dog.state.as_dict()
             assert not os.path.exists(self.queue.completed_path(self.id))
             if self.phase == "interrogating":
                 sent, deadline = parse_iso(on_disk["last_message_at"]), parse_iso(on_disk["next_timeout"])
@@ -531,7 +531,7 @@ def test_an_earlier_answer_in_the_scrollback_never_counts():
         now = seconds(START_US)
         while dog.tick(now) is not None:
             now += 1.0
-        assert (dog.state["outcome"], dog.state["attempt"]) == ("executed", 3)
+        assert (dog.state.outcome, dog.state.attempt) == ("executed", 3)
     finally:
         release_hold(fd)
         shutil.rmtree(home, ignore_errors=True)

@@ -103,10 +103,10 @@ def test_three_hosts_on_one_store(fleet, tmp_path):
 
         reader = PostgresBackend(cluster.url(), home=tmp_path / "reader", host="c")
         try:
-            (warrant,) = reader.warrants.listing()["pending"] or reader.warrants.listing()["active"]
+            (warrant,) = reader.warrants.listing().pending or reader.warrants.listing().active
 
             def dog(condition):
-                found = reader.warrants.find(warrant["id"])
+                found = reader.warrants.find(warrant.id)
                 return found[1].as_dict() if found and found[0] == "active" and condition(found[1].as_dict()) else None
 
             before = wait_for(lambda: dog(lambda s: s.get("state") == "interrogating"), what="attempt 1")
@@ -127,7 +127,7 @@ def test_three_hosts_on_one_store(fleet, tmp_path):
             assert kennel is not None and kennel.pid == daemons["c"].pid
             assert deadline <= parse_iso(resumed["last_message_at"]) < parse_iso(kennel.started_at) + FIRST_GATE
             done = wait_for(lambda: (lambda f: f[1].as_dict() if f and f[0] == "completed" else None)(
-                reader.warrants.find(warrant["id"])), timeout=30, what="the verdict")
+                reader.warrants.find(warrant.id)), timeout=30, what="the verdict")
             assert (done["outcome"], done["attempt"]) == ("executed", 3)
             assert health_checks(done["final_screen"]) == 3
             assert not tmux_c.has_session("agent-1")

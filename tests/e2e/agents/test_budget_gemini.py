@@ -18,7 +18,7 @@ import pytest
 from leash.core.policy.prices import price
 from leash.core.policy.usagelines import TokenUsage
 from leash.core.store.files import FileBackend
-from leash.core.store.records import BudgetCounterRecord
+from leash.core.store.records_budget import BudgetCounterRecord
 
 from ...support.e2e.gemini_cli import HEADLESS_ARGS, STOPPED, run_gemini
 from ...support.e2e.gemini_standin import GeminiStandin, shell, text, usage, with_usage, write_out
