@@ -231,6 +231,10 @@ class FileBackend(LazyStores):
         self.sessions = RegistrySessions(sessions)
 
     def _make(self, name: str) -> Any:
+        if name == "halts":  # the gate's store: its module alone, not the other stores'
+            from leash.core.store.filehalts import FileHalts
+
+            return FileHalts(self.home, self.acklog.log)
         from leash.core.store import filestores
 
         return filestores.STORES[name](self.home, self.acklog.log)
