@@ -92,7 +92,7 @@ class HaltStore(Protocol):
         """One halt event by id, or by an unambiguous prefix of six characters or more."""
 
     def config(self) -> list[HaltConditionConfig]:
-        """Every condition's configuration, in the order ``leash halts config`` shows them."""
+        """Every condition's configuration (``as_dict()``: its row as ``leash halts config --json`` prints it)."""
 
     def configure(self, data: dict, *, now: float | None = None) -> HaltConfigChange:
         """``data`` (the seed's ``UpdateHaltConfigInput`` as parsed JSON, validated once by
