@@ -164,7 +164,7 @@ def test_a_hook_whose_interpreter_is_gone_refuses_the_call(wired):
     ``timeout`` exits 127 and the wrapper turns that into Codex's refusal."""
     python = private_interpreter(wired.base)
     wired.wire(python=python)
-    assert f"{python} -P " in wired.config.read_text()
+    assert f"{python} -S -P " in wired.config.read_text()
     assert wired.check().returncode == 0
 
     wired.run([shell("echo hi > out.txt"), text("done")], before={0: lambda _request: python.unlink()})
