@@ -28,10 +28,10 @@ def counting(monkeypatch) -> Counter:
     return calls
 
 
-def settle(tmux: Tmux, name: str, last: str) -> None:
-    """Wait for ``last`` twice: the tty's echo of what was typed, then cat's copy."""
+def settle(tmux: Tmux, name: str, last: str, *, times: int = 2) -> None:
+    """Wait for ``last`` twice (``times``): the tty's echo of what was typed, then cat's copy."""
     deadline = time.monotonic() + 10
-    while sum(line.strip() == last for line in tmux.capture(name, 400)) < 2:
+    while sum(line.strip() == last for line in tmux.capture(name, 400)) < times:
         if time.monotonic() > deadline:
             raise AssertionError(f"{last!r} never reached the pane")
         time.sleep(0.02)
@@ -52,6 +52,15 @@ def test_read_since_takes_one_command_while_the_pane_does_not_scroll(tmux, monke
     assert calls["processes"] == 3  # a name is looked up first: one listing more
 
 
+def wait_for_cat(tmux: Tmux) -> None:
+    """Until the pane runs cat: what is typed before that meets the shell, echo and all."""
+    deadline = time.monotonic() + 10
+    while tmux.list_sessions()[0]["panes"][0]["command"] != "cat":
+        if time.monotonic() > deadline:
+            raise AssertionError("cat never ran in the pane")
+        time.sleep(0.02)
+
+
 def type_lines(tmux: Tmux, name: str, lines: list[str]) -> None:
     """Each of ``lines`` typed into the pane, then Enter, by one tmux process (a
     ``send_message`` each would start three)."""
@@ -61,16 +70,19 @@ def type_lines(tmux: Tmux, name: str, lines: list[str]) -> None:
 
 @pytest.mark.parametrize("shown", [25, 300])
 def test_read_since_reads_exactly_from_the_position_after_the_pane_scrolled(tmux, monkeypatch, shown):
-    tmux.new_session("agent", "cat", width=80, height=10)
+    # No echo: text typed ahead of cat would be echoed into the middle of the
+    # lines cat is still writing, and a line would be found nowhere whole.
+    tmux.new_session("agent", "stty -echo; exec cat", width=80, height=10)
     session_id = tmux.resolve("agent")["id"]
+    wait_for_cat(tmux)
     for n in range(12):  # the pane is full: what comes next scrolls it
         tmux.send_message("agent", f"before {n}")
-    settle(tmux, "agent", "before 11")
+    settle(tmux, "agent", "before 11", times=1)
     marks, before = tmux.mark("agent")
     tmux.send_message("agent", "; ".join(f"after {n}" for n in range(shown // 4)))
     assert marks["history"] > 0 and before[-1] == "before 11"
     type_lines(tmux, "agent", [f"line {n}" for n in range(shown // 2)])
-    settle(tmux, "agent", f"line {shown // 2 - 1}")
+    settle(tmux, "agent", f"line {shown // 2 - 1}", times=1)
     calls = counting(monkeypatch)
     now, lines = tmux.read_since(session_id, marks["position"], history=marks["history"])
     assert now["history"] > marks["history"]
