@@ -205,12 +205,17 @@ class ApprovalDesk:
                 return self._finish(held, self._close(held, "withdrawn"))
             ready, _, _ = select.select([conn, wake_fd], [], [], min(left, self.poll_seconds))
             if conn in ready and _gone(conn):
-                record = self._close(held, "withdrawn")
-                self.say("approval-withdrawn", approval=approval_id, status=record.status)
-                self._note_status(held, record)
+                self.gone(held)
                 return None
             if wake_fd in ready:
                 os.read(wake_fd, 4096)
+
+    def gone(self, held) -> None:
+        """``held``'s hook went away (its connection closed): the approval is
+        withdrawn, since no hook waits for its answer any more."""
+        record = self._close(held, "withdrawn")
+        self.say("approval-withdrawn", approval=held.approval.id, status=record.status)
+        self._note_status(held, record)
 
     def _read(self, approval_id: str):
         try:

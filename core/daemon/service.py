@@ -370,7 +370,11 @@ class Daemon:
                 except Exception as exc:  # answered as a hook that could not judge: gating events fail closed
                     reply = {"error": f"hook failed: {exc.__class__.__name__}: {exc}"}
             if not isinstance(reply, dict):
-                self.acks.held(call, reply.approval.id)
+                try:
+                    self.acks.held(call, reply.approval.id)
+                except OSError:  # the hook went away before it heard its call is held
+                    self.desk.gone(reply)
+                    return None
         if not isinstance(reply, dict):  # held as an approval: waits without a serving slot
             answered = self.desk.wait(reply, conn)
             if answered is None:

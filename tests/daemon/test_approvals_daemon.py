@@ -20,7 +20,7 @@ from leash.core.store.files import FileBackend
 from leash.core.views.protocol import StopProtocol
 
 from ..support.checkout import ROOT, leash_argv
-from ..support.daemon import daemon_process, exchange, hook_request, sockets, stop
+from ..support.daemon import connect, daemon_process, exchange, hook_request, sockets, stop
 
 ASKED_WITHIN_SECONDS = 20
 
@@ -133,6 +133,22 @@ def test_a_client_that_goes_away_withdraws_its_approval(home, leashd):
     client.wait(timeout=10)
     client.stdout.close()
     client.stderr.close()
+    deadline = time.monotonic() + ASKED_WITHIN_SECONDS
+    while "approval_withdrawn" not in events(home) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert events(home) == ["approval_requested", "approval_withdrawn"]
+    assert FileBackend(home).approvals.pending() == []
+
+
+def test_a_client_gone_before_it_hears_its_call_is_held_withdraws_the_approval(home, leashd):
+    """The hook asked for acknowledgements and went away before leashd told it
+    the call waits for an operator: that telling fails, and the approval is
+    withdrawn at once, not left waiting for a hook that is no more."""
+    leashd()
+    agent, _ = sockets(home)
+    with connect(agent) as conn:
+        conn.sendall(json.dumps({**hook_request("permission-request", permission_request()), "ack": "1"}).encode()
+                     + b"\n")
     deadline = time.monotonic() + ASKED_WITHIN_SECONDS
     while "approval_withdrawn" not in events(home) and time.monotonic() < deadline:
         time.sleep(0.02)
