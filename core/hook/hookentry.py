@@ -28,7 +28,7 @@ from time import perf_counter_ns
 
 ENTERED_NS = perf_counter_ns()
 
-import os  # noqa: E402  (after the first stamp)
+import posix  # noqa: E402  (after the first stamp; not ``os``: core.base.bareos says why)
 import sys  # noqa: E402
 
 
@@ -44,13 +44,22 @@ def _leash_on_path() -> None:
     """Under ``-S``: leash's own folder on ``sys.path``, or ``site`` for a checkout."""
     if not sys.flags.no_site:
         return
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    entry = __file__ if __file__.startswith("/") else f"{posix.getcwd()}/{__file__}"
+    folder, _, name = entry.rsplit("/", 3)[0].rpartition("/")
     # An installed package (site-packages/leash), not a checkout that happens to
     # be in a folder named leash (as core.policy.halts.settingsguard tells them).
-    if os.path.basename(package) == "leash" and not os.path.exists(os.path.join(package, "pyproject.toml")):
-        sys.path.append(os.path.dirname(package))  # after the standard library, as site would put it
+    if name == "leash" and folder and not _exists(f"{folder}/leash/pyproject.toml"):
+        sys.path.append(folder)  # after the standard library, as site would put it
     else:
         with_site()
+
+
+def _exists(path: str) -> bool:
+    try:
+        posix.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 _leash_on_path()
@@ -79,7 +88,7 @@ def exit_now(code: int) -> None:
     threading = sys.modules.get("threading")
     if threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         return
-    os._exit(code)
+    posix._exit(code)
 
 
 def main(argv: list[str]) -> int:

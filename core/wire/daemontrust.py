@@ -24,13 +24,15 @@ for; a peer whose descriptors cannot be read (another user's, gone) is judged
 by ``/proc/locks`` alone, and a ``/proc/locks`` that cannot be read is no
 holder, so fails closed.
 
-Imports: the standard library's C core of ``socket`` and ``os``/``sys`` only:
-every tool call pays for them.
+Imports: the standard library's C core of ``socket``, ``posix`` and ``sys``
+(``os``'s own services through ``core.base.bareos``): every tool call pays for
+them.
 """
 
-import os
+import posix
 import sys
 
+from leash.core.base import bareos
 from leash.core.base.wellknown import RUN_DIR
 
 try:
@@ -59,18 +61,18 @@ def peer_of(conn) -> tuple[int, int]:
     return int.from_bytes(data[0:4], sys.byteorder, signed=True), int.from_bytes(data[4:8], sys.byteorder)
 
 
-def trusted_users(home: str, env=os.environ) -> set[int]:
+def trusted_users(home: str, env=bareos.environ) -> set[int]:
     """Users other than this hook's own whose daemon it believes: root, the
     home directory's owner, the pinned ``LEASH_DAEMON_UID``."""
     trusted = {ROOT_UID}
     try:
-        trusted.add(os.stat(home).st_uid)
+        trusted.add(posix.stat(home).st_uid)
     except OSError:
         pass  # a home this user cannot see (the separated profile): leashd's uid is pinned instead
     pinned = env.get(DAEMON_UID_ENV, "")
     if pinned.isdigit():
         trusted.add(int(pinned))
-    trusted.discard(os.geteuid())  # the hook's own user could be the agent: it proves itself by the lock
+    trusted.discard(posix.geteuid())  # the hook's own user could be the agent: it proves itself by the lock
     return trusted
 
 
@@ -83,20 +85,20 @@ def lock_holder(lock_path: str) -> int | None:
     (overlayfs): when no lock is on the stat's device, the one lock of that
     inode is taken, and two or more are no holder."""
     try:
-        found = os.stat(lock_path)
-        fd = os.open(PROC_LOCKS, os.O_RDONLY)
+        found = posix.stat(lock_path)
+        fd = posix.open(PROC_LOCKS, posix.O_RDONLY)
     except OSError:
         return None
     try:
         chunks = []
-        while chunk := os.read(fd, READ_CHUNK_BYTES):
+        while chunk := posix.read(fd, READ_CHUNK_BYTES):
             chunks.append(chunk)
     except OSError:
         return None
     finally:
-        os.close(fd)
+        posix.close(fd)
     wanted = f":{found.st_ino}".encode()
-    device = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}".encode()
+    device = f"{posix.major(found.st_dev):02x}:{posix.minor(found.st_dev):02x}".encode()
     holders: list[tuple[bytes, int]] = []
     for line in b"".join(chunks).splitlines():
         fields = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
@@ -116,14 +118,14 @@ def held_by(lock_path: str, pid: int) -> bool:
     A descriptor inherited from the lock's taker names the taker, not ``pid``.
     False whenever anything cannot be read: the caller asks ``/proc/locks``."""
     try:
-        found = os.stat(lock_path)
-        names = os.listdir(f"{PROC}/{pid}/fd")
+        found = posix.stat(lock_path)
+        names = posix.listdir(f"{PROC}/{pid}/fd")
     except OSError:
         return False
     wanted = f":{found.st_ino}".encode()
     for name in sorted(names, key=_fd_number):  # leashd takes its lock first: a low descriptor
         try:
-            opened = os.stat(f"{PROC}/{pid}/fd/{name}")
+            opened = posix.stat(f"{PROC}/{pid}/fd/{name}")
         except OSError:
             continue
         if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
@@ -143,35 +145,35 @@ def _fd_number(name: str) -> int:
 def _read_all(path: str) -> bytes:
     """A small /proc file's bytes (b"" when it cannot be read)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = posix.open(path, posix.O_RDONLY)
     except OSError:
         return b""
     try:
         chunks = []
-        while chunk := os.read(fd, READ_CHUNK_BYTES):
+        while chunk := posix.read(fd, READ_CHUNK_BYTES):
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError:
         return b""
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
-def vouch(conn, path: str, home: str, env=os.environ) -> None:
+def vouch(conn, path: str, home: str, env=bareos.environ) -> None:
     """``NotTheDaemon`` unless the process answering on ``conn`` is leashd."""
     pid, uid = peer_of(conn)
     try:
-        owner = os.stat(path).st_uid
+        owner = posix.stat(path).st_uid
     except OSError:
         owner = uid  # gone since the connect: the peer alone decides
     trusted = trusted_users(home, env)
-    acceptable = trusted | {os.geteuid()}
+    acceptable = trusted | {posix.geteuid()}
     for who, what in ((owner, "is owned by"), (uid, "is answered by")):
         if who not in acceptable:
             raise NotTheDaemon(f"{path} {what} uid {who}, neither leashd's user nor the home's owner")
     if owner in trusted and uid in trusted:
         return  # another user's socket and process: this hook's user could have made neither
-    lock = os.path.join(home, RUN_DIR, DAEMON_LOCK_NAME)
+    lock = bareos.join(home, RUN_DIR, DAEMON_LOCK_NAME)
     if pid > 0 and held_by(lock, pid):
         return
     holder = lock_holder(lock)

@@ -13,8 +13,7 @@ standard library only, and ``json`` (which imports ``re``) only inside the
 functions that need it.
 """
 
-import os
-import select
+import posix
 import sys
 import time
 
@@ -29,6 +28,7 @@ STDIN_LIMIT_BYTES = 16 * 1024 * 1024
 # A thin hook's request to leashd carries the payload as UTF-8 JSON: twice the
 # stdin limit covers the escaping of quotes and control bytes.
 REQUEST_LIMIT_BYTES = 2 * STDIN_LIMIT_BYTES
+READ_CHUNK_BYTES = 65536
 
 
 # The file a traced call appends its stamps to (the module's docstring).
@@ -111,8 +111,70 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
         if len(raw) > STDIN_LIMIT_BYTES:
             raise HookInputTooLarge() from None  # a stream without a descriptor is read whole; nothing failed
         return raw
-    chunks: list[bytes] = []
-    total = 0
+    received = _Received()
+    # Claude Code has written the whole payload by the time the hook's code
+    # begins, as a rule: a pipe (or a file) is read without waiting, and only
+    # the rest, if any, is waited for (``select``, a module of its own to load).
+    if _pipe_or_file(fd) and _read_ready(fd, received):
+        return received.whole()
+    return _read_waiting(fd, received, timeout)
+
+
+# The type bits of st_mode, a FIFO's and a regular file's (stat.S_IFMT,
+# S_IFIFO, S_IFREG; ``stat`` is not loaded for them).
+_FILE_TYPE_MASK, _FIFO_TYPE, _REGULAR_TYPE = 0o170000, 0o010000, 0o100000
+
+
+def _pipe_or_file(fd: int) -> bool:
+    """A terminal or a socket is waited on from the start: a non-blocking
+    read there would change the descriptor for whoever shares it."""
+    try:
+        return posix.fstat(fd).st_mode & _FILE_TYPE_MASK in (_FIFO_TYPE, _REGULAR_TYPE)
+    except OSError:
+        return False
+
+
+class _Received:
+    """stdin's chunks so far; ``HookInputTooLarge`` past the limit."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def keep(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        if self.size > STDIN_LIMIT_BYTES:
+            raise HookInputTooLarge()
+
+    def whole(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _read_ready(fd: int, received: _Received) -> bool:
+    """Read the pipe without blocking until its end (True) or until it is
+    empty with its writer still there (False: the rest is to wait for)."""
+    was_blocking = posix.get_blocking(fd)
+    posix.set_blocking(fd, False)
+    try:
+        while True:
+            try:
+                chunk = posix.read(fd, READ_CHUNK_BYTES)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            received.keep(chunk)
+    finally:
+        if was_blocking:
+            posix.set_blocking(fd, True)
+
+
+def _read_waiting(fd: int, received: _Received, timeout: float) -> bytes:
+    import select
+
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
@@ -121,13 +183,10 @@ def read_stdin(stream=None, *, timeout: float = STDIN_TIMEOUT_SECONDS) -> bytes:
         ready, _, _ = select.select([fd], [], [], remaining)
         if not ready:
             continue
-        chunk = os.read(fd, 65536)
+        chunk = posix.read(fd, READ_CHUNK_BYTES)
         if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > STDIN_LIMIT_BYTES:
-            raise HookInputTooLarge()
+            return received.whole()
+        received.keep(chunk)
 
 
 def parse_payload(raw: bytes, *, need_session: bool = True) -> "JSONObject":

@@ -25,10 +25,10 @@ Failure:
   profile, where the agent cannot read the home) the same again; without it,
   ``run`` raises ``NoDaemon`` and the in-process gate judges.
 
-Imports: ``os``, ``sys``, the C cores of ``json`` and ``socket`` (``_json``,
-``_socket``), ``time``, the stdlib-only hook IO module and the well-known
-names; nothing else of leash (tests check ``python -X importtime``), because
-every tool call pays for them. ``json`` itself imports ``re``, which alone
+Imports: ``posix`` (not ``os``: ``core.base.bareos``), ``sys``, the C cores of
+``json`` and ``socket`` (``_json``, ``_socket``), ``time``, the stdlib-only
+hook IO module and the well-known names; nothing else of leash (tests check
+``python -X importtime``), because every tool call pays for them. ``json`` itself imports ``re``, which alone
 costs about half a bare interpreter's start; where the C cores are missing
 (not CPython), ``json`` and ``socket`` are used.
 
@@ -39,10 +39,11 @@ started with it does the same for its side (``core.daemon.hookverb``):
 ``bench/hook_latency.py`` lays them out. Unset, nothing is stamped.
 """
 
-import os
+import posix
 import sys
 import time
 
+from leash.core.base import bareos
 from leash.core.base.wellknown import (
     AGENT_SOCKET_ENV,
     AGENT_SOCKET_NAME,
@@ -165,20 +166,20 @@ class NoDaemon(Exception):
         self.input_error = input_error
 
 
-def home_of(home: str | None, env=os.environ) -> str:
+def home_of(home: str | None, env=bareos.environ) -> str:
     """The state home's absolute path: ``--home``, ``LEASH_HOME``, ``~/.leash``."""
     chosen = home or env.get(HOME_ENV) or DEFAULT_HOME
-    return os.path.abspath(os.path.expanduser(chosen))
+    return bareos.abspath(bareos.expanduser(chosen))
 
 
-def agent_socket(home: str | None, env=os.environ) -> tuple[str | None, bool]:
+def agent_socket(home: str | None, env=bareos.environ) -> tuple[str | None, bool]:
     """(path, required): the agent socket to use (None: no daemon here) and
     whether it was asked for by ``LEASH_SOCKET`` (then unreachable denies)."""
     explicit = env.get(AGENT_SOCKET_ENV)
     if explicit:
         return explicit, True
-    path = os.path.join(home_of(home, env), RUN_DIR, AGENT_SOCKET_NAME)
-    return (path, False) if os.path.exists(path) else (None, False)
+    path = bareos.join(home_of(home, env), RUN_DIR, AGENT_SOCKET_NAME)
+    return (path, False) if bareos.exists(path) else (None, False)
 
 
 def _seconds(env, name: str, most: float) -> float | None:
@@ -190,7 +191,7 @@ def _seconds(env, name: str, most: float) -> float | None:
     return given if 0 < given <= most else None
 
 
-def deadline_seconds(env=os.environ, event: str = "") -> float:
+def deadline_seconds(env=bareos.environ, event: str = "") -> float:
     """``LEASH_HOOK_DEADLINE`` when it is a number of seconds in (0, 24];
     else, for the events an approval may hold, the approval's wait
     (``LEASH_APPROVAL_WAIT``, default 300) and a margin; else 20."""
@@ -203,12 +204,12 @@ def deadline_seconds(env=os.environ, event: str = "") -> float:
     return DEFAULT_DEADLINE_SECONDS
 
 
-def forwarded_env(env=os.environ) -> dict[str, str]:
+def forwarded_env(env=bareos.environ) -> dict[str, str]:
     return {name: value for name, value in env.items()
             if (name in FORWARDED_ENV or name.startswith(FORWARDED_PREFIX)) and name not in NOT_FORWARDED}
 
 
-def hook_request(event: str, raw: bytes, input_error: HookInputError | None, env=os.environ) -> bytes:
+def hook_request(event: str, raw: bytes, input_error: HookInputError | None, env=bareos.environ) -> bytes:
     """The request line for the agent socket."""
     request: dict[str, object] = {"verb": "hook", "event": event, "env": forwarded_env(env), ACK_KEY: ACK_ASKED}
     if isinstance(input_error, HookInputTooLarge):
@@ -237,10 +238,10 @@ SOCKET_PATH_MAX = 107
 
 def unix_address(path: str) -> tuple[str, int | None]:
     """(address to bind or connect, directory descriptor to close after)."""
-    if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+    if len(bareos.fsencode(path)) <= SOCKET_PATH_MAX:
         return path, None
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
-    return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
+    fd = posix.open(bareos.dirname(path) or ".", posix.O_RDONLY | posix.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/{bareos.basename(path)}", fd
 
 
 def connect(conn, path: str) -> None:
@@ -249,7 +250,7 @@ def connect(conn, path: str) -> None:
         conn.connect(address)
     finally:
         if fd is not None:
-            os.close(fd)
+            posix.close(fd)
 
 
 class _Clock:
@@ -320,7 +321,7 @@ def _read_reply(conn, clock: _Clock) -> dict:
         pending += chunk
 
 
-def ask(path: str, request: bytes, *, home: str, deadline: float, env=os.environ, acknowledged: bool = False,
+def ask(path: str, request: bytes, *, home: str, deadline: float, env=bareos.environ, acknowledged: bool = False,
         trace: Trace = UNTRACED) -> dict:
     """The daemon's one-line reply to ``request`` by ``deadline`` (monotonic);
     ``NotTheDaemon``, ``DaemonTooSlow`` (``DaemonNotAnswering`` when the
@@ -359,7 +360,7 @@ def answer_of(event: str, reply: dict) -> tuple[str, str, int]:
     return failed_closed(event, f"leash: leash daemon could not answer hook {event} ({problem})")
 
 
-def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=None, env=os.environ,
+def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=None, env=bareos.environ,
         entered_ns: int | None = None) -> int:
     """The hook's exit code through the daemon; NoDaemon when there is none to
     ask and the in-process hook must judge. ``entered_ns``: when the hook's
@@ -400,5 +401,5 @@ def run(event: str, *, home: str | None = None, stdin=None, stdout=None, stderr=
                                               "`leash daemon`; until then this hook cannot judge the call")
     code = emit(out, err, code, stdout=stdout or sys.stdout, stderr=stderr or sys.stderr)
     trace.mark("written")
-    trace.write("client", os.getpid())
+    trace.write("client", posix.getpid())
     return code

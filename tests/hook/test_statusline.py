@@ -257,8 +257,7 @@ def test_the_installed_statusline_imports_only_what_the_thin_hook_does(daemon, h
     status = imported(hook_runner()[1:] + ["statusline", "--user-command", "cat >/dev/null; echo mine"])
     thin = {"leash", "leash.core", "leash.core.base", "leash.core.wire", "leash.core.hook", "leash.core.hook.main",
             "leash.core.wire.thinhook", "leash.core.wire.daemontrust", "leash.core.wire.thinstatus",
-            "leash.core.wire.hookio",
-            "leash.core.base.wellknown"}
+            "leash.core.wire.hookio", "leash.core.base.wellknown", "leash.core.base.bareos"}
     assert status - bare - thin <= {"_json", "_socket", "select", "time", "_signal"}, sorted(status - bare)
 
 

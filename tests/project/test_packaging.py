@@ -111,11 +111,22 @@ MARK_ENV = "LEASH_TEST_PTH_MARK"
 MARKING_PTH = "import os; p = os.environ.get('" + MARK_ENV + "'); p and open(p, 'a').write('site ran\\n')\n"
 
 
+# What the thin hook loads besides a bare interpreter under -S and leash's own
+# modules: C modules only, not ``os`` (core.base.bareos) nor ``select``.
+THIN_HOOK_STDLIB = {"_json", "_socket", "time", "posix"}
+
+
+def _imported(stderr: bytes) -> set[str]:
+    return {line.split("|")[-1].strip() for line in stderr.decode().splitlines()
+            if line.startswith("import time:") and "|" in line} - {"package"}
+
+
 def test_the_installed_hook_runs_no_site_while_leashd_answers(installed, tmp_path):
     """The command ``leash install`` writes runs the wheel's hook entry under
     ``-S``: while leashd answers, no ``.pth`` file runs in the hook (the thin
-    client needs only the standard library and leash); without leashd, the
-    in-process hook gets ``site`` as usual. The answers are the same."""
+    client needs only the standard library's C modules and leash, not even
+    ``os``); without leashd, the in-process hook gets ``site`` as usual. The
+    answers are the same."""
     home, project, mark = tmp_path / "home", tmp_path / "project", tmp_path / "site-ran"
     project.mkdir()
     env = {"PATH": "/usr/bin:/bin", "LEASH_HOME": str(home), "HOME": str(tmp_path), MARK_ENV: str(mark)}
@@ -140,10 +151,14 @@ def test_the_installed_hook_runs_no_site_while_leashd_answers(installed, tmp_pat
             assert daemon.poll() is None and time.monotonic() < deadline, "leashd did not start"
             time.sleep(0.02)
         mark.unlink(missing_ok=True)  # the CLI's own starts ran site
-        thin = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, cwd=project, env=env,
-                              timeout=60)
+        thin = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, cwd=project,
+                              env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, timeout=60)
         assert b"fleet is stopped" in thin.stdout, thin.stderr
         assert not mark.exists(), "a .pth file ran in the hook while leashd answered"
+        bare = subprocess.run([str(installed), "-S", "-X", "importtime", "-c", "pass"], capture_output=True,
+                              timeout=60)
+        extra = _imported(thin.stderr) - _imported(bare.stderr)
+        assert {name for name in extra if not name.startswith("leash")} <= THIN_HOOK_STDLIB, sorted(extra)
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)

@@ -61,7 +61,7 @@ def imported(argv: list[str], stdin: bytes = b"") -> set[str]:
 # The layer packages hold a docstring and nothing else.
 THIN_LEASH_MODULES = {"leash", "leash.core", "leash.core.base", "leash.core.wire", "leash.core.hook",
                       "leash.core.hook.main", "leash.core.wire.thinhook", "leash.core.wire.daemontrust",
-                      "leash.core.wire.hookio", "leash.core.base.wellknown"}
+                      "leash.core.wire.hookio", "leash.core.base.wellknown", "leash.core.base.bareos"}
 
 
 def test_the_installed_hook_imports_only_what_it_must(daemon, home):
