@@ -1,8 +1,8 @@
 """Whole-process latency of the hooks `leash install` writes, against `python -c pass`.
 
 The commands are read from the settings `leash install --project` wrote into a
-project folder (the PreToolUse one: ``LEASH_APPROVAL_WAIT=300 timeout -k 2 315
-PYTHON -S -P .../hookentry.py --home H hook pre-tool-use || exit 2``) and run as
+project folder (the PreToolUse one: ``LEASH_APPROVAL_WAIT=300 PYTHON -S -P
+.../hookentry.py --deadline 315 --home H hook pre-tool-use || exit 2``) and run as
 Claude Code runs them: ``sh -c COMMAND`` from the project folder, the payload
 on stdin. Each is run 20 times in turn with ``sh -c 'PYTHON -c pass'`` (the
 same interpreter), and the medians of wall and CPU time (the children's

@@ -45,7 +45,7 @@ def imports(run, payload: bytes) -> None:
 
 # ------------------------------------------------------------------ the breakdown
 STEPS = {  # stamp -> what ended there
-    "client entered": "process start: sh, timeout, python, site, to leash's first line",
+    "client entered": "process start: sh, python (and timeout, before --deadline), to leash's first line",
     "client imported": "leash's imports (hook entry, thin client)",
     "client read": "stdin read",
     "client connected": "connected to the agent socket",
@@ -58,7 +58,7 @@ STEPS = {  # stamp -> what ended there
     "daemon judged": "leashd: judged (gate, halt conditions, session record)",
     "client replied": "client: reply received (leashd logged and sent it)",
     "client written": "client: answer written",
-    "end": "process exit (the interpreter's teardown, timeout, sh)",
+    "end": "process exit (the interpreter's teardown, sh)",
 }
 
 

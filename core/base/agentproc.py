@@ -2,9 +2,10 @@
 CLI), and a signal that reaches that process and no other.
 
 Each CLI runs a hook command through a shell
-(``sh -c "timeout -k 2 25 PYTHON -S -P hookentry.py hook pre-tool-use || exit 2"``),
+(``sh -c "PYTHON -S -P hookentry.py --deadline 25 hook pre-tool-use || exit 2"``),
 so its process is the nearest ancestor of the hook's process once the
-launchers on the way (shells, ``timeout``, ``env``...) are passed; which
+launchers on the way (shells, ``env``, the ``timeout`` of an older install...)
+are passed; which
 process is which CLI is ``core.base.agentprograms``'s reading of its name and
 command line. ``agent_process(hook_pid, uid=)`` walks ``/proc/<pid>/stat``
 (its parent, field 4) up from the hook and returns ``{"pid", "started",
@@ -44,8 +45,9 @@ import os
 from leash.core.base.agentprograms import BY_CLI, CLAUDE, is_headless, is_shared_server, name_of, program_of
 
 PROC = "/proc"
-# Hook -> timeout -> sh -> the agent CLI is three steps; a few more launchers
-# (env, nice, a wrapper shell) fit, a long unrelated chain does not.
+# Hook -> sh -> the agent CLI is two steps (three under an older install's
+# timeout); a few more launchers (env, nice, a wrapper shell) fit, a long
+# unrelated chain does not.
 MAX_ANCESTRY = 8
 # Programs that only start another program: the walk from a hook passes them.
 LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "fish", "busybox", "timeout", "env",

@@ -6,7 +6,7 @@ its own deadline, an unreachable leashd — is a refusal in the CLI's form,
 because Gemini CLI and Codex CLI both let the call run on exit 1, on exit 2
 with nothing on stderr, and on their own timeout::
 
-    T -k 2 25 PYTHON -S -P hookentry.py --home H hook codex-pre-tool-use \\
+    PYTHON -S -P hookentry.py --deadline 25 --home H hook codex-pre-tool-use \\
         || { s=$?; [ $s -eq 2 ] || echo "leash: …" >&2; exit 2; } # leash-hook
 
 Every write is atomic and keeps the file's mode.
@@ -19,7 +19,8 @@ import shlex
 
 from leash.core.base.statefile import write_bytes_atomic
 from leash.core.hook.hooktimes import deadlines, pinned_wait
-from leash.core.hook.install import MARK, timeout_program
+from leash.core.hook.install import MARK
+from leash.core.wire.hookio import DEADLINE_FLAG
 
 
 def agent_command(runner: list[str], spec, *, timeout: str | None = None, wait: float | None = None,
@@ -27,13 +28,16 @@ def agent_command(runner: list[str], spec, *, timeout: str | None = None, wait: 
     """The shell command of ``spec``'s hook; a gating one refuses on any failure.
     ``home`` pins the state home in the command: Gemini CLI hands a hook only
     an allowlist of the environment when ``GITHUB_SHA`` is set, and an agent's
-    environment is the agent's to change."""
-    run = f"{shlex.join(runner)} hook {spec.verb}"
-    if home:
-        run = f"{shlex.join(runner)} --home {shlex.quote(home)} hook {spec.verb}"
+    environment is the agent's to change. A gating hook's own deadline is
+    the entry's ``--deadline``; ``timeout`` (a program's path) writes it as
+    leash did before, under ``timeout -k 2``."""
     gating = spec.refusal is not None
-    if gating:
-        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
+    words = list(runner) + ([DEADLINE_FLAG, deadlines(spec.verb, wait)[0]] if gating and not timeout else [])
+    run = f"{shlex.join(words)} hook {spec.verb}"
+    if home:
+        run = f"{shlex.join(words)} --home {shlex.quote(home)} hook {spec.verb}"
+    if gating and timeout:
+        run = f"{shlex.quote(timeout)} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
     run = f"{pinned_wait(spec.verb, wait)}{run}"
     if socket:
         from leash.core.base.wellknown import AGENT_SOCKET_ENV

@@ -22,7 +22,7 @@ import json
 import os
 
 from leash.core.hook.agentcommon import agent_command, hook_seconds, program_findings, table, write_text
-from leash.core.hook.install import SettingsError, hook_runner, is_leash_hook, timeout_program
+from leash.core.hook.install import SettingsError, hook_runner, is_leash_hook
 from leash.core.wire.hookevents import CODEX, events_of
 
 CODEX_REQUIREMENTS = "/etc/codex/requirements.toml"
@@ -111,12 +111,11 @@ def codex_hook_lines(path: str, others: dict, runner: list[str], *, wait: float 
                      socket: str | None = None, home: str | None = None) -> tuple[list[str], dict[str, str]]:
     """leash's hook tables for the Codex file ``path`` whose other content is
     ``others``, and {key: hash} that trusts each."""
-    timeout = timeout_program()
     lines: list[str] = []
     trusted: dict[str, str] = {}
     existing = table(others.get("hooks"))
     for spec in events_of(CODEX):
-        handler = {"type": "command", "command": agent_command(runner, spec, timeout=timeout, wait=wait,
+        handler = {"type": "command", "command": agent_command(runner, spec, wait=wait,
                                                                socket=socket, home=home),
                    "timeout": min(hook_seconds(spec, wait), CODEX_CLAMPED_TIMEOUT_SECONDS.get(spec.event, 1 << 30))}
         matcher = CODEX_MATCH_ALL if spec.matcher else None

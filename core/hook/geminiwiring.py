@@ -29,7 +29,6 @@ from leash.core.hook.install import (
     hook_runner,
     is_leash_hook,
     read_settings,
-    timeout_program,
     without_leash,
 )
 from leash.core.wire.hookevents import GEMINI, events_of
@@ -54,10 +53,9 @@ def gemini_merged(settings: dict, runner: list[str], *, uninstall: bool = False,
     result = dict(settings)
     hooks: dict[str, Any] = {event: without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
-        timeout = timeout_program()
         for spec in events_of(GEMINI):
             entry = {"type": "command", "name": f"leash {spec.verb}", "timeout": hook_seconds(spec, wait) * 1000,
-                     "command": agent_command(runner, spec, timeout=timeout, wait=wait, socket=socket, home=home)}
+                     "command": agent_command(runner, spec, wait=wait, socket=socket, home=home)}
             group = {"matcher": GEMINI_MATCH_ALL, "hooks": [entry]} if spec.matcher else {"hooks": [entry]}
             hooks.setdefault(spec.event, []).append(group)
         result["hooksConfig"] = {**(settings.get("hooksConfig") or {}), "enabled": True}

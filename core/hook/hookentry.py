@@ -64,7 +64,7 @@ def _exists(path: str) -> bool:
 
 _leash_on_path()
 
-from leash.core.wire.hookio import hook_call  # noqa: E402
+from leash.core.wire.hookio import armed, hook_call  # noqa: E402
 from leash.core.wire.thinhook import NoDaemon, run  # noqa: E402
 
 
@@ -92,6 +92,11 @@ def exit_now(code: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    deadlined = armed(argv)
+    if deadlined is None:
+        sys.stderr.write("leash: error: --deadline takes a number of seconds above 0 (this is leash's hook entry)\n")
+        return 2
+    argv = deadlined
     call = hook_call(argv)
     if call is None:
         with_site()

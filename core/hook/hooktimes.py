@@ -1,15 +1,15 @@
 """How long each of leash's hooks may take, as ``leash install`` wires them.
 
 Every hook has Claude Code's ``timeout`` (``HOOK_TIMEOUT_SECONDS``); a gating
-one also runs under ``/usr/bin/timeout`` with a shorter deadline of its own
-(``OWN_DEADLINE_SECONDS``), so it is leash, not Claude Code's timeout (which
-lets the call run), that ends it — and the thin client's deadline
-(``core.thinhook``) is shorter still.
+one also has a shorter deadline of its own (``OWN_DEADLINE_SECONDS``, the
+entry's ``--deadline``: ``core.wire.hookio.armed``), so it is leash, not
+Claude Code's timeout (which lets the call run), that ends it — and the thin
+client's deadline (``core.thinhook``) is shorter still.
 
 The events an approval may hold (``APPROVAL_EVENTS``: PreToolUse,
 PermissionRequest) wait for a person up to ``[approvals] timeout_s``: their
 command pins that wait (``LEASH_APPROVAL_WAIT=N``, from which the thin client
-takes its own deadline), their ``timeout`` program's deadline is
+takes its own deadline), their own deadline is
 ``APPROVAL_DEADLINE_MARGIN_SECONDS`` past it and Claude Code's hook timeout
 ``APPROVAL_TIMEOUT_MARGIN_SECONDS`` past it (never less than the others').
 
@@ -48,7 +48,8 @@ def approval_wait(home: str | None) -> float:
 
 
 def deadlines(verb: str, wait: float | None = None) -> tuple[str, int]:
-    """(the ``timeout`` program's seconds, Claude Code's hook ``timeout``) for ``leash hook VERB``."""
+    """(the hook's own deadline in seconds, as its command says it, Claude
+    Code's hook ``timeout``) for ``leash hook VERB``."""
     if verb not in APPROVAL_EVENTS:
         return str(OWN_DEADLINE_SECONDS), HOOK_TIMEOUT_SECONDS
     wait = DEFAULT_APPROVAL_WAIT_SECONDS if wait is None else wait

@@ -13,12 +13,15 @@ leash's hook entry (``core/hook/hookentry.py``) with the interpreter of the
 
 Fail-closed wiring: for the events where Claude Code reads exit 2 as "block"
 (PreToolUse, UserPromptSubmit, PermissionRequest, ConfigChange, PostToolBatch)
-the command is ``/usr/bin/timeout -k 2 N PYTHON -S -P ENTRY hook EVENT || exit 2``, so a missing binary
-(exit 127), a crash, or a hook that overruns its own deadline (``timeout``'s
-124) blocks the call instead of letting it through. The other events fail open
-(a broken reply guard must never trap an agent in its turn). Every program in
-a command is named by its absolute path (``timeout`` as found in ``/usr/bin``
-or ``/bin``, never through ``PATH``, which a settings file's ``env`` can set).
+the command is ``PYTHON -S -P ENTRY --deadline N hook EVENT || exit 2``, so a
+missing binary (exit 127), a crash, or a hook that overruns its own deadline
+(ended by ``SIGALRM``: ``core.wire.hookio.armed``) blocks the call instead of
+letting it through. The other events fail open (a broken reply guard must
+never trap an agent in its turn). Every program in a command is named by its
+absolute path, never found through ``PATH``, which a settings file's ``env``
+can set. Until 2026-11-29 the deadline was ``/usr/bin/timeout -k 2 N`` in
+front of the interpreter, one more process per tool call; files installed so
+are still recognised by their record (``timeout_program``).
 ``core.wiring`` compares what the settings hold with this, for ConfigChange
 and ``leash install --check``.
 
@@ -50,6 +53,7 @@ from leash.core.hook.hooktimes import (  # noqa: F401 - HOOK_TIMEOUT_SECONDS, OW
 )
 from leash.core.wire.daemontrust import DAEMON_UID_ENV
 from leash.core.wire.hookevents import CLAUDE, ON_FAILURE_BLOCK, events_of
+from leash.core.wire.hookio import DEADLINE_FLAG
 
 TYPE_CHECKING = False  # ``typing`` is for the type checker only
 if TYPE_CHECKING:
@@ -79,7 +83,8 @@ class SettingsError(Exception):
 
 def timeout_program() -> str:
     """``timeout`` by its absolute path (``timeout`` alone when the system has
-    none there: ``leash install --check`` then names the hook as stale)."""
+    none there): the program the commands of an install recorded before its
+    record named one ran under (``core.hook.wiring``)."""
     import shutil
 
     return shutil.which("timeout", path=TIMEOUT_SEARCH_PATH) or "timeout"
@@ -93,18 +98,22 @@ def hook_command(leash: str | list[str], spec: HookSpec, *, socket: str | None =
     socket in the command itself (``LEASH_SOCKET=...``), where the agent's
     environment cannot take it away: an unreachable daemon then denies;
     ``daemon_uid`` pins the user leashd runs as (``LEASH_DAEMON_UID``), whose
-    socket the hook believes. ``timeout``: the program's path
-    (``timeout_program()`` when not given). ``wait``: ``[approvals]
+    socket the hook believes. A gating hook's own deadline is the entry's
+    ``--deadline SECONDS``; ``timeout``, a ``timeout`` program's path, writes
+    the command as leash wrote it before (``timeout -k 2 SECONDS ...``): what
+    an install recorded with it is still expected. ``wait``: ``[approvals]
     timeout_s`` (default 300), pinned for the events an approval may hold.
     ``home``: the state home the hook uses, pinned (``--home HOME``) so that
     an agent's environment (its ``LEASH_HOME`` or none) cannot take it
     elsewhere: the operator's stops and the agents' hooks meet in one home."""
     words = [leash] if isinstance(leash, str) else list(leash)
+    if spec.fail_closed and not timeout:
+        words += [DEADLINE_FLAG, deadlines(spec.verb, wait)[0]]
     if home:
         words += ["--home", home]
     run = f"{shlex.join(words)} hook {spec.verb}"
-    if spec.fail_closed:
-        run = f"{shlex.quote(timeout or timeout_program())} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
+    if spec.fail_closed and timeout:
+        run = f"{shlex.quote(timeout)} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
     run = f"{pinned_wait(spec.verb, wait)}{run}"
     if socket and daemon_uid is not None:
         run = f"{DAEMON_UID_ENV}={int(daemon_uid)} {run}"
@@ -203,10 +212,9 @@ def merged(settings: dict, leash: str | list[str], *, uninstall: bool = False, s
     result = dict(settings)
     hooks: dict[str, Any] = {event: without_leash(groups) for event, groups in (settings.get("hooks") or {}).items()}
     if not uninstall:
-        timeout = timeout_program()
         for spec in HOOKS:
             entry = hook_entry(leash, spec, socket=socket, on_failure=on_failure, daemon_uid=daemon_uid,
-                               timeout=timeout, wait=wait, home=home, http_port=http_port)
+                               wait=wait, home=home, http_port=http_port)
             hooks.setdefault(spec.event, []).append(hook_group(spec, entry))
     hooks = {event: groups for event, groups in hooks.items() if groups}
     if hooks:

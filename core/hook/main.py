@@ -18,7 +18,7 @@ describes.
 """
 from __future__ import annotations
 
-from leash.core.wire.hookio import hook_call, leading_home  # the hook entry's grammar, read before argparse
+from leash.core.wire.hookio import armed, hook_call, leading_home  # the hook entry's grammar, read before argparse
 
 __all__ = ["hook_call", "leading_home", "main", "run_hook_command", "shared_store_named", "status_line_command",
            "without_daemon"]
@@ -26,7 +26,16 @@ __all__ = ["hook_call", "leading_home", "main", "run_hook_command", "shared_stor
 
 def run_hook_command(argv: list[str], *, entered_ns: int | None = None) -> int | None:
     """The hook's exit code, or None when ``argv`` is not a hook call.
-    ``entered_ns``: when the hook entry began (a traced call's first stamp)."""
+    ``entered_ns``: when the hook entry began (a traced call's first stamp).
+    A leading ``--deadline SECONDS`` (``core.wire.hookio.armed``) is the
+    installed command's own deadline; one that is not a number refuses (2)."""
+    deadlined = armed(argv)
+    if deadlined is None:
+        import sys
+
+        sys.stderr.write("leash: error: --deadline takes a number of seconds above 0\n")
+        return 2
+    argv = deadlined
     call = hook_call(argv)
     if call is None:
         return status_line_command(argv)

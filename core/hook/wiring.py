@@ -57,9 +57,10 @@ SHOWN_FILES = 3  # changed files named in one finding
 
 # ------------------------------------------------------------------ expected wiring
 class Option:
-    """One way ``install`` wires a file: the runner, the ``timeout`` program,
-    the pinned home, socket and daemon uid, ``onFailure``, the approvals' wait
-    and whether it wrote leash's status line."""
+    """One way ``install`` wires a file: the runner, the ``timeout`` program
+    (empty: none, the entry's own ``--deadline``; a path for files installed
+    so before), the pinned home, socket and daemon uid, ``onFailure``, the
+    approvals' wait and whether it wrote leash's status line."""
 
     __slots__ = ("runner", "timeout", "socket", "daemon_uid", "on_failure", "wait", "home", "status_line", "http_port")
 
@@ -79,7 +80,10 @@ class Option:
         uid = entry.get("daemon_uid")
         wait = entry.get("approval_wait")
         port = entry.get("http_port")
-        return cls([str(word) for word in entry["runner"]], str(entry.get("timeout") or install.timeout_program()),
+        # No "timeout" at all: a record from before it named one, whose commands ran under the system's.
+        timeout = entry.get("timeout")
+        return cls([str(word) for word in entry["runner"]],
+                   install.timeout_program() if timeout is None else str(timeout),
                    str(entry.get("socket") or ""), uid if isinstance(uid, int) else None,
                    bool(entry.get("on_failure")), wait if isinstance(wait, (int, float)) else None,
                    str(entry.get("home") or ""), entry.get("status_line") is True,
@@ -110,8 +114,8 @@ class Expectation:
             return [own]
         if self.files:
             return list(self.files.values())
-        runner, timeout = install.hook_runner(), install.timeout_program()
-        return [Option(runner, timeout, wait=self.wait), Option(runner, timeout, on_failure=True, wait=self.wait)]
+        runner = install.hook_runner()
+        return [Option(runner, "", wait=self.wait), Option(runner, "", on_failure=True, wait=self.wait)]
 
     def installed(self, path: str) -> bool:
         return os.path.abspath(path) in self.files
@@ -119,7 +123,7 @@ class Expectation:
     @staticmethod
     def group(spec, option: Option) -> dict:
         entry = install.hook_entry(option.runner, spec, socket=option.socket or None, daemon_uid=option.daemon_uid,
-                                   on_failure=option.on_failure, timeout=option.timeout, wait=option.wait,
+                                   on_failure=option.on_failure, timeout=option.timeout or None, wait=option.wait,
                                    home=option.home or None, http_port=option.http_port or None)
         return install.hook_group(spec, entry)
 
@@ -295,7 +299,7 @@ def wait_findings(record: dict | None, wait: float) -> list[tuple[str, str, str]
 
 
 def fingerprint_findings(record: dict) -> list[tuple[str, str, str]]:
-    """The interpreter, ``timeout`` and leash's code as they are now, against
+    """The interpreter (and the ``timeout`` an older install ran under) and leash's code as they are now, against
     the install record."""
     findings: list[tuple[str, str, str]] = []
     recorded = record.get("fingerprints")

@@ -66,11 +66,10 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
         before = None
     previous = read_record(home) or {}
     files = dict(previous.get("files") or {})
-    timeout = install.timeout_program()
     if uninstall:
         files.pop(os.path.abspath(settings), None)
     else:
-        files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": timeout, "socket": socket or "",
+        files[os.path.abspath(settings)] = {"runner": list(runner), "timeout": "", "socket": socket or "",
                                             "daemon_uid": daemon_uid, "on_failure": bool(on_failure),
                                             "approval_wait": install.approval_wait(None) if wait is None else wait,
                                             "home": pinned_home or "", "status_line": status_line_wired(settings),
@@ -81,7 +80,7 @@ def write_record(home: str, settings: str, runner: list[str], *, socket: str | N
     # installing here must not bless a file that changed there since.
     before_prints = previous.get("fingerprints")
     kept: dict = before_prints if isinstance(before_prints, dict) else {}
-    programs = [runner[0], timeout] + [word for word in runner[1:] if word.endswith(".py")]
+    programs = [runner[0]] + [word for word in runner[1:] if word.endswith(".py")]
     record = {"version": RECORD_VERSION, "home": os.path.abspath(home), "files": files,
               "fingerprints": {**kept, **fingerprints(*programs)},
               "code_root": code_root(), "code": code_hashes()}

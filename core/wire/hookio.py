@@ -79,6 +79,37 @@ def leading_home(argv: list[str]) -> tuple[str | None, list[str]] | None:
     return home, rest
 
 
+# The installed command's own deadline: ``ENTRY --deadline SECONDS [--home DIR]
+# hook EVENT`` (``core.hook.install``).
+DEADLINE_FLAG = "--deadline"
+
+
+def armed(argv: list[str]) -> list[str] | None:
+    """``argv`` without its leading ``--deadline SECONDS``, once the process
+    is set to end by ``SIGALRM`` when they have passed: the kernel ends it
+    there whatever it is doing (its default action, restored first in case
+    the parent ignored the signal), and the command's ``|| exit 2`` makes
+    that a refusal, as ``timeout`` did in the command before. The process's
+    own deadline costs no process of its own (``timeout`` cost each tool call
+    a start of its own); what it cannot do that ``timeout`` did is end the
+    children the hook left behind, and the hook starts none that outlive it.
+    None: a deadline that is not a number of seconds above 0 (the caller
+    says so and refuses). ``argv`` as it is without the flag."""
+    if argv[:1] != [DEADLINE_FLAG]:
+        return argv
+    try:
+        seconds = float(argv[1]) if len(argv) > 1 else 0.0
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        return None
+    import _signal  # type: ignore[import-not-found]  # signal's C core: ``signal`` imports enum
+
+    _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    _signal.setitimer(_signal.ITIMER_REAL, seconds)
+    return argv[2:]
+
+
 def hook_call(argv: list[str]) -> tuple[str | None, str] | None:
     """``(home, event)`` when ``argv`` is ``[--home DIR | --home=DIR] hook EVENT``."""
     found = leading_home(argv)

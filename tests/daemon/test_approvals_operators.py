@@ -141,7 +141,7 @@ def test_the_wiring_outlasts_the_approvals_timeout(home, cli, tmp_path):
     for event in ("PreToolUse", "PermissionRequest"):
         (hook,) = settings["hooks"][event][0]["hooks"]
         assert hook["timeout"] == 630 and "LEASH_APPROVAL_WAIT=600 " in hook["command"]
-        assert " -k 2 615 " in hook["command"]
+        assert " --deadline 615 " in hook["command"]  # its own deadline, past the wait
     (stop_hook,) = settings["hooks"]["Stop"][0]["hooks"]
     assert stop_hook["timeout"] == 30
     assert cli("install", "--project", str(project), "--check").code == 0

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from leash.core.hook.hooktimes import deadlines
 from leash.core.hook.install import HOOKS, install, is_leash_hook
 from leash.core.hook.installcheck import check, disabling_change
 from leash.core.state.halts.api import record_halt, session_state
@@ -171,7 +172,8 @@ def test_install_is_idempotent_and_uninstall_leaves_foreign_hooks(tmp_path, star
     data = json.loads(first)
     for spec in HOOKS:
         [ours] = [h for group in data["hooks"][spec.event] for h in group["hooks"] if is_leash_hook(h)]
-        assert "/opt/leash/bin/leash hook " + spec.verb in ours["command"] and ours["timeout"] > 0
+        deadline = f"--deadline {deadlines(spec.verb)[0]} " if spec.fail_closed else ""  # its own, no `timeout`
+        assert f"/opt/leash/bin/leash {deadline}hook {spec.verb}" in ours["command"] and ours["timeout"] > 0
         assert ("|| exit 2" in ours["command"]) == spec.fail_closed
     if start is FOREIGN:
         assert data["model"] == "opus" and data["permissions"] == FOREIGN["permissions"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import pwd
 import secrets
 import shutil
@@ -220,7 +221,7 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     """``leash install --managed --socket``: root's settings file, each hook
     pinned to the daemon's agent socket in its command. The agent can neither
     change the file nor point the hook elsewhere through its environment."""
-    from leash.core.hook.install import HOOKS, install, timeout_program
+    from leash.core.hook.install import HOOKS, hook_runner, install
 
     managed = deployment.root / "managed" / "managed-settings.json"
     managed.parent.mkdir(mode=0o755)
@@ -230,8 +231,9 @@ def test_managed_settings_wire_the_hook_to_the_daemon_and_the_agent_cannot_chang
     assert done.returncode == 0, done.stderr
     settings = json.loads(managed.read_text())
     (command,) = [hook["command"] for group in settings["hooks"]["PreToolUse"] for hook in group["hooks"]]
-    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} LEASH_APPROVAL_WAIT=300 {timeout_program()} "
-                              "-k 2 315 ") and "|| exit 2" in command  # the daemon is root here: no uid to pin
+    assert command.startswith(f"LEASH_SOCKET={deployment.agent_socket} LEASH_APPROVAL_WAIT=300 "
+                              f"{shlex.join(hook_runner())} --deadline 315 ") and "|| exit 2" in command
+    # (the daemon is root here: no uid to pin)
     # the same wiring with an interpreter the agent may run (this test's own is in root's home)
     runnable = deployment.root / "managed" / "runnable.json"
     install(str(runnable), [OTHERS_PYTHON, "-P", deployment.hook_entry], socket=deployment.agent_socket)

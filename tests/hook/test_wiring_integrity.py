@@ -135,22 +135,26 @@ def test_harmless_changes_pass(home, project, cli):
 
 
 def test_every_program_of_the_command_is_named_by_its_path(home, project, tmp_path, cli):
-    """A fake ``timeout`` first on PATH that exits 0 is never run; an old
-    command that finds ``timeout`` through PATH is named as stale."""
-    fake = tmp_path / "agent" / "timeout"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
+    """The command's one program is the interpreter by its absolute path, its
+    deadline its own (``--deadline``: no ``timeout`` to find): a fake
+    ``python3`` or ``timeout`` first on PATH that exits 0 is never run; a
+    command that finds its interpreter through PATH is named as stale."""
+    fakes = tmp_path / "agent"
+    fakes.mkdir()
+    for name in ("timeout", "python3"):
+        (fakes / name).write_text("#!/bin/sh\nexit 0\n")
+        (fakes / name).chmod(0o755)
     StopProtocol(home).acknowledge_stop("ops", "s1", "hold on")
     command = pre_tool_use(settings_of(project))["hooks"][0]["command"]
     program = next(word for word in command.split() if "=" not in word)  # after LEASH_APPROVAL_WAIT=...
-    assert program == install.timeout_program() and os.path.isabs(program)
+    assert program == install.hook_runner()[0] and os.path.isabs(program)
+    assert " --deadline 315 " in command and "timeout" not in command.split("#")[0]
     ran = subprocess.run(["sh", "-c", command], input=json.dumps(BASH).encode(), capture_output=True, timeout=60,
-                         env=dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}"))
+                         env=dict(os.environ, PATH=f"{fakes}:{os.environ['PATH']}"))
     assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-    edited(_replace(install.timeout_program() + " ", "timeout "))(project, tmp_path)
+    edited(_replace(program + " ", "python3 "))(project, tmp_path)
     checked = cli("install", "--project", str(project), "--check")
-    assert checked.code == 3 and "stale hook: runs `timeout` found through PATH" in checked.out
+    assert checked.code == 3 and "stale hook: runs `python3` found through PATH" in checked.out
 
 
 def test_check_finds_the_venv_interpreter_relinked(home, tmp_path, monkeypatch, cli):
@@ -235,4 +239,35 @@ def test_hooks_installed_before_the_layer_folders_are_named_stale_and_rewritten(
     assert "/core/hookentry.py` where leash install writes" in checked.out
     assert cli("install", "--project", str(project)).code == 0
     assert "/core/hookentry.py" not in settings.read_text()
+    assert cli("install", "--project", str(project), "--check").code == 0
+
+
+def test_a_file_installed_under_timeout_stays_leashs_own_until_installed_again(home, project, tmp_path, cli):
+    """Files installed before the hook kept its own deadline ran ``timeout -k 2
+    N`` in front of the interpreter, and their record names that program:
+    ``--check`` and ConfigChange still expect that command there, not a
+    tampering; ``leash install`` rewrites them with ``--deadline``."""
+    settings = project / ".claude" / "settings.json"
+    record = json.loads(open(wiringrecord.record_path(str(home))).read())
+    entry = record["files"][str(settings)]
+    assert entry["timeout"] == ""  # what a new install records: no timeout program
+    old = install.timeout_program()
+    entry["timeout"] = old
+    with open(wiringrecord.record_path(str(home)), "w") as handle:
+        json.dump(record, handle)
+    data = settings_of(project)
+    for spec in install.HOOKS:
+        for group in data["hooks"][spec.event]:
+            for hook_ in group["hooks"]:
+                if install.is_leash_hook(hook_):
+                    hook_["command"] = install.hook_command(install.hook_runner(), spec, timeout=old,
+                                                            home=entry["home"] or None)
+    settings.write_text(json.dumps(data))
+    command = pre_tool_use(settings_of(project))["hooks"][0]["command"]
+    assert f"{old} -k 2 315 " in command and "--deadline" not in command
+    assert wiring.changed_file_problem(str(settings), home=str(home)) == ""
+    assert cli("install", "--project", str(project), "--check").code == 0
+    assert cli("install", "--project", str(project)).code == 0
+    command = pre_tool_use(settings_of(project))["hooks"][0]["command"]
+    assert " --deadline 315 " in command and old not in command
     assert cli("install", "--project", str(project), "--check").code == 0

@@ -115,7 +115,7 @@ def build_places(scene) -> dict:
     python.parent.mkdir(parents=True)
     python.write_text("")
     entry = f"{INSTALLED}/hookentry.py"
-    command = f"timeout -k 2 25 {python} -P {entry} hook pre-tool-use || exit 2 {HOOK_MARK}"
+    command = f"{python} -S -P {entry} --deadline 25 hook pre-tool-use || exit 2 {HOOK_MARK}"
     settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
         {"type": "command", "command": command, "timeout": 30}]}]}}
     local = project / ".claude" / "settings.local.json"

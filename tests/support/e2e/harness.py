@@ -232,7 +232,7 @@ def has_install() -> bool:
 def fallback_command(leash: str, verb: str, fail_closed: bool) -> str:
     run = f"{shlex.quote(leash)} hook {verb}"
     if fail_closed:
-        run = f"timeout -k 2 {OWN_DEADLINE_SECONDS} {run} || exit 2"
+        run = f"{shlex.quote(leash)} --deadline {OWN_DEADLINE_SECONDS} hook {verb} || exit 2"
     return f"{run} {MARK}"
 
 
