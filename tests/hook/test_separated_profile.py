@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import pwd
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
