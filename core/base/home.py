@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import stat
 
+from leash.core.base.onereading import kept
 from leash.core.base.wellknown import DEFAULT_HOME, HOME_ENV  # noqa: F401 (named here for callers)
 
 HOME_MODE = 0o700
@@ -100,12 +101,21 @@ def ensure_home(home: str | os.PathLike | None = None, *, check: bool = True) ->
     exists but is not safe to trust (``check=False``: only ``leash doctor``)."""
     path = resolve_home(home)
     if check:
-        problem = home_problem(path)
-        if problem is not None:
-            raise UnsafeHome(path, problem[0], repairable=problem[1])
-    if not os.path.isdir(path):
+        # Once per hook judgement (core.base.onereading): each store it reads asks.
+        kept(("home ready", path), lambda: _ready(path))
+    elif not os.path.isdir(path):
         private_dir(path)
     return path
+
+
+def _ready(path: str) -> bool:
+    """The home checked, and made when missing; ``UnsafeHome`` when it is not safe."""
+    problem = home_problem(path)
+    if problem is not None:
+        raise UnsafeHome(path, problem[0], repairable=problem[1])
+    if not os.path.isdir(path):
+        private_dir(path)
+    return True
 
 
 class MissingHome(Exception):

@@ -28,6 +28,7 @@ import os
 import sys
 
 from leash.core.base.home import UnsafeHome
+from leash.core.base.onereading import judging
 from leash.core.wire.hookio import (  # noqa: F401
     STDIN_LIMIT_BYTES,
     STDIN_TIMEOUT_SECONDS,
@@ -237,8 +238,10 @@ def answer(event: str, raw: bytes, *, home=None, env=None, input_error: HookInpu
         extra: dict = {"parsed": parsed} if parsed is not None and event == "pre-tool-use" else {}
         if hold and event in ("pre-tool-use", "permission-request"):
             extra["hold"] = True
-        said = handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend, **extra)
-        return _noting_config(said, home)
+        with judging():  # one reading of the home's safety and the log's end (core.base.onereading)
+            said = handlers[event](raw, home=home, input_error=input_error, env=env, now=now, backend=backend,
+                                   **extra)
+            return _noting_config(said, home)
     except UnsafeHome as exc:
         message = f"leash: {exc}"
         if event != "pre-tool-use":

@@ -123,11 +123,14 @@ class ToolCall:
         return self._roots[key]
 
     def real(self, path: str) -> str:
-        """``os.path.realpath(path)``, resolved once per call: the path locks and
-        the tampering rule ask about the same paths within one check."""
+        """``os.path.realpath(path)`` (asked of the kernel: ``core.base.realpaths``),
+        resolved once per call: the path locks and the tampering rule ask
+        about the same paths within one check."""
         found = self._real_paths.get(path)
         if found is None:
-            found = self._real_paths[path] = os.path.realpath(path)
+            from leash.core.base.realpaths import realpath
+
+            found = self._real_paths[path] = realpath(path)
         return found
 
     def __repr__(self) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 
+from leash.core.base.onereading import forget, kept
 from leash.core.base.statefile import CachedJSON, JSONObject, StateCorrupt, locked, write_json
 
 HEAD_NAME = "acklog.head"
@@ -94,6 +95,7 @@ class AckHead:
     def __init__(self, home: str | os.PathLike):
         self.path = os.path.join(os.fspath(home), HEAD_NAME)
         self._cache = CachedJSON(self.path, _validate)
+        self._judged = ("ack log head", self.path)  # one reading per judgement (core.base.onereading)
 
     def read(self) -> JSONObject | None:
         """The stored head; None when it is missing or unreadable."""
@@ -118,12 +120,18 @@ class AckHead:
         write_json(self.path, {"seq": line["seq"], "hash": line["hash"], "size": _size(acklog.path),
                                "stores": stores})
         self._cache.forget()
+        forget(self._judged)
 
     def current(self, acklog) -> JSONObject | None:
         """The head, checked against the log's size and recomputed when the
         log grew without it (holding the old head's line); None for a home with
         no log lines and no head. Raises HeadMismatch when the log is shorter
-        than its head, gone, rewritten, or its head is missing beside lines."""
+        than its head, gone, rewritten, or its head is missing beside lines.
+        Read once per hook judgement (``core.base.onereading``): every state
+        file of the home is checked against the same end of the log."""
+        return kept(self._judged, lambda: self._current(acklog))
+
+    def _current(self, acklog) -> JSONObject | None:
         head, size = self.read(), _size(acklog.path)
         if (head is None and size is None) or (head is not None and head.get("size") == size):
             return head
@@ -164,6 +172,7 @@ class AckHead:
         head = scan(acklog)
         write_json(self.path, head)
         self._cache.forget()
+        forget(self._judged)
         return head
 
 

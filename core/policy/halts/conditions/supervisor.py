@@ -34,8 +34,11 @@ CONTEXT_FINDINGS = 20
 
 
 def real(path: str) -> str:
-    """``os.path.realpath``, for paths the system could hold (longer ones cannot exist)."""
-    return os.path.realpath(path) if len(path) <= PATH_MAX else os.path.normpath(path)
+    """``os.path.realpath`` (``core.base.realpaths``), for paths the system could
+    hold (longer ones cannot exist)."""
+    from leash.core.base.realpaths import realpath
+
+    return realpath(path) if len(path) <= PATH_MAX else os.path.normpath(path)
 
 
 def _under(path: str, directory: str) -> bool:
