@@ -22,9 +22,10 @@ from textual.containers import Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets import DataTable, Input, Label
 
 from leash.console.tui.widgets.detail import DetailLine, log_detail
+from leash.console.tui.widgets.footer import KeysFooter
 from leash.console.tui.widgets.panel import Column, FittedTable, cell_width, label_width, layout
 from leash.core.base.text import printable
 from leash.core.store.protocols import AckLogStore
@@ -129,7 +130,7 @@ class AckLogScreen(Screen[None]):
             yield Input(placeholder="filter: session:ID event:NAME source:WHO words...", id="acklog-filter")
             yield LogTable(id="acklog-table", cursor_type="row")
             yield DetailLine(id="acklog-detail", lines=DETAIL_LINES)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#acklog-table", LogTable)

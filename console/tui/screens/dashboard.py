@@ -45,7 +45,7 @@ from textual.binding import Binding
 from textual.containers import Container
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from leash.console.tui.feed import Feed
 from leash.console.tui.keymap import KeyAction, bindings, find
@@ -57,6 +57,7 @@ from leash.console.tui.screens.help import HelpScreen
 from leash.console.tui.screens.peek import Capture, PeekScreen
 from leash.console.tui.screens.why import WhyScreen
 from leash.console.tui.widgets.detail import DetailLine, session_detail
+from leash.console.tui.widgets.footer import KeysFooter
 from leash.console.tui.widgets.panel import Panel, PanelTable
 from leash.console.tui.widgets.summary import SummaryBar
 from leash.console.tui.widgets.tabs import PanelTabs
@@ -132,7 +133,7 @@ class DashboardScreen(Screen[None]):
                 yield spec.build()
         yield DetailLine(id="detail")
         yield Input(placeholder="filter the focused panel (escape clears)", id="filter")
-        yield Footer()
+        yield KeysFooter()
         yield self.feed
 
     def on_mount(self) -> None:
@@ -304,6 +305,8 @@ class DashboardScreen(Screen[None]):
         name = self.focused_panel()
         if name != self._shown_panel:
             self._activate(name)
+        if isinstance(self.focused, PanelTable):  # however it got there (a click): the detail line follows
+            self.show_detail()
         self.refresh_bindings()
 
     @on(PanelTabs.TabActivated)
