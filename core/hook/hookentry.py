@@ -1,6 +1,7 @@
 """What Claude Code runs for each leash hook: ``leash install`` writes
-``PYTHON -S -P <this file> hook EVENT`` (``-P``: the file's folder is not put on
-``sys.path``).
+``PYTHON -S -P <this file> [--deadline SECONDS] hook EVENT`` (``-P``: the
+file's folder is not put on ``sys.path``; ``--deadline``, a gating hook's own
+end, in ``core.wire.hookio.armed``).
 
 It is ``leash hook EVENT`` without the console script's wrapper, which imports
 ``re`` on every call: as much time again as the whole thin hook client. A
