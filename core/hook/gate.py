@@ -321,18 +321,18 @@ class Gate:
             return ALLOW
         from leash.core.policy.halts.conditions.registry import blocks
 
-        result = unit.check(data).as_json()
-        blocking = [r for r in result["halt_reasons"] if blocks(r["severity"])]
+        result = unit.check(data)
+        blocking = [r for r in result.reasons if blocks(r.severity)]
         if not blocking:
             return ALLOW
-        said = "; ".join(f"{r['condition_name']} ({r['severity']}): {r['description'].rstrip('.')}" for r in blocking)
-        held = any(r.get("auto_recorded") for r in blocking)
+        said = "; ".join(f"{r.condition_name} ({r.severity}): {r.description.rstrip('.')}" for r in blocking)
+        held = any(r.auto_recorded for r in blocking)
         tail = (" The session is halted until the operator acknowledges "
                 f"(leash halts list --session {session_id})." if held else "")
-        if any(r["condition_name"] == "supervisor_tampering" for r in blocking):
+        if any(r.condition_name == "supervisor_tampering" for r in blocking):
             self._tamper_blocked(session_id, tool, tool_input, now=now)
             tail += " Only a human can lift this stop; do not try to work around it."
-        return Verdict(False, f"leash: halt — {said}. {result['recommended_action']}{tail}", "halt_condition")
+        return Verdict(False, f"leash: halt — {said}. {result.recommended_action}{tail}", "halt_condition")
 
     def _files_read(self, session_id: str, unit, lineage, record: dict | None, *, cwd: str | None,
                     now: float | None) -> list[str] | None:
