@@ -23,21 +23,18 @@ from leash.core.hook.install import MARK
 from leash.core.wire.hookio import DEADLINE_FLAG
 
 
-def agent_command(runner: list[str], spec, *, timeout: str | None = None, wait: float | None = None,
+def agent_command(runner: list[str], spec, *, wait: float | None = None,
                   socket: str | None = None, home: str | None = None) -> str:
     """The shell command of ``spec``'s hook; a gating one refuses on any failure.
     ``home`` pins the state home in the command: Gemini CLI hands a hook only
     an allowlist of the environment when ``GITHUB_SHA`` is set, and an agent's
     environment is the agent's to change. A gating hook's own deadline is
-    the entry's ``--deadline``; ``timeout`` (a program's path) writes it as
-    leash did before, under ``timeout -k 2``."""
+    the entry's ``--deadline``."""
     gating = spec.refusal is not None
-    words = list(runner) + ([DEADLINE_FLAG, deadlines(spec.verb, wait)[0]] if gating and not timeout else [])
-    run = f"{shlex.join(words)} hook {spec.verb}"
+    words = list(runner) + ([DEADLINE_FLAG, deadlines(spec.verb, wait)[0]] if gating else [])
     if home:
-        run = f"{shlex.join(words)} --home {shlex.quote(home)} hook {spec.verb}"
-    if gating and timeout:
-        run = f"{shlex.quote(timeout)} -k 2 {deadlines(spec.verb, wait)[0]} {run}"
+        words += ["--home", home]
+    run = f"{shlex.join(words)} hook {spec.verb}"
     run = f"{pinned_wait(spec.verb, wait)}{run}"
     if socket:
         from leash.core.base.wellknown import AGENT_SOCKET_ENV
