@@ -46,7 +46,7 @@ TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycach
 	CLAUDE_CODE_ENTRYPOINT= AI_AGENT= GEMINI_CLI=
 test: $(STAMP)
 	@test -d .cache/pycache || $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
-	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n 6 --dist worksteal
 
 # The real Claude Code CLI against a loopback stand-in for the API, once per
 # version (each installed once into .cache/claude-code/<version>; ``latest`` is
@@ -56,6 +56,9 @@ test: $(STAMP)
 # The other agent CLIs' tests (tests/e2e/agents) do not run in the Claude Code
 # loop: the Codex CLI's run once per Codex version (0.169.0 pinned, ``latest``),
 # the Gemini CLI's once per Gemini version (0.61.0 pinned, ``latest``).
+# Then the tests of tests/ that make test leaves out for its two minutes
+# (``@pytest.mark.heavy(reason)``: several leashd hosts, Chromium, real
+# terminals, the costlier benches), once, and the fleet soak.
 CLAUDE_VERSIONS ?= 2.1.197 latest
 CODEX_VERSIONS ?= 0.169.0 latest
 GEMINI_VERSIONS ?= 0.61.0 latest
@@ -81,6 +84,8 @@ e2e: $(STAMP)
 		LEASH_E2E_GEMINI_VERSION=$$version $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(GEMINI_TESTS) -n 2 \
 			--reruns 2 --reruns-delay 1 || status=1; \
 	done; \
+	echo "e2e: the tests make test leaves out (marked heavy: each says why)"; \
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --heavy -n 2 || status=1; \
 	echo "e2e: the fleet soak, 3 minutes"; $(TEST_ENV) $(PY) bench/soak.py --minutes 3 || status=1; \
 	for left in $$made; do rm -rf "$$left"; done; \
 	exit $$status
@@ -120,7 +125,7 @@ screenshots: $(STAMP)
 	@dpkg -s libcairo2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libcairo2)
 	$(PY) -m pip install --quiet -e '.[test,screenshots]' 
 	$(PY) screenshots/render.py
-	LEASH_SCREENSHOTS=$(CURDIR)/docs $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist \
+	LEASH_SCREENSHOTS=$(CURDIR)/docs $(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist --heavy \
 		tests/console/test_serve_approvals_browser.py
 
 clean:

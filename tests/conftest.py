@@ -46,6 +46,31 @@ RAM_DISK, RAM_DISK_SPARE_BYTES = "/dev/shm", 2 << 30
 GC_THRESHOLDS = (10_000, 10, 10)  # Python's: (700, 10, 10)
 
 
+# Tests that ``make e2e`` runs instead of ``make test`` (``make test`` must
+# finish in two minutes on two cores): each is marked ``heavy(reason)``, the
+# reason saying what it costs and what ``make test`` keeps of what it shows.
+# ``--heavy`` runs those alone (``make e2e``); without it they are deselected.
+HEAVY = "heavy"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--heavy", action="store_true",
+                     help="run only the tests marked heavy (make e2e runs them; make test leaves them out)")
+
+
+def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("--heavy")
+    kept, left = [], []
+    for item in items:
+        mark = item.get_closest_marker(HEAVY)
+        if mark is not None and not (mark.args and str(mark.args[0]).strip()):
+            raise pytest.UsageError(f"{item.nodeid}: a heavy mark says why the test is left to make e2e")
+        (kept if (mark is not None) == wanted else left).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
     gc.collect()
@@ -53,6 +78,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", f"{HEAVY}(reason): run by make e2e, not make test; the reason says why")
     gc.set_threshold(*GC_THRESHOLDS)
     if config.option.basetemp or os.environ.get("TMPDIR") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
@@ -72,7 +98,15 @@ def pytest_sessionfinish(session, exitstatus):
     """After a passing run, remove its base directory (every tmp_path, the
     workers' included), then its per-user parent and the ``pytest-current``
     link when no other run is using them (``rmdir`` removes only what is
-    empty). A failing run keeps its directories to look into."""
+    empty). A failing run keeps its directories to look into.
+
+    First, what the process holds at its end is set aside (``gc.freeze``):
+    pytest's five full collections after this hook (for the warnings of
+    objects freed late) and the interpreter's teardown scanned and freed a
+    worker's 1-2 million objects one by one, 5-8 s after its last test, and
+    the run waited for the slowest worker. Frozen, they go back whole when
+    the process exits."""
+    gc.freeze()
     if not hasattr(session.config, "workerinput"):
         # pytest-textual-snapshot's folder of this run's pictures: the plugin
         # removes it ignoring errors, and one was once found left behind, empty.

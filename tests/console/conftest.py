@@ -29,6 +29,21 @@ def _pilot_looks_for_idle_every_5_ms():
     _wait.SLEEP_GRANULARITY, _wait.SLEEP_IDLE = saved
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _consoles_draw_no_animation():
+    """The consoles under Pilot slide nothing: a tab strip's underline glides
+    for 0.3 s at 60 frames a second after a number key on a narrow screen, and
+    Pilot waits for every animation to end after every key. Where things end
+    up is the same (Textual's ``animation_level`` "none" jumps to the end);
+    the consoles in a real terminal (``console_terminal``) still animate."""
+    from textual import constants
+
+    saved = constants.TEXTUAL_ANIMATIONS
+    constants.TEXTUAL_ANIMATIONS = "none"
+    yield
+    constants.TEXTUAL_ANIMATIONS = saved
+
+
 @pytest.fixture(scope="session")
 def console_fleet(tmp_path_factory):
     """The seeded fleet every ``console_app`` home starts as a copy of (pytest removes it with its other folders)."""

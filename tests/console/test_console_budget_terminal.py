@@ -14,7 +14,9 @@ import pytest
 
 from ..support.console_terminal import seed_live_fleet, start_console, stop_servers
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"), pytest.mark.heavy(
+    "a console process in a real terminal, ~2.6 s of CPU; make test raises a held cap by the same keys under "
+    "Pilot (test_console_budget.py) and types into dialogs in a real terminal (test_console_dialogs_typed.py)")]
 
 HELD_SESSION = "claude-c044"
 STORE_WAIT_SECONDS = 5.0

@@ -392,6 +392,9 @@ def _console_command(home, extra: str = "") -> str:
                     + [sys.executable, "-m", "leash.console.cli", "console", "--no-kennel"]) + extra
 
 
+@pytest.mark.heavy("a console process in a real 80x24 terminal, ~1.2 s of CPU; make test reads the same "
+                   "description at 80x24 under Pilot (test_narrow_screen_shows_the_selected_halts_full_description"
+                   "_and_session)")
 def test_a_halts_description_read_off_a_real_80x24_terminal(home, tmux_socket):
     seed_long_fleet(home)
     subprocess.run(["tmux", "-S", str(tmux_socket), "new-session", "-d", "-s", "console", "-x", "80", "-y", "24",
@@ -413,7 +416,9 @@ def _pane(socket, target: str, fmt: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signal_name", ["SIGTERM", pytest.param("SIGHUP", marks=pytest.mark.heavy(
+    "a second console process in a real terminal, ~1.7 s of CPU; make test keeps SIGTERM, which ends the console "
+    "by the same handler"))])
 def test_an_ending_signal_restores_the_terminal(home, tmux_socket, signal_name):
     StopProtocol(home)
     pid_file = home / "console.pid"
@@ -429,6 +434,8 @@ def test_an_ending_signal_restores_the_terminal(home, tmux_socket, signal_name):
     assert _pane(tmux_socket, "console", "#{cursor_flag}") == "1"  # the cursor shows again
 
 
+@pytest.mark.heavy("three `leash demo` runs in a real terminal, ~3 s of CPU; make test keeps one demo that "
+                   "cleans up after itself when it quits (test_console_live.py)")
 def test_the_demo_leaves_nothing_in_tmp_when_its_terminal_closes(tmp_path, tmux_socket):
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -66,6 +66,8 @@ def _screen(socket, target: str) -> str:
                           text=True).stdout
 
 
+@pytest.mark.heavy("a real `leash demo` in a terminal, ~1.7 s of CPU; make test keeps the demo home's checks "
+                   "above and a real terminal's console (test_console_live.py)")
 def test_demo_home_flag_puts_the_demo_there_and_keeps_it(tmp_path, tmux_socket):
     home = tmp_path / "kept-demo"
     command = (f"env -u COLUMNS -u LINES TMPDIR={tmp_path} TERM=xterm-256color {sys.executable} -m leash.console.cli "

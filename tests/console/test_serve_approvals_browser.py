@@ -16,7 +16,9 @@ from ..support.browser import SHARED_LOOP, new_page, playwright_or_skip
 from ..support.serve import start_server, stop_servers
 
 playwright_or_skip()
-pytestmark = SHARED_LOOP
+pytestmark = [SHARED_LOOP, pytest.mark.heavy(
+    "a real Chromium per module: ~5 s of CPU for two pages; make test keeps the served console's "
+    "protocol, keys and refusals (test_serve.py, test_serve_approvals.py)")]
 DEVICES = {"phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
                      "device_scale_factor": 3},
            "desktop": {"viewport": {"width": 1280, "height": 800}}}

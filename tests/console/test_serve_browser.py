@@ -19,7 +19,9 @@ from ..support.browser import SHARED_LOOP, new_page, playwright_or_skip
 from ..support.serve import DRAWN, start_server, stop_servers
 
 playwright_or_skip()
-pytestmark = SHARED_LOOP
+pytestmark = [SHARED_LOOP, pytest.mark.heavy(
+    "a real Chromium per module: ~5 s of CPU for two pages; make test keeps the served console's "
+    "protocol, keys and refusals (test_serve.py, test_serve_approvals.py)")]
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 FOOTER_KEY = b"Fleet stop"   # a footer key's description (keymap.py), on every panel

@@ -30,6 +30,8 @@ def cluster():
     server.stop()
 
 
+@pytest.mark.heavy("a PostgreSQL restart under a running leashd, ~8 s of waiting on real reconnects; make test keeps "
+                   "the store's outage policy (tests/store/test_postgres_mirror.py)")
 def test_a_database_restart_leaves_leashds_kennel_working_warrants(cluster, home, tmp_path):
     from leash.core.store.postgres import PostgresBackend
 

@@ -9,7 +9,9 @@ the tests do (a private tmux server, ``tests/support/postgres.py``'s
 throwaway server) and are skipped with one line when they are not installed.
 Each bench is a test item of its own, so ``make test``'s workers share them
 out. Two are left to ``make e2e`` (``RUN_BY_MAKE_E2E`` says why): the fleet
-soak, and the one that drives the real Claude Code.
+soak, and the one that drives the real Claude Code. The smallest forms that
+cost ``make test`` more than ~1.5 s of CPU each are marked ``heavy``: ``make
+e2e`` runs them (``pytest --heavy``), the reason on each saying what it costs.
 """
 from __future__ import annotations
 
@@ -50,24 +52,35 @@ BENCHES = [
     pytest.param("slowloris.py", ["--smoke"], ["hooks, nothing stalled", "hooks, 10 stalled connections"],
                  id="slowloris"),
     pytest.param("approvals.py", ["--smoke"], ["operator socket  n=1", "cli              n=1", "ntfy tap",
-                                               "one approval waiting"], id="approvals"),
+                                               "one approval waiting"], id="approvals",
+                 marks=pytest.mark.heavy('its smallest form is ~2 s of CPU: '
+                                         'leashd, the operator socket, the CLI and an ntfy stand-in')),
     pytest.param("daemon.py", ["--smoke"], ["daemon-side Read", "parallel hooks with leashd",
-                                            "parallel hooks without leashd"], id="daemon"),
+                                            "parallel hooks without leashd"], id="daemon",
+                 marks=pytest.mark.heavy('its smallest form is ~2.5 s of CPU: '
+                                         'leashd in process, then 2 clients of hook processes')),
     pytest.param("hook_latency.py", ["--smoke"], ["== with a leash daemon", "Bash, 64 KiB command",
                                                   "HTTP hook, kept alive", "Bash, after 1k past",
                                                   "UI/driver packages imported: none"],
-                 id="hook_latency"),
+                 id="hook_latency",
+                 marks=pytest.mark.heavy('its smallest form is ~2.6 s of CPU: '
+                                         'hook processes by the dozen, with leashd and without')),
     pytest.param("console.py", ["--smoke"], ["(1) time to first paint", "(2) the big home", "(bench wall time"],
-                 id="console"),
+                 id="console",
+                 marks=pytest.mark.heavy('its smallest form is ~3 s of CPU: '
+                                         'the console started again and again on a seeded and a big home')),
     pytest.param("log_tamper_audit.py", ["--smoke"], ["file log, no key", "undetected ack-log tampering"],
-                 id="log_tamper_audit"),
+                 id="log_tamper_audit",
+                 marks=pytest.mark.heavy('its smallest form is ~1.5 s of CPU: '
+                                         'the file log and the PostgreSQL log tampered with')),
     pytest.param("kennel.py", ["--smoke"], ["outcomes:", "idle kennel"], id="kennel", marks=TMUX),
     pytest.param("interrupt.py", ["--smoke"], ["pane (Escape), with leashd", "headless (SIGINT), with leashd"],
                  id="interrupt", marks=TMUX),
     pytest.param("shared_store.py", ["--smoke"], ["stop on host a -> hook on host c denies",
                                                   "daemon-side on PostgreSQL Read", "PostgreSQL, leashd, Read",
                                                   "fleet: database CPU", "console on that fleet"],
-                 id="shared_store", marks=POSTGRES),
+                 id="shared_store", marks=[POSTGRES, pytest.mark.heavy(
+                     "its smallest form is ~3 s of CPU and 7 s: PostgreSQL, three leashd hosts and a console")]),
 ]
 
 

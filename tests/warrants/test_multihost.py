@@ -80,6 +80,8 @@ def pane_of(tmux: Tmux, name: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.heavy("three leashd processes and their kennels on one PostgreSQL for ~9 s; make test keeps the "
+                   "shared store's warrants with one kennel (tests/store/test_postgres_warrants.py)")
 def test_three_hosts_on_one_store(fleet, tmp_path):
     cluster, hosts = fleet
     daemons = {host: daemon_process(home, env=env, stderr=subprocess.DEVNULL)
