@@ -119,8 +119,9 @@ class DashboardScreen(Screen[None]):
         self._settle_until = float("-inf")  # key_clock's time until which no key acts here
 
     def keymap(self) -> dict[str, str]:
-        """The key of every binding of this screen by its id, the keymap's as
-        [console.keys] remaps them: the app's Textual keymap (``App.set_keymap``)."""
+        """The app's Textual keymap (``App.set_keymap``): the key of every
+        binding of this screen by its id, as [console.keys] remaps them; empty
+        when it remaps none."""
         keys = {binding.id: binding.key for binding in self.BINDINGS if isinstance(binding, Binding) and binding.id}
         chosen = keys | {action.id: action.key for action in self.key_actions}
         # Nothing remapped: no keymap at all. Textual applies the keymap to
