@@ -80,7 +80,8 @@ def leash(home, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.heavy("two leashd processes metering into one PostgreSQL, ~7 s; make test keeps the fleet cap's "
-                   "arithmetic and its hold on one store (tests/store/test_budget_store.py)")
+                   "arithmetic and its hold on one store (tests/views/test_metering.py, "
+                   "tests/store/test_budget_store.py)")
 def test_two_hosts_reach_one_fleet_cap_together_and_both_hold_and_a_raise_on_one_releases_both(
         homes, store, tmp_path):
     _, reader = store
