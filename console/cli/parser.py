@@ -30,6 +30,21 @@ def build_parser() -> ArgumentParser:
                                  f"(see '{self.prog}{' ' + named if named else ''} --help')")
             return parsed
 
+    class VersionAction(argparse.Action):
+        """``--version``: the installed version, looked up only when asked
+        (reading the package's metadata cost every command 17 ms of its start)."""
+
+        def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+            super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                             help="show the program's version number and exit")
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any,
+                     option_string: Any = None) -> None:
+            import sys
+
+            parser._print_message(f"leash {_version()}\n", sys.stdout)
+            parser.exit()
+
     common = Parser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help="state home (default $LEASH_HOME or ~/.leash)")
     acting = Parser(add_help=False, parents=[common])
@@ -37,7 +52,7 @@ def build_parser() -> ArgumentParser:
 
     parser = Parser(prog="leash", parents=[common],
                     description="Human-in-the-loop control for fleets of AI coding agents.")
-    parser.add_argument("--version", action="version", version=f"leash {_version()}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser("console", parents=[common], help="the live dashboard (also: leash with no command)")

@@ -27,6 +27,18 @@ def test_version(leash_proc):
     assert done.code == 0 and done.out.startswith("leash ") and done.out.split()[1][0].isdigit()
 
 
+def test_only_version_reads_the_packages_metadata(tmp_path):
+    """Reading the installed version costs a command about 17 ms of its start:
+    ``--version`` reads it when asked, and ``halts list`` never does."""
+    (tmp_path / "home").mkdir(mode=0o700)
+    env = {**os.environ, "LEASH_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-X", "importtime", *leash_argv()[1:], "halts", "list"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "leash.console.cli.parser" in imported and "importlib.metadata" not in imported
+
+
 def _bash_complete(script: str, *words: str) -> list[str]:
     words_text = " ".join(f"'{w}'" for w in words)
     program = f"""{script}
