@@ -1,6 +1,7 @@
 """The dashboard's footer shows the keys of the focused panel, and is built
 again only when those change: a panel switch that shows the same keys, or a
-burst of binding refreshes that changes nothing, keeps its key widgets."""
+burst of binding refreshes that changes nothing, keeps its key widgets; a
+rebuild styles each binding's key once, as it mounts."""
 from __future__ import annotations
 
 from ..support.console import running, settle
@@ -66,3 +67,30 @@ async def test_under_a_dialog_the_footer_is_as_textuals_and_after_it_shows_the_p
         await settle(pilot, app)
         shown = footer_text(app)
         assert "s Stop" in shown and "a Acknowledge" not in shown, shown
+
+
+async def test_a_rebuild_styles_each_bindings_key_once(console_app, monkeypatch):
+    """Textual's footer keys are born compact and bound to the footer's
+    ``compact``: each was styled again twice after it mounted (the class added,
+    then taken away). The look is Textual's all the same (the snapshots)."""
+    from textual.dom import DOMNode
+    from textual.widgets._footer import FooterKey
+
+    app = console_app()
+    async with running(app, (80, 24)) as pilot:
+        await settle(pilot, app)
+        restyled: list[str] = []
+        update = DOMNode.update_node_styles
+
+        def counting(node, animate: bool = True) -> None:
+            if isinstance(node, FooterKey):
+                restyled.append(str(node.render()).strip())
+            update(node, animate=animate)
+
+        monkeypatch.setattr(DOMNode, "update_node_styles", counting)
+        await pilot.press("2")  # the halts panel: other keys, a rebuild
+        await settle(pilot, app)
+        keys = footer_text(app)
+        assert "a Acknowledge" in keys, keys
+        assert [key for key in restyled if "palette" not in key] == [], restyled
+        assert all(not key.has_class("-compact") for key in footer_keys(app) if not key.has_class("-command-palette"))

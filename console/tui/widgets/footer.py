@@ -25,10 +25,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 
 class KeysFooter(Footer):
-    """A ``Footer`` that skips the rebuilds that would show the same keys."""
+    """A ``Footer`` that skips the rebuilds that would show the same keys,
+    and styles each key it builds once."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
@@ -48,7 +50,16 @@ class KeysFooter(Footer):
 
     def compose(self) -> ComposeResult:
         self._drawn = self.shows()
-        yield from super().compose()
+        for widget in super().compose():
+            # A binding's key is born compact and bound to the footer's
+            # ``compact`` (False here): Textual's watchers add the class at its
+            # mount and take it away again, styling the key anew each time (6 %
+            # of the console's time through a run of dialogs). Such a key starts
+            # as it would end instead; any other (the palette's) is left as is.
+            if isinstance(widget, FooterKey) and "compact" in (getattr(widget, "_reactive_connect", None) or {}):
+                widget.set_reactive(FooterKey.compact, self.compact)
+                widget.set_class(self.compact, "-compact", update=False)
+            yield widget
 
     def bindings_changed(self, screen: Screen) -> None:
         self._bindings_ready = True
