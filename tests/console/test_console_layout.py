@@ -451,3 +451,32 @@ def test_the_demo_leaves_nothing_in_tmp_when_its_terminal_closes(tmp_path, tmux_
             time.sleep(0.1)
         assert not any(scratch.iterdir()), f"run {run} left {list(scratch.iterdir())}"
         assert not home.exists()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["narrow", "wide"])
+async def test_a_start_styles_the_dashboard_for_its_width_before_its_panels_mount(console_app, monkeypatch, size):
+    """The width's class (``-narrow``/``-wide``) is the dashboard's from its
+    compose: Textual's first resize would add it once every panel was up and
+    style every node under the screen again. The screen is styled whole once at
+    a start, when it is shown (Textual's), and its class follows every resize."""
+    from textual.dom import DOMNode
+
+    from leash.console.tui.screens.dashboard import DashboardScreen
+
+    whole: list[frozenset] = []
+    update = DOMNode.update_node_styles
+
+    def counting(node, animate: bool = True) -> None:
+        if isinstance(node, DashboardScreen) and node.is_attached and len(node.children) > 1:
+            whole.append(frozenset(node.classes))
+        update(node, animate=animate)
+
+    monkeypatch.setattr(DOMNode, "update_node_styles", counting)
+    app = console_app()
+    async with running(app, size) as pilot:
+        wide = size[0] >= 120
+        assert app.screen.has_class("-wide") is wide and app.screen.has_class("-narrow") is not wide
+        assert len(whole) == 1, whole
+        await pilot.resize_terminal(200 if not wide else 80, 40)
+        await settle(pilot, app)
+        assert app.screen.has_class("-wide") is not wide and app.screen.has_class("-narrow") is wide

@@ -132,6 +132,12 @@ class DashboardScreen(Screen[None]):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
+        # The width's class before the panels mount, so each is styled for it
+        # once: Textual adds it at the first resize otherwise, and a class on
+        # the screen styles every node under it again (5 % of a start). Every
+        # resize after (the first included) still sets it as the breakpoints say.
+        self.set_class(self.app.size.width >= WIDE_COLUMNS, "-wide")
+        self.set_class(self.app.size.width < WIDE_COLUMNS, "-narrow")
         yield SummaryBar(id="summary")
         yield PanelTabs([(number, spec.key, spec.short) for number, spec in numbered()], id="panel-tabs")
         with Container(id="panels"):
