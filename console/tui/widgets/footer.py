@@ -23,9 +23,9 @@ dashboard is back.
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 
 class KeysFooter(Footer):
@@ -56,8 +56,11 @@ class KeysFooter(Footer):
             # mount and take it away again, styling the key anew each time (6 %
             # of the console's time through a run of dialogs). Such a key starts
             # as it would end instead; any other (the palette's) is left as is.
-            if isinstance(widget, FooterKey) and "compact" in (getattr(widget, "_reactive_connect", None) or {}):
-                widget.set_reactive(FooterKey.compact, self.compact)
+            # (Textual's data binding, read where it keeps it: a Textual that
+            # keeps it elsewhere gets its own footer's keys, styled as before.)
+            compact = getattr(type(widget), "compact", None)
+            if isinstance(compact, Reactive) and "compact" in (getattr(widget, "_reactive_connect", None) or {}):
+                widget.set_reactive(compact, self.compact)
                 widget.set_class(self.compact, "-compact", update=False)
             yield widget
 
