@@ -134,10 +134,12 @@ class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         # The width's class before the panels mount, so each is styled for it
         # once: Textual adds it at the first resize otherwise, and a class on
-        # the screen styles every node under it again (5 % of a start). Every
-        # resize after (the first included) still sets it as the breakpoints say.
-        self.set_class(self.app.size.width >= WIDE_COLUMNS, "-wide")
-        self.set_class(self.app.size.width < WIDE_COLUMNS, "-narrow")
+        # the screen styles every node under it again (5 % of a start). Read
+        # from the same breakpoints Textual reads at every resize after.
+        width = self.app.size.width
+        shown = max((at, name) for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at)[1]
+        for _, name in self.HORIZONTAL_BREAKPOINTS:
+            self.set_class(name == shown, name)
         yield SummaryBar(id="summary")
         yield PanelTabs([(number, spec.key, spec.short) for number, spec in numbered()], id="panel-tabs")
         with Container(id="panels"):
